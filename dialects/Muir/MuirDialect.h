@@ -1,0 +1,59 @@
+//===- MuirDialect.h - the muir dialect -------------------------*- C++ -*-===//
+//
+// Declarations of the high-level muir dialect: its ops, enums and the
+// StrictAttributes trait every muir op carries.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MUIR_DIALECT_MUIR_MUIRDIALECT_H
+#define MUIR_DIALECT_MUIR_MUIRDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <array>
+
+namespace mlir::muir {
+/// Rejects attributes that are neither inherent to the op nor namespaced
+/// (`dialect.name`), so that a misspelt hyperparameter is an error instead of
+/// being carried along silently.
+LogicalResult verifyNoUnknownAttributes(Operation *op);
+
+template <typename ConcreteType>
+class StrictAttributes
+    : public OpTrait::TraitBase<ConcreteType, StrictAttributes> {
+public:
+  static LogicalResult verifyTrait(Operation *op) {
+    return verifyNoUnknownAttributes(op);
+  }
+};
+} // namespace mlir::muir
+
+#include "Muir/MuirEnums.h.inc"
+#include "Muir/MuirOpsDialect.h.inc"
+#define GET_ATTRDEF_CLASSES
+#include "Muir/MuirAttrs.h.inc"
+#define GET_OP_CLASSES
+#include "Muir/MuirOps.h.inc"
+
+namespace mlir::muir {
+/// The (a, b, c) triples of a named schedule (empty for `custom`).
+ArrayRef<std::array<double, 3>> getNamedSchedule(NSSchedule schedule);
+
+/// The triple used at each of `steps` iterations: from `explicitCoeffs` (a
+/// flat a0,b0,c0,... list) for `custom`, else from the named set; past the
+/// end of the list the last triple repeats.
+SmallVector<std::array<double, 3>>
+resolveSchedule(NSSchedule schedule, std::optional<ArrayRef<double>> explicitCoeffs,
+                int64_t steps);
+
+/// The factor Muon multiplies the orthogonalised update by, for an m x n
+/// matrix.
+double getUpdateScale(ScaleMode mode, double extra, int64_t m, int64_t n);
+} // namespace mlir::muir
+
+#endif // MUIR_DIALECT_MUIR_MUIRDIALECT_H

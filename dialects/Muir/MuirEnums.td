@@ -1,0 +1,51 @@
+//===- MuirEnums.td - enums of the muir dialect ------------*- tablegen -*-===//
+#ifndef MUIR_ENUMS_TD
+#define MUIR_ENUMS_TD
+
+include "Muir/MuirDialect.td"
+include "mlir/IR/EnumAttr.td"
+
+def Muir_NSSchedule : I32EnumAttr<"NSSchedule",
+    "Newton-Schulz coefficient schedule", [
+      I32EnumAttrCase<"simple", 0>,
+      I32EnumAttrCase<"quintic", 1>,
+      I32EnumAttrCase<"polar_express", 2>,
+      I32EnumAttrCase<"custom", 3>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::muir";
+}
+def Muir_NSScheduleAttr : EnumAttr<Muir_Dialect, Muir_NSSchedule, "schedule">;
+
+def Muir_MomentumKind : I32EnumAttr<"MomentumKind",
+    "how the momentum buffer accumulates gradients", [
+      I32EnumAttrCase<"ema", 0>,
+      I32EnumAttrCase<"accumulate", 1>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::muir";
+}
+def Muir_MomentumKindAttr
+    : EnumAttr<Muir_Dialect, Muir_MomentumKind, "momentum_kind">;
+
+def Muir_ScaleMode : I32EnumAttr<"ScaleMode",
+    "how the orthogonalised update is scaled", [
+      I32EnumAttrCase<"spectral", 0>,
+      I32EnumAttrCase<"shape", 1>,
+      I32EnumAttrCase<"unit_rms", 2>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::muir";
+}
+def Muir_ScaleModeAttr : EnumAttr<Muir_Dialect, Muir_ScaleMode, "scale_mode">;
+
+def Muir_ReductionKind : I32EnumAttr<"ReductionKind",
+    "element-wise reduction of a collective", [
+      I32EnumAttrCase<"sum", 0>,
+      I32EnumAttrCase<"max", 1>,
+      I32EnumAttrCase<"min", 2>,
+      I32EnumAttrCase<"avg", 3>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::muir";
+}
+def Muir_ReductionKindAttr
+    : EnumAttr<Muir_Dialect, Muir_ReductionKind, "reduction">;
+
+#endif // MUIR_ENUMS_TD

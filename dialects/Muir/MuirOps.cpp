@@ -1,0 +1,501 @@
+//===- MuirOps.cpp - verifiers and helpers of muir ops --------------------===//
+//
+// Local checks live in each op's verify(); checks against the grid symbol in
+// verifySymbolUses(). Messages say what was expected and what was found.
+//
+//===----------------------------------------------------------------------===//
+#include "Muir/MuirDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace mlir::muir;
+
+#define GET_OP_CLASSES
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "Muir/MuirOps.cpp.inc"
+#pragma GCC diagnostic pop
+
+//===----------------------------------------------------------------------===//
+// Shared checks
+//===----------------------------------------------------------------------===//
+
+static std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleave(shape, os, "x");
+  return s;
+}
+
+/// Matrices and stacks of matrices: rank 2 or 3.
+static LogicalResult verifyMatrixRank(Operation *op, Type type,
+                                      StringRef what) {
+  auto t = cast<RankedTensorType>(type);
+  if (t.getRank() != 2 && t.getRank() != 3)
+    return op->emitOpError("expected ")
+           << what << " to be a matrix (rank 2) or a stack of matrices "
+           << "(rank 3), got rank " << t.getRank();
+  return success();
+}
+
+static LogicalResult verifyRange(Operation *op, StringRef name, double value,
+                                 double lo, bool loInclusive, double hi,
+                                 bool hiInclusive) {
+  bool ok = (loInclusive ? value >= lo : value > lo) &&
+            (hiInclusive ? value <= hi : value < hi);
+  if (ok)
+    return success();
+  auto diag = op->emitOpError("expected ") << name << " in ";
+  diag << (loInclusive ? "[" : "(") << lo << ", ";
+  if (std::isinf(hi))
+    diag << "inf)";
+  else
+    diag << hi << (hiInclusive ? "]" : ")");
+  return diag << ", got " << value;
+}
+
+static constexpr double kInf = std::numeric_limits<double>::infinity();
+
+static LogicalResult verifyNSConfig(Operation *op, int64_t steps,
+                                    NSSchedule schedule,
+                                    std::optional<ArrayRef<double>> coeffs,
+                                    double eps) {
+  if (steps < 1)
+    return op->emitOpError("expected at least 1 Newton-Schulz step, got ")
+           << steps;
+  if (schedule == NSSchedule::custom) {
+    if (!coeffs)
+      return op->emitOpError(
+          "schedule 'custom' needs 'coefficients' (a0, b0, c0, a1, ...)");
+    if (coeffs->empty() || coeffs->size() % 3 != 0)
+      return op->emitOpError("expected coefficients to be a non-empty list "
+                             "of (a, b, c) triples, got ")
+             << coeffs->size() << " values";
+  } else if (coeffs) {
+    return op->emitOpError("'coefficients' are only allowed with schedule "
+                           "'custom', got schedule '")
+           << stringifyNSSchedule(schedule) << "'";
+  }
+  return verifyRange(op, "eps", eps, 0.0, false, kInf, false);
+}
+
+//===----------------------------------------------------------------------===//
+// GridOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GridOp::verify() {
+  if (getAxes().empty())
+    return emitOpError("expected at least one axis");
+  if (getAxes().size() != getShape().size())
+    return emitOpError("expected one size per axis: ")
+           << getAxes().size() << " axes, " << getShape().size() << " sizes";
+  llvm::StringSet<> seen;
+  for (auto [name, size] : llvm::zip(getAxes(), getShape())) {
+    StringRef axis = cast<StringAttr>(name).getValue();
+    if (axis.empty())
+      return emitOpError("expected non-empty axis names");
+    if (!seen.insert(axis).second)
+      return emitOpError("axis '") << axis << "' appears twice";
+    if (size < 1)
+      return emitOpError("expected axis '")
+             << axis << "' to have size >= 1, got " << size;
+  }
+  return success();
+}
+
+int64_t GridOp::getAxisIndex(StringRef name) {
+  for (auto [i, axis] : llvm::enumerate(getAxes()))
+    if (cast<StringAttr>(axis).getValue() == name)
+      return i;
+  return -1;
+}
+
+int64_t GridOp::getGroupSize(ArrayAttr axisNames) {
+  int64_t size = 1;
+  for (Attribute a : axisNames) {
+    int64_t idx = getAxisIndex(cast<StringAttr>(a).getValue());
+    if (idx >= 0)
+      size *= getShape()[idx];
+  }
+  return size;
+}
+
+int64_t GridOp::getNumDevices() {
+  int64_t n = 1;
+  for (int64_t s : getShape())
+    n *= s;
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult MuonUpdateOp::verify() {
+  if (failed(verifyMatrixRank(*this, getParam().getType(), "param")) ||
+      failed(verifyRange(*this, "lr", getLr().convertToDouble(), 0, true,
+                         kInf, false)) ||
+      failed(verifyRange(*this, "beta", getBeta().convertToDouble(), 0, true,
+                         1, false)) ||
+      failed(verifyRange(*this, "weight_decay",
+                         getWeightDecay().convertToDouble(), 0, true, kInf,
+                         false)) ||
+      failed(verifyRange(*this, "scale_extra",
+                         getScaleExtra().convertToDouble(), 0, false, kInf,
+                         false)))
+    return failure();
+  return verifyNSConfig(*this, getNsStepsAttr().getInt(), getSchedule(), getCoefficients(),
+                        getEps().convertToDouble());
+}
+
+LogicalResult AdamWUpdateOp::verify() {
+  return success(
+      succeeded(verifyRange(*this, "lr", getLr().convertToDouble(), 0, true,
+                            kInf, false)) &&
+      succeeded(verifyRange(*this, "beta1", getBeta1().convertToDouble(), 0,
+                            true, 1, false)) &&
+      succeeded(verifyRange(*this, "beta2", getBeta2().convertToDouble(), 0,
+                            true, 1, false)) &&
+      succeeded(verifyRange(*this, "eps", getEps().convertToDouble(), 0,
+                            false, kInf, false)) &&
+      succeeded(verifyRange(*this, "weight_decay",
+                            getWeightDecay().convertToDouble(), 0, true,
+                            kInf, false)));
+}
+
+LogicalResult MomentumOp::verify() {
+  return verifyRange(*this, "beta", getBeta().convertToDouble(), 0, true, 1,
+                     false);
+}
+
+LogicalResult ApplyUpdateOp::verify() {
+  if (failed(verifyRange(*this, "lr", getLr().convertToDouble(), 0, true,
+                         kInf, false)))
+    return failure();
+  return verifyRange(*this, "weight_decay",
+                     getWeightDecay().convertToDouble(), 0, true, kInf,
+                     false);
+}
+
+//===----------------------------------------------------------------------===//
+// Newton-Schulz and linear algebra
+//===----------------------------------------------------------------------===//
+
+LogicalResult NewtonSchulzOp::verify() {
+  if (failed(verifyMatrixRank(*this, getInput().getType(), "input")))
+    return failure();
+  return verifyNSConfig(*this, getStepsAttr().getInt(), getSchedule(), getCoefficients(),
+                        getEps().convertToDouble());
+}
+
+SmallVector<std::array<double, 3>> NewtonSchulzOp::getStepCoefficients() {
+  return resolveSchedule(getSchedule(), getCoefficients(), getSteps());
+}
+
+LogicalResult FrobeniusNormalizeOp::verify() {
+  if (failed(verifyMatrixRank(*this, getInput().getType(), "input")))
+    return failure();
+  return verifyRange(*this, "eps", getEps().convertToDouble(), 0, true, kInf,
+                     false);
+}
+
+LogicalResult TransposeOp::verify() {
+  auto in = getInput().getType();
+  auto out = getResult().getType();
+  if (failed(verifyMatrixRank(*this, in, "input")))
+    return failure();
+  SmallVector<int64_t> expected(in.getShape());
+  std::swap(expected[in.getRank() - 1], expected[in.getRank() - 2]);
+  if (out.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("expected result shape ")
+           << shapeStr(expected) << ", got " << shapeStr(out.getShape());
+  return success();
+}
+
+/// Splits [B,] r x c into (batch, rows, cols), batch = 0 for rank 2.
+static std::array<int64_t, 3> matrixDims(RankedTensorType t) {
+  ArrayRef<int64_t> s = t.getShape();
+  if (s.size() == 3)
+    return {s[0], s[1], s[2]};
+  return {0, s[0], s[1]};
+}
+
+static LogicalResult verifyAccumulator(Operation *op, Value acc, double beta,
+                                       RankedTensorType resultType) {
+  if (!acc) {
+    if (beta != 0.0)
+      return op->emitOpError("beta is ")
+             << beta << " but there is no accumulator operand";
+    return success();
+  }
+  if (acc.getType() != resultType)
+    return op->emitOpError("expected accumulator type ")
+           << resultType << " (the result type), got " << acc.getType();
+  return success();
+}
+
+LogicalResult MatmulOp::verify() {
+  auto at = getA().getType(), bt = getB().getType();
+  auto rt = getResult().getType();
+  for (auto [t, name] : {std::pair{at, "lhs"}, {bt, "rhs"}, {rt, "result"}})
+    if (failed(verifyMatrixRank(*this, t, name)))
+      return failure();
+  if (at.getRank() != bt.getRank() || at.getRank() != rt.getRank())
+    return emitOpError("expected operands and result of equal rank, got ")
+           << at.getRank() << ", " << bt.getRank() << " and "
+           << rt.getRank();
+  auto [ab, ar, ac] = matrixDims(at);
+  auto [bb, br, bc] = matrixDims(bt);
+  auto [rb, rr, rc] = matrixDims(rt);
+  if (ab != bb || ab != rb)
+    return emitOpError("expected equal batch sizes, got ")
+           << ab << ", " << bb << " and " << rb;
+  int64_t m = getTransposeA() ? ac : ar, ka = getTransposeA() ? ar : ac;
+  int64_t kb = getTransposeB() ? bc : br, n = getTransposeB() ? br : bc;
+  if (ka != kb)
+    return emitOpError("expected contraction sizes to match: op(lhs) is ")
+           << m << "x" << ka << ", op(rhs) is " << kb << "x" << n;
+  if (rr != m || rc != n)
+    return emitOpError("expected result matrix ")
+           << m << "x" << n << ", got " << rr << "x" << rc;
+  return verifyAccumulator(*this, getAcc(), getBeta().convertToDouble(), rt);
+}
+
+LogicalResult SyrkOp::verify() {
+  auto at = getA().getType(), rt = getResult().getType();
+  if (failed(verifyMatrixRank(*this, at, "operand")) ||
+      failed(verifyMatrixRank(*this, rt, "result")))
+    return failure();
+  if (at.getRank() != rt.getRank())
+    return emitOpError("expected operand and result of equal rank, got ")
+           << at.getRank() << " and " << rt.getRank();
+  auto [ab, an, ak] = matrixDims(at);
+  auto [rb, rr, rc] = matrixDims(rt);
+  (void)ak;
+  if (ab != rb)
+    return emitOpError("expected equal batch sizes, got ")
+           << ab << " and " << rb;
+  if (rr != an || rc != an)
+    return emitOpError("expected result matrix ")
+           << an << "x" << an << " (A is " << an << "x" << ak << "), got "
+           << rr << "x" << rc;
+  return verifyAccumulator(*this, getAcc(), getBeta().convertToDouble(), rt);
+}
+
+LogicalResult ProbeOp::verify() {
+  // I64Attr reads back unsigned; the attribute's own value keeps the sign.
+  if (getSlotAttr().getInt() < 0)
+    return emitOpError("expected slot >= 0, got ") << getSlotAttr().getInt();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+/// Looks up the grid and checks the axis names; on success returns the grid.
+static FailureOr<GridOp> verifyGridAxes(Operation *op, FlatSymbolRefAttr ref,
+                                        ArrayAttr axes,
+                                        SymbolTableCollection &symbols) {
+  auto grid = symbols.lookupNearestSymbolFrom<GridOp>(op, ref.getAttr());
+  if (!grid)
+    return op->emitOpError("expected '")
+           << ref.getValue() << "' to name a muir.grid";
+  if (axes.empty())
+    return op->emitOpError("expected at least one grid axis");
+  llvm::StringSet<> seen;
+  for (Attribute a : axes) {
+    StringRef name = cast<StringAttr>(a).getValue();
+    if (grid.getAxisIndex(name) < 0) {
+      std::string known;
+      for (Attribute k : grid.getAxes())
+        known += (known.empty() ? "" : ", ") +
+                 cast<StringAttr>(k).getValue().str();
+      return op->emitOpError("grid '")
+             << ref.getValue() << "' has no axis '" << name
+             << "' (axes: " << known << ")";
+    }
+    if (!seen.insert(name).second)
+      return op->emitOpError("grid axis '") << name << "' appears twice";
+  }
+  return grid;
+}
+
+static LogicalResult verifyTensorAxis(Operation *op, StringRef what,
+                                      int64_t axis, RankedTensorType t) {
+  if (axis < 0 || axis >= t.getRank())
+    return op->emitOpError("expected ")
+           << what << " in [0, " << t.getRank() << "), got " << axis;
+  return success();
+}
+
+/// Result dims equal input dims except at `axis`, where it must be
+/// `expected`; `how` explains the expected size.
+static LogicalResult verifyResizedDim(Operation *op, RankedTensorType in,
+                                      RankedTensorType out, int64_t axis,
+                                      int64_t expected, const Twine &how) {
+  if (in.getRank() != out.getRank())
+    return op->emitOpError("expected result rank ")
+           << in.getRank() << ", got " << out.getRank();
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    int64_t want = d == axis ? expected : in.getDimSize(d);
+    if (out.getDimSize(d) != want) {
+      auto diag = op->emitOpError("expected result dim ")
+                  << d << " to be " << want;
+      if (d == axis)
+        diag << " (" << how << ")";
+      return diag << ", got " << out.getDimSize(d);
+    }
+  }
+  return success();
+}
+
+#define MUIR_COLLECTIVE_GRID(OP)                                               \
+  GridOp OP::getGridOp() {                                                     \
+    return SymbolTable::lookupNearestSymbolFrom<GridOp>(*this,                 \
+                                                        getGridAttr());        \
+  }                                                                            \
+  int64_t OP::getGroupSize() {                                                 \
+    return getGridOp().getGroupSize(getGridAxes());                            \
+  }
+MUIR_COLLECTIVE_GRID(AllReduceOp)
+MUIR_COLLECTIVE_GRID(AllGatherOp)
+MUIR_COLLECTIVE_GRID(AllGatherVOp)
+MUIR_COLLECTIVE_GRID(ReduceScatterOp)
+MUIR_COLLECTIVE_GRID(AllToAllOp)
+MUIR_COLLECTIVE_GRID(AllToAllVOp)
+MUIR_COLLECTIVE_GRID(BroadcastOp)
+#undef MUIR_COLLECTIVE_GRID
+
+LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyGridAxes(*this, getGridAttr(), getGridAxes(), symbols);
+}
+
+LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto grid = verifyGridAxes(*this, getGridAttr(), getGridAxes(), symbols);
+  if (failed(grid))
+    return failure();
+  auto in = getInput().getType();
+  int64_t axis = getGatherAxisAttr().getInt();
+  if (failed(verifyTensorAxis(*this, "gather_axis", axis, in)))
+    return failure();
+  int64_t g = grid->getGroupSize(getGridAxes());
+  return verifyResizedDim(*this, in, getResult().getType(), axis,
+                          in.getDimSize(axis) * g,
+                          Twine(in.getDimSize(axis)) + " x group size " +
+                              Twine(g));
+}
+
+LogicalResult AllGatherVOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto grid = verifyGridAxes(*this, getGridAttr(), getGridAxes(), symbols);
+  if (failed(grid))
+    return failure();
+  auto in = getInput().getType();
+  int64_t axis = getGatherAxisAttr().getInt();
+  if (failed(verifyTensorAxis(*this, "gather_axis", axis, in)))
+    return failure();
+  int64_t g = grid->getGroupSize(getGridAxes());
+  ArrayRef<int64_t> sizes = getSizes();
+  if (static_cast<int64_t>(sizes.size()) != g)
+    return emitOpError("expected one size per group rank (")
+           << g << "), got " << sizes.size();
+  int64_t total = 0, largest = 0;
+  for (int64_t s : sizes) {
+    if (s < 0)
+      return emitOpError("expected sizes >= 0, got ") << s;
+    total += s;
+    largest = std::max(largest, s);
+  }
+  if (in.getDimSize(axis) != largest)
+    return emitOpError("expected input dim ")
+           << axis << " to be " << largest
+           << " (the largest size; shards are padded to it), got "
+           << in.getDimSize(axis);
+  return verifyResizedDim(*this, in, getResult().getType(), axis, total,
+                          "sum of sizes");
+}
+
+LogicalResult
+ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto grid = verifyGridAxes(*this, getGridAttr(), getGridAxes(), symbols);
+  if (failed(grid))
+    return failure();
+  auto in = getInput().getType();
+  int64_t axis = getScatterAxisAttr().getInt();
+  if (failed(verifyTensorAxis(*this, "scatter_axis", axis, in)))
+    return failure();
+  int64_t g = grid->getGroupSize(getGridAxes());
+  if (in.getDimSize(axis) % g != 0)
+    return emitOpError("expected input dim ")
+           << axis << " (" << in.getDimSize(axis)
+           << ") to be divisible by the group size " << g;
+  return verifyResizedDim(*this, in, getResult().getType(), axis,
+                          in.getDimSize(axis) / g,
+                          Twine(in.getDimSize(axis)) + " / group size " +
+                              Twine(g));
+}
+
+LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto grid = verifyGridAxes(*this, getGridAttr(), getGridAxes(), symbols);
+  if (failed(grid))
+    return failure();
+  auto in = getInput().getType(), out = getResult().getType();
+  int64_t split = getSplitAxisAttr().getInt(),
+          concat = getConcatAxisAttr().getInt();
+  if (failed(verifyTensorAxis(*this, "split_axis", split, in)) ||
+      failed(verifyTensorAxis(*this, "concat_axis", concat, in)))
+    return failure();
+  int64_t g = grid->getGroupSize(getGridAxes());
+  if (in.getDimSize(split) % g != 0)
+    return emitOpError("expected input dim ")
+           << split << " (" << in.getDimSize(split)
+           << ") to be divisible by the group size " << g;
+  SmallVector<int64_t> expected(in.getShape());
+  expected[split] /= g;
+  expected[concat] *= g;
+  if (out.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("expected result shape ")
+           << shapeStr(expected) << " (split dim " << split
+           << " by, concat dim " << concat << " times, group size " << g
+           << "), got " << shapeStr(out.getShape());
+  return success();
+}
+
+LogicalResult AllToAllVOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto grid = verifyGridAxes(*this, getGridAttr(), getGridAxes(), symbols);
+  if (failed(grid))
+    return failure();
+  int64_t g = grid->getGroupSize(getGridAxes());
+  for (auto [v, name] : {std::pair<Value, StringRef>{getSendCounts(), "send"},
+                         {getRecvCounts(), "recv"}}) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getRank() != 1 || t.getDimSize(0) != g)
+      return emitOpError("expected ")
+             << name << "_counts of shape " << g << " (the group size), got "
+             << shapeStr(t.getShape());
+  }
+  auto in = getInput().getType(), out = getResult().getType();
+  if (in.getRank() != out.getRank() ||
+      in.getShape().drop_front() != out.getShape().drop_front())
+    return emitOpError("expected result rows of shape ")
+           << shapeStr(in.getShape().drop_front()) << ", got "
+           << shapeStr(out.getShape().drop_front());
+  return success();
+}
+
+LogicalResult BroadcastOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto grid = verifyGridAxes(*this, getGridAttr(), getGridAxes(), symbols);
+  if (failed(grid))
+    return failure();
+  int64_t g = grid->getGroupSize(getGridAxes());
+  int64_t root = getRootAttr().getInt();
+  if (root < 0 || root >= g)
+    return emitOpError("expected root in [0, ")
+           << g << ") (the group size), got " << root;
+  return success();
+}

@@ -1,0 +1,424 @@
+//===- MuirOps.td - ops of the muir dialect ----------------*- tablegen -*-===//
+//
+// Grid, optimizer, linear-algebra and collective ops. Tensor semantics
+// throughout; `muir-lower-to-exec` turns them into explicit buffers.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MUIR_OPS_TD
+#define MUIR_OPS_TD
+
+include "Muir/MuirDialect.td"
+include "Muir/MuirEnums.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+def Muir_F32Tensor : RankedTensorOf<[F32]>;
+
+//===----------------------------------------------------------------------===//
+// Grid
+//===----------------------------------------------------------------------===//
+
+def Muir_GridOp : Muir_Op<"grid", [Symbol]> {
+  let summary = "a grid of devices with named axes";
+  let description = [{
+    Declares the devices of a training job as an n-dimensional grid whose
+    axes have names. Collectives name axes of a grid; the ranks that take
+    part in one are derived from it (all ranks that differ only in the
+    named axes). Ranks are numbered row-major, the last axis fastest.
+
+    ```
+    muir.grid @world axes = ["dp", "tp"] shape = [2, 4]
+
+        tp=0 tp=1 tp=2 tp=3
+    dp=0 r0   r1   r2   r3
+    dp=1 r4   r5   r6   r7
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axes,
+                       DenseI64ArrayAttr:$shape);
+  let assemblyFormat = [{
+    $sym_name `axes` `=` $axes `shape` `=` $shape attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Index of the axis called `name`, or -1.
+    int64_t getAxisIndex(::llvm::StringRef name);
+    /// Product of the sizes of the given axes (1 for none).
+    int64_t getGroupSize(::mlir::ArrayAttr axisNames);
+    /// Number of devices in the grid.
+    int64_t getNumDevices();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer ops
+//===----------------------------------------------------------------------===//
+
+def Muir_MuonUpdateOp : Muir_Op<"muon_update", [Pure,
+    AllTypesMatch<["param", "grad", "momentum_buffer", "new_param",
+                   "new_momentum_buffer"]>]> {
+  let summary = "one Muon step for a matrix or a stack of matrices";
+  let description = [{
+    Updates a 2-D parameter W (m x n), or each matrix of a 3-D stack
+    [E, m, n] (experts: Newton-Schulz per matrix), from its gradient G and
+    momentum buffer M:
+
+    ```
+    M' = beta * M + (1 - beta) * G      (momentum_kind = ema)
+    M' = beta * M + G                   (momentum_kind = accumulate)
+    U  = nesterov ? (1 - beta) * G + beta * M'  (ema)
+                  | G + beta * M'               (accumulate)
+                  : M'
+    O  = NewtonSchulz(U)                (steps, schedule, coefficients, eps)
+    W' = W * (1 - lr * weight_decay) - lr * scale * O
+    ```
+
+    `scale` depends on `scale_mode`: `spectral` = scale_extra * sqrt(max(m, n))
+    (scale_extra defaults to 0.2, matching AdamW's update RMS), `shape` =
+    sqrt(max(1, m / n)), `unit_rms` = sqrt(m / n). Weight decay is decoupled.
+    `muir-decompose-optimizers` expands the op into `muir.momentum`,
+    `muir.newton_schulz` and `muir.apply_update`.
+  }];
+  let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$grad,
+      Muir_F32Tensor:$momentum_buffer,
+      F64Attr:$lr,
+      DefaultValuedAttr<F64Attr, "0.95">:$beta,
+      DefaultValuedAttr<Muir_MomentumKindAttr, "MomentumKind::ema">:$momentum_kind,
+      DefaultValuedAttr<BoolAttr, "true">:$nesterov,
+      DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+      DefaultValuedAttr<Muir_ScaleModeAttr, "ScaleMode::spectral">:$scale_mode,
+      DefaultValuedAttr<F64Attr, "0.2">:$scale_extra,
+      DefaultValuedAttr<I64Attr, "5">:$ns_steps,
+      DefaultValuedAttr<Muir_NSScheduleAttr, "NSSchedule::simple">:$schedule,
+      OptionalAttr<DenseF64ArrayAttr>:$coefficients,
+      DefaultValuedAttr<F64Attr, "1.0e-7">:$eps);
+  let results = (outs Muir_F32Tensor:$new_param,
+                      Muir_F32Tensor:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buffer attr-dict `:` type($param)
+  }];
+  let hasVerifier = 1;
+}
+
+def Muir_AdamWUpdateOp : Muir_Op<"adamw_update", [Pure,
+    AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
+                   "new_exp_avg", "new_exp_avg_sq"]>]> {
+  let summary = "one AdamW step (decoupled weight decay)";
+  let description = [{
+    For parameters Muon does not take (embeddings, head, norms, biases).
+    With t = `step` (1-based):
+
+    ```
+    m' = beta1 * m + (1 - beta1) * g
+    v' = beta2 * v + (1 - beta2) * g * g
+    W' = W * (1 - lr * weight_decay)
+         - lr * (m' / (1 - beta1^t)) / (sqrt(v' / (1 - beta2^t)) + eps)
+    ```
+  }];
+  let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$grad,
+      Muir_F32Tensor:$exp_avg, Muir_F32Tensor:$exp_avg_sq, I64:$step,
+      F64Attr:$lr,
+      DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+      DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+      DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
+      DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
+  let results = (outs Muir_F32Tensor:$new_param, Muir_F32Tensor:$new_exp_avg,
+                      Muir_F32Tensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `step` $step attr-dict
+    `:` type($param)
+  }];
+  let hasVerifier = 1;
+}
+
+def Muir_MomentumOp : Muir_Op<"momentum", [Pure,
+    AllTypesMatch<["grad", "momentum_buffer", "update",
+                   "new_momentum_buffer"]>]> {
+  let summary = "Muon's momentum accumulation and Nesterov look-ahead";
+  let description = [{
+    The element-wise front of `muir.muon_update`: returns the update U to
+    orthogonalise and the new momentum buffer M' (formulas there).
+  }];
+  let arguments = (ins Muir_F32Tensor:$grad, Muir_F32Tensor:$momentum_buffer,
+      F64Attr:$beta, Muir_MomentumKindAttr:$momentum_kind, BoolAttr:$nesterov);
+  let results = (outs Muir_F32Tensor:$update,
+                      Muir_F32Tensor:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $grad `,` $momentum_buffer attr-dict `:` type($grad)
+  }];
+  let hasVerifier = 1;
+}
+
+def Muir_ApplyUpdateOp : Muir_Op<"apply_update", [Pure,
+    AllTypesMatch<["param", "update", "new_param"]>]> {
+  let summary = "W' = W * (1 - lr * weight_decay) - lr * scale * U";
+  let description = [{
+    The element-wise tail of `muir.muon_update`: decoupled weight decay and
+    the scaled step along the orthogonalised update U.
+  }];
+  let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$update,
+      F64Attr:$lr, F64Attr:$scale, F64Attr:$weight_decay);
+  let results = (outs Muir_F32Tensor:$new_param);
+  let assemblyFormat = [{
+    $param `,` $update attr-dict `:` type($param)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Newton-Schulz and its linear algebra
+//===----------------------------------------------------------------------===//
+
+def Muir_NewtonSchulzOp : Muir_Op<"newton_schulz", [Pure,
+    SameOperandsAndResultType]> {
+  let summary = "orthogonalise a matrix with Newton-Schulz iterations";
+  let description = [{
+    Approximates the orthogonal polar factor U V^T of X = U S V^T (for a
+    3-D operand [B, m, n], of each of the B matrices independently):
+
+    ```
+    X <- X / (||X||_F + eps)              (per matrix)
+    if m > n: X <- X^T                    (iterate on the wide form)
+    repeat `steps` times with the k-th coefficients (a, b, c):
+      A = X X^T
+      B = b A + c A A
+      X = a X + B X
+    if m > n: X <- X^T
+    ```
+
+    `schedule` names the coefficient triples: `simple` (3.4445, -4.7750,
+    2.0315) at every step; `quintic` and `polar_express` are per-step
+    schedules whose last triple repeats past their length; `custom` takes
+    the triples from `coefficients` (a flat list a0, b0, c0, a1, ...), whose
+    last triple likewise repeats.
+  }];
+  let arguments = (ins Muir_F32Tensor:$input, I64Attr:$steps,
+      DefaultValuedAttr<Muir_NSScheduleAttr, "NSSchedule::simple">:$schedule,
+      OptionalAttr<DenseF64ArrayAttr>:$coefficients,
+      DefaultValuedAttr<F64Attr, "1.0e-7">:$eps);
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `steps` `(` $steps `)` `schedule` `(` $schedule `)`
+    (`coefficients` `(` $coefficients^ `)`)? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The (a, b, c) triple of each of the `steps` iterations.
+    ::llvm::SmallVector<std::array<double, 3>> getStepCoefficients();
+  }];
+}
+
+def Muir_FrobeniusNormalizeOp : Muir_Op<"frobenius_normalize", [Pure,
+    SameOperandsAndResultType]> {
+  let summary = "X / (||X||_F + eps), per matrix";
+  let description = [{
+    Divides each matrix (the last two dimensions) by its Frobenius norm plus
+    `eps`; the norm is accumulated in double in a fixed order.
+  }];
+  let arguments = (ins Muir_F32Tensor:$input,
+                   DefaultValuedAttr<F64Attr, "1.0e-7">:$eps);
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Muir_TransposeOp : Muir_Op<"transpose", [Pure]> {
+  let summary = "swap the last two dimensions";
+  let description = [{
+    `[..., m, n] -> [..., n, m]`; leading (batch) dimensions are kept.
+  }];
+  let arguments = (ins Muir_F32Tensor:$input);
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Muir_MatmulOp : Muir_Op<"matmul", [Pure]> {
+  let summary = "D = alpha * op(A) * op(B) + beta * C";
+  let description = [{
+    General matrix product on 2-D operands or batched 3-D operands (same
+    batch size). op(X) is X or, with `transpose_a` / `transpose_b`, X^T.
+    Without the accumulator operand C, beta must be 0. Newton-Schulz uses
+    the forms A = X X^T, B = b A + c A A and X' = a X + B X.
+  }];
+  let arguments = (ins Muir_F32Tensor:$a, Muir_F32Tensor:$b,
+      Optional<Muir_F32Tensor>:$acc,
+      DefaultValuedAttr<F64Attr, "1.0">:$alpha,
+      DefaultValuedAttr<F64Attr, "0.0">:$beta,
+      UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b (`acc` $acc^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Muir_SyrkOp : Muir_Op<"syrk", [Pure]> {
+  let summary = "symmetric rank-k update C' = alpha * A * A^T + beta * C";
+  let description = [{
+    A is n x k (or [B, n, k]); the result is the symmetric n x n matrix
+    (both triangles). Costs about half the flops of the equivalent GEMM.
+    Without the accumulator operand C, beta must be 0.
+  }];
+  let arguments = (ins Muir_F32Tensor:$a, Optional<Muir_F32Tensor>:$acc,
+      DefaultValuedAttr<F64Attr, "1.0">:$alpha,
+      DefaultValuedAttr<F64Attr, "0.0">:$beta);
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = [{
+    $a (`acc` $acc^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Muir_ProbeOp : Muir_Op<"probe", [MemoryEffects<[MemWrite]>]> {
+  let summary = "record a tensor's value for the runtime to report";
+  let description = [{
+    Copies its operand to the runtime's observation slot `slot`, tagged
+    with `label`; muir-run reports metrics of observed tensors (for
+    example the orthogonality error of a Newton-Schulz output) after each
+    step, outside the timed region.
+  }];
+  let arguments = (ins Muir_F32Tensor:$input, StrAttr:$label, I64Attr:$slot);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+class Muir_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Muir_Op<mnemonic, !listconcat(traits,
+          [DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+  dag commonArgs = (ins FlatSymbolRefAttr:$grid, StrArrayAttr:$grid_axes);
+  code commonExtraDecl = [{
+    /// The grid this collective runs on (valid after verification).
+    ::mlir::muir::GridOp getGridOp();
+    /// Number of ranks in one group of this collective.
+    int64_t getGroupSize();
+  }];
+  let extraClassDeclaration = commonExtraDecl;
+}
+
+def Muir_AllReduceOp : Muir_CollectiveOp<"all_reduce", [Pure,
+    SameOperandsAndResultType]> {
+  let summary = "element-wise reduction across the ranks of grid axes";
+  let description = [{
+    Every rank of a group (the ranks that differ only in `grid_axes`)
+    receives the element-wise `reduction` (sum, max, min, avg) of the
+    group's inputs.
+  }];
+  let arguments = !con(commonArgs, (ins Muir_F32Tensor:$input,
+      DefaultValuedAttr<Muir_ReductionKindAttr, "ReductionKind::sum">:$reduction));
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $grid `axes` `=` $grid_axes (`reduction` `=` $reduction^)?
+    attr-dict `:` type($input)
+  }];
+}
+
+def Muir_AllGatherOp : Muir_CollectiveOp<"all_gather", [Pure]> {
+  let summary = "concatenate the group's shards along a tensor dimension";
+  let description = [{
+    Each rank contributes a shard; every rank receives the shards
+    concatenated along `gather_axis` in group-rank order, so that
+    dimension grows by the group size (product of the axes' sizes).
+  }];
+  let arguments = !con(commonArgs, (ins Muir_F32Tensor:$input,
+                                        I64Attr:$gather_axis));
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $grid `axes` `=` $grid_axes `gather_axis` `=` $gather_axis
+    attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Muir_AllGatherVOp : Muir_CollectiveOp<"all_gatherv", [Pure]> {
+  let summary = "ragged all-gather: shards of different sizes";
+  let description = [{
+    Like `all_gather`, but group rank r contributes `sizes[r]` slices along
+    `gather_axis` (its input is padded to the largest size; the padding is
+    not sent). The result holds sum(sizes) slices in group-rank order. Used
+    by the layer-wise distributed optimizer to bring every rank the
+    updates computed elsewhere.
+  }];
+  let arguments = !con(commonArgs, (ins Muir_F32Tensor:$input,
+                       I64Attr:$gather_axis, DenseI64ArrayAttr:$sizes));
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $grid `axes` `=` $grid_axes `gather_axis` `=` $gather_axis
+    `sizes` `=` $sizes attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Muir_ReduceScatterOp : Muir_CollectiveOp<"reduce_scatter", [Pure]> {
+  let summary = "reduce across the group, each rank keeps one slice";
+  let description = [{
+    The group's inputs are reduced element-wise; group rank r keeps the
+    r-th of `group size` equal slices along `scatter_axis`.
+  }];
+  let arguments = !con(commonArgs, (ins Muir_F32Tensor:$input,
+      I64Attr:$scatter_axis,
+      DefaultValuedAttr<Muir_ReductionKindAttr, "ReductionKind::sum">:$reduction));
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $grid `axes` `=` $grid_axes `scatter_axis` `=` $scatter_axis
+    (`reduction` `=` $reduction^)? attr-dict `:` type($input) `->`
+    type($result)
+  }];
+}
+
+def Muir_AllToAllOp : Muir_CollectiveOp<"all_to_all", [Pure]> {
+  let summary = "split along one dimension, exchange, concatenate along another";
+  let description = [{
+    Each rank splits its input into `group size` equal slices along
+    `split_axis`, sends slice j to group rank j, and concatenates what it
+    receives along `concat_axis` in group-rank order.
+  }];
+  let arguments = !con(commonArgs, (ins Muir_F32Tensor:$input,
+      I64Attr:$split_axis, I64Attr:$concat_axis));
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $grid `axes` `=` $grid_axes `split_axis` `=` $split_axis
+    `concat_axis` `=` $concat_axis attr-dict `:` type($input) `->`
+    type($result)
+  }];
+}
+
+def Muir_AllToAllVOp : Muir_CollectiveOp<"all_to_allv", [Pure]> {
+  let summary = "ragged all-to-all of rows with run-time counts";
+  let description = [{
+    Rank r sends `send_counts[j]` consecutive rows (dimension 0) of its input
+    to group rank j, in order. The output's first dimension is a static
+    upper bound; `recv_counts[j]` says how many rows arrived from group rank
+    j, packed from row 0 in group-rank order. Counts live in tensors, not in
+    attributes, because routing decides them at run time.
+  }];
+  let arguments = !con(commonArgs, (ins Muir_F32Tensor:$input,
+                       RankedTensorOf<[I64]>:$send_counts));
+  let results = (outs Muir_F32Tensor:$result,
+                      RankedTensorOf<[I64]>:$recv_counts);
+  let assemblyFormat = [{
+    $input `,` $send_counts `on` $grid `axes` `=` $grid_axes attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Muir_BroadcastOp : Muir_CollectiveOp<"broadcast", [Pure,
+    SameOperandsAndResultType]> {
+  let summary = "every rank of the group receives the root's tensor";
+  let description = [{
+    `root` is a group rank in [0, group size).
+  }];
+  let arguments = !con(commonArgs, (ins Muir_F32Tensor:$input,
+                                        I64Attr:$root));
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $grid `axes` `=` $grid_axes `root` `=` $root attr-dict `:`
+    type($input)
+  }];
+}
+
+#endif // MUIR_OPS_TD

@@ -1,0 +1,93 @@
+//===- MuirExecDialect.cpp - the execution-level dialect ------------------===//
+#include "MuirExec/MuirExecDialect.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::muir_exec;
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "MuirExec/MuirExecOpsDialect.cpp.inc"
+#pragma GCC diagnostic pop
+#define GET_OP_CLASSES
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "MuirExec/MuirExecOps.cpp.inc"
+#pragma GCC diagnostic pop
+
+void MuirExecDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "MuirExec/MuirExecOps.cpp.inc"
+      >();
+}
+
+/// (batch, rows, cols) of a rank-2 or rank-3 buffer; batch 0 for rank 2.
+static std::array<int64_t, 3> dims(Value v) {
+  ArrayRef<int64_t> s = cast<MemRefType>(v.getType()).getShape();
+  return s.size() == 3 ? std::array<int64_t, 3>{s[0], s[1], s[2]}
+                       : std::array<int64_t, 3>{0, s[0], s[1]};
+}
+
+static LogicalResult verifyStaticIdentity(Operation *op) {
+  for (Value v : op->getOperands()) {
+    auto t = cast<MemRefType>(v.getType());
+    if (!t.hasStaticShape() || !t.getLayout().isIdentity())
+      return op->emitOpError("expected static, contiguous buffers, got ")
+             << t;
+  }
+  return success();
+}
+
+LogicalResult GemmOp::verify() {
+  if (failed(verifyStaticIdentity(*this)))
+    return failure();
+  auto [ab, ar, ac] = dims(getA());
+  auto [bb, br, bc] = dims(getB());
+  auto [cb, cr, cc] = dims(getC());
+  if (ab != bb || ab != cb)
+    return emitOpError("expected equal batch sizes, got ")
+           << ab << ", " << bb << " and " << cb;
+  int64_t m = getTransposeA() ? ac : ar, ka = getTransposeA() ? ar : ac;
+  int64_t kb = getTransposeB() ? bc : br, n = getTransposeB() ? br : bc;
+  if (ka != kb || cr != m || cc != n)
+    return emitOpError("expected op(A) ")
+           << m << "x" << ka << " times op(B) " << kb << "x" << n
+           << " into C " << m << "x" << n << ", got C " << cr << "x" << cc;
+  return success();
+}
+
+LogicalResult SyrkOp::verify() {
+  if (failed(verifyStaticIdentity(*this)))
+    return failure();
+  auto [ab, an, ak] = dims(getA());
+  auto [cb, cr, cc] = dims(getC());
+  (void)ak;
+  if (ab != cb || cr != an || cc != an)
+    return emitOpError("expected C of ")
+           << an << "x" << an << " per batch item, got " << cr << "x" << cc;
+  return success();
+}
+
+LogicalResult FrobeniusNormalizeOp::verify() {
+  if (failed(verifyStaticIdentity(*this)))
+    return failure();
+  if (getInput().getType() != getOutput().getType())
+    return emitOpError("expected input and output of one type, got ")
+           << getInput().getType() << " and " << getOutput().getType();
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  if (failed(verifyStaticIdentity(*this)))
+    return failure();
+  auto [ib, ir, ic] = dims(getInput());
+  auto [ob, orow, oc] = dims(getOutput());
+  if (ib != ob || orow != ic || oc != ir)
+    return emitOpError("expected output ")
+           << ic << "x" << ir << " per batch item, got " << orow << "x" << oc;
+  return success();
+}

@@ -1,0 +1,99 @@
+//===- MuirExecOps.td - the execution-level dialect --------*- tablegen -*-===//
+//
+// Explicit buffers and runtime calls. Every op here maps to one call of the
+// runtime C API (runtime/include/muir-rt/Runtime.h); element-wise work is
+// expressed beside these ops as linalg.generic on the same memrefs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MUIR_EXEC_OPS_TD
+#define MUIR_EXEC_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def MuirExec_Dialect : Dialect {
+  let name = "muir_exec";
+  let cppNamespace = "::mlir::muir_exec";
+  let summary = "muir's execution level: buffers and runtime calls";
+  let description = [{
+    The per-rank program after bufferization: operands are memrefs with
+    static shapes and identity layouts, and each op is one runtime call
+    (BLAS, normalisation, observation; later collectives). The
+    `muir-exec-to-runtime-calls` pass turns these ops into calls to the
+    runtime's C functions.
+  }];
+}
+
+def MuirExec_F32Buffer : MemRefRankOf<[F32], [2, 3]>;
+def MuirExec_AnyF32Buffer : MemRefOf<[F32]>;
+
+class MuirExec_Op<string mnemonic, list<Trait> traits = []>
+    : Op<MuirExec_Dialect, mnemonic, traits>;
+
+def MuirExec_GemmOp : MuirExec_Op<"gemm"> {
+  let summary = "C = alpha * op(A) * op(B) + beta * C (runtime sgemm)";
+  let description = [{
+    In-place GEMM on 2-D or batched 3-D buffers; C is read when beta != 0
+    and written. Runs as one `muirrt_sgemm` call for the whole batch.
+  }];
+  let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$a,
+      Arg<MuirExec_F32Buffer, "", [MemRead]>:$b,
+      Arg<MuirExec_F32Buffer, "", [MemRead, MemWrite]>:$c,
+      F64Attr:$alpha, F64Attr:$beta, UnitAttr:$transpose_a,
+      UnitAttr:$transpose_b);
+  let assemblyFormat = [{
+    $a `,` $b `,` $c attr-dict `:` type($a) `,` type($b) `,` type($c)
+  }];
+  let hasVerifier = 1;
+}
+
+def MuirExec_SyrkOp : MuirExec_Op<"syrk"> {
+  let summary = "C = alpha * A * A^T + beta * C (runtime ssyrk)";
+  let description = [{
+    Symmetric rank-k update; both triangles of C are written.
+  }];
+  let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$a,
+      Arg<MuirExec_F32Buffer, "", [MemRead, MemWrite]>:$c,
+      F64Attr:$alpha, F64Attr:$beta);
+  let assemblyFormat = "$a `,` $c attr-dict `:` type($a) `,` type($c)";
+  let hasVerifier = 1;
+}
+
+def MuirExec_FrobeniusNormalizeOp : MuirExec_Op<"frobenius_normalize"> {
+  let summary = "out = in / (||in||_F + eps) per matrix";
+  let description = [{
+    Norm accumulated in double in a fixed order; `in` and `out` may be the
+    same buffer.
+  }];
+  let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$input,
+      Arg<MuirExec_F32Buffer, "", [MemWrite]>:$output, F64Attr:$eps);
+  let assemblyFormat = [{
+    $input `,` $output attr-dict `:` type($input) `,` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
+def MuirExec_TransposeOp : MuirExec_Op<"transpose"> {
+  let summary = "out = in^T over the last two dimensions";
+  let description = [{ Cache-blocked runtime transpose. }];
+  let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$input,
+      Arg<MuirExec_F32Buffer, "", [MemWrite]>:$output);
+  let assemblyFormat = [{
+    $input `,` $output attr-dict `:` type($input) `,` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
+def MuirExec_ObserveOp : MuirExec_Op<"observe"> {
+  let summary = "copy a buffer to a runtime observation slot";
+  let description = [{
+    The runtime keeps the copy for the host to report after the step;
+    `label` names what was observed.
+  }];
+  let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
+      StrAttr:$label, I64Attr:$slot);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+#endif // MUIR_EXEC_OPS_TD

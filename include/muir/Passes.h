@@ -1,0 +1,40 @@
+//===- Passes.h - muir passes and pipelines ---------------------*- C++ -*-===//
+#ifndef MUIR_PASSES_H
+#define MUIR_PASSES_H
+
+#include "Muir/MuirDialect.h"
+#include "MuirExec/MuirExecDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir::muir {
+
+#define GEN_PASS_DECL
+#include "muir/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "muir/Passes.h.inc"
+
+/// Options of the compile pipeline.
+struct PipelineOptions {
+  bool probeUpdates = false;
+};
+
+/// High-level IR -> exec IR (decompose, expand Newton-Schulz, bufferize).
+void buildToExecPipeline(OpPassManager &pm, const PipelineOptions &options);
+/// Exec IR -> LLVM dialect (runtime calls, loops, LLVM conversion).
+void buildExecToLLVMPipeline(OpPassManager &pm);
+
+/// Registers every muir pass and the pipelines `muir-to-exec`,
+/// `muir-exec-to-llvm` and `muir-compile-cpu` (both in a row).
+void registerMuirPassesAndPipelines();
+
+} // namespace mlir::muir
+
+#endif // MUIR_PASSES_H

@@ -1,0 +1,73 @@
+//===- Passes.td - muir passes -----------------------------*- tablegen -*-===//
+#ifndef MUIR_PASSES_TD
+#define MUIR_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MuirDecomposeOptimizers
+    : Pass<"muir-decompose-optimizers", "mlir::ModuleOp"> {
+  let summary = "expand muir.muon_update into momentum, Newton-Schulz and "
+                "the scaled update";
+  let description = [{
+    Rewrites every `muir.muon_update` into `muir.momentum`,
+    `muir.newton_schulz` and `muir.apply_update`, computing the update scale
+    from the matrix shape and `scale_mode`. With `probe-updates`, the
+    Newton-Schulz output of each parameter is recorded by a `muir.probe`
+    labelled with the parameter's `muir.name`, so the runtime can report
+    its orthogonality error.
+  }];
+  let dependentDialects = ["mlir::muir::MuirDialect"];
+  let options = [
+    Option<"probeUpdates", "probe-updates", "bool", /*default=*/"false",
+           "record each orthogonalised update with muir.probe">
+  ];
+}
+
+def MuirExpandNewtonSchulz
+    : Pass<"muir-expand-newton-schulz", "mlir::ModuleOp"> {
+  let summary = "expand muir.newton_schulz into normalisation and matmuls";
+  let description = [{
+    Each step with coefficients (a, b, c) becomes A = X X^T,
+    B = b A + c A A and X' = a X + B X as `muir.matmul` ops, after a
+    Frobenius normalisation; tall matrices are transposed first and back
+    at the end so the Gram matrix is the small one.
+  }];
+  let dependentDialects = ["mlir::muir::MuirDialect"];
+}
+
+def MuirLowerToExec : Pass<"muir-lower-to-exec", "mlir::ModuleOp"> {
+  let summary = "bufferize tensor-level muir functions into exec IR";
+  let description = [{
+    Turns each function whose arguments carry `muir.name` into an exec
+    function marked `muir.entry`: tensor arguments become memrefs that the
+    function updates in place (a result annotated `muir.updates = "name"`
+    is written into that argument's buffer), intermediate tensors become
+    `memref.alloc`s freed before returning, linear algebra becomes
+    `muir_exec` runtime ops, and the element-wise optimizer math becomes
+    fused `linalg.generic` kernels. Newton-Schulz must have been expanded.
+    Collectives over axes of size 1 are the identity; others are left to
+    the distributed runtime and rejected here.
+  }];
+  let dependentDialects = ["mlir::muir_exec::MuirExecDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::linalg::LinalgDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::math::MathDialect",
+                           "mlir::func::FuncDialect"];
+}
+
+def MuirExecToRuntimeCalls
+    : Pass<"muir-exec-to-runtime-calls", "mlir::ModuleOp"> {
+  let summary = "turn muir_exec ops into calls of the runtime's C API";
+  let description = [{
+    Each `muir_exec` op becomes a `func.call` of its `muirrt_*` function
+    with raw pointers (`memref.extract_aligned_pointer_as_index`) and the
+    static sizes as integers; declarations are added once per module.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::LLVM::LLVMDialect"];
+}
+
+#endif // MUIR_PASSES_TD

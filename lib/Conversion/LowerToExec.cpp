@@ -1,0 +1,404 @@
+//===- LowerToExec.cpp - tensor-level muir to exec IR ---------------------===//
+//
+// A purpose-built bufferization for training-step functions. The function's
+// tensors are named state (parameters, gradients, optimizer state) that the
+// step updates in place, so the exec function takes one buffer per argument,
+// returns nothing, and writes each `muir.updates` result into its
+// argument's buffer: directly when the producing op is the argument's last
+// reader (element-wise kernels may read and write the same element), with a
+// copy otherwise. Every other tensor becomes a fresh 64-byte-aligned
+// allocation, freed before returning.
+//
+//===----------------------------------------------------------------------===//
+#include "muir/Passes.h"
+
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::muir {
+#define GEN_PASS_DEF_MUIRLOWERTOEXEC
+#include "muir/Passes.h.inc"
+} // namespace mlir::muir
+
+using namespace mlir;
+using namespace mlir::muir;
+namespace mx = mlir::muir_exec;
+
+namespace {
+
+bool isElementwise(Operation *op) {
+  return isa<MomentumOp, ApplyUpdateOp, AdamWUpdateOp>(op);
+}
+
+bool isCollective(Operation *op) {
+  return isa<AllReduceOp, AllGatherOp, AllGatherVOp, ReduceScatterOp,
+             AllToAllOp, AllToAllVOp, BroadcastOp>(op);
+}
+
+class FunctionLowering {
+public:
+  FunctionLowering(func::FuncOp func) : func(func), b(func) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult checkSignature();
+  void planInPlace();
+  LogicalResult lowerOp(Operation *op);
+  Value output(Value tensorResult);
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  void elementwise(ValueRange ins, ValueRange outs,
+                   function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                                   ValueRange)>
+                       body);
+
+  func::FuncOp func;
+  OpBuilder b;
+  Location loc = func.getLoc();
+  IRMapping map;
+  SmallVector<Value> allocs;
+  /// Argument index each returned value is written to.
+  SmallVector<int64_t> resultTargets;
+  /// Op results computed directly into an argument's buffer.
+  DenseMap<Value, unsigned> inPlace;
+  func::FuncOp newFunc;
+};
+
+LogicalResult FunctionLowering::checkSignature() {
+  FunctionType type = func.getFunctionType();
+  for (auto [i, t] : llvm::enumerate(type.getInputs())) {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    bool ok = (tensor && tensor.hasStaticShape() &&
+               tensor.getElementType().isF32()) ||
+              t.isInteger(64);
+    if (!ok)
+      return func.emitOpError("argument ")
+             << i << ": expected a static f32 tensor or the i64 step, got "
+             << t;
+    if (tensor && !func.getArgAttrOfType<StringAttr>(i, "muir.name"))
+      return func.emitOpError("argument ")
+             << i << ": expected a 'muir.name' attribute naming the tensor";
+  }
+  for (unsigned i = 0; i < type.getNumResults(); ++i) {
+    auto target = func.getResultAttrOfType<StringAttr>(i, "muir.updates");
+    if (!target)
+      return func.emitOpError("result ")
+             << i << ": expected a 'muir.updates' attribute naming the "
+             << "argument it updates";
+    int64_t found = -1;
+    for (unsigned a = 0; a < func.getNumArguments(); ++a)
+      if (auto name = func.getArgAttrOfType<StringAttr>(a, "muir.name"))
+        if (name == target)
+          found = a;
+    if (found < 0)
+      return func.emitOpError("result ")
+             << i << " updates '" << target.getValue()
+             << "', which is not an argument's muir.name";
+    if (type.getInput(found) != type.getResult(i))
+      return func.emitOpError("result ")
+             << i << " has type " << type.getResult(i) << " but updates '"
+             << target.getValue() << "' of type " << type.getInput(found);
+    if (llvm::is_contained(resultTargets, found))
+      return func.emitOpError("argument '")
+             << target.getValue() << "' is updated by two results";
+    resultTargets.push_back(found);
+  }
+  if (!func.getBody().hasOneBlock())
+    return func.emitOpError("expected a single-block function");
+  return success();
+}
+
+/// A result may be computed straight into its argument's buffer when the
+/// return is its only use and nothing reads the argument afterwards; runtime
+/// calls (GEMM, ...) must also not read that argument themselves.
+void FunctionLowering::planInPlace() {
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    Operation *producer = v.getDefiningOp();
+    if (!producer || !v.hasOneUse() || isCollective(producer))
+      continue;
+    BlockArgument arg = func.getArgument(resultTargets[i]);
+    bool readsArg = llvm::is_contained(producer->getOperands(), Value(arg));
+    if (readsArg && !isElementwise(producer))
+      continue;
+    bool laterReader = llvm::any_of(arg.getUsers(), [&](Operation *user) {
+      return user != producer && !user->isBeforeInBlock(producer);
+    });
+    if (!laterReader)
+      inPlace[v] = resultTargets[i];
+  }
+}
+
+Value FunctionLowering::output(Value result) {
+  auto it = inPlace.find(result);
+  if (it != inPlace.end())
+    return newFunc.getArgument(it->second);
+  auto t = cast<RankedTensorType>(result.getType());
+  auto type = MemRefType::get(t.getShape(), t.getElementType());
+  Value buf = memref::AllocOp::create(b, loc, type, b.getI64IntegerAttr(64));
+  allocs.push_back(buf);
+  return buf;
+}
+
+void FunctionLowering::elementwise(
+    ValueRange ins, ValueRange outs,
+    function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> body) {
+  int64_t rank = cast<MemRefType>(outs.front().getType()).getRank();
+  AffineMap id = b.getMultiDimIdentityMap(rank);
+  SmallVector<AffineMap> maps(ins.size() + outs.size(), id);
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  linalg::GenericOp::create(
+      b, loc, TypeRange{}, ins, outs, maps, iters,
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        linalg::YieldOp::create(nb, nl, body(nb, nl, args));
+      });
+}
+
+LogicalResult FunctionLowering::lowerOp(Operation *op) {
+  loc = op->getLoc();
+  auto in = [&](Value v) { return map.lookup(v); };
+  auto f64 = [](FloatAttr a) { return a.getValueAsDouble(); };
+
+  if (auto mom = dyn_cast<MomentumOp>(op)) {
+    Value u = output(mom.getUpdate());
+    Value m = output(mom.getNewMomentumBuffer());
+    double beta = f64(mom.getBetaAttr());
+    bool ema = mom.getMomentumKind() == MomentumKind::ema;
+    bool nesterov = mom.getNesterov();
+    Value cBeta = f32(beta), cOneMinus = f32(1.0 - beta);
+    elementwise({in(mom.getGrad()), in(mom.getMomentumBuffer())}, {u, m},
+                [&](OpBuilder &nb, Location nl, ValueRange a) {
+                  Value g = a[0], old = a[1];
+                  // ema: M' = beta M + (1 - beta) G; accumulate: beta M + G.
+                  Value gTerm =
+                      ema ? arith::MulFOp::create(nb, nl, cOneMinus, g)
+                                .getResult()
+                          : g;
+                  Value newM = arith::AddFOp::create(
+                      nb, nl, arith::MulFOp::create(nb, nl, cBeta, old),
+                      gTerm);
+                  Value upd = newM;
+                  if (nesterov)
+                    upd = arith::AddFOp::create(
+                        nb, nl, gTerm,
+                        arith::MulFOp::create(nb, nl, cBeta, newM));
+                  return SmallVector<Value>{upd, newM};
+                });
+    map.map(mom.getUpdate(), u);
+    map.map(mom.getNewMomentumBuffer(), m);
+    return success();
+  }
+
+  if (auto apply = dyn_cast<ApplyUpdateOp>(op)) {
+    Value p = output(apply.getNewParam());
+    double lr = f64(apply.getLrAttr());
+    Value decay = f32(1.0 - lr * f64(apply.getWeightDecayAttr()));
+    Value step = f32(lr * f64(apply.getScaleAttr()));
+    elementwise({in(apply.getParam()), in(apply.getUpdate())}, {p},
+                [&](OpBuilder &nb, Location nl, ValueRange a) {
+                  Value kept = arith::MulFOp::create(nb, nl, a[0], decay);
+                  Value delta = arith::MulFOp::create(nb, nl, step, a[1]);
+                  return SmallVector<Value>{
+                      arith::SubFOp::create(nb, nl, kept, delta)};
+                });
+    map.map(apply.getNewParam(), p);
+    return success();
+  }
+
+  if (auto adam = dyn_cast<AdamWUpdateOp>(op)) {
+    double lr = f64(adam.getLrAttr()), beta1 = f64(adam.getBeta1Attr()),
+           beta2 = f64(adam.getBeta2Attr());
+    // Bias corrections from the run-time step t, in f64:
+    // step_size = lr / (1 - beta1^t), bc2_sqrt = sqrt(1 - beta2^t).
+    Value t = arith::SIToFPOp::create(b, loc, b.getF64Type(),
+                                      in(adam.getStep()));
+    auto cst64 = [&](double v) {
+      return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(v));
+    };
+    Value one = cst64(1.0);
+    Value bc1 = arith::SubFOp::create(
+        b, loc, one, math::PowFOp::create(b, loc, cst64(beta1), t));
+    Value bc2 = arith::SubFOp::create(
+        b, loc, one, math::PowFOp::create(b, loc, cst64(beta2), t));
+    Value stepSize = arith::TruncFOp::create(
+        b, loc, b.getF32Type(),
+        arith::DivFOp::create(b, loc, cst64(lr), bc1));
+    Value bc2Sqrt = arith::TruncFOp::create(
+        b, loc, b.getF32Type(), math::SqrtOp::create(b, loc, bc2));
+    Value decay = f32(1.0 - lr * f64(adam.getWeightDecayAttr()));
+    Value cB1 = f32(beta1), c1mB1 = f32(1.0 - beta1), cB2 = f32(beta2),
+          c1mB2 = f32(1.0 - beta2), eps = f32(f64(adam.getEpsAttr()));
+    Value p = output(adam.getNewParam());
+    Value m = output(adam.getNewExpAvg());
+    Value v = output(adam.getNewExpAvgSq());
+    elementwise(
+        {in(adam.getParam()), in(adam.getGrad()), in(adam.getExpAvg()),
+         in(adam.getExpAvgSq())},
+        {p, m, v}, [&](OpBuilder &nb, Location nl, ValueRange a) {
+          auto mul = [&](Value x, Value y) {
+            return arith::MulFOp::create(nb, nl, x, y).getResult();
+          };
+          auto add = [&](Value x, Value y) {
+            return arith::AddFOp::create(nb, nl, x, y).getResult();
+          };
+          Value g = a[1];
+          Value newM = add(mul(cB1, a[2]), mul(c1mB1, g));
+          Value newV = add(mul(cB2, a[3]), mul(c1mB2, mul(g, g)));
+          Value denom = add(
+              arith::DivFOp::create(nb, nl,
+                                    math::SqrtOp::create(nb, nl, newV),
+                                    bc2Sqrt),
+              eps);
+          Value ratio = arith::DivFOp::create(nb, nl, newM, denom);
+          Value newP = arith::SubFOp::create(nb, nl, mul(a[0], decay),
+                                             mul(stepSize, ratio));
+          return SmallVector<Value>{newP, newM, newV};
+        });
+    map.map(adam.getNewParam(), p);
+    map.map(adam.getNewExpAvg(), m);
+    map.map(adam.getNewExpAvgSq(), v);
+    return success();
+  }
+
+  if (auto norm = dyn_cast<FrobeniusNormalizeOp>(op)) {
+    Value out = output(norm.getResult());
+    mx::FrobeniusNormalizeOp::create(b, loc, in(norm.getInput()), out,
+                                     norm.getEpsAttr());
+    map.map(norm.getResult(), out);
+    return success();
+  }
+
+  if (auto tr = dyn_cast<TransposeOp>(op)) {
+    Value out = output(tr.getResult());
+    mx::TransposeOp::create(b, loc, in(tr.getInput()), out);
+    map.map(tr.getResult(), out);
+    return success();
+  }
+
+  if (auto mm = dyn_cast<MatmulOp>(op)) {
+    Value out = output(mm.getResult());
+    if (mm.getAcc() && f64(mm.getBetaAttr()) != 0.0)
+      memref::CopyOp::create(b, loc, in(mm.getAcc()), out);
+    mx::GemmOp::create(b, loc, in(mm.getA()), in(mm.getB()), out,
+                       mm.getAlphaAttr(), mm.getBetaAttr(),
+                       mm.getTransposeAAttr(), mm.getTransposeBAttr());
+    map.map(mm.getResult(), out);
+    return success();
+  }
+
+  if (auto syrk = dyn_cast<SyrkOp>(op)) {
+    Value out = output(syrk.getResult());
+    if (syrk.getAcc() && f64(syrk.getBetaAttr()) != 0.0)
+      memref::CopyOp::create(b, loc, in(syrk.getAcc()), out);
+    mx::SyrkOp::create(b, loc, in(syrk.getA()), out, syrk.getAlphaAttr(),
+                       syrk.getBetaAttr());
+    map.map(syrk.getResult(), out);
+    return success();
+  }
+
+  if (auto probe = dyn_cast<ProbeOp>(op)) {
+    mx::ObserveOp::create(b, loc, in(probe.getInput()), probe.getLabelAttr(),
+                          probe.getSlotAttr());
+    return success();
+  }
+
+  if (isCollective(op)) {
+    // On one rank per group a collective moves nothing: its result is its
+    // input (and all_gatherv with one size is the unpadded input).
+    auto grid = SymbolTable::lookupNearestSymbolFrom<GridOp>(
+        op, op->getAttrOfType<FlatSymbolRefAttr>("grid"));
+    int64_t group =
+        grid ? grid.getGroupSize(op->getAttrOfType<ArrayAttr>("grid_axes"))
+             : 0;
+    if (group != 1 || isa<AllToAllVOp>(op))
+      return op->emitOpError("collectives over more than one rank run in "
+                             "the distributed runtime; this group has ")
+             << group << " ranks";
+    Value out = output(op->getResult(0));
+    memref::CopyOp::create(b, loc, in(op->getOperand(0)), out);
+    map.map(op->getResult(0), out);
+    return success();
+  }
+
+  if (isa<NewtonSchulzOp, MuonUpdateOp>(op))
+    return op->emitOpError("must be expanded before lowering to exec IR "
+                           "(run muir-decompose-optimizers and "
+                           "muir-expand-newton-schulz first)");
+
+  if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+      Value target = newFunc.getArgument(resultTargets[i]);
+      if (map.lookup(v) != target)
+        memref::CopyOp::create(b, loc, map.lookup(v), target);
+    }
+    for (Value buf : allocs)
+      memref::DeallocOp::create(b, loc, buf);
+    func::ReturnOp::create(b, loc);
+    return success();
+  }
+
+  // Scalar bookkeeping (constants, integer arithmetic) carries over as is.
+  auto isTensor = [](Type t) { return isa<TensorType>(t); };
+  if (llvm::none_of(op->getOperandTypes(), isTensor) &&
+      llvm::none_of(op->getResultTypes(), isTensor) &&
+      op->getNumRegions() == 0) {
+    b.clone(*op, map);
+    return success();
+  }
+  return op->emitOpError("cannot be lowered to exec IR");
+}
+
+LogicalResult FunctionLowering::run() {
+  if (failed(checkSignature()))
+    return failure();
+  planInPlace();
+
+  SmallVector<Type> inputs;
+  for (Type t : func.getFunctionType().getInputs()) {
+    if (auto tensor = dyn_cast<RankedTensorType>(t))
+      inputs.push_back(
+          MemRefType::get(tensor.getShape(), tensor.getElementType()));
+    else
+      inputs.push_back(t);
+  }
+  newFunc = func::FuncOp::create(b, func.getLoc(), func.getName(),
+                                 b.getFunctionType(inputs, {}));
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    newFunc.setArgAttrs(i, func.getArgAttrDict(i));
+  newFunc->setAttr("muir.entry", b.getUnitAttr());
+  Block *entry = newFunc.addEntryBlock();
+  for (auto [o, n] : llvm::zip(func.getArguments(), entry->getArguments()))
+    map.map(o, n);
+
+  b.setInsertionPointToStart(entry);
+  for (Operation &op : func.getBody().front())
+    if (failed(lowerOp(&op))) {
+      newFunc.erase();
+      return failure();
+    }
+  func.erase();
+  return success();
+}
+
+struct LowerToExecPass
+    : public mlir::muir::impl::MuirLowerToExecBase<LowerToExecPass> {
+  void runOnOperation() override {
+    SmallVector<func::FuncOp> funcs;
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal() || func->hasAttr("muir.entry"))
+        continue;
+      bool named = false;
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        named |= bool(func.getArgAttr(i, "muir.name"));
+      if (named)
+        funcs.push_back(func);
+    }
+    for (func::FuncOp func : funcs)
+      if (failed(FunctionLowering(func).run()))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

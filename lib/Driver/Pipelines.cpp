@@ -1,0 +1,66 @@
+//===- Pipelines.cpp - muir's pass pipelines ------------------------------===//
+//
+// The stages of the flow in DESIGN.md as named pipelines, so that each can
+// be run on its own in muir-opt and the tools run exactly the same thing.
+//
+//===----------------------------------------------------------------------===//
+#include "muir/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::muir;
+
+void mlir::muir::buildToExecPipeline(OpPassManager &pm,
+                                     const PipelineOptions &options) {
+  MuirDecomposeOptimizersOptions decompose;
+  decompose.probeUpdates = options.probeUpdates;
+  pm.addPass(createMuirDecomposeOptimizers(decompose));
+  pm.addPass(createMuirExpandNewtonSchulz());
+  pm.addPass(createCSEPass());
+  pm.addPass(createMuirLowerToExec());
+}
+
+void mlir::muir::buildExecToLLVMPipeline(OpPassManager &pm) {
+  pm.addPass(createMuirExecToRuntimeCalls());
+  // Upstream passes by name: their C++ constructors move between releases,
+  // their flags do not. The entry function's memrefs become bare pointers
+  // so the runtime can call it with one pointer per tensor.
+  if (failed(parsePassPipeline(
+          "func.func(convert-linalg-to-loops),lower-affine,convert-scf-to-cf,"
+          "expand-strided-metadata,finalize-memref-to-llvm,"
+          "convert-math-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
+          "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
+          "convert-cf-to-llvm,reconcile-unrealized-casts,canonicalize",
+          pm)))
+    llvm::report_fatal_error("muir: malformed built-in lowering pipeline");
+}
+
+namespace {
+struct ToExecOptions : public PassPipelineOptions<ToExecOptions> {
+  Option<bool> probeUpdates{*this, "probe-updates",
+                            llvm::cl::desc("record orthogonalised updates"),
+                            llvm::cl::init(false)};
+};
+} // namespace
+
+void mlir::muir::registerMuirPassesAndPipelines() {
+  registerMuirPasses();
+  PassPipelineRegistration<ToExecOptions>(
+      "muir-to-exec",
+      "high-level muir IR to exec IR (decompose, expand Newton-Schulz, "
+      "bufferize)",
+      [](OpPassManager &pm, const ToExecOptions &o) {
+        buildToExecPipeline(pm, PipelineOptions{o.probeUpdates});
+      });
+  PassPipelineRegistration<>(
+      "muir-exec-to-llvm", "exec IR to the LLVM dialect (runtime calls, loops)",
+      [](OpPassManager &pm) { buildExecToLLVMPipeline(pm); });
+  PassPipelineRegistration<ToExecOptions>(
+      "muir-compile-cpu", "high-level muir IR to the LLVM dialect for the CPU",
+      [](OpPassManager &pm, const ToExecOptions &o) {
+        buildToExecPipeline(pm, PipelineOptions{o.probeUpdates});
+        buildExecToLLVMPipeline(pm);
+      });
+}

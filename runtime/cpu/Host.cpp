@@ -1,0 +1,999 @@
+//===- Host.cpp - muir runtime host API -----------------------------------===//
+//
+// The host half of the runtime: a context that owns named float32 tensors,
+// deterministic seeded initialisation, .npy reading and atomic writing,
+// loading/dumping whole directories, and double-precision metrics. See
+// muir-rt/Runtime.h for the contract.
+//
+// Nothing here throws across the C API: every entry point either cannot
+// throw or catches and turns the exception into an error return.
+//
+//===----------------------------------------------------------------------===//
+
+#include "muir-rt/Runtime.h"
+
+#include <cblas.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+// The .npy payload is little-endian float32 and is read and written with a
+// plain memory copy, which is only right on a little-endian host.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "muir runtime assumes a little-endian host");
+
+namespace {
+
+constexpr int32_t kMaxRank = 8;
+constexpr size_t kAlign = 64;
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+thread_local std::string lastError;
+
+int fail(std::string message) {
+  lastError = std::move(message);
+  return 1;
+}
+
+std::string errnoText(int err) { return std::strerror(err); }
+
+// Runs `body` (returning 0/non-zero) and converts any escaping exception into
+// an error return, so no exception crosses the C boundary.
+template <typename Fn> int guarded(Fn &&body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return fail("out of memory");
+  } catch (const std::exception &e) {
+    return fail(e.what());
+  } catch (...) {
+    return fail("unknown error");
+  }
+}
+
+// Python's repr() of a shape tuple: (), (5,), (3, 4).
+std::string shapeString(int32_t rank, const int64_t *shape) {
+  std::string s = "(";
+  for (int32_t i = 0; i < rank; ++i) {
+    if (i)
+      s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  if (rank == 1)
+    s += ",";
+  s += ")";
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// Tensors
+//===----------------------------------------------------------------------===//
+
+struct FreeDeleter {
+  void operator()(float *p) const { std::free(p); }
+};
+
+struct Tensor {
+  std::string name;
+  int32_t rank = 0;
+  int64_t shape[kMaxRank] = {};
+  int64_t numel = 0;
+  int32_t role = 0;
+  bool loaded = false;
+  std::unique_ptr<float, FreeDeleter> data;
+};
+
+} // namespace
+
+struct MuirRtContext {
+  std::vector<Tensor> tensors;
+  std::unordered_map<std::string, int32_t> byName;
+};
+
+namespace {
+
+const Tensor *getTensor(const MuirRtContext *ctx, int32_t index) {
+  if (!ctx || index < 0 || static_cast<size_t>(index) >= ctx->tensors.size())
+    return nullptr;
+  return &ctx->tensors[static_cast<size_t>(index)];
+}
+
+//===----------------------------------------------------------------------===//
+// Seeded initialisation
+//===----------------------------------------------------------------------===//
+
+uint64_t fnv1a(const std::string &s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+// splitmix64: tiny, fast, and good enough for initial weights; above all its
+// output is fully specified, so runs are reproducible across platforms.
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+};
+
+void fillNormal(float *out, int64_t numel, uint64_t seed,
+                const std::string &name, double stddev) {
+  // Mix the seed before combining so that nearby seeds (0, 1, 2...) do not
+  // give streams that are mere offsets of one another.
+  SplitMix64 seedMixer{seed};
+  SplitMix64 rng{seedMixer.next() ^ fnv1a(name)};
+  const double twoPi = 6.283185307179586476925286766559;
+  for (int64_t i = 0; i < numel; i += 2) {
+    // u1 in (0, 1] so log(u1) is finite; u2 in [0, 1). 53 bits each.
+    double u1 = static_cast<double>((rng.next() >> 11) + 1) * 0x1.0p-53;
+    double u2 = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
+    double r = std::sqrt(-2.0 * std::log(u1));
+    out[i] = static_cast<float>(stddev * r * std::cos(twoPi * u2));
+    if (i + 1 < numel)
+      out[i + 1] = static_cast<float>(stddev * r * std::sin(twoPi * u2));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Files and directories
+//===----------------------------------------------------------------------===//
+
+// Closes a file descriptor on scope exit.
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+// read() until `size` bytes or end of file; returns the count read, or -1
+// with errno set.
+ssize_t readFull(int fd, void *buf, size_t size) {
+  size_t done = 0;
+  char *p = static_cast<char *>(buf);
+  while (done < size) {
+    ssize_t r = ::read(fd, p + done, size - done);
+    if (r < 0) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    if (r == 0)
+      break;
+    done += static_cast<size_t>(r);
+  }
+  return static_cast<ssize_t>(done);
+}
+
+bool writeFull(int fd, const void *buf, size_t size) {
+  const char *p = static_cast<const char *>(buf);
+  while (size > 0) {
+    ssize_t w = ::write(fd, p, size);
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      return false;
+    }
+    p += w;
+    size -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// mkdir -p. Existing directories are fine; an existing non-directory is an
+// error naming the offending prefix.
+int makeDirs(const std::string &dir) {
+  if (dir.empty())
+    return fail("empty directory path");
+  std::string prefix;
+  size_t pos = 0;
+  while (pos <= dir.size()) {
+    size_t slash = dir.find('/', pos);
+    if (slash == std::string::npos)
+      slash = dir.size();
+    prefix = dir.substr(0, slash);
+    pos = slash + 1;
+    if (prefix.empty() || prefix.back() == '/')
+      continue; // leading '/' or '//'
+    struct stat st;
+    if (::stat(prefix.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode))
+        return fail("cannot create directory '" + prefix +
+                    "': " + errnoText(ENOTDIR));
+      continue;
+    }
+    if (::mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST)
+      return fail("cannot create directory '" + prefix +
+                  "': " + errnoText(errno));
+  }
+  return 0;
+}
+
+std::string joinPath(const std::string &dir, const std::string &rel) {
+  if (!dir.empty() && dir.back() == '/')
+    return dir + rel;
+  return dir + "/" + rel;
+}
+
+// Tensor names become relative file paths; refuse anything that could land
+// outside DIR or collide with the directory structure.
+int checkFileName(const std::string &name) {
+  bool ok = !name.empty() && name.front() != '/';
+  size_t pos = 0;
+  while (ok && pos <= name.size()) {
+    size_t slash = name.find('/', pos);
+    if (slash == std::string::npos)
+      slash = name.size();
+    std::string part = name.substr(pos, slash - pos);
+    if (part.empty() || part == "." || part == "..")
+      ok = false;
+    pos = slash + 1;
+  }
+  if (!ok)
+    return fail("tensor name '" + name +
+                "' cannot be used as a relative file path");
+  return 0;
+}
+
+std::string tempPathFor(const std::string &path) {
+  return path + ".tmp." + std::to_string(static_cast<long long>(::getpid()));
+}
+
+//===----------------------------------------------------------------------===//
+// .npy format
+//===----------------------------------------------------------------------===//
+
+const char kMagic[] = "\x93NUMPY";
+constexpr size_t kMagicLen = 6;
+
+struct NpyHeader {
+  int32_t rank = 0;
+  int64_t shape[kMaxRank] = {};
+  int64_t numel = 1;
+  size_t dataOffset = 0;
+};
+
+// Parser for the Python dict literal in a .npy header, e.g.
+//   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
+// Accepts exactly what NumPy writes plus harmless variations (either quote
+// style, any key order, optional trailing commas, Python 2 'L' suffixes).
+class HeaderParser {
+public:
+  HeaderParser(const std::string &text, const std::string &path)
+      : text(text), path(path) {}
+
+  int parse(NpyHeader &out) {
+    bool haveDescr = false, haveOrder = false, haveShape = false;
+    std::string descr;
+    bool fortran = false;
+    skipSpace();
+    if (!consume('{'))
+      return malformed("expected '{'");
+    while (true) {
+      skipSpace();
+      if (consume('}'))
+        break;
+      std::string key;
+      if (!parseString(key))
+        return malformed("expected a quoted key");
+      skipSpace();
+      if (!consume(':'))
+        return malformed("expected ':' after '" + key + "'");
+      skipSpace();
+      if (key == "descr") {
+        if (peek() == '[' || peek() == '{')
+          return fail(path + ": unsupported dtype (structured array); only "
+                             "'<f4' (little-endian float32) is supported");
+        if (!parseString(descr))
+          return malformed("expected a string for 'descr'");
+        haveDescr = true;
+      } else if (key == "fortran_order") {
+        if (consumeWord("True"))
+          fortran = true;
+        else if (consumeWord("False"))
+          fortran = false;
+        else
+          return malformed("expected True or False for 'fortran_order'");
+        haveOrder = true;
+      } else if (key == "shape") {
+        if (int rc = parseShape(out))
+          return rc;
+        haveShape = true;
+      } else {
+        return malformed("unexpected key '" + key + "'");
+      }
+      skipSpace();
+      if (consume(','))
+        continue;
+      skipSpace();
+      if (consume('}'))
+        break;
+      return malformed("expected ',' or '}'");
+    }
+    skipSpace();
+    if (pos != text.size())
+      return malformed("unexpected text after the dictionary");
+    if (!haveDescr || !haveOrder || !haveShape)
+      return malformed("missing 'descr', 'fortran_order' or 'shape'");
+    if (descr != "<f4")
+      return fail(path + ": unsupported dtype '" + descr +
+                  "'; only '<f4' (little-endian float32) is supported");
+    if (fortran)
+      return fail(path + ": fortran_order True is not supported; expected "
+                         "C-order (row-major) data");
+    return 0;
+  }
+
+private:
+  const std::string &text;
+  const std::string &path;
+  size_t pos = 0;
+
+  int malformed(const std::string &why) {
+    return fail(path + ": malformed .npy header: " + why);
+  }
+  char peek() const { return pos < text.size() ? text[pos] : '\0'; }
+  bool consume(char c) {
+    if (peek() != c)
+      return false;
+    ++pos;
+    return true;
+  }
+  bool consumeWord(const char *w) {
+    size_t n = std::strlen(w);
+    if (text.compare(pos, n, w) != 0)
+      return false;
+    pos += n;
+    return true;
+  }
+  void skipSpace() {
+    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t' ||
+                                 text[pos] == '\n' || text[pos] == '\r'))
+      ++pos;
+  }
+  bool parseString(std::string &out) {
+    char q = peek();
+    if (q != '\'' && q != '"')
+      return false;
+    size_t end = text.find(q, pos + 1);
+    if (end == std::string::npos)
+      return false;
+    out = text.substr(pos + 1, end - pos - 1);
+    pos = end + 1;
+    return true;
+  }
+  int parseShape(NpyHeader &out) {
+    if (!consume('('))
+      return malformed("expected a tuple for 'shape'");
+    out.rank = 0;
+    out.numel = 1;
+    while (true) {
+      skipSpace();
+      if (consume(')'))
+        return 0;
+      if (peek() < '0' || peek() > '9')
+        return malformed("expected a non-negative integer in 'shape'");
+      int64_t v = 0;
+      while (peek() >= '0' && peek() <= '9') {
+        int digit = peek() - '0';
+        if (v > (std::numeric_limits<int64_t>::max() - digit) / 10)
+          return malformed("dimension too large in 'shape'");
+        v = v * 10 + digit;
+        ++pos;
+      }
+      consume('L');
+      if (out.rank == kMaxRank)
+        return fail(path + ": rank exceeds " + std::to_string(kMaxRank));
+      out.shape[out.rank++] = v;
+      // Total bytes must stay representable.
+      if (v != 0 && out.numel > std::numeric_limits<int64_t>::max() / 4 / v)
+        return malformed("shape too large");
+      out.numel *= v;
+      skipSpace();
+      if (consume(','))
+        continue;
+      skipSpace();
+      if (consume(')'))
+        return 0;
+      return malformed("expected ',' or ')' in 'shape'");
+    }
+  }
+};
+
+// Reads and validates the header of the open .npy file `fd`. On success
+// `h` describes the data, which the file holds exactly (no more, no less).
+int readNpyHeader(int fd, const std::string &path, NpyHeader &h) {
+  unsigned char pre[12];
+  ssize_t got = readFull(fd, pre, 8);
+  if (got < 0)
+    return fail(path + ": read error: " + errnoText(errno));
+  size_t cmp = std::min<size_t>(static_cast<size_t>(got), kMagicLen);
+  if (std::memcmp(pre, kMagic, cmp) != 0)
+    return fail(path + ": not a .npy file (bad magic)");
+  if (got < 8)
+    return fail(path + ": truncated .npy header");
+  unsigned major = pre[6], minor = pre[7];
+  size_t lenBytes;
+  if (major == 1)
+    lenBytes = 2;
+  else if (major == 2 || major == 3)
+    lenBytes = 4; // 3.0 only differs by allowing UTF-8 in the header.
+  else
+    return fail(path + ": unsupported .npy format version " +
+                std::to_string(major) + "." + std::to_string(minor));
+  got = readFull(fd, pre + 8, lenBytes);
+  if (got < 0)
+    return fail(path + ": read error: " + errnoText(errno));
+  if (static_cast<size_t>(got) < lenBytes)
+    return fail(path + ": truncated .npy header");
+  size_t headerLen = 0;
+  for (size_t i = 0; i < lenBytes; ++i)
+    headerLen |= static_cast<size_t>(pre[8 + i]) << (8 * i);
+  std::string header(headerLen, '\0');
+  got = readFull(fd, &header[0], headerLen);
+  if (got < 0)
+    return fail(path + ": read error: " + errnoText(errno));
+  if (static_cast<size_t>(got) < headerLen)
+    return fail(path + ": truncated .npy header");
+  HeaderParser parser(header, path);
+  if (int rc = parser.parse(h))
+    return rc;
+  h.dataOffset = 8 + lenBytes + headerLen;
+
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    return fail(path + ": cannot stat: " + errnoText(errno));
+  int64_t expected = h.numel * static_cast<int64_t>(sizeof(float));
+  int64_t available =
+      static_cast<int64_t>(st.st_size) - static_cast<int64_t>(h.dataOffset);
+  if (available < expected)
+    return fail(path + ": truncated data: expected " +
+                std::to_string(expected) + " bytes for shape " +
+                shapeString(h.rank, h.shape) + ", found " +
+                std::to_string(available < 0 ? 0 : available));
+  if (available > expected)
+    return fail(path + ": " + std::to_string(available - expected) +
+                " unexpected bytes after the data for shape " +
+                shapeString(h.rank, h.shape));
+  return 0;
+}
+
+int openForRead(const std::string &path, int &fd) {
+  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fail(path + ": cannot open: " + errnoText(errno));
+  return 0;
+}
+
+// Reads the float32 payload that follows the header (the file position is
+// already at the data).
+int readNpyData(int fd, const std::string &path, const NpyHeader &h,
+                float *dst) {
+  size_t bytes = static_cast<size_t>(h.numel) * sizeof(float);
+  ssize_t got = readFull(fd, dst, bytes);
+  if (got < 0)
+    return fail(path + ": read error: " + errnoText(errno));
+  if (static_cast<size_t>(got) != bytes)
+    return fail(path + ": truncated data");
+  return 0;
+}
+
+// The complete NumPy v1.0 preamble (magic, version, length, header dict).
+// Laid out as numpy.save does: keys sorted, spare spaces after the dict so
+// the first axis can grow in place, then padded with spaces and a final
+// newline so the data starts at a multiple of 64 bytes.
+std::string npyPreamble(int32_t rank, const int64_t *shape) {
+  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': " +
+                     shapeString(rank, shape) + ", }";
+  if (rank > 0) {
+    const size_t growthDigits = 21;
+    size_t firstLen = std::to_string(shape[0]).size();
+    if (firstLen < growthDigits)
+      dict.append(growthDigits - firstLen, ' ');
+  }
+  // 6 magic + 2 version + 2 length bytes, then dict, padding and '\n'.
+  size_t used = kMagicLen + 2 + 2 + dict.size() + 1;
+  size_t pad = kAlign - used % kAlign; // 1..64, as NumPy does
+  std::string header = dict + std::string(pad, ' ') + "\n";
+  std::string out(kMagic, kMagicLen);
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>((header.size() >> 8) & 0xff);
+  out += header;
+  return out;
+}
+
+int checkShapeArgs(const std::string &path, int32_t rank, const int64_t *shape,
+                   int64_t &numel) {
+  if (rank < 0 || rank > kMaxRank)
+    return fail(path + ": rank " + std::to_string(rank) + " out of range [0, " +
+                std::to_string(kMaxRank) + "]");
+  if (rank > 0 && !shape)
+    return fail(path + ": null shape");
+  numel = 1;
+  for (int32_t i = 0; i < rank; ++i) {
+    if (shape[i] < 0)
+      return fail(path + ": negative dimension in shape " +
+                  shapeString(rank, shape));
+    if (shape[i] != 0 &&
+        numel > std::numeric_limits<int64_t>::max() / 4 / shape[i])
+      return fail(path + ": shape too large");
+    numel *= shape[i];
+  }
+  return 0;
+}
+
+// Writes a complete .npy file at exactly `file` (no renaming). On failure
+// the partial file is removed.
+int writeNpyFile(const std::string &file, const float *data, int32_t rank,
+                 const int64_t *shape) {
+  int64_t numel = 0;
+  if (int rc = checkShapeArgs(file, rank, shape, numel))
+    return rc;
+  if (numel > 0 && !data)
+    return fail(file + ": null data");
+  std::string pre = npyPreamble(rank, shape);
+  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return fail(file + ": cannot create: " + errnoText(errno));
+  bool ok = writeFull(fd, pre.data(), pre.size()) &&
+            writeFull(fd, data, static_cast<size_t>(numel) * sizeof(float));
+  int err = errno;
+  // close() can report a deferred write error (e.g. on NFS or a full disk).
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    ::unlink(file.c_str());
+    return fail(file + ": write error: " + errnoText(err));
+  }
+  return 0;
+}
+
+int renameInto(const std::string &tmp, const std::string &path) {
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return fail(path + ": cannot rename '" + tmp +
+                "' into place: " + errnoText(err));
+  }
+  return 0;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Context and tensors
+//===----------------------------------------------------------------------===//
+
+extern "C" MuirRtContext *muirrt_context_create(void) {
+  return new (std::nothrow) MuirRtContext();
+}
+
+extern "C" void muirrt_context_destroy(MuirRtContext *ctx) { delete ctx; }
+
+extern "C" const char *muirrt_last_error(void) { return lastError.c_str(); }
+
+extern "C" int32_t muirrt_tensor_add(MuirRtContext *ctx, const char *name,
+                                     int32_t rank, const int64_t *shape,
+                                     int32_t role) {
+  int32_t index = -1;
+  guarded([&]() -> int {
+    if (!ctx)
+      return fail("muirrt_tensor_add: null context");
+    if (!name || !*name)
+      return fail("muirrt_tensor_add: empty tensor name");
+    std::string n = name;
+    if (ctx->byName.count(n))
+      return fail("tensor '" + n + "' is already registered");
+    if (role < MUIRRT_ROLE_PARAM || role > MUIRRT_ROLE_STATE)
+      return fail("tensor '" + n + "': invalid role " + std::to_string(role));
+    if (rank < 0 || rank > kMaxRank)
+      return fail("tensor '" + n + "': rank " + std::to_string(rank) +
+                  " out of range [0, " + std::to_string(kMaxRank) + "]");
+    if (rank > 0 && !shape)
+      return fail("tensor '" + n + "': null shape");
+    Tensor t;
+    t.name = n;
+    t.rank = rank;
+    t.role = role;
+    t.numel = 1;
+    for (int32_t i = 0; i < rank; ++i) {
+      if (shape[i] <= 0)
+        return fail("tensor '" + n + "': non-positive dimension in shape " +
+                    shapeString(rank, shape));
+      if (t.numel > std::numeric_limits<int64_t>::max() / 4 / shape[i])
+        return fail("tensor '" + n + "': shape too large");
+      t.shape[i] = shape[i];
+      t.numel *= shape[i];
+    }
+    size_t bytes = static_cast<size_t>(t.numel) * sizeof(float);
+    // Round up so whole 64-byte vectors at the tail stay inside the block.
+    size_t padded = (bytes + kAlign - 1) / kAlign * kAlign;
+    void *mem = nullptr;
+    if (::posix_memalign(&mem, kAlign, padded) != 0)
+      return fail("tensor '" + n + "': out of memory (" +
+                  std::to_string(padded) + " bytes)");
+    std::memset(mem, 0, padded);
+    t.data.reset(static_cast<float *>(mem));
+    int32_t newIndex = static_cast<int32_t>(ctx->tensors.size());
+    ctx->tensors.push_back(std::move(t));
+    try {
+      ctx->byName.emplace(n, newIndex);
+    } catch (...) {
+      ctx->tensors.pop_back(); // keep the two tables consistent
+      throw;
+    }
+    index = newIndex;
+    return 0;
+  });
+  return index;
+}
+
+extern "C" int32_t muirrt_tensor_count(const MuirRtContext *ctx) {
+  return ctx ? static_cast<int32_t>(ctx->tensors.size()) : 0;
+}
+
+extern "C" int32_t muirrt_tensor_find(const MuirRtContext *ctx,
+                                      const char *name) {
+  if (!ctx || !name)
+    return -1;
+  try {
+    auto it = ctx->byName.find(name);
+    return it == ctx->byName.end() ? -1 : it->second;
+  } catch (...) {
+    return -1;
+  }
+}
+
+extern "C" const char *muirrt_tensor_name(const MuirRtContext *ctx,
+                                          int32_t index) {
+  const Tensor *t = getTensor(ctx, index);
+  return t ? t->name.c_str() : nullptr;
+}
+
+extern "C" int32_t muirrt_tensor_rank(const MuirRtContext *ctx, int32_t index) {
+  const Tensor *t = getTensor(ctx, index);
+  return t ? t->rank : -1;
+}
+
+extern "C" const int64_t *muirrt_tensor_shape(const MuirRtContext *ctx,
+                                              int32_t index) {
+  const Tensor *t = getTensor(ctx, index);
+  return t ? t->shape : nullptr;
+}
+
+extern "C" int64_t muirrt_tensor_numel(const MuirRtContext *ctx,
+                                       int32_t index) {
+  const Tensor *t = getTensor(ctx, index);
+  return t ? t->numel : -1;
+}
+
+extern "C" int32_t muirrt_tensor_role(const MuirRtContext *ctx, int32_t index) {
+  const Tensor *t = getTensor(ctx, index);
+  return t ? t->role : -1;
+}
+
+extern "C" float *muirrt_tensor_data(MuirRtContext *ctx, int32_t index) {
+  const Tensor *t = getTensor(ctx, index);
+  return t ? t->data.get() : nullptr;
+}
+
+extern "C" void muirrt_init_from_seed(MuirRtContext *ctx, uint64_t seed) {
+  if (!ctx)
+    return;
+  for (Tensor &t : ctx->tensors) {
+    if (t.loaded)
+      continue;
+    float *d = t.data.get();
+    switch (t.role) {
+    case MUIRRT_ROLE_PARAM:
+      fillNormal(d, t.numel, seed, t.name, 0.02);
+      break;
+    case MUIRRT_ROLE_GRAD:
+      fillNormal(d, t.numel, seed, t.name, 1.0);
+      break;
+    default:
+      std::memset(d, 0, static_cast<size_t>(t.numel) * sizeof(float));
+      break;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Directories
+//===----------------------------------------------------------------------===//
+
+extern "C" int muirrt_load_dir(MuirRtContext *ctx, const char *dir,
+                               int32_t *loaded) {
+  if (loaded)
+    *loaded = 0;
+  return guarded([&]() -> int {
+    if (!ctx)
+      return fail("muirrt_load_dir: null context");
+    if (!dir || !*dir)
+      return fail("muirrt_load_dir: empty directory path");
+    std::string base = dir;
+    DIR *d = ::opendir(dir);
+    if (!d)
+      return fail("cannot open directory '" + base + "': " + errnoText(errno));
+    ::closedir(d);
+
+    // Pass 1 validates every file present before any tensor is touched, so
+    // a bad file anywhere leaves the context as it was (barring I/O errors
+    // in pass 2).
+    std::vector<std::pair<size_t, std::string>> found;
+    for (size_t i = 0; i < ctx->tensors.size(); ++i) {
+      const Tensor &t = ctx->tensors[i];
+      if (int rc = checkFileName(t.name))
+        return rc;
+      std::string path = joinPath(base, t.name + ".npy");
+      struct stat st;
+      if (::stat(path.c_str(), &st) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+          continue; // not provided: the tensor keeps its seeded value
+        return fail(path + ": cannot stat: " + errnoText(errno));
+      }
+      if (!S_ISREG(st.st_mode))
+        return fail(path + ": not a regular file");
+      int fd;
+      if (int rc = openForRead(path, fd))
+        return rc;
+      FdCloser closer{fd};
+      NpyHeader h;
+      if (int rc = readNpyHeader(fd, path, h))
+        return rc;
+      bool same = h.rank == t.rank;
+      for (int32_t k = 0; same && k < t.rank; ++k)
+        same = h.shape[k] == t.shape[k];
+      if (!same)
+        return fail(path + ": expected shape " + shapeString(t.rank, t.shape) +
+                    ", found " + shapeString(h.rank, h.shape));
+      found.emplace_back(i, path);
+    }
+
+    // Pass 2 reads the data straight into the tensors' storage. Headers are
+    // re-validated since files are not kept open between passes.
+    for (const auto &entry : found) {
+      Tensor &t = ctx->tensors[entry.first];
+      const std::string &path = entry.second;
+      int fd;
+      if (int rc = openForRead(path, fd))
+        return rc;
+      FdCloser closer{fd};
+      NpyHeader h;
+      if (int rc = readNpyHeader(fd, path, h))
+        return rc;
+      if (h.numel != t.numel)
+        return fail(path + ": file changed while loading");
+      if (int rc = readNpyData(fd, path, h, t.data.get()))
+        return rc;
+      t.loaded = true;
+    }
+    if (loaded)
+      *loaded = static_cast<int32_t>(found.size());
+    return 0;
+  });
+}
+
+extern "C" int muirrt_check_dump_dir(const char *dir) {
+  return guarded([&]() -> int {
+    if (!dir || !*dir)
+      return fail("muirrt_check_dump_dir: empty directory path");
+    std::string base = dir;
+    if (int rc = makeDirs(base))
+      return rc;
+    std::string probe =
+        joinPath(base, ".muirrt-probe." +
+                           std::to_string(static_cast<long long>(::getpid())));
+    int fd =
+        ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+      return fail("cannot write in directory '" + base +
+                  "': " + errnoText(errno));
+    ::close(fd);
+    if (::unlink(probe.c_str()) != 0)
+      return fail("cannot remove probe file '" + probe +
+                  "': " + errnoText(errno));
+    return 0;
+  });
+}
+
+extern "C" int muirrt_dump_dir(const MuirRtContext *ctx, const char *dir) {
+  // Temporaries written so far; removed on any failure.
+  std::vector<std::pair<std::string, std::string>> pending;
+  auto removeTemps = [&](size_t from) {
+    for (size_t i = from; i < pending.size(); ++i)
+      ::unlink(pending[i].first.c_str());
+  };
+  size_t renamed = 0;
+  int rc = guarded([&]() -> int {
+    if (!ctx)
+      return fail("muirrt_dump_dir: null context");
+    if (!dir || !*dir)
+      return fail("muirrt_dump_dir: empty directory path");
+    std::string base = dir;
+    for (const Tensor &t : ctx->tensors)
+      if (int rc = checkFileName(t.name))
+        return rc;
+    if (int rc = makeDirs(base))
+      return rc;
+    pending.reserve(ctx->tensors.size());
+
+    // Phase 1: every tensor to a temporary next to its final name, so a
+    // failure (full disk, bad folder) leaves the previous dump untouched.
+    for (const Tensor &t : ctx->tensors) {
+      std::string path = joinPath(base, t.name + ".npy");
+      size_t slash = t.name.rfind('/');
+      if (slash != std::string::npos)
+        if (int rc = makeDirs(joinPath(base, t.name.substr(0, slash))))
+          return rc;
+      std::string tmp = tempPathFor(path);
+      if (int rc = writeNpyFile(tmp, t.data.get(), t.rank, t.shape))
+        return rc;
+      pending.emplace_back(tmp, path);
+    }
+
+    // Phase 2: rename() is atomic, so each file is either the old or the
+    // complete new version.
+    for (; renamed < pending.size(); ++renamed) {
+      if (int rc =
+              renameInto(pending[renamed].first, pending[renamed].second)) {
+        ++renamed; // renameInto already removed this temporary
+        return rc;
+      }
+    }
+    return 0;
+  });
+  if (rc != 0)
+    removeTemps(renamed);
+  return rc;
+}
+
+//===----------------------------------------------------------------------===//
+// Single files
+//===----------------------------------------------------------------------===//
+
+extern "C" int muirrt_npy_read(const char *path, float **data, int32_t *rank,
+                               int64_t shape[8]) {
+  if (data)
+    *data = nullptr;
+  return guarded([&]() -> int {
+    if (!path || !*path)
+      return fail("muirrt_npy_read: empty path");
+    if (!data || !rank || !shape)
+      return fail(std::string(path) + ": null output argument");
+    std::string p = path;
+    int fd;
+    if (int rc = openForRead(p, fd))
+      return rc;
+    FdCloser closer{fd};
+    NpyHeader h;
+    if (int rc = readNpyHeader(fd, p, h))
+      return rc;
+    size_t bytes = static_cast<size_t>(h.numel) * sizeof(float);
+    // malloc(0) may return NULL; always hand back a freeable pointer.
+    float *buf = static_cast<float *>(std::malloc(bytes ? bytes : 1));
+    if (!buf)
+      return fail(p + ": out of memory (" + std::to_string(bytes) + " bytes)");
+    if (int rc = readNpyData(fd, p, h, buf)) {
+      std::free(buf);
+      return rc;
+    }
+    *data = buf;
+    *rank = h.rank;
+    for (int32_t i = 0; i < kMaxRank; ++i)
+      shape[i] = i < h.rank ? h.shape[i] : 0;
+    return 0;
+  });
+}
+
+extern "C" int muirrt_npy_write_atomic(const char *path, const float *data,
+                                       int32_t rank, const int64_t *shape) {
+  return guarded([&]() -> int {
+    if (!path || !*path)
+      return fail("muirrt_npy_write_atomic: empty path");
+    std::string p = path;
+    std::string tmp = tempPathFor(p);
+    if (int rc = writeNpyFile(tmp, data, rank, shape))
+      return rc;
+    return renameInto(tmp, p);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Metrics
+//===----------------------------------------------------------------------===//
+
+extern "C" double muirrt_orthogonality_error(const float *x, int64_t m,
+                                             int64_t n) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (m < 0 || n < 0 || (m > 0 && n > 0 && !x))
+    return nan;
+  if (m == 0 || n == 0)
+    return 0.0; // the Gram matrix is 0 x 0
+  if (m > std::numeric_limits<int>::max() ||
+      n > std::numeric_limits<int>::max())
+    return nan;
+  try {
+    // Double copy so the Gram matrix itself is accumulated in double: the
+    // error of a nearly orthogonal float matrix is below float resolution
+    // of the Gram entries.
+    std::vector<double> xd(static_cast<size_t>(m * n));
+    for (size_t i = 0; i < xd.size(); ++i)
+      xd[i] = static_cast<double>(x[i]);
+    bool tall = m > n;
+    int g = static_cast<int>(tall ? n : m);
+    int kk = static_cast<int>(tall ? m : n);
+    std::vector<double> gram(static_cast<size_t>(g) * g, 0.0);
+    // X^T X (tall) or X X^T; row-major X has leading dimension n.
+    cblas_dsyrk(CblasRowMajor, CblasUpper, tall ? CblasTrans : CblasNoTrans, g,
+                kk, 1.0, xd.data(), static_cast<int>(n), 0.0, gram.data(), g);
+    double sum = 0.0;
+    for (int i = 0; i < g; ++i) {
+      double d = gram[static_cast<size_t>(i) * g + i] - 1.0;
+      sum += d * d;
+      for (int j = i + 1; j < g; ++j) {
+        double v = gram[static_cast<size_t>(i) * g + j];
+        sum += 2.0 * v * v; // each off-diagonal entry appears twice
+      }
+    }
+    return std::sqrt(sum);
+  } catch (...) {
+    return nan;
+  }
+}
+
+extern "C" double muirrt_norm(const float *x, int64_t numel) {
+  if (!x || numel <= 0)
+    return 0.0;
+  double sum = 0.0;
+  for (int64_t i = 0; i < numel; ++i) {
+    double v = static_cast<double>(x[i]);
+    sum += v * v;
+  }
+  return std::sqrt(sum);
+}
+
+extern "C" double muirrt_diff_norm(const float *x, const float *y,
+                                   int64_t numel) {
+  if (!x || !y || numel <= 0)
+    return 0.0;
+  double sum = 0.0;
+  for (int64_t i = 0; i < numel; ++i) {
+    double v = static_cast<double>(x[i]) - static_cast<double>(y[i]);
+    sum += v * v;
+  }
+  return std::sqrt(sum);
+}

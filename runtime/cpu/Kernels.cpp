@@ -1,0 +1,287 @@
+//===- Kernels.cpp - muir runtime compute kernels -------------------------===//
+//
+// The kernels that compiled exec modules call: batched SGEMM and SSYRK on
+// top of OpenBLAS, Frobenius normalisation, blocked transpose, observation
+// slots and the process-global work counters. See muir-rt/Runtime.h for
+// the contract.
+//
+//===----------------------------------------------------------------------===//
+
+#include "muir-rt/Runtime.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Counters
+//===----------------------------------------------------------------------===//
+
+// One mutex for all counters: a kernel call is far more expensive than the
+// lock, and it keeps the snapshot in muirrt_counters_get consistent (C++17
+// has no atomic add for double).
+std::mutex countersMutex;
+MuirRtCounters counters = {0, 0, 0, 0.0};
+
+void countGemm(double flops) {
+  std::lock_guard<std::mutex> lock(countersMutex);
+  ++counters.gemm_calls;
+  counters.flops += flops;
+}
+
+void countSyrk(double flops) {
+  std::lock_guard<std::mutex> lock(countersMutex);
+  ++counters.syrk_calls;
+  counters.flops += flops;
+}
+
+void countOther() {
+  std::lock_guard<std::mutex> lock(countersMutex);
+  ++counters.other_calls;
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+// OpenBLAS (LP64 build) takes 32-bit dimensions. The kernels return void, so
+// there is no way to report an oversized operand; failing loudly beats
+// silently truncating a dimension.
+blasint toBlas(int64_t v, const char *kernel) {
+  if (v < 0 || v > static_cast<int64_t>(INT_MAX)) {
+    std::fprintf(stderr, "muirrt: %s: dimension %lld out of BLAS range\n",
+                 kernel, static_cast<long long>(v));
+    std::abort();
+  }
+  return static_cast<blasint>(v);
+}
+
+// C = beta * C, honouring "beta == 0 ignores C's input" (so NaNs in an
+// uninitialised C do not propagate).
+void scaleInPlace(float *c, int64_t count, float beta) {
+  if (beta == 0.0f) {
+    std::memset(c, 0, static_cast<size_t>(count) * sizeof(float));
+    return;
+  }
+  if (beta == 1.0f)
+    return;
+  for (int64_t i = 0; i < count; ++i)
+    c[i] *= beta;
+}
+
+constexpr int64_t kTile = 32;
+
+// Copies the upper triangle of the n x n row-major matrix c onto its lower
+// triangle. Tiled so that the strided (column) side of the copy stays in
+// cache.
+void mirrorUpperToLower(float *c, int64_t n) {
+  for (int64_t ib = 0; ib < n; ib += kTile) {
+    int64_t iEnd = std::min(ib + kTile, n);
+    // Lower-triangle rows [ib, iEnd) read columns [ib...] of earlier rows.
+    for (int64_t jb = 0; jb <= ib; jb += kTile) {
+      int64_t jEnd = std::min(jb + kTile, n);
+      for (int64_t i = ib; i < iEnd; ++i) {
+        int64_t jStop = std::min(jEnd, i);
+        for (int64_t j = jb; j < jStop; ++j)
+          c[i * n + j] = c[j * n + i];
+      }
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Observation slots
+//===----------------------------------------------------------------------===//
+
+struct Slot {
+  bool set = false;
+  std::vector<float> data;
+};
+
+std::mutex slotsMutex;
+std::vector<Slot> slots;
+
+// Non-null pointer for a slot observed with zero elements, so callers can
+// tell "observed, empty" from "never observed".
+const float emptyObservation = 0.0f;
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+extern "C" void muirrt_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b,
+                             int64_t m, int64_t n, int64_t k, float alpha,
+                             const float *a, const float *b, float beta,
+                             float *c) {
+  if (batch <= 0 || m <= 0 || n <= 0 || k < 0)
+    return;
+  countGemm(2.0 * static_cast<double>(batch) * static_cast<double>(m) *
+            static_cast<double>(n) * static_cast<double>(k));
+
+  int64_t cSize = m * n;
+  if (k == 0) {
+    // OpenBLAS rejects lda == 0; the product is empty, so C = beta * C.
+    scaleInPlace(c, batch * cSize, beta);
+    return;
+  }
+
+  const char *name = "muirrt_sgemm";
+  blasint bm = toBlas(m, name), bn = toBlas(n, name), bk = toBlas(k, name);
+  // Leading dimensions are the row lengths of the stored (not op()) shapes.
+  blasint lda = trans_a ? bm : bk;
+  blasint ldb = trans_b ? bk : bn;
+  CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+  CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+  int64_t aSize = m * k, bSize = k * n;
+  for (int64_t i = 0; i < batch; ++i) {
+    float *ci = c + i * cSize;
+    // Clear C explicitly for beta == 0 so that garbage (NaN/Inf) in an
+    // uninitialised output can never leak through a 0 * NaN product,
+    // whatever the BLAS does; the pass is negligible next to the GEMM.
+    if (beta == 0.0f)
+      std::memset(ci, 0, static_cast<size_t>(cSize) * sizeof(float));
+    cblas_sgemm(CblasRowMajor, ta, tb, bm, bn, bk, alpha, a + i * aSize, lda,
+                b + i * bSize, ldb, beta, ci, bn);
+  }
+}
+
+extern "C" void muirrt_ssyrk(int64_t batch, int64_t n, int64_t k, float alpha,
+                             const float *a, float beta, float *c) {
+  if (batch <= 0 || n <= 0 || k < 0)
+    return;
+  countSyrk(static_cast<double>(batch) * static_cast<double>(n) *
+            static_cast<double>(n + 1) * static_cast<double>(k));
+
+  int64_t cSize = n * n;
+  if (k == 0) {
+    scaleInPlace(c, batch * cSize, beta);
+    return;
+  }
+
+  const char *name = "muirrt_ssyrk";
+  blasint bn = toBlas(n, name), bk = toBlas(k, name);
+  int64_t aSize = n * k;
+  for (int64_t i = 0; i < batch; ++i) {
+    float *ci = c + i * cSize;
+    // SYRK only reads and writes the upper triangle; the lower one is
+    // treated as equal to it (C symmetric) and rebuilt by the mirror.
+    if (beta == 0.0f)
+      std::memset(ci, 0, static_cast<size_t>(cSize) * sizeof(float));
+    cblas_ssyrk(CblasRowMajor, CblasUpper, CblasNoTrans, bn, bk, alpha,
+                a + i * aSize, bk, beta, ci, bn);
+    mirrorUpperToLower(ci, n);
+  }
+}
+
+extern "C" void muirrt_frobenius_normalize(int64_t batch, int64_t numel,
+                                           float eps, const float *in,
+                                           float *out) {
+  if (batch <= 0 || numel < 0)
+    return;
+  countOther();
+  for (int64_t i = 0; i < batch; ++i) {
+    const float *x = in + i * numel;
+    float *y = out + i * numel;
+    // Strictly sequential double sum: no reassociation, so the result is
+    // identical whatever the thread count or vector width.
+    double sum = 0.0;
+    for (int64_t j = 0; j < numel; ++j) {
+      double v = static_cast<double>(x[j]);
+      sum += v * v;
+    }
+    double denom = std::sqrt(sum) + static_cast<double>(eps);
+    // One reciprocal, then a plain multiply loop the compiler vectorises.
+    float scale = static_cast<float>(1.0 / denom);
+    for (int64_t j = 0; j < numel; ++j)
+      y[j] = x[j] * scale;
+  }
+}
+
+extern "C" void muirrt_transpose(int64_t batch, int64_t rows, int64_t cols,
+                                 const float *in, float *out) {
+  if (batch <= 0 || rows <= 0 || cols <= 0)
+    return;
+  countOther();
+  int64_t size = rows * cols;
+  for (int64_t b = 0; b < batch; ++b) {
+    const float *x = in + b * size;
+    float *y = out + b * size;
+    // 32x32 tiles: both the source rows and destination rows of a tile fit
+    // in L1, so neither side is walked with a cache-missing stride.
+    for (int64_t ib = 0; ib < rows; ib += kTile) {
+      int64_t iEnd = std::min(ib + kTile, rows);
+      for (int64_t jb = 0; jb < cols; jb += kTile) {
+        int64_t jEnd = std::min(jb + kTile, cols);
+        for (int64_t i = ib; i < iEnd; ++i)
+          for (int64_t j = jb; j < jEnd; ++j)
+            y[j * rows + i] = x[i * cols + j];
+      }
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Observations
+//===----------------------------------------------------------------------===//
+
+extern "C" void muirrt_observe(int64_t slot, const float *data, int64_t numel) {
+  if (slot < 0 || numel < 0 || (numel > 0 && !data))
+    return;
+  std::lock_guard<std::mutex> lock(slotsMutex);
+  try {
+    if (static_cast<size_t>(slot) >= slots.size())
+      slots.resize(static_cast<size_t>(slot) + 1);
+    Slot &s = slots[static_cast<size_t>(slot)];
+    s.data.assign(data, data + numel);
+    s.set = true;
+  } catch (...) {
+    // Out of memory: the observation is lost, but nothing may unwind into
+    // compiled code.
+  }
+}
+
+extern "C" const float *muirrt_observation(int64_t slot, int64_t *numel) {
+  std::lock_guard<std::mutex> lock(slotsMutex);
+  if (slot < 0 || static_cast<size_t>(slot) >= slots.size() ||
+      !slots[static_cast<size_t>(slot)].set) {
+    if (numel)
+      *numel = 0;
+    return nullptr;
+  }
+  const Slot &s = slots[static_cast<size_t>(slot)];
+  if (numel)
+    *numel = static_cast<int64_t>(s.data.size());
+  return s.data.empty() ? &emptyObservation : s.data.data();
+}
+
+extern "C" void muirrt_observations_clear(void) {
+  std::lock_guard<std::mutex> lock(slotsMutex);
+  slots.clear();
+}
+
+//===----------------------------------------------------------------------===//
+// Counters
+//===----------------------------------------------------------------------===//
+
+extern "C" void muirrt_counters_get(MuirRtCounters *out) {
+  if (!out)
+    return;
+  std::lock_guard<std::mutex> lock(countersMutex);
+  *out = counters;
+}
+
+extern "C" void muirrt_counters_reset(void) {
+  std::lock_guard<std::mutex> lock(countersMutex);
+  counters = MuirRtCounters{0, 0, 0, 0.0};
+}

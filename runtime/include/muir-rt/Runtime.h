@@ -1,0 +1,153 @@
+/*===- muir-rt/Runtime.h - muir runtime C API -------------------*- C -*-===*
+ *
+ * The runtime that executes muir's exec modules. Plain C ABI, no MLIR
+ * dependency, so a training script can link it without the compiler.
+ *
+ * Two halves:
+ *  - kernels, called by compiled exec modules (raw pointers, contiguous
+ *    row-major float32 buffers, shapes passed as integers);
+ *  - a host API that owns named tensors (parameters, gradients, optimizer
+ *    state), initialises them from a seed or loads them from .npy files,
+ *    dumps them atomically, and reads back observations and counters.
+ *
+ * Functions that can fail return 0 on success and non-zero on failure; the
+ * message is then available from muirrt_last_error().
+ *===----------------------------------------------------------------------===*/
+#ifndef MUIR_RT_RUNTIME_H
+#define MUIR_RT_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===--------------------------- kernels ----------------------------------===*/
+
+/* C[i] = alpha * op(A[i]) * op(B[i]) + beta * C[i] for i in [0, batch).
+ * op(A) is m x k, op(B) is k x n, C is m x n. A is stored m x k (k x m when
+ * trans_a), B is stored k x n (n x k when trans_b); all contiguous row-major,
+ * consecutive batch items packed back to back. beta == 0 ignores C's input. */
+void muirrt_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b, int64_t m,
+                  int64_t n, int64_t k, float alpha, const float *a,
+                  const float *b, float beta, float *c);
+
+/* C[i] = alpha * A[i] * A[i]^T + beta * C[i]; A is n x k, C is n x n, both
+ * contiguous row-major. Computed with a symmetric rank-k update (about half
+ * the flops of the GEMM); both triangles of C are written. */
+void muirrt_ssyrk(int64_t batch, int64_t n, int64_t k, float alpha,
+                  const float *a, float beta, float *c);
+
+/* out[i] = in[i] / (||in[i]||_F + eps) for each of `batch` items of `numel`
+ * floats. The norm is accumulated in double in a fixed order, so results do
+ * not depend on thread count. in == out is allowed. */
+void muirrt_frobenius_normalize(int64_t batch, int64_t numel, float eps,
+                                const float *in, float *out);
+
+/* out[i] = in[i]^T; in[i] is rows x cols, out[i] is cols x rows. */
+void muirrt_transpose(int64_t batch, int64_t rows, int64_t cols,
+                      const float *in, float *out);
+
+/* Copies numel floats into observation slot `slot` (grown on demand). The
+ * host reads them after a step with muirrt_observation(). */
+void muirrt_observe(int64_t slot, const float *data, int64_t numel);
+
+/*===------------------------- observations -------------------------------===*/
+
+/* The last data observed in `slot`, or NULL if none; *numel receives its
+ * length. Valid until the next muirrt_observe on that slot. */
+const float *muirrt_observation(int64_t slot, int64_t *numel);
+
+/* Clears every observation slot. */
+void muirrt_observations_clear(void);
+
+/*===--------------------------- counters ---------------------------------===*/
+
+typedef struct MuirRtCounters {
+  int64_t gemm_calls;  /* muirrt_sgemm invocations (a batch counts once) */
+  int64_t syrk_calls;  /* muirrt_ssyrk invocations */
+  int64_t other_calls; /* normalize, transpose */
+  double flops;        /* floating-point operations actually performed by
+                          GEMM (2mnk per item) and SYRK (n(n+1)k per item) */
+} MuirRtCounters;
+
+void muirrt_counters_get(MuirRtCounters *out);
+void muirrt_counters_reset(void);
+
+/*===------------------------- host: tensors ------------------------------===*/
+
+typedef enum MuirRtRole {
+  MUIRRT_ROLE_PARAM = 0, /* parameter: seeded N(0, 0.02^2) */
+  MUIRRT_ROLE_GRAD = 1,  /* gradient: seeded N(0, 1) */
+  MUIRRT_ROLE_STATE = 2  /* optimizer state: zeros */
+} MuirRtRole;
+
+typedef struct MuirRtContext MuirRtContext;
+
+MuirRtContext *muirrt_context_create(void);
+void muirrt_context_destroy(MuirRtContext *ctx);
+
+/* Message of the last failing call on this thread ("" if none). */
+const char *muirrt_last_error(void);
+
+/* Registers a float32 tensor; returns its index (>= 0) or -1 on error
+ * (duplicate name, rank > 8, non-positive dimension). Storage is allocated
+ * 64-byte aligned and zero-filled. */
+int32_t muirrt_tensor_add(MuirRtContext *ctx, const char *name, int32_t rank,
+                          const int64_t *shape, int32_t role);
+int32_t muirrt_tensor_count(const MuirRtContext *ctx);
+int32_t muirrt_tensor_find(const MuirRtContext *ctx, const char *name);
+const char *muirrt_tensor_name(const MuirRtContext *ctx, int32_t index);
+int32_t muirrt_tensor_rank(const MuirRtContext *ctx, int32_t index);
+const int64_t *muirrt_tensor_shape(const MuirRtContext *ctx, int32_t index);
+int64_t muirrt_tensor_numel(const MuirRtContext *ctx, int32_t index);
+int32_t muirrt_tensor_role(const MuirRtContext *ctx, int32_t index);
+float *muirrt_tensor_data(MuirRtContext *ctx, int32_t index);
+
+/* Fills every tensor not marked as loaded from `seed` according to its role.
+ * Deterministic: depends only on the seed, the tensor's name and its size. */
+void muirrt_init_from_seed(MuirRtContext *ctx, uint64_t seed);
+
+/* For every registered tensor, reads DIR/<name>.npy if it exists (a name
+ * with '/' maps to subfolders) and marks the tensor loaded. Fails, naming
+ * the file, on an unreadable file, a malformed header, a dtype other than
+ * little-endian float32, Fortran order, or a shape that differs from the
+ * registered one. A missing DIR is an error. *loaded receives the count. */
+int muirrt_load_dir(MuirRtContext *ctx, const char *dir, int32_t *loaded);
+
+/* Checks that DIR exists or can be created and that a file can be written
+ * in it, leaving nothing behind; call before running so that an unwritable
+ * directory fails before any work. */
+int muirrt_check_dump_dir(const char *dir);
+
+/* Writes every tensor to DIR/<name>.npy (creating DIR and subfolders).
+ * Each file is written to a temporary name in the same folder and renamed
+ * into place; on any failure the temporaries are removed and no .npy file
+ * written by this call is left half-written. */
+int muirrt_dump_dir(const MuirRtContext *ctx, const char *dir);
+
+/* Single-file helpers (also used by the tests). npy_read allocates *data
+ * with malloc (caller frees) and reports rank and shape (up to 8 dims). */
+int muirrt_npy_read(const char *path, float **data, int32_t *rank,
+                    int64_t shape[8]);
+int muirrt_npy_write_atomic(const char *path, const float *data, int32_t rank,
+                            const int64_t *shape);
+
+/*===-------------------------- host: metrics -----------------------------===*/
+
+/* ||X^T X - I||_F for tall X (m > n), ||X X^T - I||_F otherwise, X m x n
+ * row-major, accumulated in double. */
+double muirrt_orthogonality_error(const float *x, int64_t m, int64_t n);
+
+/* ||x||_2 accumulated in double. */
+double muirrt_norm(const float *x, int64_t numel);
+
+/* ||x - y||_2 accumulated in double. */
+double muirrt_diff_norm(const float *x, const float *y, int64_t numel);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MUIR_RT_RUNTIME_H */

@@ -1,0 +1,709 @@
+//===- RuntimeTest.cpp - unit tests for the muir CPU runtime --------------===//
+//
+// Checks the runtime's C API against independent references: naive
+// double-precision loops for the kernels, hand-computed values for the
+// metrics, and hand-written bytes for the .npy format. Never compares the
+// runtime against itself, except where determinism is the property tested.
+//
+//===----------------------------------------------------------------------===//
+
+#include "muir-rt/Runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+std::vector<float> randomVector(size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(gen);
+  return v;
+}
+
+// Reference GEMM in double for one batch item; storage conventions as in
+// Runtime.h (A stored k x m when transposed, B stored n x k when
+// transposed).
+void refGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+             const float *a, const float *b, double beta, const float *cIn,
+             std::vector<double> &out) {
+  out.assign(static_cast<size_t>(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0.0;
+      for (int64_t p = 0; p < k; ++p) {
+        double av = ta ? a[p * m + i] : a[i * k + p];
+        double bv = tb ? b[j * k + p] : b[p * n + j];
+        acc += av * bv;
+      }
+      double r = alpha * acc;
+      if (beta != 0.0)
+        r += beta * cIn[i * n + j];
+      out[static_cast<size_t>(i * n + j)] = r;
+    }
+}
+
+void expectNear(const float *got, const std::vector<double> &want, double tol,
+                const std::string &what) {
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol * (1.0 + std::fabs(want[i])))
+        << what << " at " << i;
+}
+
+std::string readBytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in),
+                     std::istreambuf_iterator<char>());
+}
+
+void writeBytes(const std::string &path, const std::string &bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string floatBytes(const std::vector<float> &v) {
+  return std::string(reinterpret_cast<const char *>(v.data()),
+                     v.size() * sizeof(float));
+}
+
+// A NumPy v1.0 file: magic, version, little-endian 16-bit header length,
+// header text, data.
+std::string npyV1(const std::string &header, const std::string &data) {
+  std::string s("\x93NUMPY\x01\x00", 8);
+  s += static_cast<char>(header.size() & 0xff);
+  s += static_cast<char>(header.size() >> 8);
+  return s + header + data;
+}
+
+// Every regular file below `dir`, as paths relative to it.
+std::vector<std::string> listFiles(const std::string &dir) {
+  std::vector<std::string> out;
+  for (const auto &e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file())
+      out.push_back(fs::relative(e.path(), dir).string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A fresh temporary directory per test, removed afterwards.
+class TempDirTest : public ::testing::Test {
+protected:
+  std::string dir;
+  void SetUp() override {
+    char tmpl[] = "/tmp/muirrt-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  std::string path(const std::string &rel) const { return dir + "/" + rel; }
+};
+
+struct CtxDeleter {
+  void operator()(MuirRtContext *c) const { muirrt_context_destroy(c); }
+};
+using Ctx = std::unique_ptr<MuirRtContext, CtxDeleter>;
+
+Ctx makeCtx() { return Ctx(muirrt_context_create()); }
+
+double sampleStd(const float *x, int64_t n) {
+  double mean = 0.0;
+  for (int64_t i = 0; i < n; ++i)
+    mean += x[i];
+  mean /= static_cast<double>(n);
+  double var = 0.0;
+  for (int64_t i = 0; i < n; ++i)
+    var += (x[i] - mean) * (x[i] - mean);
+  return std::sqrt(var / static_cast<double>(n - 1));
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+TEST(Sgemm, AllTransposeCombosBatchedBothBetas) {
+  const int64_t batch = 3, m = 5, n = 7, k = 4;
+  std::vector<float> a = randomVector(batch * m * k, 1);
+  std::vector<float> b = randomVector(batch * k * n, 2);
+  std::vector<float> c0 = randomVector(batch * m * n, 3);
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (float beta : {0.0f, 0.5f}) {
+        std::vector<float> c = c0;
+        // beta == 0 must ignore C entirely, even NaNs.
+        if (beta == 0.0f)
+          std::fill(c.begin(), c.end(),
+                    std::numeric_limits<float>::quiet_NaN());
+        muirrt_sgemm(batch, ta, tb, m, n, k, 1.5f, a.data(), b.data(), beta,
+                     c.data());
+        for (int64_t i = 0; i < batch; ++i) {
+          std::vector<double> want;
+          refGemm(ta, tb, m, n, k, 1.5, a.data() + i * m * k,
+                  b.data() + i * k * n, beta, c0.data() + i * m * n, want);
+          expectNear(c.data() + i * m * n, want, 1e-5,
+                     "ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) +
+                         " beta=" + std::to_string(beta) + " item " +
+                         std::to_string(i));
+        }
+      }
+}
+
+TEST(Sgemm, LargerThanBlasBlocks) {
+  const int64_t m = 70, n = 65, k = 130;
+  std::vector<float> a = randomVector(m * k, 4), b = randomVector(k * n, 5);
+  std::vector<float> c(m * n);
+  muirrt_sgemm(1, 1, 0, m, n, k, 1.0f, a.data(), b.data(), 0.0f, c.data());
+  std::vector<double> want;
+  refGemm(true, false, m, n, k, 1.0, a.data(), b.data(), 0.0, nullptr, want);
+  expectNear(c.data(), want, 1e-4, "70x65x130");
+}
+
+TEST(Ssyrk, BothTrianglesAndBeta) {
+  const int64_t batch = 2, n = 37, k = 5; // n spans more than one tile
+  std::vector<float> a = randomVector(batch * n * k, 6);
+  // A symmetric input C, as the contract assumes when beta != 0.
+  std::vector<float> c0(batch * n * n);
+  std::vector<float> r = randomVector(batch * n * n, 7);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        c0[b * n * n + i * n + j] =
+            i <= j ? r[b * n * n + i * n + j] : r[b * n * n + j * n + i];
+  for (float beta : {0.0f, 0.25f}) {
+    std::vector<float> c = c0;
+    if (beta == 0.0f)
+      std::fill(c.begin(), c.end(), std::numeric_limits<float>::quiet_NaN());
+    muirrt_ssyrk(batch, n, k, 2.0f, a.data(), beta, c.data());
+    for (int64_t b = 0; b < batch; ++b) {
+      const float *ab = a.data() + b * n * k;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double acc = 0.0;
+          for (int64_t p = 0; p < k; ++p)
+            acc += static_cast<double>(ab[i * k + p]) * ab[j * k + p];
+          double want = 2.0 * acc;
+          if (beta != 0.0f)
+            want += beta * static_cast<double>(c0[b * n * n + i * n + j]);
+          ASSERT_NEAR(c[b * n * n + i * n + j], want,
+                      1e-5 * (1.0 + std::fabs(want)))
+              << "beta " << beta << " item " << b << " (" << i << ", " << j
+              << ")";
+        }
+    }
+  }
+}
+
+TEST(FrobeniusNormalize, MatchesDoubleReferenceAndInPlace) {
+  const int64_t batch = 3, numel = 10;
+  const float eps = 1e-3f;
+  std::vector<float> in = randomVector(batch * numel, 8);
+  for (int64_t j = 0; j < numel; ++j)
+    in[2 * numel + j] = 0.0f; // an all-zero item stays zero (eps guards)
+  std::vector<float> out(in.size());
+  muirrt_frobenius_normalize(batch, numel, eps, in.data(), out.data());
+  for (int64_t b = 0; b < batch; ++b) {
+    double ss = 0.0;
+    for (int64_t j = 0; j < numel; ++j)
+      ss += static_cast<double>(in[b * numel + j]) * in[b * numel + j];
+    double denom = std::sqrt(ss) + eps;
+    for (int64_t j = 0; j < numel; ++j)
+      ASSERT_NEAR(out[b * numel + j], in[b * numel + j] / denom, 1e-6)
+          << "item " << b << " elem " << j;
+  }
+  std::vector<float> inplace = in;
+  muirrt_frobenius_normalize(batch, numel, eps, inplace.data(), inplace.data());
+  EXPECT_EQ(inplace, out);
+}
+
+TEST(Transpose, NonSquareBatch) {
+  const int64_t batch = 2, rows = 37, cols = 70;
+  std::vector<float> in = randomVector(batch * rows * cols, 9);
+  std::vector<float> out(in.size(), -7.0f);
+  muirrt_transpose(batch, rows, cols, in.data(), out.data());
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        ASSERT_EQ(out[b * rows * cols + j * rows + i],
+                  in[b * rows * cols + i * cols + j]);
+}
+
+TEST(Observations, StoreReadAndClear) {
+  muirrt_observations_clear();
+  int64_t numel = -1;
+  EXPECT_EQ(muirrt_observation(3, &numel), nullptr);
+  EXPECT_EQ(numel, 0);
+  float data[3] = {1.0f, 2.0f, 3.0f};
+  muirrt_observe(3, data, 3);
+  data[0] = 9.0f; // the runtime must have copied
+  const float *got = muirrt_observation(3, &numel);
+  ASSERT_NE(got, nullptr);
+  ASSERT_EQ(numel, 3);
+  EXPECT_EQ(got[0], 1.0f);
+  EXPECT_EQ(got[2], 3.0f);
+  EXPECT_EQ(muirrt_observation(0, &numel), nullptr);
+  muirrt_observe(3, data, 1);
+  got = muirrt_observation(3, &numel);
+  ASSERT_EQ(numel, 1);
+  EXPECT_EQ(got[0], 9.0f);
+  muirrt_observations_clear();
+  EXPECT_EQ(muirrt_observation(3, &numel), nullptr);
+}
+
+TEST(Counters, CountCallsAndFlops) {
+  muirrt_counters_reset();
+  const int64_t m = 4, n = 3, k = 5;
+  std::vector<float> a(2 * m * k, 1.0f), b(2 * k * n, 1.0f), c(2 * m * n);
+  muirrt_sgemm(2, 0, 0, m, n, k, 1.0f, a.data(), b.data(), 0.0f, c.data());
+  std::vector<float> s(3 * 4 * 4);
+  std::vector<float> sa(3 * 4 * 6, 1.0f);
+  muirrt_ssyrk(3, 4, 6, 1.0f, sa.data(), 0.0f, s.data());
+  muirrt_frobenius_normalize(1, 4, 0.0f, sa.data(), sa.data());
+  muirrt_transpose(1, 2, 2, sa.data(), s.data());
+  MuirRtCounters got;
+  muirrt_counters_get(&got);
+  EXPECT_EQ(got.gemm_calls, 1);
+  EXPECT_EQ(got.syrk_calls, 1);
+  EXPECT_EQ(got.other_calls, 2);
+  // 2 * 2*4*3*5 for the GEMM, 3 * 4*5*6 for the SYRK.
+  EXPECT_DOUBLE_EQ(got.flops, 240.0 + 360.0);
+  muirrt_counters_reset();
+  muirrt_counters_get(&got);
+  EXPECT_EQ(got.gemm_calls, 0);
+  EXPECT_EQ(got.syrk_calls, 0);
+  EXPECT_EQ(got.other_calls, 0);
+  EXPECT_EQ(got.flops, 0.0);
+}
+
+//===----------------------------------------------------------------------===//
+// Tensors and seeded init
+//===----------------------------------------------------------------------===//
+
+TEST(Tensors, AddFindAndErrors) {
+  Ctx ctx = makeCtx();
+  int64_t shape[2] = {3, 5};
+  int32_t w = muirrt_tensor_add(ctx.get(), "w", 2, shape, MUIRRT_ROLE_PARAM);
+  ASSERT_EQ(w, 0);
+  EXPECT_EQ(muirrt_tensor_find(ctx.get(), "w"), 0);
+  EXPECT_EQ(muirrt_tensor_find(ctx.get(), "nope"), -1);
+  EXPECT_STREQ(muirrt_tensor_name(ctx.get(), 0), "w");
+  EXPECT_EQ(muirrt_tensor_rank(ctx.get(), 0), 2);
+  EXPECT_EQ(muirrt_tensor_shape(ctx.get(), 0)[1], 5);
+  EXPECT_EQ(muirrt_tensor_numel(ctx.get(), 0), 15);
+  EXPECT_EQ(muirrt_tensor_role(ctx.get(), 0), MUIRRT_ROLE_PARAM);
+  float *d = muirrt_tensor_data(ctx.get(), 0);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(d) % 64, 0u);
+  for (int i = 0; i < 15; ++i)
+    EXPECT_EQ(d[i], 0.0f);
+
+  EXPECT_EQ(muirrt_tensor_add(ctx.get(), "w", 2, shape, 0), -1);
+  EXPECT_NE(std::string(muirrt_last_error()).find("'w'"), std::string::npos);
+  int64_t big[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  EXPECT_EQ(muirrt_tensor_add(ctx.get(), "r9", 9, big, 0), -1);
+  int64_t zero[2] = {3, 0};
+  EXPECT_EQ(muirrt_tensor_add(ctx.get(), "z", 2, zero, 0), -1);
+  EXPECT_EQ(muirrt_tensor_count(ctx.get()), 1);
+  // Scalars are fine.
+  EXPECT_EQ(muirrt_tensor_add(ctx.get(), "s", 0, nullptr, 2), 1);
+  EXPECT_EQ(muirrt_tensor_numel(ctx.get(), 1), 1);
+}
+
+TEST(SeededInit, DeterministicAndRoleDependent) {
+  const int64_t shape[2] = {100, 100};
+  auto build = [&](bool extraFirst) {
+    Ctx ctx = makeCtx();
+    if (extraFirst)
+      muirrt_tensor_add(ctx.get(), "extra", 2, shape, MUIRRT_ROLE_PARAM);
+    muirrt_tensor_add(ctx.get(), "p", 2, shape, MUIRRT_ROLE_PARAM);
+    muirrt_tensor_add(ctx.get(), "g", 2, shape, MUIRRT_ROLE_GRAD);
+    muirrt_tensor_add(ctx.get(), "s", 2, shape, MUIRRT_ROLE_STATE);
+    return ctx;
+  };
+  Ctx c1 = build(false), c2 = build(true), c3 = build(false);
+  // State must be zeroed even if it held something.
+  muirrt_tensor_data(c1.get(), 2)[17] = 5.0f;
+  muirrt_init_from_seed(c1.get(), 42);
+  muirrt_init_from_seed(c2.get(), 42);
+  muirrt_init_from_seed(c3.get(), 43);
+  const int64_t n = 10000;
+  auto data = [&](const Ctx &c, const char *name) {
+    const float *p = muirrt_tensor_data(const_cast<MuirRtContext *>(c.get()),
+                                        muirrt_tensor_find(c.get(), name));
+    return std::vector<float>(p, p + n);
+  };
+  // Same seed and name: same values, regardless of other tensors.
+  EXPECT_EQ(data(c1, "p"), data(c2, "p"));
+  EXPECT_EQ(data(c1, "g"), data(c2, "g"));
+  // Different seed or different name: different values.
+  EXPECT_NE(data(c1, "p"), data(c3, "p"));
+  EXPECT_NE(data(c2, "p"), data(c2, "extra"));
+
+  std::vector<float> s = data(c1, "s");
+  for (float v : s)
+    ASSERT_EQ(v, 0.0f);
+  std::vector<float> g = data(c1, "g"), p = data(c1, "p");
+  EXPECT_NEAR(sampleStd(g.data(), n), 1.0, 0.05);
+  EXPECT_NEAR(sampleStd(p.data(), n), 0.02, 0.001);
+  double mean = 0.0;
+  for (float v : g)
+    mean += v;
+  EXPECT_NEAR(mean / n, 0.0, 0.05);
+}
+
+//===----------------------------------------------------------------------===//
+// .npy files
+//===----------------------------------------------------------------------===//
+
+using Npy = TempDirTest;
+
+TEST_F(Npy, RoundTripShapes) {
+  const std::vector<std::vector<int64_t>> shapes = {{}, {5}, {3, 4}, {2, 3, 4}};
+  for (const auto &shape : shapes) {
+    int64_t numel = 1;
+    for (int64_t d : shape)
+      numel *= d;
+    std::vector<float> v = randomVector(numel, 10 + shape.size());
+    std::string p = path("t" + std::to_string(shape.size()) + ".npy");
+    ASSERT_EQ(muirrt_npy_write_atomic(p.c_str(), v.data(),
+                                      static_cast<int32_t>(shape.size()),
+                                      shape.data()),
+              0)
+        << muirrt_last_error();
+    // Data starts at a multiple of 64, right after the header.
+    std::string bytes = readBytes(p);
+    ASSERT_GE(bytes.size(), 10u);
+    size_t hlen = static_cast<unsigned char>(bytes[8]) |
+                  (static_cast<unsigned char>(bytes[9]) << 8);
+    EXPECT_EQ((10 + hlen) % 64, 0u);
+    EXPECT_EQ(bytes.size(), 10 + hlen + numel * sizeof(float));
+    EXPECT_EQ(bytes.substr(10 + hlen), floatBytes(v));
+
+    float *data = nullptr;
+    int32_t rank = -1;
+    int64_t got[8];
+    ASSERT_EQ(muirrt_npy_read(p.c_str(), &data, &rank, got), 0)
+        << muirrt_last_error();
+    ASSERT_EQ(rank, static_cast<int32_t>(shape.size()));
+    for (size_t i = 0; i < shape.size(); ++i)
+      EXPECT_EQ(got[i], shape[i]);
+    EXPECT_EQ(std::memcmp(data, v.data(), numel * sizeof(float)), 0);
+    std::free(data);
+  }
+  // No temporaries left behind.
+  EXPECT_EQ(listFiles(dir).size(), shapes.size());
+}
+
+TEST_F(Npy, WriterIsByteExact) {
+  // What numpy.save writes for float32 shape (2, 3): sorted keys, 20 spare
+  // spaces (21 growth digits minus len('2')) then 38 of padding, so the
+  // data starts at byte 128.
+  std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }" +
+      std::string(58, ' ') + "\n";
+  ASSERT_EQ(header.size(), 118u);
+  std::vector<float> v = {1, 2, 3, 4, 5, 6};
+  std::string want = npyV1(header, floatBytes(v));
+  int64_t shape[2] = {2, 3};
+  std::string p = path("x.npy");
+  ASSERT_EQ(muirrt_npy_write_atomic(p.c_str(), v.data(), 2, shape), 0);
+  EXPECT_EQ(readBytes(p), want);
+}
+
+TEST_F(Npy, ReadsHandWrittenV1AndV2) {
+  std::vector<float> v = {0.5f, -1.0f, 2.0f, 3.25f, -4.0f, 8.0f};
+  // Older NumPy aligned to 16 bytes: data at offset 80, not 64.
+  std::string h1 =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }" +
+      std::string(10, ' ') + "\n";
+  std::string p1 = path("v1.npy");
+  writeBytes(p1, npyV1(h1, floatBytes(v)));
+  // Version 2.0: 32-bit header length; also other key order, double quotes
+  // and no trailing comma.
+  std::string h2 = "{\"shape\": (3, 2), \"fortran_order\": False, "
+                   "\"descr\": \"<f4\"}";
+  h2 += std::string(128 - 12 - h2.size() - 1, ' ') + "\n";
+  std::string v2("\x93NUMPY\x02\x00", 8);
+  uint32_t len = static_cast<uint32_t>(h2.size());
+  for (int i = 0; i < 4; ++i)
+    v2 += static_cast<char>((len >> (8 * i)) & 0xff);
+  std::string p2 = path("v2.npy");
+  writeBytes(p2, v2 + h2 + floatBytes(v));
+
+  struct Case {
+    std::string path;
+    int64_t rows, cols;
+  };
+  for (const Case &c : {Case{p1, 2, 3}, Case{p2, 3, 2}}) {
+    float *data = nullptr;
+    int32_t rank = 0;
+    int64_t shape[8];
+    ASSERT_EQ(muirrt_npy_read(c.path.c_str(), &data, &rank, shape), 0)
+        << muirrt_last_error();
+    EXPECT_EQ(rank, 2);
+    EXPECT_EQ(shape[0], c.rows);
+    EXPECT_EQ(shape[1], c.cols);
+    for (size_t i = 0; i < v.size(); ++i)
+      EXPECT_EQ(data[i], v[i]) << c.path << " elem " << i;
+    std::free(data);
+  }
+}
+
+TEST_F(Npy, RejectsBadFilesNamingThem) {
+  auto pad = [](std::string h) {
+    h += std::string(64 - (10 + h.size() + 1) % 64, ' ');
+    return h + "\n";
+  };
+  std::vector<float> six(6, 1.0f);
+  std::vector<double> sixD(6, 1.0);
+  std::string f8 = path("f8.npy");
+  writeBytes(
+      f8, npyV1(pad("{'descr': '<f8', 'fortran_order': False, "
+                    "'shape': (2, 3), }"),
+                std::string(reinterpret_cast<const char *>(sixD.data()), 48)));
+  std::string fo = path("fortran.npy");
+  writeBytes(fo, npyV1(pad("{'descr': '<f4', 'fortran_order': True, "
+                           "'shape': (2, 3), }"),
+                       floatBytes(six)));
+  std::string tr = path("truncated.npy");
+  writeBytes(tr, npyV1(pad("{'descr': '<f4', 'fortran_order': False, "
+                           "'shape': (2, 3), }"),
+                       floatBytes(six).substr(0, 20)));
+  std::string th = path("shortheader.npy");
+  writeBytes(th, npyV1(pad("{'descr': '<f4', 'fortran_order': False, "
+                           "'shape': (2, 3), }"),
+                       "")
+                     .substr(0, 30));
+  std::string bm = path("magic.npy");
+  writeBytes(bm, "PK\x03\x04 this is a zip, not an npy file");
+  std::string mal = path("malformed.npy");
+  writeBytes(mal, npyV1(pad("{'descr': '<f4', 'fortran_order': False, "
+                            "'shape': [2, 3], }"),
+                        floatBytes(six)));
+
+  struct Case {
+    std::string path, needle;
+  };
+  for (const Case &c :
+       {Case{f8, "'<f8'"}, Case{fo, "fortran_order"}, Case{tr, "truncated"},
+        Case{th, "truncated"}, Case{bm, "magic"}, Case{mal, "malformed"},
+        Case{path("missing.npy"), "No such file"}}) {
+    float *data = reinterpret_cast<float *>(0x1);
+    int32_t rank = 0;
+    int64_t shape[8];
+    EXPECT_NE(muirrt_npy_read(c.path.c_str(), &data, &rank, shape), 0)
+        << c.path;
+    EXPECT_EQ(data, nullptr);
+    std::string msg = muirrt_last_error();
+    EXPECT_EQ(msg.rfind(c.path + ": ", 0), 0u) << msg;
+    EXPECT_NE(msg.find(c.needle), std::string::npos) << msg;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Directories
+//===----------------------------------------------------------------------===//
+
+using Dirs = TempDirTest;
+
+TEST_F(Dirs, LoadDirReadsPresentFilesAndKeepsThem) {
+  int64_t s44[2] = {4, 4}, s3[1] = {3};
+  std::vector<float> w(16), b = {1.0f, 2.0f, 3.0f};
+  for (int i = 0; i < 16; ++i)
+    w[i] = static_cast<float>(i);
+  ASSERT_EQ(fs::create_directories(path("layers/0")), true);
+  ASSERT_EQ(muirrt_npy_write_atomic(path("w0.npy").c_str(), w.data(), 2, s44),
+            0);
+  ASSERT_EQ(
+      muirrt_npy_write_atomic(path("layers/0/b.npy").c_str(), b.data(), 1, s3),
+      0);
+  Ctx ctx = makeCtx();
+  muirrt_tensor_add(ctx.get(), "w0", 2, s44, MUIRRT_ROLE_PARAM);
+  muirrt_tensor_add(ctx.get(), "layers/0/b", 1, s3, MUIRRT_ROLE_PARAM);
+  muirrt_tensor_add(ctx.get(), "absent", 1, s3, MUIRRT_ROLE_PARAM);
+  int32_t loaded = -1;
+  ASSERT_EQ(muirrt_load_dir(ctx.get(), dir.c_str(), &loaded), 0)
+      << muirrt_last_error();
+  EXPECT_EQ(loaded, 2);
+  muirrt_init_from_seed(ctx.get(), 7); // must not overwrite loaded tensors
+  const float *gw = muirrt_tensor_data(ctx.get(), 0);
+  const float *gb = muirrt_tensor_data(ctx.get(), 1);
+  const float *ga = muirrt_tensor_data(ctx.get(), 2);
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(gw[i], w[i]);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(gb[i], b[i]);
+  EXPECT_NE(ga[0], 0.0f); // seeded, not loaded
+}
+
+TEST_F(Dirs, LoadDirShapeMismatchAndMissingDir) {
+  int64_t s42[2] = {4, 2}, s44[2] = {4, 4};
+  std::vector<float> w(8, 1.0f);
+  ASSERT_EQ(muirrt_npy_write_atomic(path("w0.npy").c_str(), w.data(), 2, s42),
+            0);
+  Ctx ctx = makeCtx();
+  muirrt_tensor_add(ctx.get(), "w0", 2, s44, MUIRRT_ROLE_PARAM);
+  int32_t loaded = -1;
+  EXPECT_NE(muirrt_load_dir(ctx.get(), dir.c_str(), &loaded), 0);
+  EXPECT_EQ(std::string(muirrt_last_error()),
+            path("w0.npy") + ": expected shape (4, 4), found (4, 2)");
+  EXPECT_EQ(muirrt_tensor_data(ctx.get(), 0)[0], 0.0f); // untouched
+
+  std::string missing = path("nope");
+  EXPECT_NE(muirrt_load_dir(ctx.get(), missing.c_str(), &loaded), 0);
+  EXPECT_EQ(std::string(muirrt_last_error()),
+            "cannot open directory '" + missing +
+                "': No such file or directory");
+}
+
+TEST_F(Dirs, DumpDirSubfoldersAndDots) {
+  Ctx ctx = makeCtx();
+  int64_t s23[2] = {2, 3}, s1[1] = {1};
+  muirrt_tensor_add(ctx.get(), "layers/0/w", 2, s23, MUIRRT_ROLE_PARAM);
+  muirrt_tensor_add(ctx.get(), "w0.momentum", 1, s1, MUIRRT_ROLE_STATE);
+  float *w = muirrt_tensor_data(ctx.get(), 0);
+  for (int i = 0; i < 6; ++i)
+    w[i] = static_cast<float>(i) - 2.5f;
+  muirrt_tensor_data(ctx.get(), 1)[0] = 42.0f;
+  std::string out = path("dump/run1");
+  ASSERT_EQ(muirrt_dump_dir(ctx.get(), out.c_str()), 0) << muirrt_last_error();
+  EXPECT_EQ(listFiles(out),
+            (std::vector<std::string>{"layers/0/w.npy", "w0.momentum.npy"}));
+
+  float *data = nullptr;
+  int32_t rank = 0;
+  int64_t shape[8];
+  ASSERT_EQ(
+      muirrt_npy_read((out + "/layers/0/w.npy").c_str(), &data, &rank, shape),
+      0);
+  EXPECT_EQ(rank, 2);
+  EXPECT_EQ(shape[0], 2);
+  EXPECT_EQ(shape[1], 3);
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(data[i], static_cast<float>(i) - 2.5f);
+  std::free(data);
+  ASSERT_EQ(
+      muirrt_npy_read((out + "/w0.momentum.npy").c_str(), &data, &rank, shape),
+      0);
+  EXPECT_EQ(data[0], 42.0f);
+  std::free(data);
+
+  // A dump reloads into a fresh context.
+  Ctx again = makeCtx();
+  muirrt_tensor_add(again.get(), "layers/0/w", 2, s23, MUIRRT_ROLE_PARAM);
+  muirrt_tensor_add(again.get(), "w0.momentum", 1, s1, MUIRRT_ROLE_STATE);
+  int32_t loaded = 0;
+  ASSERT_EQ(muirrt_load_dir(again.get(), out.c_str(), &loaded), 0);
+  EXPECT_EQ(loaded, 2);
+  EXPECT_EQ(muirrt_tensor_data(again.get(), 1)[0], 42.0f);
+}
+
+TEST_F(Dirs, DumpToUnwritablePathLeavesNothing) {
+  writeBytes(path("file"), "x");
+  Ctx ctx = makeCtx();
+  int64_t s2[1] = {2};
+  muirrt_tensor_add(ctx.get(), "a", 1, s2, MUIRRT_ROLE_PARAM);
+  // DIR itself is below a regular file.
+  std::string bad = path("file/sub");
+  EXPECT_NE(muirrt_dump_dir(ctx.get(), bad.c_str()), 0);
+  EXPECT_NE(std::string(muirrt_last_error()).find("file"), std::string::npos);
+  EXPECT_NE(muirrt_check_dump_dir(bad.c_str()), 0);
+  EXPECT_EQ(listFiles(dir), (std::vector<std::string>{"file"}));
+
+  // Failure after a first tensor was written: "b" is a regular file, so the
+  // folder for "b/c" cannot be made; a.npy's temporary must be removed.
+  std::string out = path("out");
+  ASSERT_TRUE(fs::create_directory(out));
+  writeBytes(out + "/b", "not a folder");
+  muirrt_tensor_add(ctx.get(), "b/c", 1, s2, MUIRRT_ROLE_PARAM);
+  EXPECT_NE(muirrt_dump_dir(ctx.get(), out.c_str()), 0);
+  EXPECT_EQ(listFiles(out), (std::vector<std::string>{"b"}));
+}
+
+TEST_F(Dirs, CheckDumpDirCreatesAndLeavesNothing) {
+  std::string out = path("x/y/z");
+  ASSERT_EQ(muirrt_check_dump_dir(out.c_str()), 0) << muirrt_last_error();
+  struct stat st;
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_TRUE(listFiles(dir).empty());
+}
+
+//===----------------------------------------------------------------------===//
+// Metrics
+//===----------------------------------------------------------------------===//
+
+TEST(Metrics, OrthogonalityOfOrthogonalMatrices) {
+  // Permutation matrix.
+  const int p[5] = {3, 0, 4, 1, 2};
+  std::vector<float> perm(25, 0.0f);
+  for (int i = 0; i < 5; ++i)
+    perm[i * 5 + p[i]] = 1.0f;
+  EXPECT_NEAR(muirrt_orthogonality_error(perm.data(), 5, 5), 0.0, 1e-12);
+  // Hadamard / 2 (exact in float), and its first two columns (tall) and
+  // first two rows (wide).
+  const float h[16] = {1, 1, 1, 1, 1, -1, 1, -1, 1, 1, -1, -1, 1, -1, -1, 1};
+  std::vector<float> hs(16), tall(8), wide(8);
+  for (int i = 0; i < 16; ++i)
+    hs[i] = 0.5f * h[i];
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 2; ++j)
+      tall[i * 2 + j] = hs[i * 4 + j];
+  for (int i = 0; i < 8; ++i)
+    wide[i] = hs[i];
+  EXPECT_NEAR(muirrt_orthogonality_error(hs.data(), 4, 4), 0.0, 1e-12);
+  EXPECT_NEAR(muirrt_orthogonality_error(tall.data(), 4, 2), 0.0, 1e-12);
+  EXPECT_NEAR(muirrt_orthogonality_error(wide.data(), 2, 4), 0.0, 1e-12);
+}
+
+TEST(Metrics, OrthogonalityHandComputed) {
+  // X X^T = [[5, 11], [11, 25]]; minus I: 4, 11, 11, 24 -> sqrt(834).
+  const float sq[4] = {1, 2, 3, 4};
+  EXPECT_NEAR(muirrt_orthogonality_error(sq, 2, 2), std::sqrt(834.0), 1e-12);
+  // Tall 3x2: X^T X = [[2, 1], [1, 2]]; minus I is all ones -> 2.
+  const float tall[6] = {1, 0, 0, 1, 1, 1};
+  EXPECT_NEAR(muirrt_orthogonality_error(tall, 3, 2), 2.0, 1e-12);
+  // Wide 2x3: X X^T = [[2, 1], [1, 2]] -> 2.
+  const float wide[6] = {1, 0, 1, 0, 1, 1};
+  EXPECT_NEAR(muirrt_orthogonality_error(wide, 2, 3), 2.0, 1e-12);
+  // 1x1 [1 + 2^-12]: the Gram entry 1 + 2^-11 + 2^-24 needs more than
+  // float's 24 bits, so only a double accumulation gives the exact answer.
+  const float one[1] = {1.0f + 1.0f / 4096.0f};
+  EXPECT_EQ(muirrt_orthogonality_error(one, 1, 1),
+            1.0 / 2048.0 + 1.0 / 16777216.0);
+}
+
+TEST(Metrics, Norms) {
+  const float x[2] = {3.0f, 4.0f}, y[2] = {0.0f, 8.0f};
+  EXPECT_DOUBLE_EQ(muirrt_norm(x, 2), 5.0);
+  EXPECT_DOUBLE_EQ(muirrt_diff_norm(x, y, 2), 5.0);
+  // Large values would overflow a float accumulator.
+  const float big[2] = {3e30f, 4e30f};
+  EXPECT_NEAR(muirrt_norm(big, 2), 5e30, 5e30 * 1e-6);
+}
+
+} // namespace

@@ -1,0 +1,376 @@
+//===- muir-run.cpp - compile and execute a muir training step ------------===//
+//
+// Reads a muir module (high-level or exec IR; without an input, the embedded
+// default example), compiles it for the CPU, JIT-compiles the exec function
+// and runs it for --steps steps with the runtime owning every named tensor.
+// Prints per step the time, each Muon matrix's orthogonality error and the
+// update norms; --load / --dump read and write tensors as .npy files.
+//
+//===----------------------------------------------------------------------===//
+#include "muir/Passes.h"
+#include "muir-rt/Runtime.h"
+
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/WithColor.h"
+
+#include <chrono>
+#include <cstring>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> inputFile(cl::Positional,
+                                      cl::desc("[input.mlir]"),
+                                      cl::init(""));
+static cl::opt<int> numSteps("steps", cl::desc("optimizer steps to run"),
+                             cl::init(3));
+static cl::opt<uint64_t> seed("seed",
+                              cl::desc("seed for tensors not loaded"),
+                              cl::init(0));
+static cl::opt<std::string>
+    loadDir("load", cl::desc("read initial tensors from DIR/<name>.npy"),
+            cl::value_desc("DIR"), cl::init(""));
+static cl::opt<std::string>
+    dumpDir("dump",
+            cl::desc("write every tensor to DIR/<name>.npy after the last "
+                     "step"),
+            cl::value_desc("DIR"), cl::init(""));
+static cl::opt<bool> quiet("quiet",
+                           cl::desc("print only the closing summary line"),
+                           cl::init(false));
+static cl::opt<bool> noProbes(
+    "no-probes",
+    cl::desc("do not record Newton-Schulz outputs (no orthogonality error)"),
+    cl::init(false));
+
+// The embedded default: a slice of a small transformer with real aspect
+// ratios (square attention projection, wide and tall MLP matrices) and one
+// 1-D norm weight that AdamW takes.
+static const char *kDefaultModule = R"mlir(
+muir.grid @world axes = ["dp"] shape = [1]
+func.func @step(
+    %wq: tensor<512x512xf32> {muir.name = "attn.wq"},
+    %wq_g: tensor<512x512xf32> {muir.name = "attn.wq.grad"},
+    %wq_m: tensor<512x512xf32> {muir.name = "attn.wq.momentum"},
+    %up: tensor<2048x512xf32> {muir.name = "mlp.up"},
+    %up_g: tensor<2048x512xf32> {muir.name = "mlp.up.grad"},
+    %up_m: tensor<2048x512xf32> {muir.name = "mlp.up.momentum"},
+    %down: tensor<512x2048xf32> {muir.name = "mlp.down"},
+    %down_g: tensor<512x2048xf32> {muir.name = "mlp.down.grad"},
+    %down_m: tensor<512x2048xf32> {muir.name = "mlp.down.momentum"},
+    %nw: tensor<512xf32> {muir.name = "norm.weight"},
+    %nw_g: tensor<512xf32> {muir.name = "norm.weight.grad"},
+    %nw_m: tensor<512xf32> {muir.name = "norm.weight.exp_avg"},
+    %nw_v: tensor<512xf32> {muir.name = "norm.weight.exp_avg_sq"},
+    %t: i64 {muir.role = "step"})
+    -> (tensor<512x512xf32> {muir.updates = "attn.wq"},
+        tensor<512x512xf32> {muir.updates = "attn.wq.momentum"},
+        tensor<2048x512xf32> {muir.updates = "mlp.up"},
+        tensor<2048x512xf32> {muir.updates = "mlp.up.momentum"},
+        tensor<512x2048xf32> {muir.updates = "mlp.down"},
+        tensor<512x2048xf32> {muir.updates = "mlp.down.momentum"},
+        tensor<512xf32> {muir.updates = "norm.weight"},
+        tensor<512xf32> {muir.updates = "norm.weight.exp_avg"},
+        tensor<512xf32> {muir.updates = "norm.weight.exp_avg_sq"}) {
+  %wq1, %wq_m1 = muir.muon_update %wq, %wq_g, %wq_m
+      {lr = 0.02, weight_decay = 0.1} : tensor<512x512xf32>
+  %up1, %up_m1 = muir.muon_update %up, %up_g, %up_m
+      {lr = 0.02, weight_decay = 0.1} : tensor<2048x512xf32>
+  %down1, %down_m1 = muir.muon_update %down, %down_g, %down_m
+      {lr = 0.02, weight_decay = 0.1} : tensor<512x2048xf32>
+  %nw1, %nw_m1, %nw_v1 = muir.adamw_update %nw, %nw_g, %nw_m, %nw_v step %t
+      {lr = 0.001, beta2 = 0.95} : tensor<512xf32>
+  return %wq1, %wq_m1, %up1, %up_m1, %down1, %down_m1, %nw1, %nw_m1, %nw_v1
+      : tensor<512x512xf32>, tensor<512x512xf32>, tensor<2048x512xf32>,
+        tensor<2048x512xf32>, tensor<512x2048xf32>, tensor<512x2048xf32>,
+        tensor<512xf32>, tensor<512xf32>, tensor<512xf32>
+}
+)mlir";
+
+static int fail(const Twine &msg) {
+  llvm::WithColor::error(llvm::errs(), "muir-run") << msg << "\n";
+  return 1;
+}
+
+namespace {
+/// One argument of the exec entry function.
+struct EntryArg {
+  std::string name;     // empty for the step counter
+  int32_t tensor = -1;  // runtime tensor index
+};
+
+/// What the host needs to know about an observation slot.
+struct Observation {
+  std::string label;
+  SmallVector<int64_t> shape;
+};
+
+int32_t roleOf(StringRef name, StringAttr explicitRole) {
+  StringRef role = explicitRole ? explicitRole.getValue() : "";
+  if (role == "grad" || (role.empty() && name.ends_with(".grad")))
+    return MUIRRT_ROLE_GRAD;
+  if (role == "state" ||
+      (role.empty() &&
+       (name.ends_with(".momentum") || name.ends_with(".exp_avg") ||
+        name.ends_with(".exp_avg_sq"))))
+    return MUIRRT_ROLE_STATE;
+  return MUIRRT_ROLE_PARAM;
+}
+
+std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleave(shape, os, "x");
+  return s.empty() ? "scalar" : s;
+}
+
+void registerRuntimeSymbols(ExecutionEngine &engine) {
+  engine.registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap map;
+    auto add = [&](const char *name, void *fn) {
+      map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                             llvm::JITSymbolFlags::Exported};
+    };
+    add("muirrt_sgemm", reinterpret_cast<void *>(&muirrt_sgemm));
+    add("muirrt_ssyrk", reinterpret_cast<void *>(&muirrt_ssyrk));
+    add("muirrt_frobenius_normalize",
+        reinterpret_cast<void *>(&muirrt_frobenius_normalize));
+    add("muirrt_transpose", reinterpret_cast<void *>(&muirrt_transpose));
+    add("muirrt_observe", reinterpret_cast<void *>(&muirrt_observe));
+    return map;
+  });
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "muir-run: compile and execute a muir training step on the CPU\n\n"
+      "Without an input file, runs the embedded default example.\n");
+  if (numSteps < 1)
+    return fail("--steps must be at least 1, got " + Twine(numSteps));
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registry.insert<muir::MuirDialect, muir_exec::MuirExecDialect>();
+  registerAllPasses();
+  MLIRContext context(registry);
+
+  // Parse: errors carry file:line:col through the source manager.
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  if (inputFile.empty()) {
+    sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBuffer(kDefaultModule, "<default>"),
+        llvm::SMLoc());
+  } else {
+    std::string err;
+    auto file = openInputFile(inputFile, &err);
+    if (!file)
+      return fail(err);
+    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  }
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+
+  // High-level IR -> exec IR.
+  PassManager toExec(&context);
+  muir::buildToExecPipeline(toExec, muir::PipelineOptions{!noProbes});
+  if (failed(toExec.run(*module)))
+    return 1;
+
+  func::FuncOp entry;
+  for (auto f : module->getOps<func::FuncOp>())
+    if (f->hasAttr("muir.entry")) {
+      if (entry)
+        return fail("more than one entry function ('" + entry.getName() +
+                    "' and '" + f.getName() + "')");
+      entry = f;
+    }
+  if (!entry)
+    return fail("no entry function: expected a function whose arguments "
+                "carry 'muir.name'");
+
+  // Register every named tensor with the runtime.
+  MuirRtContext *rt = muirrt_context_create();
+  llvm::scope_exit cleanup([&] { muirrt_context_destroy(rt); });
+  SmallVector<EntryArg> args;
+  for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
+    Type t = entry.getArgument(i).getType();
+    EntryArg a;
+    if (auto mt = dyn_cast<MemRefType>(t)) {
+      auto name = entry.getArgAttrOfType<StringAttr>(i, "muir.name");
+      if (!name)
+        return fail("entry argument " + Twine(i) + " has no muir.name");
+      a.name = name.str();
+      a.tensor = muirrt_tensor_add(
+          rt, a.name.c_str(), mt.getRank(), mt.getShape().data(),
+          roleOf(a.name, entry.getArgAttrOfType<StringAttr>(i, "muir.role")));
+      if (a.tensor < 0)
+        return fail(muirrt_last_error());
+    } else if (!t.isInteger(64)) {
+      return fail("entry argument " + Twine(i) + " has unsupported type");
+    }
+    args.push_back(a);
+  }
+  std::map<int64_t, Observation> observations;
+  module->walk([&](muir_exec::ObserveOp op) {
+    auto t = cast<MemRefType>(op.getInput().getType());
+    observations[op.getSlot()] = {op.getLabel().str(),
+                                  SmallVector<int64_t>(t.getShape())};
+  });
+
+  // Check the dump directory before any work, so a bad path costs nothing
+  // and leaves nothing behind.
+  if (!dumpDir.empty() && muirrt_check_dump_dir(dumpDir.c_str()))
+    return fail(muirrt_last_error());
+  int32_t loaded = 0;
+  if (!loadDir.empty() && muirrt_load_dir(rt, loadDir.c_str(), &loaded))
+    return fail(muirrt_last_error());
+  muirrt_init_from_seed(rt, seed);
+
+  // Exec IR -> LLVM -> native code. The muir.* argument attributes have
+  // been read; LLVM IR translation has no meaning for them.
+  std::string entryName = entry.getName().str();
+  for (unsigned i = 0; i < entry.getNumArguments(); ++i)
+    for (StringRef attr : {"muir.name", "muir.role"})
+      entry.removeArgAttr(i, attr);
+  PassManager toLLVM(&context);
+  muir::buildExecToLLVMPipeline(toLLVM);
+  if (failed(toLLVM.run(*module)))
+    return 1;
+  auto transformer = makeOptimizingTransformer(3, 0, nullptr);
+  ExecutionEngineOptions engineOptions;
+  engineOptions.transformer = transformer;
+  auto engineOrError = ExecutionEngine::create(*module, engineOptions);
+  if (!engineOrError)
+    return fail("JIT compilation failed: " +
+                llvm::toString(engineOrError.takeError()));
+  auto &engine = *engineOrError;
+  registerRuntimeSymbols(*engine);
+  engine->initialize();
+
+  int32_t count = muirrt_tensor_count(rt);
+  int numMuon = 0, numParams = 0;
+  for (int32_t i = 0; i < count; ++i)
+    numParams += muirrt_tensor_role(rt, i) == MUIRRT_ROLE_PARAM;
+  for (auto &kv : observations)
+    numMuon += muirrt_tensor_find(rt, kv.second.label.c_str()) >= 0;
+  if (!quiet)
+    llvm::outs() << "muir-run: " << (inputFile.empty() ? "<default>"
+                                                       : inputFile.getValue())
+                 << ": " << numParams << " parameters (" << numMuon
+                 << " with Muon), " << count << " tensors, " << loaded
+                 << " loaded, seed " << seed << ", " << numSteps
+                 << " steps\n";
+
+  // Per-step snapshots of the parameters give the update norms.
+  std::vector<std::vector<float>> before(count);
+  std::vector<void *> pointers(args.size());
+  std::vector<int64_t> stepValue(1);
+  double totalMs = 0, minMs = 1e300;
+  for (int step = 1; step <= numSteps; ++step) {
+    for (int32_t i = 0; i < count; ++i)
+      if (muirrt_tensor_role(rt, i) == MUIRRT_ROLE_PARAM) {
+        const float *d = muirrt_tensor_data(rt, i);
+        before[i].assign(d, d + muirrt_tensor_numel(rt, i));
+      }
+    stepValue[0] = step;
+    SmallVector<void *> packed;
+    for (auto [i, a] : llvm::enumerate(args)) {
+      if (a.tensor >= 0) {
+        pointers[i] = muirrt_tensor_data(rt, a.tensor);
+        packed.push_back(&pointers[i]);
+      } else {
+        packed.push_back(stepValue.data());
+      }
+    }
+    muirrt_observations_clear();
+    auto start = std::chrono::steady_clock::now();
+    if (llvm::Error err = engine->invokePacked(entryName, packed))
+      return fail("execution failed: " + llvm::toString(std::move(err)));
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    totalMs += ms;
+    minMs = std::min(minMs, ms);
+    if (quiet)
+      continue;
+
+    llvm::outs() << "step " << step << ": "
+                 << llvm::format("%.2f", ms) << " ms\n";
+    std::map<std::string, double> orth;
+    for (auto &[slot, obs] : observations) {
+      int64_t numel = 0;
+      const float *data = muirrt_observation(slot, &numel);
+      if (!data)
+        continue;
+      int64_t m = obs.shape[obs.shape.size() - 2];
+      int64_t n = obs.shape.back();
+      double worst = 0;
+      for (int64_t off = 0; off + m * n <= numel; off += m * n)
+        worst = std::max(worst, muirrt_orthogonality_error(data + off, m, n));
+      orth[obs.label] = worst;
+    }
+    for (int32_t i = 0; i < count; ++i) {
+      if (muirrt_tensor_role(rt, i) != MUIRRT_ROLE_PARAM)
+        continue;
+      std::string name = muirrt_tensor_name(rt, i);
+      const float *d = muirrt_tensor_data(rt, i);
+      int64_t numel = muirrt_tensor_numel(rt, i);
+      llvm::outs() << "  " << llvm::left_justify(name, 20) << " "
+                   << llvm::left_justify(
+                          shapeString(ArrayRef<int64_t>(
+                              muirrt_tensor_shape(rt, i),
+                              muirrt_tensor_rank(rt, i))),
+                          11);
+      auto it = orth.find(name);
+      if (it != orth.end())
+        llvm::outs() << " orth_err " << llvm::format("%.3e", it->second);
+      else
+        llvm::outs() << "                   ";
+      llvm::outs() << "  |dW| "
+                   << llvm::format("%.3e",
+                                   muirrt_diff_norm(before[i].data(), d, numel))
+                   << "  |W| " << llvm::format("%.3e", muirrt_norm(d, numel))
+                   << "\n";
+    }
+  }
+
+  if (!dumpDir.empty()) {
+    if (muirrt_dump_dir(rt, dumpDir.c_str()))
+      return fail(muirrt_last_error());
+    if (!quiet)
+      llvm::outs() << "muir-run: wrote " << count << " tensors to " << dumpDir
+                   << "\n";
+  }
+  llvm::outs() << "muir-run: steps " << numSteps << " mean_ms "
+               << llvm::format("%.3f", totalMs / numSteps) << " min_ms "
+               << llvm::format("%.3f", minMs) << "\n";
+  return 0;
+}
