@@ -15,6 +15,27 @@
 using namespace mlir;
 using namespace mlir::muir;
 
+/// `schedule(simple)`: the bare keyword, without the enum attribute's own
+/// leading space.
+static ParseResult parseSchedule(OpAsmParser &parser, NSScheduleAttr &attr) {
+  StringRef keyword;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  std::optional<NSSchedule> value = symbolizeNSSchedule(keyword);
+  if (!value)
+    return parser.emitError(loc, "unknown Newton-Schulz schedule '")
+           << keyword
+           << "'; expected simple, quintic, polar_express or custom";
+  attr = NSScheduleAttr::get(parser.getContext(), *value);
+  return success();
+}
+
+static void printSchedule(OpAsmPrinter &printer, Operation *,
+                          NSScheduleAttr attr) {
+  printer << stringifyNSSchedule(attr.getValue());
+}
+
 #define GET_OP_CLASSES
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"

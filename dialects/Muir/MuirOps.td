@@ -200,7 +200,7 @@ def Muir_NewtonSchulzOp : Muir_Op<"newton_schulz", [Pure,
       DefaultValuedAttr<F64Attr, "1.0e-7">:$eps);
   let results = (outs Muir_F32Tensor:$result);
   let assemblyFormat = [{
-    $input `steps` `(` $steps `)` `schedule` `(` $schedule `)`
+    $input `steps` `(` $steps `)` `schedule` `(` custom<Schedule>($schedule) `)`
     (`coefficients` `(` $coefficients^ `)`)? attr-dict `:` type($input)
   }];
   let hasVerifier = 1;

@@ -1,0 +1,51 @@
+// RUN: muir-opt %s --split-input-file --muir-lower-to-exec -verify-diagnostics
+
+// expected-error@+1 {{result 0: expected a 'muir.updates' attribute naming the argument it updates}}
+func.func @no_target(%x: tensor<4xf32> {muir.name = "x"}) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error@+1 {{result 0 updates 'y', which is not an argument's muir.name}}
+func.func @unknown_target(%x: tensor<4xf32> {muir.name = "x"}) -> (tensor<4xf32> {muir.updates = "y"}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error@+1 {{argument 1: expected a 'muir.name' attribute naming the tensor}}
+func.func @unnamed(%x: tensor<4xf32> {muir.name = "x"}, %y: tensor<4xf32>) -> (tensor<4xf32> {muir.updates = "x"}) {
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// expected-error@+1 {{argument 1: expected a static f32 tensor or the i64 step, got 'tensor<?xf32>'}}
+func.func @dynamic(%x: tensor<4xf32> {muir.name = "x"}, %y: tensor<?xf32> {muir.name = "y"}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{argument 'x' is updated by two results}}
+func.func @twice(%x: tensor<4xf32> {muir.name = "x"}) -> (tensor<4xf32> {muir.updates = "x"}, tensor<4xf32> {muir.updates = "x"}) {
+  return %x, %x : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+func.func @unexpanded(%x: tensor<4x4xf32> {muir.name = "x"}) -> (tensor<4x4xf32> {muir.updates = "x"}) {
+  // expected-error@+1 {{must be expanded before lowering to exec IR}}
+  %y = muir.newton_schulz %x steps(1) schedule(simple) : tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}
+
+// -----
+
+muir.grid @g axes = ["tp"] shape = [4]
+func.func @distributed(%x: tensor<4x4xf32> {muir.name = "x"}) -> (tensor<4x4xf32> {muir.updates = "x"}) {
+  // expected-error@+1 {{collectives over more than one rank run in the distributed runtime; this group has 4 ranks}}
+  %y = muir.all_reduce %x on @g axes = ["tp"] : tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}

@@ -1,0 +1,110 @@
+// RUN: muir-opt %s --split-input-file --muir-lower-to-exec | FileCheck %s
+
+// Element-wise kernels update state in place: the momentum buffer is read
+// and written by the same kernel, the parameter by the last one. The
+// intermediate Newton-Schulz buffers are fresh allocations, freed at the end.
+// CHECK-LABEL: func.func @muon_step
+// CHECK-SAME: (%[[W:[^:]+]]: memref<4x8xf32> {muir.name = "w"}, %[[G:[^:]+]]: memref<4x8xf32> {muir.name = "w.grad"}, %[[M:[^:]+]]: memref<4x8xf32> {muir.name = "w.momentum"})
+// CHECK-SAME: attributes {muir.entry}
+// CHECK: %[[U:.+]] = memref.alloc() {alignment = 64 : i64} : memref<4x8xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[G]], %[[M]] : memref<4x8xf32>, memref<4x8xf32>) outs(%[[U]], %[[M]] : memref<4x8xf32>, memref<4x8xf32>)
+// CHECK: %[[N:.+]] = memref.alloc() {alignment = 64 : i64} : memref<4x8xf32>
+// CHECK: muir_exec.frobenius_normalize %[[U]], %[[N]] {eps = 1.000000e-03 : f64}
+// CHECK: %[[A:.+]] = memref.alloc() {{.*}} : memref<4x4xf32>
+// CHECK: muir_exec.gemm %[[N]], %[[N]], %[[A]] {alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, transpose_b}
+// CHECK: %[[B:.+]] = memref.alloc() {{.*}} : memref<4x4xf32>
+// CHECK: memref.copy %[[A]], %[[B]]
+// CHECK: muir_exec.gemm %[[A]], %[[A]], %[[B]] {alpha = 2.031500e+00 : f64, beta = -4.775000e+00 : f64}
+// CHECK: %[[X:.+]] = memref.alloc() {{.*}} : memref<4x8xf32>
+// CHECK: memref.copy %[[N]], %[[X]]
+// CHECK: muir_exec.gemm %[[B]], %[[N]], %[[X]] {alpha = 1.000000e+00 : f64, beta = 3.444500e+00 : f64}
+// CHECK: muir_exec.observe %[[X]] {label = "w", slot = 0 : i64} : memref<4x8xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[W]], %[[X]] : memref<4x8xf32>, memref<4x8xf32>) outs(%[[W]] : memref<4x8xf32>)
+// CHECK-NOT: memref.copy
+// CHECK-COUNT-5: memref.dealloc
+// CHECK-NEXT: return
+// CHECK-NEXT: }
+func.func @muon_step(%w: tensor<4x8xf32> {muir.name = "w"}, %g: tensor<4x8xf32> {muir.name = "w.grad"}, %m: tensor<4x8xf32> {muir.name = "w.momentum"})
+    -> (tensor<4x8xf32> {muir.updates = "w"}, tensor<4x8xf32> {muir.updates = "w.momentum"}) {
+  %u, %m1 = muir.momentum %g, %m {beta = 0.95, momentum_kind = #muir<momentum_kind ema>, nesterov = true} : tensor<4x8xf32>
+  %n = muir.frobenius_normalize %u {eps = 1.0e-3} : tensor<4x8xf32>
+  %a = muir.matmul %n, %n {transpose_b} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x4xf32>
+  %b = muir.matmul %a, %a acc %a {alpha = 2.0315, beta = -4.775} : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %x = muir.matmul %b, %n acc %n {beta = 3.4445} : (tensor<4x4xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  muir.probe %x {label = "w", slot = 0} : tensor<4x8xf32>
+  %w1 = muir.apply_update %w, %x {lr = 0.02, scale = 0.5, weight_decay = 0.1} : tensor<4x8xf32>
+  return %w1, %m1 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// A runtime call must not write the buffer it reads: x <- x^T x x... keeps
+// the result in a fresh buffer and copies it into the argument at the end.
+// CHECK-LABEL: func.func @not_in_place
+// CHECK-SAME: (%[[X:[^:]+]]: memref<4x4xf32> {muir.name = "x"})
+// CHECK: %[[Y:.+]] = memref.alloc()
+// CHECK: muir_exec.gemm %[[X]], %[[X]], %[[Y]]
+// CHECK: memref.copy %[[Y]], %[[X]]
+// CHECK: memref.dealloc %[[Y]]
+func.func @not_in_place(%x: tensor<4x4xf32> {muir.name = "x"}) -> (tensor<4x4xf32> {muir.updates = "x"}) {
+  %y = muir.matmul %x, %x : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}
+
+// -----
+
+// An argument read after the update's producer is not overwritten early.
+// CHECK-LABEL: func.func @later_reader
+// CHECK-SAME: (%[[P:[^:]+]]: memref<8xf32> {muir.name = "p"}, %[[Q:[^:]+]]: memref<8xf32> {muir.name = "q"})
+// CHECK: %[[P1:.+]] = memref.alloc()
+// CHECK: linalg.generic {{.*}} ins(%[[P]], %[[Q]] : {{.*}}) outs(%[[P1]] : memref<8xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[Q]], %[[P]] : {{.*}}) outs(%[[Q]] : memref<8xf32>)
+// CHECK: memref.copy %[[P1]], %[[P]]
+func.func @later_reader(%p: tensor<8xf32> {muir.name = "p"}, %q: tensor<8xf32> {muir.name = "q"})
+    -> (tensor<8xf32> {muir.updates = "p"}, tensor<8xf32> {muir.updates = "q"}) {
+  %p1 = muir.apply_update %p, %q {lr = 1.0, scale = 1.0, weight_decay = 0.0} : tensor<8xf32>
+  %q1 = muir.apply_update %q, %p {lr = 1.0, scale = 1.0, weight_decay = 0.0} : tensor<8xf32>
+  return %p1, %q1 : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// AdamW: bias corrections from the run-time step, then one fused kernel
+// updating parameter and both moments in place.
+// CHECK-LABEL: func.func @adamw
+// CHECK-SAME: %[[T:[^:]+]]: i64 {muir.role = "step"}
+// CHECK: %[[TF:.+]] = arith.sitofp %[[T]] : i64 to f64
+// CHECK: math.powf %{{.*}}, %[[TF]] : f64
+// CHECK: math.powf %{{.*}}, %[[TF]] : f64
+// CHECK: linalg.generic {{.*}} ins(%[[P:[^,]+]], %[[G:[^,]+]], %[[M:[^,]+]], %[[V:[^ ]+]] : {{.*}}) outs(%[[P]], %[[M]], %[[V]] : {{.*}})
+// CHECK: math.sqrt
+// CHECK-NOT: memref.alloc
+func.func @adamw(%p: tensor<16xf32> {muir.name = "b"}, %g: tensor<16xf32> {muir.name = "b.grad"}, %m: tensor<16xf32> {muir.name = "b.exp_avg"}, %v: tensor<16xf32> {muir.name = "b.exp_avg_sq"}, %t: i64 {muir.role = "step"})
+    -> (tensor<16xf32> {muir.updates = "b"}, tensor<16xf32> {muir.updates = "b.exp_avg"}, tensor<16xf32> {muir.updates = "b.exp_avg_sq"}) {
+  %p1, %m1, %v1 = muir.adamw_update %p, %g, %m, %v step %t {lr = 0.001, weight_decay = 0.01} : tensor<16xf32>
+  return %p1, %m1, %v1 : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// On a grid axis of size 1 a collective is a copy.
+muir.grid @g axes = ["dp", "tp"] shape = [1, 1]
+// CHECK-LABEL: func.func @trivial_collective
+// CHECK: %[[R:.+]] = memref.alloc()
+// CHECK: memref.copy %{{.*}}, %[[R]]
+// CHECK: muir_exec.transpose %[[R]]
+func.func @trivial_collective(%x: tensor<4x4xf32> {muir.name = "x"}) -> (tensor<4x4xf32> {muir.updates = "x"}) {
+  %r = muir.all_reduce %x on @g axes = ["tp"] : tensor<4x4xf32>
+  %t = muir.transpose %r : tensor<4x4xf32> -> tensor<4x4xf32>
+  return %t : tensor<4x4xf32>
+}
+
+// -----
+
+// Functions without named tensors are not training steps: left alone.
+// CHECK-LABEL: func.func @helper
+// CHECK: muir.transpose %{{.*}} : tensor<4x8xf32>
+func.func @helper(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  %t = muir.transpose %x : tensor<4x8xf32> -> tensor<8x4xf32>
+  return %t : tensor<8x4xf32>
+}

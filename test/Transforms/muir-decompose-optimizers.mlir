@@ -1,0 +1,67 @@
+// RUN: muir-opt %s --split-input-file --muir-decompose-optimizers | FileCheck %s
+// RUN: muir-opt %s --split-input-file --muir-decompose-optimizers=probe-updates=true | FileCheck %s --check-prefix=PROBE
+
+// The update scale is computed from the shape: spectral = 0.2 * sqrt(max(m, n))
+// = 0.2 * sqrt(8) = 0.565685...
+// CHECK-LABEL: func.func @spectral_wide
+// CHECK-SAME: (%[[W:[^:]+]]: tensor<4x8xf32> {muir.name = "w"}, %[[G:[^:]+]]: tensor<4x8xf32>, %[[M:[^:]+]]: tensor<4x8xf32>)
+// CHECK: %[[U:.+]], %[[M1:.+]] = muir.momentum %[[G]], %[[M]] {beta = 9.000000e-01 : f64, momentum_kind = #muir<momentum_kind ema>, nesterov = true}
+// CHECK: %[[O:.+]] = muir.newton_schulz %[[U]] steps(5) schedule(simple) : tensor<4x8xf32>
+// CHECK: %[[W1:.+]] = muir.apply_update %[[W]], %[[O]] {lr = 2.000000e-02 : f64, scale = 0.56568542494923{{[0-9]*}} : f64, weight_decay = 1.000000e-01 : f64}
+// CHECK: return %[[W1]], %[[M1]]
+// CHECK-NOT: muir.muon_update
+// PROBE-LABEL: func.func @spectral_wide
+// PROBE: %[[O:.+]] = muir.newton_schulz
+// PROBE-NEXT: muir.probe %[[O]] {label = "w", slot = 0 : i64}
+func.func @spectral_wide(%w: tensor<4x8xf32> {muir.name = "w"}, %g: tensor<4x8xf32>, %m: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %w1, %m1 = muir.muon_update %w, %g, %m {lr = 0.02, beta = 0.9, weight_decay = 0.1} : tensor<4x8xf32>
+  return %w1, %m1 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// shape = sqrt(max(1, m/n)): 1 for a wide matrix, sqrt(2) for 8x4.
+// unit_rms = sqrt(m/n) = sqrt(1/2) for 4x8. The NS settings carry over.
+// CHECK-LABEL: func.func @scale_modes
+// CHECK: muir.momentum {{.*}}momentum_kind = #muir<momentum_kind accumulate>, nesterov = false
+// CHECK: muir.newton_schulz %{{.*}} steps(3) schedule(custom) coefficients([2.000000e+00, -1.000000e+00, 5.000000e-01]) {eps = 1.000000e-03 : f64}
+// CHECK: muir.apply_update {{.*}}scale = 1.000000e+00 : f64
+// CHECK: muir.apply_update {{.*}}scale = 1.4142135623730{{[0-9]*}} : f64
+// CHECK: muir.apply_update {{.*}}scale = 0.70710678118654{{[0-9]*}} : f64
+// PROBE-LABEL: func.func @scale_modes
+// PROBE: muir.probe %{{.*}} {label = "muon_update@0", slot = 0 : i64}
+// PROBE: muir.probe %{{.*}} {label = "muon_update@1", slot = 1 : i64}
+// PROBE: muir.probe %{{.*}} {label = "muon_update@2", slot = 2 : i64}
+func.func @scale_modes(%w: tensor<4x8xf32>, %t: tensor<8x4xf32>) -> (tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x8xf32>) {
+  %a, %am = muir.muon_update %w, %w, %w {lr = 0.1, momentum_kind = #muir<momentum_kind accumulate>, nesterov = false, scale_mode = #muir<scale_mode shape>, ns_steps = 3, schedule = #muir<schedule custom>, coefficients = array<f64: 2.0, -1.0, 0.5>, eps = 1.0e-3} : tensor<4x8xf32>
+  %b, %bm = muir.muon_update %t, %t, %t {lr = 0.1, scale_mode = #muir<scale_mode shape>} : tensor<8x4xf32>
+  %c, %cm = muir.muon_update %w, %w, %w {lr = 0.1, scale_mode = #muir<scale_mode unit_rms>} : tensor<4x8xf32>
+  return %a, %b, %c : tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Expert stacks keep their 3-D type; the scale uses the matrix dims (16x64:
+// 0.2 * sqrt(64) = 1.6).
+// CHECK-LABEL: func.func @expert_stack
+// CHECK: muir.newton_schulz %{{.*}} : tensor<8x16x64xf32>
+// CHECK: muir.apply_update {{.*}}scale = 1.600000e+00 : f64
+func.func @expert_stack(%w: tensor<8x16x64xf32>, %g: tensor<8x16x64xf32>, %m: tensor<8x16x64xf32>) -> tensor<8x16x64xf32> {
+  %w1, %m1 = muir.muon_update %w, %g, %m {lr = 0.02} : tensor<8x16x64xf32>
+  return %w1 : tensor<8x16x64xf32>
+}
+
+// -----
+
+// AdamW and plain Newton-Schulz are left alone.
+// CHECK-LABEL: func.func @untouched
+// CHECK: muir.adamw_update
+// CHECK: muir.newton_schulz
+// CHECK-NOT: muir.momentum
+// PROBE-LABEL: func.func @untouched
+// PROBE-NOT: muir.probe
+func.func @untouched(%p: tensor<16xf32>, %t: i64, %x: tensor<4x4xf32>) -> (tensor<16xf32>, tensor<4x4xf32>) {
+  %p1, %m1, %v1 = muir.adamw_update %p, %p, %p, %p step %t {lr = 0.001} : tensor<16xf32>
+  %y = muir.newton_schulz %x steps(5) schedule(quintic) : tensor<4x4xf32>
+  return %p1, %y : tensor<16xf32>, tensor<4x4xf32>
+}

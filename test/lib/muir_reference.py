@@ -1,0 +1,174 @@
+"""Independent float64 reference for muir's optimizer ops.
+
+Written from the math in the op descriptions (dialects/Muir/MuirOps.td) and
+the published coefficient schedules, not from the compiler's lowering. Every
+function takes array-likes (typically the float32 inputs handed to muir-run),
+promotes them to float64 and computes in float64 throughout.
+"""
+import numpy as np
+
+# --------------------------------------------------------------------------
+# Newton-Schulz coefficient schedules
+# --------------------------------------------------------------------------
+
+# Keller Jordan's Muon quintic, the same triple at every step.
+SIMPLE = [(3.4445, -4.7750, 2.0315)]
+
+# Per-step quintic schedule; the last triple repeats past the end.
+QUINTIC = [
+    (4.0848, -6.8946, 2.9270),
+    (3.9505, -6.3029, 2.6377),
+    (3.7418, -5.5913, 2.3037),
+    (2.8769, -3.1427, 1.2046),
+    (2.8366, -3.0525, 1.2012),
+]
+
+# Polar Express (Amsel et al., 2025); the last triple repeats past the end.
+POLAR_EXPRESS = [
+    (8.2051, -22.9019, 16.4607),
+    (4.0664, -2.8612, 0.5184),
+    (3.9096, -2.8234, 0.5250),
+    (3.2856, -2.4153, 0.4853),
+    (2.2779, -1.6198, 0.3985),
+    (1.8726, -1.2307, 0.3585),
+    (1.8564, -1.2132, 0.3568),
+    (1.875, -1.25, 0.375),
+]
+
+SCHEDULES = {
+    "simple": SIMPLE,
+    "quintic": QUINTIC,
+    "polar_express": POLAR_EXPRESS,
+}
+
+
+def step_coefficients(schedule, steps, coefficients=None):
+    """The (a, b, c) triple of each of `steps` iterations."""
+    if schedule == "custom":
+        if coefficients is None or len(coefficients) == 0 or len(coefficients) % 3:
+            raise ValueError("custom schedule needs a flat list a0,b0,c0,...")
+        table = [tuple(coefficients[i:i + 3])
+                 for i in range(0, len(coefficients), 3)]
+    else:
+        table = SCHEDULES[schedule]
+    return [table[min(k, len(table) - 1)] for k in range(steps)]
+
+
+def _ns_matrix(x, coeffs, eps):
+    x = np.array(x, dtype=np.float64)
+    x = x / (np.sqrt(np.sum(x * x)) + eps)
+    tall = x.shape[0] > x.shape[1]
+    if tall:
+        x = x.T
+    for a, b, c in coeffs:
+        A = x @ x.T
+        B = b * A + c * (A @ A)
+        x = a * x + B @ x
+    if tall:
+        x = x.T
+    return x
+
+
+def newton_schulz(x, steps, schedule="simple", coefficients=None, eps=1e-7):
+    """muir.newton_schulz in float64; 2-D, or 3-D as a stack of matrices."""
+    x = np.asarray(x, dtype=np.float64)
+    coeffs = step_coefficients(schedule, steps, coefficients)
+    if x.ndim == 2:
+        return _ns_matrix(x, coeffs, eps)
+    if x.ndim == 3:
+        return np.stack([_ns_matrix(x[i], coeffs, eps) for i in range(x.shape[0])])
+    raise ValueError("newton_schulz wants a 2-D or 3-D array")
+
+
+def ns_scalar_map(sigma, steps, schedule="simple", coefficients=None):
+    """What NS does to one singular value already in (0, 1]: the composed
+    odd polynomial p(s) = a s + b s^3 + c s^5, in float64."""
+    s = np.array(sigma, dtype=np.float64)
+    for a, b, c in step_coefficients(schedule, steps, coefficients):
+        s = a * s + b * s ** 3 + c * s ** 5
+    return s
+
+
+# --------------------------------------------------------------------------
+# Muon
+# --------------------------------------------------------------------------
+
+def muon_scale(m, n, scale_mode="spectral", scale_extra=0.2):
+    if scale_mode == "spectral":
+        return scale_extra * np.sqrt(max(m, n))
+    if scale_mode == "shape":
+        return np.sqrt(max(1.0, m / n))
+    if scale_mode == "unit_rms":
+        return np.sqrt(m / n)
+    raise ValueError("unknown scale_mode %r" % scale_mode)
+
+
+def muon_update(param, grad, momentum, lr, beta=0.95, momentum_kind="ema",
+                nesterov=True, weight_decay=0.0, scale_mode="spectral",
+                scale_extra=0.2, ns_steps=5, schedule="simple",
+                coefficients=None, eps=1e-7):
+    """One muir.muon_update step in float64; returns (param', momentum')."""
+    W = np.asarray(param, dtype=np.float64)
+    G = np.asarray(grad, dtype=np.float64)
+    M = np.asarray(momentum, dtype=np.float64)
+    if momentum_kind == "ema":
+        M1 = beta * M + (1.0 - beta) * G
+        U = (1.0 - beta) * G + beta * M1 if nesterov else M1
+    elif momentum_kind == "accumulate":
+        M1 = beta * M + G
+        U = G + beta * M1 if nesterov else M1
+    else:
+        raise ValueError("unknown momentum_kind %r" % momentum_kind)
+    O = newton_schulz(U, ns_steps, schedule, coefficients, eps)
+    m, n = W.shape[-2], W.shape[-1]
+    scale = muon_scale(m, n, scale_mode, scale_extra)
+    W1 = W * (1.0 - lr * weight_decay) - lr * scale * O
+    return W1, M1
+
+
+# --------------------------------------------------------------------------
+# AdamW
+# --------------------------------------------------------------------------
+
+def adamw_update(param, grad, exp_avg, exp_avg_sq, step, lr, beta1=0.9,
+                 beta2=0.999, eps=1e-8, weight_decay=0.0):
+    """One muir.adamw_update step (t = step, 1-based) in float64; returns
+    (param', exp_avg', exp_avg_sq')."""
+    if step < 1:
+        raise ValueError("step is 1-based")
+    W = np.asarray(param, dtype=np.float64)
+    g = np.asarray(grad, dtype=np.float64)
+    m = np.asarray(exp_avg, dtype=np.float64)
+    v = np.asarray(exp_avg_sq, dtype=np.float64)
+    m1 = beta1 * m + (1.0 - beta1) * g
+    v1 = beta2 * v + (1.0 - beta2) * g * g
+    mhat = m1 / (1.0 - beta1 ** step)
+    vhat = v1 / (1.0 - beta2 ** step)
+    W1 = W * (1.0 - lr * weight_decay) - lr * mhat / (np.sqrt(vhat) + eps)
+    return W1, m1, v1
+
+
+# --------------------------------------------------------------------------
+# Comparison helpers
+# --------------------------------------------------------------------------
+
+def rel_fro(x, ref):
+    """||x - ref||_F / ||ref||_F in float64 (over the whole array)."""
+    x = np.asarray(x, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    return float(np.linalg.norm((x - ref).ravel()) / np.linalg.norm(ref.ravel()))
+
+
+def rel_fro_per_matrix(x, ref):
+    """Worst relative Frobenius error over the matrices of a 2-D/3-D array."""
+    x = np.asarray(x, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    if x.ndim == 2:
+        return rel_fro(x, ref)
+    return max(rel_fro(x[i], ref[i]) for i in range(x.shape[0]))
+
+
+def random_orthogonal(rng, n):
+    """Haar-distributed n x n orthogonal matrix in float64."""
+    q, r = np.linalg.qr(rng.standard_normal((n, n)))
+    return q * np.sign(np.diag(r))

@@ -1,0 +1,276 @@
+"""Helpers for muir's Python integration tests.
+
+Builds small high-level muir modules, writes their input tensors as .npy
+files, runs muir-run on them and reads the --dump directory back. Knows
+nothing about the math: the reference lives in muir_reference.py.
+
+Scripts under test/Integration/Inputs/ take
+
+    --muir-run PATH   the muir-run binary (lit substitutes the bare word
+                      `muir-run` in a RUN line with the built tool)
+    --tmp DIR         scratch directory (lit's %t); wiped at start
+
+and report through a Checker: one line per case, "FAIL ..." lines for
+failures, exit status 1 if anything failed.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+
+# --------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------
+
+def parse_args(description=""):
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--muir-run", dest="muir_run",
+                   default=os.environ.get("MUIR_RUN") or shutil.which("muir-run"),
+                   help="path to muir-run (default: $MUIR_RUN or PATH)")
+    p.add_argument("--tmp", required=True, help="scratch directory (lit %%t)")
+    p.add_argument("--verbose", action="store_true")
+    args = p.parse_args()
+    if not args.muir_run or not os.path.isfile(args.muir_run):
+        sys.exit("error: muir-run not found (got %r); pass --muir-run"
+                 % args.muir_run)
+    if os.path.exists(args.tmp):
+        shutil.rmtree(args.tmp)
+    os.makedirs(args.tmp)
+    return args
+
+
+# --------------------------------------------------------------------------
+# Module text
+# --------------------------------------------------------------------------
+
+def ttype(shape):
+    """MLIR tensor type for a float32 tensor of `shape`."""
+    return "tensor<%sxf32>" % "x".join(str(int(d)) for d in shape)
+
+
+def fmt_f64(v):
+    """A float attribute literal that MLIR parses as f64 exactly."""
+    r = repr(float(v))
+    if "e" not in r and "." not in r and "inf" not in r and "nan" not in r:
+        r += ".0"
+    return r
+
+
+class Module:
+    """Accumulates the arguments, results and body of one entry function.
+
+        m = Module()
+        x = m.arg("x", (4, 4))                # returns the SSA name "%a0"
+        y = m.value()                         # fresh SSA name
+        m.op("%s = muir.newton_schulz %s steps(5) schedule(simple) : %s"
+             % (y, x, ttype((4, 4))))
+        m.result(y, (4, 4), updates="x")
+        text = m.text()
+    """
+
+    def __init__(self, func_name="step"):
+        self.func_name = func_name
+        self.args = []      # (ssa, decl)
+        self.results = []   # (ssa, type, updates)
+        self.body = []
+        self._n = 0
+        self.shapes = {}    # tensor name -> shape
+
+    def value(self):
+        self._n += 1
+        return "%%v%d" % self._n
+
+    def arg(self, name, shape, role=None):
+        ssa = "%%a%d" % len(self.args)
+        attrs = 'muir.name = "%s"' % name
+        if role:
+            attrs += ', muir.role = "%s"' % role
+        self.args.append((ssa, "%s: %s {%s}" % (ssa, ttype(shape), attrs)))
+        self.shapes[name] = tuple(shape)
+        return ssa
+
+    def step_arg(self):
+        ssa = "%%a%d" % len(self.args)
+        self.args.append((ssa, '%s: i64 {muir.role = "step"}' % ssa))
+        return ssa
+
+    def op(self, line):
+        self.body.append(line)
+
+    def result(self, ssa, shape, updates):
+        self.results.append((ssa, ttype(shape), updates))
+
+    def text(self):
+        args = ",\n    ".join(decl for _, decl in self.args)
+        res = ",\n        ".join('%s {muir.updates = "%s"}' % (t, u)
+                                 for _, t, u in self.results)
+        lines = ["func.func @%s(\n    %s)\n    -> (%s) {"
+                 % (self.func_name, args, res)]
+        lines += ["  " + b for b in self.body]
+        lines.append("  return %s : %s" % (
+            ", ".join(s for s, _, _ in self.results),
+            ", ".join(t for _, t, _ in self.results)))
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    # Convenience emitters for the ops under test ---------------------------
+
+    def newton_schulz(self, x, shape, steps, schedule="simple",
+                      coefficients=None, eps=None):
+        y = self.value()
+        coef = ""
+        if coefficients is not None:
+            coef = " coefficients([%s])" % ", ".join(fmt_f64(c)
+                                                     for c in coefficients)
+        attrs = "" if eps is None else " {eps = %s}" % fmt_f64(eps)
+        self.op("%s = muir.newton_schulz %s steps(%d) schedule(%s)%s%s : %s"
+                % (y, x, steps, schedule, coef, attrs, ttype(shape)))
+        return y
+
+    def muon_update(self, w, g, m, shape, **attrs):
+        w1, m1 = self.value(), self.value()
+        self.op("%s, %s = muir.muon_update %s, %s, %s %s : %s"
+                % (w1, m1, w, g, m, attr_dict(attrs), ttype(shape)))
+        return w1, m1
+
+    def adamw_update(self, w, g, m, v, step, shape, **attrs):
+        w1, m1, v1 = self.value(), self.value(), self.value()
+        self.op("%s, %s, %s = muir.adamw_update %s, %s, %s, %s step %s %s : %s"
+                % (w1, m1, v1, w, g, m, v, step, attr_dict(attrs),
+                   ttype(shape)))
+        return w1, m1, v1
+
+
+def attr_dict(attrs):
+    """{lr = 0.02, nesterov = false, schedule = #muir<schedule quintic>, ...}
+
+    Floats become f64 literals, bools true/false, enum attributes are passed
+    as ("enum", mnemonic, value), lists of floats become array<f64: ...>.
+    """
+    parts = []
+    for k, v in attrs.items():
+        if isinstance(v, bool):
+            s = "true" if v else "false"
+        elif isinstance(v, tuple) and len(v) == 3 and v[0] == "enum":
+            s = "#muir<%s %s>" % (v[1], v[2])
+        elif isinstance(v, (list, np.ndarray)):
+            s = "array<f64: %s>" % ", ".join(fmt_f64(c) for c in v)
+        elif isinstance(v, int):
+            s = "%d : i64" % v
+        else:
+            s = fmt_f64(v)
+        parts.append("%s = %s" % (k, s))
+    return "{" + ", ".join(parts) + "}"
+
+
+# --------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------
+
+def write_npy(directory, name, array):
+    """Writes DIR/<name>.npy as float32 C-order (subfolders for '/')."""
+    path = os.path.join(directory, name + ".npy")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    np.save(path, np.ascontiguousarray(np.asarray(array, dtype=np.float32)))
+    return path
+
+
+def read_dump(directory):
+    """{name: float32 array} for every DIR/**/<name>.npy."""
+    out = {}
+    for root, _, files in os.walk(directory):
+        for f in files:
+            if not f.endswith(".npy"):
+                continue
+            full = os.path.join(root, f)
+            name = os.path.relpath(full, directory)[:-len(".npy")]
+            out[name.replace(os.sep, "/")] = np.load(full)
+    return out
+
+
+# --------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------
+
+class RunError(Exception):
+    pass
+
+
+def run_muir(muir_run, module_text, workdir, inputs=None, steps=1, seed=0,
+             load_dir=None, extra=("--quiet", "--no-probes")):
+    """Writes the module and inputs under `workdir`, runs muir-run and
+    returns {name: array} read from the dump directory.
+
+    `inputs` ({name: array}) are written to workdir/in and passed with
+    --load (unless `load_dir` names another directory)."""
+    if os.path.exists(workdir):
+        shutil.rmtree(workdir)
+    os.makedirs(workdir)
+    mlir = os.path.join(workdir, "module.mlir")
+    with open(mlir, "w") as f:
+        f.write(module_text)
+    cmd = [muir_run, mlir, "--steps", str(steps), "--seed", str(seed)]
+    if inputs:
+        if load_dir is not None:
+            raise ValueError("pass either inputs or load_dir")
+        load_dir = os.path.join(workdir, "in")
+        for name, arr in inputs.items():
+            write_npy(load_dir, name, arr)
+    if load_dir is not None:
+        cmd += ["--load", load_dir]
+    dump = os.path.join(workdir, "out")
+    cmd += ["--dump", dump]
+    cmd += list(extra)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True)
+    if p.returncode != 0:
+        raise RunError("muir-run failed (exit %d): %s\n--- stdout\n%s"
+                       "--- stderr\n%s--- module (%s)\n%s"
+                       % (p.returncode, " ".join(cmd), p.stdout, p.stderr,
+                          mlir, module_text))
+    return read_dump(dump)
+
+
+# --------------------------------------------------------------------------
+# Reporting
+# --------------------------------------------------------------------------
+
+class Checker:
+    """Collects per-case results; `finish()` exits 1 if any case failed."""
+
+    def __init__(self):
+        self.failures = []
+
+    def check(self, label, value, bound, what="rel_err"):
+        """Passes when value <= bound (NaN fails)."""
+        ok = bool(np.isfinite(value)) and value <= bound
+        if ok:
+            print("%s ok (%s %.3e <= %.1e)" % (label, what, value, bound))
+        else:
+            msg = "%s: %s %.6e exceeds bound %.1e" % (label, what, value, bound)
+            self.failures.append(msg)
+            print("FAIL " + msg)
+        sys.stdout.flush()
+        return ok
+
+    def expect(self, label, cond, detail=""):
+        if cond:
+            print("%s ok" % label)
+        else:
+            msg = "%s: %s" % (label, detail)
+            self.failures.append(msg)
+            print("FAIL " + msg)
+        sys.stdout.flush()
+        return cond
+
+    def finish(self):
+        if self.failures:
+            sys.stderr.write("%d check(s) failed:\n" % len(self.failures))
+            for f in self.failures:
+                sys.stderr.write("  " + f + "\n")
+            sys.exit(1)
+        print("ALL PASSED")
