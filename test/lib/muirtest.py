@@ -54,10 +54,13 @@ def ttype(shape):
 
 def fmt_f64(v):
     """A float attribute literal that MLIR parses as f64 exactly."""
-    r = repr(float(v))
-    if "e" not in r and "." not in r and "inf" not in r and "nan" not in r:
-        r += ".0"
-    return r
+    r = repr(float(v))          # shortest round-trip form
+    if "inf" in r or "nan" in r:
+        raise ValueError("no MLIR literal for %r" % v)
+    mant, e, exp = r.partition("e")
+    if "." not in mant:         # MLIR wants 1.0 / 1.0e-06, not 1 / 1e-06
+        mant += ".0"
+    return mant + e + exp
 
 
 class Module:
