@@ -221,7 +221,7 @@ SmallVector<std::array<double, 3>> NewtonSchulzOp::getStepCoefficients() {
 LogicalResult FrobeniusNormalizeOp::verify() {
   if (failed(verifyMatrixRank(*this, getInput().getType(), "input")))
     return failure();
-  return verifyRange(*this, "eps", getEps().convertToDouble(), 0, true, kInf,
+  return verifyRange(*this, "eps", getEps().convertToDouble(), 0, false, kInf,
                      false);
 }
 
@@ -501,6 +501,10 @@ LogicalResult AllToAllVOp::verifySymbolUses(SymbolTableCollection &symbols) {
              << shapeStr(t.getShape());
   }
   auto in = getInput().getType(), out = getResult().getType();
+  if (in.getRank() < 1 || out.getRank() < 1)
+    return emitOpError("expected input and result with rows (rank >= 1), "
+                       "got ranks ")
+           << in.getRank() << " and " << out.getRank();
   if (in.getRank() != out.getRank() ||
       in.getShape().drop_front() != out.getShape().drop_front())
     return emitOpError("expected result rows of shape ")

@@ -14,7 +14,8 @@ include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 
-def Muir_F32Tensor : RankedTensorOf<[F32]>;
+// muir compiles static shapes only: every buffer is sized at compile time.
+def Muir_F32Tensor : StaticShapeTensorOf<[F32]>;
 
 //===----------------------------------------------------------------------===//
 // Grid
@@ -37,7 +38,8 @@ def Muir_GridOp : Muir_Op<"grid", [Symbol]> {
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axes,
-                       DenseI64ArrayAttr:$shape);
+                       DenseI64ArrayAttr:$shape,
+                       OptionalAttr<StrAttr>:$sym_visibility);
   let assemblyFormat = [{
     $sym_name `axes` `=` $axes `shape` `=` $shape attr-dict
   }];

@@ -32,13 +32,30 @@ static std::array<int64_t, 3> dims(Value v) {
                        : std::array<int64_t, 3>{0, s[0], s[1]};
 }
 
+/// Runtime calls take a base pointer and static sizes: buffers must be
+/// static and contiguous, and matrices of one op all plain (rank 2) or all
+/// stacked (rank 3), since batch 0 and "no batch" look alike in dims().
 static LogicalResult verifyStaticIdentity(Operation *op) {
+  int64_t rank = -1;
   for (Value v : op->getOperands()) {
     auto t = cast<MemRefType>(v.getType());
     if (!t.hasStaticShape() || !t.getLayout().isIdentity())
       return op->emitOpError("expected static, contiguous buffers, got ")
              << t;
+    if (isa<ObserveOp>(op))
+      continue;
+    if (rank >= 0 && t.getRank() != rank)
+      return op->emitOpError("expected operands of equal rank, got ")
+             << rank << " and " << t.getRank();
+    rank = t.getRank();
   }
+  return success();
+}
+
+static LogicalResult verifyBatch(Operation *op, int64_t a, int64_t b) {
+  if (a != b)
+    return op->emitOpError("expected equal batch sizes, got ")
+           << a << " and " << b;
   return success();
 }
 
@@ -66,7 +83,9 @@ LogicalResult SyrkOp::verify() {
   auto [ab, an, ak] = dims(getA());
   auto [cb, cr, cc] = dims(getC());
   (void)ak;
-  if (ab != cb || cr != an || cc != an)
+  if (failed(verifyBatch(*this, ab, cb)))
+    return failure();
+  if (cr != an || cc != an)
     return emitOpError("expected C of ")
            << an << "x" << an << " per batch item, got " << cr << "x" << cc;
   return success();
@@ -86,8 +105,19 @@ LogicalResult TransposeOp::verify() {
     return failure();
   auto [ib, ir, ic] = dims(getInput());
   auto [ob, orow, oc] = dims(getOutput());
-  if (ib != ob || orow != ic || oc != ir)
+  if (failed(verifyBatch(*this, ib, ob)))
+    return failure();
+  if (orow != ic || oc != ir)
     return emitOpError("expected output ")
            << ic << "x" << ir << " per batch item, got " << orow << "x" << oc;
+  return success();
+}
+
+LogicalResult ObserveOp::verify() {
+  if (failed(verifyStaticIdentity(*this)))
+    return failure();
+  // I64Attr reads back unsigned; the attribute's own value keeps the sign.
+  if (getSlotAttr().getInt() < 0)
+    return emitOpError("expected slot >= 0, got ") << getSlotAttr().getInt();
   return success();
 }

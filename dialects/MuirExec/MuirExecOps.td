@@ -94,6 +94,7 @@ def MuirExec_ObserveOp : MuirExec_Op<"observe"> {
   let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
       StrAttr:$label, I64Attr:$slot);
   let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
 }
 
 #endif // MUIR_EXEC_OPS_TD

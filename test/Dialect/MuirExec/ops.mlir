@@ -1,0 +1,95 @@
+// RUN: muir-opt %s | muir-opt | FileCheck %s
+// RUN: muir-opt %s --mlir-print-op-generic | muir-opt | FileCheck %s
+// RUN: muir-opt %s --mlir-print-op-generic | FileCheck %s --check-prefix=GENERIC
+
+// Round trip of every muir_exec op on static, contiguous buffers.
+
+// CHECK-LABEL: func.func @gemm(
+// CHECK-SAME: %[[A:.+]]: memref<4x8xf32>, %[[B:.+]]: memref<8x6xf32>, %[[AT:.+]]: memref<8x4xf32>, %[[BT:.+]]: memref<6x8xf32>, %[[C:.+]]: memref<4x6xf32>)
+// CHECK: muir_exec.gemm %[[A]], %[[B]], %[[C]] {alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64} : memref<4x8xf32>, memref<8x6xf32>, memref<4x6xf32>
+// CHECK: muir_exec.gemm %[[AT]], %[[B]], %[[C]] {alpha = 2.000000e+00 : f64, beta = 1.000000e+00 : f64, transpose_a}
+// CHECK-SAME: : memref<8x4xf32>, memref<8x6xf32>, memref<4x6xf32>
+// CHECK: muir_exec.gemm %[[A]], %[[BT]], %[[C]] {alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, transpose_b}
+// CHECK-SAME: : memref<4x8xf32>, memref<6x8xf32>, memref<4x6xf32>
+// CHECK: muir_exec.gemm %[[AT]], %[[BT]], %[[C]] {alpha = -1.000000e+00 : f64, beta = 5.000000e-01 : f64, transpose_a, transpose_b}
+// CHECK-SAME: : memref<8x4xf32>, memref<6x8xf32>, memref<4x6xf32>
+// GENERIC-LABEL: sym_name = "gemm"
+// GENERIC: "muir_exec.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64}>
+// GENERIC-SAME: : (memref<4x8xf32>, memref<8x6xf32>, memref<4x6xf32>) -> ()
+// GENERIC: "muir_exec.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 2.000000e+00 : f64, beta = 1.000000e+00 : f64, transpose_a}>
+// GENERIC: "muir_exec.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, transpose_b}>
+// GENERIC: "muir_exec.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = -1.000000e+00 : f64, beta = 5.000000e-01 : f64, transpose_a, transpose_b}>
+func.func @gemm(%a: memref<4x8xf32>, %b: memref<8x6xf32>, %at: memref<8x4xf32>, %bt: memref<6x8xf32>, %c: memref<4x6xf32>) {
+  muir_exec.gemm %a, %b, %c {alpha = 1.0, beta = 0.0} : memref<4x8xf32>, memref<8x6xf32>, memref<4x6xf32>
+  muir_exec.gemm %at, %b, %c {alpha = 2.0, beta = 1.0, transpose_a} : memref<8x4xf32>, memref<8x6xf32>, memref<4x6xf32>
+  muir_exec.gemm %a, %bt, %c {alpha = 1.0, beta = 0.0, transpose_b} : memref<4x8xf32>, memref<6x8xf32>, memref<4x6xf32>
+  muir_exec.gemm %at, %bt, %c {alpha = -1.0, beta = 0.5, transpose_a, transpose_b} : memref<8x4xf32>, memref<6x8xf32>, memref<4x6xf32>
+  return
+}
+
+// Newton-Schulz's A = X X^T and X' = a X + B X on a stack of matrices.
+// CHECK-LABEL: func.func @gemm_batched(
+// CHECK-SAME: %[[X:.+]]: memref<2x4x8xf32>, %[[A:.+]]: memref<2x4x4xf32>, %[[Y:.+]]: memref<2x4x8xf32>)
+// CHECK: muir_exec.gemm %[[X]], %[[X]], %[[A]] {alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, transpose_b}
+// CHECK-SAME: : memref<2x4x8xf32>, memref<2x4x8xf32>, memref<2x4x4xf32>
+// CHECK: muir_exec.gemm %[[A]], %[[X]], %[[Y]] {alpha = 1.000000e+00 : f64, beta = 3.444500e+00 : f64}
+// CHECK-SAME: : memref<2x4x4xf32>, memref<2x4x8xf32>, memref<2x4x8xf32>
+func.func @gemm_batched(%x: memref<2x4x8xf32>, %a: memref<2x4x4xf32>, %y: memref<2x4x8xf32>) {
+  muir_exec.gemm %x, %x, %a {alpha = 1.0, beta = 0.0, transpose_b} : memref<2x4x8xf32>, memref<2x4x8xf32>, memref<2x4x4xf32>
+  muir_exec.gemm %a, %x, %y {alpha = 1.0, beta = 3.4445} : memref<2x4x4xf32>, memref<2x4x8xf32>, memref<2x4x8xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @syrk(
+// CHECK-SAME: %[[A:.+]]: memref<4x8xf32>, %[[C:.+]]: memref<4x4xf32>, %[[S:.+]]: memref<3x4x8xf32>, %[[SC:.+]]: memref<3x4x4xf32>)
+// CHECK: muir_exec.syrk %[[A]], %[[C]] {alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64} : memref<4x8xf32>, memref<4x4xf32>
+// CHECK: muir_exec.syrk %[[S]], %[[SC]] {alpha = 2.031500e+00 : f64, beta = -4.775000e+00 : f64} : memref<3x4x8xf32>, memref<3x4x4xf32>
+// GENERIC-LABEL: sym_name = "syrk"
+// GENERIC: "muir_exec.syrk"(%{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64}> : (memref<4x8xf32>, memref<4x4xf32>) -> ()
+func.func @syrk(%a: memref<4x8xf32>, %c: memref<4x4xf32>, %s: memref<3x4x8xf32>, %sc: memref<3x4x4xf32>) {
+  muir_exec.syrk %a, %c {alpha = 1.0, beta = 0.0} : memref<4x8xf32>, memref<4x4xf32>
+  muir_exec.syrk %s, %sc {alpha = 2.0315, beta = -4.775} : memref<3x4x8xf32>, memref<3x4x4xf32>
+  return
+}
+
+// In place (input and output the same buffer) and out of place.
+// CHECK-LABEL: func.func @frobenius_normalize(
+// CHECK-SAME: %[[X:.+]]: memref<8x4xf32>, %[[Y:.+]]: memref<8x4xf32>, %[[S:.+]]: memref<2x8x4xf32>)
+// CHECK: muir_exec.frobenius_normalize %[[X]], %[[X]] {eps = 9.9999999999999995E-8 : f64} : memref<8x4xf32>, memref<8x4xf32>
+// CHECK: muir_exec.frobenius_normalize %[[X]], %[[Y]] {eps = 9.9999999999999995E-7 : f64} : memref<8x4xf32>, memref<8x4xf32>
+// CHECK: muir_exec.frobenius_normalize %[[S]], %[[S]] {eps = 1.000000e-05 : f64} : memref<2x8x4xf32>, memref<2x8x4xf32>
+// GENERIC-LABEL: sym_name = "frobenius_normalize"
+// GENERIC: "muir_exec.frobenius_normalize"(%{{.*}}, %{{.*}}) <{eps = 9.9999999999999995E-8 : f64}> : (memref<8x4xf32>, memref<8x4xf32>) -> ()
+func.func @frobenius_normalize(%x: memref<8x4xf32>, %y: memref<8x4xf32>, %s: memref<2x8x4xf32>) {
+  muir_exec.frobenius_normalize %x, %x {eps = 1.0e-7} : memref<8x4xf32>, memref<8x4xf32>
+  muir_exec.frobenius_normalize %x, %y {eps = 1.0e-6} : memref<8x4xf32>, memref<8x4xf32>
+  muir_exec.frobenius_normalize %s, %s {eps = 1.0e-5} : memref<2x8x4xf32>, memref<2x8x4xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @transpose(
+// CHECK-SAME: %[[X:.+]]: memref<8x4xf32>, %[[XT:.+]]: memref<4x8xf32>, %[[S:.+]]: memref<3x8x4xf32>, %[[ST:.+]]: memref<3x4x8xf32>)
+// CHECK: muir_exec.transpose %[[X]], %[[XT]] : memref<8x4xf32>, memref<4x8xf32>
+// CHECK: muir_exec.transpose %[[S]], %[[ST]] : memref<3x8x4xf32>, memref<3x4x8xf32>
+// GENERIC-LABEL: sym_name = "transpose"
+// GENERIC: "muir_exec.transpose"(%{{.*}}, %{{.*}}) : (memref<8x4xf32>, memref<4x8xf32>) -> ()
+func.func @transpose(%x: memref<8x4xf32>, %xt: memref<4x8xf32>, %s: memref<3x8x4xf32>, %st: memref<3x4x8xf32>) {
+  muir_exec.transpose %x, %xt : memref<8x4xf32>, memref<4x8xf32>
+  muir_exec.transpose %s, %st : memref<3x8x4xf32>, memref<3x4x8xf32>
+  return
+}
+
+// observe takes a buffer of any rank.
+// CHECK-LABEL: func.func @observe(
+// CHECK-SAME: %[[X:.+]]: memref<8x4xf32>, %[[V:.+]]: memref<16xf32>, %[[S:.+]]: memref<f32>)
+// CHECK: muir_exec.observe %[[X]] {label = "ns_out", slot = 0 : i64} : memref<8x4xf32>
+// CHECK: muir_exec.observe %[[V]] {label = "grad", slot = 1 : i64} : memref<16xf32>
+// CHECK: muir_exec.observe %[[S]] {label = "", slot = 12 : i64} : memref<f32>
+// GENERIC-LABEL: sym_name = "observe"
+// GENERIC: "muir_exec.observe"(%{{.*}}) <{label = "ns_out", slot = 0 : i64}> : (memref<8x4xf32>) -> ()
+func.func @observe(%x: memref<8x4xf32>, %v: memref<16xf32>, %s: memref<f32>) {
+  muir_exec.observe %x {label = "ns_out", slot = 0} : memref<8x4xf32>
+  muir_exec.observe %v {label = "grad", slot = 1} : memref<16xf32>
+  muir_exec.observe %s {label = "", slot = 12} : memref<f32>
+  return
+}
