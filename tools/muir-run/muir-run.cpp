@@ -32,6 +32,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <malloc.h>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -167,6 +168,12 @@ int main(int argc, char **argv) {
       "Without an input file, runs the embedded default example.\n");
   if (numSteps < 1)
     return fail("--steps must be at least 1, got " + Twine(numSteps));
+
+  // Exec IR allocates its Newton-Schulz temporaries every step. Keep freed
+  // blocks in the heap instead of returning them to the kernel, so later
+  // steps reuse warm pages rather than faulting in fresh ones.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
 
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
