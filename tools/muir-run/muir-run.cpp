@@ -24,6 +24,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -33,6 +34,7 @@
 #include <chrono>
 #include <cstring>
 #include <malloc.h>
+#include <unistd.h>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -254,8 +256,17 @@ int main(int argc, char **argv) {
 
   // Check the dump directory before any work, so a bad path costs nothing
   // and leaves nothing behind.
+  bool dumpDirIsNew =
+      !dumpDir.empty() && !llvm::sys::fs::exists(dumpDir.getValue());
   if (!dumpDir.empty() && muirrt_check_dump_dir(dumpDir.c_str()))
     return fail(muirrt_last_error());
+  // A run that fails later leaves no trace: not even the (empty) dump
+  // directory the check created.
+  bool succeeded = false;
+  llvm::scope_exit removeNewDumpDir([&] {
+    if (dumpDirIsNew && !succeeded)
+      ::rmdir(dumpDir.c_str());
+  });
   int32_t loaded = 0;
   if (!loadDir.empty() && muirrt_load_dir(rt, loadDir.c_str(), &loaded))
     return fail(muirrt_last_error());
@@ -376,6 +387,7 @@ int main(int argc, char **argv) {
       llvm::outs() << "muir-run: wrote " << count << " tensors to " << dumpDir
                    << "\n";
   }
+  succeeded = true;
   llvm::outs() << "muir-run: steps " << numSteps << " mean_ms "
                << llvm::format("%.3f", totalMs / numSteps) << " min_ms "
                << llvm::format("%.3f", minMs) << "\n";
