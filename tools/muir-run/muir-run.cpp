@@ -22,6 +22,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -282,10 +283,22 @@ int main(int argc, char **argv) {
   muir::buildExecToLLVMPipeline(toLLVM);
   if (failed(toLLVM.run(*module)))
     return 1;
-  auto transformer = makeOptimizingTransformer(3, 0, nullptr);
+  // The optimizer needs the host's target machine: without it LLVM's cost
+  // model knows no vector registers and the fused element-wise kernels stay
+  // scalar.
+  auto hostBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!hostBuilder)
+    return fail("cannot detect the host target: " +
+                llvm::toString(hostBuilder.takeError()));
+  auto optimizerTM = hostBuilder->createTargetMachine();
+  auto engineTM = hostBuilder->createTargetMachine();
+  if (!optimizerTM || !engineTM)
+    return fail("cannot create a target machine for the host");
+  auto transformer = makeOptimizingTransformer(3, 0, optimizerTM->get());
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
-  auto engineOrError = ExecutionEngine::create(*module, engineOptions);
+  auto engineOrError =
+      ExecutionEngine::create(*module, engineOptions, std::move(*engineTM));
   if (!engineOrError)
     return fail("JIT compilation failed: " +
                 llvm::toString(engineOrError.takeError()));
