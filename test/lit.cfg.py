@@ -23,7 +23,7 @@ llvm_config.with_system_environment(["HOME", "TMPDIR", "OPENBLAS_NUM_THREADS",
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.muir_tools_dir, config.llvm_tools_dir]
-tools = ["muir-opt", "muir-run", "muir-sgemm-rate",
+tools = ["muir-opt", "muir-run", "muir-compile", "muir-sgemm-rate",
          ToolSubst("muir-runtime-unittests", unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

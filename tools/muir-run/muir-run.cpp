@@ -7,6 +7,7 @@
 // update norms; --load / --dump read and write tensors as .npy files.
 //
 //===----------------------------------------------------------------------===//
+#include "muir/Import/Description.h"
 #include "muir/Passes.h"
 #include "muir-rt/Runtime.h"
 
@@ -26,6 +27,7 @@
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -204,7 +206,18 @@ int main(int argc, char **argv) {
       return fail(err);
     sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   }
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  // A training-step description (YAML/JSON) is compiled first; anything
+  // else is read as MLIR.
+  OwningOpRef<ModuleOp> module;
+  StringRef ext = llvm::sys::path::extension(inputFile.getValue());
+  if (ext == ".yaml" || ext == ".yml" || ext == ".json") {
+    auto desc = muir::desc::parseDescription(sourceMgr, 1);
+    if (failed(desc))
+      return 1;
+    module = muir::desc::buildModule(context, *desc);
+  } else {
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  }
   if (!module)
     return 1;
 
@@ -276,9 +289,14 @@ int main(int argc, char **argv) {
   // Exec IR -> LLVM -> native code. The muir.* argument attributes have
   // been read; LLVM IR translation has no meaning for them.
   std::string entryName = entry.getName().str();
-  for (unsigned i = 0; i < entry.getNumArguments(); ++i)
-    for (StringRef attr : {"muir.name", "muir.role"})
-      entry.removeArgAttr(i, attr);
+  for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
+    SmallVector<NamedAttribute> kept;
+    if (DictionaryAttr dict = entry.getArgAttrDict(i))
+      for (NamedAttribute attr : dict)
+        if (!attr.getName().getValue().starts_with("muir."))
+          kept.push_back(attr);
+    entry.setArgAttrs(i, kept);
+  }
   PassManager toLLVM(&context);
   muir::buildExecToLLVMPipeline(toLLVM);
   if (failed(toLLVM.run(*module)))
@@ -305,6 +323,10 @@ int main(int argc, char **argv) {
   auto &engine = *engineOrError;
   registerRuntimeSymbols(*engine);
   engine->initialize();
+  // The JIT materialises code on first lookup; do it here so that step 1's
+  // time is the step's, not the compiler's.
+  if (auto fn = engine->lookupPacked(entryName); !fn)
+    return fail("JIT compilation failed: " + llvm::toString(fn.takeError()));
 
   int32_t count = muirrt_tensor_count(rt);
   int numMuon = 0, numParams = 0;

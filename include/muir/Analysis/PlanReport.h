@@ -1,0 +1,54 @@
+//===- PlanReport.h - what a compiled step costs per rank -------*- C++ -*-===//
+//
+// Per-rank memory, Newton-Schulz work, communication and runtime calls of
+// one optimizer step, and totals over the grid. Until the distribution
+// passes choose NS modes (cost model), sharded matrices are costed as the
+// duplicated mode: all-gather the shards and run the full NS on every rank
+// of the group; expert stacks sharded on ep run NS per local expert with no
+// communication.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MUIR_ANALYSIS_PLANREPORT_H
+#define MUIR_ANALYSIS_PLANREPORT_H
+
+#include "muir/Import/Description.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+namespace mlir::muir {
+
+struct RankCost {
+  int64_t paramBytes = 0;
+  int64_t optimizerStateBytes = 0;
+  double nsFlops = 0;
+  std::map<std::string, int64_t> collectiveBytes; ///< per grid axis
+  int64_t runtimeCalls = 0;
+
+  bool operator==(const RankCost &o) const {
+    return paramBytes == o.paramBytes &&
+           optimizerStateBytes == o.optimizerStateBytes &&
+           nsFlops == o.nsFlops && collectiveBytes == o.collectiveBytes &&
+           runtimeCalls == o.runtimeCalls;
+  }
+};
+
+struct PlanReport {
+  std::string name;
+  int64_t totalParameters = 0, muonParameters = 0, adamwParameters = 0;
+  int64_t muonMatrices = 0; ///< 2-D matrices plus every expert matrix
+  std::vector<std::string> axes;
+  std::vector<RankCost> ranks;
+
+  static PlanReport compute(const desc::Description &d);
+  void writeJSON(llvm::raw_ostream &os) const;
+  void printTable(llvm::raw_ostream &os) const;
+};
+
+/// Newton-Schulz flops of `steps` iterations on one m x n matrix with the
+/// GEMM path: per step 4 r^2 c + 2 r^3, r = min(m, n), c = max(m, n).
+double nsFlops(int64_t m, int64_t n, int64_t steps);
+
+} // namespace mlir::muir
+
+#endif // MUIR_ANALYSIS_PLANREPORT_H

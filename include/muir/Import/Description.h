@@ -1,0 +1,213 @@
+//===- Description.h - training-step descriptions ---------------*- C++ -*-===//
+//
+// The in-memory form of a training-step description: the grid, every
+// parameter with its role and sharding, the optimizers and their overrides,
+// and the MoE layers. Filled by the YAML/JSON reader (Description.cpp) or by
+// the Hugging Face config importer (HFConfig.cpp); turned into high-level
+// muir IR by BuildIR.cpp. docs/description.md documents every key.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MUIR_IMPORT_DESCRIPTION_H
+#define MUIR_IMPORT_DESCRIPTION_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::muir::desc {
+
+/// Where a value came from, for diagnostics (line/col are 1-based; 0 when
+/// the value was derived rather than written).
+struct Loc {
+  std::string file;
+  unsigned line = 0, col = 0;
+};
+
+enum class Role {
+  Attention, ///< attention projections (q, k, v, o, fused qkv, MLA parts)
+  Mlp,       ///< dense MLP matrices
+  Expert,    ///< a stack of expert matrices [E, m, n]
+  Router,    ///< MoE router / gate weight [E, hidden]
+  Embedding,
+  Head,
+  Norm,
+  Bias,
+  Other
+};
+
+enum class ShardKind {
+  TPColumn, ///< output features (dim 0 of [out, in]) split on a tp axis
+  TPRow,    ///< input features (dim 1 of [out, in]) split on a tp axis
+  FSDP,     ///< dim 0 split on a data-parallel axis
+  Expert    ///< experts (dim 0 of [E, m, n]) split on an expert axis
+};
+
+struct Sharding {
+  ShardKind kind;
+  std::string axis; ///< grid axis name
+  int64_t dim = 0;  ///< tensor dimension that is split
+  Loc loc;
+};
+
+struct Parameter {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::string dtype = "f32";
+  Role role = Role::Other;
+  std::vector<Sharding> shards;
+  /// Fused QKV-style weights: row counts of the blocks along dim 0 that are
+  /// orthogonalised separately when the Muon setting `split_fused` is on.
+  std::vector<int64_t> splitRows;
+  /// The MoE folding (`moe_axes`) applies to this parameter's shards.
+  bool moeFolding = false;
+  Loc loc;
+
+  int64_t numElements() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+};
+
+struct GridAxis {
+  std::string name;
+  int64_t size = 1;
+  Loc loc;
+};
+
+/// The devices as named axes. MoE layers may fold the same devices
+/// differently (Megatron's parallel folding): `moeAxes`, if not empty, must
+/// have the same product of sizes as `axes`.
+struct Grid {
+  std::vector<GridAxis> axes;
+  std::vector<GridAxis> moeAxes;
+  Loc loc;
+
+  int64_t numDevices() const {
+    int64_t n = 1;
+    for (const GridAxis &a : axes)
+      n *= a.size;
+    return n;
+  }
+  const GridAxis *find(StringRef name, bool moe = false) const;
+};
+
+enum class Optimizer { Muon, AdamW };
+
+struct MuonSettings {
+  double lr = 0.02;
+  double beta = 0.95;
+  bool nesterov = true;
+  std::string momentumKind = "ema"; ///< ema | accumulate
+  double weightDecay = 0.0;
+  std::string scaleMode = "spectral"; ///< spectral | shape | unit_rms
+  double scaleExtra = 0.2;
+  int64_t nsSteps = 5;
+  std::string schedule = "simple"; ///< simple | quintic | polar_express | custom
+  std::vector<double> coefficients;
+  double eps = 1e-7;
+  bool splitFused = false; ///< orthogonalise fused QKV per block
+};
+
+struct AdamWSettings {
+  double lr = 3e-4;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weightDecay = 0.0;
+};
+
+/// Settings for the parameters whose names match `pattern` (a glob, or a
+/// regex when `isRegex`). Later overrides win over earlier ones.
+struct Override {
+  std::string pattern;
+  bool isRegex = false;
+  std::optional<Optimizer> optimizer;
+  std::optional<double> lr, weightDecay;
+  std::optional<int64_t> nsSteps;
+  std::optional<std::string> schedule;
+  Loc loc;
+};
+
+struct MoELayer {
+  std::string name;
+  int64_t experts = 0;
+  int64_t topK = 0;
+  int64_t sharedExperts = 0;
+  std::string scoring = "softmax"; ///< softmax | sigmoid
+  int64_t groups = 1;              ///< group-limited routing: n_group
+  int64_t groupsPerToken = 1;      ///< topk_group
+  int64_t hidden = 0;
+  int64_t expertSize = 0; ///< expert intermediate size
+  int64_t tokensPerRank = 4096;
+  double routedScaling = 1.0;
+  Loc loc;
+};
+
+struct Description {
+  std::string name = "step";
+  Grid grid;
+  std::vector<Parameter> params;
+  MuonSettings muon;
+  AdamWSettings adamw;
+  std::vector<Override> overrides;
+  std::vector<MoELayer> moe;
+  Loc loc;
+};
+
+/// The optimizer and settings a parameter ends up with.
+struct Assignment {
+  Optimizer optimizer;
+  MuonSettings muon;   ///< valid when optimizer == Muon
+  AdamWSettings adamw; ///< valid when optimizer == AdamW
+};
+
+/// Default policy (Muon for 2-D hidden matrices and 3-D expert stacks, AdamW
+/// for embeddings, head, norms, biases, routers and 1-D tensors) with the
+/// overrides applied in order.
+Assignment assignOptimizer(const Description &d, const Parameter &p);
+
+/// Parses a YAML or JSON description from `buffer` (registered in
+/// `sourceMgr` for diagnostics). Every independent error is reported through
+/// the source manager (file:line:col) before failing.
+FailureOr<Description> parseDescription(llvm::SourceMgr &sourceMgr,
+                                        unsigned bufferId);
+
+/// Reads a Hugging Face `config.json` (qwen3_moe, deepseek_v3 / kimi_k2,
+/// mixtral, llama-style dense) and derives every parameter. `errors`
+/// receives one line per problem.
+FailureOr<Description> importHFConfig(StringRef path, std::string &error);
+
+/// Parses "dp=8,tp=2,ep=8" (optionally "...;moe:ep=8,etp=2") into grid axes.
+FailureOr<Grid> parseLayout(StringRef layout, std::string &error);
+
+/// Replaces the description's grid by `layout` and assigns default
+/// shardings to parameters that need one on the new axes (tp column/row by
+/// role, experts on ep). Checks that every shard divides its dimension;
+/// errors go to `errors`.
+LogicalResult applyLayout(Description &d, const Grid &layout,
+                          std::vector<std::string> &errors);
+
+/// Checks cross-field rules (duplicate names, shard divisibility, top-k vs
+/// experts, grid products); reports through `report(loc, message)`.
+LogicalResult
+validate(const Description &d,
+         function_ref<void(const Loc &, const Twine &)> report);
+
+/// Builds the high-level IR of one optimizer step for `d`.
+OwningOpRef<ModuleOp> buildModule(MLIRContext &context, const Description &d);
+
+StringRef stringify(Role role);
+StringRef stringify(ShardKind kind);
+
+} // namespace mlir::muir::desc
+
+#endif // MUIR_IMPORT_DESCRIPTION_H

@@ -1,0 +1,924 @@
+//===- Description.cpp - reading training-step descriptions ---------------===//
+//
+// YAML (and JSON, which LLVM's YAML parser reads as flow YAML) descriptions
+// are walked at node level so that every error carries its line and column
+// and one run reports all independent errors. docs/description.md is the
+// reference for the keys read here.
+//
+//===----------------------------------------------------------------------===//
+#include "muir/Import/Description.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/GlobPattern.h"
+#include "llvm/Support/Regex.h"
+#include "llvm/Support/YAMLParser.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::muir::desc;
+namespace yaml = llvm::yaml;
+
+const GridAxis *Grid::find(StringRef name, bool moe) const {
+  const std::vector<GridAxis> &list = moe && !moeAxes.empty() ? moeAxes : axes;
+  for (const GridAxis &a : list)
+    if (a.name == name)
+      return &a;
+  return nullptr;
+}
+
+StringRef mlir::muir::desc::stringify(Role role) {
+  switch (role) {
+  case Role::Attention:
+    return "attention";
+  case Role::Mlp:
+    return "mlp";
+  case Role::Expert:
+    return "expert";
+  case Role::Router:
+    return "router";
+  case Role::Embedding:
+    return "embedding";
+  case Role::Head:
+    return "head";
+  case Role::Norm:
+    return "norm";
+  case Role::Bias:
+    return "bias";
+  case Role::Other:
+    return "other";
+  }
+  return "other";
+}
+
+StringRef mlir::muir::desc::stringify(ShardKind kind) {
+  switch (kind) {
+  case ShardKind::TPColumn:
+    return "tp_column";
+  case ShardKind::TPRow:
+    return "tp_row";
+  case ShardKind::FSDP:
+    return "fsdp";
+  case ShardKind::Expert:
+    return "expert";
+  }
+  return "tp_column";
+}
+
+namespace {
+
+/// Walks the YAML tree, converting values and collecting errors.
+class Reader {
+public:
+  Reader(llvm::SourceMgr &sm, unsigned bufferId) : sm(sm), bufferId(bufferId) {
+    file = sm.getMemoryBuffer(bufferId)->getBufferIdentifier().str();
+  }
+
+  FailureOr<Description> read();
+
+private:
+  Loc locOf(yaml::Node *n) {
+    Loc l;
+    l.file = file;
+    if (n) {
+      auto [line, col] =
+          sm.getLineAndColumn(n->getSourceRange().Start, bufferId);
+      l.line = line;
+      l.col = col;
+    }
+    return l;
+  }
+  void error(yaml::Node *n, const Twine &msg) {
+    ++numErrors;
+    sm.PrintMessage(n ? n->getSourceRange().Start : llvm::SMLoc(),
+                    llvm::SourceMgr::DK_Error, msg);
+  }
+
+  /// Calls `fn(key, value)` for each entry of a mapping; rejects keys not in
+  /// `known`, suggesting the closest one.
+  void forEachKey(yaml::Node *n, StringRef what, ArrayRef<StringRef> known,
+                  function_ref<void(StringRef, yaml::Node *)> fn);
+  std::optional<std::string> str(yaml::Node *n, StringRef key);
+  std::optional<int64_t> integer(yaml::Node *n, StringRef key,
+                                 int64_t min = 1);
+  std::optional<double> real(yaml::Node *n, StringRef key);
+  std::optional<bool> boolean(yaml::Node *n, StringRef key);
+  std::optional<std::string> oneOf(yaml::Node *n, StringRef key,
+                                   ArrayRef<StringRef> choices);
+  template <typename F> void forEachItem(yaml::Node *n, StringRef key, F fn);
+
+  void readGridAxes(yaml::Node *n, StringRef key, std::vector<GridAxis> &out);
+  void readGrid(yaml::Node *n, Description &d);
+  void readMuon(yaml::Node *n, MuonSettings &m);
+  void readAdamW(yaml::Node *n, AdamWSettings &a);
+  void readOverride(yaml::Node *n, Description &d);
+  void readOptimizer(yaml::Node *n, Description &d);
+  void readShard(yaml::Node *n, Parameter &p);
+  void readParameter(yaml::Node *n, Description &d);
+  void readMoE(yaml::Node *n, Description &d);
+
+  llvm::SourceMgr &sm;
+  unsigned bufferId;
+  std::string file;
+  int numErrors = 0;
+  std::optional<int64_t> devices;
+  yaml::Node *devicesNode = nullptr;
+};
+
+std::string closest(StringRef key, ArrayRef<StringRef> known) {
+  StringRef best;
+  unsigned bestDist = ~0u;
+  for (StringRef k : known) {
+    unsigned d = key.edit_distance(k, /*AllowReplacements=*/true);
+    if (d < bestDist) {
+      bestDist = d;
+      best = k;
+    }
+  }
+  return bestDist <= std::max<size_t>(2, key.size() / 3) ? best.str() : "";
+}
+
+void Reader::forEachKey(yaml::Node *n, StringRef what,
+                        ArrayRef<StringRef> known,
+                        function_ref<void(StringRef, yaml::Node *)> fn) {
+  auto *map = dyn_cast_or_null<yaml::MappingNode>(n);
+  if (!map) {
+    error(n, "expected a mapping for " + what);
+    return;
+  }
+  llvm::StringSet<> seen;
+  for (yaml::KeyValueNode &kv : *map) {
+    auto *keyNode = dyn_cast_or_null<yaml::ScalarNode>(kv.getKey());
+    if (!keyNode) {
+      error(kv.getKey(), "expected a plain key in " + what);
+      continue;
+    }
+    SmallString<32> storage;
+    StringRef key = keyNode->getValue(storage);
+    if (!llvm::is_contained(known, key)) {
+      std::string hint = closest(key, known);
+      std::string list = llvm::join(known, ", ");
+      error(keyNode, "unknown key '" + key + "' in " + what +
+                         (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+                         " (expected one of: " + list + ")");
+      continue;
+    }
+    if (!seen.insert(key).second) {
+      error(keyNode, "key '" + key + "' appears twice in " + what);
+      continue;
+    }
+    yaml::Node *value = kv.getValue();
+    if (!value || isa<yaml::NullNode>(value)) {
+      error(keyNode, "key '" + key + "' in " + what + " has no value");
+      continue;
+    }
+    fn(key, value);
+  }
+}
+
+std::optional<std::string> Reader::str(yaml::Node *n, StringRef key) {
+  auto *s = dyn_cast_or_null<yaml::ScalarNode>(n);
+  if (!s) {
+    error(n, "expected a string for '" + key + "'");
+    return std::nullopt;
+  }
+  SmallString<32> storage;
+  return s->getValue(storage).str();
+}
+
+std::optional<int64_t> Reader::integer(yaml::Node *n, StringRef key,
+                                       int64_t min) {
+  auto *s = dyn_cast_or_null<yaml::ScalarNode>(n);
+  SmallString<32> storage;
+  int64_t v;
+  if (!s || s->getValue(storage).getAsInteger(10, v)) {
+    error(n, "expected an integer for '" + key + "'" +
+                 (s ? ", got '" + s->getValue(storage) + "'" : Twine("")));
+    return std::nullopt;
+  }
+  if (v < min) {
+    error(n, "expected '" + key + "' to be at least " + Twine(min) + ", got " +
+                 Twine(v));
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<double> Reader::real(yaml::Node *n, StringRef key) {
+  auto *s = dyn_cast_or_null<yaml::ScalarNode>(n);
+  SmallString<32> storage;
+  double v;
+  if (!s || s->getValue(storage).getAsDouble(v) || !std::isfinite(v)) {
+    error(n, "expected a number for '" + key + "'" +
+                 (s ? ", got '" + s->getValue(storage) + "'" : Twine("")));
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<bool> Reader::boolean(yaml::Node *n, StringRef key) {
+  auto *s = dyn_cast_or_null<yaml::ScalarNode>(n);
+  SmallString<8> storage;
+  StringRef v = s ? s->getValue(storage) : "";
+  if (v == "true")
+    return true;
+  if (v == "false")
+    return false;
+  error(n, "expected true or false for '" + key + "'" +
+               (s ? ", got '" + v + "'" : Twine("")));
+  return std::nullopt;
+}
+
+std::optional<std::string> Reader::oneOf(yaml::Node *n, StringRef key,
+                                         ArrayRef<StringRef> choices) {
+  std::optional<std::string> v = str(n, key);
+  if (!v)
+    return std::nullopt;
+  if (!llvm::is_contained(choices, *v)) {
+    std::string hint = closest(*v, choices);
+    error(n, "unknown value '" + *v + "' for '" + key + "'" +
+                 (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+                 " (expected one of: " + llvm::join(choices, ", ") + ")");
+    return std::nullopt;
+  }
+  return v;
+}
+
+template <typename F>
+void Reader::forEachItem(yaml::Node *n, StringRef key, F fn) {
+  auto *seq = dyn_cast_or_null<yaml::SequenceNode>(n);
+  if (!seq) {
+    error(n, "expected a list for '" + key + "'");
+    return;
+  }
+  for (yaml::Node &item : *seq)
+    fn(&item);
+}
+
+void Reader::readGridAxes(yaml::Node *n, StringRef key,
+                          std::vector<GridAxis> &out) {
+  auto *map = dyn_cast_or_null<yaml::MappingNode>(n);
+  if (!map) {
+    error(n, "expected a mapping of axis names to sizes for '" + key +
+                 "', e.g. {dp: 8, tp: 2}");
+    return;
+  }
+  llvm::StringSet<> seen;
+  for (yaml::KeyValueNode &kv : *map) {
+    auto *k = dyn_cast_or_null<yaml::ScalarNode>(kv.getKey());
+    if (!k) {
+      error(kv.getKey(), "expected an axis name");
+      continue;
+    }
+    SmallString<16> storage;
+    GridAxis axis;
+    axis.name = k->getValue(storage).str();
+    axis.loc = locOf(k);
+    if (!seen.insert(axis.name).second) {
+      error(k, "axis '" + axis.name + "' appears twice in '" + key + "'");
+      continue;
+    }
+    if (auto size = integer(kv.getValue(), axis.name)) {
+      axis.size = *size;
+      out.push_back(axis);
+    }
+  }
+}
+
+void Reader::readGrid(yaml::Node *n, Description &d) {
+  d.grid.loc = locOf(n);
+  forEachKey(n, "'grid'", {"axes", "moe_axes", "devices"},
+             [&](StringRef key, yaml::Node *v) {
+               if (key == "axes")
+                 readGridAxes(v, key, d.grid.axes);
+               else if (key == "moe_axes")
+                 readGridAxes(v, key, d.grid.moeAxes);
+               else {
+                 devices = integer(v, key);
+                 devicesNode = v;
+               }
+             });
+}
+
+void Reader::readMuon(yaml::Node *n, MuonSettings &m) {
+  forEachKey(
+      n, "'optimizer.muon'",
+      {"lr", "momentum", "nesterov", "momentum_kind", "weight_decay",
+       "scale_mode", "scale_extra", "ns_steps", "schedule", "coefficients",
+       "eps", "split_fused"},
+      [&](StringRef key, yaml::Node *v) {
+        if (key == "lr") {
+          if (auto x = real(v, key))
+            m.lr = *x;
+        } else if (key == "momentum") {
+          if (auto x = real(v, key))
+            m.beta = *x;
+        } else if (key == "nesterov") {
+          if (auto x = boolean(v, key))
+            m.nesterov = *x;
+        } else if (key == "momentum_kind") {
+          if (auto x = oneOf(v, key, {"ema", "accumulate"}))
+            m.momentumKind = *x;
+        } else if (key == "weight_decay") {
+          if (auto x = real(v, key))
+            m.weightDecay = *x;
+        } else if (key == "scale_mode") {
+          if (auto x = oneOf(v, key, {"spectral", "shape", "unit_rms"}))
+            m.scaleMode = *x;
+        } else if (key == "scale_extra") {
+          if (auto x = real(v, key))
+            m.scaleExtra = *x;
+        } else if (key == "ns_steps") {
+          if (auto x = integer(v, key))
+            m.nsSteps = *x;
+        } else if (key == "schedule") {
+          if (auto x = oneOf(v, key,
+                             {"simple", "quintic", "polar_express", "custom"}))
+            m.schedule = *x;
+        } else if (key == "coefficients") {
+          forEachItem(v, key, [&](yaml::Node *item) {
+            if (auto x = real(item, key))
+              m.coefficients.push_back(*x);
+          });
+        } else if (key == "eps") {
+          if (auto x = real(v, key))
+            m.eps = *x;
+        } else if (key == "split_fused") {
+          if (auto x = boolean(v, key))
+            m.splitFused = *x;
+        }
+      });
+}
+
+void Reader::readAdamW(yaml::Node *n, AdamWSettings &a) {
+  forEachKey(n, "'optimizer.adamw'",
+             {"lr", "beta1", "beta2", "eps", "weight_decay"},
+             [&](StringRef key, yaml::Node *v) {
+               std::optional<double> x = real(v, key);
+               if (!x)
+                 return;
+               if (key == "lr")
+                 a.lr = *x;
+               else if (key == "beta1")
+                 a.beta1 = *x;
+               else if (key == "beta2")
+                 a.beta2 = *x;
+               else if (key == "eps")
+                 a.eps = *x;
+               else
+                 a.weightDecay = *x;
+             });
+}
+
+void Reader::readOverride(yaml::Node *n, Description &d) {
+  Override o;
+  o.loc = locOf(n);
+  bool hasPattern = false;
+  forEachKey(n, "an override",
+             {"match", "regex", "optimizer", "lr", "weight_decay",
+              "ns_steps", "schedule"},
+             [&](StringRef key, yaml::Node *v) {
+               if (key == "match" || key == "regex") {
+                 if (hasPattern) {
+                   error(v, "an override takes one of 'match' and 'regex'");
+                   return;
+                 }
+                 if (auto x = str(v, key)) {
+                   o.pattern = *x;
+                   o.isRegex = key == "regex";
+                   hasPattern = true;
+                   std::string why;
+                   if (o.isRegex && !llvm::Regex(o.pattern).isValid(why))
+                     error(v, "invalid regex '" + o.pattern + "': " + why);
+                   if (!o.isRegex) {
+                     auto glob = llvm::GlobPattern::create(o.pattern);
+                     if (!glob) {
+                       error(v, "invalid glob '" + o.pattern + "': " +
+                                    llvm::toString(glob.takeError()));
+                     }
+                   }
+                 }
+               } else if (key == "optimizer") {
+                 if (auto x = oneOf(v, key, {"muon", "adamw"}))
+                   o.optimizer = *x == "muon" ? Optimizer::Muon
+                                              : Optimizer::AdamW;
+               } else if (key == "lr") {
+                 o.lr = real(v, key);
+               } else if (key == "weight_decay") {
+                 o.weightDecay = real(v, key);
+               } else if (key == "ns_steps") {
+                 o.nsSteps = integer(v, key);
+               } else if (key == "schedule") {
+                 o.schedule = oneOf(
+                     v, key, {"simple", "quintic", "polar_express", "custom"});
+               }
+             });
+  if (!hasPattern && isa_and_nonnull<yaml::MappingNode>(n))
+    error(n, "an override needs 'match' (a glob) or 'regex'");
+  d.overrides.push_back(o);
+}
+
+void Reader::readOptimizer(yaml::Node *n, Description &d) {
+  forEachKey(n, "'optimizer'", {"muon", "adamw", "overrides"},
+             [&](StringRef key, yaml::Node *v) {
+               if (key == "muon")
+                 readMuon(v, d.muon);
+               else if (key == "adamw")
+                 readAdamW(v, d.adamw);
+               else
+                 forEachItem(v, key,
+                             [&](yaml::Node *item) { readOverride(item, d); });
+             });
+}
+
+void Reader::readShard(yaml::Node *n, Parameter &p) {
+  Sharding s;
+  s.loc = locOf(n);
+  bool hasKind = false, hasAxis = false;
+  forEachKey(n, "a shard", {"kind", "axis"}, [&](StringRef key, yaml::Node *v) {
+    if (key == "kind") {
+      if (auto k = oneOf(v, key, {"tp_column", "tp_row", "fsdp", "expert"})) {
+        hasKind = true;
+        s.kind = *k == "tp_column" ? ShardKind::TPColumn
+                 : *k == "tp_row"  ? ShardKind::TPRow
+                 : *k == "fsdp"    ? ShardKind::FSDP
+                                   : ShardKind::Expert;
+      }
+    } else if (auto a = str(v, key)) {
+      s.axis = *a;
+      hasAxis = true;
+    }
+  });
+  if (!isa_and_nonnull<yaml::MappingNode>(n))
+    return;
+  if (!hasKind || !hasAxis) {
+    error(n, "a shard needs 'kind' (tp_column, tp_row, fsdp, expert) and "
+             "'axis'");
+    return;
+  }
+  p.shards.push_back(s);
+}
+
+void Reader::readParameter(yaml::Node *n, Description &d) {
+  Parameter p;
+  p.loc = locOf(n);
+  bool hasName = false, hasShape = false;
+  forEachKey(
+      n, "a parameter",
+      {"name", "shape", "dtype", "role", "shard", "split_rows", "moe"},
+      [&](StringRef key, yaml::Node *v) {
+        if (key == "name") {
+          if (auto x = str(v, key)) {
+            p.name = *x;
+            hasName = !p.name.empty();
+            if (!hasName)
+              error(v, "expected a non-empty parameter name");
+          }
+        } else if (key == "shape") {
+          hasShape = true;
+          forEachItem(v, key, [&](yaml::Node *item) {
+            if (auto x = integer(item, "shape"))
+              p.shape.push_back(*x);
+            else
+              hasShape = false;
+          });
+        } else if (key == "dtype") {
+          if (auto x = oneOf(v, key, {"f32", "bf16", "f16"}))
+            p.dtype = *x;
+        } else if (key == "role") {
+          if (auto x = oneOf(v, key,
+                             {"attention", "mlp", "expert", "router",
+                              "embedding", "head", "norm", "bias", "other"})) {
+            static const std::pair<StringRef, Role> roles[] = {
+                {"attention", Role::Attention}, {"mlp", Role::Mlp},
+                {"expert", Role::Expert},       {"router", Role::Router},
+                {"embedding", Role::Embedding}, {"head", Role::Head},
+                {"norm", Role::Norm},           {"bias", Role::Bias},
+                {"other", Role::Other}};
+            for (auto &[name, role] : roles)
+              if (name == *x)
+                p.role = role;
+          }
+        } else if (key == "shard") {
+          if (isa<yaml::SequenceNode>(v))
+            forEachItem(v, key, [&](yaml::Node *item) { readShard(item, p); });
+          else
+            readShard(v, p);
+        } else if (key == "split_rows") {
+          forEachItem(v, key, [&](yaml::Node *item) {
+            if (auto x = integer(item, key))
+              p.splitRows.push_back(*x);
+          });
+        } else if (key == "moe") {
+          if (auto x = boolean(v, key))
+            p.moeFolding = *x;
+        }
+      });
+  if (!isa_and_nonnull<yaml::MappingNode>(n))
+    return;
+  if (!hasName)
+    error(n, "a parameter needs a 'name'");
+  if (!hasShape || p.shape.empty())
+    error(n, "a parameter needs a 'shape' (a list of positive sizes)");
+  if (p.role == Role::Expert)
+    p.moeFolding = true;
+  // Which dimension a kind splits follows from the shape: [out, in] or
+  // [E, out, in].
+  int64_t rank = p.shape.size();
+  for (Sharding &s : p.shards)
+    s.dim = s.kind == ShardKind::TPColumn ? (rank == 3 ? 1 : 0)
+            : s.kind == ShardKind::TPRow  ? rank - 1
+                                          : 0;
+  d.params.push_back(std::move(p));
+}
+
+void Reader::readMoE(yaml::Node *n, Description &d) {
+  MoELayer m;
+  m.loc = locOf(n);
+  forEachKey(n, "an MoE layer",
+             {"name", "experts", "top_k", "shared_experts", "scoring",
+              "groups", "groups_per_token", "hidden", "expert_size",
+              "tokens_per_rank", "routed_scaling"},
+             [&](StringRef key, yaml::Node *v) {
+               if (key == "name") {
+                 if (auto x = str(v, key))
+                   m.name = *x;
+               } else if (key == "scoring") {
+                 if (auto x = oneOf(v, key, {"softmax", "sigmoid"}))
+                   m.scoring = *x;
+               } else if (key == "routed_scaling") {
+                 if (auto x = real(v, key))
+                   m.routedScaling = *x;
+               } else {
+                 int64_t min = key == "shared_experts" ? 0 : 1;
+                 std::optional<int64_t> x = integer(v, key, min);
+                 if (!x)
+                   return;
+                 if (key == "experts")
+                   m.experts = *x;
+                 else if (key == "top_k")
+                   m.topK = *x;
+                 else if (key == "shared_experts")
+                   m.sharedExperts = *x;
+                 else if (key == "groups")
+                   m.groups = *x;
+                 else if (key == "groups_per_token")
+                   m.groupsPerToken = *x;
+                 else if (key == "hidden")
+                   m.hidden = *x;
+                 else if (key == "expert_size")
+                   m.expertSize = *x;
+                 else
+                   m.tokensPerRank = *x;
+               }
+             });
+  d.moe.push_back(m);
+}
+
+FailureOr<Description> Reader::read() {
+  Description d;
+  yaml::Stream stream(sm.getMemoryBuffer(bufferId)->getMemBufferRef(), sm);
+  auto it = stream.begin();
+  if (it == stream.end() || !it->getRoot()) {
+    error(nullptr, file + ": empty description");
+    return failure();
+  }
+  yaml::Node *root = it->getRoot();
+  if (stream.failed())
+    return failure();
+  d.loc = locOf(root);
+  bool hasGrid = false, hasParams = false;
+  forEachKey(root, "the description",
+             {"name", "grid", "parameters", "optimizer", "moe"},
+             [&](StringRef key, yaml::Node *v) {
+               if (key == "name") {
+                 if (auto x = str(v, key))
+                   d.name = *x;
+               } else if (key == "grid") {
+                 hasGrid = true;
+                 readGrid(v, d);
+               } else if (key == "parameters") {
+                 hasParams = true;
+                 forEachItem(v, key,
+                             [&](yaml::Node *item) { readParameter(item, d); });
+               } else if (key == "optimizer") {
+                 readOptimizer(v, d);
+               } else {
+                 forEachItem(v, key,
+                             [&](yaml::Node *item) { readMoE(item, d); });
+               }
+             });
+  if (stream.failed())
+    return failure();
+  if (isa<yaml::MappingNode>(root)) {
+    if (!hasGrid)
+      error(root, "the description needs a 'grid'");
+    if (!hasParams)
+      error(root, "the description needs 'parameters'");
+  }
+  if (devices && d.grid.numDevices() != *devices)
+    error(devicesNode, "grid axes have " + Twine(d.grid.numDevices()) +
+                           " devices in all, but 'devices' is " +
+                           Twine(*devices));
+  // Cross-field rules, reported at the places they concern.
+  (void)validate(d, [&](const Loc &loc, const Twine &msg) {
+    ++numErrors;
+    llvm::SMLoc at;
+    if (loc.line)
+      at = sm.FindLocForLineAndColumn(bufferId, loc.line, loc.col);
+    sm.PrintMessage(at, llvm::SourceMgr::DK_Error, msg);
+  });
+  if (numErrors)
+    return failure();
+  return d;
+}
+
+} // namespace
+
+FailureOr<Description>
+mlir::muir::desc::parseDescription(llvm::SourceMgr &sourceMgr,
+                                   unsigned bufferId) {
+  return Reader(sourceMgr, bufferId).read();
+}
+
+//===----------------------------------------------------------------------===//
+// Validation
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::muir::desc::validate(
+    const Description &d,
+    function_ref<void(const Loc &, const Twine &)> report) {
+  bool ok = true;
+  auto fail = [&](const Loc &loc, const Twine &msg) {
+    ok = false;
+    report(loc, msg);
+  };
+  if (d.grid.axes.empty())
+    fail(d.grid.loc, "the grid needs at least one axis");
+  if (!d.grid.moeAxes.empty()) {
+    int64_t moe = 1;
+    for (const GridAxis &a : d.grid.moeAxes)
+      moe *= a.size;
+    if (moe != d.grid.numDevices())
+      fail(d.grid.moeAxes.front().loc,
+           "the MoE folding covers " + Twine(moe) +
+               " devices but the grid has " + Twine(d.grid.numDevices()) +
+               "; both foldings must cover the same devices");
+  }
+  const MuonSettings &m = d.muon;
+  if (m.schedule == "custom" && (m.coefficients.empty() ||
+                                 m.coefficients.size() % 3 != 0))
+    fail(d.loc, "schedule 'custom' needs 'coefficients': a non-empty list of "
+                "(a, b, c) triples, got " +
+                    Twine(m.coefficients.size()) + " values");
+  if (m.beta < 0 || m.beta >= 1)
+    fail(d.loc, "expected optimizer.muon.momentum in [0, 1), got " +
+                    Twine(std::to_string(m.beta)));
+
+  llvm::StringMap<const Parameter *> names;
+  for (const Parameter &p : d.params) {
+    if (p.name.empty() || p.shape.empty())
+      continue;
+    auto [it, inserted] = names.try_emplace(p.name, &p);
+    if (!inserted)
+      fail(p.loc, "duplicate parameter name '" + p.name + "' (first at line " +
+                      Twine(it->second->loc.line) + ")");
+    if (p.role == Role::Expert && p.shape.size() != 3)
+      fail(p.loc, "expert parameter '" + p.name +
+                      "' must be a stack [E, m, n], got rank " +
+                      Twine(p.shape.size()));
+    int64_t sum = 0;
+    for (int64_t r : p.splitRows)
+      sum += r;
+    if (!p.splitRows.empty() && sum != p.shape.front())
+      fail(p.loc, "split_rows of '" + p.name + "' add up to " + Twine(sum) +
+                      ", expected dim 0 = " + Twine(p.shape.front()));
+    for (const Sharding &s : p.shards) {
+      const GridAxis *axis = d.grid.find(s.axis, p.moeFolding);
+      if (!axis) {
+        fail(s.loc, "shard of '" + p.name + "' names axis '" + s.axis +
+                        "', which the " +
+                        (p.moeFolding && !d.grid.moeAxes.empty() ? "MoE "
+                                                                 : "") +
+                        "grid does not have");
+        continue;
+      }
+      int64_t rank = p.shape.size();
+      int64_t dim = s.dim;
+      if (dim >= rank) {
+        fail(s.loc, Twine(stringify(s.kind)) + " shard of '" + p.name +
+                        "' needs dim " + Twine(dim) + " but the shape has rank " +
+                        Twine(rank));
+        continue;
+      }
+      if (p.shape[dim] % axis->size != 0)
+        fail(s.loc, Twine(stringify(s.kind)) + " shard of '" + p.name +
+                        "': dim " + Twine(dim) + " (" + Twine(p.shape[dim]) +
+                        ") is not divisible by " + s.axis + "=" +
+                        Twine(axis->size));
+    }
+  }
+  for (const MoELayer &l : d.moe) {
+    if (l.experts && l.topK > l.experts)
+      fail(l.loc, "top_k (" + Twine(l.topK) + ") is greater than experts (" +
+                      Twine(l.experts) + ") in MoE layer '" + l.name + "'");
+    if (l.groups > 1 && l.experts % l.groups != 0)
+      fail(l.loc, "experts (" + Twine(l.experts) +
+                      ") are not divisible by groups (" + Twine(l.groups) +
+                      ") in MoE layer '" + l.name + "'");
+    if (l.groupsPerToken > l.groups)
+      fail(l.loc, "groups_per_token (" + Twine(l.groupsPerToken) +
+                      ") is greater than groups (" + Twine(l.groups) + ")");
+    if (const GridAxis *ep = d.grid.find("ep", true))
+      if (l.experts % ep->size != 0)
+        fail(l.loc, "experts (" + Twine(l.experts) +
+                        ") are not divisible by ep=" + Twine(ep->size) +
+                        " in MoE layer '" + l.name + "'");
+  }
+  return success(ok);
+}
+
+//===----------------------------------------------------------------------===//
+// Layouts and default shardings
+//===----------------------------------------------------------------------===//
+
+FailureOr<Grid> mlir::muir::desc::parseLayout(StringRef layout,
+                                              std::string &error) {
+  Grid g;
+  auto [main, moePart] = layout.split(';');
+  auto parseAxes = [&](StringRef text, std::vector<GridAxis> &out) {
+    SmallVector<StringRef> items;
+    text.split(items, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef item : items) {
+      auto [name, size] = item.trim().split('=');
+      GridAxis a;
+      a.name = name.trim().str();
+      if (a.name.empty() || size.trim().getAsInteger(10, a.size) ||
+          a.size < 1) {
+        error = ("malformed layout entry '" + item.trim() +
+                 "'; expected name=size with size >= 1, e.g. dp=8,tp=2")
+                    .str();
+        return false;
+      }
+      for (const GridAxis &b : out)
+        if (b.name == a.name) {
+          error = "layout axis '" + a.name + "' appears twice";
+          return false;
+        }
+      out.push_back(a);
+    }
+    return true;
+  };
+  if (!parseAxes(main, g.axes))
+    return failure();
+  moePart = moePart.trim();
+  if (!moePart.empty()) {
+    if (!moePart.consume_front("moe:")) {
+      error = "expected 'moe:' after ';' in the layout, e.g. "
+              "\"dp=8,tp=2;moe:edp=2,ep=8\"";
+      return failure();
+    }
+    if (!parseAxes(moePart, g.moeAxes))
+      return failure();
+  } else {
+    // Megatron's parallel folding: ep (and etp) fold over the devices of
+    // the attention grid; the rest of them form the expert-data axis edp.
+    std::vector<GridAxis> attention, expert;
+    for (GridAxis &a : g.axes)
+      (a.name == "ep" || a.name == "etp" ? expert : attention).push_back(a);
+    if (!expert.empty()) {
+      g.axes = attention.empty() ? std::vector<GridAxis>{{"dp", 1, {}}}
+                                 : attention;
+      int64_t devices = g.numDevices(), folded = 1;
+      for (const GridAxis &a : expert)
+        folded *= a.size;
+      for (const GridAxis &a : g.axes)
+        if (a.name == "pp")
+          folded *= a.size;
+      if (devices % folded != 0) {
+        error = "the layout's attention axes cover " +
+                std::to_string(devices) +
+                " devices, which ep x etp x pp = " + std::to_string(folded) +
+                " does not divide";
+        return failure();
+      }
+      for (const GridAxis &a : g.axes)
+        if (a.name == "pp")
+          g.moeAxes.push_back(a);
+      g.moeAxes.push_back({"edp", devices / folded, {}});
+      for (const GridAxis &a : expert)
+        g.moeAxes.push_back(a);
+    }
+  }
+  return g;
+}
+
+/// Row-parallel (input-dimension) projections by their conventional names.
+static bool isRowParallel(StringRef name) {
+  for (StringRef n : {"o_proj", "down_proj", "w2", "out_proj", "dense_4h_to_h",
+                      "proj_out"})
+    if (name.contains(n))
+      return true;
+  return false;
+}
+
+LogicalResult mlir::muir::desc::applyLayout(Description &d,
+                                            const Grid &layout,
+                                            std::vector<std::string> &errors) {
+  d.grid = layout;
+  size_t before = errors.size();
+  for (Parameter &p : d.params) {
+    // Shards on axes the new grid keeps stay; the rest are re-derived.
+    llvm::erase_if(p.shards, [&](const Sharding &s) {
+      return !d.grid.find(s.axis, p.moeFolding);
+    });
+    if (!p.shards.empty())
+      continue;
+    int64_t rank = p.shape.size();
+    auto add = [&](ShardKind kind, StringRef axis, int64_t dim) {
+      const GridAxis *a = d.grid.find(axis, p.moeFolding);
+      if (!a || a->size == 1 || dim >= rank)
+        return;
+      p.shards.push_back({kind, axis.str(), dim, p.loc});
+    };
+    switch (p.role) {
+    case Role::Attention:
+    case Role::Mlp:
+      if (rank == 2) {
+        if (isRowParallel(p.name))
+          add(ShardKind::TPRow, "tp", 1);
+        else
+          add(ShardKind::TPColumn, "tp", 0);
+      }
+      break;
+    case Role::Embedding:
+    case Role::Head:
+      add(ShardKind::TPColumn, "tp", 0); // vocabulary-parallel
+      break;
+    case Role::Expert:
+      add(ShardKind::Expert, "ep", 0);
+      if (isRowParallel(p.name))
+        add(ShardKind::TPRow, "etp", 2);
+      else
+        add(ShardKind::TPColumn, "etp", 1);
+      break;
+    default:
+      break;
+    }
+  }
+  (void)validate(d, [&](const Loc &loc, const Twine &msg) {
+    std::string where = loc.file;
+    if (loc.line)
+      where += ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
+    errors.push_back((where.empty() ? "" : where + ": ") + msg.str());
+  });
+  return success(errors.size() == before);
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer assignment
+//===----------------------------------------------------------------------===//
+
+static bool matches(const Override &o, StringRef name) {
+  if (o.isRegex)
+    return llvm::Regex("^(" + o.pattern + ")$").match(name);
+  auto glob = llvm::GlobPattern::create(o.pattern);
+  return glob && glob->match(name);
+}
+
+Assignment mlir::muir::desc::assignOptimizer(const Description &d,
+                                             const Parameter &p) {
+  Assignment a;
+  bool matrix = (p.shape.size() == 2 &&
+                 (p.role == Role::Attention || p.role == Role::Mlp ||
+                  p.role == Role::Other)) ||
+                (p.shape.size() == 3 && p.role == Role::Expert);
+  a.optimizer = matrix ? Optimizer::Muon : Optimizer::AdamW;
+  a.muon = d.muon;
+  a.adamw = d.adamw;
+  for (const Override &o : d.overrides) {
+    if (o.pattern.empty() || !matches(o, p.name))
+      continue;
+    if (o.optimizer)
+      a.optimizer = *o.optimizer;
+    if (o.lr) {
+      a.muon.lr = *o.lr;
+      a.adamw.lr = *o.lr;
+    }
+    if (o.weightDecay) {
+      a.muon.weightDecay = *o.weightDecay;
+      a.adamw.weightDecay = *o.weightDecay;
+    }
+    if (o.nsSteps)
+      a.muon.nsSteps = *o.nsSteps;
+    if (o.schedule)
+      a.muon.schedule = *o.schedule;
+  }
+  // Muon needs a matrix; an override cannot make a vector one.
+  if (a.optimizer == Optimizer::Muon && p.shape.size() != 2 &&
+      p.shape.size() != 3)
+    a.optimizer = Optimizer::AdamW;
+  return a;
+}
