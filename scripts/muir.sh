@@ -74,7 +74,10 @@ PY
 case "$cmd" in
   run)   setup; build; exec "$build/bin/muir-run" "$@" ;;
   test)  setup; build; run_tests ;;
-  bench) setup; build; exec /usr/bin/python3 "$root/bench/run.py" --build "$build" "$@" ;;
+  bench) setup; build
+         /usr/bin/python3 "$root/bench/run.py" --build "$build" "$@"
+         echo
+         exec /usr/bin/python3 "$root/bench/compile_scale.py" --build "$build" ;;
   build) setup; build ;;
   *) echo "usage: scripts/muir.sh run|test|bench|build [args]" >&2; exit 2 ;;
 esac

@@ -10,6 +10,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/YAMLParser.h"
@@ -921,4 +922,123 @@ Assignment mlir::muir::desc::assignOptimizer(const Description &d,
       p.shape.size() != 3)
     a.optimizer = Optimizer::AdamW;
   return a;
+}
+
+//===----------------------------------------------------------------------===//
+// Writing
+//===----------------------------------------------------------------------===//
+
+static std::string quoted(StringRef s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+static std::string number(double v) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::format("%.10g", v);
+  // YAML reads "1e-07" as a string in some readers; keep a decimal point.
+  if (StringRef(s).contains('e') && !StringRef(s).contains('.'))
+    s.insert(s.find('e'), ".0");
+  return s;
+}
+
+static void writeAxes(llvm::raw_ostream &os, const std::vector<GridAxis> &axes) {
+  os << "{";
+  llvm::interleaveComma(axes, os, [&](const GridAxis &a) {
+    os << a.name << ": " << a.size;
+  });
+  os << "}";
+}
+
+void mlir::muir::desc::writeDescription(const Description &d,
+                                        llvm::raw_ostream &os) {
+  os << "name: " << quoted(d.name) << "\n";
+  os << "grid:\n  axes: ";
+  writeAxes(os, d.grid.axes);
+  os << "\n";
+  if (!d.grid.moeAxes.empty()) {
+    os << "  moe_axes: ";
+    writeAxes(os, d.grid.moeAxes);
+    os << "\n";
+  }
+  const MuonSettings &m = d.muon;
+  os << "optimizer:\n  muon: {lr: " << number(m.lr)
+     << ", momentum: " << number(m.beta)
+     << ", nesterov: " << (m.nesterov ? "true" : "false")
+     << ", momentum_kind: " << m.momentumKind
+     << ", weight_decay: " << number(m.weightDecay)
+     << ", scale_mode: " << m.scaleMode
+     << ", scale_extra: " << number(m.scaleExtra)
+     << ", ns_steps: " << m.nsSteps << ", schedule: " << m.schedule;
+  if (!m.coefficients.empty()) {
+    os << ", coefficients: [";
+    llvm::interleaveComma(m.coefficients, os,
+                          [&](double c) { os << number(c); });
+    os << "]";
+  }
+  os << ", eps: " << number(m.eps)
+     << ", split_fused: " << (m.splitFused ? "true" : "false") << "}\n";
+  const AdamWSettings &a = d.adamw;
+  os << "  adamw: {lr: " << number(a.lr) << ", beta1: " << number(a.beta1)
+     << ", beta2: " << number(a.beta2) << ", eps: " << number(a.eps)
+     << ", weight_decay: " << number(a.weightDecay) << "}\n";
+  if (!d.overrides.empty()) {
+    os << "  overrides:\n";
+    for (const Override &o : d.overrides) {
+      os << "    - {" << (o.isRegex ? "regex" : "match") << ": "
+         << quoted(o.pattern);
+      if (o.optimizer)
+        os << ", optimizer: "
+           << (*o.optimizer == Optimizer::Muon ? "muon" : "adamw");
+      if (o.lr)
+        os << ", lr: " << number(*o.lr);
+      if (o.weightDecay)
+        os << ", weight_decay: " << number(*o.weightDecay);
+      if (o.nsSteps)
+        os << ", ns_steps: " << *o.nsSteps;
+      if (o.schedule)
+        os << ", schedule: " << *o.schedule;
+      os << "}\n";
+    }
+  }
+  os << "parameters:\n";
+  for (const Parameter &p : d.params) {
+    os << "  - {name: " << quoted(p.name) << ", shape: [";
+    llvm::interleaveComma(p.shape, os);
+    os << "], role: " << stringify(p.role);
+    if (p.dtype != "f32")
+      os << ", dtype: " << p.dtype;
+    if (!p.shards.empty()) {
+      os << ", shard: [";
+      llvm::interleaveComma(p.shards, os, [&](const Sharding &s) {
+        os << "{kind: " << stringify(s.kind) << ", axis: " << s.axis << "}";
+      });
+      os << "]";
+    }
+    if (!p.splitRows.empty()) {
+      os << ", split_rows: [";
+      llvm::interleaveComma(p.splitRows, os);
+      os << "]";
+    }
+    if (p.moeFolding && p.role != Role::Expert)
+      os << ", moe: true";
+    os << "}\n";
+  }
+  if (!d.moe.empty()) {
+    os << "moe:\n";
+    for (const MoELayer &l : d.moe)
+      os << "  - {name: " << quoted(l.name) << ", experts: " << l.experts
+         << ", top_k: " << l.topK << ", shared_experts: " << l.sharedExperts
+         << ", scoring: " << l.scoring << ", groups: " << l.groups
+         << ", groups_per_token: " << l.groupsPerToken
+         << ", hidden: " << l.hidden << ", expert_size: " << l.expertSize
+         << ", tokens_per_rank: " << l.tokensPerRank
+         << ", routed_scaling: " << number(l.routedScaling) << "}\n";
+  }
 }

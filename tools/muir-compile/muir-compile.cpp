@@ -40,10 +40,13 @@ static cl::opt<std::string>
                     "the attention devices) or \"dp=8,tp=2;moe:edp=2,ep=8\"; "
                     "replaces the description's grid"),
            cl::init(""));
-enum class Emit { High, Planned, Exec, LLVM, None };
+enum class Emit { Description, High, Planned, Exec, LLVM, None };
 static cl::opt<Emit> emit(
     "emit", cl::desc("IR stage to write"), cl::init(Emit::Exec),
-    cl::values(clEnumValN(Emit::High, "high", "high-level muir IR"),
+    cl::values(clEnumValN(Emit::Description, "description",
+                          "the description itself as YAML (after --hf and "
+                          "--layout)"),
+               clEnumValN(Emit::High, "high", "high-level muir IR"),
                clEnumValN(Emit::Planned, "planned",
                           "after optimizer decomposition and Newton-Schulz "
                           "expansion (per-rank program, tensors)"),
@@ -131,7 +134,7 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   OwningOpRef<ModuleOp> module;
-  if (emit != Emit::None) {
+  if (emit != Emit::None && emit != Emit::Description) {
     module = muir::desc::buildModule(context, *desc);
     if (failed(verify(*module)))
       return 1;
@@ -156,7 +159,7 @@ int main(int argc, char **argv) {
   // Outputs, each kept only once written completely.
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> irOut, jsonOut;
-  if (module) {
+  if (module || emit == Emit::Description) {
     irOut = openOutputFile(outputFile, &error);
     if (!irOut)
       return fail(error);
@@ -167,9 +170,11 @@ int main(int argc, char **argv) {
       return fail(error);
   }
   bool stdoutTaken = (irOut && outputFile == "-") || reportFile == "-";
-  if (irOut) {
+  if (irOut && module) {
     module->print(irOut->os());
     irOut->os() << "\n";
+  } else if (irOut) {
+    muir::desc::writeDescription(*desc, irOut->os());
   }
   if (jsonOut)
     report.writeJSON(jsonOut->os());

@@ -202,6 +202,10 @@ LogicalResult
 validate(const Description &d,
          function_ref<void(const Loc &, const Twine &)> report);
 
+/// Writes `d` in the YAML description format (parseDescription reads it
+/// back to the same description).
+void writeDescription(const Description &d, llvm::raw_ostream &os);
+
 /// Builds the high-level IR of one optimizer step for `d`.
 OwningOpRef<ModuleOp> buildModule(MLIRContext &context, const Description &d);
 
