@@ -170,8 +170,24 @@ LogicalResult MuonUpdateOp::verify() {
                          getScaleExtra().convertToDouble(), 0, false, kInf,
                          false)))
     return failure();
-  return verifyNSConfig(*this, getNsStepsAttr().getInt(), getSchedule(), getCoefficients(),
-                        getEps().convertToDouble());
+  if (std::optional<ArrayRef<int64_t>> blocks = getRowBlocks()) {
+    auto type = getParam().getType();
+    if (type.getRank() != 2)
+      return emitOpError("row_blocks needs a matrix (rank 2), got rank ")
+             << type.getRank();
+    int64_t sum = 0;
+    for (int64_t rows : *blocks) {
+      if (rows < 1)
+        return emitOpError("expected row blocks of at least 1 row, got ")
+               << rows;
+      sum += rows;
+    }
+    if (sum != type.getDimSize(0))
+      return emitOpError("expected row_blocks to add up to the ")
+             << type.getDimSize(0) << " rows, got " << sum;
+  }
+  return verifyNSConfig(*this, getNsStepsAttr().getInt(), getSchedule(),
+                        getCoefficients(), getEps().convertToDouble());
 }
 
 LogicalResult AdamWUpdateOp::verify() {

@@ -80,8 +80,13 @@ def Muir_MuonUpdateOp : Muir_Op<"muon_update", [Pure,
     `scale` depends on `scale_mode`: `spectral` = scale_extra * sqrt(max(m, n))
     (scale_extra defaults to 0.2, matching AdamW's update RMS), `shape` =
     sqrt(max(1, m / n)), `unit_rms` = sqrt(m / n). Weight decay is decoupled.
+    `row_blocks` (2-D only) splits the rows into blocks that are
+    orthogonalised and scaled separately, e.g. the Q, K and V parts (or the
+    head groups) of a fused QKV weight; the momentum stays whole.
+
     `muir-decompose-optimizers` expands the op into `muir.momentum`,
-    `muir.newton_schulz` and `muir.apply_update`.
+    `muir.newton_schulz` and `muir.apply_update` (per row block, joined
+    with `tensor.concat`).
   }];
   let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$grad,
       Muir_F32Tensor:$momentum_buffer,
@@ -95,7 +100,8 @@ def Muir_MuonUpdateOp : Muir_Op<"muon_update", [Pure,
       DefaultValuedAttr<I64Attr, "5">:$ns_steps,
       DefaultValuedAttr<Muir_NSScheduleAttr, "NSSchedule::simple">:$schedule,
       OptionalAttr<DenseF64ArrayAttr>:$coefficients,
-      DefaultValuedAttr<F64Attr, "1.0e-7">:$eps);
+      DefaultValuedAttr<F64Attr, "1.0e-7">:$eps,
+      OptionalAttr<DenseI64ArrayAttr>:$row_blocks);
   let results = (outs Muir_F32Tensor:$new_param,
                       Muir_F32Tensor:$new_momentum_buffer);
   let assemblyFormat = [{

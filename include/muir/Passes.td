@@ -16,7 +16,8 @@ def MuirDecomposeOptimizers
     labelled with the parameter's `muir.name`, so the runtime can report
     its orthogonality error.
   }];
-  let dependentDialects = ["mlir::muir::MuirDialect"];
+  let dependentDialects = ["mlir::muir::MuirDialect",
+                           "mlir::tensor::TensorDialect"];
   let options = [
     Option<"probeUpdates", "probe-updates", "bool", /*default=*/"false",
            "record each orthogonalised update with muir.probe">
@@ -50,6 +51,7 @@ def MuirLowerToExec : Pass<"muir-lower-to-exec", "mlir::ModuleOp"> {
   }];
   let dependentDialects = ["mlir::muir_exec::MuirExecDialect",
                            "mlir::memref::MemRefDialect",
+                           "mlir::tensor::TensorDialect",
                            "mlir::linalg::LinalgDialect",
                            "mlir::arith::ArithDialect",
                            "mlir::math::MathDialect",

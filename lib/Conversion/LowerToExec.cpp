@@ -322,6 +322,43 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     return success();
   }
 
+  // Row blocks of split updates: copies through subviews. Blocks of whole
+  // rows are contiguous, so these copies are plain memcpys.
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
+    if (!slice.hasUnitStride() || !slice.getSourceType().hasStaticShape() ||
+        !slice.getType().hasStaticShape() ||
+        ShapedType::isDynamicShape(slice.getStaticOffsets()))
+      return op->emitOpError("only static unit-stride slices lower to exec "
+                             "IR");
+    Value out = output(slice.getResult());
+    Value view = memref::SubViewOp::create(
+        b, loc, in(slice.getSource()), slice.getMixedOffsets(),
+        slice.getMixedSizes(), slice.getMixedStrides());
+    memref::CopyOp::create(b, loc, view, out);
+    map.map(slice.getResult(), out);
+    return success();
+  }
+  if (auto concat = dyn_cast<tensor::ConcatOp>(op)) {
+    Value out = output(concat.getResult());
+    int64_t dim = concat.getDim(), offset = 0;
+    auto outType = cast<MemRefType>(out.getType());
+    for (Value part : concat.getInputs()) {
+      auto partType = cast<RankedTensorType>(part.getType());
+      SmallVector<OpFoldResult> offsets(outType.getRank(), b.getIndexAttr(0));
+      offsets[dim] = b.getIndexAttr(offset);
+      SmallVector<OpFoldResult> sizes, strides;
+      for (int64_t d : partType.getShape())
+        sizes.push_back(b.getIndexAttr(d));
+      strides.assign(outType.getRank(), b.getIndexAttr(1));
+      Value view =
+          memref::SubViewOp::create(b, loc, out, offsets, sizes, strides);
+      memref::CopyOp::create(b, loc, in(part), view);
+      offset += partType.getDimSize(dim);
+    }
+    map.map(concat.getResult(), out);
+    return success();
+  }
+
   if (isa<NewtonSchulzOp, MuonUpdateOp>(op))
     return op->emitOpError("must be expanded before lowering to exec IR "
                            "(run muir-decompose-optimizers and "

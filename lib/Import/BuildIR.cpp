@@ -141,7 +141,10 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
           ScaleModeAttr::get(&ctx, *symbolizeScaleMode(m.scaleMode)),
           b.getF64FloatAttr(m.scaleExtra), b.getI64IntegerAttr(m.nsSteps),
           NSScheduleAttr::get(&ctx, schedule), coeffs,
-          b.getF64FloatAttr(m.eps));
+          b.getF64FloatAttr(m.eps),
+          m.splitFused && !p.splitRows.empty()
+              ? b.getDenseI64ArrayAttr(p.splitRows)
+              : DenseI64ArrayAttr());
       results.push_back(op.getNewParam());
       results.push_back(op.getNewMomentumBuffer());
     } else {

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -56,23 +57,59 @@ struct DecomposeOptimizersPass
                                     op.getMomentumBuffer(), op.getBetaAttr(),
                                     op.getMomentumKindAttr(),
                                     op.getNesterovAttr());
-      auto ns = NewtonSchulzOp::create(
-          b, loc, type, mom.getUpdate(), op.getNsStepsAttr(),
-          op.getScheduleAttr(), op.getCoefficientsAttr(), op.getEpsAttr());
-      if (probeUpdates) {
-        StringAttr name = getArgName(op.getParam());
-        std::string label =
-            name ? name.str() : ("muon_update@" + std::to_string(nextSlot));
-        ProbeOp::create(b, loc, ns.getResult(), b.getStringAttr(label),
-                        b.getI64IntegerAttr(nextSlot++));
+      StringAttr name = getArgName(op.getParam());
+      std::string label =
+          name ? name.str() : ("muon_update@" + std::to_string(nextSlot));
+      double extra = op.getScaleExtra().convertToDouble();
+      // Orthogonalise and apply one block of rows [r0, r0 + rows) (all rows
+      // when the update is not split).
+      auto block = [&](int64_t r0, int64_t rows, bool whole) -> Value {
+        Value u = mom.getUpdate(), p = op.getParam();
+        auto blockType = type;
+        if (!whole) {
+          blockType = RankedTensorType::get({rows, n}, type.getElementType());
+          SmallVector<OpFoldResult> offsets = {b.getIndexAttr(r0),
+                                               b.getIndexAttr(0)};
+          SmallVector<OpFoldResult> sizes = {b.getIndexAttr(rows),
+                                             b.getIndexAttr(n)};
+          SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+          u = tensor::ExtractSliceOp::create(b, loc, blockType, u, offsets,
+                                             sizes, strides);
+          p = tensor::ExtractSliceOp::create(b, loc, blockType, p, offsets,
+                                             sizes, strides);
+        }
+        auto ns = NewtonSchulzOp::create(b, loc, blockType, u,
+                                         op.getNsStepsAttr(),
+                                         op.getScheduleAttr(),
+                                         op.getCoefficientsAttr(),
+                                         op.getEpsAttr());
+        if (probeUpdates) {
+          std::string tag =
+              whole ? label
+                    : label + "[" + std::to_string(r0) + ":" +
+                          std::to_string(r0 + rows) + "]";
+          ProbeOp::create(b, loc, ns.getResult(), b.getStringAttr(tag),
+                          b.getI64IntegerAttr(nextSlot++));
+        }
+        double scale = getUpdateScale(op.getScaleMode(), extra,
+                                      whole ? m : rows, n);
+        return ApplyUpdateOp::create(b, loc, blockType, p, ns.getResult(),
+                                     op.getLrAttr(), b.getF64FloatAttr(scale),
+                                     op.getWeightDecayAttr());
+      };
+      Value newParam;
+      if (std::optional<ArrayRef<int64_t>> blocks = op.getRowBlocks()) {
+        SmallVector<Value> parts;
+        int64_t r0 = 0;
+        for (int64_t rows : *blocks) {
+          parts.push_back(block(r0, rows, false));
+          r0 += rows;
+        }
+        newParam = tensor::ConcatOp::create(b, loc, type, /*dim=*/0, parts);
+      } else {
+        newParam = block(0, m, true);
       }
-      double scale =
-          getUpdateScale(op.getScaleMode(), op.getScaleExtra().convertToDouble(),
-                         m, n);
-      auto apply = ApplyUpdateOp::create(
-          b, loc, type, op.getParam(), ns.getResult(), op.getLrAttr(),
-          b.getF64FloatAttr(scale), op.getWeightDecayAttr());
-      op.getNewParam().replaceAllUsesWith(apply.getResult());
+      op.getNewParam().replaceAllUsesWith(newParam);
       op.getNewMomentumBuffer().replaceAllUsesWith(
           mom.getNewMomentumBuffer());
       op.erase();

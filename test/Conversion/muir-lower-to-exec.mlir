@@ -108,3 +108,29 @@ func.func @helper(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
   %t = muir.transpose %x : tensor<4x8xf32> -> tensor<8x4xf32>
   return %t : tensor<8x4xf32>
 }
+
+// -----
+
+// Row slices and concatenation are copies through subviews; the concat
+// writes straight into the parameter once nothing reads it any more.
+// CHECK-LABEL: func.func @blocks
+// CHECK-SAME: (%[[P:[^:]+]]: memref<8x16xf32> {muir.name = "p"})
+// CHECK: %[[B0:.+]] = memref.alloc() {{.*}} : memref<4x16xf32>
+// CHECK: %[[V0:.+]] = memref.subview %[[P]][0, 0] [4, 16] [1, 1]
+// CHECK: memref.copy %[[V0]], %[[B0]]
+// CHECK: %[[V1:.+]] = memref.subview %[[P]][4, 0] [4, 16] [1, 1]
+// CHECK: memref.copy %[[V1]], %[[B1:.+]] :
+// CHECK: %[[D0:.+]] = memref.subview %[[P]][0, 0] [4, 16] [1, 1]
+// CHECK: memref.copy %[[T0:.+]], %[[D0]]
+// CHECK: %[[D1:.+]] = memref.subview %[[P]][4, 0] [4, 16] [1, 1]
+// CHECK: memref.copy %{{.+}}, %[[D1]]
+// CHECK-NOT: memref.copy
+// CHECK: return
+func.func @blocks(%p: tensor<8x16xf32> {muir.name = "p"}) -> (tensor<8x16xf32> {muir.updates = "p"}) {
+  %a = tensor.extract_slice %p[0, 0] [4, 16] [1, 1] : tensor<8x16xf32> to tensor<4x16xf32>
+  %b = tensor.extract_slice %p[4, 0] [4, 16] [1, 1] : tensor<8x16xf32> to tensor<4x16xf32>
+  %a1 = muir.frobenius_normalize %a : tensor<4x16xf32>
+  %b1 = muir.frobenius_normalize %b : tensor<4x16xf32>
+  %c = tensor.concat dim(0) %a1, %b1 : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+  return %c : tensor<8x16xf32>
+}

@@ -65,3 +65,27 @@ func.func @untouched(%p: tensor<16xf32>, %t: i64, %x: tensor<4x4xf32>) -> (tenso
   %y = muir.newton_schulz %x steps(5) schedule(quintic) : tensor<4x4xf32>
   return %p1, %y : tensor<16xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+// Row blocks: one momentum for the whole matrix; each block is sliced,
+// orthogonalised and scaled with its own shape (spectral: 0.2 * sqrt(max(4,
+// 16)) = 0.8 for both blocks here), and the updated blocks are concatenated.
+// CHECK-LABEL: func.func @row_blocks
+// CHECK-SAME: (%[[W:[^:]+]]: tensor<8x16xf32>
+// CHECK: %[[U:.+]], %{{.+}} = muir.momentum
+// CHECK: %[[U0:.+]] = tensor.extract_slice %[[U]][0, 0] [4, 16] [1, 1] : tensor<8x16xf32> to tensor<4x16xf32>
+// CHECK: %[[W0:.+]] = tensor.extract_slice %[[W]][0, 0] [4, 16] [1, 1]
+// CHECK: %[[O0:.+]] = muir.newton_schulz %[[U0]] steps(5) schedule(simple) : tensor<4x16xf32>
+// CHECK: %[[P0:.+]] = muir.apply_update %[[W0]], %[[O0]] {{.*}}scale = 8.000000e-01
+// CHECK: tensor.extract_slice %[[U]][4, 0] [4, 16] [1, 1]
+// CHECK: %[[P1:.+]] = muir.apply_update
+// CHECK: %[[P:.+]] = tensor.concat dim(0) %[[P0]], %[[P1]] : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+// CHECK: return %[[P]]
+// PROBE-LABEL: func.func @row_blocks
+// PROBE: muir.probe %{{.*}} {label = "qkv[0:4]", slot = 0 : i64}
+// PROBE: muir.probe %{{.*}} {label = "qkv[4:8]", slot = 1 : i64}
+func.func @row_blocks(%w: tensor<8x16xf32> {muir.name = "qkv"}, %g: tensor<8x16xf32>, %m: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %w1, %m1 = muir.muon_update %w, %g, %m {lr = 0.02, row_blocks = array<i64: 4, 4>} : tensor<8x16xf32>
+  return %w1 : tensor<8x16xf32>
+}

@@ -35,6 +35,7 @@
 #include "llvm/Support/WithColor.h"
 
 #include <chrono>
+#include <set>
 #include <cstring>
 #include <malloc.h>
 #include <unistd.h>
@@ -332,8 +333,11 @@ int main(int argc, char **argv) {
   int numMuon = 0, numParams = 0;
   for (int32_t i = 0; i < count; ++i)
     numParams += muirrt_tensor_role(rt, i) == MUIRRT_ROLE_PARAM;
+  std::set<std::string> observed;
   for (auto &kv : observations)
-    numMuon += muirrt_tensor_find(rt, kv.second.label.c_str()) >= 0;
+    observed.insert(StringRef(kv.second.label).split('[').first.str());
+  for (const std::string &name : observed)
+    numMuon += muirrt_tensor_find(rt, name.c_str()) >= 0;
   if (!quiet)
     llvm::outs() << "muir-run: " << (inputFile.empty() ? "<default>"
                                                        : inputFile.getValue())
@@ -388,7 +392,10 @@ int main(int argc, char **argv) {
       double worst = 0;
       for (int64_t off = 0; off + m * n <= numel; off += m * n)
         worst = std::max(worst, muirrt_orthogonality_error(data + off, m, n));
-      orth[obs.label] = worst;
+      // Blocks of a split update ("name[0:128]") report under their
+      // parameter, with the worst block's error.
+      std::string key = StringRef(obs.label).split('[').first.str();
+      orth[key] = std::max(orth[key], worst);
     }
     for (int32_t i = 0; i < count; ++i) {
       if (muirrt_tensor_role(rt, i) != MUIRRT_ROLE_PARAM)

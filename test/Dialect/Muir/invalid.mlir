@@ -179,7 +179,7 @@ func.func @muon_eps(%p: tensor<8x4xf32>) {
 // -----
 
 func.func @muon_unknown_attribute(%p: tensor<8x4xf32>) {
-  // expected-error@+1 {{'muir.muon_update' op unknown attribute 'lrr'; expected one of: beta, coefficients, eps, lr, momentum_kind, nesterov, ns_steps, scale_extra, scale_mode, schedule, weight_decay}}
+  // expected-error@+1 {{'muir.muon_update' op unknown attribute 'lrr'; expected one of: beta, coefficients, eps, lr, momentum_kind, nesterov, ns_steps, row_blocks, scale_extra, scale_mode, schedule, weight_decay}}
   %0:2 = muir.muon_update %p, %p, %p {lr = 0.1, lrr = 0.1} : tensor<8x4xf32>
   return
 }
@@ -927,5 +927,29 @@ muir.grid @world axes = ["tp"] shape = [2]
 func.func @all_gather_dynamic(%x: tensor<?x4xf32>) {
   // expected-error@+1 {{'muir.all_gather' op operand #0 must be statically shaped tensor of 32-bit float values, but got 'tensor<?x4xf32>'}}
   %0 = muir.all_gather %x on @world axes = ["tp"] gather_axis = 0 : tensor<?x4xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @row_blocks_sum(%w: tensor<8x16xf32>) {
+  // expected-error@+1 {{'muir.muon_update' op expected row_blocks to add up to the 8 rows, got 6}}
+  %0, %1 = muir.muon_update %w, %w, %w {lr = 0.02, row_blocks = array<i64: 4, 2>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @row_blocks_empty_block(%w: tensor<8x16xf32>) {
+  // expected-error@+1 {{'muir.muon_update' op expected row blocks of at least 1 row, got 0}}
+  %0, %1 = muir.muon_update %w, %w, %w {lr = 0.02, row_blocks = array<i64: 8, 0>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @row_blocks_stack(%w: tensor<2x8x16xf32>) {
+  // expected-error@+1 {{'muir.muon_update' op row_blocks needs a matrix (rank 2), got rank 3}}
+  %0, %1 = muir.muon_update %w, %w, %w {lr = 0.02, row_blocks = array<i64: 4, 4>} : tensor<2x8x16xf32>
   return
 }
