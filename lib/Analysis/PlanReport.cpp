@@ -61,10 +61,18 @@ PlanReport PlanReport::compute(const Description &d) {
         c.runtimeCalls += 1; // one fused AdamW kernel
         continue;
       }
-      c.nsFlops += localMatrices * nsFlops(m, n, a.muon.nsSteps);
-      // momentum, normalise, 3 GEMMs per step, the update; tall matrices
-      // transpose in and out. A batch of experts is one call each.
-      c.runtimeCalls += 3 + 3 * a.muon.nsSteps + (m > n ? 2 : 0);
+      // A split update (fused QKV) orthogonalises each row block alone.
+      SmallVector<int64_t> blocks = {m};
+      if (a.muon.splitFused && !p.splitRows.empty() && rank == 2)
+        blocks.assign(p.splitRows.begin(), p.splitRows.end());
+      // Per block: normalise, 3 GEMMs per step and the update (tall blocks
+      // transpose in and out); plus one
+      // momentum kernel. A batch of experts is one call each.
+      c.runtimeCalls += 1;
+      for (int64_t rows : blocks) {
+        c.nsFlops += localMatrices * nsFlops(rows, n, a.muon.nsSteps);
+        c.runtimeCalls += 2 + 3 * a.muon.nsSteps + (rows > n ? 2 : 0);
+      }
       for (const Sharding &s : p.shards) {
         if (s.kind == ShardKind::Expert)
           continue;

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "muir/Import/Description.h"
 
+#include "llvm/ADT/SmallSet.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
@@ -21,6 +23,8 @@
 using namespace mlir;
 using namespace mlir::muir::desc;
 namespace yaml = llvm::yaml;
+
+static constexpr double kInf = std::numeric_limits<double>::infinity();
 
 const GridAxis *Grid::find(StringRef name, bool moe) const {
   const std::vector<GridAxis> &list = moe && !moeAxes.empty() ? moeAxes : axes;
@@ -68,6 +72,8 @@ StringRef mlir::muir::desc::stringify(ShardKind kind) {
   return "tp_column";
 }
 
+static std::string number(double v);
+
 namespace {
 
 /// Walks the YAML tree, converting values and collecting errors.
@@ -105,6 +111,8 @@ private:
   std::optional<int64_t> integer(yaml::Node *n, StringRef key,
                                  int64_t min = 1);
   std::optional<double> real(yaml::Node *n, StringRef key);
+  std::optional<double> ranged(yaml::Node *n, StringRef key, double lo,
+                               bool loInclusive, double hi, bool hiInclusive);
   std::optional<bool> boolean(yaml::Node *n, StringRef key);
   std::optional<std::string> oneOf(yaml::Node *n, StringRef key,
                                    ArrayRef<StringRef> choices);
@@ -126,6 +134,7 @@ private:
   int numErrors = 0;
   std::optional<int64_t> devices;
   yaml::Node *devicesNode = nullptr;
+  bool badAxis = false; ///< an axis size was rejected: skip product checks
 };
 
 std::string closest(StringRef key, ArrayRef<StringRef> known) {
@@ -202,6 +211,24 @@ std::optional<int64_t> Reader::integer(yaml::Node *n, StringRef key,
   if (v < min) {
     error(n, "expected '" + key + "' to be at least " + Twine(min) + ", got " +
                  Twine(v));
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<double> Reader::ranged(yaml::Node *n, StringRef key, double lo,
+                                     bool loInclusive, double hi,
+                                     bool hiInclusive) {
+  std::optional<double> v = real(n, key);
+  if (!v)
+    return v;
+  bool ok = (loInclusive ? *v >= lo : *v > lo) &&
+            (hiInclusive ? *v <= hi : *v < hi);
+  if (!ok) {
+    std::string range = (loInclusive ? "[" : "(") + number(lo) + ", " +
+                        (std::isinf(hi) ? std::string("inf)")
+                                        : number(hi) + (hiInclusive ? "]" : ")"));
+    error(n, "expected '" + key + "' in " + range + ", got " + number(*v));
     return std::nullopt;
   }
   return v;
@@ -284,6 +311,8 @@ void Reader::readGridAxes(yaml::Node *n, StringRef key,
     if (auto size = integer(kv.getValue(), axis.name)) {
       axis.size = *size;
       out.push_back(axis);
+    } else {
+      badAxis = true;
     }
   }
 }
@@ -311,10 +340,10 @@ void Reader::readMuon(yaml::Node *n, MuonSettings &m) {
        "eps", "split_fused"},
       [&](StringRef key, yaml::Node *v) {
         if (key == "lr") {
-          if (auto x = real(v, key))
+          if (auto x = ranged(v, key, 0, true, kInf, false))
             m.lr = *x;
         } else if (key == "momentum") {
-          if (auto x = real(v, key))
+          if (auto x = ranged(v, key, 0, true, 1, false))
             m.beta = *x;
         } else if (key == "nesterov") {
           if (auto x = boolean(v, key))
@@ -323,13 +352,13 @@ void Reader::readMuon(yaml::Node *n, MuonSettings &m) {
           if (auto x = oneOf(v, key, {"ema", "accumulate"}))
             m.momentumKind = *x;
         } else if (key == "weight_decay") {
-          if (auto x = real(v, key))
+          if (auto x = ranged(v, key, 0, true, kInf, false))
             m.weightDecay = *x;
         } else if (key == "scale_mode") {
           if (auto x = oneOf(v, key, {"spectral", "shape", "unit_rms"}))
             m.scaleMode = *x;
         } else if (key == "scale_extra") {
-          if (auto x = real(v, key))
+          if (auto x = ranged(v, key, 0, false, kInf, false))
             m.scaleExtra = *x;
         } else if (key == "ns_steps") {
           if (auto x = integer(v, key))
@@ -344,7 +373,7 @@ void Reader::readMuon(yaml::Node *n, MuonSettings &m) {
               m.coefficients.push_back(*x);
           });
         } else if (key == "eps") {
-          if (auto x = real(v, key))
+          if (auto x = ranged(v, key, 0, false, kInf, false))
             m.eps = *x;
         } else if (key == "split_fused") {
           if (auto x = boolean(v, key))
@@ -357,7 +386,10 @@ void Reader::readAdamW(yaml::Node *n, AdamWSettings &a) {
   forEachKey(n, "'optimizer.adamw'",
              {"lr", "beta1", "beta2", "eps", "weight_decay"},
              [&](StringRef key, yaml::Node *v) {
-               std::optional<double> x = real(v, key);
+               bool beta = key == "beta1" || key == "beta2";
+               std::optional<double> x =
+                   beta ? ranged(v, key, 0, true, 1, false)
+                        : ranged(v, key, 0, key != "eps", kInf, false);
                if (!x)
                  return;
                if (key == "lr")
@@ -394,7 +426,7 @@ void Reader::readOverride(yaml::Node *n, Description &d) {
                    if (o.isRegex && !llvm::Regex(o.pattern).isValid(why))
                      error(v, "invalid regex '" + o.pattern + "': " + why);
                    if (!o.isRegex) {
-                     auto glob = llvm::GlobPattern::create(o.pattern);
+                     auto glob = llvm::GlobPattern::create(o.pattern, /*MaxSubPatterns=*/1024);
                      if (!glob) {
                        error(v, "invalid glob '" + o.pattern + "': " +
                                     llvm::toString(glob.takeError()));
@@ -406,9 +438,9 @@ void Reader::readOverride(yaml::Node *n, Description &d) {
                    o.optimizer = *x == "muon" ? Optimizer::Muon
                                               : Optimizer::AdamW;
                } else if (key == "lr") {
-                 o.lr = real(v, key);
+                 o.lr = ranged(v, key, 0, true, kInf, false);
                } else if (key == "weight_decay") {
-                 o.weightDecay = real(v, key);
+                 o.weightDecay = ranged(v, key, 0, true, kInf, false);
                } else if (key == "ns_steps") {
                  o.nsSteps = integer(v, key);
                } else if (key == "schedule") {
@@ -437,9 +469,10 @@ void Reader::readOptimizer(yaml::Node *n, Description &d) {
 void Reader::readShard(yaml::Node *n, Parameter &p) {
   Sharding s;
   s.loc = locOf(n);
-  bool hasKind = false, hasAxis = false;
+  bool hasKind = false, hasAxis = false, keyGiven = false;
   forEachKey(n, "a shard", {"kind", "axis"}, [&](StringRef key, yaml::Node *v) {
     if (key == "kind") {
+      keyGiven = true;
       if (auto k = oneOf(v, key, {"tp_column", "tp_row", "fsdp", "expert"})) {
         hasKind = true;
         s.kind = *k == "tp_column" ? ShardKind::TPColumn
@@ -454,18 +487,20 @@ void Reader::readShard(yaml::Node *n, Parameter &p) {
   });
   if (!isa_and_nonnull<yaml::MappingNode>(n))
     return;
-  if (!hasKind || !hasAxis) {
+  if ((!hasKind && !keyGiven) || !hasAxis) {
     error(n, "a shard needs 'kind' (tp_column, tp_row, fsdp, expert) and "
              "'axis'");
     return;
   }
+  if (!hasKind)
+    return; // its kind was already reported
   p.shards.push_back(s);
 }
 
 void Reader::readParameter(yaml::Node *n, Description &d) {
   Parameter p;
   p.loc = locOf(n);
-  bool hasName = false, hasShape = false;
+  bool hasName = false, hasShape = false, badShape = false;
   forEachKey(
       n, "a parameter",
       {"name", "shape", "dtype", "role", "shard", "split_rows", "moe"},
@@ -478,12 +513,13 @@ void Reader::readParameter(yaml::Node *n, Description &d) {
               error(v, "expected a non-empty parameter name");
           }
         } else if (key == "shape") {
+          // Present but malformed is reported per element, not as missing.
           hasShape = true;
           forEachItem(v, key, [&](yaml::Node *item) {
             if (auto x = integer(item, "shape"))
               p.shape.push_back(*x);
             else
-              hasShape = false;
+              badShape = true;
           });
         } else if (key == "dtype") {
           if (auto x = oneOf(v, key, {"f32", "bf16", "f16"}))
@@ -521,8 +557,10 @@ void Reader::readParameter(yaml::Node *n, Description &d) {
     return;
   if (!hasName)
     error(n, "a parameter needs a 'name'");
-  if (!hasShape || p.shape.empty())
+  if (!hasShape || (p.shape.empty() && !badShape))
     error(n, "a parameter needs a 'shape' (a list of positive sizes)");
+  if (badShape)
+    p.shape.clear(); // keeps later checks off a half-read shape
   if (p.role == Role::Expert)
     p.moeFolding = true;
   // Which dimension a kind splits follows from the shape: [out, in] or
@@ -580,13 +618,25 @@ void Reader::readMoE(yaml::Node *n, Description &d) {
 
 FailureOr<Description> Reader::read() {
   Description d;
+  // A syntax error anywhere is reported alone, before any key is read
+  // (walking a broken tree would add confusing follow-on errors).
+  {
+    yaml::Stream check(sm.getMemoryBuffer(bufferId)->getMemBufferRef(), sm);
+    if (!check.validate())
+      return failure();
+  }
   yaml::Stream stream(sm.getMemoryBuffer(bufferId)->getMemBufferRef(), sm);
   auto it = stream.begin();
-  if (it == stream.end() || !it->getRoot()) {
-    error(nullptr, file + ": empty description");
+  yaml::Node *root = it == stream.end() ? nullptr : it->getRoot();
+  if (!root || isa<yaml::NullNode>(root)) {
+    ++numErrors;
+    sm.PrintMessage(llvm::SMLoc::getFromPointer(
+                        sm.getMemoryBuffer(bufferId)->getBufferStart()),
+                    llvm::SourceMgr::DK_Error,
+                    "empty description: expected a mapping with 'grid' and "
+                    "'parameters'");
     return failure();
   }
-  yaml::Node *root = it->getRoot();
   if (stream.failed())
     return failure();
   d.loc = locOf(root);
@@ -613,13 +663,19 @@ FailureOr<Description> Reader::read() {
              });
   if (stream.failed())
     return failure();
+  // One description per file: trailing text or a second document is a
+  // mistake, not something to ignore.
+  if (++it != stream.end() && it->getRoot() &&
+      !isa<yaml::NullNode>(it->getRoot()))
+    error(it->getRoot(), "expected one description per file; found more "
+                         "after the first document");
   if (isa<yaml::MappingNode>(root)) {
     if (!hasGrid)
       error(root, "the description needs a 'grid'");
     if (!hasParams)
       error(root, "the description needs 'parameters'");
   }
-  if (devices && d.grid.numDevices() != *devices)
+  if (devices && !badAxis && d.grid.numDevices() != *devices)
     error(devicesNode, "grid axes have " + Twine(d.grid.numDevices()) +
                            " devices in all, but 'devices' is " +
                            Twine(*devices));
@@ -656,7 +712,8 @@ LogicalResult mlir::muir::desc::validate(
     ok = false;
     report(loc, msg);
   };
-  if (d.grid.axes.empty())
+  // (A description without any grid was already told so by the reader.)
+  if (d.grid.axes.empty() && !d.grid.loc.file.empty())
     fail(d.grid.loc, "the grid needs at least one axis");
   if (!d.grid.moeAxes.empty()) {
     int64_t moe = 1;
@@ -674,14 +731,28 @@ LogicalResult mlir::muir::desc::validate(
     fail(d.loc, "schedule 'custom' needs 'coefficients': a non-empty list of "
                 "(a, b, c) triples, got " +
                     Twine(m.coefficients.size()) + " values");
-  if (m.beta < 0 || m.beta >= 1)
-    fail(d.loc, "expected optimizer.muon.momentum in [0, 1), got " +
-                    Twine(std::to_string(m.beta)));
+  if (m.schedule != "custom" && !m.coefficients.empty())
+    fail(d.loc, "optimizer.muon.coefficients are only used with schedule "
+                "'custom', got schedule '" +
+                    m.schedule + "'");
+  for (const Override &o : d.overrides)
+    if (o.schedule && *o.schedule == "custom" && m.coefficients.empty())
+      fail(o.loc, "an override selects schedule 'custom' but "
+                  "optimizer.muon has no coefficients");
 
   llvm::StringMap<const Parameter *> names;
   for (const Parameter &p : d.params) {
     if (p.name.empty() || p.shape.empty())
       continue;
+    int64_t count = 1;
+    bool overflow = false;
+    for (int64_t dim : p.shape)
+      overflow |= llvm::MulOverflow(count, dim, count);
+    if (overflow) {
+      fail(p.loc, "parameter '" + p.name +
+                      "' has more elements than fit in 64 bits");
+      continue;
+    }
     auto [it, inserted] = names.try_emplace(p.name, &p);
     if (!inserted)
       fail(p.loc, "duplicate parameter name '" + p.name + "' (first at line " +
@@ -693,10 +764,20 @@ LogicalResult mlir::muir::desc::validate(
     int64_t sum = 0;
     for (int64_t r : p.splitRows)
       sum += r;
-    if (!p.splitRows.empty() && sum != p.shape.front())
+    if (!p.splitRows.empty() && p.shape.size() != 2)
+      fail(p.loc, "split_rows of '" + p.name +
+                      "' needs a matrix (rank 2), got rank " +
+                      Twine(p.shape.size()));
+    else if (!p.splitRows.empty() && sum != p.shape.front())
       fail(p.loc, "split_rows of '" + p.name + "' add up to " + Twine(sum) +
                       ", expected dim 0 = " + Twine(p.shape.front()));
+    llvm::SmallSet<int64_t, 4> dims;
+    llvm::StringSet<> axesUsed;
     for (const Sharding &s : p.shards) {
+      if (!dims.insert(s.dim).second || !axesUsed.insert(s.axis).second)
+        fail(s.loc, "'" + p.name + "' is sharded twice on dim " +
+                        Twine(s.dim) + " or on axis '" + s.axis +
+                        "'; give each dimension and axis one shard");
       const GridAxis *axis = d.grid.find(s.axis, p.moeFolding);
       if (!axis) {
         fail(s.loc, "shard of '" + p.name + "' names axis '" + s.axis +
@@ -731,7 +812,8 @@ LogicalResult mlir::muir::desc::validate(
                       ") in MoE layer '" + l.name + "'");
     if (l.groupsPerToken > l.groups)
       fail(l.loc, "groups_per_token (" + Twine(l.groupsPerToken) +
-                      ") is greater than groups (" + Twine(l.groups) + ")");
+                      ") is greater than groups (" + Twine(l.groups) +
+                      ") in MoE layer '" + l.name + "'");
     if (const GridAxis *ep = d.grid.find("ep", true))
       if (l.experts % ep->size != 0)
         fail(l.loc, "experts (" + Twine(l.experts) +
@@ -751,8 +833,13 @@ FailureOr<Grid> mlir::muir::desc::parseLayout(StringRef layout,
   auto [main, moePart] = layout.split(';');
   auto parseAxes = [&](StringRef text, std::vector<GridAxis> &out) {
     SmallVector<StringRef> items;
-    text.split(items, ',', -1, /*KeepEmpty=*/false);
+    text.split(items, ',', -1, /*KeepEmpty=*/true);
     for (StringRef item : items) {
+      if (item.trim().empty()) {
+        error = "empty entry in layout '" + text.str() +
+                "'; expected name=size[,name=size...]";
+        return false;
+      }
       auto [name, size] = item.trim().split('=');
       GridAxis a;
       a.name = name.trim().str();
@@ -772,6 +859,10 @@ FailureOr<Grid> mlir::muir::desc::parseLayout(StringRef layout,
     }
     return true;
   };
+  if (main.trim().empty()) {
+    error = "the layout has no axes; expected e.g. \"dp=8,tp=2,ep=8\"";
+    return failure();
+  }
   if (!parseAxes(main, g.axes))
     return failure();
   moePart = moePart.trim();
@@ -885,7 +976,7 @@ LogicalResult mlir::muir::desc::applyLayout(Description &d,
 static bool matches(const Override &o, StringRef name) {
   if (o.isRegex)
     return llvm::Regex("^(" + o.pattern + ")$").match(name);
-  auto glob = llvm::GlobPattern::create(o.pattern);
+  auto glob = llvm::GlobPattern::create(o.pattern, /*MaxSubPatterns=*/1024);
   return glob && glob->match(name);
 }
 
@@ -941,7 +1032,7 @@ static std::string quoted(StringRef s) {
 static std::string number(double v) {
   std::string s;
   llvm::raw_string_ostream os(s);
-  os << llvm::format("%.10g", v);
+  os << llvm::format("%.17g", v);
   // YAML reads "1e-07" as a string in some readers; keep a decimal point.
   if (StringRef(s).contains('e') && !StringRef(s).contains('.'))
     s.insert(s.find('e'), ".0");

@@ -182,8 +182,8 @@ FailureOr<Description> parseDescription(llvm::SourceMgr &sourceMgr,
                                         unsigned bufferId);
 
 /// Reads a Hugging Face `config.json` (qwen3_moe, deepseek_v3 / kimi_k2,
-/// mixtral, llama-style dense) and derives every parameter. `errors`
-/// receives one line per problem.
+/// mixtral, llama-style dense) and derives every parameter. On failure
+/// `error` holds one line describing the first problem.
 FailureOr<Description> importHFConfig(StringRef path, std::string &error);
 
 /// Parses "dp=8,tp=2,ep=8" (optionally "...;moe:ep=8,etp=2") into grid axes.
