@@ -1032,7 +1032,13 @@ static std::string quoted(StringRef s) {
 static std::string number(double v) {
   std::string s;
   llvm::raw_string_ostream os(s);
-  os << llvm::format("%.17g", v);
+  // The shortest of 15..17 significant digits that reads back exactly.
+  for (int digits = 15; digits <= 17; ++digits) {
+    s.clear();
+    os << llvm::format("%.*g", digits, v);
+    if (std::strtod(s.c_str(), nullptr) == v)
+      break;
+  }
   // YAML reads "1e-07" as a string in some readers; keep a decimal point.
   if (StringRef(s).contains('e') && !StringRef(s).contains('.'))
     s.insert(s.find('e'), ".0");
