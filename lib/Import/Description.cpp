@@ -731,9 +731,12 @@ LogicalResult mlir::muir::desc::validate(
     fail(d.loc, "schedule 'custom' needs 'coefficients': a non-empty list of "
                 "(a, b, c) triples, got " +
                     Twine(m.coefficients.size()) + " values");
-  if (m.schedule != "custom" && !m.coefficients.empty())
+  bool anyCustom = m.schedule == "custom";
+  for (const Override &o : d.overrides)
+    anyCustom |= o.schedule && *o.schedule == "custom";
+  if (!anyCustom && !m.coefficients.empty())
     fail(d.loc, "optimizer.muon.coefficients are only used with schedule "
-                "'custom', got schedule '" +
+                "'custom' (globally or in an override), got schedule '" +
                     m.schedule + "'");
   for (const Override &o : d.overrides)
     if (o.schedule && *o.schedule == "custom" && m.coefficients.empty())
