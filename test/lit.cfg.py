@@ -24,7 +24,8 @@ llvm_config.use_default_substitutions()
 
 tool_dirs = [config.muir_tools_dir, config.llvm_tools_dir]
 tools = ["muir-opt", "muir-run", "muir-compile", "muir-sgemm-rate",
-         ToolSubst("muir-runtime-unittests", unresolved="ignore")]
+         ToolSubst("muir-runtime-unittests", unresolved="ignore"),
+         ToolSubst("muir-dist-unittests", unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PYTHONPATH",
@@ -38,5 +39,9 @@ if config.muir_have_cuda:
     config.available_features.add("cuda-toolkit")
 if os.path.exists("/dev/nvidia0") or os.path.exists("/dev/nvidiactl"):
     config.available_features.add("cuda-gpu")
+import shutil
+if shutil.which("mpirun") and os.path.exists(
+        os.path.join(config.muir_tools_dir, "muir-dist-unittests")):
+    config.available_features.add("mpi")
 if os.path.exists(os.path.join(config.muir_tools_dir, "muir-runtime-unittests")):
     config.available_features.add("gtest")

@@ -97,4 +97,74 @@ def MuirExec_ObserveOp : MuirExec_Op<"observe"> {
   let hasVerifier = 1;
 }
 
+
+//===----------------------------------------------------------------------===//
+// Collectives (runtime: MPI on CPU)
+//===----------------------------------------------------------------------===//
+
+// A collective's group is named by `axes_mask`: bit i set = grid axis i of the
+// module's @world grid. The runtime derives the communicator from it.
+class MuirExec_CollectiveOp<string mnemonic> : MuirExec_Op<mnemonic> {
+  let assemblyFormat = [{
+    $input `,` $output attr-dict `:` type($input) `,` type($output)
+  }];
+}
+
+def MuirExec_AllReduceOp : MuirExec_CollectiveOp<"all_reduce"> {
+  let summary = "element-wise reduction over a group (runtime all-reduce)";
+  let description = [{
+    `reduction`: 0 sum, 1 max, 2 min, 3 avg; sums are added in group-rank
+    order, so results do not depend on timing.
+  }];
+  let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
+      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output, I64Attr:$axes_mask,
+      I32Attr:$reduction);
+}
+
+def MuirExec_AllGatherOp : MuirExec_CollectiveOp<"all_gather"> {
+  let summary = "concatenate the group's pieces along a dimension";
+  let description = [{
+    Gathers along `gather_axis` of row-major buffers, group-rank order.
+  }];
+  let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
+      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output, I64Attr:$axes_mask,
+      I64Attr:$gather_axis);
+}
+
+def MuirExec_AllGatherVOp : MuirExec_CollectiveOp<"all_gatherv"> {
+  let summary = "ragged gather along dimension 0 (static sizes)";
+  let description = [{
+    Group rank j contributes its first sizes[j] slices of dimension 0.
+  }];
+  let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
+      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output, I64Attr:$axes_mask,
+      DenseI64ArrayAttr:$sizes);
+}
+
+def MuirExec_ReduceScatterOp : MuirExec_CollectiveOp<"reduce_scatter"> {
+  let summary = "reduce over a group, keep this rank's slice";
+  let description = [{ Slices along `scatter_axis`, group-rank order. }];
+  let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
+      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output, I64Attr:$axes_mask,
+      I64Attr:$scatter_axis, I32Attr:$reduction);
+}
+
+def MuirExec_AllToAllOp : MuirExec_CollectiveOp<"all_to_all"> {
+  let summary = "exchange equal blocks of dimension 0 with every group rank";
+  let description = [{
+    Block j of dimension 0 goes to group rank j; the received blocks are
+    concatenated along dimension 0 in group-rank order.
+  }];
+  let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
+      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output, I64Attr:$axes_mask);
+}
+
+def MuirExec_BroadcastOp : MuirExec_CollectiveOp<"broadcast"> {
+  let summary = "copy group rank `root`'s buffer to the group";
+  let description = [{ `output` receives the root's `input`. }];
+  let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
+      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output, I64Attr:$axes_mask,
+      I64Attr:$root);
+}
+
 #endif // MUIR_EXEC_OPS_TD

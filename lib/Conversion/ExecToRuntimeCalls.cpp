@@ -45,6 +45,19 @@ public:
         b, loc, LLVM::LLVMPointerType::get(b.getContext()), asInt);
   }
 
+  /// A stack array of i64 constants (counts for ragged collectives).
+  Value constArray(ArrayRef<int64_t> values) {
+    auto type = MemRefType::get({static_cast<int64_t>(values.size())},
+                                b.getI64Type());
+    Value buf = memref::AllocaOp::create(b, loc, type);
+    for (auto [i, v] : llvm::enumerate(values)) {
+      Value idx = arith::ConstantIndexOp::create(b, loc, i);
+      memref::StoreOp::create(b, loc, i64(v), buf, ValueRange{idx});
+    }
+    return ptr(buf);
+  }
+  void copy(Value from, Value to) { memref::CopyOp::create(b, loc, from, to); }
+
   void call(StringRef name, ArrayRef<Value> args) {
     SmallVector<Type> types;
     for (Value a : args)
@@ -69,6 +82,32 @@ std::array<int64_t, 3> dims(Value v) {
   ArrayRef<int64_t> s = cast<MemRefType>(v.getType()).getShape();
   return s.size() == 3 ? std::array<int64_t, 3>{s[0], s[1], s[2]}
                        : std::array<int64_t, 3>{1, s[0], s[1]};
+}
+
+int64_t numel(Value v) {
+  return cast<MemRefType>(v.getType()).getNumElements();
+}
+
+/// (rows before `axis`, floats from `axis` on) of a row-major buffer: the
+/// runtime's view of a gather or scatter along `axis`.
+std::pair<int64_t, int64_t> split(Value v, int64_t axis) {
+  ArrayRef<int64_t> shape = cast<MemRefType>(v.getType()).getShape();
+  int64_t outer = 1, inner = 1;
+  for (auto [d, size] : llvm::enumerate(shape))
+    (static_cast<int64_t>(d) < axis ? outer : inner) *= size;
+  return {outer, inner};
+}
+
+/// Ranks in the group named by `mask` on the module's first grid.
+int64_t groupSize(ModuleOp module, int64_t mask) {
+  int64_t size = 1;
+  for (auto grid : module.getOps<muir::GridOp>()) {
+    for (auto [i, s] : llvm::enumerate(grid.getShape()))
+      if (mask & (int64_t(1) << i))
+        size *= s;
+    break;
+  }
+  return size;
 }
 
 struct ExecToRuntimeCallsPass
@@ -111,6 +150,44 @@ struct ExecToRuntimeCallsPass
         auto t = cast<MemRefType>(obs.getInput().getType());
         c.call("muirrt_observe", {c.i64(obs.getSlot()), c.ptr(obs.getInput()),
                                   c.i64(t.getNumElements())});
+      } else if (auto ar = dyn_cast<mx::AllReduceOp>(op)) {
+        c.call("muirrt_all_reduce",
+               {c.i64(ar.getAxesMask()), c.i32(ar.getReduction()),
+                c.ptr(ar.getInput()), c.ptr(ar.getOutput()),
+                c.i64(numel(ar.getInput()))});
+      } else if (auto ag = dyn_cast<mx::AllGatherOp>(op)) {
+        auto [outer, inner] = split(ag.getInput(), ag.getGatherAxis());
+        c.call("muirrt_all_gather",
+               {c.i64(ag.getAxesMask()), c.ptr(ag.getInput()),
+                c.ptr(ag.getOutput()), c.i64(outer), c.i64(inner)});
+      } else if (auto agv = dyn_cast<mx::AllGatherVOp>(op)) {
+        // Counts in floats: sizes are slices of dimension 0.
+        auto t = cast<MemRefType>(agv.getInput().getType());
+        int64_t row = t.getNumElements() / std::max<int64_t>(1, t.getDimSize(0));
+        SmallVector<int64_t> counts;
+        for (int64_t s : agv.getSizes())
+          counts.push_back(s * row);
+        c.call("muirrt_all_gatherv",
+               {c.i64(agv.getAxesMask()), c.ptr(agv.getInput()),
+                c.ptr(agv.getOutput()), c.constArray(counts)});
+      } else if (auto rs = dyn_cast<mx::ReduceScatterOp>(op)) {
+        auto [outer, inner] = split(rs.getOutput(), rs.getScatterAxis());
+        c.call("muirrt_reduce_scatter",
+               {c.i64(rs.getAxesMask()), c.i32(rs.getReduction()),
+                c.ptr(rs.getInput()), c.ptr(rs.getOutput()), c.i64(outer),
+                c.i64(inner)});
+      } else if (auto a2a = dyn_cast<mx::AllToAllOp>(op)) {
+        int64_t group = groupSize(module, a2a.getAxesMask());
+        c.call("muirrt_all_to_all",
+               {c.i64(a2a.getAxesMask()), c.ptr(a2a.getInput()),
+                c.ptr(a2a.getOutput()),
+                c.i64(numel(a2a.getInput()) / group)});
+      } else if (auto bc = dyn_cast<mx::BroadcastOp>(op)) {
+        // The runtime broadcasts in place: start from this rank's input.
+        c.copy(bc.getInput(), bc.getOutput());
+        c.call("muirrt_broadcast",
+               {c.i64(bc.getAxesMask()), c.i64(bc.getRoot()),
+                c.ptr(bc.getOutput()), c.i64(numel(bc.getInput()))});
       } else {
         op->emitOpError("has no runtime call");
         return signalPassFailure();

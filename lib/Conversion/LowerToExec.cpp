@@ -305,20 +305,61 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
   }
 
   if (isCollective(op)) {
+    auto gridRef = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+    auto grid = SymbolTable::lookupNearestSymbolFrom<GridOp>(op, gridRef);
+    auto axes = op->getAttrOfType<ArrayAttr>("grid_axes");
+    int64_t group = grid ? grid.getGroupSize(axes) : 0;
+    Value out = output(op->getResult(0));
+    map.map(op->getResult(0), out);
+    Value input = in(op->getOperand(0));
     // On one rank per group a collective moves nothing: its result is its
     // input (and all_gatherv with one size is the unpadded input).
-    auto grid = SymbolTable::lookupNearestSymbolFrom<GridOp>(
-        op, op->getAttrOfType<FlatSymbolRefAttr>("grid"));
-    int64_t group =
-        grid ? grid.getGroupSize(op->getAttrOfType<ArrayAttr>("grid_axes"))
-             : 0;
-    if (group != 1 || isa<AllToAllVOp>(op))
-      return op->emitOpError("collectives over more than one rank run in "
-                             "the distributed runtime; this group has ")
-             << group << " ranks";
-    Value out = output(op->getResult(0));
-    memref::CopyOp::create(b, loc, in(op->getOperand(0)), out);
-    map.map(op->getResult(0), out);
+    if (group == 1 && !isa<AllToAllVOp>(op)) {
+      memref::CopyOp::create(b, loc, input, out);
+      return success();
+    }
+    // The runtime knows one grid, the module's first (the ranks of the
+    // run); a second folding of the same devices needs its own mapping.
+    auto module = op->getParentOfType<ModuleOp>();
+    auto grids = module.getOps<GridOp>();
+    if (grids.empty() || *grids.begin() != grid)
+      return op->emitOpError("collectives on a grid other than the module's "
+                             "first (the run's ranks) are not supported yet");
+    int64_t mask = 0;
+    for (Attribute a : axes)
+      mask |= int64_t(1) << grid.getAxisIndex(cast<StringAttr>(a).getValue());
+    auto maskAttr = b.getI64IntegerAttr(mask);
+    auto reductionAttr = [&](ReductionKind kind) {
+      return b.getI32IntegerAttr(static_cast<int32_t>(kind));
+    };
+    if (auto ar = dyn_cast<AllReduceOp>(op)) {
+      mx::AllReduceOp::create(b, loc, input, out, maskAttr,
+                              reductionAttr(ar.getReduction()));
+    } else if (auto ag = dyn_cast<AllGatherOp>(op)) {
+      mx::AllGatherOp::create(b, loc, input, out, maskAttr,
+                              ag.getGatherAxisAttr());
+    } else if (auto agv = dyn_cast<AllGatherVOp>(op)) {
+      if (agv.getGatherAxisAttr().getInt() != 0)
+        return op->emitOpError("ragged gathers along a dimension other than "
+                               "0 are not supported yet");
+      mx::AllGatherVOp::create(b, loc, input, out, maskAttr,
+                               agv.getSizesAttr());
+    } else if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
+      mx::ReduceScatterOp::create(b, loc, input, out, maskAttr,
+                                  rs.getScatterAxisAttr(),
+                                  reductionAttr(rs.getReduction()));
+    } else if (auto a2a = dyn_cast<AllToAllOp>(op)) {
+      if (a2a.getSplitAxisAttr().getInt() != 0 ||
+          a2a.getConcatAxisAttr().getInt() != 0)
+        return op->emitOpError("all_to_all other than split and concat on "
+                               "dimension 0 is not supported yet");
+      mx::AllToAllOp::create(b, loc, input, out, maskAttr);
+    } else if (auto bc = dyn_cast<BroadcastOp>(op)) {
+      mx::BroadcastOp::create(b, loc, input, out, maskAttr, bc.getRootAttr());
+    } else {
+      return op->emitOpError("ragged all-to-all with run-time counts is not "
+                             "lowered yet (MoE dispatch)");
+    }
     return success();
   }
 

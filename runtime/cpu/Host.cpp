@@ -997,3 +997,8 @@ extern "C" double muirrt_diff_norm(const float *x, const float *y,
   }
   return std::sqrt(sum);
 }
+
+// Lets the other runtime files (Dist.cpp) report through muirrt_last_error.
+namespace muirrt_detail {
+void setLastError(std::string message) { lastError = std::move(message); }
+} // namespace muirrt_detail

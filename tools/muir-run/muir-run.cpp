@@ -28,6 +28,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -35,6 +36,7 @@
 #include "llvm/Support/WithColor.h"
 
 #include <chrono>
+#include <thread>
 #include <set>
 #include <cstring>
 #include <malloc.h>
@@ -62,6 +64,11 @@ static cl::opt<std::string>
 static cl::opt<bool> quiet("quiet",
                            cl::desc("print only the closing summary line"),
                            cl::init(false));
+static cl::opt<int>
+    numRanks("ranks",
+             cl::desc("run N ranks as MPI processes: muir-run starts itself "
+                      "under `mpirun -n N` (the grid's devices must be N)"),
+             cl::init(1));
 static cl::opt<bool> noProbes(
     "no-probes",
     cl::desc("do not record Newton-Schulz outputs (no orthogonality error)"),
@@ -117,11 +124,75 @@ static int fail(const Twine &msg) {
 }
 
 namespace {
+/// A dimension of a tensor split over the group of a grid axis.
+struct Split {
+  int64_t dim;
+  int64_t mask; ///< the axis as a runtime axes mask
+};
+
 /// One argument of the exec entry function.
 struct EntryArg {
   std::string name;     // empty for the step counter
-  int32_t tensor = -1;  // runtime tensor index
+  int32_t tensor = -1;  // this rank's shard in the local context
+  int32_t global = -1;  // the whole tensor in the global context
+  SmallVector<Split> splits;
 };
+
+/// Copies between a whole tensor and this rank's shard: to the shard by
+/// slicing (rank-local), back by all-gathers over each split's group (every
+/// rank must call it, in the same order).
+void copyShard(MuirRtContext *global, const EntryArg &a, MuirRtContext *local,
+               bool toShard) {
+  int32_t rank = muirrt_tensor_rank(local, a.tensor);
+  ArrayRef<int64_t> shape(muirrt_tensor_shape(local, a.tensor), rank);
+  ArrayRef<int64_t> whole(muirrt_tensor_shape(global, a.global), rank);
+  float *shard = muirrt_tensor_data(local, a.tensor);
+  float *full = muirrt_tensor_data(global, a.global);
+  int64_t numel = muirrt_tensor_numel(local, a.tensor);
+  if (a.splits.empty()) {
+    if (toShard)
+      std::copy(full, full + numel, shard);
+    else
+      std::copy(shard, shard + numel, full);
+    return;
+  }
+  if (!toShard) {
+    // Gather one split dimension at a time, growing the tensor.
+    std::vector<float> cur(shard, shard + numel);
+    SmallVector<int64_t> curShape(shape);
+    for (const Split &s : a.splits) {
+      int64_t outer = 1, inner = 1;
+      for (int64_t d = 0; d < rank; ++d)
+        (d < s.dim ? outer : inner) *= curShape[d];
+      int64_t g = muirrt_dist_group_size(s.mask);
+      std::vector<float> next(cur.size() * g);
+      muirrt_all_gather(s.mask, cur.data(), next.data(), outer, inner);
+      cur.swap(next);
+      curShape[s.dim] *= g;
+    }
+    std::copy(cur.begin(), cur.end(), full);
+    return;
+  }
+  // Slice: offset of this rank's block along each split dimension; copy
+  // row by row (the last dimension is contiguous in both).
+  SmallVector<int64_t> offset(rank, 0);
+  for (const Split &s : a.splits)
+    offset[s.dim] = muirrt_dist_group_rank(s.mask) * shape[s.dim];
+  int64_t rowLen = shape.back(), rows = numel / std::max<int64_t>(1, rowLen);
+  SmallVector<int64_t> idx(rank, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    // idx holds the local coordinates of row r (all but the last dim).
+    int64_t rem = r;
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      idx[d] = rem % shape[d];
+      rem /= shape[d];
+    }
+    int64_t src = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      src = src * whole[d] + (d == rank - 1 ? offset[d] : idx[d] + offset[d]);
+    std::copy(full + src, full + src + rowLen, shard + r * rowLen);
+  }
+}
 
 /// What the host needs to know about an observation slot.
 struct Observation {
@@ -161,10 +232,49 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
         reinterpret_cast<void *>(&muirrt_frobenius_normalize));
     add("muirrt_transpose", reinterpret_cast<void *>(&muirrt_transpose));
     add("muirrt_observe", reinterpret_cast<void *>(&muirrt_observe));
+    add("muirrt_all_reduce", reinterpret_cast<void *>(&muirrt_all_reduce));
+    add("muirrt_all_gather", reinterpret_cast<void *>(&muirrt_all_gather));
+    add("muirrt_all_gatherv", reinterpret_cast<void *>(&muirrt_all_gatherv));
+    add("muirrt_reduce_scatter",
+        reinterpret_cast<void *>(&muirrt_reduce_scatter));
+    add("muirrt_all_to_all", reinterpret_cast<void *>(&muirrt_all_to_all));
+    add("muirrt_broadcast", reinterpret_cast<void *>(&muirrt_broadcast));
     return map;
   });
 }
 } // namespace
+
+/// Starts this very command line again as `mpirun -n N muir-run ...`; each
+/// rank then sees OMPI_COMM_WORLD_SIZE and runs its part. OpenBLAS threads
+/// are divided among the ranks unless the environment sets them.
+static int relaunchUnderMPI(int argc, char **argv) {
+  auto mpirun = llvm::sys::findProgramByName("mpirun");
+  if (!mpirun)
+    return fail("--ranks " + Twine(numRanks) +
+                " needs mpirun (Debian: openmpi-bin)");
+  std::string self = llvm::sys::fs::getMainExecutable(argv[0],
+                                                      (void *)&fail);
+  std::string ranks = std::to_string(numRanks);
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::string threads =
+      "OPENBLAS_NUM_THREADS=" +
+      std::string(getenv("OPENBLAS_NUM_THREADS")
+                      ? getenv("OPENBLAS_NUM_THREADS")
+                      : std::to_string(std::max(1u, cores / numRanks)));
+  SmallVector<StringRef> cmd = {*mpirun, "-n", ranks, "--oversubscribe",
+                                "--bind-to", "none", "-x", threads};
+  if (geteuid() == 0)
+    cmd.push_back("--allow-run-as-root");
+  cmd.push_back(self);
+  for (int i = 1; i < argc; ++i)
+    cmd.push_back(argv[i]);
+  std::string error;
+  int rc = llvm::sys::ExecuteAndWait(*mpirun, cmd, std::nullopt, {}, 0, 0,
+                                     &error);
+  if (rc < 0)
+    return fail("cannot run mpirun: " + error);
+  return rc;
+}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
@@ -174,6 +284,10 @@ int main(int argc, char **argv) {
       "Without an input file, runs the embedded default example.\n");
   if (numSteps < 1)
     return fail("--steps must be at least 1, got " + Twine(numSteps));
+  if (numRanks < 1)
+    return fail("--ranks must be at least 1, got " + Twine(numRanks));
+  if (numRanks > 1 && !getenv("OMPI_COMM_WORLD_SIZE"))
+    return relaunchUnderMPI(argc, argv);
 
   // Exec IR allocates its Newton-Schulz temporaries every step. Keep freed
   // blocks in the heap instead of returning them to the kernel, so later
@@ -240,9 +354,40 @@ int main(int argc, char **argv) {
     return fail("no entry function: expected a function whose arguments "
                 "carry 'muir.name'");
 
-  // Register every named tensor with the runtime.
+  // The run's ranks are the devices of the module's first grid.
+  SmallVector<int64_t> gridSizes;
+  SmallVector<std::string> gridAxes;
+  for (auto grid : module->getOps<muir::GridOp>()) {
+    for (auto [name, size] : llvm::zip(grid.getAxes(), grid.getShape())) {
+      gridAxes.push_back(cast<StringAttr>(name).getValue().str());
+      gridSizes.push_back(size);
+    }
+    break;
+  }
+  int64_t devices = 1;
+  for (int64_t size : gridSizes)
+    devices *= size;
+  if (devices > 1 || getenv("OMPI_COMM_WORLD_SIZE")) {
+    if (devices > 1 && !getenv("OMPI_COMM_WORLD_SIZE") && numRanks == 1)
+      return fail("the grid has " + Twine(devices) +
+                  " devices; run it with --ranks " + Twine(devices));
+    if (muirrt_dist_init(gridSizes.size(), gridSizes.data()))
+      return fail(muirrt_last_error());
+  }
+  llvm::scope_exit finalize([] { muirrt_dist_finalize(); });
+  int rank = muirrt_dist_rank();
+  bool printing = !quiet && rank == 0;
+
+  // Every named tensor lives twice: whole in `global` (what --load reads,
+  // the seed fills and --dump writes, identical on every rank) and as this
+  // rank's shard in `rt` (what the step updates). `muir.split = ["tp:0"]`
+  // says dimension 0 is split over the group of axis tp.
   MuirRtContext *rt = muirrt_context_create();
-  llvm::scope_exit cleanup([&] { muirrt_context_destroy(rt); });
+  MuirRtContext *global = muirrt_context_create();
+  llvm::scope_exit cleanup([&] {
+    muirrt_context_destroy(rt);
+    muirrt_context_destroy(global);
+  });
   SmallVector<EntryArg> args;
   for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
     Type t = entry.getArgument(i).getType();
@@ -252,10 +397,34 @@ int main(int argc, char **argv) {
       if (!name)
         return fail("entry argument " + Twine(i) + " has no muir.name");
       a.name = name.str();
-      a.tensor = muirrt_tensor_add(
-          rt, a.name.c_str(), mt.getRank(), mt.getShape().data(),
-          roleOf(a.name, entry.getArgAttrOfType<StringAttr>(i, "muir.role")));
-      if (a.tensor < 0)
+      SmallVector<int64_t> globalShape(mt.getShape());
+      if (auto splits = entry.getArgAttrOfType<ArrayAttr>(i, "muir.split")) {
+        for (Attribute attr : splits) {
+          auto [axis, dimText] =
+              cast<StringAttr>(attr).getValue().split(':');
+          int64_t dim = -1;
+          auto it = llvm::find(gridAxes, axis.str());
+          if (it == gridAxes.end() || dimText.getAsInteger(10, dim) ||
+              dim < 0 || dim >= mt.getRank())
+            return fail("tensor '" + a.name + "': bad muir.split entry '" +
+                        cast<StringAttr>(attr).getValue() +
+                        "' (expected axis:dim with a grid axis)");
+          for (const Split &other : a.splits)
+            if (other.dim == dim)
+              return fail("tensor '" + a.name + "' is split twice on dim " +
+                          Twine(dim));
+          int64_t mask = int64_t(1) << (it - gridAxes.begin());
+          a.splits.push_back({dim, mask});
+          globalShape[dim] *= muirrt_dist_group_size(mask);
+        }
+      }
+      int32_t role =
+          roleOf(a.name, entry.getArgAttrOfType<StringAttr>(i, "muir.role"));
+      a.tensor = muirrt_tensor_add(rt, a.name.c_str(), mt.getRank(),
+                                   mt.getShape().data(), role);
+      a.global = muirrt_tensor_add(global, a.name.c_str(), mt.getRank(),
+                                   globalShape.data(), role);
+      if (a.tensor < 0 || a.global < 0)
         return fail(muirrt_last_error());
     } else if (!t.isInteger(64)) {
       return fail("entry argument " + Twine(i) + " has unsupported type");
@@ -273,7 +442,7 @@ int main(int argc, char **argv) {
   // and leaves nothing behind.
   bool dumpDirIsNew =
       !dumpDir.empty() && !llvm::sys::fs::exists(dumpDir.getValue());
-  if (!dumpDir.empty() && muirrt_check_dump_dir(dumpDir.c_str()))
+  if (rank == 0 && !dumpDir.empty() && muirrt_check_dump_dir(dumpDir.c_str()))
     return fail(muirrt_last_error());
   // A run that fails later leaves no trace: not even the (empty) dump
   // directory the check created.
@@ -283,9 +452,12 @@ int main(int argc, char **argv) {
       ::rmdir(dumpDir.c_str());
   });
   int32_t loaded = 0;
-  if (!loadDir.empty() && muirrt_load_dir(rt, loadDir.c_str(), &loaded))
+  if (!loadDir.empty() && muirrt_load_dir(global, loadDir.c_str(), &loaded))
     return fail(muirrt_last_error());
-  muirrt_init_from_seed(rt, seed);
+  muirrt_init_from_seed(global, seed);
+  for (const EntryArg &a : args)
+    if (a.tensor >= 0)
+      copyShard(global, a, rt, /*toShard=*/true);
 
   // Exec IR -> LLVM -> native code. The muir.* argument attributes have
   // been read; LLVM IR translation has no meaning for them.
@@ -338,13 +510,16 @@ int main(int argc, char **argv) {
     observed.insert(StringRef(kv.second.label).split('[').first.str());
   for (const std::string &name : observed)
     numMuon += muirrt_tensor_find(rt, name.c_str()) >= 0;
-  if (!quiet)
+  if (printing)
     llvm::outs() << "muir-run: " << (inputFile.empty() ? "<default>"
                                                        : inputFile.getValue())
                  << ": " << numParams << " parameters (" << numMuon
                  << " with Muon), " << count << " tensors, " << loaded
                  << " loaded, seed " << seed << ", " << numSteps
-                 << " steps\n";
+                 << " steps" << (devices > 1 ? ", " + std::to_string(devices) +
+                                                   " ranks (rank 0 shown)"
+                                             : std::string())
+                 << "\n";
 
   // Per-step snapshots of the parameters give the update norms.
   std::vector<std::vector<float>> before(count);
@@ -376,7 +551,7 @@ int main(int argc, char **argv) {
                     .count();
     totalMs += ms;
     minMs = std::min(minMs, ms);
-    if (quiet)
+    if (!printing)
       continue;
 
     llvm::outs() << "step " << step << ": "
@@ -423,13 +598,20 @@ int main(int argc, char **argv) {
   }
 
   if (!dumpDir.empty()) {
-    if (muirrt_dump_dir(rt, dumpDir.c_str()))
+    // Whole tensors again: every rank takes part in the gathers, rank 0
+    // writes.
+    for (const EntryArg &a : args)
+      if (a.tensor >= 0)
+        copyShard(global, a, rt, /*toShard=*/false);
+    if (rank == 0 && muirrt_dump_dir(global, dumpDir.c_str()))
       return fail(muirrt_last_error());
-    if (!quiet)
+    if (printing)
       llvm::outs() << "muir-run: wrote " << count << " tensors to " << dumpDir
                    << "\n";
   }
   succeeded = true;
+  if (rank != 0)
+    return 0;
   llvm::outs() << "muir-run: steps " << numSteps << " mean_ms "
                << llvm::format("%.3f", totalMs / numSteps) << " min_ms "
                << llvm::format("%.3f", minMs) << "\n";

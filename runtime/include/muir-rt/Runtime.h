@@ -146,6 +146,67 @@ double muirrt_norm(const float *x, int64_t numel);
 /* ||x - y||_2 accumulated in double. */
 double muirrt_diff_norm(const float *x, const float *y, int64_t numel);
 
+
+/*===------------------------ distributed (MPI) ---------------------------===*/
+
+/* The ranks of a run form a grid with named axes (muir.grid): rank r has
+ * coordinates row-major over the axes, the last axis fastest. A collective
+ * names a set of axes as a bit mask (bit i = axis i); its group is the ranks
+ * that differ only in those axes, ordered row-major over them.
+ *
+ * muirrt_dist_init initialises MPI if needed (MPI_THREAD_FUNNELED) and checks
+ * that the world size equals the product of the sizes; without MPI support
+ * compiled in, or with a one-rank grid, everything works on one rank.
+ * Returns 0 on success (else see muirrt_last_error). */
+int muirrt_dist_init(int32_t num_axes, const int64_t *sizes);
+int32_t muirrt_dist_rank(void);  /* 0 before init */
+int32_t muirrt_dist_size(void);  /* 1 before init */
+int64_t muirrt_dist_coord(int32_t axis);
+/* Size of the group named by axes_mask and this rank's index in it. */
+int64_t muirrt_dist_group_size(int64_t axes_mask);
+int64_t muirrt_dist_group_rank(int64_t axes_mask);
+void muirrt_dist_barrier(void);
+void muirrt_dist_finalize(void);
+
+/* Reductions: 0 sum, 1 max, 2 min, 3 avg. Sums are reduced in group-rank
+ * order, independent of timing, so results are reproducible. */
+void muirrt_all_reduce(int64_t axes_mask, int32_t op, const float *in,
+                       float *out, int64_t count);
+
+/* Gathers along one dimension of row-major tensors: `in` is
+ * [outer, inner] (the tensor seen as `outer` rows of `inner` contiguous
+ * floats up to the gathered dimension), `out` is [outer, inner * g] with the
+ * group's pieces in group-rank order inside each row. outer = 1 gathers
+ * along dimension 0. */
+void muirrt_all_gather(int64_t axes_mask, const float *in, float *out,
+                       int64_t outer, int64_t inner);
+
+/* Ragged gather along dimension 0: group rank j contributes counts[j]
+ * floats (its first counts[j] of `in`); out holds them back to back in
+ * group-rank order. */
+void muirrt_all_gatherv(int64_t axes_mask, const float *in, float *out,
+                        const int64_t *counts);
+
+/* Reduce, then group rank j keeps slice j of `outer` rows x `inner * g`
+ * floats: in is [outer, inner * g], out is [outer, inner]. */
+void muirrt_reduce_scatter(int64_t axes_mask, int32_t op, const float *in,
+                           float *out, int64_t outer, int64_t inner);
+
+/* Each rank sends block j (count floats, blocks back to back) to group
+ * rank j and receives block i from group rank i into out. */
+void muirrt_all_to_all(int64_t axes_mask, const float *in, float *out,
+                       int64_t count);
+
+/* Group rank `root`'s buffer is copied to every rank of the group. */
+void muirrt_broadcast(int64_t axes_mask, int64_t root, float *buf,
+                      int64_t count);
+
+/* Bytes this rank sent and collective calls it made on the group named by
+ * axes_mask, since the last reset. */
+int64_t muirrt_comm_bytes(int64_t axes_mask);
+int64_t muirrt_comm_calls(int64_t axes_mask);
+void muirrt_comm_reset(void);
+
 #ifdef __cplusplus
 }
 #endif

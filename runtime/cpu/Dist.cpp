@@ -1,0 +1,859 @@
+//===- Dist.cpp - muir runtime distributed collectives --------------------===//
+//
+// The distributed half of the runtime: a grid of ranks with named axes and
+// collectives over the groups that an axes mask names. Built on MPI when
+// MUIR_RT_HAVE_MPI is set; otherwise a single-rank fallback in which every
+// group has one member and every collective is a local copy. See
+// muir-rt/Runtime.h for the contract.
+//
+// Groups. The ranks form a grid, row-major over the axes (last axis
+// fastest). The group of a rank for a mask is the ranks whose coordinates
+// agree on every axis NOT in the mask; its group rank is the row-major index
+// of its coordinates over the mask's axes (in axis order). The communicator
+// of a group is created on the first collective on its mask with
+// MPI_Comm_create_group (collective over the group only, so a collective on
+// a mask never synchronises ranks outside the group) and cached per mask.
+//
+// Determinism. Sums (and avg, max, min) are never left to the MPI library's
+// reduction tree: the pieces of the group are exchanged (MPI_Allgather for
+// all_reduce, MPI_Alltoall for reduce_scatter) and reduced locally in
+// group-rank order 0, 1, ..., g-1 in float. The result depends only on the
+// inputs, and every rank of the group computes bit-identical values.
+//
+// Large buffers. Collectives that need a temporary or whose counts could
+// exceed MPI's int counts run in chunks; all ranks of a group derive the
+// same chunking from the same arguments. The temporary holds at most
+// kDefaultChunkFloats floats (256 MiB); MUIR_RT_DIST_CHUNK_FLOATS (read by
+// muirrt_dist_init, and identical on every rank) lowers it, which the unit
+// tests use to exercise the chunked paths with small buffers. The one
+// collective that cannot be chunked, all_gatherv (int displacements), fails
+// loudly when a count or displacement exceeds INT_MAX.
+//
+// Errors. muirrt_dist_init and the queries report through
+// muirrt_last_error. The collectives return void: invalid arguments print
+// "muir runtime: <function>: <why>" and abort the run, and an MPI error
+// prints "muir runtime: MPI error in <call>: <MPI_Error_string>" and calls
+// MPI_Abort (our communicators use MPI_ERRORS_RETURN so that the error
+// reaches us). MPI calls are made from the thread that called
+// muirrt_dist_init (MPI_THREAD_FUNNELED).
+//
+// Counters. Per mask: collective calls and the bytes this rank SENT, a
+// fixed function of the arguments (not of MPI's algorithm), with g the group
+// size and 4 bytes per float:
+//   all_reduce      count * 4 * (g - 1)          (its piece to every peer)
+//   all_gather      outer * inner * 4 * (g - 1)
+//   all_gatherv     counts[me] * 4 * (g - 1)
+//   reduce_scatter  outer * inner * 4 * (g - 1)  (slice j to group rank j)
+//   all_to_all      count * 4 * (g - 1)
+//   broadcast       count * 4 * (g - 1) on the root, 0 elsewhere
+// A group of one member makes no MPI call and counts 1 call and 0 bytes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "muir-rt/Runtime.h"
+
+#if MUIR_RT_HAVE_MPI
+// The C API only: OpenMPI's deprecated C++ bindings do not build warning-free.
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
+#include <mpi.h>
+#endif
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+// Defined in Host.cpp: sets the message muirrt_last_error() returns on this
+// thread.
+namespace muirrt_detail {
+void setLastError(std::string message);
+} // namespace muirrt_detail
+
+namespace {
+
+constexpr int64_t kIntMax = INT_MAX;
+// Largest temporary a collective allocates, in floats (256 MiB).
+constexpr int64_t kDefaultChunkFloats = int64_t{1} << 26;
+// Masks are int64 with bit i = axis i; bit 63 is the sign.
+constexpr int32_t kMaxAxes = 62;
+
+enum ReduceOp : int32_t { kSum = 0, kMax = 1, kMin = 2, kAvg = 3 };
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+int fail(std::string message) {
+  muirrt_detail::setLastError(std::move(message));
+  return 1;
+}
+
+// Ends the run: there is no error return from a collective, and the other
+// ranks would wait for this one forever.
+[[noreturn]] void abortRun() {
+  std::fflush(stdout);
+  std::fflush(stderr);
+#if MUIR_RT_HAVE_MPI
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized)
+    MPI_Abort(MPI_COMM_WORLD, 1);
+#endif
+  std::abort();
+}
+
+[[noreturn]] void fatal(const char *fn, const std::string &why) {
+  std::fprintf(stderr, "muir runtime: %s: %s\n", fn, why.c_str());
+  abortRun();
+}
+
+#if MUIR_RT_HAVE_MPI
+void checkMpi(int rc, const char *call) {
+  if (rc == MPI_SUCCESS)
+    return;
+  char text[MPI_MAX_ERROR_STRING + 1] = {};
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
+    std::snprintf(text, sizeof(text), "error code %d", rc);
+  std::fprintf(stderr, "muir runtime: MPI error in %s: %s\n", call, text);
+  abortRun();
+}
+#endif
+
+//===----------------------------------------------------------------------===//
+// State
+//===----------------------------------------------------------------------===//
+
+struct Group {
+  int64_t size = 1;
+  int64_t rank = 0;
+#if MUIR_RT_HAVE_MPI
+  MPI_Comm comm = MPI_COMM_NULL; // set only when size > 1
+#endif
+};
+
+struct DistState {
+  bool ready = false; // muirrt_dist_init succeeded (and not finalized)
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> coords;
+  int32_t rank = 0;
+  int32_t size = 1;
+  int64_t chunkFloats = kDefaultChunkFloats;
+#if MUIR_RT_HAVE_MPI
+  bool weInitialisedMpi = false;
+  MPI_Comm world = MPI_COMM_NULL;    // dup of MPI_COMM_WORLD, ERRORS_RETURN
+  std::map<int64_t, MPI_Comm> comms; // per mask, groups of size > 1
+#endif
+};
+
+DistState state;
+
+#if MUIR_RT_HAVE_MPI
+// Scratch buffers reused across calls (collectives run on one thread).
+std::vector<float> scratchA, scratchB;
+
+float *scratch(std::vector<float> &buf, int64_t n) {
+  if (static_cast<int64_t>(buf.size()) < n)
+    buf.resize(static_cast<size_t>(n));
+  return buf.data();
+}
+#endif
+
+struct Counter {
+  int64_t bytes = 0;
+  int64_t calls = 0;
+};
+
+std::mutex countersMutex;
+std::map<int64_t, Counter> counters;
+
+void countComm(int64_t mask, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(countersMutex);
+  Counter &c = counters[mask];
+  c.bytes += bytes;
+  ++c.calls;
+}
+
+std::string maskString(int64_t mask) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0x%llx",
+                static_cast<unsigned long long>(mask));
+  return buf;
+}
+
+// Empty if the mask names only axes of the grid, else why not. Before
+// muirrt_dist_init the run is one rank and every mask names a group of one.
+std::string checkMask(int64_t mask) {
+  if (!state.ready)
+    return "";
+  if (mask < 0)
+    return "negative axes mask " + std::to_string(mask);
+  int64_t numAxes = static_cast<int64_t>(state.sizes.size());
+  if (numAxes < 63 && (mask >> numAxes) != 0) {
+    int32_t axis = 0;
+    while (axis < 63 && (mask >> axis) >> 1 != 0)
+      ++axis;
+    return "axes mask " + maskString(mask) + " names axis " +
+           std::to_string(axis) + " but the grid has " +
+           std::to_string(numAxes) + " axes";
+  }
+  return "";
+}
+
+bool inMask(int64_t mask, size_t axis) { return (mask >> axis) & 1; }
+
+// Size and this rank's index in the group of `mask` (valid mask).
+Group groupShape(int64_t mask) {
+  Group g;
+  if (!state.ready)
+    return g;
+  for (size_t i = 0; i < state.sizes.size(); ++i) {
+    if (!inMask(mask, i))
+      continue;
+    g.size *= state.sizes[i];
+    g.rank = g.rank * state.sizes[i] + state.coords[i];
+  }
+  return g;
+}
+
+#if MUIR_RT_HAVE_MPI
+// The world ranks of this rank's group for `mask`, in group-rank order.
+std::vector<int> groupMembers(int64_t mask) {
+  std::vector<int> members;
+  for (int32_t r = 0; r < state.size; ++r) {
+    bool same = true;
+    int64_t rest = r;
+    for (size_t i = state.sizes.size(); i-- > 0;) {
+      int64_t c = rest % state.sizes[i];
+      rest /= state.sizes[i];
+      if (!inMask(mask, i) && c != state.coords[i]) {
+        same = false;
+        break;
+      }
+    }
+    // Increasing world rank with the non-mask coordinates fixed is
+    // row-major order over the mask's axes, i.e. group-rank order.
+    if (same)
+      members.push_back(r);
+  }
+  return members;
+}
+
+MPI_Comm groupComm(int64_t mask, const Group &g) {
+  auto it = state.comms.find(mask);
+  if (it != state.comms.end())
+    return it->second;
+  std::vector<int> members = groupMembers(mask);
+  if (static_cast<int64_t>(members.size()) != g.size)
+    fatal("group", "internal error: group of mask " + maskString(mask) +
+                       " has " + std::to_string(members.size()) +
+                       " members, expected " + std::to_string(g.size));
+  MPI_Group worldGroup = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
+  checkMpi(MPI_Comm_group(state.world, &worldGroup), "MPI_Comm_group");
+  checkMpi(MPI_Group_incl(worldGroup, static_cast<int>(members.size()),
+                          members.data(), &group),
+           "MPI_Group_incl");
+  MPI_Comm comm = MPI_COMM_NULL;
+  // The tag only tells apart concurrent creations by the same ranks; ours
+  // happen one at a time, in program order.
+  checkMpi(MPI_Comm_create_group(state.world, group,
+                                 static_cast<int>(mask & 0x7fff), &comm),
+           "MPI_Comm_create_group");
+  checkMpi(MPI_Group_free(&group), "MPI_Group_free");
+  checkMpi(MPI_Group_free(&worldGroup), "MPI_Group_free");
+  checkMpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN),
+           "MPI_Comm_set_errhandler");
+  int commSize = 0, commRank = 0;
+  checkMpi(MPI_Comm_size(comm, &commSize), "MPI_Comm_size");
+  checkMpi(MPI_Comm_rank(comm, &commRank), "MPI_Comm_rank");
+  if (commSize != g.size || commRank != g.rank)
+    fatal("group", "internal error: communicator of mask " +
+                       maskString(mask) + " has rank " +
+                       std::to_string(commRank) + " of " +
+                       std::to_string(commSize) + ", expected " +
+                       std::to_string(g.rank) + " of " +
+                       std::to_string(g.size));
+  state.comms.emplace(mask, comm);
+  return comm;
+}
+
+void freeComms() {
+  for (auto &entry : state.comms)
+    checkMpi(MPI_Comm_free(&entry.second), "MPI_Comm_free");
+  state.comms.clear();
+  if (state.world != MPI_COMM_NULL)
+    checkMpi(MPI_Comm_free(&state.world), "MPI_Comm_free");
+  state.world = MPI_COMM_NULL;
+}
+#endif
+
+// The group of a collective on `mask`, its communicator created if needed;
+// aborts on an invalid mask.
+Group groupFor(const char *fn, int64_t mask) {
+  std::string why = checkMask(mask);
+  if (!why.empty())
+    fatal(fn, why);
+  Group g = groupShape(mask);
+#if MUIR_RT_HAVE_MPI
+  if (g.size > 1)
+    g.comm = groupComm(mask, g);
+#endif
+  return g;
+}
+
+//===----------------------------------------------------------------------===//
+// Argument checks and local helpers
+//===----------------------------------------------------------------------===//
+
+void checkNonNegative(const char *fn, const char *what, int64_t v) {
+  if (v < 0)
+    fatal(fn, std::string("negative ") + what + " " + std::to_string(v));
+}
+
+void checkOp(const char *fn, int32_t op) {
+  if (op < kSum || op > kAvg)
+    fatal(fn, "unknown reduction op " + std::to_string(op) +
+                  " (0 sum, 1 max, 2 min, 3 avg)");
+}
+
+void checkPointer(const char *fn, const char *what, const void *p,
+                  int64_t n) {
+  if (n > 0 && !p)
+    fatal(fn, std::string("null ") + what + " for " + std::to_string(n) +
+                  " floats");
+}
+
+// a * b, aborting on int64 overflow.
+int64_t mul(const char *fn, int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r))
+    fatal(fn, "size " + std::to_string(a) + " x " + std::to_string(b) +
+                  " overflows int64");
+  return r;
+}
+
+void copyFloats(float *dst, const float *src, int64_t n) {
+  if (n > 0 && dst != src)
+    std::memmove(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+
+#if MUIR_RT_HAVE_MPI
+// Floats per group member in one chunk of a collective whose temporary holds
+// one chunk from every member of a group of g: at most the budget in total,
+// and every MPI count (and count * g) within int.
+int64_t pieceChunk(int64_t g) {
+  int64_t total = std::min(state.chunkFloats, kIntMax);
+  return std::max<int64_t>(1, total / g);
+}
+
+// A row-major [outer, inner * g] buffer ("wide") holds g pieces of
+// [outer, inner]; element t of piece j (t = r * inner + c) lives at
+// r * inner * g + j * inner + c. These copy elements [s, s + n) of piece j
+// between the wide buffer and a contiguous one, a row segment at a time.
+void pieceToFlat(const float *wide, float *flat, int64_t j, int64_t s,
+                 int64_t n, int64_t inner, int64_t g) {
+  for (int64_t t = s, end = s + n; t < end;) {
+    int64_t r = t / inner, c = t % inner;
+    int64_t len = std::min(inner - c, end - t);
+    std::memcpy(flat + (t - s), wide + r * inner * g + j * inner + c,
+                static_cast<size_t>(len) * sizeof(float));
+    t += len;
+  }
+}
+
+void flatToPiece(const float *flat, float *wide, int64_t j, int64_t s,
+                 int64_t n, int64_t inner, int64_t g) {
+  for (int64_t t = s, end = s + n; t < end;) {
+    int64_t r = t / inner, c = t % inner;
+    int64_t len = std::min(inner - c, end - t);
+    std::memcpy(wide + r * inner * g + j * inner + c, flat + (t - s),
+                static_cast<size_t>(len) * sizeof(float));
+    t += len;
+  }
+}
+
+// out[k] = op over j = 0, 1, ..., g-1 (in that order) of pieces[j * n + k].
+// Max and min propagate NaN.
+void reduceOrdered(int32_t op, const float *pieces, int64_t g, int64_t n,
+                   float *out) {
+  std::memcpy(out, pieces, static_cast<size_t>(n) * sizeof(float));
+  for (int64_t j = 1; j < g; ++j) {
+    const float *p = pieces + j * n;
+    switch (op) {
+    case kSum:
+    case kAvg:
+      for (int64_t k = 0; k < n; ++k)
+        out[k] += p[k];
+      break;
+    case kMax:
+      for (int64_t k = 0; k < n; ++k)
+        if (p[k] > out[k] || std::isnan(p[k]))
+          out[k] = std::isnan(out[k]) ? out[k] : p[k];
+      break;
+    case kMin:
+      for (int64_t k = 0; k < n; ++k)
+        if (p[k] < out[k] || std::isnan(p[k]))
+          out[k] = std::isnan(out[k]) ? out[k] : p[k];
+      break;
+    }
+  }
+  if (op == kAvg) {
+    float denom = static_cast<float>(g);
+    for (int64_t k = 0; k < n; ++k)
+      out[k] = out[k] / denom;
+  }
+}
+
+int asInt(int64_t v) { return static_cast<int>(v); }
+#endif
+
+// Runs a collective's body, turning an escaping exception (out of memory)
+// into a fatal error: no exception crosses the C boundary.
+template <typename Fn> void guardedCollective(const char *fn, Fn &&body) {
+  try {
+    body();
+  } catch (const std::bad_alloc &) {
+    fatal(fn, "out of memory");
+  } catch (const std::exception &e) {
+    fatal(fn, e.what());
+  } catch (...) {
+    fatal(fn, "unknown error");
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Setup and queries
+//===----------------------------------------------------------------------===//
+
+extern "C" int muirrt_dist_init(int32_t num_axes, const int64_t *sizes) {
+  try {
+    if (num_axes < 0 || num_axes > kMaxAxes)
+      return fail("muirrt_dist_init: number of axes " +
+                  std::to_string(num_axes) + " out of range [0, " +
+                  std::to_string(kMaxAxes) + "]");
+    if (num_axes > 0 && !sizes)
+      return fail("muirrt_dist_init: null sizes");
+    int64_t product = 1;
+    for (int32_t i = 0; i < num_axes; ++i) {
+      if (sizes[i] < 1)
+        return fail("muirrt_dist_init: axis " + std::to_string(i) +
+                    " has size " + std::to_string(sizes[i]) +
+                    "; sizes must be positive");
+      if (__builtin_mul_overflow(product, sizes[i], &product) ||
+          product > kIntMax)
+        return fail("muirrt_dist_init: the grid has more than " +
+                    std::to_string(kIntMax) + " devices");
+    }
+
+    int64_t chunkFloats = kDefaultChunkFloats;
+    if (const char *env = std::getenv("MUIR_RT_DIST_CHUNK_FLOATS")) {
+      char *end = nullptr;
+      long long v = std::strtoll(env, &end, 10);
+      if (!*env || *end || v < 1)
+        return fail("muirrt_dist_init: MUIR_RT_DIST_CHUNK_FLOATS='" +
+                    std::string(env) + "' is not a positive integer");
+      chunkFloats = std::min<int64_t>(v, kDefaultChunkFloats);
+    }
+
+    int32_t worldRank = 0, worldSize = 1;
+#if MUIR_RT_HAVE_MPI
+    int initialized = 0, finalized = 0;
+    checkMpi(MPI_Finalized(&finalized), "MPI_Finalized");
+    if (finalized)
+      return fail("muirrt_dist_init: MPI has already been finalized");
+    checkMpi(MPI_Initialized(&initialized), "MPI_Initialized");
+    if (!initialized) {
+      int provided = 0;
+      checkMpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED,
+                               &provided),
+               "MPI_Init_thread");
+      state.weInitialisedMpi = true;
+    }
+    int r = 0, w = 1;
+    checkMpi(MPI_Comm_rank(MPI_COMM_WORLD, &r), "MPI_Comm_rank");
+    checkMpi(MPI_Comm_size(MPI_COMM_WORLD, &w), "MPI_Comm_size");
+    worldRank = r;
+    worldSize = w;
+#endif
+    if (product != worldSize)
+      return fail("grid has " + std::to_string(product) +
+                  " devices but the run has " + std::to_string(worldSize) +
+                  " ranks"
+#if !MUIR_RT_HAVE_MPI
+                  " (this muir runtime was built without MPI; only "
+                  "1-device grids can run)"
+#endif
+      );
+
+    // (Re)initialise: drop the communicators of an earlier grid.
+#if MUIR_RT_HAVE_MPI
+    freeComms();
+    checkMpi(MPI_Comm_dup(MPI_COMM_WORLD, &state.world), "MPI_Comm_dup");
+    checkMpi(MPI_Comm_set_errhandler(state.world, MPI_ERRORS_RETURN),
+             "MPI_Comm_set_errhandler");
+#endif
+    state.sizes.assign(sizes, sizes + num_axes);
+    state.coords.assign(static_cast<size_t>(num_axes), 0);
+    int64_t rest = worldRank;
+    for (int32_t i = num_axes; i-- > 0;) {
+      state.coords[static_cast<size_t>(i)] = rest % sizes[i];
+      rest /= sizes[i];
+    }
+    state.rank = worldRank;
+    state.size = worldSize;
+    state.chunkFloats = chunkFloats;
+    state.ready = true;
+    return 0;
+  } catch (const std::bad_alloc &) {
+    return fail("muirrt_dist_init: out of memory");
+  } catch (const std::exception &e) {
+    return fail(std::string("muirrt_dist_init: ") + e.what());
+  }
+}
+
+extern "C" int32_t muirrt_dist_rank(void) { return state.rank; }
+
+extern "C" int32_t muirrt_dist_size(void) { return state.size; }
+
+// 0 before init (a one-rank run); -1 for an axis outside the grid.
+extern "C" int64_t muirrt_dist_coord(int32_t axis) {
+  if (!state.ready)
+    return 0;
+  if (axis < 0 || static_cast<size_t>(axis) >= state.sizes.size()) {
+    fail("muirrt_dist_coord: axis " + std::to_string(axis) +
+         " out of range; the grid has " +
+         std::to_string(state.sizes.size()) + " axes");
+    return -1;
+  }
+  return state.coords[static_cast<size_t>(axis)];
+}
+
+// -1 (see muirrt_last_error) for a mask naming an axis outside the grid.
+extern "C" int64_t muirrt_dist_group_size(int64_t axes_mask) {
+  std::string why = checkMask(axes_mask);
+  if (!why.empty()) {
+    fail("muirrt_dist_group_size: " + why);
+    return -1;
+  }
+  return groupShape(axes_mask).size;
+}
+
+extern "C" int64_t muirrt_dist_group_rank(int64_t axes_mask) {
+  std::string why = checkMask(axes_mask);
+  if (!why.empty()) {
+    fail("muirrt_dist_group_rank: " + why);
+    return -1;
+  }
+  return groupShape(axes_mask).rank;
+}
+
+extern "C" void muirrt_dist_barrier(void) {
+#if MUIR_RT_HAVE_MPI
+  if (state.ready && state.size > 1)
+    checkMpi(MPI_Barrier(state.world), "MPI_Barrier");
+#endif
+}
+
+// Frees our communicators; finalizes MPI only if muirrt_dist_init
+// initialised it. Afterwards the run is back to one rank (MPI cannot be
+// initialised twice, so a later muirrt_dist_init with MPI fails).
+extern "C" void muirrt_dist_finalize(void) {
+#if MUIR_RT_HAVE_MPI
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) {
+    freeComms();
+    if (state.weInitialisedMpi)
+      checkMpi(MPI_Finalize(), "MPI_Finalize");
+  }
+  state.weInitialisedMpi = false;
+  std::vector<float>().swap(scratchA);
+  std::vector<float>().swap(scratchB);
+#endif
+  state.ready = false;
+  state.sizes.clear();
+  state.coords.clear();
+  state.rank = 0;
+  state.size = 1;
+  state.chunkFloats = kDefaultChunkFloats;
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+extern "C" void muirrt_all_reduce(int64_t axes_mask, int32_t op,
+                                  const float *in, float *out,
+                                  int64_t count) {
+  const char *fn = "muirrt_all_reduce";
+  guardedCollective(fn, [&] {
+    checkOp(fn, op);
+    checkNonNegative(fn, "count", count);
+    checkPointer(fn, "input", in, count);
+    checkPointer(fn, "output", out, count);
+    Group g = groupFor(fn, axes_mask);
+    // Bytes: this rank's count floats to each of the g - 1 others.
+    countComm(axes_mask, mul(fn, mul(fn, count, 4), g.size - 1));
+    if (g.size == 1) {
+      copyFloats(out, in, count); // sum/max/min/avg of one piece
+      return;
+    }
+#if MUIR_RT_HAVE_MPI
+    // Allgather a chunk of every member's input, then reduce it locally in
+    // group-rank order. in == out is fine: a chunk is read (sent) before
+    // its output is written, and later chunks read further on.
+    int64_t chunk = pieceChunk(g.size);
+    float *pieces = scratch(scratchA, chunk * g.size);
+    for (int64_t s = 0; s < count; s += chunk) {
+      int64_t n = std::min(chunk, count - s);
+      checkMpi(MPI_Allgather(in + s, asInt(n), MPI_FLOAT, pieces, asInt(n),
+                             MPI_FLOAT, g.comm),
+               "MPI_Allgather");
+      reduceOrdered(op, pieces, g.size, n, out + s);
+    }
+#endif
+  });
+}
+
+extern "C" void muirrt_all_gather(int64_t axes_mask, const float *in,
+                                  float *out, int64_t outer, int64_t inner) {
+  const char *fn = "muirrt_all_gather";
+  guardedCollective(fn, [&] {
+    checkNonNegative(fn, "outer", outer);
+    checkNonNegative(fn, "inner", inner);
+    Group g = groupFor(fn, axes_mask);
+    int64_t block = mul(fn, outer, inner);
+    checkPointer(fn, "input", in, block);
+    checkPointer(fn, "output", out, mul(fn, block, g.size));
+    // Bytes: this rank's block to each of the g - 1 others.
+    countComm(axes_mask, mul(fn, mul(fn, block, 4), g.size - 1));
+    if (g.size == 1) {
+      copyFloats(out, in, block);
+      return;
+    }
+#if MUIR_RT_HAVE_MPI
+    int64_t chunk = pieceChunk(g.size);
+    if (outer == 1 && block <= chunk) {
+      // Pieces are whole rows of out: gather in place.
+      checkMpi(MPI_Allgather(in, asInt(block), MPI_FLOAT, out, asInt(block),
+                             MPI_FLOAT, g.comm),
+               "MPI_Allgather");
+      return;
+    }
+    // Gather a chunk of every member's block, then place piece j's rows at
+    // column offset j * inner of out's rows.
+    float *pieces = scratch(scratchA, chunk * g.size);
+    for (int64_t s = 0; s < block; s += chunk) {
+      int64_t n = std::min(chunk, block - s);
+      checkMpi(MPI_Allgather(in + s, asInt(n), MPI_FLOAT, pieces, asInt(n),
+                             MPI_FLOAT, g.comm),
+               "MPI_Allgather");
+      for (int64_t j = 0; j < g.size; ++j)
+        flatToPiece(pieces + j * n, out, j, s, n, inner, g.size);
+    }
+#endif
+  });
+}
+
+extern "C" void muirrt_all_gatherv(int64_t axes_mask, const float *in,
+                                   float *out, const int64_t *counts) {
+  const char *fn = "muirrt_all_gatherv";
+  guardedCollective(fn, [&] {
+    Group g = groupFor(fn, axes_mask);
+    if (!counts)
+      fatal(fn, "null counts");
+    int64_t total = 0;
+    for (int64_t j = 0; j < g.size; ++j) {
+      checkNonNegative(fn, "count", counts[j]);
+      if (__builtin_add_overflow(total, counts[j], &total))
+        fatal(fn, "total count overflows int64");
+    }
+    int64_t mine = counts[g.rank];
+    checkPointer(fn, "input", in, mine);
+    checkPointer(fn, "output", out, total);
+    // Bytes: this rank's counts[me] floats to each of the g - 1 others.
+    countComm(axes_mask, mul(fn, mul(fn, mine, 4), g.size - 1));
+    if (g.size == 1) {
+      copyFloats(out, in, mine);
+      return;
+    }
+#if MUIR_RT_HAVE_MPI
+    // MPI_Allgatherv takes int counts and displacements; a ragged gather
+    // cannot be split into equal chunks, so larger ones are refused.
+    std::vector<int> recvCounts(static_cast<size_t>(g.size));
+    std::vector<int> displs(static_cast<size_t>(g.size));
+    int64_t offset = 0;
+    for (int64_t j = 0; j < g.size; ++j) {
+      if (counts[j] > kIntMax || offset > kIntMax)
+        fatal(fn, "group rank " + std::to_string(j) + " contributes " +
+                      std::to_string(counts[j]) + " floats at offset " +
+                      std::to_string(offset) +
+                      "; MPI_Allgatherv counts and displacements must fit "
+                      "in int (at most " +
+                      std::to_string(kIntMax) + ")");
+      recvCounts[static_cast<size_t>(j)] = asInt(counts[j]);
+      displs[static_cast<size_t>(j)] = asInt(offset);
+      offset += counts[j];
+    }
+    checkMpi(MPI_Allgatherv(in, asInt(mine), MPI_FLOAT, out, recvCounts.data(),
+                            displs.data(), MPI_FLOAT, g.comm),
+             "MPI_Allgatherv");
+#endif
+  });
+}
+
+extern "C" void muirrt_reduce_scatter(int64_t axes_mask, int32_t op,
+                                      const float *in, float *out,
+                                      int64_t outer, int64_t inner) {
+  const char *fn = "muirrt_reduce_scatter";
+  guardedCollective(fn, [&] {
+    checkOp(fn, op);
+    checkNonNegative(fn, "outer", outer);
+    checkNonNegative(fn, "inner", inner);
+    Group g = groupFor(fn, axes_mask);
+    int64_t block = mul(fn, outer, inner);
+    checkPointer(fn, "input", in, mul(fn, block, g.size));
+    checkPointer(fn, "output", out, block);
+    // Bytes: slice j (outer * inner floats) to group rank j, for the g - 1
+    // others.
+    countComm(axes_mask, mul(fn, mul(fn, block, 4), g.size - 1));
+    if (g.size == 1) {
+      copyFloats(out, in, block);
+      return;
+    }
+#if MUIR_RT_HAVE_MPI
+    // Send every member its slice (chunk by chunk), receive every member's
+    // slice of ours, and reduce them locally in group-rank order.
+    int64_t chunk = pieceChunk(g.size);
+    float *recv = scratch(scratchA, chunk * g.size);
+    if (outer == 1 && block <= chunk) {
+      // Slice j is already contiguous at in + j * inner.
+      checkMpi(MPI_Alltoall(in, asInt(block), MPI_FLOAT, recv, asInt(block),
+                            MPI_FLOAT, g.comm),
+               "MPI_Alltoall");
+      reduceOrdered(op, recv, g.size, block, out);
+      return;
+    }
+    float *send = scratch(scratchB, chunk * g.size);
+    for (int64_t s = 0; s < block; s += chunk) {
+      int64_t n = std::min(chunk, block - s);
+      for (int64_t j = 0; j < g.size; ++j)
+        pieceToFlat(in, send + j * n, j, s, n, inner, g.size);
+      checkMpi(MPI_Alltoall(send, asInt(n), MPI_FLOAT, recv, asInt(n),
+                            MPI_FLOAT, g.comm),
+               "MPI_Alltoall");
+      // Element t of our slice is out[t] (out is [outer, inner]).
+      reduceOrdered(op, recv, g.size, n, out + s);
+    }
+#endif
+  });
+}
+
+extern "C" void muirrt_all_to_all(int64_t axes_mask, const float *in,
+                                  float *out, int64_t count) {
+  const char *fn = "muirrt_all_to_all";
+  guardedCollective(fn, [&] {
+    checkNonNegative(fn, "count", count);
+    Group g = groupFor(fn, axes_mask);
+    int64_t total = mul(fn, count, g.size);
+    checkPointer(fn, "input", in, total);
+    checkPointer(fn, "output", out, total);
+    // Bytes: block j (count floats) to group rank j, for the g - 1 others.
+    countComm(axes_mask, mul(fn, mul(fn, count, 4), g.size - 1));
+    if (g.size == 1) {
+      copyFloats(out, in, count);
+      return;
+    }
+#if MUIR_RT_HAVE_MPI
+    int64_t chunk = pieceChunk(g.size);
+    if (count <= chunk && in != out) {
+      checkMpi(MPI_Alltoall(in, asInt(count), MPI_FLOAT, out, asInt(count),
+                            MPI_FLOAT, g.comm),
+               "MPI_Alltoall");
+      return;
+    }
+    // Chunked through temporaries (also the in == out case: each chunk
+    // reads and writes the same positions of every block, after the
+    // exchange).
+    float *send = scratch(scratchA, chunk * g.size);
+    float *recv = scratch(scratchB, chunk * g.size);
+    for (int64_t s = 0; s < count; s += chunk) {
+      int64_t n = std::min(chunk, count - s);
+      for (int64_t j = 0; j < g.size; ++j)
+        std::memcpy(send + j * n, in + j * count + s,
+                    static_cast<size_t>(n) * sizeof(float));
+      checkMpi(MPI_Alltoall(send, asInt(n), MPI_FLOAT, recv, asInt(n),
+                            MPI_FLOAT, g.comm),
+               "MPI_Alltoall");
+      for (int64_t i = 0; i < g.size; ++i)
+        std::memcpy(out + i * count + s, recv + i * n,
+                    static_cast<size_t>(n) * sizeof(float));
+    }
+#endif
+  });
+}
+
+extern "C" void muirrt_broadcast(int64_t axes_mask, int64_t root, float *buf,
+                                 int64_t count) {
+  const char *fn = "muirrt_broadcast";
+  guardedCollective(fn, [&] {
+    checkNonNegative(fn, "count", count);
+    checkPointer(fn, "buffer", buf, count);
+    Group g = groupFor(fn, axes_mask);
+    if (root < 0 || root >= g.size)
+      fatal(fn, "root " + std::to_string(root) + " out of range for a group "
+                "of " + std::to_string(g.size));
+    // Bytes: the root sends its buffer to each of the g - 1 others.
+    countComm(axes_mask,
+          g.rank == root ? mul(fn, mul(fn, count, 4), g.size - 1) : 0);
+    if (g.size == 1)
+      return;
+#if MUIR_RT_HAVE_MPI
+    int64_t chunk = std::min(state.chunkFloats, kIntMax);
+    for (int64_t s = 0; s < count; s += chunk) {
+      int64_t n = std::min(chunk, count - s);
+      checkMpi(MPI_Bcast(buf + s, asInt(n), MPI_FLOAT, asInt(root), g.comm),
+               "MPI_Bcast");
+    }
+#endif
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Counters
+//===----------------------------------------------------------------------===//
+
+extern "C" int64_t muirrt_comm_bytes(int64_t axes_mask) {
+  std::lock_guard<std::mutex> lock(countersMutex);
+  auto it = counters.find(axes_mask);
+  return it == counters.end() ? 0 : it->second.bytes;
+}
+
+extern "C" int64_t muirrt_comm_calls(int64_t axes_mask) {
+  std::lock_guard<std::mutex> lock(countersMutex);
+  auto it = counters.find(axes_mask);
+  return it == counters.end() ? 0 : it->second.calls;
+}
+
+extern "C" void muirrt_comm_reset(void) {
+  std::lock_guard<std::mutex> lock(countersMutex);
+  counters.clear();
+}
