@@ -134,3 +134,21 @@ func.func @blocks(%p: tensor<8x16xf32> {muir.name = "p"}) -> (tensor<8x16xf32> {
   %c = tensor.concat dim(0) %a1, %b1 : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
   return %c : tensor<8x16xf32>
 }
+
+// -----
+
+// Collectives over groups of more than one rank become exec collectives;
+// the group is a mask of the grid's axes (dp = bit 0, tp = bit 1).
+muir.grid @w axes = ["dp", "tp"] shape = [2, 4]
+// CHECK-LABEL: func.func @collectives
+// CHECK: muir_exec.all_reduce %{{.*}}, %{{.*}} {axes_mask = 2 : i64, reduction = 3 : i32} : memref<4x8xf32>, memref<4x8xf32>
+// CHECK: muir_exec.all_gather %{{.*}}, %{{.*}} {axes_mask = 3 : i64, gather_axis = 1 : i64} : memref<4x8xf32>, memref<4x64xf32>
+// CHECK: muir_exec.reduce_scatter %{{.*}}, %{{.*}} {axes_mask = 1 : i64, reduction = 0 : i32, scatter_axis = 0 : i64} : memref<4x8xf32>, memref<2x8xf32>
+// CHECK: muir_exec.broadcast %{{.*}}, %{{.*}} {axes_mask = 2 : i64, root = 3 : i64}
+func.func @collectives(%x: tensor<4x8xf32> {muir.name = "x"}) -> (tensor<4x8xf32> {muir.updates = "x"}) {
+  %a = muir.all_reduce %x on @w axes = ["tp"] reduction = avg : tensor<4x8xf32>
+  %g = muir.all_gather %a on @w axes = ["dp", "tp"] gather_axis = 1 : tensor<4x8xf32> -> tensor<4x64xf32>
+  %s = muir.reduce_scatter %a on @w axes = ["dp"] scatter_axis = 0 : tensor<4x8xf32> -> tensor<2x8xf32>
+  %b = muir.broadcast %a on @w axes = ["tp"] root = 3 : tensor<4x8xf32>
+  return %b : tensor<4x8xf32>
+}
