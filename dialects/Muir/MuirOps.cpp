@@ -407,6 +407,7 @@ MUIR_COLLECTIVE_GRID(ReduceScatterOp)
 MUIR_COLLECTIVE_GRID(AllToAllOp)
 MUIR_COLLECTIVE_GRID(AllToAllVOp)
 MUIR_COLLECTIVE_GRID(BroadcastOp)
+MUIR_COLLECTIVE_GRID(AllSliceOp)
 #undef MUIR_COLLECTIVE_GRID
 
 LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &symbols) {
@@ -539,4 +540,23 @@ LogicalResult BroadcastOp::verifySymbolUses(SymbolTableCollection &symbols) {
     return emitOpError("expected root in [0, ")
            << g << ") (the group size), got " << root;
   return success();
+}
+
+LogicalResult AllSliceOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto grid = verifyGridAxes(*this, getGridAttr(), getGridAxes(), symbols);
+  if (failed(grid))
+    return failure();
+  auto in = getInput().getType();
+  int64_t axis = getSliceAxisAttr().getInt();
+  if (failed(verifyTensorAxis(*this, "slice_axis", axis, in)))
+    return failure();
+  int64_t g = grid->getGroupSize(getGridAxes());
+  if (in.getDimSize(axis) % g != 0)
+    return emitOpError("expected input dim ")
+           << axis << " (" << in.getDimSize(axis)
+           << ") to be divisible by the group size " << g;
+  return verifyResizedDim(*this, in, getResult().getType(), axis,
+                          in.getDimSize(axis) / g,
+                          Twine(in.getDimSize(axis)) + " / group size " +
+                              Twine(g));
 }

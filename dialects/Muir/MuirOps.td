@@ -429,4 +429,22 @@ def Muir_BroadcastOp : Muir_CollectiveOp<"broadcast", [Pure,
   }];
 }
 
+
+def Muir_AllSliceOp : Muir_CollectiveOp<"all_slice", [Pure]> {
+  let summary = "keep this rank's block of a replicated tensor";
+  let description = [{
+    The inverse of `all_gather` without communication: every rank of a group
+    holds the same tensor and keeps block r (its group rank) of `group size`
+    equal blocks along `slice_axis`. Used after computing on gathered data
+    (duplicated Newton-Schulz) to return to the rank's shard.
+  }];
+  let arguments = !con(commonArgs, (ins Muir_F32Tensor:$input,
+                                        I64Attr:$slice_axis));
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $grid `axes` `=` $grid_axes `slice_axis` `=` $slice_axis
+    attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
 #endif // MUIR_OPS_TD

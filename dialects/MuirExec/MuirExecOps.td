@@ -167,4 +167,13 @@ def MuirExec_BroadcastOp : MuirExec_CollectiveOp<"broadcast"> {
       I64Attr:$root);
 }
 
+
+def MuirExec_AllSliceOp : MuirExec_CollectiveOp<"all_slice"> {
+  let summary = "keep this rank's block along a dimension (no communication)";
+  let description = [{ Block r = group rank along `slice_axis`. }];
+  let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
+      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output, I64Attr:$axes_mask,
+      I64Attr:$slice_axis);
+}
+
 #endif // MUIR_EXEC_OPS_TD

@@ -24,6 +24,19 @@ def MuirDecomposeOptimizers
   ];
 }
 
+def MuirDistribute : Pass<"muir-distribute", "mlir::ModuleOp"> {
+  let summary = "turn a step with sharded tensors into the per-rank program";
+  let description = [{
+    Reads each argument's `muir.shards` ("kind@axis:dim", axes of the
+    module's first grid), gives it its local shape and a `muir.split`
+    attribute, keeps AdamW local, and runs Newton-Schulz of matrices split
+    over tensor- or data-parallel axes in the duplicated mode (all_gather
+    the momentum update, orthogonalise the whole matrix, all_slice the own
+    block); expert stacks split on the expert dimension stay local.
+  }];
+  let dependentDialects = ["mlir::muir::MuirDialect"];
+}
+
 def MuirExpandNewtonSchulz
     : Pass<"muir-expand-newton-schulz", "mlir::ModuleOp"> {
   let summary = "expand muir.newton_schulz into normalisation and matmuls";

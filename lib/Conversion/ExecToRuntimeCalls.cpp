@@ -182,6 +182,11 @@ struct ExecToRuntimeCallsPass
                {c.i64(a2a.getAxesMask()), c.ptr(a2a.getInput()),
                 c.ptr(a2a.getOutput()),
                 c.i64(numel(a2a.getInput()) / group)});
+      } else if (auto sl = dyn_cast<mx::AllSliceOp>(op)) {
+        auto [outer, inner] = split(sl.getOutput(), sl.getSliceAxis());
+        c.call("muirrt_all_slice",
+               {c.i64(sl.getAxesMask()), c.ptr(sl.getInput()),
+                c.ptr(sl.getOutput()), c.i64(outer), c.i64(inner)});
       } else if (auto bc = dyn_cast<mx::BroadcastOp>(op)) {
         // The runtime broadcasts in place: start from this rank's input.
         c.copy(bc.getInput(), bc.getOutput());

@@ -32,7 +32,7 @@ bool isElementwise(Operation *op) {
 
 bool isCollective(Operation *op) {
   return isa<AllReduceOp, AllGatherOp, AllGatherVOp, ReduceScatterOp,
-             AllToAllOp, AllToAllVOp, BroadcastOp>(op);
+             AllToAllOp, AllToAllVOp, BroadcastOp, AllSliceOp>(op);
 }
 
 class FunctionLowering {
@@ -356,6 +356,9 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
       mx::AllToAllOp::create(b, loc, input, out, maskAttr);
     } else if (auto bc = dyn_cast<BroadcastOp>(op)) {
       mx::BroadcastOp::create(b, loc, input, out, maskAttr, bc.getRootAttr());
+    } else if (auto sl = dyn_cast<AllSliceOp>(op)) {
+      mx::AllSliceOp::create(b, loc, input, out, maskAttr,
+                             sl.getSliceAxisAttr());
     } else {
       return op->emitOpError("ragged all-to-all with run-time counts is not "
                              "lowered yet (MoE dispatch)");

@@ -14,6 +14,7 @@ using namespace mlir::muir;
 
 void mlir::muir::buildToExecPipeline(OpPassManager &pm,
                                      const PipelineOptions &options) {
+  pm.addPass(createMuirDistribute());
   MuirDecomposeOptimizersOptions decompose;
   decompose.probeUpdates = options.probeUpdates;
   pm.addPass(createMuirDecomposeOptimizers(decompose));
@@ -49,8 +50,8 @@ void mlir::muir::registerMuirPassesAndPipelines() {
   registerMuirPasses();
   PassPipelineRegistration<ToExecOptions>(
       "muir-to-exec",
-      "high-level muir IR to exec IR (decompose, expand Newton-Schulz, "
-      "bufferize)",
+      "high-level muir IR to exec IR (distribute, decompose, expand "
+      "Newton-Schulz, bufferize)",
       [](OpPassManager &pm, const ToExecOptions &o) {
         buildToExecPipeline(pm, PipelineOptions{o.probeUpdates});
       });

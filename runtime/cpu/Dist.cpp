@@ -857,3 +857,13 @@ extern "C" void muirrt_comm_reset(void) {
   std::lock_guard<std::mutex> lock(countersMutex);
   counters.clear();
 }
+
+void muirrt_all_slice(int64_t axes_mask, const float *in, float *out,
+                      int64_t outer, int64_t inner) {
+  // Local: every rank already holds the whole tensor; keep block r.
+  int64_t g = muirrt_dist_group_size(axes_mask);
+  int64_t r = muirrt_dist_group_rank(axes_mask);
+  for (int64_t row = 0; row < outer; ++row)
+    std::copy(in + (row * g + r) * inner, in + (row * g + r + 1) * inner,
+              out + row * inner);
+}

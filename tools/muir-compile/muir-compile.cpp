@@ -141,6 +141,7 @@ int main(int argc, char **argv) {
     phase("high-level IR built");
     PassManager pm(&context);
     if (emit == Emit::Planned) {
+      pm.addPass(muir::createMuirDistribute());
       pm.addPass(muir::createMuirDecomposeOptimizers());
       pm.addPass(muir::createMuirExpandNewtonSchulz());
     } else if (emit == Emit::Exec || emit == Emit::LLVM) {

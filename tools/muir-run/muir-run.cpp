@@ -239,6 +239,7 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
         reinterpret_cast<void *>(&muirrt_reduce_scatter));
     add("muirrt_all_to_all", reinterpret_cast<void *>(&muirrt_all_to_all));
     add("muirrt_broadcast", reinterpret_cast<void *>(&muirrt_broadcast));
+    add("muirrt_all_slice", reinterpret_cast<void *>(&muirrt_all_slice));
     return map;
   });
 }

@@ -201,6 +201,11 @@ void muirrt_all_to_all(int64_t axes_mask, const float *in, float *out,
 void muirrt_broadcast(int64_t axes_mask, int64_t root, float *buf,
                       int64_t count);
 
+/* No communication: `in` is [outer, inner * g] (the same on every rank of
+ * the group); out receives group rank r's block [outer, inner]. */
+void muirrt_all_slice(int64_t axes_mask, const float *in, float *out,
+                      int64_t outer, int64_t inner);
+
 /* Bytes this rank sent and collective calls it made on the group named by
  * axes_mask, since the last reset. */
 int64_t muirrt_comm_bytes(int64_t axes_mask);

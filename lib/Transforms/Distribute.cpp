@@ -1,0 +1,213 @@
+//===- Distribute.cpp - the per-rank program of a sharded step ------------===//
+//
+// Turns a step written with global shapes and `muir.shards` annotations into
+// the program one rank runs: every sharded tensor takes its local shape (and
+// a `muir.split` that tells muir-run how whole tensors map onto ranks),
+// element-wise optimizer math stays local, and Newton-Schulz on a matrix
+// split over tensor- or data-parallel axes runs in the duplicated mode: the
+// momentum update's shards are all-gathered, every rank of the group
+// orthogonalises the whole matrix, and keeps its own block. Expert stacks
+// split on their expert dimension need no communication (NS per local
+// expert).
+//
+// The cost model that chooses between duplicated, distributed and blockwise
+// modes, layer-wise assignment and FSDP de-duplication build on this pass.
+//
+//===----------------------------------------------------------------------===//
+#include "muir/Passes.h"
+
+namespace mlir::muir {
+#define GEN_PASS_DEF_MUIRDISTRIBUTE
+#include "muir/Passes.h.inc"
+} // namespace mlir::muir
+
+using namespace mlir;
+using namespace mlir::muir;
+
+namespace {
+
+struct Shard {
+  std::string kind; ///< tp_column, tp_row, fsdp, expert
+  std::string axis;
+  int64_t dim;
+  int64_t group; ///< ranks in the axis' group
+};
+
+/// Reads `muir.shards = ["kind@axis:dim", ...]` of argument `i`.
+FailureOr<SmallVector<Shard>> readShards(func::FuncOp func, unsigned i,
+                                         GridOp grid) {
+  SmallVector<Shard> shards;
+  auto attr = func.getArgAttrOfType<ArrayAttr>(i, "muir.shards");
+  if (!attr)
+    return shards;
+  for (Attribute a : attr) {
+    StringRef text = cast<StringAttr>(a).getValue();
+    auto [kind, rest] = text.split('@');
+    auto [axis, dimText] = rest.split(':');
+    Shard s{kind.str(), axis.str(), 0, 1};
+    if (dimText.getAsInteger(10, s.dim))
+      return func.emitOpError("argument ")
+             << i << ": malformed shard '" << text
+             << "' (expected kind@axis:dim)";
+    if (grid.getAxisIndex(axis) < 0)
+      return func.emitOpError("argument ")
+             << i << ": shard '" << text << "' is on axis '" << axis
+             << "' of another folding than the run's grid; distributing "
+                "MoE foldings is not supported yet";
+    Builder b(func.getContext());
+    s.group = grid.getGroupSize(b.getStrArrayAttr({axis}));
+    if (s.group > 1)
+      shards.push_back(s);
+  }
+  return shards;
+}
+
+struct DistributePass
+    : public mlir::muir::impl::MuirDistributeBase<DistributePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto grids = module.getOps<GridOp>();
+    if (grids.empty())
+      return;
+    GridOp grid = *grids.begin();
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal() && failed(distribute(func, grid)))
+        return signalPassFailure();
+  }
+
+  LogicalResult distribute(func::FuncOp func, GridOp grid) {
+    Block &body = func.getBody().front();
+    DenseMap<Value, SmallVector<Shard>> shardsOf;
+    OpBuilder b(func.getContext());
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      auto shards = readShards(func, i, grid);
+      if (failed(shards))
+        return failure();
+      if (shards->empty())
+        continue;
+      BlockArgument arg = body.getArgument(i);
+      auto type = cast<RankedTensorType>(arg.getType());
+      SmallVector<int64_t> local(type.getShape());
+      SmallVector<Attribute> split;
+      for (const Shard &s : *shards) {
+        if (local[s.dim] % s.group != 0)
+          return func.emitOpError("argument ")
+                 << i << ": dim " << s.dim << " (" << local[s.dim]
+                 << ") is not divisible by " << s.axis << "=" << s.group;
+        local[s.dim] /= s.group;
+        split.push_back(
+            b.getStringAttr(s.axis + ":" + std::to_string(s.dim)));
+      }
+      arg.setType(RankedTensorType::get(local, type.getElementType()));
+      func.setArgAttr(i, "muir.split", b.getArrayAttr(split));
+      shardsOf[arg] = *shards;
+    }
+    if (shardsOf.empty())
+      return success();
+
+    SmallVector<Operation *> ops;
+    for (Operation &op : body)
+      ops.push_back(&op);
+    for (Operation *op : ops) {
+      if (auto adam = dyn_cast<AdamWUpdateOp>(op)) {
+        // Element-wise: the shard's update is the update's shard.
+        for (auto [res, operand] :
+             llvm::zip(adam->getResults(), adam->getOperands()))
+          res.setType(operand.getType());
+        continue;
+      }
+      if (auto muon = dyn_cast<MuonUpdateOp>(op)) {
+        if (failed(distributeMuon(muon, shardsOf)))
+          return failure();
+        continue;
+      }
+      if (isa<func::ReturnOp>(op))
+        continue;
+      for (Value v : op->getOperands())
+        if (shardsOf.count(v))
+          return op->emitOpError("cannot be distributed: it reads a "
+                                 "sharded tensor");
+    }
+
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    func.setType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
+                                   ret.getOperandTypes()));
+    return success();
+  }
+
+  LogicalResult
+  distributeMuon(MuonUpdateOp op,
+                 const DenseMap<Value, SmallVector<Shard>> &shardsOf) {
+    auto it = shardsOf.find(op.getParam());
+    if (it == shardsOf.end())
+      return success();
+    const SmallVector<Shard> &shards = it->second;
+    for (Value v : {op.getGrad(), op.getMomentumBuffer()})
+      if (v.getType() != op.getParam().getType())
+        return op.emitOpError("parameter, gradient and momentum must be "
+                              "sharded alike");
+    auto localType = cast<RankedTensorType>(op.getParam().getType());
+    auto globalType = op.getNewParam().getType();
+    int64_t rank = localType.getRank();
+    bool matrixSplit = llvm::any_of(
+        shards, [&](const Shard &s) { return s.dim >= rank - 2; });
+    // Only experts split: Newton-Schulz per local expert, no communication.
+    bool expertOnly = llvm::all_of(shards, [&](const Shard &s) {
+      return rank == 3 && s.dim == 0;
+    });
+    if (expertOnly || !matrixSplit) {
+      op.getNewParam().setType(localType);
+      op.getNewMomentumBuffer().setType(localType);
+      return success();
+    }
+    if (op.getRowBlocks())
+      return op.emitOpError("split (row_blocks) updates of sharded matrices "
+                            "are not distributed yet");
+
+    // Duplicated mode: gather the update, orthogonalise the whole matrix on
+    // every rank of the group, keep the own block.
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    auto mom = MomentumOp::create(b, loc, localType, localType, op.getGrad(),
+                                  op.getMomentumBuffer(), op.getBetaAttr(),
+                                  op.getMomentumKindAttr(),
+                                  op.getNesterovAttr());
+    auto gridRef = FlatSymbolRefAttr::get(
+        b.getContext(), (*op->getParentOfType<ModuleOp>().getOps<GridOp>()
+                              .begin())
+                            .getSymName());
+    Value u = mom.getUpdate();
+    SmallVector<int64_t> shape(localType.getShape());
+    for (const Shard &s : shards) {
+      shape[s.dim] *= s.group;
+      auto type = RankedTensorType::get(shape, localType.getElementType());
+      u = AllGatherOp::create(b, loc, type, gridRef,
+                              b.getStrArrayAttr({s.axis}), u,
+                              b.getI64IntegerAttr(s.dim));
+    }
+    Value o = NewtonSchulzOp::create(b, loc, u.getType(), u,
+                                     op.getNsStepsAttr(), op.getScheduleAttr(),
+                                     op.getCoefficientsAttr(), op.getEpsAttr());
+    for (const Shard &s : llvm::reverse(shards)) {
+      shape[s.dim] /= s.group;
+      auto type = RankedTensorType::get(shape, localType.getElementType());
+      o = AllSliceOp::create(b, loc, type, gridRef,
+                             b.getStrArrayAttr({s.axis}), o,
+                             b.getI64IntegerAttr(s.dim));
+    }
+    // The update scale belongs to the whole matrix.
+    int64_t m = globalType.getDimSize(rank - 2);
+    int64_t n = globalType.getDimSize(rank - 1);
+    double scale = getUpdateScale(op.getScaleMode(),
+                                  op.getScaleExtra().convertToDouble(), m, n);
+    auto apply = ApplyUpdateOp::create(b, loc, localType, op.getParam(), o,
+                                       op.getLrAttr(), b.getF64FloatAttr(scale),
+                                       op.getWeightDecayAttr());
+    op.getNewParam().replaceAllUsesWith(apply.getResult());
+    op.getNewMomentumBuffer().replaceAllUsesWith(mom.getNewMomentumBuffer());
+    op.erase();
+    return success();
+  }
+};
+
+} // namespace
