@@ -35,7 +35,7 @@ struct Shard {
 
 /// Reads `muir.shards = ["kind@axis:dim", ...]` of argument `i`.
 FailureOr<SmallVector<Shard>> readShards(func::FuncOp func, unsigned i,
-                                         GridOp grid) {
+                                         GridOp grid, bool &otherFolding) {
   SmallVector<Shard> shards;
   auto attr = func.getArgAttrOfType<ArrayAttr>(i, "muir.shards");
   if (!attr)
@@ -49,11 +49,12 @@ FailureOr<SmallVector<Shard>> readShards(func::FuncOp func, unsigned i,
       return func.emitOpError("argument ")
              << i << ": malformed shard '" << text
              << "' (expected kind@axis:dim)";
-    if (grid.getAxisIndex(axis) < 0)
-      return func.emitOpError("argument ")
-             << i << ": shard '" << text << "' is on axis '" << axis
-             << "' of another folding than the run's grid; distributing "
-                "MoE foldings is not supported yet";
+    if (grid.getAxisIndex(axis) < 0) {
+      // A shard on another folding (MoE's ep of @moe): the tensor stays
+      // whole on every rank until foldings are distributed.
+      otherFolding = true;
+      continue;
+    }
     Builder b(func.getContext());
     s.group = grid.getGroupSize(b.getStrArrayAttr({axis}));
     if (s.group > 1)
@@ -79,10 +80,29 @@ struct DistributePass
     Block &body = func.getBody().front();
     DenseMap<Value, SmallVector<Shard>> shardsOf;
     OpBuilder b(func.getContext());
+    // Read and check everything before changing anything.
+    bool otherFolding = false;
+    SmallVector<SmallVector<Shard>> all;
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-      auto shards = readShards(func, i, grid);
+      auto shards = readShards(func, i, grid, otherFolding);
       if (failed(shards))
         return failure();
+      auto type = dyn_cast<RankedTensorType>(body.getArgument(i).getType());
+      for (const Shard &s : *shards)
+        if (!type || s.dim >= type.getRank() ||
+            type.getDimSize(s.dim) % s.group != 0)
+          return func.emitOpError("argument ")
+                 << i << ": shard on dim " << s.dim
+                 << " does not divide its shape by " << s.axis << "="
+                 << s.group;
+      all.push_back(*shards);
+    }
+    if (otherFolding)
+      func.emitWarning("shards on another folding than the run's grid "
+                       "(MoE expert axes) are not distributed yet: those "
+                       "tensors stay whole on every rank");
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      const SmallVector<Shard> *shards = &all[i];
       if (shards->empty())
         continue;
       BlockArgument arg = body.getArgument(i);
@@ -90,10 +110,6 @@ struct DistributePass
       SmallVector<int64_t> local(type.getShape());
       SmallVector<Attribute> split;
       for (const Shard &s : *shards) {
-        if (local[s.dim] % s.group != 0)
-          return func.emitOpError("argument ")
-                 << i << ": dim " << s.dim << " (" << local[s.dim]
-                 << ") is not divisible by " << s.axis << "=" << s.group;
         local[s.dim] /= s.group;
         split.push_back(
             b.getStringAttr(s.axis + ":" + std::to_string(s.dim)));

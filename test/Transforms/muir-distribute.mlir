@@ -70,7 +70,11 @@ func.func @experts(%e: tensor<8x16x8xf32> {muir.name = "e", muir.shards = ["expe
 
 muir.grid @world axes = ["dp"] shape = [2]
 muir.grid @moe axes = ["ep"] shape = [2]
-// expected-error@+1 {{'func.func' op argument 0: shard 'expert@ep:0' is on axis 'ep' of another folding than the run's grid; distributing MoE foldings is not supported yet}}
-func.func @other_folding(%e: tensor<8x16x8xf32> {muir.name = "e", muir.shards = ["expert@ep:0"]}) {
+// Shards on another folding stay whole (with a warning), the rest is split.
+// CHECK-LABEL: func.func @other_folding
+// CHECK-SAME: (%{{[^:]+}}: tensor<8x16x8xf32> {muir.name = "e", muir.shards = ["expert@ep:0"]}, %{{[^:]+}}: tensor<4xf32> {muir.name = "b", muir.shards = ["fsdp@dp:0"], muir.split = ["dp:0"]})
+// expected-warning@+1 {{shards on another folding than the run's grid (MoE expert axes) are not distributed yet: those tensors stay whole on every rank}}
+func.func @other_folding(%e: tensor<8x16x8xf32> {muir.name = "e", muir.shards = ["expert@ep:0"]},
+                         %b: tensor<8xf32> {muir.name = "b", muir.shards = ["fsdp@dp:0"]}) {
   return
 }
