@@ -560,3 +560,33 @@ LogicalResult AllSliceOp::verifySymbolUses(SymbolTableCollection &symbols) {
                           Twine(in.getDimSize(axis)) + " / group size " +
                               Twine(g));
 }
+
+/// Number of matrices in a rank-2 (1) or rank-3 (B) tensor.
+static int64_t numMatrices(RankedTensorType t) {
+  return t.getRank() == 3 ? t.getDimSize(0) : 1;
+}
+
+LogicalResult SumSquaresOp::verify() {
+  auto in = getInput().getType();
+  if (failed(verifyMatrixRank(*this, in, "input")))
+    return failure();
+  auto out = getResult().getType();
+  if (out.getRank() != 1 || out.getDimSize(0) != numMatrices(in))
+    return emitOpError("expected a result of shape ")
+           << numMatrices(in) << " (one sum per matrix), got "
+           << shapeStr(out.getShape());
+  return success();
+}
+
+LogicalResult ScaleByNormOp::verify() {
+  auto in = getInput().getType();
+  if (failed(verifyMatrixRank(*this, in, "input")))
+    return failure();
+  auto ss = getSumSquares().getType();
+  if (ss.getRank() != 1 || ss.getDimSize(0) != numMatrices(in))
+    return emitOpError("expected sum_squares of shape ")
+           << numMatrices(in) << " (one per matrix), got "
+           << shapeStr(ss.getShape());
+  return verifyRange(*this, "eps", getEps().convertToDouble(), 0, false, kInf,
+                     false);
+}

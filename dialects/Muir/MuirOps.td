@@ -293,6 +293,37 @@ def Muir_ProbeOp : Muir_Op<"probe", [MemoryEffects<[MemWrite]>]> {
   let hasVerifier = 1;
 }
 
+def Muir_SumSquaresOp : Muir_Op<"sum_squares", [Pure]> {
+  let summary = "sum of squares of each matrix (a [B] or [1] vector)";
+  let description = [{
+    For a matrix the result has one element, for a stack [B, m, n] one per
+    matrix. With an all_reduce over the axes a matrix is split on, it gives
+    the squared Frobenius norm of the whole matrix (distributed
+    Newton-Schulz).
+  }];
+  let arguments = (ins Muir_F32Tensor:$input);
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Muir_ScaleByNormOp : Muir_Op<"scale_by_norm", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "X / (sqrt(s) + eps) with s from sum_squares";
+  let description = [{
+    The second half of a Frobenius normalisation whose sum of squares was
+    computed (and possibly all-reduced) separately; the arithmetic is the
+    same as `muir.frobenius_normalize`'s.
+  }];
+  let arguments = (ins Muir_F32Tensor:$input, Muir_F32Tensor:$sum_squares,
+                   DefaultValuedAttr<F64Attr, "1.0e-7">:$eps);
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $sum_squares attr-dict `:` type($input) `,` type($sum_squares)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Collectives
 //===----------------------------------------------------------------------===//

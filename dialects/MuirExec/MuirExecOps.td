@@ -98,6 +98,28 @@ def MuirExec_ObserveOp : MuirExec_Op<"observe"> {
 }
 
 
+def MuirExec_SumSquaresOp : MuirExec_Op<"sum_squares"> {
+  let summary = "out[i] = sum of squares of matrix i (double accumulation)";
+  let description = [{ Sequential double sum per matrix, rounded to f32. }];
+  let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$input,
+      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output);
+  let assemblyFormat = [{
+    $input `,` $output attr-dict `:` type($input) `,` type($output)
+  }];
+}
+
+def MuirExec_ScaleByNormOp : MuirExec_Op<"scale_by_norm"> {
+  let summary = "out = in / (sqrt(ss) + eps) per matrix";
+  let description = [{ Same arithmetic as frobenius_normalize. }];
+  let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$input,
+      Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$sum_squares,
+      Arg<MuirExec_F32Buffer, "", [MemWrite]>:$output, F64Attr:$eps);
+  let assemblyFormat = [{
+    $input `,` $sum_squares `,` $output attr-dict `:` type($input) `,`
+    type($sum_squares) `,` type($output)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Collectives (runtime: MPI on CPU)
 //===----------------------------------------------------------------------===//

@@ -25,6 +25,8 @@ namespace mlir::muir {
 /// Options of the compile pipeline.
 struct PipelineOptions {
   bool probeUpdates = false;
+  std::string nsMode = "auto";  ///< muir-distribute's ns-mode
+  std::string machine = "cpu";  ///< the cost model's machine profile
 };
 
 /// High-level IR -> exec IR (decompose, expand Newton-Schulz, bufferize).

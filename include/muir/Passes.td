@@ -35,6 +35,14 @@ def MuirDistribute : Pass<"muir-distribute", "mlir::ModuleOp"> {
     block); expert stacks split on the expert dimension stay local.
   }];
   let dependentDialects = ["mlir::muir::MuirDialect"];
+  let options = [
+    Option<"nsMode", "ns-mode", "std::string", /*default=*/"\"auto\"",
+           "Newton-Schulz of split matrices: auto (the cost model picks "
+           "duplicated or distributed), duplicated, distributed or blockwise "
+           "(an approximation); a `muir.ns_mode` attribute on an update wins">,
+    Option<"machine", "machine", "std::string", /*default=*/"\"cpu\"",
+           "machine profile of the cost model: cpu or h200">
+  ];
 }
 
 def MuirExpandNewtonSchulz

@@ -141,6 +141,17 @@ struct ExecToRuntimeCallsPass
         c.call("muirrt_frobenius_normalize",
                {c.i64(batch), c.i64(r * cl), c.f32(nrm.getEpsAttr()),
                 c.ptr(nrm.getInput()), c.ptr(nrm.getOutput())});
+      } else if (auto ss = dyn_cast<mx::SumSquaresOp>(op)) {
+        auto [batch, r, cl] = dims(ss.getInput());
+        c.call("muirrt_sum_squares", {c.i64(batch), c.i64(r * cl),
+                                      c.ptr(ss.getInput()),
+                                      c.ptr(ss.getOutput())});
+      } else if (auto sc = dyn_cast<mx::ScaleByNormOp>(op)) {
+        auto [batch, r, cl] = dims(sc.getInput());
+        c.call("muirrt_scale_by_norm",
+               {c.i64(batch), c.i64(r * cl), c.f32(sc.getEpsAttr()),
+                c.ptr(sc.getInput()), c.ptr(sc.getSumSquares()),
+                c.ptr(sc.getOutput())});
       } else if (auto tr = dyn_cast<mx::TransposeOp>(op)) {
         auto [batch, r, cl] = dims(tr.getInput());
         c.call("muirrt_transpose", {c.i64(batch), c.i64(r), c.i64(cl),

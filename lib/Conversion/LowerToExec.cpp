@@ -270,6 +270,21 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     return success();
   }
 
+  if (auto ss = dyn_cast<SumSquaresOp>(op)) {
+    Value out = output(ss.getResult());
+    mx::SumSquaresOp::create(b, loc, in(ss.getInput()), out);
+    map.map(ss.getResult(), out);
+    return success();
+  }
+
+  if (auto sc = dyn_cast<ScaleByNormOp>(op)) {
+    Value out = output(sc.getResult());
+    mx::ScaleByNormOp::create(b, loc, in(sc.getInput()),
+                              in(sc.getSumSquares()), out, sc.getEpsAttr());
+    map.map(sc.getResult(), out);
+    return success();
+  }
+
   if (auto tr = dyn_cast<TransposeOp>(op)) {
     Value out = output(tr.getResult());
     mx::TransposeOp::create(b, loc, in(tr.getInput()), out);

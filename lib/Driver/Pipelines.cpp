@@ -14,7 +14,10 @@ using namespace mlir::muir;
 
 void mlir::muir::buildToExecPipeline(OpPassManager &pm,
                                      const PipelineOptions &options) {
-  pm.addPass(createMuirDistribute());
+  MuirDistributeOptions distribute;
+  distribute.nsMode = options.nsMode;
+  distribute.machine = options.machine;
+  pm.addPass(createMuirDistribute(distribute));
   MuirDecomposeOptimizersOptions decompose;
   decompose.probeUpdates = options.probeUpdates;
   pm.addPass(createMuirDecomposeOptimizers(decompose));
@@ -43,6 +46,13 @@ struct ToExecOptions : public PassPipelineOptions<ToExecOptions> {
   Option<bool> probeUpdates{*this, "probe-updates",
                             llvm::cl::desc("record orthogonalised updates"),
                             llvm::cl::init(false)};
+  Option<std::string> nsMode{
+      *this, "ns-mode",
+      llvm::cl::desc("auto, duplicated, distributed or blockwise"),
+      llvm::cl::init("auto")};
+  Option<std::string> machine{*this, "machine",
+                              llvm::cl::desc("cost model profile: cpu, h200"),
+                              llvm::cl::init("cpu")};
 };
 } // namespace
 
@@ -53,7 +63,8 @@ void mlir::muir::registerMuirPassesAndPipelines() {
       "high-level muir IR to exec IR (distribute, decompose, expand "
       "Newton-Schulz, bufferize)",
       [](OpPassManager &pm, const ToExecOptions &o) {
-        buildToExecPipeline(pm, PipelineOptions{o.probeUpdates});
+        buildToExecPipeline(pm, PipelineOptions{o.probeUpdates, o.nsMode,
+                                                 o.machine});
       });
   PassPipelineRegistration<>(
       "muir-exec-to-llvm", "exec IR to the LLVM dialect (runtime calls, loops)",
@@ -61,7 +72,8 @@ void mlir::muir::registerMuirPassesAndPipelines() {
   PassPipelineRegistration<ToExecOptions>(
       "muir-compile-cpu", "high-level muir IR to the LLVM dialect for the CPU",
       [](OpPassManager &pm, const ToExecOptions &o) {
-        buildToExecPipeline(pm, PipelineOptions{o.probeUpdates});
+        buildToExecPipeline(pm, PipelineOptions{o.probeUpdates, o.nsMode,
+                                                 o.machine});
         buildExecToLLVMPipeline(pm);
       });
 }

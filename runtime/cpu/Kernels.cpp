@@ -208,6 +208,39 @@ extern "C" void muirrt_frobenius_normalize(int64_t batch, int64_t numel,
   }
 }
 
+extern "C" void muirrt_sum_squares(int64_t batch, int64_t numel,
+                                   const float *in, float *ss) {
+  if (batch <= 0 || numel < 0)
+    return;
+  countOther();
+  for (int64_t i = 0; i < batch; ++i) {
+    const float *x = in + i * numel;
+    double sum = 0.0;
+    for (int64_t j = 0; j < numel; ++j) {
+      double v = static_cast<double>(x[j]);
+      sum += v * v;
+    }
+    ss[i] = static_cast<float>(sum);
+  }
+}
+
+extern "C" void muirrt_scale_by_norm(int64_t batch, int64_t numel, float eps,
+                                     const float *in, const float *ss,
+                                     float *out) {
+  if (batch <= 0 || numel < 0)
+    return;
+  countOther();
+  for (int64_t i = 0; i < batch; ++i) {
+    double denom =
+        std::sqrt(static_cast<double>(ss[i])) + static_cast<double>(eps);
+    float scale = static_cast<float>(1.0 / denom);
+    const float *x = in + i * numel;
+    float *y = out + i * numel;
+    for (int64_t j = 0; j < numel; ++j)
+      y[j] = x[j] * scale;
+  }
+}
+
 extern "C" void muirrt_transpose(int64_t batch, int64_t rows, int64_t cols,
                                  const float *in, float *out) {
   if (batch <= 0 || rows <= 0 || cols <= 0)

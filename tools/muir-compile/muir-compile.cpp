@@ -61,6 +61,14 @@ static cl::opt<std::string>
     reportFile("report", cl::desc("write the plan report as JSON ('-' for "
                                   "stdout)"),
                cl::value_desc("FILE"), cl::init(""));
+static cl::opt<std::string>
+    nsMode("ns-mode",
+           cl::desc("Newton-Schulz of split matrices: auto (cost model), "
+                    "duplicated, distributed or blockwise (approximation)"),
+           cl::init("auto"));
+static cl::opt<std::string>
+    machine("machine", cl::desc("cost-model machine profile: cpu or h200"),
+            cl::init("cpu"));
 static cl::opt<bool> quiet("quiet", cl::desc("no readable report table"),
                            cl::init(false));
 static cl::opt<bool> timing("timing",
@@ -140,12 +148,16 @@ int main(int argc, char **argv) {
       return 1;
     phase("high-level IR built");
     PassManager pm(&context);
+    muir::PipelineOptions pipeline{false, nsMode, machine};
     if (emit == Emit::Planned) {
-      pm.addPass(muir::createMuirDistribute());
+      muir::MuirDistributeOptions distribute;
+      distribute.nsMode = nsMode;
+      distribute.machine = machine;
+      pm.addPass(muir::createMuirDistribute(distribute));
       pm.addPass(muir::createMuirDecomposeOptimizers());
       pm.addPass(muir::createMuirExpandNewtonSchulz());
     } else if (emit == Emit::Exec || emit == Emit::LLVM) {
-      muir::buildToExecPipeline(pm, muir::PipelineOptions{});
+      muir::buildToExecPipeline(pm, pipeline);
       if (emit == Emit::LLVM)
         muir::buildExecToLLVMPipeline(pm);
     }

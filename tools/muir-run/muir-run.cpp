@@ -69,6 +69,16 @@ static cl::opt<int>
              cl::desc("run N ranks as MPI processes: muir-run starts itself "
                       "under `mpirun -n N` (the grid's devices must be N)"),
              cl::init(1));
+static cl::opt<std::string>
+    nsMode("ns-mode",
+           cl::desc("Newton-Schulz of split matrices: auto, duplicated, "
+                    "distributed or blockwise (approximation)"),
+           cl::init("auto"));
+static cl::opt<bool> commStats(
+    "comm-stats",
+    cl::desc("after the last step, every rank prints the bytes it sent and "
+             "the collectives it ran per grid-axis group (runtime counters)"),
+    cl::init(false));
 static cl::opt<bool> noProbes(
     "no-probes",
     cl::desc("do not record Newton-Schulz outputs (no orthogonality error)"),
@@ -231,6 +241,9 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
     add("muirrt_frobenius_normalize",
         reinterpret_cast<void *>(&muirrt_frobenius_normalize));
     add("muirrt_transpose", reinterpret_cast<void *>(&muirrt_transpose));
+    add("muirrt_sum_squares", reinterpret_cast<void *>(&muirrt_sum_squares));
+    add("muirrt_scale_by_norm",
+        reinterpret_cast<void *>(&muirrt_scale_by_norm));
     add("muirrt_observe", reinterpret_cast<void *>(&muirrt_observe));
     add("muirrt_all_reduce", reinterpret_cast<void *>(&muirrt_all_reduce));
     add("muirrt_all_gather", reinterpret_cast<void *>(&muirrt_all_gather));
@@ -339,7 +352,8 @@ int main(int argc, char **argv) {
 
   // High-level IR -> exec IR.
   PassManager toExec(&context);
-  muir::buildToExecPipeline(toExec, muir::PipelineOptions{!noProbes});
+  muir::buildToExecPipeline(toExec,
+                            muir::PipelineOptions{!noProbes, nsMode, "cpu"});
   if (failed(toExec.run(*module)))
     return 1;
 
@@ -527,6 +541,7 @@ int main(int argc, char **argv) {
   std::vector<void *> pointers(args.size());
   std::vector<int64_t> stepValue(1);
   double totalMs = 0, minMs = 1e300;
+  muirrt_comm_reset();
   for (int step = 1; step <= numSteps; ++step) {
     for (int32_t i = 0; i < count; ++i)
       if (muirrt_tensor_role(rt, i) == MUIRRT_ROLE_PARAM) {
@@ -598,6 +613,36 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (commStats) {
+    // Before the dump, whose gathers are counted too. Rank 0 prints every
+    // rank's counters, gathered over the whole grid (the int64 counters
+    // travel as raw bytes), so that no rank's lines can get lost or mixed.
+    int64_t all = (int64_t(1) << gridAxes.size()) - 1;
+    int64_t ranks = muirrt_dist_group_size(all);
+    // Snapshot first: the gather below is a collective and counts too.
+    std::vector<int64_t> mine(2 * all), every(2 * all * ranks);
+    for (int64_t mask = 1; mask <= all; ++mask) {
+      mine[2 * (mask - 1)] = muirrt_comm_bytes(mask);
+      mine[2 * (mask - 1) + 1] = muirrt_comm_calls(mask);
+    }
+    static_assert(sizeof(int64_t) == 2 * sizeof(float), "int64 = 2 floats");
+    muirrt_all_gather(all, reinterpret_cast<const float *>(mine.data()),
+                      reinterpret_cast<float *>(every.data()), 1,
+                      2 * mine.size());
+    for (int64_t mask = 1; rank == 0 && mask <= all; ++mask) {
+      std::string axes;
+      for (auto [i, name] : llvm::enumerate(gridAxes))
+        if (mask & (int64_t(1) << i))
+          axes += (axes.empty() ? "" : ",") + name;
+      for (int64_t r = 0; r < ranks; ++r) {
+        const int64_t *c = &every[r * 2 * all + 2 * (mask - 1)];
+        if (c[1])
+          llvm::outs() << "comm: rank " << r << " axes " << axes
+                       << " bytes " << c[0] << " calls " << c[1] << "\n";
+      }
+    }
+    muirrt_comm_reset();
+  }
   if (!dumpDir.empty()) {
     // Whole tensors again: every rank takes part in the gathers, rank 0
     // writes.

@@ -45,6 +45,16 @@ void muirrt_ssyrk(int64_t batch, int64_t n, int64_t k, float alpha,
 void muirrt_frobenius_normalize(int64_t batch, int64_t numel, float eps,
                                 const float *in, float *out);
 
+/* ss[i] = sum of squares of the numel floats of item i, accumulated in
+ * double in a fixed order and rounded to float. */
+void muirrt_sum_squares(int64_t batch, int64_t numel, const float *in,
+                        float *ss);
+
+/* out[i] = in[i] / (sqrt(ss[i]) + eps), with muirrt_frobenius_normalize's
+ * arithmetic (one double reciprocal, then a float multiply). */
+void muirrt_scale_by_norm(int64_t batch, int64_t numel, float eps,
+                          const float *in, const float *ss, float *out);
+
 /* out[i] = in[i]^T; in[i] is rows x cols, out[i] is cols x rows. */
 void muirrt_transpose(int64_t batch, int64_t rows, int64_t cols,
                       const float *in, float *out);

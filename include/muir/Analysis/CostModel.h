@@ -1,0 +1,80 @@
+//===- CostModel.h - choosing how Newton-Schulz runs across ranks -*- C++ -*-===//
+//
+// An alpha-beta model per grid axis plus a compute rate. It prices the exact
+// Newton-Schulz modes for a matrix split over one group:
+//  - duplicated: all-gather the update (ring: (g-1) alpha + (g-1)/g * bytes
+//    / beta), then the whole NS on every rank;
+//  - distributed: per step, all-reduce the s x s Gram matrix over the
+//    unsplit dimension s (ring: 2 (g-1) alpha + 2 (g-1)/g * 4 s^2 / beta),
+//    with per-rank compute 4 s^2 k/g + 2 s^3 (k the split dimension).
+// Blockwise is an approximation and never chosen by the model.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MUIR_ANALYSIS_COSTMODEL_H
+#define MUIR_ANALYSIS_COSTMODEL_H
+
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace mlir::muir {
+
+struct Link {
+  double alpha; ///< seconds per message
+  double beta;  ///< bytes per second
+};
+
+struct MachineProfile {
+  std::string name;
+  double flopsPerSecond;           ///< fp32 matrix-multiply rate
+  std::map<std::string, Link> axes; ///< by grid-axis name
+  Link otherAxes;                   ///< axes not listed
+
+  const Link &link(StringRef axis) const;
+  /// "cpu" (this 2-core machine, MPI over shared memory) or "h200" (one
+  /// node of 8 H200 with NVLink for tp/ep/etp, InfiniBand for dp/edp/pp).
+  static std::optional<MachineProfile> get(StringRef name);
+};
+
+enum class NSMode { Duplicated, Distributed, Blockwise };
+StringRef stringify(NSMode mode);
+std::optional<NSMode> symbolizeNSMode(StringRef name);
+
+struct ModeCost {
+  double seconds = 0, computeSeconds = 0, commSeconds = 0;
+  double commBytes = 0; ///< per rank
+  double flops = 0;     ///< per rank
+};
+
+/// One matrix (or a batch of `batch` matrices) of global shape m x n whose
+/// dimension `splitDim` (0 rows, 1 columns) is split over `group` ranks of
+/// `axis`, for `steps` Newton-Schulz steps.
+struct NSProblem {
+  int64_t m, n, batch = 1, steps = 5;
+  int splitDim = 0;
+  int64_t group = 1;
+  std::string axis;
+};
+
+class NSCostModel {
+public:
+  explicit NSCostModel(MachineProfile profile) : profile(std::move(profile)) {}
+
+  ModeCost duplicated(const NSProblem &p) const;
+  ModeCost distributed(const NSProblem &p) const;
+
+  /// The cheaper exact mode and a one-line reason.
+  NSMode choose(const NSProblem &p, std::string *why = nullptr) const;
+
+  const MachineProfile &getProfile() const { return profile; }
+
+private:
+  MachineProfile profile;
+};
+
+} // namespace mlir::muir
+
+#endif // MUIR_ANALYSIS_COSTMODEL_H

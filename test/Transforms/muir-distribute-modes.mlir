@@ -1,0 +1,42 @@
+// RUN: muir-opt %s --muir-distribute=ns-mode=distributed | FileCheck %s --check-prefix=DIST
+// RUN: muir-opt %s --muir-distribute=ns-mode=blockwise | FileCheck %s --check-prefix=BLOCK
+// RUN: muir-opt %s --muir-distribute | FileCheck %s --check-prefix=AUTO
+// RUN: muir-opt %s --muir-distribute=machine=h200 | FileCheck %s --check-prefix=AUTO-H200
+
+// A 256x1024 matrix split by columns over tp=4 (local 256x256).
+muir.grid @world axes = ["tp"] shape = [4]
+
+// Distributed: the norm and each step's 256x256 Gram matrix (over the
+// unsplit rows) are all-reduced; X <- a X + B X stays local.
+// DIST-LABEL: func.func @step
+// DIST: %[[U:.+]], %{{.+}} = muir.momentum {{.*}} : tensor<256x256xf32>
+// DIST: %[[SS:.+]] = muir.sum_squares %[[U]] : tensor<256x256xf32> -> tensor<1xf32>
+// DIST: %[[N:.+]] = muir.all_reduce %[[SS]] on @world axes = ["tp"] : tensor<1xf32>
+// DIST: %[[X:.+]] = muir.scale_by_norm %[[U]], %[[N]] : tensor<256x256xf32>, tensor<1xf32>
+// DIST: %[[G:.+]] = muir.matmul %[[X]], %[[X]] {transpose_b} : (tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>
+// DIST: %[[GR:.+]] = muir.all_reduce %[[G]] on @world axes = ["tp"] : tensor<256x256xf32>
+// DIST: %[[B:.+]] = muir.matmul %[[GR]], %[[GR]] acc %[[GR]] {alpha = 2.031500e+00 : f64, beta = -4.775000e+00 : f64}
+// DIST: muir.matmul %[[B]], %[[X]] acc %[[X]] {beta = 3.444500e+00 : f64}
+// DIST-COUNT-4: muir.all_reduce
+// DIST-NOT: muir.all_gather
+// DIST: muir.apply_update {{.*}}muir.ns_mode = "distributed", muir.ns_why = "requested", scale = 6.400000e+00 : f64
+
+// Blockwise: NS of the local block, scaled by the block's shape.
+// BLOCK-LABEL: func.func @step
+// BLOCK-NOT: muir.all_
+// BLOCK: muir.newton_schulz %{{.*}} : tensor<256x256xf32>
+// BLOCK: muir.apply_update {{.*}}muir.ns_mode = "blockwise"{{.*}}scale = 3.200000e+00 : f64
+
+// The cost model picks per machine and keeps its reason on the update: on
+// this CPU the distributed mode's split Gram work wins over gathering and
+// orthogonalising the whole matrix on every rank; on an H200 node, where
+// compute is cheap and each all-reduce costs latency, duplicated wins.
+// AUTO: muir.apply_update {{.*}}muir.ns_mode = "distributed", muir.ns_why = "duplicated {{.*}} ms (gather 0.786 MB), distributed {{.*}} ms (Gram all-reduces 1.97 MB) on cpu"
+// AUTO-H200: muir.ns_mode = "duplicated", muir.ns_why = "{{.*}} on h200"
+func.func @step(%w: tensor<256x1024xf32> {muir.name = "w", muir.shards = ["tp_row@tp:1"]},
+                %g: tensor<256x1024xf32> {muir.name = "w.grad", muir.shards = ["tp_row@tp:1"]},
+                %m: tensor<256x1024xf32> {muir.name = "w.momentum", muir.shards = ["tp_row@tp:1"]})
+    -> (tensor<256x1024xf32> {muir.updates = "w"}) {
+  %w1, %m1 = muir.muon_update %w, %g, %m {lr = 0.02} : tensor<256x1024xf32>
+  return %w1 : tensor<256x1024xf32>
+}
