@@ -17,9 +17,28 @@ static int64_t dtypeBytes(StringRef dtype) {
   return dtype == "f32" ? 4 : 2;
 }
 
-PlanReport PlanReport::compute(const Description &d) {
+FailureOr<PlanReport> PlanReport::compute(const Description &d,
+                                          const ReportOptions &options,
+                                          std::string &error) {
   PlanReport r;
   r.name = d.name;
+  auto profile = MachineProfile::get(options.machine);
+  if (!profile) {
+    error = "unknown machine profile '" + options.machine +
+            "' (expected cpu or h200)";
+    return failure();
+  }
+  std::optional<NSMode> fixedMode;
+  if (options.nsMode != "auto") {
+    fixedMode = symbolizeNSMode(options.nsMode);
+    if (!fixedMode) {
+      error = "unknown ns-mode '" + options.nsMode +
+              "' (expected auto, duplicated, distributed or blockwise)";
+      return failure();
+    }
+  }
+  NSCostModel model(*profile);
+  r.machine = profile->name;
   for (const GridAxis &a : d.grid.axes)
     r.axes.push_back(a.name);
   for (const GridAxis &a : d.grid.moeAxes)
@@ -54,6 +73,41 @@ PlanReport PlanReport::compute(const Description &d) {
     int64_t localMatrices = matrices / expertFactor;
     int64_t m = rank >= 2 ? p.shape[rank - 2] : 1;
     int64_t n = p.shape[rank - 1];
+
+    // The Newton-Schulz mode of a matrix split on its own dimensions, as
+    // muir-distribute decides it.
+    SmallVector<std::pair<const Sharding *, int64_t>> matrixSplits;
+    for (const Sharding &s : p.shards) {
+      const GridAxis *axis = d.grid.find(s.axis, p.moeFolding);
+      if (s.kind != ShardKind::Expert && axis && axis->size > 1)
+        matrixSplits.push_back({&s, axis->size});
+    }
+    NSMode mode = NSMode::Duplicated;
+    if (muon && !matrixSplits.empty()) {
+      auto [split, g] = matrixSplits.front();
+      NSProblem problem{m, n, localMatrices, a.muon.nsSteps,
+                        static_cast<int>(split->dim - (rank - 2)), g,
+                        split->axis};
+      std::string why;
+      if (fixedMode) {
+        mode = *fixedMode;
+        why = "requested";
+        if (mode == NSMode::Distributed && matrixSplits.size() != 1) {
+          error = "'" + p.name + "': distributed Newton-Schulz needs the "
+                  "matrix split on one dimension";
+          return failure();
+        }
+      } else if (matrixSplits.size() == 1) {
+        mode = model.choose(problem, &why);
+      } else {
+        why = "split on both matrix dimensions: duplicated";
+      }
+      double seconds = mode == NSMode::Distributed
+                           ? model.distributed(problem).seconds
+                           : model.duplicated(problem).seconds;
+      r.matrices.push_back({p.name, mode, seconds, why});
+    }
+
     for (RankCost &c : r.ranks) {
       c.paramBytes += local * dtypeBytes(p.dtype);
       c.optimizerStateBytes += local * 4 * (muon ? 1 : 2);
@@ -61,28 +115,48 @@ PlanReport PlanReport::compute(const Description &d) {
         c.runtimeCalls += 1; // one fused AdamW kernel
         continue;
       }
-      // A split update (fused QKV) orthogonalises each row block alone.
+      c.runtimeCalls += 1; // the momentum kernel
+      if (!matrixSplits.empty() && mode == NSMode::Distributed) {
+        // Norm: sum_squares, all_reduce (4 bytes to g-1 peers), scale; per
+        // step: local Gram, its all_reduce (4 s^2 to g-1 peers), B, X.
+        auto [split, g] = matrixSplits.front();
+        bool rowsSplit = split->dim == rank - 2;
+        double sDim = rowsSplit ? n : m, k = rowsSplit ? m : n;
+        c.nsFlops += localMatrices * a.muon.nsSteps *
+                     (4 * sDim * sDim * k / g + 2 * sDim * sDim * sDim);
+        c.collectiveBytes[split->axis] +=
+            localMatrices * (4 * (g - 1) +
+                             a.muon.nsSteps * int64_t(sDim * sDim) * 4 *
+                                 (g - 1));
+        c.runtimeCalls += 1 + 3 + 4 * a.muon.nsSteps; // + the update
+        continue;
+      }
+      if (!matrixSplits.empty() && mode == NSMode::Blockwise) {
+        int64_t lm = m, ln = n;
+        for (auto [split, g] : matrixSplits)
+          (split->dim == rank - 2 ? lm : ln) /= g;
+        c.nsFlops += localMatrices * nsFlops(lm, ln, a.muon.nsSteps);
+        c.runtimeCalls += 2 + 3 * a.muon.nsSteps + (lm > ln ? 2 : 0);
+        continue;
+      }
+      // Local or duplicated: the whole matrix on every rank (a split
+      // update, fused QKV, orthogonalises and updates each row block
+      // alone): per block normalise, 3 GEMMs per step, the update, and
+      // transposes in and out for tall blocks.
       SmallVector<int64_t> blocks = {m};
       if (a.muon.splitFused && !p.splitRows.empty() && rank == 2)
         blocks.assign(p.splitRows.begin(), p.splitRows.end());
-      // Per block: normalise, 3 GEMMs per step and the update (tall blocks
-      // transpose in and out); plus one
-      // momentum kernel. A batch of experts is one call each.
-      c.runtimeCalls += 1;
       for (int64_t rows : blocks) {
         c.nsFlops += localMatrices * nsFlops(rows, n, a.muon.nsSteps);
         c.runtimeCalls += 2 + 3 * a.muon.nsSteps + (rows > n ? 2 : 0);
       }
-      for (const Sharding &s : p.shards) {
-        if (s.kind == ShardKind::Expert)
-          continue;
-        const GridAxis *axis = d.grid.find(s.axis, p.moeFolding);
-        if (!axis || axis->size == 1)
-          continue;
-        // Duplicated mode: all-gather the momentum shards (fp32).
-        int64_t shardBytes = (numel / expertFactor) * 4 / axis->size;
-        c.collectiveBytes[s.axis] += (axis->size - 1) * shardBytes;
-        c.runtimeCalls += 1;
+      // Gathers one split dimension after another: each sends what this
+      // rank holds by then to g - 1 peers; the slices back are local.
+      int64_t held = local;
+      for (auto [split, g] : matrixSplits) {
+        c.collectiveBytes[split->axis] += held * 4 * (g - 1);
+        held *= g;
+        c.runtimeCalls += 2;
       }
     }
   }
@@ -120,6 +194,16 @@ void PlanReport::writeJSON(llvm::raw_ostream &os) const {
     j.attribute("muon_matrices", muonMatrices);
     j.attribute("num_ranks", static_cast<int64_t>(ranks.size()));
     j.attributeObject("totals", [&] { writeCost(total); });
+    j.attribute("machine", machine);
+    j.attributeArray("matrices", [&] {
+      for (const MatrixPlan &mp : matrices)
+        j.object([&] {
+          j.attribute("name", mp.name);
+          j.attribute("ns_mode", stringify(mp.mode));
+          j.attribute("modelled_ms", mp.modelledSeconds * 1e3);
+          j.attribute("why", mp.why);
+        });
+    });
     j.attributeArray("ranks", [&] {
       for (auto [i, c] : llvm::enumerate(ranks))
         j.object([&] {
@@ -151,6 +235,27 @@ void PlanReport::printTable(llvm::raw_ostream &os) const {
      << human(totalParameters, "") << " (Muon " << human(muonParameters, "")
      << " in " << muonMatrices << " matrices, AdamW "
      << human(adamwParameters, "") << ")\n";
+  if (!matrices.empty()) {
+    // Split matrices by Newton-Schulz mode; the largest modelled ones shown.
+    std::map<std::string, int> count;
+    for (const MatrixPlan &mp : matrices)
+      ++count[stringify(mp.mode).str()];
+    os << "Newton-Schulz of " << matrices.size() << " split matrices ("
+       << machine << " cost model):";
+    for (auto &[mode, n] : count)
+      os << " " << mode << " " << n;
+    os << "\n";
+    std::vector<const MatrixPlan *> top;
+    for (const MatrixPlan &mp : matrices)
+      top.push_back(&mp);
+    std::stable_sort(top.begin(), top.end(), [](auto *a, auto *b) {
+      return a->modelledSeconds > b->modelledSeconds;
+    });
+    for (size_t i = 0; i < std::min<size_t>(3, top.size()); ++i)
+      os << "  " << top[i]->name << ": " << stringify(top[i]->mode) << ", "
+         << llvm::format("%.3g", top[i]->modelledSeconds * 1e3) << " ms ("
+         << top[i]->why << ")\n";
+  }
   os << llvm::left_justify("ranks", 12) << llvm::right_justify("params", 12)
      << llvm::right_justify("opt state", 12)
      << llvm::right_justify("NS flops", 14);

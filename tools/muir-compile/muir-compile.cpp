@@ -166,7 +166,12 @@ int main(int argc, char **argv) {
     phase("lowered");
   }
 
-  muir::PlanReport report = muir::PlanReport::compute(*desc);
+  std::string reportError;
+  FailureOr<muir::PlanReport> planned = muir::PlanReport::compute(
+      *desc, muir::ReportOptions{nsMode, machine}, reportError);
+  if (failed(planned))
+    return fail(reportError);
+  muir::PlanReport &report = *planned;
   phase("report computed");
 
   // Outputs, each kept only once written completely.

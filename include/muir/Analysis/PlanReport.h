@@ -1,16 +1,17 @@
 //===- PlanReport.h - what a compiled step costs per rank -------*- C++ -*-===//
 //
 // Per-rank memory, Newton-Schulz work, communication and runtime calls of
-// one optimizer step, and totals over the grid. Until the distribution
-// passes choose NS modes (cost model), sharded matrices are costed as the
-// duplicated mode: all-gather the shards and run the full NS on every rank
-// of the group; expert stacks sharded on ep run NS per local expert with no
-// communication.
+// one optimizer step, and totals over the grid. Split Muon matrices are
+// costed in the Newton-Schulz mode muir-distribute picks (the same cost
+// model and options), with collective bytes counted as the runtime counts
+// them (bytes this rank sends); expert stacks sharded on ep run NS per
+// local expert with no communication.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MUIR_ANALYSIS_PLANREPORT_H
 #define MUIR_ANALYSIS_PLANREPORT_H
 
+#include "muir/Analysis/CostModel.h"
 #include "muir/Import/Description.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -33,14 +34,33 @@ struct RankCost {
   }
 };
 
+/// How one split Muon matrix runs its Newton-Schulz and what the model
+/// says it costs.
+struct MatrixPlan {
+  std::string name;
+  NSMode mode;
+  double modelledSeconds;
+  std::string why;
+};
+
+struct ReportOptions {
+  std::string nsMode = "auto"; ///< as muir-distribute's ns-mode
+  std::string machine = "cpu";
+};
+
 struct PlanReport {
   std::string name;
   int64_t totalParameters = 0, muonParameters = 0, adamwParameters = 0;
   int64_t muonMatrices = 0; ///< 2-D matrices plus every expert matrix
   std::vector<std::string> axes;
   std::vector<RankCost> ranks;
+  std::vector<MatrixPlan> matrices; ///< split Muon matrices only
+  std::string machine;
 
-  static PlanReport compute(const desc::Description &d);
+  /// Fails (with `error`) on an unknown mode or machine.
+  static FailureOr<PlanReport> compute(const desc::Description &d,
+                                       const ReportOptions &options,
+                                       std::string &error);
   void writeJSON(llvm::raw_ostream &os) const;
   void printTable(llvm::raw_ostream &os) const;
 };

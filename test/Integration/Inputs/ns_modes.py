@@ -9,7 +9,8 @@ for tp=2 (2 ranks) and dp=2,tp=2 (4 ranks), in each mode:
                 shards, so rounding differs from the single-rank GEMM);
   blockwise   - equal, within 1e-5 (as the fp64 Muon tests), to an fp64
                 Muon update of each shard on its own, with the shard's scale.
-The runtime's byte counters must equal the closed forms per rank and step:
+The runtime's byte counters, and the plan report's prediction, must equal
+the closed forms per rank and step:
   duplicated:  sum over split matrices of local_numel * 4 * (g - 1)
   distributed: sum over split matrices of 4 * (g - 1)              (norm)
                + ns_steps * s^2 * 4 * (g - 1)     (Gram over unsplit dim s)
@@ -97,12 +98,20 @@ for layout, ranks in [("tp=2", 2), ("dp=2,tp=2", 4)]:
             want = STEPS * 2 * (4 * (g - 1) + 5 * s * s * 4 * (g - 1))
         else:
             want = 0
+        # The plan report predicts the same bytes (its formula lives in
+        # lib/Analysis/PlanReport.cpp).
+        import json
+        report = json.loads(run([compiler, desc, "--layout", layout,
+                                 "--ns-mode", mode, "--emit=none", "--quiet",
+                                 "--report=-"]))
         for r in range(ranks):
             have = sent.get((r, "tp"), 0)
-            if have != want:
+            predicted = STEPS * report["ranks"][r]["collective_bytes"]["tp"]
+            if have != want or predicted != want:
                 ok = False
                 print("FAIL %s %s rank %d: sent %d bytes on tp, closed form "
-                      "%d" % (mode, layout, r, have, want))
+                      "%d, plan report %d" % (mode, layout, r, have, want,
+                                              predicted))
         for name in ["q_proj", "o_proj", "norm", "experts.up_proj"]:
             a, b = one[name], got[name]
             p0 = np.load(os.path.join(inp, name + ".npy"))
