@@ -64,6 +64,10 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
 #include <climits>
 #include <cmath>
 #include <cstdio>
@@ -424,9 +428,55 @@ int asInt(int64_t v) { return static_cast<int>(v); }
 
 // Runs a collective's body, turning an escaping exception (out of memory)
 // into a fatal error: no exception crosses the C boundary.
+//===----------------------------------------------------------------------===//
+// Watchdog: a collective that never completes (a rank died, or ranks took
+// different paths) must not hang the run. A thread checks the collective in
+// flight; past the timeout (MUIR_RT_COLLECTIVE_TIMEOUT seconds, default 60)
+// it reports which collective waited and exits non-zero, which makes mpirun
+// end the other ranks.
+//===----------------------------------------------------------------------===//
+
+std::atomic<int64_t> inFlightSince{0}; // steady-clock ns; 0 when idle
+std::atomic<const char *> inFlightName{nullptr};
+std::once_flag watchdogStarted;
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void startWatchdog() {
+  std::call_once(watchdogStarted, [] {
+    double timeout = 60;
+    if (const char *env = std::getenv("MUIR_RT_COLLECTIVE_TIMEOUT"))
+      timeout = std::max(0.1, std::atof(env));
+    std::thread([timeout] {
+      for (;;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        int64_t since = inFlightSince.load();
+        if (since && (nowNs() - since) * 1e-9 > timeout) {
+          const char *name = inFlightName.load();
+          std::fprintf(stderr,
+                       "muir runtime: rank %d: %s did not complete within "
+                       "%g s (another rank died or took a different path); "
+                       "aborting\n",
+                       static_cast<int>(state.rank), name ? name : "?",
+                       timeout);
+          std::fflush(stderr);
+          std::_Exit(1);
+        }
+      }
+    }).detach();
+  });
+}
+
 template <typename Fn> void guardedCollective(const char *fn, Fn &&body) {
   try {
+    inFlightName = fn;
+    inFlightSince = nowNs();
     body();
+    inFlightSince = 0;
   } catch (const std::bad_alloc &) {
     fatal(fn, "out of memory");
   } catch (const std::exception &e) {
@@ -520,6 +570,8 @@ extern "C" int muirrt_dist_init(int32_t num_axes, const int64_t *sizes) {
     state.size = worldSize;
     state.chunkFloats = chunkFloats;
     state.ready = true;
+    if (worldSize > 1)
+      startWatchdog();
     return 0;
   } catch (const std::bad_alloc &) {
     return fail("muirrt_dist_init: out of memory");

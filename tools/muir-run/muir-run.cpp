@@ -36,6 +36,7 @@
 #include "llvm/Support/WithColor.h"
 
 #include <chrono>
+#include <csignal>
 #include <thread>
 #include <set>
 #include <cstring>
@@ -257,6 +258,26 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
   });
 }
 } // namespace
+
+/// Test-only fault injection for the fault tests: MUIR_TEST_FAULT =
+/// "kill:R:S" makes rank R die (SIGKILL) before step S, "hang:R:S" makes it
+/// stop taking part (sleep) there.
+static void testFault(int rank, int step) {
+  const char *spec = getenv("MUIR_TEST_FAULT");
+  if (!spec)
+    return;
+  SmallVector<StringRef> parts;
+  StringRef(spec).split(parts, ':');
+  int r = -1, s = -1;
+  if (parts.size() != 3 || parts[1].getAsInteger(10, r) ||
+      parts[2].getAsInteger(10, s) || r != rank || s != step)
+    return;
+  if (parts[0] == "kill")
+    ::raise(SIGKILL);
+  if (parts[0] == "hang")
+    for (;;)
+      ::sleep(1000);
+}
 
 /// Starts this very command line again as `mpirun -n N muir-run ...`; each
 /// rank then sees OMPI_COMM_WORLD_SIZE and runs its part. OpenBLAS threads
@@ -559,6 +580,7 @@ int main(int argc, char **argv) {
       }
     }
     muirrt_observations_clear();
+    testFault(rank, step);
     auto start = std::chrono::steady_clock::now();
     if (llvm::Error err = engine->invokePacked(entryName, packed))
       return fail("execution failed: " + llvm::toString(std::move(err)));
