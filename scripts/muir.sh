@@ -77,7 +77,9 @@ case "$cmd" in
   bench) setup; build
          /usr/bin/python3 "$root/bench/run.py" --build "$build" "$@"
          echo
-         exec /usr/bin/python3 "$root/bench/compile_scale.py" --build "$build" ;;
+         /usr/bin/python3 "$root/bench/compile_scale.py" --build "$build"
+         echo
+         exec /usr/bin/python3 "$root/bench/ns_modes.py" --build "$build" ;;
   build) setup; build ;;
   *) echo "usage: scripts/muir.sh run|test|bench|build [args]" >&2; exit 2 ;;
 esac

@@ -66,7 +66,9 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
       const GridAxis *axis = d.grid.find(s.axis, p.moeFolding);
       int64_t g = axis ? axis->size : 1;
       factor *= g;
-      if (s.kind == ShardKind::Expert)
+      // Splits of a stack's first dimension (expert or fsdp) divide the
+      // matrices among ranks.
+      if (s.kind == ShardKind::Expert || (p.shape.size() == 3 && s.dim == 0))
         expertFactor *= g;
     }
     int64_t local = numel / factor;
@@ -79,7 +81,10 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
     SmallVector<std::pair<const Sharding *, int64_t>> matrixSplits;
     for (const Sharding &s : p.shards) {
       const GridAxis *axis = d.grid.find(s.axis, p.moeFolding);
-      if (s.kind != ShardKind::Expert && axis && axis->size > 1)
+      // Only splits of the matrix itself (its last two dimensions) need
+      // communication: an fsdp split of an expert stack splits experts.
+      if (s.kind != ShardKind::Expert && s.dim >= rank - 2 && axis &&
+          axis->size > 1)
         matrixSplits.push_back({&s, axis->size});
     }
     NSMode mode = NSMode::Duplicated;
@@ -102,9 +107,19 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
       } else {
         why = "split on both matrix dimensions: duplicated";
       }
-      double seconds = mode == NSMode::Distributed
-                           ? model.distributed(problem).seconds
-                           : model.duplicated(problem).seconds;
+      double seconds;
+      if (mode == NSMode::Distributed) {
+        seconds = model.distributed(problem).seconds;
+      } else if (mode == NSMode::Blockwise) {
+        // Local NS of the block only, no communication.
+        int64_t lm = m, ln = n;
+        for (auto [split, g] : matrixSplits)
+          (split->dim == rank - 2 ? lm : ln) /= g;
+        seconds = localMatrices * nsFlops(lm, ln, a.muon.nsSteps) /
+                  model.getProfile().flopsPerSecond;
+      } else {
+        seconds = model.duplicated(problem).seconds;
+      }
       r.matrices.push_back({p.name, mode, seconds, why});
     }
 
