@@ -458,24 +458,30 @@ LogicalResult AllGatherVOp::verifySymbolUses(SymbolTableCollection &symbols) {
                           "sum of sizes");
 }
 
-LogicalResult
-ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  auto grid = verifyGridAxes(*this, getGridAttr(), getGridAxes(), symbols);
-  if (failed(grid))
+/// Shared by the ops whose result keeps 1/g of dimension `axis` (the
+/// group's slice): the dimension must divide and the result must match.
+static LogicalResult verifySlicedDim(Operation *op, FailureOr<GridOp> grid,
+                                     ArrayAttr axes, StringRef what,
+                                     int64_t axis, RankedTensorType in,
+                                     RankedTensorType out) {
+  if (failed(grid) || failed(verifyTensorAxis(op, what, axis, in)))
     return failure();
-  auto in = getInput().getType();
-  int64_t axis = getScatterAxisAttr().getInt();
-  if (failed(verifyTensorAxis(*this, "scatter_axis", axis, in)))
-    return failure();
-  int64_t g = grid->getGroupSize(getGridAxes());
+  int64_t g = grid->getGroupSize(axes);
   if (in.getDimSize(axis) % g != 0)
-    return emitOpError("expected input dim ")
+    return op->emitOpError("expected input dim ")
            << axis << " (" << in.getDimSize(axis)
            << ") to be divisible by the group size " << g;
-  return verifyResizedDim(*this, in, getResult().getType(), axis,
-                          in.getDimSize(axis) / g,
+  return verifyResizedDim(op, in, out, axis, in.getDimSize(axis) / g,
                           Twine(in.getDimSize(axis)) + " / group size " +
                               Twine(g));
+}
+
+LogicalResult
+ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifySlicedDim(
+      *this, verifyGridAxes(*this, getGridAttr(), getGridAxes(), symbols),
+      getGridAxes(), "scatter_axis", getScatterAxisAttr().getInt(),
+      getInput().getType(), getResult().getType());
 }
 
 LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbols) {
@@ -543,22 +549,10 @@ LogicalResult BroadcastOp::verifySymbolUses(SymbolTableCollection &symbols) {
 }
 
 LogicalResult AllSliceOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  auto grid = verifyGridAxes(*this, getGridAttr(), getGridAxes(), symbols);
-  if (failed(grid))
-    return failure();
-  auto in = getInput().getType();
-  int64_t axis = getSliceAxisAttr().getInt();
-  if (failed(verifyTensorAxis(*this, "slice_axis", axis, in)))
-    return failure();
-  int64_t g = grid->getGroupSize(getGridAxes());
-  if (in.getDimSize(axis) % g != 0)
-    return emitOpError("expected input dim ")
-           << axis << " (" << in.getDimSize(axis)
-           << ") to be divisible by the group size " << g;
-  return verifyResizedDim(*this, in, getResult().getType(), axis,
-                          in.getDimSize(axis) / g,
-                          Twine(in.getDimSize(axis)) + " / group size " +
-                              Twine(g));
+  return verifySlicedDim(
+      *this, verifyGridAxes(*this, getGridAttr(), getGridAxes(), symbols),
+      getGridAxes(), "slice_axis", getSliceAxisAttr().getInt(),
+      getInput().getType(), getResult().getType());
 }
 
 /// Number of matrices in a rank-2 (1) or rank-3 (B) tensor.
