@@ -94,8 +94,11 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
                         static_cast<int>(split->dim - (rank - 2)), g,
                         split->axis};
       std::string why;
-      if (fixedMode) {
-        mode = *fixedMode;
+      std::optional<NSMode> paramMode =
+          p.nsMode.empty() || p.nsMode == "auto" ? fixedMode
+                                                  : symbolizeNSMode(p.nsMode);
+      if (paramMode) {
+        mode = *paramMode;
         why = "requested";
         if (mode == NSMode::Distributed && matrixSplits.size() != 1) {
           error = "'" + p.name + "': distributed Newton-Schulz needs the "

@@ -145,6 +145,8 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
           m.splitFused && !p.splitRows.empty()
               ? b.getDenseI64ArrayAttr(p.splitRows)
               : DenseI64ArrayAttr());
+      if (!p.nsMode.empty() && p.nsMode != "auto")
+        op->setAttr("muir.ns_mode", b.getStringAttr(p.nsMode));
       results.push_back(op.getNewParam());
       results.push_back(op.getNewMomentumBuffer());
     } else {

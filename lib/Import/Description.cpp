@@ -503,7 +503,8 @@ void Reader::readParameter(yaml::Node *n, Description &d) {
   bool hasName = false, hasShape = false, badShape = false;
   forEachKey(
       n, "a parameter",
-      {"name", "shape", "dtype", "role", "shard", "split_rows", "moe"},
+      {"name", "shape", "dtype", "role", "shard", "split_rows", "moe",
+       "ns_mode"},
       [&](StringRef key, yaml::Node *v) {
         if (key == "name") {
           if (auto x = str(v, key)) {
@@ -551,6 +552,10 @@ void Reader::readParameter(yaml::Node *n, Description &d) {
         } else if (key == "moe") {
           if (auto x = boolean(v, key))
             p.moeFolding = *x;
+        } else if (key == "ns_mode") {
+          if (auto x = oneOf(v, key, {"auto", "duplicated", "distributed",
+                                      "blockwise"}))
+            p.nsMode = *x;
         }
       });
   if (!isa_and_nonnull<yaml::MappingNode>(n))
@@ -1128,6 +1133,8 @@ void mlir::muir::desc::writeDescription(const Description &d,
     }
     if (p.moeFolding && p.role != Role::Expert)
       os << ", moe: true";
+    if (!p.nsMode.empty())
+      os << ", ns_mode: " << p.nsMode;
     os << "}\n";
   }
   if (!d.moe.empty()) {

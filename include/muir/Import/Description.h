@@ -67,6 +67,9 @@ struct Parameter {
   std::vector<int64_t> splitRows;
   /// The MoE folding (`moe_axes`) applies to this parameter's shards.
   bool moeFolding = false;
+  /// Newton-Schulz mode when the matrix is split (auto, duplicated,
+  /// distributed, blockwise); empty = the compiler's --ns-mode.
+  std::string nsMode;
   Loc loc;
 
   int64_t numElements() const {
