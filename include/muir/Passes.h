@@ -34,6 +34,10 @@ void buildToExecPipeline(OpPassManager &pm, const PipelineOptions &options);
 /// Exec IR -> LLVM dialect (runtime calls, loops, LLVM conversion).
 void buildExecToLLVMPipeline(OpPassManager &pm);
 
+/// The dialects muir's tools read and produce: every upstream dialect and
+/// extension (what the pipelines emit) plus muir and muir_exec.
+void registerMuirDialects(DialectRegistry &registry);
+
 /// Registers every muir pass and the pipelines `muir-to-exec`,
 /// `muir-exec-to-llvm` and `muir-compile-cpu` (both in a row).
 void registerMuirPassesAndPipelines();

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"
 
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -76,4 +78,10 @@ void mlir::muir::registerMuirPassesAndPipelines() {
                                                  o.machine});
         buildExecToLLVMPipeline(pm);
       });
+}
+
+void mlir::muir::registerMuirDialects(DialectRegistry &registry) {
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registry.insert<MuirDialect, muir_exec::MuirExecDialect>();
 }

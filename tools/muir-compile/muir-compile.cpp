@@ -135,9 +135,7 @@ int main(int argc, char **argv) {
 
   // Build and lower the IR.
   DialectRegistry registry;
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  registry.insert<muir::MuirDialect, muir_exec::MuirExecDialect>();
+  muir::registerMuirDialects(registry);
   registerAllPasses();
   MLIRContext context(registry);
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);

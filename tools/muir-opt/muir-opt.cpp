@@ -16,9 +16,7 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::muir::registerMuirPassesAndPipelines();
   mlir::DialectRegistry registry;
-  mlir::registerAllDialects(registry);
-  mlir::registerAllExtensions(registry);
-  registry.insert<mlir::muir::MuirDialect, mlir::muir_exec::MuirExecDialect>();
+  mlir::muir::registerMuirDialects(registry);
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "muir optimizer driver\n", registry));
 }

@@ -334,11 +334,9 @@ int main(int argc, char **argv) {
   llvm::InitializeNativeTargetAsmPrinter();
 
   DialectRegistry registry;
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
+  muir::registerMuirDialects(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
-  registry.insert<muir::MuirDialect, muir_exec::MuirExecDialect>();
   registerAllPasses();
   MLIRContext context(registry);
 
