@@ -37,6 +37,11 @@
 // reaches us). MPI calls are made from the thread that called
 // muirrt_dist_init (MPI_THREAD_FUNNELED).
 //
+// Sizes. Before moving data, every collective checks that the members of
+// its group agree on its sizes (see agree()); shards of different sizes
+// stop every rank of the group with one message instead of a hang or mixed
+// data. MUIR_RT_CHECK_SIZES=0 turns the check off.
+//
 // Counters. Per mask: collective calls and the bytes this rank SENT, a
 // fixed function of the arguments (not of MPI's algorithm), with g the group
 // size and 4 bytes per float:
@@ -45,6 +50,8 @@
 //   all_gatherv     counts[me] * 4 * (g - 1)
 //   reduce_scatter  outer * inner * 4 * (g - 1)  (slice j to group rank j)
 //   all_to_all      count * 4 * (g - 1)
+//   all_to_allv     4 * row * (rows sent to the g - 1 others) + 8 * (g - 1)
+//                   (the payload and one i64 count to every peer)
 //   broadcast       count * 4 * (g - 1) on the root, 0 elsewhere
 // A group of one member makes no MPI call and counts 1 call and 0 bytes.
 //
@@ -158,6 +165,7 @@ struct DistState {
   int32_t rank = 0;
   int32_t size = 1;
   int64_t chunkFloats = kDefaultChunkFloats;
+  bool checkSizes = true; // MUIR_RT_CHECK_SIZES=0 turns the check off
 #if MUIR_RT_HAVE_MPI
   bool weInitialisedMpi = false;
   MPI_Comm world = MPI_COMM_NULL;    // dup of MPI_COMM_WORLD, ERRORS_RETURN
@@ -318,6 +326,37 @@ Group groupFor(const char *fn, int64_t mask) {
     g.comm = groupComm(mask, g);
 #endif
   return g;
+}
+
+// Every member of a group must call a collective with the same sizes (what
+// the same compiled program does). Shards of different sizes, from ranks
+// that run different programs or descriptions, would otherwise hang or
+// mix data silently: each collective first compares two numbers that
+// describe its sizes over the group (one MPI_Allreduce of 4 int64, not
+// counted as payload) and every rank of the group stops with the same
+// message when they differ. MUIR_RT_CHECK_SIZES=0 turns the check off.
+void agree(const char *fn, const Group &g, int64_t mask, const char *what,
+           int64_t a, int64_t b = 0) {
+#if MUIR_RT_HAVE_MPI
+  if (!state.checkSizes || g.size == 1)
+    return;
+  int64_t mine[4] = {a, -a, b, -b}, range[4] = {0, 0, 0, 0};
+  checkMpi(MPI_Allreduce(mine, range, 4, MPI_INT64_T, MPI_MAX, g.comm),
+           "MPI_Allreduce");
+  if (range[0] != -range[1] || range[2] != -range[3])
+    fatal(fn, std::string("the ranks of group ") + maskString(mask) +
+                  " disagree on " + what + ": this rank (world rank " +
+                  std::to_string(state.rank) + ") has " + std::to_string(a) +
+                  ", " + std::to_string(b) + "; the group ranges over [" +
+                  std::to_string(-range[1]) + ", " +
+                  std::to_string(range[0]) + "], [" +
+                  std::to_string(-range[3]) + ", " +
+                  std::to_string(range[2]) +
+                  "] (shards of different sizes: were all ranks compiled "
+                  "from the same description and grid?)");
+#else
+  (void)fn, (void)g, (void)mask, (void)what, (void)a, (void)b;
+#endif
 }
 
 //===----------------------------------------------------------------------===//
@@ -521,6 +560,9 @@ extern "C" int muirrt_dist_init(int32_t num_axes, const int64_t *sizes) {
                     std::string(env) + "' is not a positive integer");
       chunkFloats = std::min<int64_t>(v, kDefaultChunkFloats);
     }
+    bool checkSizes = true;
+    if (const char *env = std::getenv("MUIR_RT_CHECK_SIZES"))
+      checkSizes = std::string(env) != "0";
 
     int32_t worldRank = 0, worldSize = 1;
 #if MUIR_RT_HAVE_MPI
@@ -569,6 +611,7 @@ extern "C" int muirrt_dist_init(int32_t num_axes, const int64_t *sizes) {
     state.rank = worldRank;
     state.size = worldSize;
     state.chunkFloats = chunkFloats;
+    state.checkSizes = checkSizes;
     state.ready = true;
     if (worldSize > 1)
       startWatchdog();
@@ -662,6 +705,7 @@ extern "C" void muirrt_all_reduce(int64_t axes_mask, int32_t op,
     checkPointer(fn, "input", in, count);
     checkPointer(fn, "output", out, count);
     Group g = groupFor(fn, axes_mask);
+    agree(fn, g, axes_mask, "the count and the reduction", count, op);
     // Bytes: this rank's count floats to each of the g - 1 others.
     countComm(axes_mask, mul(fn, mul(fn, count, 4), g.size - 1));
     if (g.size == 1) {
@@ -692,6 +736,7 @@ extern "C" void muirrt_all_gather(int64_t axes_mask, const float *in,
     checkNonNegative(fn, "outer", outer);
     checkNonNegative(fn, "inner", inner);
     Group g = groupFor(fn, axes_mask);
+    agree(fn, g, axes_mask, "the shard shape (outer, inner)", outer, inner);
     int64_t block = mul(fn, outer, inner);
     checkPointer(fn, "input", in, block);
     checkPointer(fn, "output", out, mul(fn, block, g.size));
@@ -738,6 +783,12 @@ extern "C" void muirrt_all_gatherv(int64_t axes_mask, const float *in,
       if (__builtin_add_overflow(total, counts[j], &total))
         fatal(fn, "total count overflows int64");
     }
+    // The counts as a whole: their total and a position-weighted sum.
+    int64_t weighted = 0;
+    for (int64_t j = 0; j < g.size; ++j)
+      weighted += (j + 1) * counts[j];
+    agree(fn, g, axes_mask, "the counts (total, weighted sum)", total,
+          weighted);
     int64_t mine = counts[g.rank];
     checkPointer(fn, "input", in, mine);
     checkPointer(fn, "output", out, total);
@@ -781,6 +832,7 @@ extern "C" void muirrt_reduce_scatter(int64_t axes_mask, int32_t op,
     checkNonNegative(fn, "outer", outer);
     checkNonNegative(fn, "inner", inner);
     Group g = groupFor(fn, axes_mask);
+    agree(fn, g, axes_mask, "the slice shape (outer, inner)", outer, inner);
     int64_t block = mul(fn, outer, inner);
     checkPointer(fn, "input", in, mul(fn, block, g.size));
     checkPointer(fn, "output", out, block);
@@ -825,6 +877,7 @@ extern "C" void muirrt_all_to_all(int64_t axes_mask, const float *in,
   guardedCollective(fn, [&] {
     checkNonNegative(fn, "count", count);
     Group g = groupFor(fn, axes_mask);
+    agree(fn, g, axes_mask, "the block size", count);
     int64_t total = mul(fn, count, g.size);
     checkPointer(fn, "input", in, total);
     checkPointer(fn, "output", out, total);
@@ -863,6 +916,92 @@ extern "C" void muirrt_all_to_all(int64_t axes_mask, const float *in,
   });
 }
 
+extern "C" void muirrt_all_to_allv(int64_t axes_mask, const float *in,
+                                   int64_t in_rows,
+                                   const int64_t *send_counts, float *out,
+                                   int64_t out_rows, int64_t *recv_counts,
+                                   int64_t row) {
+  const char *fn = "muirrt_all_to_allv";
+  guardedCollective(fn, [&] {
+    checkNonNegative(fn, "row size", row);
+    checkNonNegative(fn, "input rows", in_rows);
+    checkNonNegative(fn, "output rows", out_rows);
+    Group g = groupFor(fn, axes_mask);
+    if (!send_counts || !recv_counts)
+      fatal(fn, "null counts");
+    agree(fn, g, axes_mask, "the row size", row);
+    int64_t sent = 0, toOthers = 0;
+    for (int64_t j = 0; j < g.size; ++j) {
+      checkNonNegative(fn, "send count", send_counts[j]);
+      if (__builtin_add_overflow(sent, send_counts[j], &sent))
+        fatal(fn, "total send count overflows int64");
+      if (j != g.rank)
+        toOthers += send_counts[j];
+    }
+    if (sent > in_rows)
+      fatal(fn, "send counts total " + std::to_string(sent) +
+                    " rows but the input holds " + std::to_string(in_rows));
+    checkPointer(fn, "input", in, mul(fn, in_rows, row));
+    checkPointer(fn, "output", out, mul(fn, out_rows, row));
+    // Bytes: the rows for the g - 1 others, and one i64 count to each.
+    countComm(axes_mask, mul(fn, mul(fn, toOthers, row), 4) +
+                             8 * (g.size - 1));
+    auto checkFits = [&](int64_t received) {
+      if (received > out_rows)
+        fatal(fn, "receives " + std::to_string(received) +
+                      " rows but the output holds " +
+                      std::to_string(out_rows) +
+                      " (the static bound is too small)");
+    };
+    if (g.size == 1) {
+      recv_counts[0] = send_counts[0];
+      checkFits(send_counts[0]);
+      copyFloats(out, in, mul(fn, send_counts[0], row));
+      return;
+    }
+#if MUIR_RT_HAVE_MPI
+    checkMpi(MPI_Alltoall(send_counts, 1, MPI_INT64_T, recv_counts, 1,
+                          MPI_INT64_T, g.comm),
+             "MPI_Alltoall");
+    int64_t received = 0;
+    for (int64_t j = 0; j < g.size; ++j) {
+      if (recv_counts[j] < 0)
+        fatal(fn, "group rank " + std::to_string(j) + " sends a negative "
+                  "count");
+      received += recv_counts[j];
+    }
+    checkFits(received);
+    // Counts and displacements in rows (a contiguous row datatype), which
+    // must fit MPI's int.
+    size_t n = static_cast<size_t>(g.size);
+    std::vector<int> sc(n), sd(n), rc(n), rd(n);
+    int64_t so = 0, ro = 0;
+    for (size_t j = 0; j < n; ++j) {
+      if (send_counts[j] > kIntMax || recv_counts[j] > kIntMax ||
+          so > kIntMax || ro > kIntMax)
+        fatal(fn, "row counts and displacements must fit in int (at most " +
+                      std::to_string(kIntMax) + ")");
+      sc[j] = asInt(send_counts[j]);
+      sd[j] = asInt(so);
+      rc[j] = asInt(recv_counts[j]);
+      rd[j] = asInt(ro);
+      so += send_counts[j];
+      ro += recv_counts[j];
+    }
+    if (row > kIntMax)
+      fatal(fn, "row of " + std::to_string(row) + " floats exceeds int");
+    MPI_Datatype rowType;
+    checkMpi(MPI_Type_contiguous(asInt(row), MPI_FLOAT, &rowType),
+             "MPI_Type_contiguous");
+    checkMpi(MPI_Type_commit(&rowType), "MPI_Type_commit");
+    int rcAll = MPI_Alltoallv(in, sc.data(), sd.data(), rowType, out,
+                              rc.data(), rd.data(), rowType, g.comm);
+    MPI_Type_free(&rowType);
+    checkMpi(rcAll, "MPI_Alltoallv");
+#endif
+  });
+}
+
 extern "C" void muirrt_broadcast(int64_t axes_mask, int64_t root, float *buf,
                                  int64_t count) {
   const char *fn = "muirrt_broadcast";
@@ -873,6 +1012,7 @@ extern "C" void muirrt_broadcast(int64_t axes_mask, int64_t root, float *buf,
     if (root < 0 || root >= g.size)
       fatal(fn, "root " + std::to_string(root) + " out of range for a group "
                 "of " + std::to_string(g.size));
+    agree(fn, g, axes_mask, "the count and the root", count, root);
     // Bytes: the root sends its buffer to each of the g - 1 others.
     countComm(axes_mask,
           g.rank == root ? mul(fn, mul(fn, count, 4), g.size - 1) : 0);

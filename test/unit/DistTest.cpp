@@ -344,6 +344,42 @@ void testMask(int64_t mask) {
                  m + " all_to_all" + (inPlace ? " in place" : ""));
   }
 
+  // all_to_allv: ragged rows of 3 floats; group rank i sends (i + j) % 3
+  // rows to group rank j (zero rows included), with room to spare in out.
+  {
+    const int64_t row = 3, salt = 45;
+    auto rowsFrom = [&](int64_t i, int64_t j) { return (i + j) % 3; };
+    std::vector<int64_t> send(static_cast<size_t>(g)),
+        recv(static_cast<size_t>(g), -1);
+    int64_t sent = 0, toOthers = 0, received = 0;
+    for (int64_t j = 0; j < g; ++j) {
+      send[static_cast<size_t>(j)] = rowsFrom(gr, j);
+      sent += rowsFrom(gr, j);
+      if (j != gr)
+        toOthers += rowsFrom(gr, j);
+      received += rowsFrom(j, gr);
+    }
+    std::vector<float> in = inputVector(me, sent * row, salt);
+    std::vector<float> out(static_cast<size_t>((received + 2) * row), -99.0f);
+    muirrt_all_to_allv(mask, in.data(), sent, send.data(), out.data(),
+                       received + 2, recv.data(), row);
+    ex.add(toOthers * row * 4 + 8 * (g - 1));
+    std::vector<float> want(out.size(), -99.0f);
+    int64_t at = 0;
+    for (int64_t i = 0; i < g; ++i) {
+      expectInt(recv[static_cast<size_t>(i)], rowsFrom(i, gr),
+                m + " all_to_allv recv count");
+      // Sender i's rows for us start after its rows for group ranks < gr.
+      int64_t offset = 0;
+      for (int64_t j = 0; j < gr; ++j)
+        offset += rowsFrom(i, j);
+      for (int64_t k = 0; k < rowsFrom(i, gr) * row; ++k)
+        want[static_cast<size_t>(at++)] =
+            inputOf(members[static_cast<size_t>(i)], offset * row + k, salt);
+    }
+    expectFloats(out.data(), want, m + " all_to_allv");
+  }
+
   // broadcast: from the last group rank (non-zero when g > 1), then from 0.
   for (int64_t root : {g - 1, int64_t{0}}) {
     const int64_t count = 11;

@@ -207,6 +207,15 @@ void muirrt_reduce_scatter(int64_t axes_mask, int32_t op, const float *in,
 void muirrt_all_to_all(int64_t axes_mask, const float *in, float *out,
                        int64_t count);
 
+/* Ragged all-to-all of rows of `row` floats: send_counts[j] rows (back to
+ * back from the start of `in`, which holds in_rows rows) go to group rank
+ * j. out receives the rows packed from row 0 in group-rank order and
+ * recv_counts[j] the number from group rank j; more than out_rows rows in
+ * all is a loud error (static bounds that were too small). */
+void muirrt_all_to_allv(int64_t axes_mask, const float *in, int64_t in_rows,
+                        const int64_t *send_counts, float *out,
+                        int64_t out_rows, int64_t *recv_counts, int64_t row);
+
 /* Group rank `root`'s buffer is copied to every rank of the group. */
 void muirrt_broadcast(int64_t axes_mask, int64_t root, float *buf,
                       int64_t count);
