@@ -408,6 +408,7 @@ MUIR_COLLECTIVE_GRID(AllToAllOp)
 MUIR_COLLECTIVE_GRID(AllToAllVOp)
 MUIR_COLLECTIVE_GRID(BroadcastOp)
 MUIR_COLLECTIVE_GRID(AllSliceOp)
+MUIR_COLLECTIVE_GRID(GroupRankOp)
 #undef MUIR_COLLECTIVE_GRID
 
 LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &symbols) {
@@ -546,6 +547,10 @@ LogicalResult BroadcastOp::verifySymbolUses(SymbolTableCollection &symbols) {
     return emitOpError("expected root in [0, ")
            << g << ") (the group size), got " << root;
   return success();
+}
+
+LogicalResult GroupRankOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyGridAxes(*this, getGridAttr(), getGridAxes(), symbols);
 }
 
 LogicalResult AllSliceOp::verifySymbolUses(SymbolTableCollection &symbols) {

@@ -445,6 +445,21 @@ def Muir_AllToAllVOp : Muir_CollectiveOp<"all_to_allv", [Pure]> {
   }];
 }
 
+def Muir_GroupRankOp : Muir_CollectiveOp<"group_rank", [Pure]> {
+  let summary = "this rank's index in its group over grid axes";
+  let description = [{
+    The row-major index of this rank's coordinates over `grid_axes`, in
+    [0, group size). Rank-dependent work (each data-parallel rank
+    orthogonalising the matrices assigned to it) switches on it with
+    `scf.index_switch`; no communication.
+  }];
+  let arguments = commonArgs;
+  let results = (outs Index:$rank);
+  let assemblyFormat = [{
+    `on` $grid `axes` `=` $grid_axes attr-dict `:` type($rank)
+  }];
+}
+
 def Muir_BroadcastOp : Muir_CollectiveOp<"broadcast", [Pure,
     SameOperandsAndResultType]> {
   let summary = "every rank of the group receives the root's tensor";

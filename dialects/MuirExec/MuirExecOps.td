@@ -181,6 +181,33 @@ def MuirExec_AllToAllOp : MuirExec_CollectiveOp<"all_to_all"> {
       Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output, I64Attr:$axes_mask);
 }
 
+def MuirExec_AllToAllVOp : MuirExec_Op<"all_to_allv"> {
+  let summary = "ragged all-to-all of rows with run-time counts";
+  let description = [{
+    `send_counts[j]` rows (dimension 0, back to back) of `input` go to group
+    rank j; `output` receives rows packed from row 0 in group-rank order
+    and `recv_counts[j]` the rows from group rank j. Receiving more rows
+    than `output` holds is a run-time error.
+  }];
+  let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
+      Arg<MemRefRankOf<[I64], [1]>, "", [MemRead]>:$send_counts,
+      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output,
+      Arg<MemRefRankOf<[I64], [1]>, "", [MemWrite]>:$recv_counts,
+      I64Attr:$axes_mask);
+  let assemblyFormat = [{
+    $input `,` $send_counts `,` $output `,` $recv_counts attr-dict `:`
+    type($input) `,` type($send_counts) `,` type($output) `,`
+    type($recv_counts)
+  }];
+}
+
+def MuirExec_GroupRankOp : MuirExec_Op<"group_rank", [Pure]> {
+  let summary = "this rank's index in the group named by axes_mask";
+  let arguments = (ins I64Attr:$axes_mask);
+  let results = (outs Index:$rank);
+  let assemblyFormat = "attr-dict `:` type($rank)";
+}
+
 def MuirExec_BroadcastOp : MuirExec_CollectiveOp<"broadcast"> {
   let summary = "copy group rank `root`'s buffer to the group";
   let description = [{ `output` receives the root's `input`. }];

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
@@ -27,6 +28,7 @@ struct PipelineOptions {
   bool probeUpdates = false;
   std::string nsMode = "auto";  ///< muir-distribute's ns-mode
   std::string machine = "cpu";  ///< the cost model's machine profile
+  std::string dpAssign = "greedy"; ///< muir-distribute's dp-assign
 };
 
 /// High-level IR -> exec IR (decompose, expand Newton-Schulz, bufferize).

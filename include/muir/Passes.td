@@ -32,16 +32,30 @@ def MuirDistribute : Pass<"muir-distribute", "mlir::ModuleOp"> {
     attribute, keeps AdamW local, and runs Newton-Schulz of matrices split
     over tensor- or data-parallel axes in the duplicated mode (all_gather
     the momentum update, orthogonalise the whole matrix, all_slice the own
-    block); expert stacks split on the expert dimension stay local.
+    block); expert stacks split on the expert dimension stay local. Over
+    the data-parallel axis no Newton-Schulz runs twice: replicated
+    matrices are assigned to dp ranks by cost (layer-wise) and gathered
+    with a ragged all_gatherv; FSDP-split matrices travel to their owner
+    and back with two all_to_allv. The owner's work is an
+    `scf.index_switch` on `muir.group_rank`.
   }];
-  let dependentDialects = ["mlir::muir::MuirDialect"];
+  let dependentDialects = ["mlir::muir::MuirDialect",
+                           "mlir::scf::SCFDialect",
+                           "mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect"];
   let options = [
     Option<"nsMode", "ns-mode", "std::string", /*default=*/"\"auto\"",
            "Newton-Schulz of split matrices: auto (the cost model picks "
            "duplicated or distributed), duplicated, distributed or blockwise "
            "(an approximation); a `muir.ns_mode` attribute on an update wins">,
     Option<"machine", "machine", "std::string", /*default=*/"\"cpu\"",
-           "machine profile of the cost model: cpu or h200">
+           "machine profile of the cost model: cpu or h200">,
+    Option<"dpAssign", "dp-assign", "std::string", /*default=*/"\"greedy\"",
+           "share Newton-Schulz of matrices out among the data-parallel "
+           "ranks: greedy (largest first to the least loaded), round-robin "
+           "(a baseline) or replicated (every rank runs every one)">,
+    Option<"dpAxis", "dp-axis", "std::string", /*default=*/"\"dp\"",
+           "the grid axis of data parallelism">
   ];
 }
 
@@ -76,7 +90,8 @@ def MuirLowerToExec : Pass<"muir-lower-to-exec", "mlir::ModuleOp"> {
                            "mlir::linalg::LinalgDialect",
                            "mlir::arith::ArithDialect",
                            "mlir::math::MathDialect",
-                           "mlir::func::FuncDialect"];
+                           "mlir::func::FuncDialect",
+                           "mlir::scf::SCFDialect"];
 }
 
 def MuirExecToRuntimeCalls

@@ -3,7 +3,10 @@
 #include "muir/Analysis/PlanReport.h"
 
 #include "llvm/Support/Format.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace mlir::muir;
@@ -109,4 +112,74 @@ NSMode NSCostModel::choose(const NSProblem &p, std::string *why) const {
     *why = s;
   }
   return mode;
+}
+
+StringRef mlir::muir::stringify(DpAssign policy) {
+  switch (policy) {
+  case DpAssign::Greedy:
+    return "greedy";
+  case DpAssign::RoundRobin:
+    return "round-robin";
+  case DpAssign::Replicated:
+    return "replicated";
+  }
+  return "";
+}
+
+std::optional<DpAssign> mlir::muir::symbolizeDpAssign(StringRef name) {
+  return llvm::StringSwitch<std::optional<DpAssign>>(name)
+      .Case("greedy", DpAssign::Greedy)
+      .Case("round-robin", DpAssign::RoundRobin)
+      .Case("replicated", DpAssign::Replicated)
+      .Default(std::nullopt);
+}
+
+double mlir::muir::layerwiseWeight(int64_t m, int64_t n, int64_t batch,
+                                   int64_t steps) {
+  return double(steps) * double(batch) * double(m) * double(n) *
+         double(std::min(m, n));
+}
+
+std::vector<int64_t> mlir::muir::assignToRanks(ArrayRef<double> weights,
+                                               int64_t ranks,
+                                               DpAssign policy) {
+  std::vector<int64_t> owners(weights.size(), 0);
+  if (ranks <= 1 || policy == DpAssign::Replicated)
+    return owners;
+  if (policy == DpAssign::RoundRobin) {
+    for (size_t i = 0; i < weights.size(); ++i)
+      owners[i] = static_cast<int64_t>(i) % ranks;
+    return owners;
+  }
+  std::vector<size_t> order(weights.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return weights[a] > weights[b]; });
+  std::vector<double> load(static_cast<size_t>(ranks), 0.0);
+  for (size_t i : order) {
+    size_t best = 0;
+    for (size_t r = 1; r < load.size(); ++r)
+      if (load[r] < load[best])
+        best = r;
+    owners[i] = static_cast<int64_t>(best);
+    load[best] += weights[i];
+  }
+  return owners;
+}
+
+LoadStats mlir::muir::loadStats(ArrayRef<double> weights,
+                                ArrayRef<int64_t> owners, int64_t ranks) {
+  std::vector<double> load(static_cast<size_t>(std::max<int64_t>(1, ranks)),
+                           0.0);
+  double total = 0;
+  for (auto [w, o] : llvm::zip(weights, owners)) {
+    load[static_cast<size_t>(o)] += w;
+    total += w;
+  }
+  LoadStats s;
+  s.mean = total / double(load.size());
+  for (double l : load)
+    s.max = std::max(s.max, l);
+  return s;
 }

@@ -46,11 +46,89 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
       r.axes.push_back(a.name);
 
   // Every rank's share of every parameter. Even shards make ranks alike;
-  // the loop still runs per rank so uneven plans (later: layer-wise
-  // assignment) report faithfully.
+  // layer-wise and FSDP assignment over dp make them differ.
   int64_t devices = d.grid.numDevices();
   r.ranks.resize(devices);
-  for (const Parameter &p : d.params) {
+
+  // Over dp, as muir-distribute shares Newton-Schulz out: Muon matrices of
+  // the run's grid with no split on dp (layer-wise), or with an FSDP split
+  // of a matrix dimension that no other split shares.
+  auto policy = symbolizeDpAssign(options.dpAssign);
+  if (!policy) {
+    error = "unknown dp-assign '" + options.dpAssign +
+            "' (expected greedy, round-robin or replicated)";
+    return failure();
+  }
+  r.dp.axis = "dp";
+  r.dp.policy = *policy;
+  int64_t dpIndex = -1, dpStride = 1;
+  for (auto [i, a] : llvm::enumerate(d.grid.axes))
+    if (a.name == r.dp.axis) {
+      dpIndex = i;
+      r.dp.ranks = a.size;
+    }
+  for (int64_t i = dpIndex + 1;
+       dpIndex >= 0 && i < static_cast<int64_t>(d.grid.axes.size()); ++i)
+    dpStride *= d.grid.axes[i].size;
+  auto dpCoord = [&](int64_t rank) {
+    return dpIndex < 0 ? 0 : (rank / dpStride) % r.dp.ranks;
+  };
+  // Per parameter: -1 (every rank), else its owner; and whether FSDP.
+  std::vector<int64_t> ownerOf(d.params.size(), -1);
+  std::vector<const Sharding *> fsdpOf(d.params.size(), nullptr);
+  {
+    std::vector<double> weights;
+    std::vector<size_t> which;
+    for (auto [i, p] : llvm::enumerate(d.params)) {
+      Assignment a = assignOptimizer(d, p);
+      bool otherFolding = p.moeFolding && !d.grid.moeAxes.empty();
+      if (a.optimizer != Optimizer::Muon || otherFolding ||
+          r.dp.ranks <= 1 || *policy == DpAssign::Replicated)
+        continue;
+      int64_t rank = p.shape.size();
+      bool dpOther = false;
+      const Sharding *fsdp = nullptr;
+      for (const Sharding &s : p.shards) {
+        if (s.axis != r.dp.axis)
+          continue;
+        bool alone = llvm::count_if(p.shards, [&](const Sharding &o) {
+                       return o.dim == s.dim;
+                     }) == 1;
+        if (s.dim >= rank - 2 && alone && !fsdp)
+          fsdp = &s;
+        else
+          dpOther = true;
+      }
+      if (dpOther)
+        continue;
+      fsdpOf[i] = fsdp;
+      int64_t batch = rank == 3 ? p.shape[0] : 1;
+      weights.push_back(layerwiseWeight(p.shape[rank - 2], p.shape[rank - 1],
+                                        batch, a.muon.nsSteps));
+      which.push_back(i);
+    }
+    std::vector<int64_t> owners = assignToRanks(weights, r.dp.ranks, *policy);
+    r.dp.greedy = loadStats(
+        weights, assignToRanks(weights, r.dp.ranks, DpAssign::Greedy),
+        r.dp.ranks);
+    r.dp.roundRobin = loadStats(
+        weights, assignToRanks(weights, r.dp.ranks, DpAssign::RoundRobin),
+        r.dp.ranks);
+    r.dp.load.assign(static_cast<size_t>(std::max<int64_t>(1, r.dp.ranks)),
+                     0.0);
+    for (auto [k, i] : llvm::enumerate(which)) {
+      ownerOf[i] = owners[k];
+      r.dp.owners.push_back({d.params[i].name, owners[k]});
+      r.dp.fsdpMatrices += fsdpOf[i] != nullptr;
+      r.dp.load[static_cast<size_t>(owners[k])] += weights[k];
+    }
+  }
+  // Floats each dp rank's owned results occupy, layer-wise and FSDP (its
+  // local shard of each), for the exchanges' bytes.
+  std::vector<int64_t> lwFloats(static_cast<size_t>(r.dp.ranks), 0),
+      fsFloats(static_cast<size_t>(r.dp.ranks), 0);
+
+  for (auto [index, p] : llvm::enumerate(d.params)) {
     Assignment a = assignOptimizer(d, p);
     int64_t numel = p.numElements();
     r.totalParameters += numel;
@@ -79,14 +157,22 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
     // The Newton-Schulz mode of a matrix split on its own dimensions, as
     // muir-distribute decides it.
     SmallVector<std::pair<const Sharding *, int64_t>> matrixSplits;
+    int64_t owner = ownerOf[index];
+    const Sharding *fsdp = fsdpOf[index];
     for (const Sharding &s : p.shards) {
       const GridAxis *axis = d.grid.find(s.axis, p.moeFolding);
       // Only splits of the matrix itself (its last two dimensions) need
       // communication: an fsdp split of an expert stack splits experts.
+      // An FSDP split shared out over dp is undone before NS.
       if (s.kind != ShardKind::Expert && s.dim >= rank - 2 && axis &&
-          axis->size > 1)
+          axis->size > 1 && &s != fsdp)
         matrixSplits.push_back({&s, axis->size});
     }
+    // What the Newton-Schulz owner holds: the local shard, gathered over dp
+    // for FSDP.
+    int64_t nsLocal = fsdp ? local * r.dp.ranks : local;
+    if (owner >= 0)
+      (fsdp ? fsFloats : lwFloats)[static_cast<size_t>(owner)] += local;
     NSMode mode = NSMode::Duplicated;
     if (muon && !matrixSplits.empty()) {
       auto [split, g] = matrixSplits.front();
@@ -123,10 +209,10 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
       } else {
         seconds = model.duplicated(problem).seconds;
       }
-      r.matrices.push_back({p.name, mode, seconds, why});
+      r.matrices.push_back({p.name, mode, seconds, why, owner});
     }
 
-    for (RankCost &c : r.ranks) {
+    for (auto [rankIndex, c] : llvm::enumerate(r.ranks)) {
       c.paramBytes += local * dtypeBytes(p.dtype);
       c.optimizerStateBytes += local * 4 * (muon ? 1 : 2);
       if (!muon) {
@@ -134,6 +220,10 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
         continue;
       }
       c.runtimeCalls += 1; // the momentum kernel
+      if (owner >= 0 && dpCoord(static_cast<int64_t>(rankIndex)) != owner) {
+        c.runtimeCalls += 1; // the update
+        continue;
+      }
       if (!matrixSplits.empty() && mode == NSMode::Distributed) {
         // Norm: sum_squares, all_reduce (4 bytes to g-1 peers), scale; per
         // step: local Gram, its all_reduce (4 s^2 to g-1 peers), B, X.
@@ -170,12 +260,38 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
       }
       // Gathers one split dimension after another: each sends what this
       // rank holds by then to g - 1 peers; the slices back are local.
-      int64_t held = local;
+      int64_t held = nsLocal;
       for (auto [split, g] : matrixSplits) {
         c.collectiveBytes[split->axis] += held * 4 * (g - 1);
         held *= g;
         c.runtimeCalls += 2;
       }
+    }
+  }
+  // The exchanges over dp, as the runtime counts them (bytes sent):
+  //  layer-wise all_gatherv: own results to the g - 1 others;
+  //  FSDP out: the shards owned by others, plus one i64 count per peer;
+  //  FSDP back (owners): each peer's block of own results, plus counts.
+  int64_t g = r.dp.ranks;
+  int64_t lwTotal = 0, fsTotal = 0;
+  for (int64_t j = 0; j < g; ++j) {
+    lwTotal += lwFloats[static_cast<size_t>(j)];
+    fsTotal += fsFloats[static_cast<size_t>(j)];
+  }
+  for (auto [rankIndex, c] : llvm::enumerate(r.ranks)) {
+    if (lwTotal + fsTotal == 0)
+      break;
+    size_t me = static_cast<size_t>(dpCoord(static_cast<int64_t>(rankIndex)));
+    int64_t &bytes = c.collectiveBytes[r.dp.axis];
+    c.runtimeCalls += 1; // the group rank
+    if (lwTotal) {
+      bytes += lwFloats[me] * 4 * (g - 1);
+      c.runtimeCalls += 1;
+    }
+    if (fsTotal) {
+      bytes += (fsTotal - fsFloats[me]) * 4 + 8 * (g - 1);
+      bytes += fsFloats[me] * 4 * (g - 1) + 8 * (g - 1);
+      c.runtimeCalls += 2;
     }
   }
   return r;
@@ -220,7 +336,32 @@ void PlanReport::writeJSON(llvm::raw_ostream &os) const {
           j.attribute("ns_mode", stringify(mp.mode));
           j.attribute("modelled_ms", mp.modelledSeconds * 1e3);
           j.attribute("why", mp.why);
+          j.attribute("dp_owner", mp.dpOwner);
         });
+    });
+    j.attributeObject("dp_assignment", [&] {
+      j.attribute("axis", dp.axis);
+      j.attribute("ranks", dp.ranks);
+      j.attribute("policy", stringify(dp.policy));
+      j.attribute("matrices", static_cast<int64_t>(dp.owners.size()));
+      j.attribute("fsdp_matrices", dp.fsdpMatrices);
+      j.attributeArray("load", [&] {
+        for (double l : dp.load)
+          j.value(l);
+      });
+      auto stats = [&](const char *key, const LoadStats &st) {
+        j.attributeObject(key, [&] {
+          j.attribute("max", st.max);
+          j.attribute("mean", st.mean);
+          j.attribute("max_over_mean", st.mean > 0 ? st.max / st.mean : 1.0);
+        });
+      };
+      stats("greedy", dp.greedy);
+      stats("round_robin", dp.roundRobin);
+      j.attributeObject("owners", [&] {
+        for (auto &[name, owner] : dp.owners)
+          j.attribute(name, owner);
+      });
     });
     j.attributeArray("ranks", [&] {
       for (auto [i, c] : llvm::enumerate(ranks))
@@ -273,6 +414,16 @@ void PlanReport::printTable(llvm::raw_ostream &os) const {
       os << "  " << top[i]->name << ": " << stringify(top[i]->mode) << ", "
          << llvm::format("%.3g", top[i]->modelledSeconds * 1e3) << " ms ("
          << top[i]->why << ")\n";
+  }
+  if (!dp.owners.empty()) {
+    auto ratio = [](const LoadStats &st) {
+      return st.mean > 0 ? st.max / st.mean : 1.0;
+    };
+    os << "Newton-Schulz shared out over " << dp.axis << " (" << dp.ranks
+       << " ranks, " << stringify(dp.policy) << "): " << dp.owners.size()
+       << " matrices (" << dp.fsdpMatrices << " FSDP); max/mean load "
+       << llvm::format("%.3f", ratio(dp.greedy)) << " greedy, "
+       << llvm::format("%.3f", ratio(dp.roundRobin)) << " round-robin\n";
   }
   os << llvm::left_justify("ranks", 12) << llvm::right_justify("params", 12)
      << llvm::right_justify("opt state", 12)

@@ -58,18 +58,23 @@ public:
   }
   void copy(Value from, Value to) { memref::CopyOp::create(b, loc, from, to); }
 
-  void call(StringRef name, ArrayRef<Value> args) {
+  ValueRange call(StringRef name, ArrayRef<Value> args,
+                  TypeRange results = {}) {
     SmallVector<Type> types;
     for (Value a : args)
       types.push_back(a.getType());
-    auto fnType = b.getFunctionType(types, {});
+    auto fnType = b.getFunctionType(types, results);
     if (!module.lookupSymbol<func::FuncOp>(name)) {
       OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
       auto decl = func::FuncOp::create(mb, loc, name, fnType);
       decl.setPrivate();
     }
-    func::CallOp::create(b, loc, name, TypeRange{}, args);
+    return func::CallOp::create(b, loc, name, results, args).getResults();
   }
+  Value index(Value i64) {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), i64);
+  }
+  Type i64Type() { return b.getI64Type(); }
 
 private:
   ModuleOp module;
@@ -193,6 +198,21 @@ struct ExecToRuntimeCallsPass
                {c.i64(a2a.getAxesMask()), c.ptr(a2a.getInput()),
                 c.ptr(a2a.getOutput()),
                 c.i64(numel(a2a.getInput()) / group)});
+      } else if (auto a2av = dyn_cast<mx::AllToAllVOp>(op)) {
+        auto in = cast<MemRefType>(a2av.getInput().getType());
+        auto out = cast<MemRefType>(a2av.getOutput().getType());
+        int64_t rows = in.getRank() ? in.getDimSize(0) : 1;
+        int64_t row = in.getNumElements() / std::max<int64_t>(1, rows);
+        c.call("muirrt_all_to_allv",
+               {c.i64(a2av.getAxesMask()), c.ptr(a2av.getInput()),
+                c.i64(rows), c.ptr(a2av.getSendCounts()),
+                c.ptr(a2av.getOutput()),
+                c.i64(out.getRank() ? out.getDimSize(0) : 1),
+                c.ptr(a2av.getRecvCounts()), c.i64(row)});
+      } else if (auto gr = dyn_cast<mx::GroupRankOp>(op)) {
+        Value r = c.call("muirrt_dist_group_rank", {c.i64(gr.getAxesMask())},
+                         {c.i64Type()})[0];
+        gr.getRank().replaceAllUsesWith(c.index(r));
       } else if (auto sl = dyn_cast<mx::AllSliceOp>(op)) {
         auto [outer, inner] = split(sl.getOutput(), sl.getSliceAxis());
         c.call("muirrt_all_slice",

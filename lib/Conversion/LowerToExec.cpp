@@ -58,7 +58,9 @@ private:
   OpBuilder b;
   Location loc = func.getLoc();
   IRMapping map;
-  SmallVector<Value> allocs;
+  /// Allocations of the function body (front) and of each enclosing
+  /// scf.index_switch case being lowered (back); each scope frees its own.
+  SmallVector<SmallVector<Value>> allocScopes{1};
   /// Argument index each returned value is written to.
   SmallVector<int64_t> resultTargets;
   /// Op results computed directly into an argument's buffer.
@@ -114,17 +116,21 @@ LogicalResult FunctionLowering::checkSignature() {
 /// return is its only use and nothing reads the argument afterwards; runtime
 /// calls (GEMM, ...) must also not read that argument themselves.
 void FunctionLowering::planInPlace() {
-  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  Block &body = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     Operation *producer = v.getDefiningOp();
-    if (!producer || !v.hasOneUse() || isCollective(producer))
+    if (!producer || !v.hasOneUse() || isCollective(producer) ||
+        producer->getNumRegions() || producer->getBlock() != &body)
       continue;
     BlockArgument arg = func.getArgument(resultTargets[i]);
     bool readsArg = llvm::is_contained(producer->getOperands(), Value(arg));
     if (readsArg && !isElementwise(producer))
       continue;
+    // Readers nested in a switch count where their switch stands.
     bool laterReader = llvm::any_of(arg.getUsers(), [&](Operation *user) {
-      return user != producer && !user->isBeforeInBlock(producer);
+      Operation *top = body.findAncestorOpInBlock(*user);
+      return top != producer && !top->isBeforeInBlock(producer);
     });
     if (!laterReader)
       inPlace[v] = resultTargets[i];
@@ -138,7 +144,7 @@ Value FunctionLowering::output(Value result) {
   auto t = cast<RankedTensorType>(result.getType());
   auto type = MemRefType::get(t.getShape(), t.getElementType());
   Value buf = memref::AllocOp::create(b, loc, type, b.getI64IntegerAttr(64));
-  allocs.push_back(buf);
+  allocScopes.back().push_back(buf);
   return buf;
 }
 
@@ -375,9 +381,119 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
       mx::AllSliceOp::create(b, loc, input, out, maskAttr,
                              sl.getSliceAxisAttr());
     } else {
-      return op->emitOpError("ragged all-to-all with run-time counts is not "
-                             "lowered yet (MoE dispatch)");
+      auto a2av = cast<AllToAllVOp>(op);
+      Value recvCounts = output(a2av.getRecvCounts());
+      mx::AllToAllVOp::create(b, loc, input, in(a2av.getSendCounts()), out,
+                              recvCounts, maskAttr);
+      map.map(a2av.getRecvCounts(), recvCounts);
     }
+    return success();
+  }
+
+  if (auto gr = dyn_cast<GroupRankOp>(op)) {
+    int64_t mask = 0;
+    GridOp grid = gr.getGridOp();
+    auto grids = op->getParentOfType<ModuleOp>().getOps<GridOp>();
+    if (gr.getGroupSize() == 1) {
+      map.map(gr.getRank(), arith::ConstantIndexOp::create(b, loc, 0));
+      return success();
+    }
+    if (grids.empty() || *grids.begin() != grid)
+      return op->emitOpError("group ranks on a grid other than the module's "
+                             "first (the run's ranks) are not supported yet");
+    for (Attribute a : gr.getGridAxes())
+      mask |= int64_t(1) << grid.getAxisIndex(cast<StringAttr>(a).getValue());
+    map.map(gr.getRank(), mx::GroupRankOp::create(
+                              b, loc, b.getIndexType(),
+                              b.getI64IntegerAttr(mask)));
+    return success();
+  }
+
+  // Rank-dependent work: each case's tensors live (and are freed) inside
+  // the case; its yielded tensors are copied into buffers allocated before
+  // the switch.
+  if (auto sw = dyn_cast<scf::IndexSwitchOp>(op)) {
+    SmallVector<Value> outs;
+    for (Value r : sw.getResults())
+      outs.push_back(output(r));
+    auto lowered = scf::IndexSwitchOp::create(b, loc, TypeRange{},
+                                              map.lookup(sw.getArg()),
+                                              sw.getCasesAttr(),
+                                              sw.getNumCases());
+    OpBuilder::InsertionGuard guard(b);
+    auto lowerRegion = [&](Region &from, Region &to) -> LogicalResult {
+      b.createBlock(&to);
+      allocScopes.emplace_back();
+      for (Operation &inner : from.front()) {
+        if (auto yield = dyn_cast<scf::YieldOp>(&inner)) {
+          loc = yield.getLoc();
+          for (auto [v, out] : llvm::zip(yield.getOperands(), outs))
+            if (map.lookup(v) != out)
+              memref::CopyOp::create(b, loc, map.lookup(v), out);
+          for (Value buf : allocScopes.back())
+            memref::DeallocOp::create(b, loc, buf);
+          scf::YieldOp::create(b, loc);
+          continue;
+        }
+        if (failed(lowerOp(&inner)))
+          return failure();
+      }
+      allocScopes.pop_back();
+      return success();
+    };
+    for (auto [from, to] :
+         llvm::zip(sw.getCaseRegions(), lowered.getCaseRegions()))
+      if (failed(lowerRegion(from, to)))
+        return failure();
+    if (failed(lowerRegion(sw.getDefaultRegion(), lowered.getDefaultRegion())))
+      return failure();
+    for (auto [r, out] : llvm::zip(sw.getResults(), outs))
+      map.map(r, out);
+    return success();
+  }
+
+  // Uninitialised tensors (padding that is never read) are allocations.
+  if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
+    map.map(empty.getResult(), output(empty.getResult()));
+    return success();
+  }
+
+  // Constant count tensors (static ragged exchanges) are small buffers.
+  if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
+    if (auto dense = dyn_cast<DenseIntElementsAttr>(cst.getValue())) {
+      Value out = output(cst.getResult());
+      for (auto [i, v] : llvm::enumerate(dense.getValues<APInt>())) {
+        Value idx = arith::ConstantIndexOp::create(b, loc, i);
+        Value c = arith::ConstantOp::create(
+            b, loc, b.getIntegerAttr(dense.getElementType(), v));
+        memref::StoreOp::create(b, loc, c, out, ValueRange{idx});
+      }
+      map.map(cst.getResult(), out);
+      return success();
+    }
+  }
+
+  // Reshapes of contiguous buffers are views; a function argument's buffer
+  // is copied first, since the step may update it in place later.
+  if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(op)) {
+    Value src = in(op->getOperand(0));
+    if (isa<BlockArgument>(src)) {
+      Value copy = output(op->getOperand(0));
+      memref::CopyOp::create(b, loc, src, copy);
+      src = copy;
+    }
+    Value view;
+    if (auto c = dyn_cast<tensor::CollapseShapeOp>(op))
+      view = memref::CollapseShapeOp::create(b, loc, src,
+                                             c.getReassociationIndices());
+    else {
+      auto e = cast<tensor::ExpandShapeOp>(op);
+      auto t = e.getResultType();
+      view = memref::ExpandShapeOp::create(
+          b, loc, MemRefType::get(t.getShape(), t.getElementType()), src,
+          e.getReassociationIndices());
+    }
+    map.map(op->getResult(0), view);
     return success();
   }
 
@@ -429,7 +545,7 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
       if (map.lookup(v) != target)
         memref::CopyOp::create(b, loc, map.lookup(v), target);
     }
-    for (Value buf : allocs)
+    for (Value buf : allocScopes.front())
       memref::DeallocOp::create(b, loc, buf);
     func::ReturnOp::create(b, loc);
     return success();

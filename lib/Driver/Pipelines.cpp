@@ -19,6 +19,7 @@ void mlir::muir::buildToExecPipeline(OpPassManager &pm,
   MuirDistributeOptions distribute;
   distribute.nsMode = options.nsMode;
   distribute.machine = options.machine;
+  distribute.dpAssign = options.dpAssign;
   pm.addPass(createMuirDistribute(distribute));
   MuirDecomposeOptimizersOptions decompose;
   decompose.probeUpdates = options.probeUpdates;
@@ -55,6 +56,10 @@ struct ToExecOptions : public PassPipelineOptions<ToExecOptions> {
   Option<std::string> machine{*this, "machine",
                               llvm::cl::desc("cost model profile: cpu, h200"),
                               llvm::cl::init("cpu")};
+  Option<std::string> dpAssign{
+      *this, "dp-assign",
+      llvm::cl::desc("greedy, round-robin or replicated"),
+      llvm::cl::init("greedy")};
 };
 } // namespace
 
@@ -66,7 +71,7 @@ void mlir::muir::registerMuirPassesAndPipelines() {
       "Newton-Schulz, bufferize)",
       [](OpPassManager &pm, const ToExecOptions &o) {
         buildToExecPipeline(pm, PipelineOptions{o.probeUpdates, o.nsMode,
-                                                 o.machine});
+                                                 o.machine, o.dpAssign});
       });
   PassPipelineRegistration<>(
       "muir-exec-to-llvm", "exec IR to the LLVM dialect (runtime calls, loops)",
@@ -75,7 +80,7 @@ void mlir::muir::registerMuirPassesAndPipelines() {
       "muir-compile-cpu", "high-level muir IR to the LLVM dialect for the CPU",
       [](OpPassManager &pm, const ToExecOptions &o) {
         buildToExecPipeline(pm, PipelineOptions{o.probeUpdates, o.nsMode,
-                                                 o.machine});
+                                                 o.machine, o.dpAssign});
         buildExecToLLVMPipeline(pm);
       });
 }

@@ -12,12 +12,25 @@
 //  - blockwise (an approximation, only when asked): NS of the local block.
 // `ns-mode=auto` lets the cost model (lib/Analysis/CostModel) pick the
 // cheaper exact mode. Expert stacks split on their expert dimension need no
-// communication (NS per local expert). Layer-wise assignment and FSDP
-// de-duplication build on this pass.
+// communication (NS per local expert).
+//
+// Over the data-parallel axis (`dp-axis`), no Newton-Schulz runs twice
+// (`dp-assign=greedy`, or `round-robin`; `replicated` turns this off):
+//  - layer-wise: a matrix every dp rank holds whole (or as the same tp
+//    shard) is orthogonalised by one owner; each owner packs its results
+//    and one ragged all_gatherv over dp brings every rank all of them;
+//  - FSDP: a matrix split over dp sends each shard to the owner (one
+//    all_to_allv for all such matrices), the owner orthogonalises the
+//    whole matrix and a second all_to_allv returns every rank its block.
+// Owners come from one balancing of both kinds by m n min(m, n) per step.
+// The owner's work is a `scf.index_switch` on `muir.group_rank` over dp,
+// one case per dp rank.
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Analysis/CostModel.h"
 #include "muir/Passes.h"
+
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIRDISTRIBUTE
@@ -66,11 +79,29 @@ FailureOr<SmallVector<Shard>> readShards(func::FuncOp func, unsigned i,
   return shards;
 }
 
+/// One Muon update as the per-rank program runs it.
+struct Job {
+  MuonUpdateOp op;
+  MomentumOp momentum;
+  RankedTensorType localType;  ///< the shard this rank holds
+  RankedTensorType nsType;     ///< what the owner's NS works on
+  SmallVector<Shard> nsShards; ///< splits the NS itself spans (tp modes)
+  std::optional<Shard> fsdp;   ///< a dp split gathered to the owner
+  NSMode mode = NSMode::Duplicated;
+  bool matrixSplit = false; ///< nsShards split the matrix itself
+  std::string why;
+  int64_t owner = -1; ///< dp group rank that orthogonalises it, -1 all
+  double weight = 0;
+};
+
 struct DistributePass
     : public mlir::muir::impl::MuirDistributeBase<DistributePass> {
   using Base::Base;
 
   NSCostModel model{*MachineProfile::get("cpu")};
+  DpAssign policy = DpAssign::Greedy;
+  GridOp grid;
+  FlatSymbolRefAttr gridRef;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -80,17 +111,32 @@ struct DistributePass
           << machine << "' (expected cpu or h200)";
       return signalPassFailure();
     }
+    auto assign = symbolizeDpAssign(dpAssign);
+    if (!assign) {
+      module.emitError("unknown dp-assign '")
+          << dpAssign << "' (expected greedy, round-robin or replicated)";
+      return signalPassFailure();
+    }
+    policy = *assign;
     model = NSCostModel(*profile);
     auto grids = module.getOps<GridOp>();
     if (grids.empty())
       return;
-    GridOp grid = *grids.begin();
+    grid = *grids.begin();
+    gridRef = FlatSymbolRefAttr::get(grid.getSymNameAttr());
     for (auto func : module.getOps<func::FuncOp>())
-      if (!func.isExternal() && failed(distribute(func, grid)))
+      if (!func.isExternal() && failed(distribute(func)))
         return signalPassFailure();
   }
 
-  LogicalResult distribute(func::FuncOp func, GridOp grid) {
+  int64_t dpGroup() {
+    if (grid.getAxisIndex(dpAxis) < 0)
+      return 1;
+    Builder b(grid.getContext());
+    return grid.getGroupSize(b.getStrArrayAttr({dpAxis}));
+  }
+
+  LogicalResult distribute(func::FuncOp func) {
     Block &body = func.getBody().front();
     DenseMap<Value, SmallVector<Shard>> shardsOf;
     OpBuilder b(func.getContext());
@@ -132,9 +178,11 @@ struct DistributePass
       func.setArgAttr(i, "muir.split", b.getArrayAttr(split));
       shardsOf[arg] = *shards;
     }
-    if (shardsOf.empty())
+    bool spreadDp = dpGroup() > 1 && policy != DpAssign::Replicated;
+    if (shardsOf.empty() && !spreadDp)
       return success();
 
+    std::vector<Job> jobs;
     SmallVector<Operation *> ops;
     for (Operation &op : body)
       ops.push_back(&op);
@@ -147,7 +195,7 @@ struct DistributePass
         continue;
       }
       if (auto muon = dyn_cast<MuonUpdateOp>(op)) {
-        if (failed(distributeMuon(muon, shardsOf)))
+        if (failed(planMuon(muon, shardsOf, spreadDp, jobs)))
           return failure();
         continue;
       }
@@ -159,9 +207,482 @@ struct DistributePass
                                  "sharded tensor");
     }
 
+    // Updates every rank orthogonalises itself run where they stood.
+    SmallVector<Job *> spread;
+    for (Job &job : jobs) {
+      if (job.owner >= 0) {
+        spread.push_back(&job);
+        continue;
+      }
+      OpBuilder at(job.op);
+      Value o = orthogonalise(at, job, job.momentum.getUpdate());
+      finish(at, job, o);
+    }
+    if (!spread.empty() && failed(spreadOverDp(body, spread)))
+      return failure();
+
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     func.setType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
                                    ret.getOperandTypes()));
+    return success();
+  }
+
+  /// Checks an update, decides its mode and owner, and computes its
+  /// momentum in place (element-wise, on the local shard).
+  LogicalResult planMuon(MuonUpdateOp op,
+                         const DenseMap<Value, SmallVector<Shard>> &shardsOf,
+                         bool spreadDp, std::vector<Job> &jobs) {
+    SmallVector<Shard> shards;
+    if (auto it = shardsOf.find(op.getParam()); it != shardsOf.end())
+      shards = it->second;
+    for (Value v : {op.getGrad(), op.getMomentumBuffer()})
+      if (v.getType() != op.getParam().getType())
+        return op.emitOpError("parameter, gradient and momentum must be "
+                              "sharded alike");
+    auto localType = cast<RankedTensorType>(op.getParam().getType());
+    auto globalType = op.getNewParam().getType();
+    int64_t rank = localType.getRank();
+    int64_t batch = rank == 3 ? localType.getDimSize(0) : 1;
+    int64_t m = globalType.getDimSize(rank - 2);
+    int64_t n = globalType.getDimSize(rank - 1);
+    int64_t steps = op.getNsStepsAttr().getInt();
+    auto onDp = [&](const Shard &s) { return s.axis == dpAxis.getValue(); };
+    auto isMatrixDim = [&](const Shard &s) { return s.dim >= rank - 2; };
+
+    Job job;
+    job.op = op;
+    job.localType = localType;
+    job.nsType = localType;
+    // Only experts split: Newton-Schulz per local expert, no communication.
+    bool expertOnly = !shards.empty() && llvm::all_of(shards, [&](auto &s) {
+      return rank == 3 && s.dim == 0;
+    });
+    if (expertOnly) {
+      op.getNewParam().setType(localType);
+      op.getNewMomentumBuffer().setType(localType);
+      return success();
+    }
+    // An FSDP split of a matrix dimension over dp goes to one owner, unless
+    // another split shares its dimension.
+    for (const Shard &s : shards) {
+      bool alone = llvm::count_if(shards, [&](const Shard &o) {
+                     return o.dim == s.dim;
+                   }) == 1;
+      if (spreadDp && onDp(s) && isMatrixDim(s) && alone && !job.fsdp) {
+        job.fsdp = s;
+        continue;
+      }
+      job.nsShards.push_back(s);
+    }
+    bool dpSplit = llvm::any_of(job.nsShards, onDp);
+    if (job.fsdp) {
+      SmallVector<int64_t> shape(localType.getShape());
+      shape[job.fsdp->dim] *= job.fsdp->group;
+      job.nsType = RankedTensorType::get(shape, localType.getElementType());
+    }
+    job.matrixSplit = llvm::any_of(job.nsShards, isMatrixDim);
+    if (spreadDp && !dpSplit) {
+      job.weight = layerwiseWeight(m, n, batch, steps);
+      job.owner = 0; // assigned below, with the others
+    }
+    if ((job.matrixSplit || job.fsdp) && op.getRowBlocks())
+      return op.emitOpError("split (row_blocks) updates of sharded matrices "
+                            "are not distributed yet");
+
+    if (job.matrixSplit) {
+      SmallVector<const Shard *> matrixShards;
+      for (const Shard &s : job.nsShards)
+        if (isMatrixDim(s))
+          matrixShards.push_back(&s);
+      StringRef requested = nsMode;
+      if (auto attr = op->getAttrOfType<StringAttr>("muir.ns_mode"))
+        requested = attr.getValue();
+      if (requested == "auto") {
+        if (matrixShards.size() == 1) {
+          const Shard &s = *matrixShards.front();
+          // The model sees the matrix the NS spans (after an FSDP gather).
+          int64_t nm = job.nsType.getDimSize(rank - 2) *
+                       (s.dim == rank - 2 ? s.group : 1);
+          int64_t nn = job.nsType.getDimSize(rank - 1) *
+                       (s.dim == rank - 1 ? s.group : 1);
+          NSProblem problem{nm, nn, batch, steps,
+                            static_cast<int>(s.dim - (rank - 2)), s.group,
+                            s.axis};
+          job.mode = model.choose(problem, &job.why);
+        } else {
+          job.why = "split on both matrix dimensions: duplicated";
+        }
+      } else if (auto explicitMode = symbolizeNSMode(requested)) {
+        job.mode = *explicitMode;
+        job.why = "requested";
+        if (job.mode == NSMode::Distributed && matrixShards.size() != 1)
+          return op.emitOpError("distributed Newton-Schulz needs the matrix "
+                                "split on one dimension, got ")
+                 << matrixShards.size();
+      } else {
+        return op.emitOpError("unknown ns-mode '")
+               << requested
+               << "' (expected auto, duplicated, distributed or blockwise)";
+      }
+    } else if (!job.fsdp && job.owner < 0) {
+      // Neither split nor spread: muir-decompose-optimizers expands it.
+      op.getNewParam().setType(localType);
+      op.getNewMomentumBuffer().setType(localType);
+      return success();
+    }
+
+    OpBuilder b(op);
+    job.momentum = MomentumOp::create(
+        b, op.getLoc(), localType, localType, op.getGrad(),
+        op.getMomentumBuffer(), op.getBetaAttr(), op.getMomentumKindAttr(),
+        op.getNesterovAttr());
+    if (job.fsdp) {
+      job.weight = layerwiseWeight(m, n, batch, steps);
+      job.owner = 0;
+    }
+    jobs.push_back(std::move(job));
+    return success();
+  }
+
+  /// Newton-Schulz of `u` (of type job.nsType) as the job's mode runs it,
+  /// with every collective over the job's nsShards.
+  Value orthogonalise(OpBuilder &b, Job &job, Value u) {
+    MuonUpdateOp op = job.op;
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(u.getType());
+    auto ns = [&](Value x) -> Value {
+      return NewtonSchulzOp::create(b, loc, x.getType(), x,
+                                    op.getNsStepsAttr(), op.getScheduleAttr(),
+                                    op.getCoefficientsAttr(), op.getEpsAttr());
+    };
+    if (!job.matrixSplit) {
+      std::optional<ArrayRef<int64_t>> blocks = op.getRowBlocks();
+      if (!blocks)
+        return ns(u);
+      // Fused QKV: each row block alone.
+      SmallVector<Value> parts;
+      int64_t r0 = 0, n = type.getDimSize(1);
+      for (int64_t rows : *blocks) {
+        parts.push_back(ns(rowSlice(b, loc, u, r0, rows, n)));
+        r0 += rows;
+      }
+      return tensor::ConcatOp::create(b, loc, type, /*dim=*/0, parts);
+    }
+    if (job.mode == NSMode::Blockwise)
+      return ns(u);
+    if (job.mode == NSMode::Distributed) {
+      const Shard *s = nullptr;
+      for (const Shard &c : job.nsShards)
+        if (c.dim >= type.getRank() - 2)
+          s = &c;
+      return distributedNS(b, loc, op, u, *s);
+    }
+    // Duplicated: gather the update, orthogonalise the whole matrix on
+    // every rank of the group, keep the own block.
+    SmallVector<int64_t> shape(type.getShape());
+    for (const Shard &s : job.nsShards) {
+      shape[s.dim] *= s.group;
+      auto t = RankedTensorType::get(shape, type.getElementType());
+      u = AllGatherOp::create(b, loc, t, gridRef, b.getStrArrayAttr({s.axis}),
+                              u, b.getI64IntegerAttr(s.dim));
+    }
+    Value o = ns(u);
+    for (const Shard &s : llvm::reverse(job.nsShards)) {
+      shape[s.dim] /= s.group;
+      auto t = RankedTensorType::get(shape, type.getElementType());
+      o = AllSliceOp::create(b, loc, t, gridRef, b.getStrArrayAttr({s.axis}),
+                             o, b.getI64IntegerAttr(s.dim));
+    }
+    return o;
+  }
+
+  static Value rowSlice(OpBuilder &b, Location loc, Value v, int64_t r0,
+                        int64_t rows, int64_t n) {
+    auto t = cast<RankedTensorType>(v.getType());
+    auto type = RankedTensorType::get({rows, n}, t.getElementType());
+    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(r0),
+                                         b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(rows),
+                                       b.getIndexAttr(n)};
+    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+    return tensor::ExtractSliceOp::create(b, loc, type, v, offsets, sizes,
+                                          strides);
+  }
+
+  /// The scaled update of the local shard from its orthogonalised update,
+  /// replacing the muon_update.
+  void finish(OpBuilder &b, Job &job, Value o) {
+    MuonUpdateOp op = job.op;
+    Location loc = op.getLoc();
+    auto global = op.getNewParam().getType();
+    int64_t rank = global.getRank();
+    int64_t m = global.getDimSize(rank - 2), n = global.getDimSize(rank - 1);
+    double extra = op.getScaleExtra().convertToDouble();
+    auto apply = [&](Value p, Value x, double scale) -> Value {
+      auto a = ApplyUpdateOp::create(b, loc, p.getType(), p, x,
+                                     op.getLrAttr(), b.getF64FloatAttr(scale),
+                                     op.getWeightDecayAttr());
+      if (job.matrixSplit || job.fsdp) {
+        // The decision stays visible in the planned IR.
+        a->setAttr("muir.ns_mode", b.getStringAttr(stringify(job.mode)));
+        a->setAttr("muir.ns_why", b.getStringAttr(job.why));
+      }
+      if (job.owner >= 0)
+        a->setAttr("muir.dp_owner", b.getI64IntegerAttr(job.owner));
+      return a;
+    };
+    Value newParam;
+    if (job.matrixSplit && job.mode == NSMode::Blockwise) {
+      // An approximation: each rank orthogonalises its own block and scales
+      // it by the block's shape; the result changes with the split.
+      auto nsType = job.nsType;
+      newParam = apply(op.getParam(), o,
+                       getUpdateScale(op.getScaleMode(), extra,
+                                      nsType.getDimSize(rank - 2),
+                                      nsType.getDimSize(rank - 1)));
+    } else if (std::optional<ArrayRef<int64_t>> blocks = op.getRowBlocks()) {
+      SmallVector<Value> parts;
+      int64_t r0 = 0;
+      for (int64_t rows : *blocks) {
+        parts.push_back(apply(rowSlice(b, loc, op.getParam(), r0, rows, n),
+                              rowSlice(b, loc, o, r0, rows, n),
+                              getUpdateScale(op.getScaleMode(), extra, rows,
+                                             n)));
+        r0 += rows;
+      }
+      newParam = tensor::ConcatOp::create(b, loc, job.localType, 0, parts);
+    } else {
+      // The update scale belongs to the whole matrix.
+      newParam = apply(op.getParam(), o,
+                       getUpdateScale(op.getScaleMode(), extra, m, n));
+    }
+    op.getNewParam().replaceAllUsesWith(newParam);
+    op.getNewMomentumBuffer().replaceAllUsesWith(
+        job.momentum.getNewMomentumBuffer());
+    op.erase();
+  }
+
+  /// A 1-D view of `v`.
+  static Value flatten(OpBuilder &b, Location loc, Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    SmallVector<ReassociationIndices> all(1);
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      all[0].push_back(d);
+    return tensor::CollapseShapeOp::create(
+        b, loc, RankedTensorType::get({t.getNumElements()},
+                                      t.getElementType()),
+        v, all);
+  }
+  /// Elements [offset, offset + numel(type)) of a 1-D `v` as `type`.
+  static Value unflatten(OpBuilder &b, Location loc, Value v, int64_t offset,
+                         RankedTensorType type) {
+    auto flat = RankedTensorType::get({type.getNumElements()},
+                                      type.getElementType());
+    Value slice = tensor::ExtractSliceOp::create(
+        b, loc, flat, v, ArrayRef<OpFoldResult>{b.getIndexAttr(offset)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(type.getNumElements())},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    SmallVector<ReassociationIndices> all(1);
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      all[0].push_back(d);
+    return tensor::ExpandShapeOp::create(b, loc, type, slice, all);
+  }
+  /// `parts` (1-D) back to back, padded with uninitialised elements to
+  /// `size`.
+  static Value pack(OpBuilder &b, Location loc, ArrayRef<Value> parts,
+                    int64_t size) {
+    auto f32 = b.getF32Type();
+    SmallVector<Value> all(parts);
+    int64_t used = 0;
+    for (Value p : parts)
+      used += cast<RankedTensorType>(p.getType()).getNumElements();
+    if (used < size || all.empty())
+      all.push_back(tensor::EmptyOp::create(b, loc, {size - used}, f32));
+    if (all.size() == 1)
+      return all.front();
+    return tensor::ConcatOp::create(
+        b, loc, RankedTensorType::get({size}, f32), 0, all);
+  }
+  static Value counts(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
+    auto type = RankedTensorType::get(
+        {static_cast<int64_t>(values.size())}, b.getI64Type());
+    return arith::ConstantOp::create(
+        b, loc, DenseIntElementsAttr::get(type, values));
+  }
+  /// Block `r` of `group` along `dim`.
+  static Value block(OpBuilder &b, Location loc, Value v, int64_t dim,
+                     int64_t r, int64_t group) {
+    auto t = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape(t.getShape());
+    shape[dim] /= group;
+    SmallVector<OpFoldResult> offsets(t.getRank(), b.getIndexAttr(0)),
+        sizes, strides(t.getRank(), b.getIndexAttr(1));
+    offsets[dim] = b.getIndexAttr(r * shape[dim]);
+    for (int64_t d : shape)
+      sizes.push_back(b.getIndexAttr(d));
+    return tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get(shape, t.getElementType()), v, offsets,
+        sizes, strides);
+  }
+
+  /// Layer-wise and FSDP jobs: every dp rank orthogonalises the matrices it
+  /// owns, in one `scf.index_switch` on its dp group rank.
+  LogicalResult spreadOverDp(Block &body, ArrayRef<Job *> jobs) {
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    for (Job *job : jobs)
+      for (Value r : job->op->getResults())
+        for (Operation *user : r.getUsers())
+          if (user != ret)
+            return user->emitOpError("reads a Muon update that the "
+                                     "data-parallel ranks share out; only "
+                                     "the return may");
+    int64_t g = dpGroup();
+    SmallVector<double> weights;
+    for (Job *job : jobs)
+      weights.push_back(job->weight);
+    std::vector<int64_t> owners = assignToRanks(weights, g, policy);
+    for (auto [job, owner] : llvm::zip(jobs, owners))
+      job->owner = owner;
+
+    OpBuilder b(ret);
+    Location loc = ret.getLoc();
+    ArrayAttr dpAxes = b.getStrArrayAttr({dpAxis});
+    auto f32 = b.getF32Type();
+    auto i64s = RankedTensorType::get({g}, b.getI64Type());
+    auto sumKind = [&](int64_t n) { return RankedTensorType::get({n}, f32); };
+
+    // Per owner: layer-wise results (numel of the local result) and FSDP
+    // shards (numel of the local shard), in job order.
+    SmallVector<SmallVector<Job *>> layerwise(g), fsdp(g);
+    SmallVector<int64_t> lwSize(g, 0), fsSize(g, 0);
+    for (Job *job : jobs) {
+      int64_t numel = job->localType.getNumElements();
+      if (job->fsdp) {
+        fsdp[job->owner].push_back(job);
+        fsSize[job->owner] += numel;
+      } else {
+        layerwise[job->owner].push_back(job);
+        lwSize[job->owner] += numel;
+      }
+    }
+    int64_t lwMax = *llvm::max_element(lwSize);
+    int64_t fsMax = *llvm::max_element(fsSize);
+    int64_t fsTotal = 0, lwTotal = 0;
+    for (int64_t j = 0; j < g; ++j) {
+      fsTotal += fsSize[j];
+      lwTotal += lwSize[j];
+    }
+    bool haveLw = lwTotal > 0, haveFs = fsTotal > 0;
+
+    // FSDP, out: every rank sends its shard of each matrix to the owner.
+    Value received;
+    if (haveFs) {
+      SmallVector<Value> parts;
+      for (int64_t j = 0; j < g; ++j)
+        for (Job *job : fsdp[j])
+          parts.push_back(flatten(b, loc, job->momentum.getUpdate()));
+      Value send = pack(b, loc, parts, fsTotal);
+      auto a2a = AllToAllVOp::create(b, loc, sumKind(g * fsMax), i64s,
+                                     gridRef, dpAxes, send,
+                                     counts(b, loc, fsSize));
+      received = a2a.getResult();
+    }
+
+    Value dpRank = GroupRankOp::create(b, loc, b.getIndexType(), gridRef,
+                                       dpAxes);
+    SmallVector<Type> resultTypes;
+    if (haveLw)
+      resultTypes.push_back(sumKind(lwMax));
+    if (haveFs) {
+      resultTypes.push_back(sumKind(g * fsMax));
+      resultTypes.push_back(i64s);
+    }
+    SmallVector<int64_t> cases;
+    for (int64_t j = 0; j < g; ++j)
+      cases.push_back(j);
+    auto sw = scf::IndexSwitchOp::create(b, loc, resultTypes, dpRank, cases,
+                                         cases.size());
+    for (int64_t j = 0; j <= g; ++j) {
+      bool isDefault = j == g;
+      Region &region =
+          isDefault ? sw.getDefaultRegion() : sw.getCaseRegions()[j];
+      OpBuilder cb(b.getContext());
+      cb.createBlock(&region);
+      SmallVector<Value> yields;
+      if (isDefault) {
+        // Group ranks are in [0, g): never taken.
+        if (haveLw)
+          yields.push_back(pack(cb, loc, {}, lwMax));
+        if (haveFs) {
+          yields.push_back(pack(cb, loc, {}, g * fsMax));
+          yields.push_back(counts(cb, loc, SmallVector<int64_t>(g, 0)));
+        }
+        scf::YieldOp::create(cb, loc, yields);
+        continue;
+      }
+      if (haveLw) {
+        SmallVector<Value> parts;
+        for (Job *job : layerwise[j])
+          parts.push_back(
+              flatten(cb, loc, orthogonalise(cb, *job,
+                                             job->momentum.getUpdate())));
+        yields.push_back(pack(cb, loc, parts, lwMax));
+      }
+      if (haveFs) {
+        // Rank r's shards of this owner's matrices sit at r * fsSize[j].
+        SmallVector<Value> whole;
+        int64_t offset = 0;
+        for (Job *job : fsdp[j]) {
+          SmallVector<Value> pieces;
+          for (int64_t r = 0; r < g; ++r)
+            pieces.push_back(unflatten(cb, loc, received,
+                                       r * fsSize[j] + offset,
+                                       job->localType));
+          offset += job->localType.getNumElements();
+          Value u = tensor::ConcatOp::create(cb, loc, job->nsType,
+                                             job->fsdp->dim, pieces);
+          whole.push_back(orthogonalise(cb, *job, u));
+        }
+        // Back: block r of every result to rank r.
+        SmallVector<Value> parts;
+        for (int64_t r = 0; r < g; ++r)
+          for (auto [job, o] : llvm::zip(fsdp[j], whole))
+            parts.push_back(flatten(
+                cb, loc, block(cb, loc, o, job->fsdp->dim, r, g)));
+        yields.push_back(pack(cb, loc, parts, g * fsMax));
+        yields.push_back(counts(cb, loc, SmallVector<int64_t>(g, fsSize[j])));
+      }
+      scf::YieldOp::create(cb, loc, yields);
+    }
+
+    // Everyone gets every result.
+    unsigned next = 0;
+    if (haveLw) {
+      Value gathered = AllGatherVOp::create(
+          b, loc, sumKind(lwTotal), gridRef, dpAxes, sw.getResult(next++),
+          b.getI64IntegerAttr(0), b.getDenseI64ArrayAttr(lwSize));
+      int64_t offset = 0;
+      for (int64_t j = 0; j < g; ++j)
+        for (Job *job : layerwise[j]) {
+          Value o = unflatten(b, loc, gathered, offset, job->localType);
+          offset += job->localType.getNumElements();
+          finish(b, *job, o);
+        }
+    }
+    if (haveFs) {
+      Value back = sw.getResult(next++);
+      Value backCounts = sw.getResult(next++);
+      auto a2a = AllToAllVOp::create(b, loc, sumKind(fsTotal), i64s, gridRef,
+                                     dpAxes, back, backCounts);
+      int64_t offset = 0;
+      for (int64_t j = 0; j < g; ++j)
+        for (Job *job : fsdp[j]) {
+          Value o = unflatten(b, loc, a2a.getResult(), offset,
+                              job->localType);
+          offset += job->localType.getNumElements();
+          finish(b, *job, o);
+        }
+    }
     return success();
   }
 
@@ -171,7 +692,7 @@ struct DistributePass
   /// rows use X <- a X + X (b G + c G G) with G = X^T X, split columns
   /// X <- a X + (b G + c G G) X with G = X X^T (the same polynomial).
   Value distributedNS(OpBuilder &b, Location loc, MuonUpdateOp op, Value u,
-                      const Shard &s, FlatSymbolRefAttr gridRef) {
+                      const Shard &s) {
     auto type = cast<RankedTensorType>(u.getType());
     int64_t rank = type.getRank();
     bool rowsSplit = s.dim == rank - 2;
@@ -209,136 +730,6 @@ struct DistributePass
                                        f64(ca), no, no);
     }
     return x;
-  }
-
-  LogicalResult
-  distributeMuon(MuonUpdateOp op,
-                 const DenseMap<Value, SmallVector<Shard>> &shardsOf) {
-    auto it = shardsOf.find(op.getParam());
-    if (it == shardsOf.end())
-      return success();
-    const SmallVector<Shard> &shards = it->second;
-    for (Value v : {op.getGrad(), op.getMomentumBuffer()})
-      if (v.getType() != op.getParam().getType())
-        return op.emitOpError("parameter, gradient and momentum must be "
-                              "sharded alike");
-    auto localType = cast<RankedTensorType>(op.getParam().getType());
-    auto globalType = op.getNewParam().getType();
-    int64_t rank = localType.getRank();
-    bool matrixSplit = llvm::any_of(
-        shards, [&](const Shard &s) { return s.dim >= rank - 2; });
-    // Only experts split: Newton-Schulz per local expert, no communication.
-    bool expertOnly = llvm::all_of(shards, [&](const Shard &s) {
-      return rank == 3 && s.dim == 0;
-    });
-    if (expertOnly || !matrixSplit) {
-      op.getNewParam().setType(localType);
-      op.getNewMomentumBuffer().setType(localType);
-      return success();
-    }
-    if (op.getRowBlocks())
-      return op.emitOpError("split (row_blocks) updates of sharded matrices "
-                            "are not distributed yet");
-
-    int64_t m = globalType.getDimSize(rank - 2);
-    int64_t n = globalType.getDimSize(rank - 1);
-    // Distributed and the model need one split of the matrix itself.
-    SmallVector<const Shard *> matrixShards;
-    for (const Shard &s : shards)
-      if (s.dim >= rank - 2)
-        matrixShards.push_back(&s);
-    NSMode mode = NSMode::Duplicated;
-    StringRef requested = nsMode;
-    if (auto attr = op->getAttrOfType<StringAttr>("muir.ns_mode"))
-      requested = attr.getValue();
-    std::string why;
-    if (requested == "auto") {
-      if (matrixShards.size() == 1) {
-        const Shard &s = *matrixShards.front();
-        NSProblem problem{m, n, rank == 3 ? localType.getDimSize(0) : 1,
-                          op.getNsStepsAttr().getInt(),
-                          static_cast<int>(s.dim - (rank - 2)), s.group,
-                          s.axis};
-        mode = model.choose(problem, &why);
-      } else {
-        why = "split on both matrix dimensions: duplicated";
-      }
-    } else if (auto explicitMode = symbolizeNSMode(requested)) {
-      mode = *explicitMode;
-      why = "requested";
-      if (mode == NSMode::Distributed && matrixShards.size() != 1)
-        return op.emitOpError("distributed Newton-Schulz needs the matrix "
-                              "split on one dimension, got ")
-               << matrixShards.size();
-    } else {
-      return op.emitOpError("unknown ns-mode '")
-             << requested
-             << "' (expected auto, duplicated, distributed or blockwise)";
-    }
-
-    OpBuilder b(op);
-    Location loc = op.getLoc();
-    auto mom = MomentumOp::create(b, loc, localType, localType, op.getGrad(),
-                                  op.getMomentumBuffer(), op.getBetaAttr(),
-                                  op.getMomentumKindAttr(),
-                                  op.getNesterovAttr());
-    auto gridRef = FlatSymbolRefAttr::get(
-        b.getContext(), (*op->getParentOfType<ModuleOp>().getOps<GridOp>()
-                              .begin())
-                            .getSymName());
-    Value o;
-    double scale;
-    if (mode == NSMode::Blockwise) {
-      // An approximation: each rank orthogonalises its own block and
-      // scales it by the block's shape; the result changes with the split.
-      o = NewtonSchulzOp::create(b, loc, localType, mom.getUpdate(),
-                                 op.getNsStepsAttr(), op.getScheduleAttr(),
-                                 op.getCoefficientsAttr(), op.getEpsAttr());
-      scale = getUpdateScale(op.getScaleMode(),
-                             op.getScaleExtra().convertToDouble(),
-                             localType.getDimSize(rank - 2),
-                             localType.getDimSize(rank - 1));
-    } else if (mode == NSMode::Distributed) {
-      o = distributedNS(b, loc, op, mom.getUpdate(), *matrixShards.front(),
-                        gridRef);
-      scale = getUpdateScale(op.getScaleMode(),
-                             op.getScaleExtra().convertToDouble(), m, n);
-    } else {
-      // Duplicated: gather the update, orthogonalise the whole matrix on
-      // every rank of the group, keep the own block.
-      Value u = mom.getUpdate();
-      SmallVector<int64_t> shape(localType.getShape());
-      for (const Shard &s : shards) {
-        shape[s.dim] *= s.group;
-        auto type = RankedTensorType::get(shape, localType.getElementType());
-        u = AllGatherOp::create(b, loc, type, gridRef,
-                                b.getStrArrayAttr({s.axis}), u,
-                                b.getI64IntegerAttr(s.dim));
-      }
-      o = NewtonSchulzOp::create(b, loc, u.getType(), u, op.getNsStepsAttr(),
-                                 op.getScheduleAttr(),
-                                 op.getCoefficientsAttr(), op.getEpsAttr());
-      for (const Shard &s : llvm::reverse(shards)) {
-        shape[s.dim] /= s.group;
-        auto type = RankedTensorType::get(shape, localType.getElementType());
-        o = AllSliceOp::create(b, loc, type, gridRef,
-                               b.getStrArrayAttr({s.axis}), o,
-                               b.getI64IntegerAttr(s.dim));
-      }
-      // The update scale belongs to the whole matrix.
-      scale = getUpdateScale(op.getScaleMode(),
-                             op.getScaleExtra().convertToDouble(), m, n);
-    }
-    auto apply = ApplyUpdateOp::create(b, loc, localType, op.getParam(), o,
-                                       op.getLrAttr(), b.getF64FloatAttr(scale),
-                                       op.getWeightDecayAttr());
-    // The decision stays visible in the planned IR.
-    apply->setAttr("muir.ns_mode", b.getStringAttr(stringify(mode)));
-    apply->setAttr("muir.ns_why", b.getStringAttr(why));
-    op.getNewParam().replaceAllUsesWith(apply.getResult());
-    op.getNewMomentumBuffer().replaceAllUsesWith(mom.getNewMomentumBuffer());
-    op.erase();
-    return success();
   }
 };
 

@@ -1,4 +1,6 @@
-// RUN: muir-opt %s --split-input-file --muir-distribute --verify-diagnostics | FileCheck %s
+// RUN: muir-opt %s --split-input-file --muir-distribute=dp-assign=replicated --verify-diagnostics | FileCheck %s
+// The tensor-parallel modes alone: every dp rank runs every Newton-Schulz
+// (dp-assign=replicated); muir-distribute-dp.mlir shares them out over dp.
 
 // Duplicated Newton-Schulz for a column-split matrix: local momentum, gather
 // the update over tp, orthogonalise the whole 8x4 matrix, keep the own rows;

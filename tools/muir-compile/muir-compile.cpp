@@ -61,6 +61,12 @@ static cl::opt<std::string>
     reportFile("report", cl::desc("write the plan report as JSON ('-' for "
                                   "stdout)"),
                cl::value_desc("FILE"), cl::init(""));
+static cl::opt<std::string> dpAssign(
+    "dp-assign",
+    cl::desc("Newton-Schulz over the data-parallel axis: greedy (each matrix "
+             "on one dp rank, balanced largest first), round-robin (a "
+             "baseline) or replicated (every dp rank runs every one)"),
+    cl::init("greedy"));
 static cl::opt<std::string>
     nsMode("ns-mode",
            cl::desc("Newton-Schulz of split matrices: auto (cost model), "
@@ -138,6 +144,9 @@ int main(int argc, char **argv) {
   muir::registerMuirDialects(registry);
   registerAllPasses();
   MLIRContext context(registry);
+  // Diagnostics point at the description (file:line:col); a whole step's
+  // function printed after a note would bury them.
+  context.printOpOnDiagnostic(false);
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   OwningOpRef<ModuleOp> module;
   if (emit != Emit::None && emit != Emit::Description) {
@@ -146,11 +155,12 @@ int main(int argc, char **argv) {
       return 1;
     phase("high-level IR built");
     PassManager pm(&context);
-    muir::PipelineOptions pipeline{false, nsMode, machine};
+    muir::PipelineOptions pipeline{false, nsMode, machine, dpAssign};
     if (emit == Emit::Planned) {
       muir::MuirDistributeOptions distribute;
       distribute.nsMode = nsMode;
       distribute.machine = machine;
+      distribute.dpAssign = dpAssign;
       pm.addPass(muir::createMuirDistribute(distribute));
       pm.addPass(muir::createMuirDecomposeOptimizers());
       pm.addPass(muir::createMuirExpandNewtonSchulz());
@@ -166,7 +176,7 @@ int main(int argc, char **argv) {
 
   std::string reportError;
   FailureOr<muir::PlanReport> planned = muir::PlanReport::compute(
-      *desc, muir::ReportOptions{nsMode, machine}, reportError);
+      *desc, muir::ReportOptions{nsMode, machine, dpAssign}, reportError);
   if (failed(planned))
     return fail(reportError);
   muir::PlanReport &report = *planned;

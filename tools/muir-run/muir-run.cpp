@@ -70,6 +70,12 @@ static cl::opt<int>
              cl::desc("run N ranks as MPI processes: muir-run starts itself "
                       "under `mpirun -n N` (the grid's devices must be N)"),
              cl::init(1));
+static cl::opt<std::string> dpAssign(
+    "dp-assign",
+    cl::desc("Newton-Schulz over the data-parallel axis: greedy (each matrix "
+             "on one dp rank, balanced largest first), round-robin (a "
+             "baseline) or replicated (every dp rank runs every one)"),
+    cl::init("greedy"));
 static cl::opt<std::string>
     nsMode("ns-mode",
            cl::desc("Newton-Schulz of split matrices: auto, duplicated, "
@@ -252,6 +258,9 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
     add("muirrt_reduce_scatter",
         reinterpret_cast<void *>(&muirrt_reduce_scatter));
     add("muirrt_all_to_all", reinterpret_cast<void *>(&muirrt_all_to_all));
+    add("muirrt_all_to_allv", reinterpret_cast<void *>(&muirrt_all_to_allv));
+    add("muirrt_dist_group_rank",
+        reinterpret_cast<void *>(&muirrt_dist_group_rank));
     add("muirrt_broadcast", reinterpret_cast<void *>(&muirrt_broadcast));
     add("muirrt_all_slice", reinterpret_cast<void *>(&muirrt_all_slice));
     return map;
@@ -339,6 +348,9 @@ int main(int argc, char **argv) {
   registerLLVMDialectTranslation(registry);
   registerAllPasses();
   MLIRContext context(registry);
+  // Diagnostics point at the description (file:line:col); a whole step's
+  // function printed after a note would bury them.
+  context.printOpOnDiagnostic(false);
 
   // Parse: errors carry file:line:col through the source manager.
   llvm::SourceMgr sourceMgr;
@@ -372,7 +384,8 @@ int main(int argc, char **argv) {
   // High-level IR -> exec IR.
   PassManager toExec(&context);
   muir::buildToExecPipeline(toExec,
-                            muir::PipelineOptions{!noProbes, nsMode, "cpu"});
+                            muir::PipelineOptions{!noProbes, nsMode, "cpu",
+                                                  dpAssign});
   if (failed(toExec.run(*module)))
     return 1;
 
@@ -640,11 +653,18 @@ int main(int argc, char **argv) {
     int64_t all = (int64_t(1) << gridAxes.size()) - 1;
     int64_t ranks = muirrt_dist_group_size(all);
     // Snapshot first: the gather below is a collective and counts too.
-    std::vector<int64_t> mine(2 * all), every(2 * all * ranks);
+    // Two more per rank: its GEMM calls and flops (no Newton-Schulz may run
+    // twice across data-parallel ranks; tests add them up).
+    int64_t width = 2 * all + 2;
+    std::vector<int64_t> mine(width), every(width * ranks);
     for (int64_t mask = 1; mask <= all; ++mask) {
       mine[2 * (mask - 1)] = muirrt_comm_bytes(mask);
       mine[2 * (mask - 1) + 1] = muirrt_comm_calls(mask);
     }
+    MuirRtCounters counters;
+    muirrt_counters_get(&counters);
+    mine[2 * all] = counters.gemm_calls + counters.syrk_calls;
+    mine[2 * all + 1] = static_cast<int64_t>(counters.flops);
     static_assert(sizeof(int64_t) == 2 * sizeof(float), "int64 = 2 floats");
     muirrt_all_gather(all, reinterpret_cast<const float *>(mine.data()),
                       reinterpret_cast<float *>(every.data()), 1,
@@ -655,12 +675,16 @@ int main(int argc, char **argv) {
         if (mask & (int64_t(1) << i))
           axes += (axes.empty() ? "" : ",") + name;
       for (int64_t r = 0; r < ranks; ++r) {
-        const int64_t *c = &every[r * 2 * all + 2 * (mask - 1)];
+        const int64_t *c = &every[r * width + 2 * (mask - 1)];
         if (c[1])
           llvm::outs() << "comm: rank " << r << " axes " << axes
                        << " bytes " << c[0] << " calls " << c[1] << "\n";
       }
     }
+    for (int64_t r = 0; rank == 0 && r < ranks; ++r)
+      llvm::outs() << "compute: rank " << r << " gemm_calls "
+                   << every[r * width + 2 * all] << " flops "
+                   << every[r * width + 2 * all + 1] << "\n";
     muirrt_comm_reset();
   }
   if (!dumpDir.empty()) {

@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::muir {
 
@@ -74,6 +75,31 @@ public:
 private:
   MachineProfile profile;
 };
+
+/// How whole Muon matrices replicated over (or FSDP-sharded on) the
+/// data-parallel axis are shared out among its ranks:
+///  - greedy: largest-first, each to the least-loaded rank (ties: the lowest
+///    rank), the default;
+///  - round-robin: in parameter order, a baseline;
+///  - replicated: every rank orthogonalises every matrix (no assignment).
+enum class DpAssign { Greedy, RoundRobin, Replicated };
+StringRef stringify(DpAssign policy);
+std::optional<DpAssign> symbolizeDpAssign(StringRef name);
+
+/// The balancing weight of one Newton-Schulz: m n min(m, n) per step and
+/// matrix (the measure; proportional to its flops).
+double layerwiseWeight(int64_t m, int64_t n, int64_t batch, int64_t steps);
+
+/// The owning rank of each item, in [0, ranks).
+std::vector<int64_t> assignToRanks(ArrayRef<double> weights, int64_t ranks,
+                                   DpAssign policy);
+
+/// The largest and the mean load over `ranks` ranks of an assignment.
+struct LoadStats {
+  double max = 0, mean = 0;
+};
+LoadStats loadStats(ArrayRef<double> weights, ArrayRef<int64_t> owners,
+                    int64_t ranks);
 
 } // namespace mlir::muir
 

@@ -41,11 +41,26 @@ struct MatrixPlan {
   NSMode mode;
   double modelledSeconds;
   std::string why;
+  int64_t dpOwner = -1; ///< the dp rank that runs it, -1 every rank
+};
+
+/// How Newton-Schulz is shared out over the data-parallel axis: the
+/// policy's owners and, for comparison, the max/mean load (by
+/// m n min(m, n) per step) of both balancing policies.
+struct DpAssignment {
+  std::string axis;
+  int64_t ranks = 1;
+  DpAssign policy = DpAssign::Greedy;
+  std::vector<std::pair<std::string, int64_t>> owners; ///< name, dp rank
+  int64_t fsdpMatrices = 0; ///< of owners, how many travel (FSDP)
+  std::vector<double> load;  ///< per dp rank under `policy`
+  LoadStats greedy, roundRobin;
 };
 
 struct ReportOptions {
   std::string nsMode = "auto"; ///< as muir-distribute's ns-mode
   std::string machine = "cpu";
+  std::string dpAssign = "greedy"; ///< as muir-distribute's dp-assign
 };
 
 struct PlanReport {
@@ -56,6 +71,7 @@ struct PlanReport {
   std::vector<RankCost> ranks;
   std::vector<MatrixPlan> matrices; ///< split Muon matrices only
   std::string machine;
+  DpAssignment dp; ///< empty owners when nothing is shared out
 
   /// Fails (with `error`) on an unknown mode or machine.
   static FailureOr<PlanReport> compute(const desc::Description &d,

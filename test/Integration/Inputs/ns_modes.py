@@ -9,6 +9,8 @@ for tp=2 (2 ranks) and dp=2,tp=2 (4 ranks), in each mode:
                 shards, so rounding differs from the single-rank GEMM);
   blockwise   - equal, within 1e-5 (as the fp64 Muon tests), to an fp64
                 Muon update of each shard on its own, with the shard's scale.
+Every dp rank runs every Newton-Schulz here (--dp-assign=replicated), so
+that the tp modes are seen alone; dp_assign.py shares them out over dp.
 The runtime's byte counters, and the plan report's prediction, must equal
 the closed forms per rank and step:
   duplicated:  sum over split matrices of local_numel * 4 * (g - 1)
@@ -68,7 +70,8 @@ def run(cmd):
 
 def step(yaml, ranks, mode, out):
     cmd = [args.muir_run, yaml, "--steps", str(STEPS), "--load", inp,
-           "--dump", out, "--quiet", "--comm-stats", "--ns-mode", mode]
+           "--dump", out, "--quiet", "--comm-stats", "--ns-mode", mode,
+           "--dp-assign", "replicated"]
     if ranks > 1:
         cmd += ["--ranks", str(ranks)]
     text = run(cmd)
@@ -102,7 +105,8 @@ for layout, ranks in [("tp=2", 2), ("dp=2,tp=2", 4)]:
         # lib/Analysis/PlanReport.cpp).
         import json
         report = json.loads(run([compiler, desc, "--layout", layout,
-                                 "--ns-mode", mode, "--emit=none", "--quiet",
+                                 "--ns-mode", mode, "--dp-assign", "replicated",
+                                 "--emit=none", "--quiet",
                                  "--report=-"]))
         for r in range(ranks):
             have = sent.get((r, "tp"), 0)
