@@ -46,8 +46,10 @@ def MuirDistribute : Pass<"muir-distribute", "mlir::ModuleOp"> {
   let options = [
     Option<"nsMode", "ns-mode", "std::string", /*default=*/"\"auto\"",
            "Newton-Schulz of split matrices: auto (the cost model picks "
-           "duplicated or distributed), duplicated, distributed or blockwise "
-           "(an approximation); a `muir.ns_mode` attribute on an update wins">,
+           "duplicated, distributed or resharded), duplicated, distributed, "
+           "resharded (all_to_all to a split of the other dimension, "
+           "distributed, and back) or blockwise (an approximation); a "
+           "`muir.ns_mode` attribute on an update wins">,
     Option<"machine", "machine", "std::string", /*default=*/"\"cpu\"",
            "machine profile of the cost model: cpu or h200">,
     Option<"dpAssign", "dp-assign", "std::string", /*default=*/"\"greedy\"",

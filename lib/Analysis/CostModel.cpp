@@ -50,6 +50,8 @@ StringRef mlir::muir::stringify(NSMode mode) {
     return "distributed";
   case NSMode::Blockwise:
     return "blockwise";
+  case NSMode::Resharded:
+    return "resharded";
   }
   return "duplicated";
 }
@@ -61,6 +63,8 @@ std::optional<NSMode> mlir::muir::symbolizeNSMode(StringRef name) {
     return NSMode::Distributed;
   if (name == "blockwise")
     return NSMode::Blockwise;
+  if (name == "resharded")
+    return NSMode::Resharded;
   return std::nullopt;
 }
 
@@ -97,18 +101,52 @@ ModeCost NSCostModel::distributed(const NSProblem &p) const {
   return c;
 }
 
+bool NSCostModel::canReshard(const NSProblem &p) {
+  int64_t other = p.splitDim == 0 ? p.n : p.m;
+  return p.batch == 1 && p.group > 1 && other % p.group == 0;
+}
+
+ModeCost NSCostModel::resharded(const NSProblem &p) const {
+  NSProblem flipped = p;
+  flipped.splitDim = 1 - p.splitDim;
+  ModeCost c = distributed(flipped);
+  // Two all_to_all of the local shard (there and back), each sending all
+  // but the own block: (g - 1) / g of it.
+  const Link &l = profile.link(p.axis);
+  double g = static_cast<double>(p.group);
+  double moved = 2 * (g - 1) / g * 4.0 * p.m * p.n / g;
+  c.commBytes += moved;
+  c.commSeconds += 2 * (g - 1) * l.alpha + moved / l.beta;
+  c.seconds = c.commSeconds + c.computeSeconds;
+  return c;
+}
+
 NSMode NSCostModel::choose(const NSProblem &p, std::string *why) const {
   ModeCost dup = duplicated(p), dist = distributed(p);
   NSMode mode = dist.seconds < dup.seconds ? NSMode::Distributed
                                            : NSMode::Duplicated;
+  double best = std::min(dup.seconds, dist.seconds);
+  // Split on the smaller dimension, the Gram matrix is over the larger one:
+  // moving the split to the larger dimension first may pay.
+  int64_t split = p.splitDim == 0 ? p.m : p.n;
+  int64_t other = p.splitDim == 0 ? p.n : p.m;
+  std::optional<ModeCost> re;
+  if (split < other && canReshard(p)) {
+    re = resharded(p);
+    if (re->seconds < best)
+      mode = NSMode::Resharded;
+  }
   if (why) {
     std::string s;
     llvm::raw_string_ostream os(s);
     os << llvm::format("duplicated %.3g ms (gather %.3g MB), distributed "
-                       "%.3g ms (Gram all-reduces %.3g MB) on %s",
+                       "%.3g ms (Gram all-reduces %.3g MB)",
                        dup.seconds * 1e3, dup.commBytes / 1e6,
-                       dist.seconds * 1e3, dist.commBytes / 1e6,
-                       profile.name.c_str());
+                       dist.seconds * 1e3, dist.commBytes / 1e6);
+    if (re)
+      os << llvm::format(", resharded %.3g ms (all_to_all and Gram %.3g MB)",
+                         re->seconds * 1e3, re->commBytes / 1e6);
+    os << " on " << profile.name;
     *why = s;
   }
   return mode;

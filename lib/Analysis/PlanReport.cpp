@@ -33,7 +33,8 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
     fixedMode = symbolizeNSMode(options.nsMode);
     if (!fixedMode) {
       error = "unknown ns-mode '" + options.nsMode +
-              "' (expected auto, duplicated, distributed or blockwise)";
+              "' (expected auto, duplicated, distributed, resharded or "
+              "blockwise)";
       return failure();
     }
   }
@@ -186,9 +187,15 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
       if (paramMode) {
         mode = *paramMode;
         why = "requested";
-        if (mode == NSMode::Distributed && matrixSplits.size() != 1) {
+        if ((mode == NSMode::Distributed || mode == NSMode::Resharded) &&
+            matrixSplits.size() != 1) {
           error = "'" + p.name + "': distributed Newton-Schulz needs the "
                   "matrix split on one dimension";
+          return failure();
+        }
+        if (mode == NSMode::Resharded && !NSCostModel::canReshard(problem)) {
+          error = "'" + p.name + "': resharded Newton-Schulz needs a 2-D "
+                  "matrix whose other dimension the group divides";
           return failure();
         }
       } else if (matrixSplits.size() == 1) {
@@ -199,6 +206,8 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
       double seconds;
       if (mode == NSMode::Distributed) {
         seconds = model.distributed(problem).seconds;
+      } else if (mode == NSMode::Resharded) {
+        seconds = model.resharded(problem).seconds;
       } else if (mode == NSMode::Blockwise) {
         // Local NS of the block only, no communication.
         int64_t lm = m, ln = n;
@@ -224,11 +233,20 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
         c.runtimeCalls += 1; // the update
         continue;
       }
-      if (!matrixSplits.empty() && mode == NSMode::Distributed) {
+      bool resharded = mode == NSMode::Resharded;
+      if (!matrixSplits.empty() &&
+          (mode == NSMode::Distributed || resharded)) {
         // Norm: sum_squares, all_reduce (4 bytes to g-1 peers), scale; per
         // step: local Gram, its all_reduce (4 s^2 to g-1 peers), B, X.
+        // Resharded: the split moves to the other dimension and back, two
+        // all_to_all sending all but the own block (nsLocal / g floats) to
+        // each of the g - 1 others.
         auto [split, g] = matrixSplits.front();
-        bool rowsSplit = split->dim == rank - 2;
+        bool rowsSplit = (split->dim == rank - 2) != resharded;
+        if (resharded) {
+          c.collectiveBytes[split->axis] += 2 * (nsLocal / g) * 4 * (g - 1);
+          c.runtimeCalls += 2;
+        }
         double sDim = rowsSplit ? n : m, k = rowsSplit ? m : n;
         c.nsFlops += localMatrices * a.muon.nsSteps *
                      (4 * sDim * sDim * k / g + 2 * sDim * sDim * sDim);

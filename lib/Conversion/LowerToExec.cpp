@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"
 
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -46,6 +47,20 @@ private:
   void planInPlace();
   LogicalResult lowerOp(Operation *op);
   Value output(Value tensorResult);
+  /// A copy between views: a plain memref.copy (memcpy) when both are
+  /// contiguous, else an element-wise linalg.copy (loops after lowering,
+  /// with no runtime library behind it).
+  void copyStrided(Value from, Value to) {
+    auto contiguous = [](Value v) {
+      auto t = cast<MemRefType>(v.getType());
+      return t.getLayout().isIdentity() ||
+             memref::isStaticShapeAndContiguousRowMajor(t);
+    };
+    if (contiguous(from) && contiguous(to))
+      memref::CopyOp::create(b, loc, from, to);
+    else
+      linalg::CopyOp::create(b, loc, from, to);
+  }
   Value f32(double v) {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
   }
@@ -509,7 +524,7 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     Value view = memref::SubViewOp::create(
         b, loc, in(slice.getSource()), slice.getMixedOffsets(),
         slice.getMixedSizes(), slice.getMixedStrides());
-    memref::CopyOp::create(b, loc, view, out);
+    copyStrided(view, out);
     map.map(slice.getResult(), out);
     return success();
   }
@@ -527,7 +542,7 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
       strides.assign(outType.getRank(), b.getIndexAttr(1));
       Value view =
           memref::SubViewOp::create(b, loc, out, offsets, sizes, strides);
-      memref::CopyOp::create(b, loc, in(part), view);
+      copyStrided(in(part), view);
       offset += partType.getDimSize(dim);
     }
     map.map(concat.getResult(), out);

@@ -51,7 +51,7 @@ struct ToExecOptions : public PassPipelineOptions<ToExecOptions> {
                             llvm::cl::init(false)};
   Option<std::string> nsMode{
       *this, "ns-mode",
-      llvm::cl::desc("auto, duplicated, distributed or blockwise"),
+      llvm::cl::desc("auto, duplicated, distributed, resharded or blockwise"),
       llvm::cl::init("auto")};
   Option<std::string> machine{*this, "machine",
                               llvm::cl::desc("cost model profile: cpu, h200"),

@@ -554,7 +554,7 @@ void Reader::readParameter(yaml::Node *n, Description &d) {
             p.moeFolding = *x;
         } else if (key == "ns_mode") {
           if (auto x = oneOf(v, key, {"auto", "duplicated", "distributed",
-                                      "blockwise"}))
+                                      "resharded", "blockwise"}))
             p.nsMode = *x;
         }
       });

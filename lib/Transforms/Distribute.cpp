@@ -315,14 +315,26 @@ struct DistributePass
       } else if (auto explicitMode = symbolizeNSMode(requested)) {
         job.mode = *explicitMode;
         job.why = "requested";
-        if (job.mode == NSMode::Distributed && matrixShards.size() != 1)
+        if ((job.mode == NSMode::Distributed ||
+             job.mode == NSMode::Resharded) &&
+            matrixShards.size() != 1)
           return op.emitOpError("distributed Newton-Schulz needs the matrix "
                                 "split on one dimension, got ")
                  << matrixShards.size();
+        if (job.mode == NSMode::Resharded) {
+          const Shard &s = *matrixShards.front();
+          int64_t other = job.nsType.getDimSize(s.dim == rank - 2 ? rank - 1
+                                                                : rank - 2);
+          if (rank != 2 || other % s.group != 0)
+            return op.emitOpError("resharded Newton-Schulz needs a 2-D "
+                                  "matrix whose other dimension ")
+                   << s.axis << "=" << s.group << " divides";
+        }
       } else {
         return op.emitOpError("unknown ns-mode '")
                << requested
-               << "' (expected auto, duplicated, distributed or blockwise)";
+               << "' (expected auto, duplicated, distributed, resharded or "
+                  "blockwise)";
       }
     } else if (!job.fsdp && job.owner < 0) {
       // Neither split nor spread: muir-decompose-optimizers expands it.
@@ -370,12 +382,21 @@ struct DistributePass
     }
     if (job.mode == NSMode::Blockwise)
       return ns(u);
-    if (job.mode == NSMode::Distributed) {
+    if (job.mode == NSMode::Distributed || job.mode == NSMode::Resharded) {
       const Shard *s = nullptr;
       for (const Shard &c : job.nsShards)
         if (c.dim >= type.getRank() - 2)
           s = &c;
-      return distributedNS(b, loc, op, u, *s);
+      if (job.mode == NSMode::Distributed)
+        return distributedNS(b, loc, op, u, *s);
+      // Move the split to the other dimension, run distributed there, move
+      // it back (2-D only: checked when the mode was chosen).
+      Shard flipped = *s;
+      flipped.dim = 1 - s->dim;
+      bool rows = s->dim == 0;
+      Value v = rows ? rowsToCols(b, loc, u, *s) : colsToRows(b, loc, u, *s);
+      Value o = distributedNS(b, loc, op, v, flipped);
+      return rows ? colsToRows(b, loc, o, *s) : rowsToCols(b, loc, o, *s);
     }
     // Duplicated: gather the update, orthogonalise the whole matrix on
     // every rank of the group, keep the own block.
@@ -394,6 +415,48 @@ struct DistributePass
                              o, b.getI64IntegerAttr(s.dim));
     }
     return o;
+  }
+
+  /// A row-split [m/g, n] matrix as the column split [m, n/g]: column
+  /// block j of the own rows goes to group rank j (one all_to_all of the
+  /// blocks stacked along dimension 0), which stacks what it receives.
+  Value rowsToCols(OpBuilder &b, Location loc, Value u, const Shard &s) {
+    auto t = cast<RankedTensorType>(u.getType());
+    int64_t g = s.group, rows = t.getDimSize(0), cols = t.getDimSize(1) / g;
+    SmallVector<Value> blocks;
+    for (int64_t j = 0; j < g; ++j)
+      blocks.push_back(tile(b, loc, u, 0, j * cols, rows, cols));
+    auto stacked = RankedTensorType::get({rows * g, cols}, t.getElementType());
+    Value packed = tensor::ConcatOp::create(b, loc, stacked, 0, blocks);
+    return AllToAllOp::create(b, loc, stacked, gridRef,
+                              b.getStrArrayAttr({s.axis}), packed,
+                              b.getI64IntegerAttr(0), b.getI64IntegerAttr(0));
+  }
+  /// The inverse: a column-split [m, n/g] matrix as the row split [m/g, n].
+  Value colsToRows(OpBuilder &b, Location loc, Value v, const Shard &s) {
+    auto t = cast<RankedTensorType>(v.getType());
+    int64_t g = s.group, rows = t.getDimSize(0) / g, cols = t.getDimSize(1);
+    Value received = AllToAllOp::create(
+        b, loc, t, gridRef, b.getStrArrayAttr({s.axis}), v,
+        b.getI64IntegerAttr(0), b.getI64IntegerAttr(0));
+    SmallVector<Value> blocks;
+    for (int64_t j = 0; j < g; ++j)
+      blocks.push_back(tile(b, loc, received, j * rows, 0, rows, cols));
+    return tensor::ConcatOp::create(
+        b, loc, RankedTensorType::get({rows, cols * g}, t.getElementType()),
+        1, blocks);
+  }
+  static Value tile(OpBuilder &b, Location loc, Value v, int64_t r0,
+                    int64_t c0, int64_t rows, int64_t cols) {
+    auto t = cast<RankedTensorType>(v.getType());
+    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(r0),
+                                         b.getIndexAttr(c0)};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(rows),
+                                       b.getIndexAttr(cols)};
+    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+    return tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({rows, cols}, t.getElementType()), v,
+        offsets, sizes, strides);
   }
 
   static Value rowSlice(OpBuilder &b, Location loc, Value v, int64_t r0,

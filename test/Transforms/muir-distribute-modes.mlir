@@ -2,6 +2,7 @@
 // RUN: muir-opt %s --muir-distribute=ns-mode=blockwise | FileCheck %s --check-prefix=BLOCK
 // RUN: muir-opt %s --muir-distribute | FileCheck %s --check-prefix=AUTO
 // RUN: muir-opt %s --muir-distribute=machine=h200 | FileCheck %s --check-prefix=AUTO-H200
+// RUN: muir-opt %s --muir-distribute=ns-mode=resharded | FileCheck %s --check-prefix=RESH
 
 // A 256x1024 matrix split by columns over tp=4 (local 256x256).
 muir.grid @world axes = ["tp"] shape = [4]
@@ -39,4 +40,34 @@ func.func @step(%w: tensor<256x1024xf32> {muir.name = "w", muir.shards = ["tp_ro
     -> (tensor<256x1024xf32> {muir.updates = "w"}) {
   %w1, %m1 = muir.muon_update %w, %g, %m {lr = 0.02} : tensor<256x1024xf32>
   return %w1 : tensor<256x1024xf32>
+}
+
+// A 1024x256 matrix split on its smaller dimension (columns) over tp=4:
+// distributed would all-reduce 1024x1024 Gram matrices; re-sharding it to a
+// row split first (all_to_all), running distributed with 256x256 Gram
+// matrices and re-sharding back is the cheapest on this CPU.
+// AUTO-LABEL: func.func @smaller
+// AUTO: muir.all_to_all
+// AUTO: muir.all_reduce {{.*}} : tensor<256x256xf32>
+// AUTO: muir.apply_update {{.*}}muir.ns_mode = "resharded", muir.ns_why = "duplicated {{.*}} ms (gather 0.786 MB), distributed {{.*}} ms (Gram all-reduces 31.5 MB), resharded {{.*}} ms (all_to_all and Gram {{.*}} MB) on cpu"
+// Requested: column blocks of the own rows stacked and exchanged, the
+// distributed steps on the 256x256 row shard, and the way back.
+// RESH-LABEL: func.func @smaller
+// RESH: %[[U:.+]], %{{.+}} = muir.momentum {{.*}} : tensor<1024x64xf32>
+// RESH: %[[A:.+]] = muir.all_to_all %[[U]] on @world axes = ["tp"] split_axis = 0 concat_axis = 0 : tensor<1024x64xf32> -> tensor<1024x64xf32>
+// RESH: tensor.extract_slice %[[A]][768, 0] [256, 64] [1, 1]
+// RESH: %[[R:.+]] = tensor.concat dim(1) {{.*}} -> tensor<256x256xf32>
+// RESH: muir.sum_squares %[[R]]
+// RESH: muir.matmul {{.*}} {transpose_a} : (tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>
+// RESH: muir.all_reduce {{.*}} : tensor<256x256xf32>
+// RESH: tensor.extract_slice %{{.*}}[0, 192] [256, 64] [1, 1]
+// RESH: %[[P:.+]] = tensor.concat dim(0) {{.*}} -> tensor<1024x64xf32>
+// RESH: %[[B:.+]] = muir.all_to_all %[[P]] on @world axes = ["tp"]
+// RESH: muir.apply_update %{{.*}}, %[[B]] {{.*}}muir.ns_mode = "resharded"
+func.func @smaller(%w: tensor<1024x256xf32> {muir.name = "v", muir.shards = ["tp_column@tp:1"]},
+                   %g: tensor<1024x256xf32> {muir.name = "v.grad", muir.shards = ["tp_column@tp:1"]},
+                   %m: tensor<1024x256xf32> {muir.name = "v.momentum", muir.shards = ["tp_column@tp:1"]})
+    -> (tensor<1024x256xf32> {muir.updates = "v"}) {
+  %w1, %m1 = muir.muon_update %w, %g, %m {lr = 0.02} : tensor<1024x256xf32>
+  return %w1 : tensor<1024x256xf32>
 }

@@ -70,7 +70,7 @@ static cl::opt<std::string> dpAssign(
 static cl::opt<std::string>
     nsMode("ns-mode",
            cl::desc("Newton-Schulz of split matrices: auto (cost model), "
-                    "duplicated, distributed or blockwise (approximation)"),
+                    "duplicated, distributed, resharded or blockwise (approximation)"),
            cl::init("auto"));
 static cl::opt<std::string>
     machine("machine", cl::desc("cost-model machine profile: cpu or h200"),

@@ -79,7 +79,7 @@ static cl::opt<std::string> dpAssign(
 static cl::opt<std::string>
     nsMode("ns-mode",
            cl::desc("Newton-Schulz of split matrices: auto, duplicated, "
-                    "distributed or blockwise (approximation)"),
+                    "distributed, resharded or blockwise (approximation)"),
            cl::init("auto"));
 static cl::opt<bool> commStats(
     "comm-stats",

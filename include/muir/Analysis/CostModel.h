@@ -7,6 +7,10 @@
 //  - distributed: per step, all-reduce the s x s Gram matrix over the
 //    unsplit dimension s (ring: 2 (g-1) alpha + 2 (g-1)/g * 4 s^2 / beta),
 //    with per-rank compute 4 s^2 k/g + 2 s^3 (k the split dimension).
+//  - resharded: for a 2-D matrix, two all_to_all move the split to the other
+//    dimension and back, around the distributed mode; considered when the
+//    split is on the smaller dimension (whose Gram matrix over the larger
+//    one is the expensive one).
 // Blockwise is an approximation and never chosen by the model.
 //
 //===----------------------------------------------------------------------===//
@@ -40,7 +44,7 @@ struct MachineProfile {
   static std::optional<MachineProfile> get(StringRef name);
 };
 
-enum class NSMode { Duplicated, Distributed, Blockwise };
+enum class NSMode { Duplicated, Distributed, Blockwise, Resharded };
 StringRef stringify(NSMode mode);
 std::optional<NSMode> symbolizeNSMode(StringRef name);
 
@@ -66,6 +70,9 @@ public:
 
   ModeCost duplicated(const NSProblem &p) const;
   ModeCost distributed(const NSProblem &p) const;
+  ModeCost resharded(const NSProblem &p) const;
+  /// A 2-D matrix whose other dimension the group divides.
+  static bool canReshard(const NSProblem &p);
 
   /// The cheaper exact mode and a one-line reason.
   NSMode choose(const NSProblem &p, std::string *why = nullptr) const;
