@@ -20,9 +20,10 @@ dp=2,tp=2 (4 ranks), with `--dp-assign` greedy and round-robin:
 Then, on integer-valued inputs with power-of-two coefficients (gradients of
 +-1 entries whose Frobenius norm is a power of two, one NS step with
 coefficients (2, -1, 0.5), momentum that passes the gradient through), the
-distributed mode on dp=2,tp=2 equals one rank bitwise: every product and sum
-is exact in fp32, so the Gram matrices summed over shards cannot round
-differently.
+distributed, resharded and duplicated modes on tp=2 (2 ranks) and dp=2,tp=2
+(4 ranks), and layer-wise/FSDP on dp=2, equal one rank bitwise: every
+product and sum is exact in fp32, so the Gram matrices summed over shards
+cannot round differently.
 """
 import json
 import os
@@ -225,18 +226,23 @@ desc = os.path.join(tmp, "exact.yaml")
 with open(desc, "w") as f:
     f.write(EXACT)
 one, _, _ = step(desc, exact_in, 1, os.path.join(tmp, "exact-one"), [])
-yaml = os.path.join(tmp, "exact-4.yaml")
-run([compiler, desc, "--layout", "dp=2,tp=2", "--emit=description",
-     "--quiet", "-o", yaml])
-for mode in ["distributed", "duplicated"]:
-    got, _, _ = step(yaml, exact_in, 4, os.path.join(tmp, "exact-" + mode),
-                     ["--ns-mode", mode])
-    for name in SHAPES:
-        if not np.array_equal(one[name], got[name]):
-            d = np.abs(one[name] - got[name]).max()
-            fail("exact %s %s: differs from one rank by up to %g" %
-                 (mode, name, d))
-    print("exact dp=2,tp=2 %s: bitwise equal to one rank" % mode)
+for layout, ranks in [("tp=2", 2), ("dp=2", 2), ("dp=2,tp=2", 4)]:
+    yaml = os.path.join(tmp, "exact-%s.yaml" % layout.replace(",", "_"))
+    run([compiler, desc, "--layout", layout, "--emit=description",
+         "--quiet", "-o", yaml])
+    for mode in ["distributed", "resharded", "duplicated"]:
+        if "tp" not in layout and mode != "duplicated":
+            continue  # nothing split over tp: the modes do not apply
+        got, _, _ = step(yaml, exact_in, ranks,
+                         os.path.join(tmp, "exact-%s-%s" % (
+                             layout.replace(",", "_"), mode)),
+                         ["--ns-mode", mode])
+        for name in SHAPES:
+            if not np.array_equal(one[name], got[name]):
+                d = np.abs(one[name] - got[name]).max()
+                fail("exact %s %s %s: differs from one rank by up to %g" %
+                     (layout, mode, name, d))
+        print("exact %s %s: bitwise equal to one rank" % (layout, mode))
 
 print("ALL PASSED" if ok else "FAIL")
 sys.exit(0 if ok else 1)
