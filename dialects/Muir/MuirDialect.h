@@ -37,6 +37,8 @@ public:
 #include "Muir/MuirOpsDialect.h.inc"
 #define GET_ATTRDEF_CLASSES
 #include "Muir/MuirAttrs.h.inc"
+#include "mlir/IR/BuiltinOps.h"
+
 #define GET_OP_CLASSES
 #include "Muir/MuirOps.h.inc"
 
@@ -54,6 +56,13 @@ resolveSchedule(NSSchedule schedule, std::optional<ArrayRef<double>> explicitCoe
 /// The factor Muon multiplies the orthogonalised update by, for an m x n
 /// matrix.
 double getUpdateScale(ScaleMode mode, double extra, int64_t m, int64_t n);
+
+/// The runtime's axes mask for `axes` of `grid`: bit i for axis i, and the
+/// grid's folding index (its position among the module's grids; 0 is the
+/// run's grid) in bits 48 and up (see muirrt_dist_add_folding).
+int64_t getRuntimeAxesMask(GridOp grid, ArrayAttr axes);
+/// The grid with folding index `index` in `module`, or null.
+GridOp getGridByFolding(ModuleOp module, int64_t index);
 } // namespace mlir::muir
 
 #endif // MUIR_DIALECT_MUIR_MUIRDIALECT_H

@@ -136,6 +136,27 @@ int64_t GridOp::getAxisIndex(StringRef name) {
   return -1;
 }
 
+int64_t mlir::muir::getRuntimeAxesMask(GridOp grid, ArrayAttr axes) {
+  int64_t mask = 0;
+  for (Attribute a : axes)
+    mask |= int64_t(1) << grid.getAxisIndex(cast<StringAttr>(a).getValue());
+  int64_t folding = 0;
+  if (auto module = grid->getParentOfType<ModuleOp>())
+    for (GridOp g : module.getOps<GridOp>()) {
+      if (g == grid)
+        break;
+      ++folding;
+    }
+  return mask | (folding << 48);
+}
+
+GridOp mlir::muir::getGridByFolding(ModuleOp module, int64_t index) {
+  for (GridOp g : module.getOps<GridOp>())
+    if (index-- == 0)
+      return g;
+  return {};
+}
+
 int64_t GridOp::getGroupSize(ArrayAttr axisNames) {
   int64_t size = 1;
   for (Attribute a : axisNames) {

@@ -21,7 +21,7 @@ std::optional<MachineProfile> MachineProfile::get(StringRef name) {
     // Measured here: OpenBLAS sgemm ~150 GFLOP/s on 2 cores; OpenMPI's
     // shared-memory transport ~5 GB/s with a few microseconds per message.
     Link shm{5e-6, 5e9};
-    return MachineProfile{"cpu", 150e9, {}, shm};
+    return MachineProfile{"cpu", 150e9, {}, shm, /*ranksShareRate=*/true};
   }
   if (name == "h200") {
     // An 8-GPU HGX H200 node: NVLink 4 (~450 GB/s achieved per direction)
@@ -76,7 +76,7 @@ ModeCost NSCostModel::duplicated(const NSProblem &p) const {
   c.commBytes = (g - 1) / g * bytes;
   c.commSeconds = p.group > 1 ? (g - 1) * l.alpha + c.commBytes / l.beta : 0;
   c.flops = p.batch * nsFlops(p.m, p.n, p.steps);
-  c.computeSeconds = c.flops / profile.flopsPerSecond;
+  c.computeSeconds = c.flops / rate;
   c.seconds = c.commSeconds + c.computeSeconds;
   return c;
 }
@@ -96,7 +96,7 @@ ModeCost NSCostModel::distributed(const NSProblem &p) const {
                                     c.commBytes / l.beta
                               : 0;
   c.flops = p.batch * p.steps * (4 * s * s * k / g + 2 * s * s * s);
-  c.computeSeconds = c.flops / profile.flopsPerSecond;
+  c.computeSeconds = c.flops / rate;
   c.seconds = c.commSeconds + c.computeSeconds;
   return c;
 }

@@ -38,7 +38,7 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
       return failure();
     }
   }
-  NSCostModel model(*profile);
+  NSCostModel model(*profile, d.grid.numDevices());
   r.machine = profile->name;
   for (const GridAxis &a : d.grid.axes)
     r.axes.push_back(a.name);
@@ -82,7 +82,14 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
     std::vector<size_t> which;
     for (auto [i, p] : llvm::enumerate(d.params)) {
       Assignment a = assignOptimizer(d, p);
-      bool otherFolding = p.moeFolding && !d.grid.moeAxes.empty();
+      // As muir-distribute: tensors split on an axis of the MoE folding
+      // follow that folding and are not shared out over dp.
+      bool otherFolding =
+          p.moeFolding && !d.grid.moeAxes.empty() &&
+          llvm::any_of(p.shards, [&](const Sharding &s) {
+            const GridAxis *axis = d.grid.find(s.axis, true);
+            return axis && axis->size > 1;
+          });
       if (a.optimizer != Optimizer::Muon || otherFolding ||
           r.dp.ranks <= 1 || *policy == DpAssign::Replicated)
         continue;
@@ -193,13 +200,17 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
                   "matrix split on one dimension";
           return failure();
         }
-        if (mode == NSMode::Resharded && !NSCostModel::canReshard(problem)) {
+        if (mode == NSMode::Resharded &&
+            (rank != 2 || !NSCostModel::canReshard(problem))) {
           error = "'" + p.name + "': resharded Newton-Schulz needs a 2-D "
                   "matrix whose other dimension the group divides";
           return failure();
         }
       } else if (matrixSplits.size() == 1) {
         mode = model.choose(problem, &why);
+        // As muir-distribute: stacks are not re-sharded.
+        if (mode == NSMode::Resharded && rank != 2)
+          mode = NSMode::Duplicated;
       } else {
         why = "split on both matrix dimensions: duplicated";
       }
@@ -214,7 +225,7 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
         for (auto [split, g] : matrixSplits)
           (split->dim == rank - 2 ? lm : ln) /= g;
         seconds = localMatrices * nsFlops(lm, ln, a.muon.nsSteps) /
-                  model.getProfile().flopsPerSecond;
+                  model.rankRate();
       } else {
         seconds = model.duplicated(problem).seconds;
       }

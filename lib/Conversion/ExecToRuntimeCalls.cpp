@@ -103,15 +103,14 @@ std::pair<int64_t, int64_t> split(Value v, int64_t axis) {
   return {outer, inner};
 }
 
-/// Ranks in the group named by `mask` on the module's first grid.
+/// Ranks in the group named by `mask` (axis bits of the folding in bits 48
+/// and up).
 int64_t groupSize(ModuleOp module, int64_t mask) {
   int64_t size = 1;
-  for (auto grid : module.getOps<muir::GridOp>()) {
+  if (auto grid = muir::getGridByFolding(module, mask >> 48))
     for (auto [i, s] : llvm::enumerate(grid.getShape()))
       if (mask & (int64_t(1) << i))
         size *= s;
-    break;
-  }
   return size;
 }
 

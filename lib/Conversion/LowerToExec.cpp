@@ -354,17 +354,9 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
       memref::CopyOp::create(b, loc, input, out);
       return success();
     }
-    // The runtime knows one grid, the module's first (the ranks of the
-    // run); a second folding of the same devices needs its own mapping.
-    auto module = op->getParentOfType<ModuleOp>();
-    auto grids = module.getOps<GridOp>();
-    if (grids.empty() || *grids.begin() != grid)
-      return op->emitOpError("collectives on a grid other than the module's "
-                             "first (the run's ranks) are not supported yet");
-    int64_t mask = 0;
-    for (Attribute a : axes)
-      mask |= int64_t(1) << grid.getAxisIndex(cast<StringAttr>(a).getValue());
-    auto maskAttr = b.getI64IntegerAttr(mask);
+    // The module's first grid is the run's ranks; later grids are other
+    // foldings of the same ranks, told apart by the mask's folding index.
+    auto maskAttr = b.getI64IntegerAttr(getRuntimeAxesMask(grid, axes));
     auto reductionAttr = [&](ReductionKind kind) {
       return b.getI32IntegerAttr(static_cast<int32_t>(kind));
     };
@@ -406,18 +398,11 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
   }
 
   if (auto gr = dyn_cast<GroupRankOp>(op)) {
-    int64_t mask = 0;
-    GridOp grid = gr.getGridOp();
-    auto grids = op->getParentOfType<ModuleOp>().getOps<GridOp>();
     if (gr.getGroupSize() == 1) {
       map.map(gr.getRank(), arith::ConstantIndexOp::create(b, loc, 0));
       return success();
     }
-    if (grids.empty() || *grids.begin() != grid)
-      return op->emitOpError("group ranks on a grid other than the module's "
-                             "first (the run's ranks) are not supported yet");
-    for (Attribute a : gr.getGridAxes())
-      mask |= int64_t(1) << grid.getAxisIndex(cast<StringAttr>(a).getValue());
+    int64_t mask = getRuntimeAxesMask(gr.getGridOp(), gr.getGridAxes());
     map.map(gr.getRank(), mx::GroupRankOp::create(
                               b, loc, b.getIndexType(),
                               b.getI64IntegerAttr(mask)));

@@ -46,33 +46,54 @@ struct Shard {
   std::string kind; ///< tp_column, tp_row, fsdp, expert
   std::string axis;
   int64_t dim;
-  int64_t group; ///< ranks in the axis' group
+  int64_t group;  ///< ranks in the axis' group
+  mutable GridOp grid; ///< the folding the axis belongs to
+  bool onRunGrid; ///< the module's first grid (not an MoE folding)
+
+  FlatSymbolRefAttr gridRef() const {
+    return FlatSymbolRefAttr::get(grid.getSymNameAttr());
+  }
+  /// As muir-run reads it: "axis:dim", or "grid.axis:dim" on a folding
+  /// other than the run's grid.
+  std::string split() const {
+    return (onRunGrid ? axis : grid.getSymName().str() + "." + axis) + ":" +
+           std::to_string(dim);
+  }
 };
 
-/// Reads `muir.shards = ["kind@axis:dim", ...]` of argument `i`.
-FailureOr<SmallVector<Shard>> readShards(func::FuncOp func, unsigned i,
-                                         GridOp grid, bool &otherFolding) {
+/// Reads `muir.shards = ["kind@axis:dim", ...]` of argument `i`; an axis
+/// belongs to the first grid that has it (the run's grid first, then MoE
+/// foldings).
+FailureOr<SmallVector<Shard>> readShards(func::FuncOp func, unsigned i) {
   SmallVector<Shard> shards;
   auto attr = func.getArgAttrOfType<ArrayAttr>(i, "muir.shards");
   if (!attr)
     return shards;
+  auto grids = func->getParentOfType<ModuleOp>().getOps<GridOp>();
   for (Attribute a : attr) {
     StringRef text = cast<StringAttr>(a).getValue();
     auto [kind, rest] = text.split('@');
     auto [axis, dimText] = rest.split(':');
-    Shard s{kind.str(), axis.str(), 0, 1};
+    Shard s{kind.str(), axis.str(), 0, 1, GridOp(), true};
     if (dimText.getAsInteger(10, s.dim))
       return func.emitOpError("argument ")
              << i << ": malformed shard '" << text
              << "' (expected kind@axis:dim)";
-    if (grid.getAxisIndex(axis) < 0) {
-      // A shard on another folding (MoE's ep of @moe): the tensor stays
-      // whole on every rank until foldings are distributed.
-      otherFolding = true;
-      continue;
+    bool first = true;
+    for (GridOp g : grids) {
+      if (g.getAxisIndex(axis) >= 0) {
+        s.grid = g;
+        s.onRunGrid = first;
+        break;
+      }
+      first = false;
     }
+    if (!s.grid)
+      return func.emitOpError("argument ")
+             << i << ": shard '" << text << "' names axis '" << axis
+             << "', which no muir.grid has";
     Builder b(func.getContext());
-    s.group = grid.getGroupSize(b.getStrArrayAttr({axis}));
+    s.group = s.grid.getGroupSize(b.getStrArrayAttr({axis}));
     if (s.group > 1)
       shards.push_back(s);
   }
@@ -118,11 +139,14 @@ struct DistributePass
       return signalPassFailure();
     }
     policy = *assign;
-    model = NSCostModel(*profile);
     auto grids = module.getOps<GridOp>();
     if (grids.empty())
       return;
     grid = *grids.begin();
+    int64_t ranks = 1;
+    for (int64_t s : grid.getShape())
+      ranks *= s;
+    model = NSCostModel(*profile, ranks);
     gridRef = FlatSymbolRefAttr::get(grid.getSymNameAttr());
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal() && failed(distribute(func)))
@@ -141,10 +165,9 @@ struct DistributePass
     DenseMap<Value, SmallVector<Shard>> shardsOf;
     OpBuilder b(func.getContext());
     // Read and check everything before changing anything.
-    bool otherFolding = false;
     SmallVector<SmallVector<Shard>> all;
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-      auto shards = readShards(func, i, grid, otherFolding);
+      auto shards = readShards(func, i);
       if (failed(shards))
         return failure();
       auto type = dyn_cast<RankedTensorType>(body.getArgument(i).getType());
@@ -157,10 +180,6 @@ struct DistributePass
                  << s.group;
       all.push_back(*shards);
     }
-    if (otherFolding)
-      func.emitWarning("shards on another folding than the run's grid "
-                       "(MoE expert axes) are not distributed yet: those "
-                       "tensors stay whole on every rank");
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
       const SmallVector<Shard> *shards = &all[i];
       if (shards->empty())
@@ -171,8 +190,7 @@ struct DistributePass
       SmallVector<Attribute> split;
       for (const Shard &s : *shards) {
         local[s.dim] /= s.group;
-        split.push_back(
-            b.getStringAttr(s.axis + ":" + std::to_string(s.dim)));
+        split.push_back(b.getStringAttr(s.split()));
       }
       arg.setType(RankedTensorType::get(local, type.getElementType()));
       func.setArgAttr(i, "muir.split", b.getArrayAttr(split));
@@ -246,7 +264,13 @@ struct DistributePass
     int64_t m = globalType.getDimSize(rank - 2);
     int64_t n = globalType.getDimSize(rank - 1);
     int64_t steps = op.getNsStepsAttr().getInt();
-    auto onDp = [&](const Shard &s) { return s.axis == dpAxis.getValue(); };
+    auto onDp = [&](const Shard &s) {
+      return s.onRunGrid && s.axis == dpAxis.getValue();
+    };
+    // Tensors of an MoE folding (sharded on its axes) are not shared out
+    // over the run grid's dp: their replicas follow the folding (edp).
+    bool otherFolding =
+        llvm::any_of(shards, [](const Shard &s) { return !s.onRunGrid; });
     auto isMatrixDim = [&](const Shard &s) { return s.dim >= rank - 2; };
 
     Job job;
@@ -281,7 +305,7 @@ struct DistributePass
       job.nsType = RankedTensorType::get(shape, localType.getElementType());
     }
     job.matrixSplit = llvm::any_of(job.nsShards, isMatrixDim);
-    if (spreadDp && !dpSplit) {
+    if (spreadDp && !dpSplit && !otherFolding) {
       job.weight = layerwiseWeight(m, n, batch, steps);
       job.owner = 0; // assigned below, with the others
     }
@@ -351,6 +375,8 @@ struct DistributePass
     if (job.fsdp) {
       job.weight = layerwiseWeight(m, n, batch, steps);
       job.owner = 0;
+      if (!job.matrixSplit)
+        job.why = "FSDP: the dp owner orthogonalises the whole matrix";
     }
     jobs.push_back(std::move(job));
     return success();
@@ -404,14 +430,16 @@ struct DistributePass
     for (const Shard &s : job.nsShards) {
       shape[s.dim] *= s.group;
       auto t = RankedTensorType::get(shape, type.getElementType());
-      u = AllGatherOp::create(b, loc, t, gridRef, b.getStrArrayAttr({s.axis}),
+      u = AllGatherOp::create(b, loc, t, s.gridRef(),
+                              b.getStrArrayAttr({s.axis}),
                               u, b.getI64IntegerAttr(s.dim));
     }
     Value o = ns(u);
     for (const Shard &s : llvm::reverse(job.nsShards)) {
       shape[s.dim] /= s.group;
       auto t = RankedTensorType::get(shape, type.getElementType());
-      o = AllSliceOp::create(b, loc, t, gridRef, b.getStrArrayAttr({s.axis}),
+      o = AllSliceOp::create(b, loc, t, s.gridRef(),
+                             b.getStrArrayAttr({s.axis}),
                              o, b.getI64IntegerAttr(s.dim));
     }
     return o;
@@ -428,7 +456,7 @@ struct DistributePass
       blocks.push_back(tile(b, loc, u, 0, j * cols, rows, cols));
     auto stacked = RankedTensorType::get({rows * g, cols}, t.getElementType());
     Value packed = tensor::ConcatOp::create(b, loc, stacked, 0, blocks);
-    return AllToAllOp::create(b, loc, stacked, gridRef,
+    return AllToAllOp::create(b, loc, stacked, s.gridRef(),
                               b.getStrArrayAttr({s.axis}), packed,
                               b.getI64IntegerAttr(0), b.getI64IntegerAttr(0));
   }
@@ -437,7 +465,7 @@ struct DistributePass
     auto t = cast<RankedTensorType>(v.getType());
     int64_t g = s.group, rows = t.getDimSize(0) / g, cols = t.getDimSize(1);
     Value received = AllToAllOp::create(
-        b, loc, t, gridRef, b.getStrArrayAttr({s.axis}), v,
+        b, loc, t, s.gridRef(), b.getStrArrayAttr({s.axis}), v,
         b.getI64IntegerAttr(0), b.getI64IntegerAttr(0));
     SmallVector<Value> blocks;
     for (int64_t j = 0; j < g; ++j)
@@ -764,7 +792,7 @@ struct DistributePass
     auto ssType = RankedTensorType::get({batch}, f32);
     ArrayAttr axes = b.getStrArrayAttr({s.axis});
     Value ss = SumSquaresOp::create(b, loc, ssType, u);
-    ss = AllReduceOp::create(b, loc, ssType, gridRef, axes, ss,
+    ss = AllReduceOp::create(b, loc, ssType, s.gridRef(), axes, ss,
                              ReductionKindAttr::get(b.getContext(),
                                                     ReductionKind::sum));
     Value x = ScaleByNormOp::create(b, loc, u, ss, op.getEpsAttr());
@@ -783,7 +811,7 @@ struct DistributePass
                                      f64(0.0), rowsSplit ? yes : no,
                                      rowsSplit ? no : yes);
       Value gram = AllReduceOp::create(
-          b, loc, gramType, gridRef, axes, local,
+          b, loc, gramType, s.gridRef(), axes, local,
           ReductionKindAttr::get(b.getContext(), ReductionKind::sum));
       Value bm = MatmulOp::create(b, loc, gramType, gram, gram, gram, f64(cc),
                                   f64(cb), no, no);

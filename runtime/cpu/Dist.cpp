@@ -7,7 +7,9 @@
 // muir-rt/Runtime.h for the contract.
 //
 // Groups. The ranks form a grid, row-major over the axes (last axis
-// fastest). The group of a rank for a mask is the ranks whose coordinates
+// fastest); further foldings (muirrt_dist_add_folding) factor the same
+// ranks into other axes, and a mask's bits 48-62 say which folding its axis
+// bits refer to. The group of a rank for a mask is the ranks whose coordinates
 // agree on every axis NOT in the mask; its group rank is the row-major index
 // of its coordinates over the mask's axes (in axis order). The communicator
 // of a group is created on the first collective on its mask with
@@ -99,8 +101,10 @@ namespace {
 constexpr int64_t kIntMax = INT_MAX;
 // Largest temporary a collective allocates, in floats (256 MiB).
 constexpr int64_t kDefaultChunkFloats = int64_t{1} << 26;
-// Masks are int64 with bit i = axis i; bit 63 is the sign.
-constexpr int32_t kMaxAxes = 62;
+// Masks are int64 with bit i = axis i of a folding (i < 48) and the
+// folding's index in bits 48-62 (0: the grid of muirrt_dist_init).
+constexpr int32_t kFoldingShift = 48;
+constexpr int32_t kMaxAxes = kFoldingShift;
 
 enum ReduceOp : int32_t { kSum = 0, kMax = 1, kMin = 2, kAvg = 3 };
 
@@ -158,10 +162,17 @@ struct Group {
 #endif
 };
 
+// One factorisation of the world's ranks into named axes, row-major.
+struct Folding {
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> coords; // of this rank
+};
+
 struct DistState {
   bool ready = false; // muirrt_dist_init succeeded (and not finalized)
-  std::vector<int64_t> sizes;
+  std::vector<int64_t> sizes;  // folding 0, the grid
   std::vector<int64_t> coords;
+  std::vector<Folding> more;   // foldings 1, 2, ... (muirrt_dist_add_folding)
   int32_t rank = 0;
   int32_t size = 1;
   int64_t chunkFloats = kDefaultChunkFloats;
@@ -208,37 +219,61 @@ std::string maskString(int64_t mask) {
   return buf;
 }
 
-// Empty if the mask names only axes of the grid, else why not. Before
-// muirrt_dist_init the run is one rank and every mask names a group of one.
+int64_t foldingOf(int64_t mask) { return mask >> kFoldingShift; }
+int64_t axisBits(int64_t mask) {
+  return mask & ((int64_t(1) << kFoldingShift) - 1);
+}
+const std::vector<int64_t> &sizesOf(int64_t folding) {
+  return folding == 0 ? state.sizes
+                      : state.more[static_cast<size_t>(folding - 1)].sizes;
+}
+const std::vector<int64_t> &coordsOf(int64_t folding) {
+  return folding == 0 ? state.coords
+                      : state.more[static_cast<size_t>(folding - 1)].coords;
+}
+
+// Empty if the mask names a registered folding and only its axes, else why
+// not. Before muirrt_dist_init the run is one rank and every mask names a
+// group of one.
 std::string checkMask(int64_t mask) {
   if (!state.ready)
     return "";
   if (mask < 0)
     return "negative axes mask " + std::to_string(mask);
-  int64_t numAxes = static_cast<int64_t>(state.sizes.size());
-  if (numAxes < 63 && (mask >> numAxes) != 0) {
+  int64_t folding = foldingOf(mask);
+  if (folding > static_cast<int64_t>(state.more.size()))
+    return "axes mask " + maskString(mask) + " names folding " +
+           std::to_string(folding) + " but " +
+           std::to_string(state.more.size() + 1) +
+           " folding(s) are registered";
+  int64_t bits = axisBits(mask);
+  int64_t numAxes = static_cast<int64_t>(sizesOf(folding).size());
+  if ((bits >> numAxes) != 0) {
     int32_t axis = 0;
-    while (axis < 63 && (mask >> axis) >> 1 != 0)
+    while (axis < kFoldingShift && (bits >> axis) >> 1 != 0)
       ++axis;
     return "axes mask " + maskString(mask) + " names axis " +
-           std::to_string(axis) + " but the grid has " +
-           std::to_string(numAxes) + " axes";
+           std::to_string(axis) + " but " +
+           (folding ? "folding " + std::to_string(folding) : "the grid") +
+           " has " + std::to_string(numAxes) + " axes";
   }
   return "";
 }
 
-bool inMask(int64_t mask, size_t axis) { return (mask >> axis) & 1; }
+bool inMask(int64_t mask, size_t axis) { return (axisBits(mask) >> axis) & 1; }
 
 // Size and this rank's index in the group of `mask` (valid mask).
 Group groupShape(int64_t mask) {
   Group g;
   if (!state.ready)
     return g;
-  for (size_t i = 0; i < state.sizes.size(); ++i) {
+  const std::vector<int64_t> &sizes = sizesOf(foldingOf(mask));
+  const std::vector<int64_t> &coords = coordsOf(foldingOf(mask));
+  for (size_t i = 0; i < sizes.size(); ++i) {
     if (!inMask(mask, i))
       continue;
-    g.size *= state.sizes[i];
-    g.rank = g.rank * state.sizes[i] + state.coords[i];
+    g.size *= sizes[i];
+    g.rank = g.rank * sizes[i] + coords[i];
   }
   return g;
 }
@@ -247,13 +282,15 @@ Group groupShape(int64_t mask) {
 // The world ranks of this rank's group for `mask`, in group-rank order.
 std::vector<int> groupMembers(int64_t mask) {
   std::vector<int> members;
+  const std::vector<int64_t> &sizes = sizesOf(foldingOf(mask));
+  const std::vector<int64_t> &coords = coordsOf(foldingOf(mask));
   for (int32_t r = 0; r < state.size; ++r) {
     bool same = true;
     int64_t rest = r;
-    for (size_t i = state.sizes.size(); i-- > 0;) {
-      int64_t c = rest % state.sizes[i];
-      rest /= state.sizes[i];
-      if (!inMask(mask, i) && c != state.coords[i]) {
+    for (size_t i = sizes.size(); i-- > 0;) {
+      int64_t c = rest % sizes[i];
+      rest /= sizes[i];
+      if (!inMask(mask, i) && c != coords[i]) {
         same = false;
         break;
       }
@@ -601,6 +638,7 @@ extern "C" int muirrt_dist_init(int32_t num_axes, const int64_t *sizes) {
     checkMpi(MPI_Comm_set_errhandler(state.world, MPI_ERRORS_RETURN),
              "MPI_Comm_set_errhandler");
 #endif
+    state.more.clear();
     state.sizes.assign(sizes, sizes + num_axes);
     state.coords.assign(static_cast<size_t>(num_axes), 0);
     int64_t rest = worldRank;
@@ -621,6 +659,44 @@ extern "C" int muirrt_dist_init(int32_t num_axes, const int64_t *sizes) {
   } catch (const std::exception &e) {
     return fail(std::string("muirrt_dist_init: ") + e.what());
   }
+}
+
+extern "C" int32_t muirrt_dist_add_folding(int32_t num_axes,
+                                           const int64_t *sizes) {
+  auto error = [](const std::string &why) {
+    fail("muirrt_dist_add_folding: " + why);
+    return int32_t{-1};
+  };
+  if (!state.ready)
+    return error("call muirrt_dist_init first");
+  if (num_axes < 0 || num_axes > kMaxAxes || (num_axes > 0 && !sizes))
+    return error("number of axes " + std::to_string(num_axes) +
+                 " out of range [0, " + std::to_string(kMaxAxes) + "]");
+  if (state.more.size() + 1 >= (size_t(1) << (62 - kFoldingShift)))
+    return error("too many foldings");
+  int64_t product = 1;
+  for (int32_t i = 0; i < num_axes; ++i) {
+    if (sizes[i] < 1)
+      return error("axis " + std::to_string(i) + " has size " +
+                   std::to_string(sizes[i]));
+    product *= sizes[i];
+    if (product > state.size)
+      break;
+  }
+  if (product != state.size)
+    return error("the folding covers " + std::to_string(product) +
+                 " devices but the run has " + std::to_string(state.size) +
+                 " ranks");
+  Folding f;
+  f.sizes.assign(sizes, sizes + num_axes);
+  f.coords.assign(static_cast<size_t>(num_axes), 0);
+  int64_t rest = state.rank;
+  for (int32_t i = num_axes; i-- > 0;) {
+    f.coords[static_cast<size_t>(i)] = rest % sizes[i];
+    rest /= sizes[i];
+  }
+  state.more.push_back(std::move(f));
+  return static_cast<int32_t>(state.more.size());
 }
 
 extern "C" int32_t muirrt_dist_rank(void) { return state.rank; }
@@ -686,6 +762,7 @@ extern "C" void muirrt_dist_finalize(void) {
   state.ready = false;
   state.sizes.clear();
   state.coords.clear();
+  state.more.clear();
   state.rank = 0;
   state.size = 1;
   state.chunkFloats = kDefaultChunkFloats;

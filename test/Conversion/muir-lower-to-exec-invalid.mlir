@@ -40,13 +40,3 @@ func.func @unexpanded(%x: tensor<4x4xf32> {muir.name = "x"}) -> (tensor<4x4xf32>
   %y = muir.newton_schulz %x steps(1) schedule(simple) : tensor<4x4xf32>
   return %y : tensor<4x4xf32>
 }
-
-// -----
-
-muir.grid @g axes = ["tp"] shape = [4]
-muir.grid @moe axes = ["ep"] shape = [4]
-func.func @second_folding(%x: tensor<4x4xf32> {muir.name = "x"}) -> (tensor<4x4xf32> {muir.updates = "x"}) {
-  // expected-error@+1 {{collectives on a grid other than the module's first (the run's ranks) are not supported yet}}
-  %y = muir.all_reduce %x on @moe axes = ["ep"] : tensor<4x4xf32>
-  return %y : tensor<4x4xf32>
-}

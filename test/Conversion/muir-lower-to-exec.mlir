@@ -152,3 +152,26 @@ func.func @collectives(%x: tensor<4x8xf32> {muir.name = "x"}) -> (tensor<4x8xf32
   %b = muir.broadcast %a on @w axes = ["tp"] root = 3 : tensor<4x8xf32>
   return %b : tensor<4x8xf32>
 }
+
+// -----
+
+// A second grid folds the same ranks into other axes (MoE: edp x ep): its
+// collectives carry the grid's folding index in bits 48 and up of the mask
+// (1 << 48 | the ep bit); group ranks likewise.
+muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
+muir.grid @moe axes = ["edp", "ep"] shape = [1, 4]
+// CHECK-LABEL: func.func @second_folding
+// CHECK: muir_exec.all_reduce %{{.*}}, %{{.*}} {axes_mask = 281474976710658 : i64, reduction = 0 : i32} : memref<4x4xf32>, memref<4x4xf32>
+// CHECK: muir_exec.group_rank {axes_mask = 281474976710658 : i64} : index
+func.func @second_folding(%x: tensor<4x4xf32> {muir.name = "x"}) -> (tensor<4x4xf32> {muir.updates = "x"}) {
+  %y = muir.all_reduce %x on @moe axes = ["ep"] : tensor<4x4xf32>
+  %r = muir.group_rank on @moe axes = ["ep"] : index
+  %z = scf.index_switch %r -> tensor<4x4xf32>
+  case 0 {
+    scf.yield %y : tensor<4x4xf32>
+  }
+  default {
+    scf.yield %x : tensor<4x4xf32>
+  }
+  return %z : tensor<4x4xf32>
+}

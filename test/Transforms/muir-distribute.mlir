@@ -72,10 +72,10 @@ func.func @experts(%e: tensor<8x16x8xf32> {muir.name = "e", muir.shards = ["expe
 
 muir.grid @world axes = ["dp"] shape = [2]
 muir.grid @moe axes = ["ep"] shape = [2]
-// Shards on another folding stay whole (with a warning), the rest is split.
+// Shards on another folding (MoE: ep of @moe) are split on that folding,
+// named grid.axis in muir.split; the expert stack keeps NS per local expert.
 // CHECK-LABEL: func.func @other_folding
-// CHECK-SAME: (%{{[^:]+}}: tensor<8x16x8xf32> {muir.name = "e", muir.shards = ["expert@ep:0"]}, %{{[^:]+}}: tensor<4xf32> {muir.name = "b", muir.shards = ["fsdp@dp:0"], muir.split = ["dp:0"]})
-// expected-warning@+1 {{shards on another folding than the run's grid (MoE expert axes) are not distributed yet: those tensors stay whole on every rank}}
+// CHECK-SAME: (%{{[^:]+}}: tensor<4x16x8xf32> {muir.name = "e", muir.shards = ["expert@ep:0"], muir.split = ["moe.ep:0"]}, %{{[^:]+}}: tensor<4xf32> {muir.name = "b", muir.shards = ["fsdp@dp:0"], muir.split = ["dp:0"]})
 func.func @other_folding(%e: tensor<8x16x8xf32> {muir.name = "e", muir.shards = ["expert@ep:0"]},
                          %b: tensor<8xf32> {muir.name = "b", muir.shards = ["fsdp@dp:0"]}) {
   return

@@ -473,6 +473,58 @@ int main(int argc, char **argv) {
     muirrt_dist_barrier();
   }
 
+  // A second folding of the same ranks (as MoE's edp x ep): groups follow
+  // its coordinates, row-major, whatever the grid's axes are.
+  {
+    std::vector<int64_t> fsizes = {gridProduct};
+    if (gridProduct % 2 == 0 && gridProduct > 2)
+      fsizes = {2, gridProduct / 2};
+    int64_t wrong = gridProduct + 1;
+    expectInt(muirrt_dist_add_folding(1, &wrong), -1,
+              "a folding of the wrong size");
+    int32_t f = muirrt_dist_add_folding(static_cast<int32_t>(fsizes.size()),
+                                        fsizes.data());
+    expectInt(f, 1, "folding index");
+    auto fcoords = [&](int64_t q) {
+      std::vector<int64_t> c(fsizes.size());
+      for (size_t i = fsizes.size(); i-- > 0;) {
+        c[i] = q % fsizes[i];
+        q /= fsizes[i];
+      }
+      return c;
+    };
+    std::vector<int64_t> mine = fcoords(worldRank);
+    for (int64_t bits = 1; bits < (int64_t{1} << fsizes.size()); ++bits) {
+      int64_t mask = (int64_t{f} << 48) | bits;
+      std::vector<int64_t> members;
+      for (int64_t q = 0; q < gridProduct; ++q) {
+        std::vector<int64_t> c = fcoords(q);
+        bool same = true;
+        for (size_t i = 0; i < fsizes.size(); ++i)
+          if (!((bits >> i) & 1) && c[i] != mine[i])
+            same = false;
+        if (same)
+          members.push_back(q);
+      }
+      std::string m = "folding mask " + std::to_string(bits);
+      expectInt(muirrt_dist_group_size(mask),
+                static_cast<int64_t>(members.size()), m + " group size");
+      int64_t index = std::find(members.begin(), members.end(), worldRank) -
+                      members.begin();
+      expectInt(muirrt_dist_group_rank(mask), index, m + " group rank");
+      float v = static_cast<float>(worldRank + 1), sum = 0;
+      muirrt_all_reduce(mask, 0, &v, &sum, 1);
+      float want = 0;
+      for (int64_t q : members)
+        want += static_cast<float>(q + 1);
+      expect(sum == want, m + " all_reduce: got " + std::to_string(sum) +
+                              ", want " + std::to_string(want));
+      muirrt_dist_barrier();
+    }
+    expectInt(muirrt_dist_group_size((int64_t{2} << 48) | 1), -1,
+              "a mask naming an unregistered folding");
+  }
+
   muirrt_dist_finalize();
   expectInt(muirrt_dist_size(), 1, "size after finalize");
 

@@ -401,15 +401,28 @@ int main(int argc, char **argv) {
     return fail("no entry function: expected a function whose arguments "
                 "carry 'muir.name'");
 
-  // The run's ranks are the devices of the module's first grid.
+  // The run's ranks are the devices of the module's first grid; later
+  // grids fold the same ranks into other axes (MoE: edp x ep).
+  struct Folding {
+    std::string name;
+    SmallVector<std::string> axes;
+    SmallVector<int64_t> sizes;
+  };
+  SmallVector<Folding> foldings;
+  for (auto grid : module->getOps<muir::GridOp>()) {
+    Folding f;
+    f.name = grid.getSymName().str();
+    for (auto [name, size] : llvm::zip(grid.getAxes(), grid.getShape())) {
+      f.axes.push_back(cast<StringAttr>(name).getValue().str());
+      f.sizes.push_back(size);
+    }
+    foldings.push_back(std::move(f));
+  }
   SmallVector<int64_t> gridSizes;
   SmallVector<std::string> gridAxes;
-  for (auto grid : module->getOps<muir::GridOp>()) {
-    for (auto [name, size] : llvm::zip(grid.getAxes(), grid.getShape())) {
-      gridAxes.push_back(cast<StringAttr>(name).getValue().str());
-      gridSizes.push_back(size);
-    }
-    break;
+  if (!foldings.empty()) {
+    gridSizes = foldings.front().sizes;
+    gridAxes = foldings.front().axes;
   }
   int64_t devices = 1;
   for (int64_t size : gridSizes)
@@ -420,6 +433,12 @@ int main(int argc, char **argv) {
                   " devices; run it with --ranks " + Twine(devices));
     if (muirrt_dist_init(gridSizes.size(), gridSizes.data()))
       return fail(muirrt_last_error());
+    for (size_t f = 1; f < foldings.size(); ++f)
+      if (muirrt_dist_add_folding(foldings[f].sizes.size(),
+                                  foldings[f].sizes.data()) !=
+          static_cast<int32_t>(f))
+        return fail("grid @" + foldings[f].name + ": " +
+                    muirrt_last_error());
   }
   llvm::scope_exit finalize([] { muirrt_dist_finalize(); });
   int rank = muirrt_dist_rank();
@@ -447,20 +466,35 @@ int main(int argc, char **argv) {
       SmallVector<int64_t> globalShape(mt.getShape());
       if (auto splits = entry.getArgAttrOfType<ArrayAttr>(i, "muir.split")) {
         for (Attribute attr : splits) {
-          auto [axis, dimText] =
+          auto [axisText, dimText] =
               cast<StringAttr>(attr).getValue().split(':');
+          // "axis" on the run's grid, "grid.axis" on another folding.
+          size_t f = 0;
+          StringRef axis = axisText;
+          if (axisText.contains('.')) {
+            auto [gridName, rest] = axisText.split('.');
+            f = foldings.size();
+            for (size_t i = 0; i < foldings.size(); ++i)
+              if (foldings[i].name == gridName)
+                f = i;
+            axis = rest;
+          }
           int64_t dim = -1;
-          auto it = llvm::find(gridAxes, axis.str());
-          if (it == gridAxes.end() || dimText.getAsInteger(10, dim) ||
+          const SmallVector<std::string> *axes =
+              f < foldings.size() ? &foldings[f].axes : nullptr;
+          auto it = axes ? llvm::find(*axes, axis.str()) : nullptr;
+          if (!axes || it == axes->end() || dimText.getAsInteger(10, dim) ||
               dim < 0 || dim >= mt.getRank())
             return fail("tensor '" + a.name + "': bad muir.split entry '" +
                         cast<StringAttr>(attr).getValue() +
-                        "' (expected axis:dim with a grid axis)");
+                        "' (expected axis:dim with an axis of the run's "
+                        "grid, or grid.axis:dim for another folding)");
           for (const Split &other : a.splits)
             if (other.dim == dim)
               return fail("tensor '" + a.name + "' is split twice on dim " +
                           Twine(dim));
-          int64_t mask = int64_t(1) << (it - gridAxes.begin());
+          int64_t mask = (int64_t(1) << (it - axes->begin())) |
+                         (static_cast<int64_t>(f) << 48);
           a.splits.push_back({dim, mask});
           globalShape[dim] *= muirrt_dist_group_size(mask);
         }
@@ -650,41 +684,53 @@ int main(int argc, char **argv) {
     // Before the dump, whose gathers are counted too. Rank 0 prints every
     // rank's counters, gathered over the whole grid (the int64 counters
     // travel as raw bytes), so that no rank's lines can get lost or mixed.
-    int64_t all = (int64_t(1) << gridAxes.size()) - 1;
-    int64_t ranks = muirrt_dist_group_size(all);
+    // Every axes subset of every folding, as the runtime's masks.
+    struct MaskName {
+      int64_t mask;
+      std::string axes;
+    };
+    std::vector<MaskName> masks;
+    for (auto [f, folding] : llvm::enumerate(foldings)) {
+      int64_t all = (int64_t(1) << folding.axes.size()) - 1;
+      for (int64_t bits = 1; bits <= all; ++bits) {
+        std::string axes;
+        for (auto [i, name] : llvm::enumerate(folding.axes))
+          if (bits & (int64_t(1) << i))
+            axes += (axes.empty() ? "" : ",") + name;
+        masks.push_back({bits | (static_cast<int64_t>(f) << 48), axes});
+      }
+    }
+    int64_t world = (int64_t(1) << gridAxes.size()) - 1;
+    int64_t ranks = muirrt_dist_group_size(world);
     // Snapshot first: the gather below is a collective and counts too.
     // Two more per rank: its GEMM calls and flops (no Newton-Schulz may run
     // twice across data-parallel ranks; tests add them up).
-    int64_t width = 2 * all + 2;
+    int64_t n = static_cast<int64_t>(masks.size());
+    int64_t width = 2 * n + 2;
     std::vector<int64_t> mine(width), every(width * ranks);
-    for (int64_t mask = 1; mask <= all; ++mask) {
-      mine[2 * (mask - 1)] = muirrt_comm_bytes(mask);
-      mine[2 * (mask - 1) + 1] = muirrt_comm_calls(mask);
+    for (int64_t k = 0; k < n; ++k) {
+      mine[2 * k] = muirrt_comm_bytes(masks[k].mask);
+      mine[2 * k + 1] = muirrt_comm_calls(masks[k].mask);
     }
     MuirRtCounters counters;
     muirrt_counters_get(&counters);
-    mine[2 * all] = counters.gemm_calls + counters.syrk_calls;
-    mine[2 * all + 1] = static_cast<int64_t>(counters.flops);
+    mine[2 * n] = counters.gemm_calls + counters.syrk_calls;
+    mine[2 * n + 1] = static_cast<int64_t>(counters.flops);
     static_assert(sizeof(int64_t) == 2 * sizeof(float), "int64 = 2 floats");
-    muirrt_all_gather(all, reinterpret_cast<const float *>(mine.data()),
+    muirrt_all_gather(world, reinterpret_cast<const float *>(mine.data()),
                       reinterpret_cast<float *>(every.data()), 1,
                       2 * mine.size());
-    for (int64_t mask = 1; rank == 0 && mask <= all; ++mask) {
-      std::string axes;
-      for (auto [i, name] : llvm::enumerate(gridAxes))
-        if (mask & (int64_t(1) << i))
-          axes += (axes.empty() ? "" : ",") + name;
+    for (int64_t k = 0; rank == 0 && k < n; ++k)
       for (int64_t r = 0; r < ranks; ++r) {
-        const int64_t *c = &every[r * width + 2 * (mask - 1)];
+        const int64_t *c = &every[r * width + 2 * k];
         if (c[1])
-          llvm::outs() << "comm: rank " << r << " axes " << axes
+          llvm::outs() << "comm: rank " << r << " axes " << masks[k].axes
                        << " bytes " << c[0] << " calls " << c[1] << "\n";
       }
-    }
     for (int64_t r = 0; rank == 0 && r < ranks; ++r)
       llvm::outs() << "compute: rank " << r << " gemm_calls "
-                   << every[r * width + 2 * all] << " flops "
-                   << every[r * width + 2 * all + 1] << "\n";
+                   << every[r * width + 2 * n] << " flops "
+                   << every[r * width + 2 * n + 1] << "\n";
     muirrt_comm_reset();
   }
   if (!dumpDir.empty()) {

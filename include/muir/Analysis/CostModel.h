@@ -37,6 +37,10 @@ struct MachineProfile {
   double flopsPerSecond;           ///< fp32 matrix-multiply rate
   std::map<std::string, Link> axes; ///< by grid-axis name
   Link otherAxes;                   ///< axes not listed
+  /// The ranks of a run share this one machine's rate (the CPU profile: N
+  /// MPI ranks on these cores each get 1/N of it); otherwise each rank is
+  /// a device with the full rate.
+  bool ranksShareRate = false;
 
   const Link &link(StringRef axis) const;
   /// "cpu" (this 2-core machine, MPI over shared memory) or "h200" (one
@@ -66,7 +70,17 @@ struct NSProblem {
 
 class NSCostModel {
 public:
-  explicit NSCostModel(MachineProfile profile) : profile(std::move(profile)) {}
+  /// `ranks`: the ranks of the run (they divide the rate of a profile whose
+  /// ranks share one machine).
+  explicit NSCostModel(MachineProfile profile, int64_t ranks = 1)
+      : profile(std::move(profile)),
+        rate(this->profile.flopsPerSecond /
+             (this->profile.ranksShareRate && ranks > 1
+                  ? static_cast<double>(ranks)
+                  : 1.0)) {}
+
+  /// fp32 flops per second one rank gets.
+  double rankRate() const { return rate; }
 
   ModeCost duplicated(const NSProblem &p) const;
   ModeCost distributed(const NSProblem &p) const;
@@ -81,6 +95,7 @@ public:
 
 private:
   MachineProfile profile;
+  double rate;
 };
 
 /// How whole Muon matrices replicated over (or FSDP-sharded on) the

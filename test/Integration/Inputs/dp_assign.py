@@ -1,9 +1,11 @@
 """Newton-Schulz shared out over data-parallel ranks against one rank.
 
 A step with Muon matrices of several shapes (wide, tall, square, an expert
-stack kept whole), two FSDP matrices (split on dim 0 over dp) and an AdamW
-norm runs for 2 steps on 1 rank and, compiled for dp=2 (2 ranks), dp=4 and
-dp=2,tp=2 (4 ranks), with `--dp-assign` greedy and round-robin:
+stack), two FSDP matrices (split on dim 0 over dp) and an AdamW norm runs
+for 2 steps on 1 rank and, compiled for dp=2 (2 ranks), dp=4, dp=2,tp=2 and
+dp=4,ep=2 (4 ranks; the expert stack split over ep of the MoE folding
+edp=2 x ep=2, NS per local expert), with `--dp-assign` greedy and
+round-robin:
   - every tensor equals the single-rank result bitwise (each matrix is
     orthogonalised once, by its owner, from the same values);
   - no Newton-Schulz runs twice: the GEMM flops of the dp ranks (of one tp
@@ -49,13 +51,13 @@ parameters:
   - {name: b, shape: [32, 64], role: mlp}
   - {name: c, shape: [64, 64], role: mlp}
   - {name: d, shape: [16, 48], role: attention}
-  - {name: e, shape: [3, 16, 32], role: expert}
+  - {name: e, shape: [4, 16, 32], role: expert}
   - {name: f, shape: [64, 32], role: mlp, %s}
   - {name: h, shape: [32, 48], role: mlp, %s}
   - {name: norm, shape: [32], role: norm}
 """ % (FSDP, FSDP)
 SHAPES = {"a": (48, 32), "b": (32, 64), "c": (64, 64), "d": (16, 48),
-          "e": (3, 16, 32), "f": (64, 32), "h": (32, 48), "norm": (32,)}
+          "e": (4, 16, 32), "f": (64, 32), "h": (32, 48), "norm": (32,)}
 MUON = [n for n in SHAPES if n != "norm"]
 STEPS = 2
 
@@ -92,19 +94,19 @@ def step(yaml, inp, ranks, out, extra):
     return muirtest.read_dump(out), sent, flops
 
 
-def owners(policy, g):
-    """Owner dp rank per Muon matrix (every one is shared out here)."""
+def owners(policy, g, shared):
+    """Owner dp rank per shared Muon matrix."""
     w = {}
-    for n in MUON:
+    for n in shared:
         s = SHAPES[n]
         batch = s[0] if len(s) == 3 else 1
         m, k = s[-2], s[-1]
         w[n] = 5 * batch * m * k * min(m, k)
     if policy == "round-robin":
-        return {n: i % g for i, n in enumerate(MUON)}
+        return {n: i % g for i, n in enumerate(shared)}
     load = [0] * g
     own = {}
-    for n in sorted(MUON, key=lambda n: -w[n]):  # stable: ties keep order
+    for n in sorted(shared, key=lambda n: -w[n]):  # stable: ties keep order
         j = min(range(g), key=lambda r: (load[r], r))
         own[n] = j
         load[j] += w[n]
@@ -131,7 +133,8 @@ with open(desc, "w") as f:
 one, _, flops1 = step(desc, inp, 1, os.path.join(tmp, "one"), [])
 for layout, ranks, policy in [("dp=2", 2, "greedy"), ("dp=4", 4, "greedy"),
                               ("dp=4", 4, "round-robin"),
-                              ("dp=2,tp=2", 4, "greedy")]:
+                              ("dp=2,tp=2", 4, "greedy"),
+                              ("dp=4,ep=2", 4, "greedy")]:
     tag = "%s %s" % (layout, policy)
     yaml = os.path.join(tmp, layout.replace(",", "_") + ".yaml")
     run([compiler, desc, "--layout", layout, "--emit=description", "--quiet",
@@ -152,6 +155,12 @@ for layout, ranks, policy in [("dp=2", 2, "greedy"), ("dp=4", 4, "greedy"),
     # work (duplicated tp: every tp rank runs the whole NS of its owned
     # matrices, so one tp coordinate is one full copy).
     total = sum(flops[r] for r in range(0, ranks, tp))
+    if "ep=2" in layout:
+        # The expert stack runs per local expert on every rank: edp = 2
+        # copies of each expert's NS in the world (its replicas follow the
+        # MoE folding), so one extra copy of its flops.
+        m, k = 16, 32
+        total -= STEPS * 4 * 5 * (4 * m * m * k + 2 * m * m * m)
     if total != flops1[0]:
         fail("%s: dp ranks ran %d GEMM flops, one rank %d" %
              (tag, total, flops1[0]))
@@ -159,7 +168,8 @@ for layout, ranks, policy in [("dp=2", 2, "greedy"), ("dp=4", 4, "greedy"),
         print("%s: GEMM flops over dp = one rank's (%d)" % (tag, total))
 
     # Closed forms, per step.
-    own = owners(policy, g)
+    own = owners(policy, g, [n for n in MUON
+                             if not (n == "e" and "ep=2" in layout)])
     # Which matrices the layout split over tp, read from the compiled
     # description (one parameter per line).
     tp_split = set()
@@ -170,6 +180,8 @@ for layout, ranks, policy in [("dp=2", 2, "greedy"), ("dp=4", 4, "greedy"),
     lw, fs = [0] * g, [0] * g
     want_tp = [0] * g
     for n in MUON:
+        if n == "e" and "ep=2" in layout:
+            continue  # on the MoE folding: per local expert, not shared
         numel = int(np.prod(SHAPES[n]))
         fsdp = n in ("f", "h")
         local = numel // (tp if n in tp_split else 1) // (g if fsdp else 1)
