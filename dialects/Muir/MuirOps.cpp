@@ -332,16 +332,17 @@ LogicalResult SyrkOp::verify() {
   if (at.getRank() != rt.getRank())
     return emitOpError("expected operand and result of equal rank, got ")
            << at.getRank() << " and " << rt.getRank();
-  auto [ab, an, ak] = matrixDims(at);
+  auto [ab, ar, ac] = matrixDims(at);
   auto [rb, rr, rc] = matrixDims(rt);
-  (void)ak;
+  int64_t an = getTranspose() ? ac : ar;
   if (ab != rb)
     return emitOpError("expected equal batch sizes, got ")
            << ab << " and " << rb;
   if (rr != an || rc != an)
     return emitOpError("expected result matrix ")
-           << an << "x" << an << " (A is " << an << "x" << ak << "), got "
-           << rr << "x" << rc;
+           << an << "x" << an << " (A is " << ar << "x" << ac
+           << (getTranspose() ? ", transposed" : "") << "), got " << rr
+           << "x" << rc;
   return verifyAccumulator(*this, getAcc(), getBeta().convertToDouble(), rt);
 }
 

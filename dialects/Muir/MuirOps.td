@@ -267,12 +267,13 @@ def Muir_SyrkOp : Muir_Op<"syrk", [Pure]> {
   let summary = "symmetric rank-k update C' = alpha * A * A^T + beta * C";
   let description = [{
     A is n x k (or [B, n, k]); the result is the symmetric n x n matrix
-    (both triangles). Costs about half the flops of the equivalent GEMM.
-    Without the accumulator operand C, beta must be 0.
+    (both triangles). With `transpose`, A is k x n and the product is
+    A^T A. Costs about half the flops of the equivalent GEMM. Without the
+    accumulator operand C, beta must be 0; C must be symmetric.
   }];
   let arguments = (ins Muir_F32Tensor:$a, Optional<Muir_F32Tensor>:$acc,
       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
-      DefaultValuedAttr<F64Attr, "0.0">:$beta);
+      DefaultValuedAttr<F64Attr, "0.0">:$beta, UnitAttr:$transpose);
   let results = (outs Muir_F32Tensor:$result);
   let assemblyFormat = [{
     $a (`acc` $acc^)? attr-dict `:` functional-type(operands, results)

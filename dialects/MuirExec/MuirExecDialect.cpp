@@ -80,9 +80,9 @@ LogicalResult GemmOp::verify() {
 LogicalResult SyrkOp::verify() {
   if (failed(verifyStaticIdentity(*this)))
     return failure();
-  auto [ab, an, ak] = dims(getA());
+  auto [ab, ar, ac] = dims(getA());
   auto [cb, cr, cc] = dims(getC());
-  (void)ak;
+  int64_t an = getTranspose() ? ac : ar;
   if (failed(verifyBatch(*this, ab, cb)))
     return failure();
   if (cr != an || cc != an)

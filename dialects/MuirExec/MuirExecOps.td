@@ -51,11 +51,12 @@ def MuirExec_GemmOp : MuirExec_Op<"gemm"> {
 def MuirExec_SyrkOp : MuirExec_Op<"syrk"> {
   let summary = "C = alpha * A * A^T + beta * C (runtime ssyrk)";
   let description = [{
-    Symmetric rank-k update; both triangles of C are written.
+    Symmetric rank-k update; both triangles of C are written. With
+    `transpose`, C = alpha * A^T * A + beta * C (A is k x n).
   }];
   let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$a,
       Arg<MuirExec_F32Buffer, "", [MemRead, MemWrite]>:$c,
-      F64Attr:$alpha, F64Attr:$beta);
+      F64Attr:$alpha, F64Attr:$beta, UnitAttr:$transpose);
   let assemblyFormat = "$a `,` $c attr-dict `:` type($a) `,` type($c)";
   let hasVerifier = 1;
 }

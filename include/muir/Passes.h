@@ -29,6 +29,7 @@ struct PipelineOptions {
   std::string nsMode = "auto";  ///< muir-distribute's ns-mode
   std::string machine = "cpu";  ///< the cost model's machine profile
   std::string dpAssign = "greedy"; ///< muir-distribute's dp-assign
+  bool syrk = true; ///< run muir-form-syrk (symmetric products as SYRK)
 };
 
 /// High-level IR -> exec IR (decompose, expand Newton-Schulz, bufferize).

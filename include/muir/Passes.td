@@ -73,6 +73,22 @@ def MuirExpandNewtonSchulz
   let dependentDialects = ["mlir::muir::MuirDialect"];
 }
 
+def MuirFormSyrk : Pass<"muir-form-syrk", "mlir::ModuleOp"> {
+  let summary = "rewrite symmetric products (X X^T, X^T X, A A of a "
+                "symmetric A) to muir.syrk";
+  let description = [{
+    Newton-Schulz forms two symmetric products per step: the Gram matrix
+    and A A in B = b A + c A A. A symmetric rank-k update computes one
+    triangle (about half the flops). A matmul whose two operands are the
+    same value becomes a `muir.syrk` when exactly one is transposed (X X^T;
+    X^T X with `transpose`), or when neither is and the value is known
+    symmetric (a syrk, such a product, or an all_reduce of one). The
+    accumulator joins with its beta only when it is symmetric itself;
+    otherwise, and for every other product (B X + a X), the GEMM stays.
+  }];
+  let dependentDialects = ["mlir::muir::MuirDialect"];
+}
+
 def MuirLowerToExec : Pass<"muir-lower-to-exec", "mlir::ModuleOp"> {
   let summary = "bufferize tensor-level muir functions into exec IR";
   let description = [{

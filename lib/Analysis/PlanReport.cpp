@@ -13,6 +13,14 @@ double mlir::muir::nsFlops(int64_t m, int64_t n, int64_t steps) {
   return steps * (4 * r * r * c + 2 * r * r * r);
 }
 
+double mlir::muir::nsFlopsPerformed(int64_t m, int64_t n, int64_t steps,
+                                    bool syrk) {
+  if (!syrk)
+    return nsFlops(m, n, steps);
+  double r = std::min(m, n), c = std::max(m, n);
+  return steps * (r * (r + 1) * c + r * (r + 1) * r + 2 * r * r * c);
+}
+
 static int64_t dtypeBytes(StringRef dtype) {
   return dtype == "f32" ? 4 : 2;
 }
@@ -259,8 +267,16 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
           c.runtimeCalls += 2;
         }
         double sDim = rowsSplit ? n : m, k = rowsSplit ? m : n;
+        // Per step: the local Gram matrix (s x s over k / g), B = b G + c G G
+        // and X' = a X + B X; with SYRK the first two are symmetric rank-k
+        // updates.
+        double kl = k / g;
         c.nsFlops += localMatrices * a.muon.nsSteps *
-                     (4 * sDim * sDim * k / g + 2 * sDim * sDim * sDim);
+                     (options.syrk ? sDim * (sDim + 1) * kl +
+                                         sDim * (sDim + 1) * sDim +
+                                         2 * sDim * sDim * kl
+                                   : 4 * sDim * sDim * kl +
+                                         2 * sDim * sDim * sDim);
         c.collectiveBytes[split->axis] +=
             localMatrices * (4 * (g - 1) +
                              a.muon.nsSteps * int64_t(sDim * sDim) * 4 *
@@ -272,7 +288,8 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
         int64_t lm = m, ln = n;
         for (auto [split, g] : matrixSplits)
           (split->dim == rank - 2 ? lm : ln) /= g;
-        c.nsFlops += localMatrices * nsFlops(lm, ln, a.muon.nsSteps);
+        c.nsFlops += localMatrices * nsFlopsPerformed(lm, ln, a.muon.nsSteps,
+                                                      options.syrk);
         c.runtimeCalls += 2 + 3 * a.muon.nsSteps + (lm > ln ? 2 : 0);
         continue;
       }
@@ -284,7 +301,8 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
       if (a.muon.splitFused && !p.splitRows.empty() && rank == 2)
         blocks.assign(p.splitRows.begin(), p.splitRows.end());
       for (int64_t rows : blocks) {
-        c.nsFlops += localMatrices * nsFlops(rows, n, a.muon.nsSteps);
+        c.nsFlops += localMatrices * nsFlopsPerformed(rows, n, a.muon.nsSteps,
+                                                      options.syrk);
         c.runtimeCalls += 2 + 3 * a.muon.nsSteps + (rows > n ? 2 : 0);
       }
       // Gathers one split dimension after another: each sends what this

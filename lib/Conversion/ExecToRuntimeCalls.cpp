@@ -136,10 +136,12 @@ struct ExecToRuntimeCallsPass
                 c.f32(g.getAlphaAttr()), c.ptr(g.getA()), c.ptr(g.getB()),
                 c.f32(g.getBetaAttr()), c.ptr(g.getC())});
       } else if (auto s = dyn_cast<mx::SyrkOp>(op)) {
-        auto [batch, n, k] = dims(s.getA());
+        auto [batch, r, cl] = dims(s.getA());
+        bool t = s.getTranspose();
         c.call("muirrt_ssyrk",
-               {c.i64(batch), c.i64(n), c.i64(k), c.f32(s.getAlphaAttr()),
-                c.ptr(s.getA()), c.f32(s.getBetaAttr()), c.ptr(s.getC())});
+               {c.i64(batch), c.i32(t), c.i64(t ? cl : r), c.i64(t ? r : cl),
+                c.f32(s.getAlphaAttr()), c.ptr(s.getA()),
+                c.f32(s.getBetaAttr()), c.ptr(s.getC())});
       } else if (auto nrm = dyn_cast<mx::FrobeniusNormalizeOp>(op)) {
         auto [batch, r, cl] = dims(nrm.getInput());
         c.call("muirrt_frobenius_normalize",

@@ -329,7 +329,7 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     if (syrk.getAcc() && f64(syrk.getBetaAttr()) != 0.0)
       memref::CopyOp::create(b, loc, in(syrk.getAcc()), out);
     mx::SyrkOp::create(b, loc, in(syrk.getA()), out, syrk.getAlphaAttr(),
-                       syrk.getBetaAttr());
+                       syrk.getBetaAttr(), syrk.getTransposeAttr());
     map.map(syrk.getResult(), out);
     return success();
   }

@@ -25,6 +25,8 @@ void mlir::muir::buildToExecPipeline(OpPassManager &pm,
   decompose.probeUpdates = options.probeUpdates;
   pm.addPass(createMuirDecomposeOptimizers(decompose));
   pm.addPass(createMuirExpandNewtonSchulz());
+  if (options.syrk)
+    pm.addPass(createMuirFormSyrk());
   pm.addPass(createCSEPass());
   pm.addPass(createMuirLowerToExec());
 }
@@ -60,6 +62,9 @@ struct ToExecOptions : public PassPipelineOptions<ToExecOptions> {
       *this, "dp-assign",
       llvm::cl::desc("greedy, round-robin or replicated"),
       llvm::cl::init("greedy")};
+  Option<bool> syrk{*this, "syrk",
+                    llvm::cl::desc("symmetric products as SYRK"),
+                    llvm::cl::init(true)};
 };
 } // namespace
 
@@ -71,7 +76,8 @@ void mlir::muir::registerMuirPassesAndPipelines() {
       "Newton-Schulz, bufferize)",
       [](OpPassManager &pm, const ToExecOptions &o) {
         buildToExecPipeline(pm, PipelineOptions{o.probeUpdates, o.nsMode,
-                                                 o.machine, o.dpAssign});
+                                                 o.machine, o.dpAssign,
+                                                 o.syrk});
       });
   PassPipelineRegistration<>(
       "muir-exec-to-llvm", "exec IR to the LLVM dialect (runtime calls, loops)",
@@ -80,7 +86,8 @@ void mlir::muir::registerMuirPassesAndPipelines() {
       "muir-compile-cpu", "high-level muir IR to the LLVM dialect for the CPU",
       [](OpPassManager &pm, const ToExecOptions &o) {
         buildToExecPipeline(pm, PipelineOptions{o.probeUpdates, o.nsMode,
-                                                 o.machine, o.dpAssign});
+                                                 o.machine, o.dpAssign,
+                                                 o.syrk});
         buildExecToLLVMPipeline(pm);
       });
 }

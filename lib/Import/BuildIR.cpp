@@ -87,6 +87,10 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
           shards.push_back(b.getStringAttr(stringify(sh.kind) + "@" + sh.axis +
                                            ":" + std::to_string(sh.dim)));
         attrs.push_back(b.getNamedAttr("muir.shards", b.getArrayAttr(shards)));
+        // Shards of MoE parameters name axes of the MoE folding.
+        if (p.moeFolding && !d.grid.moeAxes.empty())
+          attrs.push_back(
+              b.getNamedAttr("muir.folding", b.getStringAttr("moe")));
       }
       argTypes.push_back(type);
       argAttrs.push_back(b.getDictionaryAttr(attrs));

@@ -62,8 +62,8 @@ struct Shard {
 };
 
 /// Reads `muir.shards = ["kind@axis:dim", ...]` of argument `i`; an axis
-/// belongs to the first grid that has it (the run's grid first, then MoE
-/// foldings).
+/// belongs to the grid named by the argument's `muir.folding` if it has it,
+/// else to the first grid that has it (the run's grid first).
 FailureOr<SmallVector<Shard>> readShards(func::FuncOp func, unsigned i) {
   SmallVector<Shard> shards;
   auto attr = func.getArgAttrOfType<ArrayAttr>(i, "muir.shards");
@@ -79,15 +79,16 @@ FailureOr<SmallVector<Shard>> readShards(func::FuncOp func, unsigned i) {
       return func.emitOpError("argument ")
              << i << ": malformed shard '" << text
              << "' (expected kind@axis:dim)";
-    bool first = true;
-    for (GridOp g : grids) {
-      if (g.getAxisIndex(axis) >= 0) {
+    auto folding = func.getArgAttrOfType<StringAttr>(i, "muir.folding");
+    GridOp runGrid = *grids.begin();
+    for (GridOp g : grids)
+      if (folding && g.getSymName() == folding.getValue() &&
+          g.getAxisIndex(axis) >= 0)
         s.grid = g;
-        s.onRunGrid = first;
-        break;
-      }
-      first = false;
-    }
+    for (GridOp g : grids)
+      if (!s.grid && g.getAxisIndex(axis) >= 0)
+        s.grid = g;
+    s.onRunGrid = s.grid == runGrid;
     if (!s.grid)
       return func.emitOpError("argument ")
              << i << ": shard '" << text << "' names axis '" << axis
@@ -289,6 +290,10 @@ struct DistributePass
     // An FSDP split of a matrix dimension over dp goes to one owner, unless
     // another split shares its dimension.
     for (const Shard &s : shards) {
+      // Experts split on a stack's first dimension: each rank runs NS of
+      // its own experts, whatever else splits them.
+      if (rank == 3 && s.dim == 0)
+        continue;
       bool alone = llvm::count_if(shards, [&](const Shard &o) {
                      return o.dim == s.dim;
                    }) == 1;
@@ -513,11 +518,11 @@ struct DistributePass
       auto a = ApplyUpdateOp::create(b, loc, p.getType(), p, x,
                                      op.getLrAttr(), b.getF64FloatAttr(scale),
                                      op.getWeightDecayAttr());
-      if (job.matrixSplit || job.fsdp) {
-        // The decision stays visible in the planned IR.
+      // The decision stays visible in the planned IR.
+      if (job.matrixSplit)
         a->setAttr("muir.ns_mode", b.getStringAttr(stringify(job.mode)));
+      if (job.matrixSplit || job.fsdp)
         a->setAttr("muir.ns_why", b.getStringAttr(job.why));
-      }
       if (job.owner >= 0)
         a->setAttr("muir.dp_owner", b.getI64IntegerAttr(job.owner));
       return a;

@@ -9,7 +9,22 @@
 // CHECK-SAME: (%{{.*}}: !llvm.ptr {muir.name = "w"}, %{{.*}}: !llvm.ptr {muir.name = "w.grad"}, %{{.*}}: !llvm.ptr {muir.name = "w.momentum"}, %{{.*}}: !llvm.ptr {muir.name = "b"}, %{{.*}}: !llvm.ptr {muir.name = "b.grad"}, %{{.*}}: !llvm.ptr {muir.name = "b.exp_avg"}, %{{.*}}: !llvm.ptr {muir.name = "b.exp_avg_sq"}, %{{.*}}: i64 {muir.role = "step"})
 // CHECK: llvm.call @muirrt_frobenius_normalize
 // CHECK: llvm.call @muirrt_transpose
-// CHECK-COUNT-15: llvm.call @muirrt_sgemm
+// Each of the 5 steps: the Gram matrix and A A as SYRK, B X + a X a GEMM.
+// CHECK: llvm.call @muirrt_ssyrk
+// CHECK: llvm.call @muirrt_ssyrk
+// CHECK: llvm.call @muirrt_sgemm
+// CHECK: llvm.call @muirrt_ssyrk
+// CHECK: llvm.call @muirrt_ssyrk
+// CHECK: llvm.call @muirrt_sgemm
+// CHECK: llvm.call @muirrt_ssyrk
+// CHECK: llvm.call @muirrt_ssyrk
+// CHECK: llvm.call @muirrt_sgemm
+// CHECK: llvm.call @muirrt_ssyrk
+// CHECK: llvm.call @muirrt_ssyrk
+// CHECK: llvm.call @muirrt_sgemm
+// CHECK: llvm.call @muirrt_ssyrk
+// CHECK: llvm.call @muirrt_ssyrk
+// CHECK: llvm.call @muirrt_sgemm
 // CHECK: llvm.call @muirrt_transpose
 // CHECK: llvm.intr.pow
 // CHECK: llvm.intr.sqrt

@@ -16,14 +16,14 @@
 // CHECK: %[[PC:.+]] = llvm.inttoptr
 // batch 1, transpose_a 0, transpose_b 1, m 4, n 4, k 8
 // CHECK: call @muirrt_sgemm(%[[ONE]], %[[NO]], %[[YES]], %[[FOUR]], %[[FOUR]], %[[EIGHT]], %{{.*}}, %[[PA]], %[[PA]], %{{.*}}, %[[PC]]) : (i64, i32, i32, i64, i64, i64, f32, !llvm.ptr, !llvm.ptr, f32, !llvm.ptr) -> ()
-// CHECK: call @muirrt_ssyrk({{.*}}) : (i64, i64, i64, f32, !llvm.ptr, f32, !llvm.ptr) -> ()
+// CHECK: call @muirrt_ssyrk({{.*}}) : (i64, i32, i64, i64, f32, !llvm.ptr, f32, !llvm.ptr) -> ()
 // CHECK: call @muirrt_frobenius_normalize({{.*}}) : (i64, i64, f32, !llvm.ptr, !llvm.ptr) -> ()
 // CHECK: call @muirrt_transpose({{.*}}) : (i64, i64, i64, !llvm.ptr, !llvm.ptr) -> ()
 // CHECK: %[[THREE:.+]] = arith.constant 3 : i64
 // CHECK: call @muirrt_ssyrk(%[[THREE]], {{.*}})
 // CHECK: call @muirrt_observe({{.*}}) : (i64, !llvm.ptr, i64) -> ()
 // CHECK-DAG: func.func private @muirrt_sgemm(i64, i32, i32, i64, i64, i64, f32, !llvm.ptr, !llvm.ptr, f32, !llvm.ptr)
-// CHECK-DAG: func.func private @muirrt_ssyrk(i64, i64, i64, f32, !llvm.ptr, f32, !llvm.ptr)
+// CHECK-DAG: func.func private @muirrt_ssyrk(i64, i32, i64, i64, f32, !llvm.ptr, f32, !llvm.ptr)
 // CHECK-DAG: func.func private @muirrt_frobenius_normalize(i64, i64, f32, !llvm.ptr, !llvm.ptr)
 // CHECK-DAG: func.func private @muirrt_transpose(i64, i64, i64, !llvm.ptr, !llvm.ptr)
 // CHECK-DAG: func.func private @muirrt_observe(i64, !llvm.ptr, i64)

@@ -194,28 +194,35 @@ TEST(Ssyrk, BothTrianglesAndBeta) {
       for (int64_t j = 0; j < n; ++j)
         c0[b * n * n + i * n + j] =
             i <= j ? r[b * n * n + i * n + j] : r[b * n * n + j * n + i];
-  for (float beta : {0.0f, 0.25f}) {
-    std::vector<float> c = c0;
-    if (beta == 0.0f)
-      std::fill(c.begin(), c.end(), std::numeric_limits<float>::quiet_NaN());
-    muirrt_ssyrk(batch, n, k, 2.0f, a.data(), beta, c.data());
-    for (int64_t b = 0; b < batch; ++b) {
-      const float *ab = a.data() + b * n * k;
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          double acc = 0.0;
-          for (int64_t p = 0; p < k; ++p)
-            acc += static_cast<double>(ab[i * k + p]) * ab[j * k + p];
-          double want = 2.0 * acc;
-          if (beta != 0.0f)
-            want += beta * static_cast<double>(c0[b * n * n + i * n + j]);
-          ASSERT_NEAR(c[b * n * n + i * n + j], want,
-                      1e-5 * (1.0 + std::fabs(want)))
-              << "beta " << beta << " item " << b << " (" << i << ", " << j
-              << ")";
-        }
+  // trans: A is k x n (the same values read as A^T), C = A^T A.
+  for (int32_t trans : {0, 1})
+    for (float beta : {0.0f, 0.25f}) {
+      std::vector<float> c = c0;
+      if (beta == 0.0f)
+        std::fill(c.begin(), c.end(),
+                  std::numeric_limits<float>::quiet_NaN());
+      muirrt_ssyrk(batch, trans, n, k, 2.0f, a.data(), beta, c.data());
+      for (int64_t b = 0; b < batch; ++b) {
+        const float *ab = a.data() + b * n * k;
+        auto at = [&](int64_t row, int64_t p) {
+          return static_cast<double>(trans ? ab[p * n + row]
+                                           : ab[row * k + p]);
+        };
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double acc = 0.0;
+            for (int64_t p = 0; p < k; ++p)
+              acc += at(i, p) * at(j, p);
+            double want = 2.0 * acc;
+            if (beta != 0.0f)
+              want += beta * static_cast<double>(c0[b * n * n + i * n + j]);
+            ASSERT_NEAR(c[b * n * n + i * n + j], want,
+                        1e-5 * (1.0 + std::fabs(want)))
+                << "trans " << trans << " beta " << beta << " item " << b
+                << " (" << i << ", " << j << ")";
+          }
+      }
     }
-  }
 }
 
 TEST(FrobeniusNormalize, MatchesDoubleReferenceAndInPlace) {
@@ -281,7 +288,7 @@ TEST(Counters, CountCallsAndFlops) {
   muirrt_sgemm(2, 0, 0, m, n, k, 1.0f, a.data(), b.data(), 0.0f, c.data());
   std::vector<float> s(3 * 4 * 4);
   std::vector<float> sa(3 * 4 * 6, 1.0f);
-  muirrt_ssyrk(3, 4, 6, 1.0f, sa.data(), 0.0f, s.data());
+  muirrt_ssyrk(3, 0, 4, 6, 1.0f, sa.data(), 0.0f, s.data());
   muirrt_frobenius_normalize(1, 4, 0.0f, sa.data(), sa.data());
   muirrt_transpose(1, 2, 2, sa.data(), s.data());
   MuirRtCounters got;

@@ -61,6 +61,11 @@ static cl::opt<std::string>
     reportFile("report", cl::desc("write the plan report as JSON ('-' for "
                                   "stdout)"),
                cl::value_desc("FILE"), cl::init(""));
+static cl::opt<bool> syrk(
+    "syrk",
+    cl::desc("compute symmetric products (the Gram matrix, A A) with SYRK, "
+             "about half the flops of the GEMM (--syrk=false: GEMM)"),
+    cl::init(true));
 static cl::opt<std::string> dpAssign(
     "dp-assign",
     cl::desc("Newton-Schulz over the data-parallel axis: greedy (each matrix "
@@ -155,7 +160,7 @@ int main(int argc, char **argv) {
       return 1;
     phase("high-level IR built");
     PassManager pm(&context);
-    muir::PipelineOptions pipeline{false, nsMode, machine, dpAssign};
+    muir::PipelineOptions pipeline{false, nsMode, machine, dpAssign, syrk};
     if (emit == Emit::Planned) {
       muir::MuirDistributeOptions distribute;
       distribute.nsMode = nsMode;
@@ -176,7 +181,7 @@ int main(int argc, char **argv) {
 
   std::string reportError;
   FailureOr<muir::PlanReport> planned = muir::PlanReport::compute(
-      *desc, muir::ReportOptions{nsMode, machine, dpAssign}, reportError);
+      *desc, muir::ReportOptions{nsMode, machine, dpAssign, syrk}, reportError);
   if (failed(planned))
     return fail(reportError);
   muir::PlanReport &report = *planned;

@@ -70,6 +70,11 @@ static cl::opt<int>
              cl::desc("run N ranks as MPI processes: muir-run starts itself "
                       "under `mpirun -n N` (the grid's devices must be N)"),
              cl::init(1));
+static cl::opt<bool> syrk(
+    "syrk",
+    cl::desc("compute symmetric products (the Gram matrix, A A) with SYRK, "
+             "about half the flops of the GEMM (--syrk=false: GEMM)"),
+    cl::init(true));
 static cl::opt<std::string> dpAssign(
     "dp-assign",
     cl::desc("Newton-Schulz over the data-parallel axis: greedy (each matrix "
@@ -385,7 +390,7 @@ int main(int argc, char **argv) {
   PassManager toExec(&context);
   muir::buildToExecPipeline(toExec,
                             muir::PipelineOptions{!noProbes, nsMode, "cpu",
-                                                  dpAssign});
+                                                  dpAssign, syrk});
   if (failed(toExec.run(*module)))
     return 1;
 
@@ -693,10 +698,12 @@ int main(int argc, char **argv) {
     for (auto [f, folding] : llvm::enumerate(foldings)) {
       int64_t all = (int64_t(1) << folding.axes.size()) - 1;
       for (int64_t bits = 1; bits <= all; ++bits) {
+        // Axes of later foldings as grid.axis (muir.split's spelling).
         std::string axes;
         for (auto [i, name] : llvm::enumerate(folding.axes))
           if (bits & (int64_t(1) << i))
-            axes += (axes.empty() ? "" : ",") + name;
+            axes += (axes.empty() ? "" : ",") +
+                    (f ? folding.name + "." + name : name);
         masks.push_back({bits | (static_cast<int64_t>(f) << 48), axes});
       }
     }

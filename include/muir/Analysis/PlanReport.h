@@ -61,6 +61,7 @@ struct ReportOptions {
   std::string nsMode = "auto"; ///< as muir-distribute's ns-mode
   std::string machine = "cpu";
   std::string dpAssign = "greedy"; ///< as muir-distribute's dp-assign
+  bool syrk = true; ///< count SYRK flops, as the pipeline's muir-form-syrk
 };
 
 struct PlanReport {
@@ -84,6 +85,10 @@ struct PlanReport {
 /// Newton-Schulz flops of `steps` iterations on one m x n matrix with the
 /// GEMM path: per step 4 r^2 c + 2 r^3, r = min(m, n), c = max(m, n).
 double nsFlops(int64_t m, int64_t n, int64_t steps);
+/// The flops the runtime performs for it: with `syrk` (muir-form-syrk) the
+/// Gram matrix and A A are symmetric rank-k updates, r (r + 1) c and
+/// r (r + 1) r, and B X stays a GEMM, 2 r^2 c.
+double nsFlopsPerformed(int64_t m, int64_t n, int64_t steps, bool syrk);
 
 } // namespace mlir::muir
 

@@ -33,10 +33,12 @@ void muirrt_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b, int64_t m,
                   int64_t n, int64_t k, float alpha, const float *a,
                   const float *b, float beta, float *c);
 
-/* C[i] = alpha * A[i] * A[i]^T + beta * C[i]; A is n x k, C is n x n, both
- * contiguous row-major. Computed with a symmetric rank-k update (about half
- * the flops of the GEMM); both triangles of C are written. */
-void muirrt_ssyrk(int64_t batch, int64_t n, int64_t k, float alpha,
+/* C[i] = alpha * A[i] * A[i]^T + beta * C[i]; A is n x k (with trans, A is
+ * k x n and the product A^T A), C is n x n and symmetric, all contiguous
+ * row-major. Computed with a symmetric rank-k update (about half the flops
+ * of the GEMM); both triangles of C are written. */
+void muirrt_ssyrk(int64_t batch, int32_t trans, int64_t n, int64_t k,
+                  float alpha,
                   const float *a, float beta, float *c);
 
 /* out[i] = in[i] / (||in[i]||_F + eps) for each of `batch` items of `numel`

@@ -158,9 +158,11 @@ for layout, ranks, policy in [("dp=2", 2, "greedy"), ("dp=4", 4, "greedy"),
     if "ep=2" in layout:
         # The expert stack runs per local expert on every rank: edp = 2
         # copies of each expert's NS in the world (its replicas follow the
-        # MoE folding), so one extra copy of its flops.
-        m, k = 16, 32
-        total -= STEPS * 4 * 5 * (4 * m * m * k + 2 * m * m * m)
+        # MoE folding), so one extra copy of its flops: per step the Gram
+        # matrix and A A as SYRK (r (r + 1) c and r (r + 1) r), B X as GEMM.
+        r, c = 16, 32
+        total -= STEPS * 4 * 5 * (r * (r + 1) * c + r * (r + 1) * r
+                                  + 2 * r * r * c)
     if total != flops1[0]:
         fail("%s: dp ranks ran %d GEMM flops, one rank %d" %
              (tag, total, flops1[0]))
