@@ -30,6 +30,7 @@ struct PipelineOptions {
   std::string machine = "cpu";  ///< the cost model's machine profile
   std::string dpAssign = "greedy"; ///< muir-distribute's dp-assign
   bool syrk = true; ///< run muir-form-syrk (symmetric products as SYRK)
+  bool batch = true; ///< run muir-batch-newton-schulz
 };
 
 /// High-level IR -> exec IR (decompose, expand Newton-Schulz, bufferize).

@@ -73,6 +73,24 @@ def MuirExpandNewtonSchulz
   let dependentDialects = ["mlir::muir::MuirDialect"];
 }
 
+def MuirBatchNewtonSchulz
+    : Pass<"muir-batch-newton-schulz", "mlir::ModuleOp"> {
+  let summary = "orthogonalise same-shaped matrices as one batched "
+                "Newton-Schulz";
+  let description = [{
+    Groups the `muir.newton_schulz` ops of one block (one rank's work: a
+    data-parallel owner's switch case is its own block) whose matrices have
+    the same m x n and whose settings (steps, schedule, coefficients, eps)
+    agree; 2-D inputs join as [1, m, n], expert stacks as they are. Each
+    group becomes one stack (tensor.concat), one batched Newton-Schulz and
+    slices of its result, so every GEMM of the chain is one runtime call
+    for the whole group. Different shapes, different settings and
+    different blocks (matrices owned by different ranks) stay apart.
+  }];
+  let dependentDialects = ["mlir::muir::MuirDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 def MuirFormSyrk : Pass<"muir-form-syrk", "mlir::ModuleOp"> {
   let summary = "rewrite symmetric products (X X^T, X^T X, A A of a "
                 "symmetric A) to muir.syrk";

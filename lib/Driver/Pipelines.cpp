@@ -24,6 +24,8 @@ void mlir::muir::buildToExecPipeline(OpPassManager &pm,
   MuirDecomposeOptimizersOptions decompose;
   decompose.probeUpdates = options.probeUpdates;
   pm.addPass(createMuirDecomposeOptimizers(decompose));
+  if (options.batch)
+    pm.addPass(createMuirBatchNewtonSchulz());
   pm.addPass(createMuirExpandNewtonSchulz());
   if (options.syrk)
     pm.addPass(createMuirFormSyrk());
@@ -65,6 +67,9 @@ struct ToExecOptions : public PassPipelineOptions<ToExecOptions> {
   Option<bool> syrk{*this, "syrk",
                     llvm::cl::desc("symmetric products as SYRK"),
                     llvm::cl::init(true)};
+  Option<bool> batch{*this, "batch",
+                     llvm::cl::desc("same-shaped Newton-Schulz as one batch"),
+                     llvm::cl::init(true)};
 };
 } // namespace
 
@@ -72,12 +77,12 @@ void mlir::muir::registerMuirPassesAndPipelines() {
   registerMuirPasses();
   PassPipelineRegistration<ToExecOptions>(
       "muir-to-exec",
-      "high-level muir IR to exec IR (distribute, decompose, expand "
-      "Newton-Schulz, bufferize)",
+      "high-level muir IR to exec IR (distribute, decompose, batch and "
+      "expand Newton-Schulz, form SYRK, bufferize)",
       [](OpPassManager &pm, const ToExecOptions &o) {
         buildToExecPipeline(pm, PipelineOptions{o.probeUpdates, o.nsMode,
                                                  o.machine, o.dpAssign,
-                                                 o.syrk});
+                                                 o.syrk, o.batch});
       });
   PassPipelineRegistration<>(
       "muir-exec-to-llvm", "exec IR to the LLVM dialect (runtime calls, loops)",
@@ -87,7 +92,7 @@ void mlir::muir::registerMuirPassesAndPipelines() {
       [](OpPassManager &pm, const ToExecOptions &o) {
         buildToExecPipeline(pm, PipelineOptions{o.probeUpdates, o.nsMode,
                                                  o.machine, o.dpAssign,
-                                                 o.syrk});
+                                                 o.syrk, o.batch});
         buildExecToLLVMPipeline(pm);
       });
 }

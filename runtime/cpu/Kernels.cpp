@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -120,6 +121,40 @@ const float emptyObservation = 0.0f;
 // Kernels
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+// Items of a batch smaller than this many flops run in parallel, each on
+// one BLAS thread: OpenBLAS's own threads cannot split a small product
+// well (MindSpore's 24x10240 matrices), but a batch of them splits by item.
+// Each item is still one sequential-K product, as with OpenBLAS's threads
+// (which partition C, not K), so results do not depend on the split.
+constexpr double kParallelItemFlops = 2.0e8;
+
+template <typename Fn>
+void forEachItem(int64_t batch, double itemFlops, Fn &&item) {
+  int threads = openblas_get_num_threads();
+  if (batch < 2 || threads < 2 || itemFlops >= kParallelItemFlops) {
+    for (int64_t i = 0; i < batch; ++i)
+      item(i);
+    return;
+  }
+  int64_t workers = std::min<int64_t>(threads, batch);
+  openblas_set_num_threads(1);
+  std::vector<std::thread> pool;
+  for (int64_t w = 1; w < workers; ++w)
+    pool.emplace_back([&, w] {
+      for (int64_t i = w; i < batch; i += workers)
+        item(i);
+    });
+  for (int64_t i = 0; i < batch; i += workers)
+    item(i);
+  for (std::thread &t : pool)
+    t.join();
+  openblas_set_num_threads(threads);
+}
+
+} // namespace
+
 extern "C" void muirrt_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b,
                              int64_t m, int64_t n, int64_t k, float alpha,
                              const float *a, const float *b, float beta,
@@ -144,7 +179,9 @@ extern "C" void muirrt_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b,
   CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
   CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
   int64_t aSize = m * k, bSize = k * n;
-  for (int64_t i = 0; i < batch; ++i) {
+  double itemFlops = 2.0 * static_cast<double>(m) * static_cast<double>(n) *
+                     static_cast<double>(k);
+  forEachItem(batch, itemFlops, [&](int64_t i) {
     float *ci = c + i * cSize;
     // Clear C explicitly for beta == 0 so that garbage (NaN/Inf) in an
     // uninitialised output can never leak through a 0 * NaN product,
@@ -153,7 +190,7 @@ extern "C" void muirrt_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b,
       std::memset(ci, 0, static_cast<size_t>(cSize) * sizeof(float));
     cblas_sgemm(CblasRowMajor, ta, tb, bm, bn, bk, alpha, a + i * aSize, lda,
                 b + i * bSize, ldb, beta, ci, bn);
-  }
+  });
 }
 
 extern "C" void muirrt_ssyrk(int64_t batch, int32_t trans, int64_t n,
@@ -173,7 +210,9 @@ extern "C" void muirrt_ssyrk(int64_t batch, int32_t trans, int64_t n,
   const char *name = "muirrt_ssyrk";
   blasint bn = toBlas(n, name), bk = toBlas(k, name);
   int64_t aSize = n * k;
-  for (int64_t i = 0; i < batch; ++i) {
+  double itemFlops = static_cast<double>(n) * static_cast<double>(n + 1) *
+                     static_cast<double>(k);
+  forEachItem(batch, itemFlops, [&](int64_t i) {
     float *ci = c + i * cSize;
     // SYRK only reads and writes the upper triangle; the lower one is
     // treated as equal to it (C symmetric) and rebuilt by the mirror.
@@ -185,7 +224,7 @@ extern "C" void muirrt_ssyrk(int64_t batch, int32_t trans, int64_t n,
                 trans ? CblasTrans : CblasNoTrans, bn, bk, alpha,
                 a + i * aSize, trans ? bn : bk, beta, ci, bn);
     mirrorUpperToLower(ci, n);
-  }
+  });
 }
 
 extern "C" void muirrt_frobenius_normalize(int64_t batch, int64_t numel,

@@ -61,6 +61,12 @@ static cl::opt<std::string>
     reportFile("report", cl::desc("write the plan report as JSON ('-' for "
                                   "stdout)"),
                cl::value_desc("FILE"), cl::init(""));
+static cl::opt<bool> batchNS(
+    "batch",
+    cl::desc("orthogonalise same-shaped matrices (one rank's, with equal "
+             "settings) as one batched Newton-Schulz (--batch=false: one by "
+             "one)"),
+    cl::init(true));
 static cl::opt<bool> syrk(
     "syrk",
     cl::desc("compute symmetric products (the Gram matrix, A A) with SYRK, "
@@ -160,7 +166,8 @@ int main(int argc, char **argv) {
       return 1;
     phase("high-level IR built");
     PassManager pm(&context);
-    muir::PipelineOptions pipeline{false, nsMode, machine, dpAssign, syrk};
+    muir::PipelineOptions pipeline{false, nsMode, machine, dpAssign, syrk,
+                                   batchNS};
     if (emit == Emit::Planned) {
       muir::MuirDistributeOptions distribute;
       distribute.nsMode = nsMode;

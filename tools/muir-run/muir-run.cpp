@@ -70,6 +70,12 @@ static cl::opt<int>
              cl::desc("run N ranks as MPI processes: muir-run starts itself "
                       "under `mpirun -n N` (the grid's devices must be N)"),
              cl::init(1));
+static cl::opt<bool> batchNS(
+    "batch",
+    cl::desc("orthogonalise same-shaped matrices (one rank's, with equal "
+             "settings) as one batched Newton-Schulz (--batch=false: one by "
+             "one)"),
+    cl::init(true));
 static cl::opt<bool> syrk(
     "syrk",
     cl::desc("compute symmetric products (the Gram matrix, A A) with SYRK, "
@@ -390,7 +396,7 @@ int main(int argc, char **argv) {
   PassManager toExec(&context);
   muir::buildToExecPipeline(toExec,
                             muir::PipelineOptions{!noProbes, nsMode, "cpu",
-                                                  dpAssign, syrk});
+                                                  dpAssign, syrk, batchNS});
   if (failed(toExec.run(*module)))
     return 1;
 
@@ -713,7 +719,7 @@ int main(int argc, char **argv) {
     // Two more per rank: its GEMM calls and flops (no Newton-Schulz may run
     // twice across data-parallel ranks; tests add them up).
     int64_t n = static_cast<int64_t>(masks.size());
-    int64_t width = 2 * n + 2;
+    int64_t width = 2 * n + 3;
     std::vector<int64_t> mine(width), every(width * ranks);
     for (int64_t k = 0; k < n; ++k) {
       mine[2 * k] = muirrt_comm_bytes(masks[k].mask);
@@ -723,6 +729,7 @@ int main(int argc, char **argv) {
     muirrt_counters_get(&counters);
     mine[2 * n] = counters.gemm_calls + counters.syrk_calls;
     mine[2 * n + 1] = static_cast<int64_t>(counters.flops);
+    mine[2 * n + 2] = counters.other_calls;
     static_assert(sizeof(int64_t) == 2 * sizeof(float), "int64 = 2 floats");
     muirrt_all_gather(world, reinterpret_cast<const float *>(mine.data()),
                       reinterpret_cast<float *>(every.data()), 1,
@@ -737,7 +744,8 @@ int main(int argc, char **argv) {
     for (int64_t r = 0; rank == 0 && r < ranks; ++r)
       llvm::outs() << "compute: rank " << r << " gemm_calls "
                    << every[r * width + 2 * n] << " flops "
-                   << every[r * width + 2 * n + 1] << "\n";
+                   << every[r * width + 2 * n + 1] << " other_calls "
+                   << every[r * width + 2 * n + 2] << "\n";
     muirrt_comm_reset();
   }
   if (!dumpDir.empty()) {

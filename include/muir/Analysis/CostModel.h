@@ -109,7 +109,7 @@ StringRef stringify(DpAssign policy);
 std::optional<DpAssign> symbolizeDpAssign(StringRef name);
 
 /// The balancing weight of one Newton-Schulz: m n min(m, n) per step and
-/// matrix (the measure; proportional to its flops).
+/// matrix (r^2 c, the leading term of its flops).
 double layerwiseWeight(int64_t m, int64_t n, int64_t batch, int64_t steps);
 
 /// The owning rank of each item, in [0, ranks).

@@ -1,4 +1,10 @@
-"""The SYRK path (muir-form-syrk, the default) against the GEMM path.
+"""The SYRK path (muir-form-syrk) and the batched path
+(muir-batch-newton-schulz), both defaults, against the GEMM path and
+against one Newton-Schulz per matrix.
+
+Batching: b and the stack e (8x32 each) orthogonalise as one [5, 8, 32]
+batch; batched must equal per-matrix (--batch=false) bitwise on every
+input, random included, since each item's GEMMs are the same calls.
 
 On integer-valued inputs with power-of-two coefficients (gradients of +-1
 entries whose Frobenius norm is a power of two, one NS step with
@@ -35,11 +41,13 @@ parameters:
   - {name: b, shape: [8, 32], role: mlp}
   - {name: c, shape: [32, 8], role: mlp}
   - {name: e, shape: [4, 8, 32], role: expert}
+  - {name: b2, shape: [8, 32], role: mlp}
 """
 RANDOM = EXACT.replace("""  muon: {lr: 0.015625, momentum: 0, momentum_kind: accumulate,
          nesterov: false, ns_steps: 1, schedule: custom,
          coefficients: [2, -1, 0.5]}""", "  muon: {lr: 0.02, weight_decay: 0.1}")
-SHAPES = {"a": (16, 16), "b": (8, 32), "c": (32, 8), "e": (4, 8, 32)}
+SHAPES = {"a": (16, 16), "b": (8, 32), "c": (32, 8), "e": (4, 8, 32),
+          "b2": (8, 32)}
 
 
 def run(cmd):
@@ -87,6 +95,13 @@ for kind, text in [("exact", EXACT), ("random", RANDOM)]:
                     extra)
         gemm = step(yaml, inp, ranks, os.path.join(tmp, kind + tag + "-g"),
                     extra + ["--syrk=false"])
+        alone = step(yaml, inp, ranks, os.path.join(tmp, kind + tag + "-1"),
+                     extra + ["--batch=false"])
+        for name in SHAPES:
+            good = np.array_equal(syrk[name], alone[name])
+            ok &= good
+            print("%s %s %s: batched vs one by one %s" % (
+                kind, label, name, "bitwise" if good else "NOT bitwise  FAIL"))
         for name in SHAPES:
             a, b = syrk[name], gemm[name]
             if kind == "exact":
