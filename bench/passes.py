@@ -9,6 +9,11 @@ c. SYRK vs GEMM path: NS5 (simple) of one 2048x2048 matrix, fp32, one rank
 d. The MindSpore case: 74 matrices of 24x10240, batched (default) vs one
    by one (--batch=false): runtime calls per step (BLAS calls plus
    normalise/transpose calls, from the runtime's counters) and step time.
+e. The distributed mode's Gram all-reduce on 2 ranks (tp=2; a 512x2048
+   row-parallel matrix: Gram matrices of s = 512): bytes per rank and step
+   fused with its SYRK, packed triangle (default) vs unfused
+   (--fuse-syrk-all-reduce=false), from the runtime's counters, and their
+   ratio; step times beside.
 
 Run:  /usr/bin/python3 bench/passes.py --build build
 """
@@ -98,6 +103,31 @@ def main():
         print("   batched: %.1fx fewer runtime calls, %.2fx faster" % (
             res["one by one"][1] / res["batched"][1],
             res["one by one"][0] / res["batched"][0]))
+        print()
+        e = os.path.join(tmp, "e.yaml")
+        with open(e, "w") as f:
+            f.write("name: gram\ngrid: {axes: {dp: 1}}\n"
+                    "optimizer:\n  muon: {lr: 0.02}\nparameters:\n"
+                    "  - {name: down_proj, shape: [512, 2048], role: mlp}\n")
+        e2 = os.path.join(tmp, "e2.yaml")
+        run([os.path.join(os.path.dirname(runner), "muir-compile"), e,
+             "--layout", "tp=2", "--emit=description", "--quiet", "-o", e2])
+        print("e. Gram all-reduces of a 512x2048 row-parallel matrix, tp=2, "
+              "distributed, 2 ranks, %d steps" % args.steps)
+        res = {}
+        for label, extra in [("fused", []),
+                             ("unfused", ["--fuse-syrk-all-reduce=false"])]:
+            out = run([runner, e2, "--ranks", "2", "--steps",
+                       str(args.steps), "--no-probes", "--comm-stats",
+                       "--quiet", "--ns-mode", "distributed"] + extra)
+            ms = float(out.split("min_ms")[1].split()[0])
+            sent = [int(l.split()[6]) for l in out.splitlines()
+                    if l.startswith("comm: rank 0 axes tp ")][0]
+            res[label] = sent / args.steps
+            print("   %-8s %8.1f ms/step  %10.0f bytes/rank/step"
+                  % (label, ms, sent / args.steps))
+        print("   fused / unfused bytes = %.4f" % (res["fused"] /
+                                                   res["unfused"]))
     return 0
 
 

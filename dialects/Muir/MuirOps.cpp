@@ -431,6 +431,7 @@ MUIR_COLLECTIVE_GRID(AllToAllVOp)
 MUIR_COLLECTIVE_GRID(BroadcastOp)
 MUIR_COLLECTIVE_GRID(AllSliceOp)
 MUIR_COLLECTIVE_GRID(GroupRankOp)
+MUIR_COLLECTIVE_GRID(SyrkAllReduceOp)
 #undef MUIR_COLLECTIVE_GRID
 
 LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &symbols) {
@@ -568,6 +569,28 @@ LogicalResult BroadcastOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (root < 0 || root >= g)
     return emitOpError("expected root in [0, ")
            << g << ") (the group size), got " << root;
+  return success();
+}
+
+LogicalResult
+SyrkAllReduceOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  if (failed(verifyGridAxes(*this, getGridAttr(), getGridAxes(), symbols)))
+    return failure();
+  auto at = getA().getType(), rt = getResult().getType();
+  if (at.getRank() < 2 || at.getRank() > 3 || rt.getRank() != at.getRank())
+    return emitOpError("expected a matrix or a stack and a result of its "
+                       "rank, got ranks ")
+           << at.getRank() << " and " << rt.getRank();
+  int64_t r = at.getRank();
+  int64_t s = getTranspose() ? at.getDimSize(r - 1) : at.getDimSize(r - 2);
+  if (rt.getDimSize(r - 1) != s || rt.getDimSize(r - 2) != s ||
+      (r == 3 && rt.getDimSize(0) != at.getDimSize(0)))
+    return emitOpError("expected result ")
+           << (r == 3 ? std::to_string(at.getDimSize(0)) + "x" : "") << s
+           << "x" << s << ", got " << rt;
+  if (getChunkRowsAttr().getInt() < 0)
+    return emitOpError("expected chunk_rows >= 0, got ")
+           << getChunkRowsAttr().getInt();
   return success();
 }
 

@@ -461,6 +461,25 @@ def Muir_GroupRankOp : Muir_CollectiveOp<"group_rank", [Pure]> {
   }];
 }
 
+def Muir_SyrkAllReduceOp : Muir_CollectiveOp<"syrk_all_reduce", [Pure]> {
+  let summary = "the group's sum of alpha * A A^T, carrying only triangles";
+  let description = [{
+    `muir.all_reduce` (sum) of `muir.syrk`, fused: each rank forms its
+    symmetric product (A^T A with `transpose`), and only the packed upper
+    triangle, s (s + 1) / 2 values instead of s^2, travels, in chunks of
+    `chunk_rows` rows (0: one chunk) whose reductions pipeline. The result
+    equals the unfused pair exactly.
+  }];
+  let arguments = !con(commonArgs, (ins Muir_F32Tensor:$a,
+      DefaultValuedAttr<F64Attr, "1.0">:$alpha, UnitAttr:$transpose,
+      DefaultValuedAttr<I64Attr, "0">:$chunk_rows));
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = [{
+    $a `on` $grid `axes` `=` $grid_axes attr-dict `:` type($a) `->`
+    type($result)
+  }];
+}
+
 def Muir_BroadcastOp : Muir_CollectiveOp<"broadcast", [Pure,
     SameOperandsAndResultType]> {
   let summary = "every rank of the group receives the root's tensor";

@@ -202,6 +202,19 @@ def MuirExec_AllToAllVOp : MuirExec_Op<"all_to_allv"> {
   }];
 }
 
+def MuirExec_SyrkAllReduceOp : MuirExec_Op<"syrk_all_reduce"> {
+  let summary = "the group's sum of alpha * A A^T, packed triangles only";
+  let description = [{
+    One `muirrt_syrk_all_reduce` call: the local SYRK into C, then the
+    packed upper triangles reduced over the group in chunks of `chunk_rows`
+    rows; both triangles of C are written.
+  }];
+  let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$a,
+      Arg<MuirExec_F32Buffer, "", [MemWrite]>:$c, I64Attr:$axes_mask,
+      F64Attr:$alpha, UnitAttr:$transpose, I64Attr:$chunk_rows);
+  let assemblyFormat = "$a `,` $c attr-dict `:` type($a) `,` type($c)";
+}
+
 def MuirExec_GroupRankOp : MuirExec_Op<"group_rank", [Pure]> {
   let summary = "this rank's index in the group named by axes_mask";
   let arguments = (ins I64Attr:$axes_mask);

@@ -31,6 +31,8 @@ struct PipelineOptions {
   std::string dpAssign = "greedy"; ///< muir-distribute's dp-assign
   bool syrk = true; ///< run muir-form-syrk (symmetric products as SYRK)
   bool batch = true; ///< run muir-batch-newton-schulz
+  bool fuseAllReduce = true; ///< run muir-fuse-syrk-all-reduce (with syrk)
+  int64_t chunkRows = 0;     ///< its chunk-rows (0: from the cost model)
 };
 
 /// High-level IR -> exec IR (decompose, expand Newton-Schulz, bufferize).

@@ -73,6 +73,27 @@ def MuirExpandNewtonSchulz
   let dependentDialects = ["mlir::muir::MuirDialect"];
 }
 
+def MuirFuseSyrkAllReduce
+    : Pass<"muir-fuse-syrk-all-reduce", "mlir::ModuleOp"> {
+  let summary = "all-reduce only the packed triangle of a SYRK";
+  let description = [{
+    Replaces `muir.all_reduce` (sum) of a `muir.syrk` without accumulator
+    and without other readers by `muir.syrk_all_reduce`, which sends the
+    packed upper triangle (s (s + 1) / 2 floats instead of s^2) in chunks
+    of rows whose reductions pipeline; results equal the unfused pair
+    bitwise. Other reductions, products with an accumulator and syrk
+    results read elsewhere are left alone.
+  }];
+  let dependentDialects = ["mlir::muir::MuirDialect"];
+  let options = [
+    Option<"chunkRows", "chunk-rows", "int64_t", /*default=*/"0",
+           "rows per chunk (0: from the machine profile, about four chunks "
+           "each worth several link latencies)">,
+    Option<"machine", "machine", "std::string", /*default=*/"\"cpu\"",
+           "machine profile for the default chunk: cpu or h200">
+  ];
+}
+
 def MuirBatchNewtonSchulz
     : Pass<"muir-batch-newton-schulz", "mlir::ModuleOp"> {
   let summary = "orthogonalise same-shaped matrices as one batched "

@@ -277,11 +277,15 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
                                          2 * sDim * sDim * kl
                                    : 4 * sDim * sDim * kl +
                                          2 * sDim * sDim * sDim);
+        // The Gram all-reduce carries the packed triangle when fused with
+        // its SYRK (muir-fuse-syrk-all-reduce), one call for both.
+        bool packed = options.syrk && options.fuseAllReduce;
+        int64_t gramFloats =
+            packed ? int64_t(sDim * (sDim + 1) / 2) : int64_t(sDim * sDim);
         c.collectiveBytes[split->axis] +=
-            localMatrices * (4 * (g - 1) +
-                             a.muon.nsSteps * int64_t(sDim * sDim) * 4 *
-                                 (g - 1));
-        c.runtimeCalls += 1 + 3 + 4 * a.muon.nsSteps; // + the update
+            localMatrices *
+            (4 * (g - 1) + a.muon.nsSteps * gramFloats * 4 * (g - 1));
+        c.runtimeCalls += 1 + 3 + (packed ? 3 : 4) * a.muon.nsSteps;
         continue;
       }
       if (!matrixSplits.empty() && mode == NSMode::Blockwise) {

@@ -210,6 +210,14 @@ struct ExecToRuntimeCallsPass
                 c.ptr(a2av.getOutput()),
                 c.i64(out.getRank() ? out.getDimSize(0) : 1),
                 c.ptr(a2av.getRecvCounts()), c.i64(row)});
+      } else if (auto f = dyn_cast<mx::SyrkAllReduceOp>(op)) {
+        auto [batch, r, cl] = dims(f.getA());
+        bool t = f.getTranspose();
+        c.call("muirrt_syrk_all_reduce",
+               {c.i64(f.getAxesMask()), c.i64(batch), c.i32(t),
+                c.i64(t ? cl : r), c.i64(t ? r : cl), c.f32(f.getAlphaAttr()),
+                c.ptr(f.getA()), c.ptr(f.getC()),
+                c.i64(f.getChunkRows())});
       } else if (auto gr = dyn_cast<mx::GroupRankOp>(op)) {
         Value r = c.call("muirrt_dist_group_rank", {c.i64(gr.getAxesMask())},
                          {c.i64Type()})[0];

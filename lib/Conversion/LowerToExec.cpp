@@ -397,6 +397,18 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     return success();
   }
 
+  if (auto fused = dyn_cast<SyrkAllReduceOp>(op)) {
+    Value out = output(fused.getResult());
+    mx::SyrkAllReduceOp::create(
+        b, loc, in(fused.getA()), out,
+        b.getI64IntegerAttr(
+            getRuntimeAxesMask(fused.getGridOp(), fused.getGridAxes())),
+        fused.getAlphaAttr(), fused.getTransposeAttr(),
+        fused.getChunkRowsAttr());
+    map.map(fused.getResult(), out);
+    return success();
+  }
+
   if (auto gr = dyn_cast<GroupRankOp>(op)) {
     if (gr.getGroupSize() == 1) {
       map.map(gr.getRank(), arith::ConstantIndexOp::create(b, loc, 0));

@@ -27,8 +27,15 @@ void mlir::muir::buildToExecPipeline(OpPassManager &pm,
   if (options.batch)
     pm.addPass(createMuirBatchNewtonSchulz());
   pm.addPass(createMuirExpandNewtonSchulz());
-  if (options.syrk)
+  if (options.syrk) {
     pm.addPass(createMuirFormSyrk());
+    if (options.fuseAllReduce) {
+      MuirFuseSyrkAllReduceOptions fuse;
+      fuse.chunkRows = options.chunkRows;
+      fuse.machine = options.machine;
+      pm.addPass(createMuirFuseSyrkAllReduce(fuse));
+    }
+  }
   pm.addPass(createCSEPass());
   pm.addPass(createMuirLowerToExec());
 }

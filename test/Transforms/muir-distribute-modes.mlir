@@ -32,7 +32,7 @@ muir.grid @world axes = ["tp"] shape = [4]
 // this CPU the distributed mode's split Gram work wins over gathering and
 // orthogonalising the whole matrix on every rank; on an H200 node, where
 // compute is cheap and each all-reduce costs latency, duplicated wins.
-// AUTO: muir.apply_update {{.*}}muir.ns_mode = "distributed", muir.ns_why = "duplicated {{.*}} ms (gather 0.786 MB), distributed {{.*}} ms (Gram all-reduces 1.97 MB) on cpu"
+// AUTO: muir.apply_update {{.*}}muir.ns_mode = "distributed", muir.ns_why = "duplicated {{.*}} ms (gather 0.786 MB), distributed {{.*}} ms (Gram all-reduces 0.987 MB) on cpu"
 // AUTO-H200: muir.ns_mode = "duplicated", muir.ns_why = "{{.*}} on h200"
 func.func @step(%w: tensor<256x1024xf32> {muir.name = "w", muir.shards = ["tp_row@tp:1"]},
                 %g: tensor<256x1024xf32> {muir.name = "w.grad", muir.shards = ["tp_row@tp:1"]},
@@ -49,7 +49,7 @@ func.func @step(%w: tensor<256x1024xf32> {muir.name = "w", muir.shards = ["tp_ro
 // AUTO-LABEL: func.func @smaller
 // AUTO: muir.all_to_all
 // AUTO: muir.all_reduce {{.*}} : tensor<256x256xf32>
-// AUTO: muir.apply_update {{.*}}muir.ns_mode = "resharded", muir.ns_why = "duplicated {{.*}} ms (gather 0.786 MB), distributed {{.*}} ms (Gram all-reduces 31.5 MB), resharded {{.*}} ms (all_to_all and Gram {{.*}} MB) on cpu"
+// AUTO: muir.apply_update {{.*}}muir.ns_mode = "resharded", muir.ns_why = "duplicated {{.*}} ms (gather 0.786 MB), distributed {{.*}} ms (Gram all-reduces 15.7 MB), resharded {{.*}} ms (all_to_all and Gram {{.*}} MB) on cpu"
 // Requested: column blocks of the own rows stacked and exchanged, the
 // distributed steps on the 256x256 row shard, and the way back.
 // RESH-LABEL: func.func @smaller

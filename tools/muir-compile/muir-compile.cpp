@@ -67,6 +67,16 @@ static cl::opt<bool> batchNS(
              "settings) as one batched Newton-Schulz (--batch=false: one by "
              "one)"),
     cl::init(true));
+static cl::opt<bool> fuseAllReduce(
+    "fuse-syrk-all-reduce",
+    cl::desc("all-reduce only the packed triangle of a SYRK (the distributed "
+             "mode's Gram matrices), in pipelined chunks of rows"),
+    cl::init(true));
+static cl::opt<int64_t> chunkRows(
+    "syrk-chunk-rows",
+    cl::desc("rows per chunk of the fused SYRK all-reduce (0: from the cost "
+             "model)"),
+    cl::init(0));
 static cl::opt<bool> syrk(
     "syrk",
     cl::desc("compute symmetric products (the Gram matrix, A A) with SYRK, "
@@ -166,8 +176,9 @@ int main(int argc, char **argv) {
       return 1;
     phase("high-level IR built");
     PassManager pm(&context);
-    muir::PipelineOptions pipeline{false, nsMode, machine, dpAssign, syrk,
-                                   batchNS};
+    muir::PipelineOptions pipeline{false,   nsMode,        machine,
+                                   dpAssign, syrk,          batchNS,
+                                   fuseAllReduce, chunkRows};
     if (emit == Emit::Planned) {
       muir::MuirDistributeOptions distribute;
       distribute.nsMode = nsMode;
@@ -188,7 +199,8 @@ int main(int argc, char **argv) {
 
   std::string reportError;
   FailureOr<muir::PlanReport> planned = muir::PlanReport::compute(
-      *desc, muir::ReportOptions{nsMode, machine, dpAssign, syrk}, reportError);
+      *desc, muir::ReportOptions{nsMode, machine, dpAssign, syrk,
+                          fuseAllReduce}, reportError);
   if (failed(planned))
     return fail(reportError);
   muir::PlanReport &report = *planned;

@@ -76,6 +76,16 @@ static cl::opt<bool> batchNS(
              "settings) as one batched Newton-Schulz (--batch=false: one by "
              "one)"),
     cl::init(true));
+static cl::opt<bool> fuseAllReduce(
+    "fuse-syrk-all-reduce",
+    cl::desc("all-reduce only the packed triangle of a SYRK (the distributed "
+             "mode's Gram matrices), in pipelined chunks of rows"),
+    cl::init(true));
+static cl::opt<int64_t> chunkRows(
+    "syrk-chunk-rows",
+    cl::desc("rows per chunk of the fused SYRK all-reduce (0: from the cost "
+             "model)"),
+    cl::init(0));
 static cl::opt<bool> syrk(
     "syrk",
     cl::desc("compute symmetric products (the Gram matrix, A A) with SYRK, "
@@ -270,6 +280,8 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
         reinterpret_cast<void *>(&muirrt_reduce_scatter));
     add("muirrt_all_to_all", reinterpret_cast<void *>(&muirrt_all_to_all));
     add("muirrt_all_to_allv", reinterpret_cast<void *>(&muirrt_all_to_allv));
+    add("muirrt_syrk_all_reduce",
+        reinterpret_cast<void *>(&muirrt_syrk_all_reduce));
     add("muirrt_dist_group_rank",
         reinterpret_cast<void *>(&muirrt_dist_group_rank));
     add("muirrt_broadcast", reinterpret_cast<void *>(&muirrt_broadcast));
@@ -396,7 +408,8 @@ int main(int argc, char **argv) {
   PassManager toExec(&context);
   muir::buildToExecPipeline(toExec,
                             muir::PipelineOptions{!noProbes, nsMode, "cpu",
-                                                  dpAssign, syrk, batchNS});
+                                                  dpAssign, syrk, batchNS,
+                                                  fuseAllReduce, chunkRows});
   if (failed(toExec.run(*module)))
     return 1;
 

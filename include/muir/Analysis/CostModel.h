@@ -5,7 +5,8 @@
 //  - duplicated: all-gather the update (ring: (g-1) alpha + (g-1)/g * bytes
 //    / beta), then the whole NS on every rank;
 //  - distributed: per step, all-reduce the s x s Gram matrix over the
-//    unsplit dimension s (ring: 2 (g-1) alpha + 2 (g-1)/g * 4 s^2 / beta),
+//    unsplit dimension s, its packed triangle (ring: 2 (g-1) alpha +
+//    2 (g-1)/g * 4 s (s + 1) / 2 / beta),
 //    with per-rank compute 4 s^2 k/g + 2 s^3 (k the split dimension).
 //  - resharded: for a 2-D matrix, two all_to_all move the split to the other
 //    dimension and back, around the distributed mode; considered when the

@@ -62,6 +62,7 @@ struct ReportOptions {
   std::string machine = "cpu";
   std::string dpAssign = "greedy"; ///< as muir-distribute's dp-assign
   bool syrk = true; ///< count SYRK flops, as the pipeline's muir-form-syrk
+  bool fuseAllReduce = true; ///< packed Gram all-reduces (with syrk)
 };
 
 struct PlanReport {

@@ -224,6 +224,16 @@ void muirrt_all_to_allv(int64_t axes_mask, const float *in, int64_t in_rows,
                         const int64_t *send_counts, float *out,
                         int64_t out_rows, int64_t *recv_counts, int64_t row);
 
+/* The group's sum of alpha * A A^T (A^T A with trans; A n x k, or k x n)
+ * for each of `batch` items: the local product with muirrt_ssyrk, then only
+ * the upper triangles travel, packed, in chunks of chunk_rows rows (every
+ * rows at once when < 1), each chunk's gather in flight while the previous
+ * one is summed (in group-rank order) and unpacked. Both triangles of c are
+ * written; the result equals muirrt_ssyrk followed by muirrt_all_reduce. */
+void muirrt_syrk_all_reduce(int64_t axes_mask, int64_t batch, int32_t trans,
+                            int64_t n, int64_t k, float alpha, const float *a,
+                            float *c, int64_t chunk_rows);
+
 /* Group rank `root`'s buffer is copied to every rank of the group. */
 void muirrt_broadcast(int64_t axes_mask, int64_t root, float *buf,
                       int64_t count);

@@ -24,7 +24,9 @@ The runtime's byte counters, and the plan report's prediction, must equal
 the closed forms per rank and step:
   duplicated:  sum over split matrices of local_numel * 4 * (g - 1)
   distributed: sum over split matrices of 4 * (g - 1)              (norm)
-               + ns_steps * s^2 * 4 * (g - 1)     (Gram over unsplit dim s)
+               + ns_steps * s (s + 1) / 2 * 4 * (g - 1)   (the Gram matrix
+                 over the unsplit dim s: its packed triangle, fused with
+                 its SYRK)
   resharded:   the distributed form with s the originally split dimension
                + 2 * (local / g) * 4 * (g - 1)      (two all_to_all)
 (every split matrix's shard holds local = 1024 floats).
@@ -113,10 +115,10 @@ for layout, ranks in [("tp=2", 2), ("dp=2,tp=2", 4)]:
         if mode == "duplicated":
             want = STEPS * 3 * local * 4 * (g - 1)
         elif mode == "distributed":
-            want = STEPS * sum(4 * (g - 1) + 5 * u * u * 4 * (g - 1)
+            want = STEPS * sum(4 * (g - 1) + 5 * u * (u + 1) // 2 * 4 * (g - 1)
                                for _, u in dims.values())
         elif mode == "resharded":
-            want = STEPS * sum(4 * (g - 1) + 5 * k * k * 4 * (g - 1)
+            want = STEPS * sum(4 * (g - 1) + 5 * k * (k + 1) // 2 * 4 * (g - 1)
                                + 2 * (local // g) * 4 * (g - 1)
                                for k, _ in dims.values())
         else:
