@@ -36,7 +36,8 @@ struct FuseSyrkAllReducePass
       return signalPassFailure();
     }
     if (chunkRows < 0) {
-      getOperation().emitError("chunk-rows must be >= 0, got ") << chunkRows;
+      getOperation().emitError("chunk-rows must be >= 0, got ")
+          << static_cast<int64_t>(chunkRows);
       return signalPassFailure();
     }
     SmallVector<AllReduceOp> candidates;

@@ -1,5 +1,9 @@
 // RUN: muir-opt %s --split-input-file --muir-fuse-syrk-all-reduce | FileCheck %s
 // RUN: muir-opt %s --split-input-file --muir-fuse-syrk-all-reduce=chunk-rows=5 | FileCheck %s --check-prefix=FIVE
+// RUN: not muir-opt %s --split-input-file --muir-fuse-syrk-all-reduce=chunk-rows=-1 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not muir-compile %S/../../examples/tiny-moe.yaml --emit=none --syrk-chunk-rows=-1 2>&1 | FileCheck %s --check-prefix=BAD-TOOL
+// BAD: error: chunk-rows must be >= 0, got -1
+// BAD-TOOL: muir-compile: error: --syrk-chunk-rows must be >= 0, got -1
 
 // The distributed mode's Gram all-reduce: the SYRK and the sum become one
 // op that sends only the packed triangle. The default chunk from the cpu

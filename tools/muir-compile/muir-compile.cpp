@@ -74,8 +74,8 @@ static cl::opt<bool> fuseAllReduce(
     cl::init(true));
 static cl::opt<int64_t> chunkRows(
     "syrk-chunk-rows",
-    cl::desc("rows per chunk of the fused SYRK all-reduce (0: from the cost "
-             "model)"),
+    cl::desc("rows per chunk of the fused SYRK all-reduce (0: from the "
+             "machine profile)"),
     cl::init(0));
 static cl::opt<bool> syrk(
     "syrk",
@@ -113,6 +113,9 @@ int main(int argc, char **argv) {
       argc, argv,
       "muir-compile: training-step descriptions to muir IR and a plan "
       "report\n");
+  if (chunkRows < 0)
+    return fail("--syrk-chunk-rows must be >= 0, got " +
+                Twine(static_cast<int64_t>(chunkRows)));
   auto start = std::chrono::steady_clock::now();
   auto phase = [&](StringRef name) {
     if (timing)

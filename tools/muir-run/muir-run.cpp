@@ -83,8 +83,8 @@ static cl::opt<bool> fuseAllReduce(
     cl::init(true));
 static cl::opt<int64_t> chunkRows(
     "syrk-chunk-rows",
-    cl::desc("rows per chunk of the fused SYRK all-reduce (0: from the cost "
-             "model)"),
+    cl::desc("rows per chunk of the fused SYRK all-reduce (0: from the "
+             "machine profile)"),
     cl::init(0));
 static cl::opt<bool> syrk(
     "syrk",
@@ -353,6 +353,9 @@ int main(int argc, char **argv) {
     return fail("--steps must be at least 1, got " + Twine(numSteps));
   if (numRanks < 1)
     return fail("--ranks must be at least 1, got " + Twine(numRanks));
+  if (chunkRows < 0)
+    return fail("--syrk-chunk-rows must be >= 0, got " +
+                Twine(static_cast<int64_t>(chunkRows)));
   if (numRanks > 1 && !getenv("OMPI_COMM_WORLD_SIZE"))
     return relaunchUnderMPI(argc, argv);
 
