@@ -139,6 +139,10 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
       r.dp.load[static_cast<size_t>(owners[k])] += weights[k];
     }
   }
+  // Per rank, the Newton-Schulz ops that could share a batch: key ->
+  // (ops, calls of one op's chain).
+  std::vector<std::map<std::string, std::pair<int64_t, int64_t>>> nsGroups(
+      static_cast<size_t>(devices));
   // Floats each dp rank's owned results occupy, layer-wise and FSDP (its
   // local shard of each), for the exchanges' bytes.
   std::vector<int64_t> lwFloats(static_cast<size_t>(r.dp.ranks), 0),
@@ -288,13 +292,32 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
         c.runtimeCalls += 1 + 3 + (packed ? 3 : 4) * a.muon.nsSteps;
         continue;
       }
+      // One Newton-Schulz op of rows x cols (a stack counts once): its
+      // chain of normalise, 3 products a step and transposes for a tall
+      // matrix, noted for batching (muir-batch-newton-schulz joins ops of
+      // one block, the body or a dp owner's case, with equal shape and
+      // settings).
+      auto noteNS = [&, owner = owner](int64_t rows, int64_t cols) {
+        int64_t chain = 1 + 3 * a.muon.nsSteps + (rows > cols ? 2 : 0);
+        std::string key;
+        llvm::raw_string_ostream os(key);
+        os << (owner >= 0 ? "case" : "body") << " " << rows << "x" << cols
+           << " " << a.muon.nsSteps << " " << a.muon.schedule << " "
+           << llvm::format("%.17g", a.muon.eps);
+        for (double v : a.muon.coefficients)
+          os << " " << llvm::format("%.17g", v);
+        auto &group = nsGroups[rankIndex][key];
+        group.first += 1;
+        group.second = chain;
+        c.runtimeCalls += 1 + chain; // + the update
+      };
       if (!matrixSplits.empty() && mode == NSMode::Blockwise) {
         int64_t lm = m, ln = n;
         for (auto [split, g] : matrixSplits)
           (split->dim == rank - 2 ? lm : ln) /= g;
         c.nsFlops += localMatrices * nsFlopsPerformed(lm, ln, a.muon.nsSteps,
                                                       options.syrk);
-        c.runtimeCalls += 2 + 3 * a.muon.nsSteps + (lm > ln ? 2 : 0);
+        noteNS(lm, ln);
         continue;
       }
       // Local or duplicated: the whole matrix on every rank (a split
@@ -307,7 +330,7 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
       for (int64_t rows : blocks) {
         c.nsFlops += localMatrices * nsFlopsPerformed(rows, n, a.muon.nsSteps,
                                                       options.syrk);
-        c.runtimeCalls += 2 + 3 * a.muon.nsSteps + (rows > n ? 2 : 0);
+        noteNS(rows, n);
       }
       // Gathers one split dimension after another: each sends what this
       // rank holds by then to g - 1 peers; the slices back are local.
@@ -318,6 +341,15 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
         c.runtimeCalls += 2;
       }
     }
+  }
+  // Batching: every op of a group after the first adds no chain of its own.
+  for (auto [rankIndex, c] : llvm::enumerate(r.ranks)) {
+    int64_t saved = 0;
+    for (auto &[key, group] : nsGroups[rankIndex])
+      saved += (group.first - 1) * group.second;
+    c.runtimeCallsUnbatched = c.runtimeCalls;
+    if (options.batch)
+      c.runtimeCalls -= saved;
   }
   // The exchanges over dp, as the runtime counts them (bytes sent):
   //  layer-wise all_gatherv: own results to the g - 1 others;
@@ -335,14 +367,17 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
     size_t me = static_cast<size_t>(dpCoord(static_cast<int64_t>(rankIndex)));
     int64_t &bytes = c.collectiveBytes[r.dp.axis];
     c.runtimeCalls += 1; // the group rank
+    c.runtimeCallsUnbatched += 1;
     if (lwTotal) {
       bytes += lwFloats[me] * 4 * (g - 1);
       c.runtimeCalls += 1;
+      c.runtimeCallsUnbatched += 1;
     }
     if (fsTotal) {
       bytes += (fsTotal - fsFloats[me]) * 4 + 8 * (g - 1);
       bytes += fsFloats[me] * 4 * (g - 1) + 8 * (g - 1);
       c.runtimeCalls += 2;
+      c.runtimeCallsUnbatched += 2;
     }
   }
   return r;
@@ -356,6 +391,7 @@ void PlanReport::writeJSON(llvm::raw_ostream &os) const {
     total.optimizerStateBytes += c.optimizerStateBytes;
     total.nsFlops += c.nsFlops;
     total.runtimeCalls += c.runtimeCalls;
+    total.runtimeCallsUnbatched += c.runtimeCallsUnbatched;
     for (auto &[axis, bytes] : c.collectiveBytes)
       total.collectiveBytes[axis] += bytes;
   }
@@ -370,6 +406,7 @@ void PlanReport::writeJSON(llvm::raw_ostream &os) const {
       }
     });
     j.attribute("runtime_calls", c.runtimeCalls);
+    j.attribute("runtime_calls_unbatched", c.runtimeCallsUnbatched);
   };
   j.object([&] {
     j.attribute("name", name);

@@ -203,7 +203,7 @@ int main(int argc, char **argv) {
   std::string reportError;
   FailureOr<muir::PlanReport> planned = muir::PlanReport::compute(
       *desc, muir::ReportOptions{nsMode, machine, dpAssign, syrk,
-                          fuseAllReduce}, reportError);
+                          fuseAllReduce, batchNS}, reportError);
   if (failed(planned))
     return fail(reportError);
   muir::PlanReport &report = *planned;

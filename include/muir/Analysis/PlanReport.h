@@ -24,13 +24,15 @@ struct RankCost {
   int64_t optimizerStateBytes = 0;
   double nsFlops = 0;
   std::map<std::string, int64_t> collectiveBytes; ///< per grid axis
-  int64_t runtimeCalls = 0;
+  int64_t runtimeCalls = 0;          ///< with batching (if on)
+  int64_t runtimeCallsUnbatched = 0; ///< one Newton-Schulz per matrix
 
   bool operator==(const RankCost &o) const {
     return paramBytes == o.paramBytes &&
            optimizerStateBytes == o.optimizerStateBytes &&
            nsFlops == o.nsFlops && collectiveBytes == o.collectiveBytes &&
-           runtimeCalls == o.runtimeCalls;
+           runtimeCalls == o.runtimeCalls &&
+           runtimeCallsUnbatched == o.runtimeCallsUnbatched;
   }
 };
 
@@ -63,6 +65,7 @@ struct ReportOptions {
   std::string dpAssign = "greedy"; ///< as muir-distribute's dp-assign
   bool syrk = true; ///< count SYRK flops, as the pipeline's muir-form-syrk
   bool fuseAllReduce = true; ///< packed Gram all-reduces (with syrk)
+  bool batch = true; ///< muir-batch-newton-schulz
 };
 
 struct PlanReport {
