@@ -494,16 +494,9 @@ struct DistributePass
 
   static Value rowSlice(OpBuilder &b, Location loc, Value v, int64_t r0,
                         int64_t rows, int64_t n) {
-    auto t = cast<RankedTensorType>(v.getType());
-    auto type = RankedTensorType::get({rows, n}, t.getElementType());
-    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(r0),
-                                         b.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(rows),
-                                       b.getIndexAttr(n)};
-    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
-    return tensor::ExtractSliceOp::create(b, loc, type, v, offsets, sizes,
-                                          strides);
+    return tile(b, loc, v, r0, 0, rows, n);
   }
+
 
   /// The scaled update of the local shard from its orthogonalised update,
   /// replacing the muon_update.

@@ -174,6 +174,36 @@ def attr_dict(attrs):
 # Files
 # --------------------------------------------------------------------------
 
+def sibling_tool(muir_run, name):
+    """The tool `name` from the same build as `muir_run` (or from PATH)."""
+    if os.path.sep in muir_run:
+        return os.path.join(os.path.dirname(muir_run), name)
+    return name
+
+
+def check_output(cmd):
+    """stdout of `cmd`; on failure exits with a FAIL line, its stdout and
+    stderr."""
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True)
+    if p.returncode != 0:
+        sys.exit("FAIL: %s\n%s%s" % (" ".join(cmd), p.stdout, p.stderr))
+    return p.stdout
+
+
+def comm_stats(text):
+    """muir-run --comm-stats output as ({(rank, axes): bytes sent},
+    {rank: flops})."""
+    sent, flops = {}, {}
+    for line in text.splitlines():
+        f = line.split()
+        if line.startswith("comm: rank"):
+            sent[(int(f[2]), f[4])] = int(f[6])
+        elif line.startswith("compute: rank"):
+            flops[int(f[2])] = int(f[6])
+    return sent, flops
+
+
 def write_npy(directory, name, array):
     """Writes DIR/<name>.npy as float32 C-order (subfolders for '/')."""
     path = os.path.join(directory, name + ".npy")

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "muir/Analysis/PlanReport.h"
 #include "muir/Import/Description.h"
+#include "muir/Driver/PipelineFlags.h"
 #include "muir/Passes.h"
 
 #include "mlir/IR/Verifier.h"
@@ -61,38 +62,7 @@ static cl::opt<std::string>
     reportFile("report", cl::desc("write the plan report as JSON ('-' for "
                                   "stdout)"),
                cl::value_desc("FILE"), cl::init(""));
-static cl::opt<bool> batchNS(
-    "batch",
-    cl::desc("orthogonalise same-shaped matrices (one rank's, with equal "
-             "settings) as one batched Newton-Schulz (--batch=false: one by "
-             "one)"),
-    cl::init(true));
-static cl::opt<bool> fuseAllReduce(
-    "fuse-syrk-all-reduce",
-    cl::desc("all-reduce only the packed triangle of a SYRK (the distributed "
-             "mode's Gram matrices), in pipelined chunks of rows"),
-    cl::init(true));
-static cl::opt<int64_t> chunkRows(
-    "syrk-chunk-rows",
-    cl::desc("rows per chunk of the fused SYRK all-reduce (0: from the "
-             "machine profile)"),
-    cl::init(0));
-static cl::opt<bool> syrk(
-    "syrk",
-    cl::desc("compute symmetric products (the Gram matrix, A A) with SYRK, "
-             "about half the flops of the GEMM (--syrk=false: GEMM)"),
-    cl::init(true));
-static cl::opt<std::string> dpAssign(
-    "dp-assign",
-    cl::desc("Newton-Schulz over the data-parallel axis: greedy (each matrix "
-             "on one dp rank, balanced largest first), round-robin (a "
-             "baseline) or replicated (every dp rank runs every one)"),
-    cl::init("greedy"));
-static cl::opt<std::string>
-    nsMode("ns-mode",
-           cl::desc("Newton-Schulz of split matrices: auto (cost model), "
-                    "duplicated, distributed, resharded or blockwise (approximation)"),
-           cl::init("auto"));
+static muir::PipelineFlags flags;
 static cl::opt<std::string>
     machine("machine", cl::desc("cost-model machine profile: cpu or h200"),
             cl::init("cpu"));
@@ -113,9 +83,8 @@ int main(int argc, char **argv) {
       argc, argv,
       "muir-compile: training-step descriptions to muir IR and a plan "
       "report\n");
-  if (chunkRows < 0)
-    return fail("--syrk-chunk-rows must be >= 0, got " +
-                Twine(static_cast<int64_t>(chunkRows)));
+  if (std::string bad = flags.check(); !bad.empty())
+    return fail(bad);
   auto start = std::chrono::steady_clock::now();
   auto phase = [&](StringRef name) {
     if (timing)
@@ -173,20 +142,18 @@ int main(int argc, char **argv) {
   context.printOpOnDiagnostic(false);
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   OwningOpRef<ModuleOp> module;
+  muir::PipelineOptions pipeline = flags.options(false, machine);
   if (emit != Emit::None && emit != Emit::Description) {
     module = muir::desc::buildModule(context, *desc);
     if (failed(verify(*module)))
       return 1;
     phase("high-level IR built");
     PassManager pm(&context);
-    muir::PipelineOptions pipeline{false,   nsMode,        machine,
-                                   dpAssign, syrk,          batchNS,
-                                   fuseAllReduce, chunkRows};
     if (emit == Emit::Planned) {
       muir::MuirDistributeOptions distribute;
-      distribute.nsMode = nsMode;
-      distribute.machine = machine;
-      distribute.dpAssign = dpAssign;
+      distribute.nsMode = pipeline.nsMode;
+      distribute.machine = pipeline.machine;
+      distribute.dpAssign = pipeline.dpAssign;
       pm.addPass(muir::createMuirDistribute(distribute));
       pm.addPass(muir::createMuirDecomposeOptimizers());
       pm.addPass(muir::createMuirExpandNewtonSchulz());
@@ -202,8 +169,11 @@ int main(int argc, char **argv) {
 
   std::string reportError;
   FailureOr<muir::PlanReport> planned = muir::PlanReport::compute(
-      *desc, muir::ReportOptions{nsMode, machine, dpAssign, syrk,
-                          fuseAllReduce, batchNS}, reportError);
+      *desc,
+      muir::ReportOptions{pipeline.nsMode, pipeline.machine,
+                          pipeline.dpAssign, pipeline.syrk,
+                          pipeline.fuseAllReduce, pipeline.batch},
+      reportError);
   if (failed(planned))
     return fail(reportError);
   muir::PlanReport &report = *planned;

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Import/Description.h"
+#include "muir/Driver/PipelineFlags.h"
 #include "muir/Passes.h"
 #include "muir-rt/Runtime.h"
 
@@ -70,38 +71,7 @@ static cl::opt<int>
              cl::desc("run N ranks as MPI processes: muir-run starts itself "
                       "under `mpirun -n N` (the grid's devices must be N)"),
              cl::init(1));
-static cl::opt<bool> batchNS(
-    "batch",
-    cl::desc("orthogonalise same-shaped matrices (one rank's, with equal "
-             "settings) as one batched Newton-Schulz (--batch=false: one by "
-             "one)"),
-    cl::init(true));
-static cl::opt<bool> fuseAllReduce(
-    "fuse-syrk-all-reduce",
-    cl::desc("all-reduce only the packed triangle of a SYRK (the distributed "
-             "mode's Gram matrices), in pipelined chunks of rows"),
-    cl::init(true));
-static cl::opt<int64_t> chunkRows(
-    "syrk-chunk-rows",
-    cl::desc("rows per chunk of the fused SYRK all-reduce (0: from the "
-             "machine profile)"),
-    cl::init(0));
-static cl::opt<bool> syrk(
-    "syrk",
-    cl::desc("compute symmetric products (the Gram matrix, A A) with SYRK, "
-             "about half the flops of the GEMM (--syrk=false: GEMM)"),
-    cl::init(true));
-static cl::opt<std::string> dpAssign(
-    "dp-assign",
-    cl::desc("Newton-Schulz over the data-parallel axis: greedy (each matrix "
-             "on one dp rank, balanced largest first), round-robin (a "
-             "baseline) or replicated (every dp rank runs every one)"),
-    cl::init("greedy"));
-static cl::opt<std::string>
-    nsMode("ns-mode",
-           cl::desc("Newton-Schulz of split matrices: auto, duplicated, "
-                    "distributed, resharded or blockwise (approximation)"),
-           cl::init("auto"));
+static muir::PipelineFlags flags;
 static cl::opt<bool> commStats(
     "comm-stats",
     cl::desc("after the last step, every rank prints the bytes it sent and "
@@ -353,9 +323,8 @@ int main(int argc, char **argv) {
     return fail("--steps must be at least 1, got " + Twine(numSteps));
   if (numRanks < 1)
     return fail("--ranks must be at least 1, got " + Twine(numRanks));
-  if (chunkRows < 0)
-    return fail("--syrk-chunk-rows must be >= 0, got " +
-                Twine(static_cast<int64_t>(chunkRows)));
+  if (std::string bad = flags.check(); !bad.empty())
+    return fail(bad);
   if (numRanks > 1 && !getenv("OMPI_COMM_WORLD_SIZE"))
     return relaunchUnderMPI(argc, argv);
 
@@ -410,9 +379,7 @@ int main(int argc, char **argv) {
   // High-level IR -> exec IR.
   PassManager toExec(&context);
   muir::buildToExecPipeline(toExec,
-                            muir::PipelineOptions{!noProbes, nsMode, "cpu",
-                                                  dpAssign, syrk, batchNS,
-                                                  fuseAllReduce, chunkRows});
+                            flags.options(!noProbes, "cpu"));
   if (failed(toExec.run(*module)))
     return 1;
 

@@ -29,7 +29,6 @@ cannot round differently.
 """
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -38,8 +37,7 @@ import muirtest
 
 args = muirtest.parse_args(__doc__)
 tmp = args.tmp
-compiler = os.path.join(os.path.dirname(args.muir_run), "muir-compile") \
-    if os.path.sep in args.muir_run else "muir-compile"
+compiler = muirtest.sibling_tool(args.muir_run, "muir-compile")
 
 FSDP = "shard: [{kind: fsdp, axis: dp}]"
 YAML = """name: dp
@@ -70,12 +68,7 @@ def fail(msg):
     print("FAIL " + msg)
 
 
-def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True)
-    if p.returncode != 0:
-        sys.exit("FAIL: %s\n%s%s" % (" ".join(cmd), p.stdout, p.stderr))
-    return p.stdout
+run = muirtest.check_output
 
 
 def step(yaml, inp, ranks, out, extra):
@@ -83,14 +76,7 @@ def step(yaml, inp, ranks, out, extra):
            "--dump", out, "--quiet", "--comm-stats"] + extra
     if ranks > 1:
         cmd += ["--ranks", str(ranks)]
-    text = run(cmd)
-    sent, flops = {}, {}
-    for line in text.splitlines():
-        f = line.split()
-        if line.startswith("comm: rank"):
-            sent[(int(f[2]), f[4])] = int(f[6])
-        elif line.startswith("compute: rank"):
-            flops[int(f[2])] = int(f[6])
+    sent, flops = muirtest.comm_stats(run(cmd))
     return muirtest.read_dump(out), sent, flops
 
 

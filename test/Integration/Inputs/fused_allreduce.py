@@ -12,7 +12,6 @@ per step are the closed forms (norm, then 5 Gram all-reduces a matrix):
 whose Gram parts are in the ratio (s + 1) / (2 s) = 0.516 for s = 32.
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -21,8 +20,7 @@ import muirtest
 
 args = muirtest.parse_args(__doc__)
 tmp = args.tmp
-compiler = os.path.join(os.path.dirname(args.muir_run), "muir-compile") \
-    if os.path.sep in args.muir_run else "muir-compile"
+compiler = muirtest.sibling_tool(args.muir_run, "muir-compile")
 
 YAML = """name: fused
 grid: {axes: {dp: 1}}
@@ -37,12 +35,7 @@ STEPS, G, S = 2, 2, 32
 ok = True
 
 
-def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True)
-    if p.returncode != 0:
-        sys.exit("FAIL: %s\n%s%s" % (" ".join(cmd), p.stdout, p.stderr))
-    return p.stdout
+run = muirtest.check_output
 
 
 rng = np.random.default_rng(9)
@@ -65,12 +58,9 @@ def step(out, extra):
     text = run([args.muir_run, tp2, "--ranks", "2", "--steps", str(STEPS),
                 "--load", inp, "--dump", out, "--quiet", "--comm-stats",
                 "--ns-mode", "distributed"] + extra)
-    sent = {}
-    for line in text.splitlines():
-        f = line.split()
-        if line.startswith("comm: rank") and f[4] == "tp":
-            sent[int(f[2])] = int(f[6])
-    return muirtest.read_dump(out), sent
+    sent, _ = muirtest.comm_stats(text)
+    return muirtest.read_dump(out), {r: b for (r, axes), b in sent.items()
+                                     if axes == "tp"}
 
 
 base, base_sent = step(os.path.join(tmp, "unfused"),

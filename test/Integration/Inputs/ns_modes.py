@@ -33,7 +33,6 @@ the closed forms per rank and step:
 (all-gathers and all-reduces send their own data to g - 1 peers).
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -44,8 +43,7 @@ import muirtest
 args = muirtest.parse_args(__doc__)
 tmp = args.tmp
 os.makedirs(tmp, exist_ok=True)
-compiler = os.path.join(os.path.dirname(args.muir_run), "muir-compile") \
-    if os.path.sep in args.muir_run else "muir-compile"
+compiler = muirtest.sibling_tool(args.muir_run, "muir-compile")
 
 YAML = """name: modes
 grid: {axes: {dp: 1}}
@@ -76,12 +74,7 @@ with open(desc, "w") as f:
     f.write(YAML)
 
 
-def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True)
-    if p.returncode != 0:
-        sys.exit("FAIL: %s\n%s%s" % (" ".join(cmd), p.stdout, p.stderr))
-    return p.stdout
+run = muirtest.check_output
 
 
 def step(yaml, ranks, mode, out):
@@ -90,12 +83,7 @@ def step(yaml, ranks, mode, out):
            "--dp-assign", "replicated"]
     if ranks > 1:
         cmd += ["--ranks", str(ranks)]
-    text = run(cmd)
-    sent = {}
-    for line in text.splitlines():
-        if line.startswith("comm: rank"):
-            f = line.split()
-            sent[(int(f[2]), f[4])] = int(f[6])
+    sent, _ = muirtest.comm_stats(run(cmd))
     return muirtest.read_dump(out), sent
 
 

@@ -16,7 +16,6 @@ inputs with the default schedule they agree within 2e-6 relative (two
 fp32 orders of summation after 5 steps: measured up to 1.0e-6).
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -26,8 +25,7 @@ import muirtest
 
 args = muirtest.parse_args(__doc__)
 tmp = args.tmp
-compiler = os.path.join(os.path.dirname(args.muir_run), "muir-compile") \
-    if os.path.sep in args.muir_run else "muir-compile"
+compiler = muirtest.sibling_tool(args.muir_run, "muir-compile")
 ok = True
 
 EXACT = """name: exact
@@ -50,12 +48,7 @@ SHAPES = {"a": (16, 16), "b": (8, 32), "c": (32, 8), "e": (4, 8, 32),
           "b2": (8, 32)}
 
 
-def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True)
-    if p.returncode != 0:
-        sys.exit("FAIL: %s\n%s%s" % (" ".join(cmd), p.stdout, p.stderr))
-    return p.stdout
+run = muirtest.check_output
 
 
 def step(yaml, inp, ranks, out, extra):

@@ -1,0 +1,77 @@
+//===- PipelineFlags.h - compile-pipeline flags of the tools ----*- C++ -*-===//
+//
+// The command-line flags that choose how a step is compiled, shared by
+// muir-compile and muir-run so both spell and document them alike. Define
+// one instance at namespace scope (it registers its options with LLVM's
+// command-line parser) before cl::ParseCommandLineOptions runs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MUIR_DRIVER_PIPELINEFLAGS_H
+#define MUIR_DRIVER_PIPELINEFLAGS_H
+
+#include "muir/Passes.h"
+
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/CommandLine.h"
+
+#include <string>
+
+namespace mlir::muir {
+
+struct PipelineFlags {
+  llvm::cl::opt<std::string> nsMode{
+      "ns-mode",
+      llvm::cl::desc("Newton-Schulz of split matrices: auto (cost model), "
+                     "duplicated, distributed, resharded or blockwise "
+                     "(approximation)"),
+      llvm::cl::init("auto")};
+  llvm::cl::opt<std::string> dpAssign{
+      "dp-assign",
+      llvm::cl::desc("Newton-Schulz over the data-parallel axis: greedy "
+                     "(each matrix on one dp rank, balanced largest first), "
+                     "round-robin (a baseline) or replicated (every dp rank "
+                     "runs every one)"),
+      llvm::cl::init("greedy")};
+  llvm::cl::opt<bool> syrk{
+      "syrk",
+      llvm::cl::desc("compute symmetric products (the Gram matrix, A A) "
+                     "with SYRK, about half the flops of the GEMM "
+                     "(--syrk=false: GEMM)"),
+      llvm::cl::init(true)};
+  llvm::cl::opt<bool> batch{
+      "batch",
+      llvm::cl::desc("orthogonalise same-shaped matrices (one rank's, with "
+                     "equal settings) as one batched Newton-Schulz "
+                     "(--batch=false: one by one)"),
+      llvm::cl::init(true)};
+  llvm::cl::opt<bool> fuseAllReduce{
+      "fuse-syrk-all-reduce",
+      llvm::cl::desc("all-reduce only the packed triangle of a SYRK (the "
+                     "distributed mode's Gram matrices), in pipelined chunks "
+                     "of rows"),
+      llvm::cl::init(true)};
+  llvm::cl::opt<int64_t> chunkRows{
+      "syrk-chunk-rows",
+      llvm::cl::desc("rows per chunk of the fused SYRK all-reduce (0: from "
+                     "the machine profile)"),
+      llvm::cl::init(0)};
+
+  /// Empty when the values are usable, else what is wrong.
+  std::string check() const {
+    if (chunkRows < 0)
+      return ("--syrk-chunk-rows must be >= 0, got " +
+              llvm::Twine(static_cast<int64_t>(chunkRows)))
+          .str();
+    return "";
+  }
+
+  PipelineOptions options(bool probeUpdates, llvm::StringRef machine) const {
+    return PipelineOptions{probeUpdates, nsMode,   machine.str(),
+                           dpAssign,     syrk,     batch,
+                           fuseAllReduce, chunkRows};
+  }
+};
+
+} // namespace mlir::muir
+
+#endif // MUIR_DRIVER_PIPELINEFLAGS_H
