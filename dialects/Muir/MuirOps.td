@@ -467,8 +467,14 @@ def Muir_SyrkAllReduceOp : Muir_CollectiveOp<"syrk_all_reduce", [Pure]> {
     `muir.all_reduce` (sum) of `muir.syrk`, fused: each rank forms its
     symmetric product (A^T A with `transpose`), and only the packed upper
     triangle, s (s + 1) / 2 values instead of s^2, travels, in chunks of
-    `chunk_rows` rows (0: one chunk) whose reductions pipeline. The result
-    equals the unfused pair exactly.
+    `chunk_rows` rows (0: one chunk): each chunk's rows are computed and
+    their exchange started before the previous chunk's is finished, so
+    exchanges hide behind the next chunk's product (lowered to
+    `muir_exec.syrk_rows` and `triangle_all_reduce_start`/`_wait`). Sums
+    run in group-rank order as `all_reduce`'s; a chunk's entries come from a
+    SYRK of its diagonal block and a GEMM right of it, exact wherever the
+    whole SYRK is exact (integer-valued inputs), else within fp32 rounding
+    of it (one chunk: the same SYRK call, bitwise).
   }];
   let arguments = !con(commonArgs, (ins Muir_F32Tensor:$a,
       DefaultValuedAttr<F64Attr, "1.0">:$alpha, UnitAttr:$transpose,

@@ -38,7 +38,9 @@ static std::array<int64_t, 3> dims(Value v) {
 static LogicalResult verifyStaticIdentity(Operation *op) {
   int64_t rank = -1;
   for (Value v : op->getOperands()) {
-    auto t = cast<MemRefType>(v.getType());
+    auto t = dyn_cast<MemRefType>(v.getType());
+    if (!t) // row bounds and the like
+      continue;
     if (!t.hasStaticShape() || !t.getLayout().isIdentity())
       return op->emitOpError("expected static, contiguous buffers, got ")
              << t;
@@ -77,18 +79,28 @@ LogicalResult GemmOp::verify() {
   return success();
 }
 
-LogicalResult SyrkOp::verify() {
-  if (failed(verifyStaticIdentity(*this)))
+/// C is n x n per batch item, n the rows of A (columns with transpose).
+static LogicalResult verifySyrkShapes(Operation *op, Value a, Value c,
+                                      bool transpose) {
+  if (failed(verifyStaticIdentity(op)))
     return failure();
-  auto [ab, ar, ac] = dims(getA());
-  auto [cb, cr, cc] = dims(getC());
-  int64_t an = getTranspose() ? ac : ar;
-  if (failed(verifyBatch(*this, ab, cb)))
+  auto [ab, ar, ac] = dims(a);
+  auto [cb, cr, cc] = dims(c);
+  int64_t an = transpose ? ac : ar;
+  if (failed(verifyBatch(op, ab, cb)))
     return failure();
   if (cr != an || cc != an)
-    return emitOpError("expected C of ")
+    return op->emitOpError("expected C of ")
            << an << "x" << an << " per batch item, got " << cr << "x" << cc;
   return success();
+}
+
+LogicalResult SyrkOp::verify() {
+  return verifySyrkShapes(*this, getA(), getC(), getTranspose());
+}
+
+LogicalResult SyrkRowsOp::verify() {
+  return verifySyrkShapes(*this, getA(), getC(), getTranspose());
 }
 
 LogicalResult FrobeniusNormalizeOp::verify() {

@@ -202,17 +202,60 @@ def MuirExec_AllToAllVOp : MuirExec_Op<"all_to_allv"> {
   }];
 }
 
-def MuirExec_SyrkAllReduceOp : MuirExec_Op<"syrk_all_reduce"> {
-  let summary = "the group's sum of alpha * A A^T, packed triangles only";
+def MuirExec_SyrkRowsOp : MuirExec_Op<"syrk_rows"> {
+  let summary = "rows [row_begin, row_end) of the upper triangle of alpha A A^T";
   let description = [{
-    One `muirrt_syrk_all_reduce` call: the local SYRK into C, then the
-    packed upper triangles reduced over the group in chunks of `chunk_rows`
-    rows; both triangles of C are written.
+    Writes C[r][c] = (alpha * A A^T)[r][c] for row_begin <= r < row_end and
+    c >= r, in every batch item (with `transpose`, alpha * A^T A, A being
+    k x n); the rest of C is left as it is. One chunk of the fused SYRK and
+    all-reduce: a SYRK of the diagonal block and a GEMM of the block to its
+    right, so each entry is the same K-sequential dot product as a whole
+    SYRK's.
   }];
   let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$a,
-      Arg<MuirExec_F32Buffer, "", [MemWrite]>:$c, I64Attr:$axes_mask,
-      F64Attr:$alpha, UnitAttr:$transpose, I64Attr:$chunk_rows);
-  let assemblyFormat = "$a `,` $c attr-dict `:` type($a) `,` type($c)";
+      Arg<MuirExec_F32Buffer, "", [MemRead, MemWrite]>:$c, Index:$row_begin,
+      Index:$row_end, F64Attr:$alpha, UnitAttr:$transpose);
+  let assemblyFormat = [{
+    $a `,` $c `rows` `[` $row_begin `,` $row_end `)` attr-dict `:` type($a)
+    `,` type($c)
+  }];
+  let hasVerifier = 1;
+}
+
+def MuirExec_TriangleAllReduceStartOp
+    : MuirExec_Op<"triangle_all_reduce_start",
+                  [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "start the group's sum of rows of C's upper triangle";
+  let description = [{
+    Packs rows [row_begin, row_end) of the upper triangle of every batch
+    item of C (row r contributes its n - r entries from the diagonal on)
+    and starts the group's exchange of them without waiting (MPI_Iallgather
+    on the CPU). The result is a request that exactly one
+    `triangle_all_reduce_wait` completes; between the two, C may be written
+    outside these rows (the next chunk's `syrk_rows`), which is what lets
+    communication hide behind compute.
+  }];
+  let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$c,
+      Index:$row_begin, Index:$row_end, I64Attr:$axes_mask);
+  let results = (outs I64:$request);
+  let assemblyFormat = [{
+    $c `rows` `[` $row_begin `,` $row_end `)` attr-dict `:` type($c)
+  }];
+}
+
+def MuirExec_TriangleAllReduceWaitOp
+    : MuirExec_Op<"triangle_all_reduce_wait",
+                  [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "finish a started triangle sum into C";
+  let description = [{
+    Waits for `request`, adds the group's pieces in group-rank order (as
+    `all_reduce`, so the result does not depend on timing) and writes the
+    sums to the request's rows of C's upper triangle and, mirrored, to the
+    matching columns of the lower triangle.
+  }];
+  let arguments = (ins I64:$request,
+      Arg<MuirExec_F32Buffer, "", [MemWrite]>:$c);
+  let assemblyFormat = "$request `,` $c attr-dict `:` type($c)";
 }
 
 def MuirExec_GroupRankOp : MuirExec_Op<"group_rank", [Pure]> {

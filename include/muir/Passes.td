@@ -80,9 +80,10 @@ def MuirFuseSyrkAllReduce
     Replaces `muir.all_reduce` (sum) of a `muir.syrk` without accumulator
     and without other readers by `muir.syrk_all_reduce`, which sends the
     packed upper triangle (s (s + 1) / 2 floats instead of s^2) in chunks
-    of rows whose reductions pipeline; results equal the unfused pair
-    bitwise. Other reductions, products with an accumulator and syrk
-    results read elsewhere are left alone.
+    of rows whose exchanges overlap the next chunk's SYRK; results equal
+    the unfused pair bitwise where the SYRK is exact, and within fp32
+    rounding otherwise. Other reductions, products with an accumulator and
+    syrk results read elsewhere are left alone.
   }];
   let dependentDialects = ["mlir::muir::MuirDialect"];
   let options = [

@@ -81,6 +81,14 @@ ModeCost NSCostModel::duplicated(const NSProblem &p) const {
   return c;
 }
 
+int64_t mlir::muir::gramChunkRows(const Link &link, int64_t s) {
+  double minBytes = 4 * link.alpha * link.beta;
+  int64_t rows = std::max<int64_t>(1, (s + 3) / 4);
+  while (rows < s && 4.0 * rows * s / 2 < minBytes)
+    rows *= 2;
+  return std::max<int64_t>(1, std::min(rows, s));
+}
+
 ModeCost NSCostModel::distributed(const NSProblem &p) const {
   ModeCost c;
   const Link &l = profile.link(p.axis);

@@ -282,14 +282,24 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
                                    : 4 * sDim * sDim * kl +
                                          2 * sDim * sDim * sDim);
         // The Gram all-reduce carries the packed triangle when fused with
-        // its SYRK (muir-fuse-syrk-all-reduce), one call for both.
+        // its SYRK (muir-fuse-syrk-all-reduce): 3 calls a chunk of rows
+        // (their SYRK, the exchange's start and its wait).
         bool packed = options.syrk && options.fuseAllReduce;
+        int64_t s = static_cast<int64_t>(sDim), chunks = 0;
+        if (packed && s > 0) {
+          int64_t rows =
+              options.chunkRows > 0
+                  ? std::min(options.chunkRows, s)
+                  : gramChunkRows(profile->link(split->axis), s);
+          chunks = (s + rows - 1) / rows;
+        }
         int64_t gramFloats =
             packed ? int64_t(sDim * (sDim + 1) / 2) : int64_t(sDim * sDim);
         c.collectiveBytes[split->axis] +=
             localMatrices *
             (4 * (g - 1) + a.muon.nsSteps * gramFloats * 4 * (g - 1));
-        c.runtimeCalls += 1 + 3 + (packed ? 3 : 4) * a.muon.nsSteps;
+        c.runtimeCalls +=
+            1 + 3 + (packed ? 3 * chunks + 2 : 4) * a.muon.nsSteps;
         continue;
       }
       // One Newton-Schulz op of rows x cols (a stack counts once): its

@@ -71,6 +71,9 @@ public:
     }
     return func::CallOp::create(b, loc, name, results, args).getResults();
   }
+  Value toI64(Value index) {
+    return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+  }
   Value index(Value i64) {
     return arith::IndexCastOp::create(b, loc, b.getIndexType(), i64);
   }
@@ -210,14 +213,25 @@ struct ExecToRuntimeCallsPass
                 c.ptr(a2av.getOutput()),
                 c.i64(out.getRank() ? out.getDimSize(0) : 1),
                 c.ptr(a2av.getRecvCounts()), c.i64(row)});
-      } else if (auto f = dyn_cast<mx::SyrkAllReduceOp>(op)) {
-        auto [batch, r, cl] = dims(f.getA());
-        bool t = f.getTranspose();
-        c.call("muirrt_syrk_all_reduce",
-               {c.i64(f.getAxesMask()), c.i64(batch), c.i32(t),
-                c.i64(t ? cl : r), c.i64(t ? r : cl), c.f32(f.getAlphaAttr()),
-                c.ptr(f.getA()), c.ptr(f.getC()),
-                c.i64(f.getChunkRows())});
+      } else if (auto sr = dyn_cast<mx::SyrkRowsOp>(op)) {
+        auto [batch, r, cl] = dims(sr.getA());
+        bool t = sr.getTranspose();
+        c.call("muirrt_ssyrk_rows",
+               {c.i64(batch), c.i32(t), c.i64(t ? cl : r), c.i64(t ? r : cl),
+                c.f32(sr.getAlphaAttr()), c.ptr(sr.getA()), c.ptr(sr.getC()),
+                c.toI64(sr.getRowBegin()), c.toI64(sr.getRowEnd())});
+      } else if (auto st = dyn_cast<mx::TriangleAllReduceStartOp>(op)) {
+        auto [batch, n, n2] = dims(st.getC());
+        (void)n2;
+        Value request = c.call(
+            "muirrt_triangle_all_reduce_start",
+            {c.i64(st.getAxesMask()), c.i64(batch), c.i64(n), c.ptr(st.getC()),
+             c.toI64(st.getRowBegin()), c.toI64(st.getRowEnd())},
+            {c.i64Type()})[0];
+        st.getRequest().replaceAllUsesWith(request);
+      } else if (auto w = dyn_cast<mx::TriangleAllReduceWaitOp>(op)) {
+        c.call("muirrt_triangle_all_reduce_wait",
+               {w.getRequest(), c.ptr(w.getC())});
       } else if (auto gr = dyn_cast<mx::GroupRankOp>(op)) {
         Value r = c.call("muirrt_dist_group_rank", {c.i64(gr.getAxesMask())},
                          {c.i64Type()})[0];

@@ -398,14 +398,51 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
   }
 
   if (auto fused = dyn_cast<SyrkAllReduceOp>(op)) {
+    // Chunk j's rows of the triangle are computed, then their exchange is
+    // started; chunk j - 1's is finished only after that, so each
+    // exchange is in flight during the next chunk's SYRK:
+    //   syrk_rows 0; start 0;
+    //   for j in 1..J-1: syrk_rows j; start j; wait j-1
+    //   wait J-1
+    Value a = in(fused.getA());
     Value out = output(fused.getResult());
-    mx::SyrkAllReduceOp::create(
-        b, loc, in(fused.getA()), out,
-        b.getI64IntegerAttr(
-            getRuntimeAxesMask(fused.getGridOp(), fused.getGridAxes())),
-        fused.getAlphaAttr(), fused.getTransposeAttr(),
-        fused.getChunkRowsAttr());
     map.map(fused.getResult(), out);
+    int64_t n =
+        cast<ShapedType>(fused.getResult().getType()).getShape().back();
+    if (n == 0)
+      return success();
+    int64_t rows = fused.getChunkRows() > 0
+                       ? std::min<int64_t>(fused.getChunkRows(), n)
+                       : n;
+    int64_t chunks = (n + rows - 1) / rows;
+    auto mask = b.getI64IntegerAttr(
+        getRuntimeAxesMask(fused.getGridOp(), fused.getGridAxes()));
+    auto index = [&](int64_t v) {
+      return arith::ConstantIndexOp::create(b, loc, v).getResult();
+    };
+    auto chunk = [&](OpBuilder &cb, Value r0, Value r1) -> Value {
+      mx::SyrkRowsOp::create(cb, loc, a, out, r0, r1, fused.getAlphaAttr(),
+                             fused.getTransposeAttr());
+      return mx::TriangleAllReduceStartOp::create(cb, loc, cb.getI64Type(),
+                                                  out, r0, r1, mask);
+    };
+    Value cRows = index(rows);
+    Value last = chunk(b, index(0), cRows);
+    if (chunks > 1) {
+      Value cN = index(n), c1 = index(1);
+      auto loop = scf::ForOp::create(
+          b, loc, c1, index(chunks), c1, ValueRange{last},
+          [&](OpBuilder &lb, Location, Value j, ValueRange prev) {
+            Value r0 = arith::MulIOp::create(lb, loc, j, cRows);
+            Value r1 = arith::MinSIOp::create(
+                lb, loc, arith::AddIOp::create(lb, loc, r0, cRows), cN);
+            Value started = chunk(lb, r0, r1);
+            mx::TriangleAllReduceWaitOp::create(lb, loc, prev[0], out);
+            scf::YieldOp::create(lb, loc, started);
+          });
+      last = loop.getResult(0);
+    }
+    mx::TriangleAllReduceWaitOp::create(b, loc, last, out);
     return success();
   }
 

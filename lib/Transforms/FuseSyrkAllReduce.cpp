@@ -62,21 +62,16 @@ struct FuseSyrkAllReducePass
     }
   }
 
-  /// About four chunks, doubled until a chunk's packed rows (about
-  /// rows * s / 2 floats) cost at least four times the link's latency.
+  /// The cost model's chunk for the group's slowest link.
   static int64_t defaultChunk(const MachineProfile &p, AllReduceOp ar,
                               int64_t s) {
-    double alpha = 0, beta = 1;
+    Link link{0, 1};
     for (Attribute a : ar.getGridAxes()) {
       const Link &l = p.link(cast<StringAttr>(a).getValue());
-      alpha = std::max(alpha, l.alpha);
-      beta = l.beta;
+      link.alpha = std::max(link.alpha, l.alpha);
+      link.beta = l.beta;
     }
-    double minBytes = 4 * alpha * beta;
-    int64_t rows = std::max<int64_t>(1, (s + 3) / 4);
-    while (rows < s && 4.0 * rows * s / 2 < minBytes)
-      rows *= 2;
-    return std::min(rows, s);
+    return gramChunkRows(link, s);
   }
 };
 

@@ -53,8 +53,10 @@
 //   reduce_scatter  outer * inner * 4 * (g - 1)  (slice j to group rank j)
 //   all_to_all      count * 4 * (g - 1)
 //   all_to_allv     4 * row * (rows sent to the g - 1 others) + 8 * (g - 1)
-//   syrk_all_reduce batch * n (n + 1) / 2 * 4 * (g - 1)   (packed triangle)
 //                   (the payload and one i64 count to every peer)
+//   triangle_all_reduce_start  (one call a chunk) batch * (the chunk's
+//                   floats of the packed triangle) * 4 * (g - 1); over all
+//                   chunks batch * n (n + 1) / 2 * 4 * (g - 1)
 //   broadcast       count * 4 * (g - 1) on the root, 0 elsewhere
 // A group of one member makes no MPI call and counts 1 call and 0 bytes.
 //
@@ -1080,93 +1082,125 @@ extern "C" void muirrt_all_to_allv(int64_t axes_mask, const float *in,
   });
 }
 
-extern "C" void muirrt_syrk_all_reduce(int64_t axes_mask, int64_t batch,
-                                       int32_t trans, int64_t n, int64_t k,
-                                       float alpha, const float *a, float *c,
-                                       int64_t chunk_rows) {
-  const char *fn = "muirrt_syrk_all_reduce";
-  // The local symmetric product (the same SYRK as unfused), then the
-  // group's sum of the upper triangles only, packed, in row-block chunks.
-  muirrt_ssyrk(batch, trans, n, k, alpha, a, 0.0f, c);
+namespace {
+
+// A started triangle sum: rows [r0, r1) of `batch` n x n items, `count`
+// floats an item.
+struct TriangleRequest {
+  bool active = false;
+  Group group;
+  int64_t batch = 0, n = 0, r0 = 0, r1 = 0, count = 0;
+  std::vector<float> send, pieces;
+#if MUIR_RT_HAVE_MPI
+  MPI_Request request = MPI_REQUEST_NULL;
+#endif
+};
+
+// Requests by handle; a finished one's slot (and buffers) are reused.
+std::vector<TriangleRequest> triangleRequests;
+
+} // namespace
+
+extern "C" int64_t muirrt_triangle_all_reduce_start(int64_t axes_mask,
+                                                    int64_t batch, int64_t n,
+                                                    const float *c,
+                                                    int64_t row_begin,
+                                                    int64_t row_end) {
+  const char *fn = "muirrt_triangle_all_reduce_start";
+  int64_t handle = 0;
   guardedCollective(fn, [&] {
     checkNonNegative(fn, "batch", batch);
     checkNonNegative(fn, "n", n);
-    if (chunk_rows < 1)
-      chunk_rows = n;
+    if (row_begin < 0 || row_begin > row_end || row_end > n)
+      fatal(fn, "rows [" + std::to_string(row_begin) + ", " +
+                    std::to_string(row_end) + ") are not within [0, " +
+                    std::to_string(n) + "]");
+    checkPointer(fn, "matrix", c, mul(fn, mul(fn, n, n), batch));
     Group g = groupFor(fn, axes_mask);
     agree(fn, g, axes_mask, "the matrix size and the batch", n, batch);
-    agree(fn, g, axes_mask, "the rows per chunk", chunk_rows);
-    int64_t triangle = mul(fn, n, n + 1) / 2;
-    // Bytes: the packed triangle, s (s + 1) / 2 floats a matrix, to each
-    // of the g - 1 others.
-    countComm(axes_mask,
-              mul(fn, mul(fn, mul(fn, triangle, batch), 4), g.size - 1));
-    if (g.size == 1 || n == 0)
+    agree(fn, g, axes_mask, "the rows of the chunk", row_begin, row_end);
+    // Row r carries its n - r entries from the diagonal on.
+    int64_t count = (row_end - row_begin) * n -
+                    (row_end * (row_end - 1) - row_begin * (row_begin - 1)) /
+                        2;
+    int64_t floats = mul(fn, count, batch);
+    if (floats > kIntMax)
+      fatal(fn, "a chunk of " + std::to_string(floats) +
+                    " floats exceeds MPI's int counts; use fewer rows per "
+                    "chunk");
+    // Bytes: the packed rows to each of the g - 1 others.
+    countComm(axes_mask, mul(fn, mul(fn, floats, 4), g.size - 1));
+    size_t slot = 0;
+    while (slot < triangleRequests.size() && triangleRequests[slot].active)
+      ++slot;
+    if (slot == triangleRequests.size())
+      triangleRequests.emplace_back();
+    TriangleRequest &t = triangleRequests[slot];
+    t.active = true;
+    t.group = g;
+    t.batch = batch;
+    t.n = n;
+    t.r0 = row_begin;
+    t.r1 = row_end;
+    t.count = count;
+    handle = static_cast<int64_t>(slot);
+    if (g.size == 1)
       return;
-#if MUIR_RT_HAVE_MPI
-    // Chunks of rows [r0, r1): their upper-triangle entries, row by row.
-    struct Chunk {
-      int64_t item, r0, r1, count;
-    };
-    std::vector<Chunk> chunks;
-    int64_t largest = 0;
-    for (int64_t i = 0; i < batch; ++i)
-      for (int64_t r0 = 0; r0 < n; r0 += chunk_rows) {
-        int64_t r1 = std::min(n, r0 + chunk_rows);
-        // sum over rows r of (n - r)
-        int64_t count = (r1 - r0) * n - (r1 * (r1 - 1) - r0 * (r0 - 1)) / 2;
-        if (count > kIntMax)
-          fatal(fn, "a chunk of " + std::to_string(count) +
-                        " floats exceeds MPI's int counts; use fewer rows "
-                        "per chunk");
-        chunks.push_back({i, r0, r1, count});
-        largest = std::max(largest, count);
-      }
-    // Double-buffered: chunk j's gather is in flight while chunk j - 1 is
-    // summed (in group-rank order, as muirrt_all_reduce) and unpacked.
-    std::vector<float> send[2], pieces[2];
-    for (int b = 0; b < 2; ++b) {
-      send[b].resize(static_cast<size_t>(largest));
-      pieces[b].resize(static_cast<size_t>(largest * g.size));
-    }
-    std::vector<float> sum(static_cast<size_t>(largest));
-    MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    auto start = [&](size_t j) {
-      const Chunk &ch = chunks[j];
-      float *out = send[j % 2].data();
-      const float *ci = c + ch.item * n * n;
-      for (int64_t r = ch.r0; r < ch.r1; ++r) {
+    t.send.resize(static_cast<size_t>(floats));
+    t.pieces.resize(static_cast<size_t>(floats) * static_cast<size_t>(g.size));
+    float *out = t.send.data();
+    for (int64_t i = 0; i < batch; ++i) {
+      const float *ci = c + i * n * n;
+      for (int64_t r = row_begin; r < row_end; ++r) {
         std::memcpy(out, ci + r * n + r,
                     static_cast<size_t>(n - r) * sizeof(float));
         out += n - r;
       }
-      checkMpi(MPI_Iallgather(send[j % 2].data(), asInt(ch.count), MPI_FLOAT,
-                              pieces[j % 2].data(), asInt(ch.count),
-                              MPI_FLOAT, g.comm, &req[j % 2]),
-               "MPI_Iallgather");
-    };
-    auto finish = [&](size_t j) {
-      const Chunk &ch = chunks[j];
-      checkMpi(MPI_Wait(&req[j % 2], MPI_STATUS_IGNORE), "MPI_Wait");
-      reduceOrdered(kSum, pieces[j % 2].data(), g.size, ch.count,
-                    sum.data());
-      float *ci = c + ch.item * n * n;
-      const float *in = sum.data();
-      for (int64_t r = ch.r0; r < ch.r1; ++r) {
-        std::memcpy(ci + r * n + r, in,
-                    static_cast<size_t>(n - r) * sizeof(float));
-        for (int64_t col = r + 1; col < n; ++col)
-          ci[col * n + r] = in[col - r];
-        in += n - r;
-      }
-    };
-    start(0);
-    for (size_t j = 1; j < chunks.size(); ++j) {
-      start(j);
-      finish(j - 1);
     }
-    finish(chunks.size() - 1);
+#if MUIR_RT_HAVE_MPI
+    checkMpi(MPI_Iallgather(t.send.data(), asInt(floats), MPI_FLOAT,
+                            t.pieces.data(), asInt(floats), MPI_FLOAT, g.comm,
+                            &t.request),
+             "MPI_Iallgather");
 #endif
+  });
+  return handle;
+}
+
+extern "C" void muirrt_triangle_all_reduce_wait(int64_t request, float *c) {
+  const char *fn = "muirrt_triangle_all_reduce_wait";
+  guardedCollective(fn, [&] {
+    if (request < 0 ||
+        request >= static_cast<int64_t>(triangleRequests.size()) ||
+        !triangleRequests[static_cast<size_t>(request)].active)
+      fatal(fn, "request " + std::to_string(request) +
+                    " was not started or was already waited for");
+    TriangleRequest &t = triangleRequests[static_cast<size_t>(request)];
+    t.active = false;
+    int64_t n = t.n;
+    checkPointer(fn, "matrix", c, mul(fn, mul(fn, n, n), t.batch));
+    std::vector<float> sum;
+    if (t.group.size > 1) {
+#if MUIR_RT_HAVE_MPI
+      checkMpi(MPI_Wait(&t.request, MPI_STATUS_IGNORE), "MPI_Wait");
+#endif
+      sum.resize(t.send.size());
+      reduceOrdered(kSum, t.pieces.data(), t.group.size,
+                    static_cast<int64_t>(t.send.size()), sum.data());
+    }
+    const float *in = sum.data();
+    for (int64_t i = 0; i < t.batch; ++i) {
+      float *ci = c + i * n * n;
+      for (int64_t r = t.r0; r < t.r1; ++r) {
+        if (t.group.size > 1) {
+          std::memcpy(ci + r * n + r, in,
+                      static_cast<size_t>(n - r) * sizeof(float));
+          in += n - r;
+        }
+        for (int64_t col = r + 1; col < n; ++col)
+          ci[col * n + r] = ci[r * n + col];
+      }
+    }
   });
 }
 

@@ -227,6 +227,53 @@ extern "C" void muirrt_ssyrk(int64_t batch, int32_t trans, int64_t n,
   });
 }
 
+extern "C" void muirrt_ssyrk_rows(int64_t batch, int32_t trans, int64_t n,
+                                  int64_t k, float alpha, const float *a,
+                                  float *c, int64_t row_begin,
+                                  int64_t row_end) {
+  const char *name = "muirrt_ssyrk_rows";
+  if (row_begin < 0 || row_begin > row_end || row_end > n) {
+    std::fprintf(stderr, "muirrt: %s: rows [%lld, %lld) not within [0, %lld]\n",
+                 name, static_cast<long long>(row_begin),
+                 static_cast<long long>(row_end), static_cast<long long>(n));
+    std::abort();
+  }
+  if (batch <= 0 || n <= 0 || k < 0 || row_begin == row_end)
+    return;
+  int64_t rows = row_end - row_begin, right = n - row_end;
+  // The chunk's entries: its diagonal block's triangle and the block to
+  // its right, 2k flops each.
+  double itemFlops =
+      static_cast<double>(k) *
+      (static_cast<double>(rows) * static_cast<double>(rows + 1) +
+       2.0 * static_cast<double>(rows) * static_cast<double>(right));
+  countSyrk(static_cast<double>(batch) * itemFlops);
+  int64_t cSize = n * n, aSize = n * k;
+  forEachItem(batch, itemFlops, [&](int64_t i) {
+    float *ci = c + i * cSize;
+    // Cleared first, as in muirrt_ssyrk: nothing in C leaks through.
+    for (int64_t r = row_begin; r < row_end; ++r)
+      std::memset(ci + r * n + r, 0,
+                  static_cast<size_t>(n - r) * sizeof(float));
+    if (k == 0)
+      return;
+    blasint bk = toBlas(k, name), bn = toBlas(n, name);
+    blasint bRows = toBlas(rows, name), bRight = toBlas(right, name);
+    const float *ai = a + i * aSize;
+    // Row r of op(A): A's row r (lda k), or with trans A's column r (lda n).
+    auto opRow = [&](int64_t r) { return trans ? ai + r : ai + r * k; };
+    blasint lda = trans ? bn : bk;
+    cblas_ssyrk(CblasRowMajor, CblasUpper, trans ? CblasTrans : CblasNoTrans,
+                bRows, bk, alpha, opRow(row_begin), lda, 0.0f,
+                ci + row_begin * n + row_begin, bn);
+    if (right > 0)
+      cblas_sgemm(CblasRowMajor, trans ? CblasTrans : CblasNoTrans,
+                  trans ? CblasNoTrans : CblasTrans, bRows, bRight, bk, alpha,
+                  opRow(row_begin), lda, opRow(row_end), lda, 0.0f,
+                  ci + row_begin * n + row_end, bn);
+  });
+}
+
 extern "C" void muirrt_frobenius_normalize(int64_t batch, int64_t numel,
                                            float eps, const float *in,
                                            float *out) {

@@ -175,3 +175,38 @@ func.func @second_folding(%x: tensor<4x4xf32> {muir.name = "x"}) -> (tensor<4x4x
   }
   return %z : tensor<4x4xf32>
 }
+
+// -----
+
+// The fused SYRK + packed all-reduce becomes a pipeline of row chunks: chunk
+// j's rows are computed and their exchange started before chunk j - 1's is
+// waited for, so each exchange is in flight during the next chunk's SYRK.
+// 12 rows in chunks of 5: [0, 5) first, then [5, 10) and [10, 12) in the
+// loop, then the last wait.
+muir.grid @t axes = ["tp"] shape = [2]
+// CHECK-LABEL: func.func @fused_chunks
+// CHECK-SAME: (%[[X:[^:]+]]: memref<8x12xf32> {{.*}}, %[[Y:[^:]+]]: memref<12x12xf32> {{.*}}, %[[Z:[^:]+]]: memref<12x12xf32>
+// CHECK: muir_exec.syrk_rows %[[X]], %[[Y]] rows[%[[C0:.+]], %[[C5:.+]]) {alpha = 1.000000e+00 : f64, transpose} : memref<8x12xf32>, memref<12x12xf32>
+// CHECK: %[[R0:.+]] = muir_exec.triangle_all_reduce_start %[[Y]] rows[%[[C0]], %[[C5]]) {axes_mask = 1 : i64} : memref<12x12xf32>
+// CHECK-DAG: %[[C12:.+]] = arith.constant 12 : index
+// CHECK-DAG: %[[C1:.+]] = arith.constant 1 : index
+// CHECK-DAG: %[[C3:.+]] = arith.constant 3 : index
+// CHECK: %[[LAST:.+]] = scf.for %[[J:.+]] = %[[C1]] to %[[C3]] step %[[C1]] iter_args(%[[PREV:.+]] = %[[R0]]) -> (i64) {
+// CHECK:   %[[B:.+]] = arith.muli %[[J]], %[[C5]] : index
+// CHECK:   %[[E0:.+]] = arith.addi %[[B]], %[[C5]] : index
+// CHECK:   %[[E:.+]] = arith.minsi %[[E0]], %[[C12]] : index
+// CHECK:   muir_exec.syrk_rows %[[X]], %[[Y]] rows[%[[B]], %[[E]])
+// CHECK:   %[[R:.+]] = muir_exec.triangle_all_reduce_start %[[Y]] rows[%[[B]], %[[E]])
+// CHECK:   muir_exec.triangle_all_reduce_wait %[[PREV]], %[[Y]] : memref<12x12xf32>
+// CHECK:   scf.yield %[[R]] : i64
+// CHECK: }
+// CHECK: muir_exec.triangle_all_reduce_wait %[[LAST]], %[[Y]] : memref<12x12xf32>
+// One chunk of every row: no loop.
+// CHECK: muir_exec.syrk_rows %[[X]], %[[Z]] rows[%{{.+}}, %{{.+}})
+// CHECK-NEXT: %[[W:.+]] = muir_exec.triangle_all_reduce_start %[[Z]]
+// CHECK-NEXT: muir_exec.triangle_all_reduce_wait %[[W]], %[[Z]]
+func.func @fused_chunks(%x: tensor<8x12xf32> {muir.name = "x"}, %y: tensor<12x12xf32> {muir.name = "y"}, %z: tensor<12x12xf32> {muir.name = "z"}) -> (tensor<12x12xf32> {muir.updates = "y"}, tensor<12x12xf32> {muir.updates = "z"}) {
+  %g = muir.syrk_all_reduce %x on @t axes = ["tp"] {chunk_rows = 5 : i64, transpose} : tensor<8x12xf32> -> tensor<12x12xf32>
+  %h = muir.syrk_all_reduce %x on @t axes = ["tp"] {chunk_rows = 0 : i64, transpose} : tensor<8x12xf32> -> tensor<12x12xf32>
+  return %g, %h : tensor<12x12xf32>, tensor<12x12xf32>
+}

@@ -172,7 +172,8 @@ int main(int argc, char **argv) {
       *desc,
       muir::ReportOptions{pipeline.nsMode, pipeline.machine,
                           pipeline.dpAssign, pipeline.syrk,
-                          pipeline.fuseAllReduce, pipeline.batch},
+                          pipeline.fuseAllReduce, pipeline.chunkRows,
+                          pipeline.batch},
       reportError);
   if (failed(planned))
     return fail(reportError);

@@ -250,8 +250,11 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
         reinterpret_cast<void *>(&muirrt_reduce_scatter));
     add("muirrt_all_to_all", reinterpret_cast<void *>(&muirrt_all_to_all));
     add("muirrt_all_to_allv", reinterpret_cast<void *>(&muirrt_all_to_allv));
-    add("muirrt_syrk_all_reduce",
-        reinterpret_cast<void *>(&muirrt_syrk_all_reduce));
+    add("muirrt_ssyrk_rows", reinterpret_cast<void *>(&muirrt_ssyrk_rows));
+    add("muirrt_triangle_all_reduce_start",
+        reinterpret_cast<void *>(&muirrt_triangle_all_reduce_start));
+    add("muirrt_triangle_all_reduce_wait",
+        reinterpret_cast<void *>(&muirrt_triangle_all_reduce_wait));
     add("muirrt_dist_group_rank",
         reinterpret_cast<void *>(&muirrt_dist_group_rank));
     add("muirrt_broadcast", reinterpret_cast<void *>(&muirrt_broadcast));

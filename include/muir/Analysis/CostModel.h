@@ -49,6 +49,12 @@ struct MachineProfile {
   static std::optional<MachineProfile> get(StringRef name);
 };
 
+/// Rows per chunk of a fused SYRK + packed all-reduce of s x s Gram
+/// matrices over `link` (muir-fuse-syrk-all-reduce's default): about four
+/// chunks, doubled until a chunk's packed rows (about rows * s / 2 floats)
+/// cost at least four times the link's latency; at most s (one chunk).
+int64_t gramChunkRows(const Link &link, int64_t s);
+
 enum class NSMode { Duplicated, Distributed, Blockwise, Resharded };
 StringRef stringify(NSMode mode);
 std::optional<NSMode> symbolizeNSMode(StringRef name);

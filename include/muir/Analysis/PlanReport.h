@@ -65,6 +65,7 @@ struct ReportOptions {
   std::string dpAssign = "greedy"; ///< as muir-distribute's dp-assign
   bool syrk = true; ///< count SYRK flops, as the pipeline's muir-form-syrk
   bool fuseAllReduce = true; ///< packed Gram all-reduces (with syrk)
+  int64_t chunkRows = 0; ///< their rows per chunk; 0: the cost model's
   bool batch = true; ///< muir-batch-newton-schulz
 };
 

@@ -41,6 +41,16 @@ void muirrt_ssyrk(int64_t batch, int32_t trans, int64_t n, int64_t k,
                   float alpha,
                   const float *a, float beta, float *c);
 
+/* Rows [row_begin, row_end) of the upper triangle of alpha * A A^T (A^T A
+ * with trans), for each of `batch` items: c[r][j] for row_begin <= r <
+ * row_end and j >= r; the rest of c is left as it is. Each entry is the same
+ * K-sequential product as muirrt_ssyrk's (ssyrk of the diagonal block,
+ * sgemm of the block to its right), counted as one SYRK call with the
+ * chunk's flops (over all chunks, muirrt_ssyrk's n (n + 1) k). */
+void muirrt_ssyrk_rows(int64_t batch, int32_t trans, int64_t n, int64_t k,
+                       float alpha, const float *a, float *c,
+                       int64_t row_begin, int64_t row_end);
+
 /* out[i] = in[i] / (||in[i]||_F + eps) for each of `batch` items of `numel`
  * floats. The norm is accumulated in double in a fixed order, so results do
  * not depend on thread count. in == out is allowed. */
@@ -224,15 +234,22 @@ void muirrt_all_to_allv(int64_t axes_mask, const float *in, int64_t in_rows,
                         const int64_t *send_counts, float *out,
                         int64_t out_rows, int64_t *recv_counts, int64_t row);
 
-/* The group's sum of alpha * A A^T (A^T A with trans; A n x k, or k x n)
- * for each of `batch` items: the local product with muirrt_ssyrk, then only
- * the upper triangles travel, packed, in chunks of chunk_rows rows (every
- * rows at once when < 1), each chunk's gather in flight while the previous
- * one is summed (in group-rank order) and unpacked. Both triangles of c are
- * written; the result equals muirrt_ssyrk followed by muirrt_all_reduce. */
-void muirrt_syrk_all_reduce(int64_t axes_mask, int64_t batch, int32_t trans,
-                            int64_t n, int64_t k, float alpha, const float *a,
-                            float *c, int64_t chunk_rows);
+/* The group's sum of a SYRK's upper triangle, in chunks of rows, so that a
+ * chunk's exchange hides behind the next chunk's product:
+ *   muirrt_ssyrk_rows(rows j); r_j = muirrt_triangle_all_reduce_start(rows
+ *   j); muirrt_ssyrk_rows(rows j + 1); ...; muirrt_triangle_all_reduce_wait(
+ *   r_j, c); ...
+ * Only rows [row_begin, row_end) of the upper triangles (row r from its
+ * diagonal on, n - r floats) of the `batch` n x n items of c travel,
+ * packed; start begins a non-blocking gather (MPI_Iallgather) and returns
+ * a request; wait completes it, adds the pieces in group-rank order (as
+ * muirrt_all_reduce) and writes the sums to those rows and, mirrored, to
+ * the matching lower-triangle columns. Every request must be waited for
+ * exactly once. */
+int64_t muirrt_triangle_all_reduce_start(int64_t axes_mask, int64_t batch,
+                                         int64_t n, const float *c,
+                                         int64_t row_begin, int64_t row_end);
+void muirrt_triangle_all_reduce_wait(int64_t request, float *c);
 
 /* Group rank `root`'s buffer is copied to every rank of the group. */
 void muirrt_broadcast(int64_t axes_mask, int64_t root, float *buf,

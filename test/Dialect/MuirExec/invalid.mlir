@@ -130,6 +130,16 @@ func.func @syrk_rank_mismatch_empty_stack(%a: memref<4x8xf32>, %c: memref<0x4x4x
   return
 }
 
+// -----
+
+// syrk_rows checks shapes as syrk does: C is n x n, n the columns of A
+// with transpose.
+func.func @syrk_rows_shape(%a: memref<4x8xf32>, %c: memref<4x4xf32>, %b: index, %e: index) {
+  // expected-error@+1 {{'muir_exec.syrk_rows' op expected C of 8x8 per batch item, got 4x4}}
+  muir_exec.syrk_rows %a, %c rows [%b, %e) {alpha = 1.0, transpose} : memref<4x8xf32>, memref<4x4xf32>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // muir_exec.frobenius_normalize
 //===----------------------------------------------------------------------===//

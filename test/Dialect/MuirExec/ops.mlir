@@ -52,6 +52,24 @@ func.func @syrk(%a: memref<4x8xf32>, %c: memref<4x4xf32>, %s: memref<3x4x8xf32>,
   return
 }
 
+// One chunk of the fused SYRK + packed all-reduce: rows [2, 4) of the
+// triangle, their exchange started and then waited for.
+// CHECK-LABEL: func.func @triangle_chunk(
+// CHECK-SAME: %[[A:[^:]+]]: memref<2x8x4xf32>, %[[C:[^:]+]]: memref<2x4x4xf32>, %[[B:[^:]+]]: index, %[[E:[^:]+]]: index)
+// CHECK: muir_exec.syrk_rows %[[A]], %[[C]] rows[%[[B]], %[[E]]) {alpha = 1.000000e+00 : f64, transpose} : memref<2x8x4xf32>, memref<2x4x4xf32>
+// CHECK: %[[R:.+]] = muir_exec.triangle_all_reduce_start %[[C]] rows[%[[B]], %[[E]]) {axes_mask = 2 : i64} : memref<2x4x4xf32>
+// CHECK: muir_exec.triangle_all_reduce_wait %[[R]], %[[C]] : memref<2x4x4xf32>
+// GENERIC-LABEL: sym_name = "triangle_chunk"
+// GENERIC: "muir_exec.syrk_rows"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, transpose}> : (memref<2x8x4xf32>, memref<2x4x4xf32>, index, index) -> ()
+// GENERIC: "muir_exec.triangle_all_reduce_start"(%{{.*}}, %{{.*}}, %{{.*}}) <{axes_mask = 2 : i64}> : (memref<2x4x4xf32>, index, index) -> i64
+// GENERIC: "muir_exec.triangle_all_reduce_wait"(%{{.*}}, %{{.*}}) : (i64, memref<2x4x4xf32>) -> ()
+func.func @triangle_chunk(%a: memref<2x8x4xf32>, %c: memref<2x4x4xf32>, %b: index, %e: index) {
+  muir_exec.syrk_rows %a, %c rows [%b, %e) {alpha = 1.0, transpose} : memref<2x8x4xf32>, memref<2x4x4xf32>
+  %r = muir_exec.triangle_all_reduce_start %c rows [%b, %e) {axes_mask = 2 : i64} : memref<2x4x4xf32>
+  muir_exec.triangle_all_reduce_wait %r, %c : memref<2x4x4xf32>
+  return
+}
+
 // In place (input and output the same buffer) and out of place.
 // CHECK-LABEL: func.func @frobenius_normalize(
 // CHECK-SAME: %[[X:.+]]: memref<8x4xf32>, %[[Y:.+]]: memref<8x4xf32>, %[[S:.+]]: memref<2x8x4xf32>)
