@@ -303,12 +303,12 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
         continue;
       }
       // One Newton-Schulz op of rows x cols (a stack counts once): its
-      // chain of normalise, 3 products a step and transposes for a tall
-      // matrix, noted for batching (muir-batch-newton-schulz joins ops of
+      // chain of normalise and 3 products a step (a tall matrix iterates on
+      // X^T X, with no transposes), noted for batching (muir-batch-newton-schulz joins ops of
       // one block, the body or a dp owner's case, with equal shape and
       // settings).
       auto noteNS = [&, owner = owner](int64_t rows, int64_t cols) {
-        int64_t chain = 1 + 3 * a.muon.nsSteps + (rows > cols ? 2 : 0);
+        int64_t chain = 1 + 3 * a.muon.nsSteps;
         std::string key;
         llvm::raw_string_ostream os(key);
         os << (owner >= 0 ? "case" : "body") << " " << rows << "x" << cols
@@ -332,8 +332,7 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
       }
       // Local or duplicated: the whole matrix on every rank (a split
       // update, fused QKV, orthogonalises and updates each row block
-      // alone): per block normalise, 3 GEMMs per step, the update, and
-      // transposes in and out for tall blocks.
+      // alone): per block normalise, 3 GEMMs per step and the update.
       SmallVector<int64_t> blocks = {m};
       if (a.muon.splitFused && !p.splitRows.empty() && rank == 2)
         blocks.assign(p.splitRows.begin(), p.splitRows.end());

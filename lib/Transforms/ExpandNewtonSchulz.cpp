@@ -1,8 +1,9 @@
 //===- ExpandNewtonSchulz.cpp - Newton-Schulz as matmuls ------------------===//
 //
-// X <- X / (||X|| + eps); iterate on the wide orientation (transposing tall
-// matrices) so that the Gram matrix A = X X^T is min(m, n) square; each step
-// is three products: A = X X^T, B = b A + c A A, X' = a X + B X.
+// X <- X / (||X|| + eps); each step is three products whose Gram matrix is
+// min(m, n) square: A = X X^T, B = b A + c A A, X' = a X + B X for a wide X
+// (m <= n), and A = X^T X, B as before, X' = a X + X B for a tall one (the
+// transposed iteration, with no transposes).
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"
@@ -29,28 +30,27 @@ Value expand(OpBuilder &b, NewtonSchulzOp op) {
   auto type = op.getInput().getType();
   int64_t rank = type.getRank();
   int64_t m = type.getDimSize(rank - 2), n = type.getDimSize(rank - 1);
+  // A tall X iterates as its transpose would, without transposing: the
+  // Gram matrix X^T X and X' = a X + X B (B is symmetric).
   bool tall = m > n;
-  int64_t r = std::min(m, n), c = std::max(m, n);
+  int64_t r = std::min(m, n);
 
   Value x = FrobeniusNormalizeOp::create(b, loc, type, op.getInput(),
                                          op.getEpsAttr());
-  auto wide = withLastTwo(type, r, c);
-  if (tall)
-    x = TransposeOp::create(b, loc, wide, x);
   auto gram = withLastTwo(type, r, r);
   auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
   UnitAttr no, yes = b.getUnitAttr();
   for (auto [ca, cb, cc] : op.getStepCoefficients()) {
     Value a = MatmulOp::create(b, loc, gram, x, x, Value(), f64(1.0),
-                               f64(0.0), /*transpose_a=*/no,
-                               /*transpose_b=*/yes);
+                               f64(0.0), /*transpose_a=*/tall ? yes : no,
+                               /*transpose_b=*/tall ? no : yes);
     Value bm = MatmulOp::create(b, loc, gram, a, a, a, f64(cc), f64(cb),
                                 no, no);
-    x = MatmulOp::create(b, loc, wide, bm, x, x, f64(1.0), f64(ca), no,
-                         no);
+    x = tall ? MatmulOp::create(b, loc, type, x, bm, x, f64(1.0), f64(ca),
+                                no, no)
+             : MatmulOp::create(b, loc, type, bm, x, x, f64(1.0), f64(ca),
+                                no, no);
   }
-  if (tall)
-    x = TransposeOp::create(b, loc, type, x);
   return x;
 }
 

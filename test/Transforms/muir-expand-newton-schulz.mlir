@@ -21,14 +21,16 @@ func.func @wide(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
-// Tall: iterate on the transpose so the Gram matrix is 4x4, transpose back.
+// Tall: the transposed iteration without transposes, so the Gram matrix is
+// 4x4: A = X^T X, X' = a X + X B.
 // CHECK-LABEL: func.func @tall
 // CHECK: %[[N:.+]] = muir.frobenius_normalize %{{.*}} : tensor<8x4xf32>
-// CHECK: %[[T:.+]] = muir.transpose %[[N]] : tensor<8x4xf32> -> tensor<4x8xf32>
-// CHECK: muir.matmul %[[T]], %[[T]] {transpose_b} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x4xf32>
-// CHECK: %[[X:.+]] = muir.matmul %{{.*}}, %[[T]] acc %[[T]]
-// CHECK: %[[R:.+]] = muir.transpose %[[X]] : tensor<4x8xf32> -> tensor<8x4xf32>
-// CHECK: return %[[R]]
+// CHECK-NOT: muir.transpose
+// CHECK: %[[A:.+]] = muir.matmul %[[N]], %[[N]] {transpose_a} : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+// CHECK: %[[B:.+]] = muir.matmul %[[A]], %[[A]] acc %[[A]]
+// CHECK: %[[X:.+]] = muir.matmul %[[N]], %[[B]] acc %[[N]] {beta = 3.444500e+00 : f64} : (tensor<8x4xf32>, tensor<4x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+// CHECK-NOT: muir.transpose
+// CHECK: return %[[X]]
 func.func @tall(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
   %y = muir.newton_schulz %x steps(1) schedule(simple) : tensor<8x4xf32>
   return %y : tensor<8x4xf32>
@@ -39,9 +41,10 @@ func.func @tall(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
 // Batched stacks stay batched: one op per product for all experts.
 // CHECK-LABEL: func.func @stack
 // CHECK: muir.frobenius_normalize %{{.*}} : tensor<3x8x4xf32>
-// CHECK: muir.transpose %{{.*}} : tensor<3x8x4xf32> -> tensor<3x4x8xf32>
-// CHECK: muir.matmul %{{.*}} {transpose_b} : (tensor<3x4x8xf32>, tensor<3x4x8xf32>) -> tensor<3x4x4xf32>
-// CHECK: muir.transpose %{{.*}} : tensor<3x4x8xf32> -> tensor<3x8x4xf32>
+// CHECK-NOT: muir.transpose
+// CHECK: muir.matmul %{{.*}} {transpose_a} : (tensor<3x8x4xf32>, tensor<3x8x4xf32>) -> tensor<3x4x4xf32>
+// CHECK: muir.matmul %{{.*}} : (tensor<3x8x4xf32>, tensor<3x4x4xf32>, tensor<3x8x4xf32>) -> tensor<3x8x4xf32>
+// CHECK-NOT: muir.transpose
 func.func @stack(%x: tensor<3x8x4xf32>) -> tensor<3x8x4xf32> {
   %y = muir.newton_schulz %x steps(1) schedule(simple) : tensor<3x8x4xf32>
   return %y : tensor<3x8x4xf32>
