@@ -76,6 +76,9 @@ LogicalResult GemmOp::verify() {
     return emitOpError("expected op(A) ")
            << m << "x" << ka << " times op(B) " << kb << "x" << n
            << " into C " << m << "x" << n << ", got C " << cr << "x" << cc;
+  if (getAcc() && getAcc().getType() != getC().getType())
+    return emitOpError("expected the accumulator of C's type ")
+           << getC().getType() << ", got " << getAcc().getType();
   return success();
 }
 
@@ -96,6 +99,9 @@ static LogicalResult verifySyrkShapes(Operation *op, Value a, Value c,
 }
 
 LogicalResult SyrkOp::verify() {
+  if (getAcc() && getAcc().getType() != getC().getType())
+    return emitOpError("expected the accumulator of C's type ")
+           << getC().getType() << ", got " << getAcc().getType();
   return verifySyrkShapes(*this, getA(), getC(), getTranspose());
 }
 

@@ -32,32 +32,41 @@ class MuirExec_Op<string mnemonic, list<Trait> traits = []>
     : Op<MuirExec_Dialect, mnemonic, traits>;
 
 def MuirExec_GemmOp : MuirExec_Op<"gemm"> {
-  let summary = "C = alpha * op(A) * op(B) + beta * C (runtime sgemm)";
+  let summary = "C = alpha * op(A) * op(B) + beta * acc (runtime sgemm)";
   let description = [{
-    In-place GEMM on 2-D or batched 3-D buffers; C is read when beta != 0
-    and written. Runs as one `muirrt_sgemm` call for the whole batch.
+    GEMM on 2-D or batched 3-D buffers; the accumulator is `acc` when
+    given (C's shape; it may be C itself), else C, read when beta != 0. C
+    is written. Runs as one `muirrt_sgemm` call for the whole batch, which
+    scales the accumulator into C and lets BLAS add the product (beta 1).
   }];
   let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$a,
       Arg<MuirExec_F32Buffer, "", [MemRead]>:$b,
       Arg<MuirExec_F32Buffer, "", [MemRead, MemWrite]>:$c,
+      Arg<Optional<MuirExec_F32Buffer>, "", [MemRead]>:$acc,
       F64Attr:$alpha, F64Attr:$beta, UnitAttr:$transpose_a,
       UnitAttr:$transpose_b);
   let assemblyFormat = [{
-    $a `,` $b `,` $c attr-dict `:` type($a) `,` type($b) `,` type($c)
+    $a `,` $b `,` $c (`acc` $acc^)? attr-dict `:` type($a) `,` type($b) `,`
+    type($c) (`,` type($acc)^)?
   }];
   let hasVerifier = 1;
 }
 
 def MuirExec_SyrkOp : MuirExec_Op<"syrk"> {
-  let summary = "C = alpha * A * A^T + beta * C (runtime ssyrk)";
+  let summary = "C = alpha * A * A^T + beta * acc (runtime ssyrk)";
   let description = [{
     Symmetric rank-k update; both triangles of C are written. With
-    `transpose`, C = alpha * A^T * A + beta * C (A is k x n).
+    `transpose`, C = alpha * A^T * A + beta * acc (A is k x n). The
+    accumulator (symmetric) is `acc` when given, else C.
   }];
   let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$a,
       Arg<MuirExec_F32Buffer, "", [MemRead, MemWrite]>:$c,
+      Arg<Optional<MuirExec_F32Buffer>, "", [MemRead]>:$acc,
       F64Attr:$alpha, F64Attr:$beta, UnitAttr:$transpose);
-  let assemblyFormat = "$a `,` $c attr-dict `:` type($a) `,` type($c)";
+  let assemblyFormat = [{
+    $a `,` $c (`acc` $acc^)? attr-dict `:` type($a) `,` type($c)
+    (`,` type($acc)^)?
+  }];
   let hasVerifier = 1;
 }
 

@@ -45,6 +45,14 @@ public:
         b, loc, LLVM::LLVMPointerType::get(b.getContext()), asInt);
   }
 
+  /// ptr(memref), or a null pointer for an absent optional operand.
+  Value ptrOrNull(Value memref) {
+    if (memref)
+      return ptr(memref);
+    return LLVM::ZeroOp::create(b, loc,
+                                LLVM::LLVMPointerType::get(b.getContext()));
+  }
+
   /// A stack array of i64 constants (counts for ragged collectives).
   Value constArray(ArrayRef<int64_t> values) {
     auto type = MemRefType::get({static_cast<int64_t>(values.size())},
@@ -137,14 +145,16 @@ struct ExecToRuntimeCallsPass
                {c.i64(batch), c.i32(g.getTransposeA()),
                 c.i32(g.getTransposeB()), c.i64(m), c.i64(n), c.i64(k),
                 c.f32(g.getAlphaAttr()), c.ptr(g.getA()), c.ptr(g.getB()),
-                c.f32(g.getBetaAttr()), c.ptr(g.getC())});
+                c.f32(g.getBetaAttr()), c.ptr(g.getC()),
+                c.ptrOrNull(g.getAcc())});
       } else if (auto s = dyn_cast<mx::SyrkOp>(op)) {
         auto [batch, r, cl] = dims(s.getA());
         bool t = s.getTranspose();
         c.call("muirrt_ssyrk",
                {c.i64(batch), c.i32(t), c.i64(t ? cl : r), c.i64(t ? r : cl),
                 c.f32(s.getAlphaAttr()), c.ptr(s.getA()),
-                c.f32(s.getBetaAttr()), c.ptr(s.getC())});
+                c.f32(s.getBetaAttr()), c.ptr(s.getC()),
+                c.ptrOrNull(s.getAcc())});
       } else if (auto nrm = dyn_cast<mx::FrobeniusNormalizeOp>(op)) {
         auto [batch, r, cl] = dims(nrm.getInput());
         c.call("muirrt_frobenius_normalize",

@@ -313,42 +313,28 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     return success();
   }
 
-  // C = alpha op(A) op(B) + beta acc: the accumulator goes into the output
-  // first, scaled on the way (one pass, vectorised) unless beta is 0 or 1,
-  // so the BLAS call runs with beta 1 and skips its own scaling pass over C
-  // (the same arithmetic: BLAS scales C by beta, then adds the product).
-  auto accumulate = [&](Value acc, Value out, FloatAttr beta) -> FloatAttr {
-    double v = f64(beta);
-    if (!acc || v == 0.0)
-      return beta;
-    if (v == 1.0) {
-      memref::CopyOp::create(b, loc, in(acc), out);
-      return beta;
-    }
-    Value scale = f32(v);
-    elementwise({in(acc)}, {out},
-                [&](OpBuilder &nb, Location nl, ValueRange a) {
-                  return SmallVector<Value>{
-                      arith::MulFOp::create(nb, nl, scale, a[0])};
-                });
-    return b.getF64FloatAttr(1.0);
+  // C = alpha op(A) op(B) + beta acc: the runtime call reads the
+  // accumulator itself (scaling it into C on the way), so no copy here.
+  auto accOf = [&](Value acc, FloatAttr beta) {
+    return acc && f64(beta) != 0.0 ? in(acc) : Value();
   };
 
   if (auto mm = dyn_cast<MatmulOp>(op)) {
     Value out = output(mm.getResult());
-    FloatAttr beta = accumulate(mm.getAcc(), out, mm.getBetaAttr());
     mx::GemmOp::create(b, loc, in(mm.getA()), in(mm.getB()), out,
-                       mm.getAlphaAttr(), beta, mm.getTransposeAAttr(),
-                       mm.getTransposeBAttr());
+                       accOf(mm.getAcc(), mm.getBetaAttr()),
+                       mm.getAlphaAttr(), mm.getBetaAttr(),
+                       mm.getTransposeAAttr(), mm.getTransposeBAttr());
     map.map(mm.getResult(), out);
     return success();
   }
 
   if (auto syrk = dyn_cast<SyrkOp>(op)) {
     Value out = output(syrk.getResult());
-    FloatAttr beta = accumulate(syrk.getAcc(), out, syrk.getBetaAttr());
-    mx::SyrkOp::create(b, loc, in(syrk.getA()), out, syrk.getAlphaAttr(),
-                       beta, syrk.getTransposeAttr());
+    mx::SyrkOp::create(b, loc, in(syrk.getA()), out,
+                       accOf(syrk.getAcc(), syrk.getBetaAttr()),
+                       syrk.getAlphaAttr(), syrk.getBetaAttr(),
+                       syrk.getTransposeAttr());
     map.map(syrk.getResult(), out);
     return success();
   }

@@ -66,17 +66,18 @@ blasint toBlas(int64_t v, const char *kernel) {
   return static_cast<blasint>(v);
 }
 
-// C = beta * C, honouring "beta == 0 ignores C's input" (so NaNs in an
-// uninitialised C do not propagate).
-void scaleInPlace(float *c, int64_t count, float beta) {
+// C = beta * acc (acc may be c): what a BLAS call then adds its product to
+// with beta 1. beta == 0 clears C, so that garbage (NaN/Inf) in an
+// uninitialised output can never leak through a 0 * NaN product.
+void scaleInto(float *c, const float *acc, int64_t count, float beta) {
   if (beta == 0.0f) {
     std::memset(c, 0, static_cast<size_t>(count) * sizeof(float));
     return;
   }
-  if (beta == 1.0f)
+  if (acc == c && beta == 1.0f)
     return;
   for (int64_t i = 0; i < count; ++i)
-    c[i] *= beta;
+    c[i] = beta * acc[i];
 }
 
 constexpr int64_t kTile = 32;
@@ -158,16 +159,18 @@ void forEachItem(int64_t batch, double itemFlops, Fn &&item) {
 extern "C" void muirrt_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b,
                              int64_t m, int64_t n, int64_t k, float alpha,
                              const float *a, const float *b, float beta,
-                             float *c) {
+                             float *c, const float *acc) {
   if (batch <= 0 || m <= 0 || n <= 0 || k < 0)
     return;
   countGemm(2.0 * static_cast<double>(batch) * static_cast<double>(m) *
             static_cast<double>(n) * static_cast<double>(k));
+  if (!acc)
+    acc = c;
 
   int64_t cSize = m * n;
   if (k == 0) {
-    // OpenBLAS rejects lda == 0; the product is empty, so C = beta * C.
-    scaleInPlace(c, batch * cSize, beta);
+    // OpenBLAS rejects lda == 0; the product is empty, so C = beta * Acc.
+    scaleInto(c, acc, batch * cSize, beta);
     return;
   }
 
@@ -183,27 +186,27 @@ extern "C" void muirrt_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b,
                      static_cast<double>(k);
   forEachItem(batch, itemFlops, [&](int64_t i) {
     float *ci = c + i * cSize;
-    // Clear C explicitly for beta == 0 so that garbage (NaN/Inf) in an
-    // uninitialised output can never leak through a 0 * NaN product,
-    // whatever the BLAS does; the pass is negligible next to the GEMM.
-    if (beta == 0.0f)
-      std::memset(ci, 0, static_cast<size_t>(cSize) * sizeof(float));
+    // beta * Acc into C in one pass (no copy, and no BLAS scaling pass),
+    // then BLAS adds the product with beta 1.
+    scaleInto(ci, acc + i * cSize, cSize, beta);
     cblas_sgemm(CblasRowMajor, ta, tb, bm, bn, bk, alpha, a + i * aSize, lda,
-                b + i * bSize, ldb, beta, ci, bn);
+                b + i * bSize, ldb, 1.0f, ci, bn);
   });
 }
 
 extern "C" void muirrt_ssyrk(int64_t batch, int32_t trans, int64_t n,
                              int64_t k, float alpha, const float *a,
-                             float beta, float *c) {
+                             float beta, float *c, const float *acc) {
   if (batch <= 0 || n <= 0 || k < 0)
     return;
   countSyrk(static_cast<double>(batch) * static_cast<double>(n) *
             static_cast<double>(n + 1) * static_cast<double>(k));
+  if (!acc)
+    acc = c;
 
   int64_t cSize = n * n;
   if (k == 0) {
-    scaleInPlace(c, batch * cSize, beta);
+    scaleInto(c, acc, batch * cSize, beta);
     return;
   }
 
@@ -218,11 +221,10 @@ extern "C" void muirrt_ssyrk(int64_t batch, int32_t trans, int64_t n,
     // treated as equal to it (C symmetric) and rebuilt by the mirror.
     // (Row blocks of the triangle as GEMMs measured slower here than
     // OpenBLAS's ssyrk.)
-    if (beta == 0.0f)
-      std::memset(ci, 0, static_cast<size_t>(cSize) * sizeof(float));
+    scaleInto(ci, acc + i * cSize, cSize, beta);
     cblas_ssyrk(CblasRowMajor, CblasUpper,
                 trans ? CblasTrans : CblasNoTrans, bn, bk, alpha,
-                a + i * aSize, trans ? bn : bk, beta, ci, bn);
+                a + i * aSize, trans ? bn : bk, 1.0f, ci, bn);
     mirrorUpperToLower(ci, n);
   });
 }

@@ -29,7 +29,7 @@
 // CHECK: llvm.intr.pow
 // CHECK: llvm.intr.sqrt
 // CHECK: llvm.return
-// CHECK-DAG: llvm.func @muirrt_sgemm(i64, i32, i32, i64, i64, i64, f32, !llvm.ptr, !llvm.ptr, f32, !llvm.ptr)
+// CHECK-DAG: llvm.func @muirrt_sgemm(i64, i32, i32, i64, i64, i64, f32, !llvm.ptr, !llvm.ptr, f32, !llvm.ptr, !llvm.ptr)
 func.func @step(%w: tensor<16x8xf32> {muir.name = "w"}, %g: tensor<16x8xf32> {muir.name = "w.grad"}, %m: tensor<16x8xf32> {muir.name = "w.momentum"},
                 %b: tensor<8xf32> {muir.name = "b"}, %bg: tensor<8xf32> {muir.name = "b.grad"}, %bm: tensor<8xf32> {muir.name = "b.exp_avg"}, %bv: tensor<8xf32> {muir.name = "b.exp_avg_sq"}, %t: i64 {muir.role = "step"})
     -> (tensor<16x8xf32> {muir.updates = "w"}, tensor<16x8xf32> {muir.updates = "w.momentum"}, tensor<8xf32> {muir.updates = "b"}, tensor<8xf32> {muir.updates = "b.exp_avg"}, tensor<8xf32> {muir.updates = "b.exp_avg_sq"}) {

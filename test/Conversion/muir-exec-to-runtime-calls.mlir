@@ -21,7 +21,7 @@ func.func @triangle_chunk(%a: memref<2x8x4xf32>, %c: memref<2x4x4xf32>, %b: inde
 // matrices is one call. Declarations are added once; grids are dropped.
 // CHECK-NOT: muir.grid
 // CHECK-LABEL: func.func @calls
-// CHECK-SAME: (%[[A:[^:]+]]: memref<4x8xf32>, %[[B:[^:]+]]: memref<8x4xf32>, %[[C:[^:]+]]: memref<4x4xf32>, %[[S:[^:]+]]: memref<3x4x8xf32>, %[[SC:[^:]+]]: memref<3x4x4xf32>)
+// CHECK-SAME: (%[[A:[^:]+]]: memref<4x8xf32>, %[[BT:[^:]+]]: memref<8x4xf32>, %[[C:[^:]+]]: memref<4x4xf32>, %[[S:[^:]+]]: memref<3x4x8xf32>, %[[SC:[^:]+]]: memref<3x4x4xf32>, %[[B:[^:]+]]: memref<4x4xf32>)
 // CHECK-DAG: %[[ONE:.+]] = arith.constant 1 : i64
 // CHECK-DAG: %[[NO:.+]] = arith.constant 0 : i32
 // CHECK-DAG: %[[YES:.+]] = arith.constant 1 : i32
@@ -32,22 +32,27 @@ func.func @triangle_chunk(%a: memref<2x8x4xf32>, %c: memref<2x4x4xf32>, %b: inde
 // CHECK: %[[IC:.+]] = memref.extract_aligned_pointer_as_index %[[C]]
 // CHECK: %[[PC:.+]] = llvm.inttoptr
 // batch 1, transpose_a 0, transpose_b 1, m 4, n 4, k 8
-// CHECK: call @muirrt_sgemm(%[[ONE]], %[[NO]], %[[YES]], %[[FOUR]], %[[FOUR]], %[[EIGHT]], %{{.*}}, %[[PA]], %[[PA]], %{{.*}}, %[[PC]]) : (i64, i32, i32, i64, i64, i64, f32, !llvm.ptr, !llvm.ptr, f32, !llvm.ptr) -> ()
-// CHECK: call @muirrt_ssyrk({{.*}}) : (i64, i32, i64, i64, f32, !llvm.ptr, f32, !llvm.ptr) -> ()
+// No accumulator operand: a null pointer (C is its own accumulator).
+// CHECK: %[[NULL:.+]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: call @muirrt_sgemm(%[[ONE]], %[[NO]], %[[YES]], %[[FOUR]], %[[FOUR]], %[[EIGHT]], %{{.*}}, %[[PA]], %[[PA]], %{{.*}}, %[[PC]], %[[NULL]]) : (i64, i32, i32, i64, i64, i64, f32, !llvm.ptr, !llvm.ptr, f32, !llvm.ptr, !llvm.ptr) -> ()
+// An accumulator operand: its pointer.
+// CHECK: %[[IB:.+]] = memref.extract_aligned_pointer_as_index %[[B]]
+// CHECK: %[[PB:.+]] = llvm.inttoptr
+// CHECK: call @muirrt_ssyrk({{.*}}, %[[PC]], %[[PB]]) : (i64, i32, i64, i64, f32, !llvm.ptr, f32, !llvm.ptr, !llvm.ptr) -> ()
 // CHECK: call @muirrt_frobenius_normalize({{.*}}) : (i64, i64, f32, !llvm.ptr, !llvm.ptr) -> ()
 // CHECK: call @muirrt_transpose({{.*}}) : (i64, i64, i64, !llvm.ptr, !llvm.ptr) -> ()
 // CHECK: %[[THREE:.+]] = arith.constant 3 : i64
 // CHECK: call @muirrt_ssyrk(%[[THREE]], {{.*}})
 // CHECK: call @muirrt_observe({{.*}}) : (i64, !llvm.ptr, i64) -> ()
-// CHECK-DAG: func.func private @muirrt_sgemm(i64, i32, i32, i64, i64, i64, f32, !llvm.ptr, !llvm.ptr, f32, !llvm.ptr)
-// CHECK-DAG: func.func private @muirrt_ssyrk(i64, i32, i64, i64, f32, !llvm.ptr, f32, !llvm.ptr)
+// CHECK-DAG: func.func private @muirrt_sgemm(i64, i32, i32, i64, i64, i64, f32, !llvm.ptr, !llvm.ptr, f32, !llvm.ptr, !llvm.ptr)
+// CHECK-DAG: func.func private @muirrt_ssyrk(i64, i32, i64, i64, f32, !llvm.ptr, f32, !llvm.ptr, !llvm.ptr)
 // CHECK-DAG: func.func private @muirrt_frobenius_normalize(i64, i64, f32, !llvm.ptr, !llvm.ptr)
 // CHECK-DAG: func.func private @muirrt_transpose(i64, i64, i64, !llvm.ptr, !llvm.ptr)
 // CHECK-DAG: func.func private @muirrt_observe(i64, !llvm.ptr, i64)
 muir.grid @g axes = ["dp"] shape = [1]
-func.func @calls(%a: memref<4x8xf32>, %b: memref<8x4xf32>, %c: memref<4x4xf32>, %s: memref<3x4x8xf32>, %sc: memref<3x4x4xf32>) {
+func.func @calls(%a: memref<4x8xf32>, %b: memref<8x4xf32>, %c: memref<4x4xf32>, %s: memref<3x4x8xf32>, %sc: memref<3x4x4xf32>, %acc: memref<4x4xf32>) {
   muir_exec.gemm %a, %a, %c {alpha = 1.0, beta = 0.0, transpose_b} : memref<4x8xf32>, memref<4x8xf32>, memref<4x4xf32>
-  muir_exec.syrk %a, %c {alpha = 2.0, beta = 1.0} : memref<4x8xf32>, memref<4x4xf32>
+  muir_exec.syrk %a, %c acc %acc {alpha = 2.0, beta = 1.0} : memref<4x8xf32>, memref<4x4xf32>, memref<4x4xf32>
   muir_exec.frobenius_normalize %a, %a {eps = 1.0e-7} : memref<4x8xf32>, memref<4x8xf32>
   muir_exec.transpose %a, %b : memref<4x8xf32>, memref<8x4xf32>
   muir_exec.syrk %s, %sc {alpha = 1.0, beta = 0.0} : memref<3x4x8xf32>, memref<3x4x4xf32>

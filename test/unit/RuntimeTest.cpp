@@ -153,31 +153,36 @@ TEST(Sgemm, AllTransposeCombosBatchedBothBetas) {
   std::vector<float> c0 = randomVector(batch * m * n, 3);
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb)
-      for (float beta : {0.0f, 0.5f}) {
-        std::vector<float> c = c0;
-        // beta == 0 must ignore C entirely, even NaNs.
-        if (beta == 0.0f)
-          std::fill(c.begin(), c.end(),
-                    std::numeric_limits<float>::quiet_NaN());
-        muirrt_sgemm(batch, ta, tb, m, n, k, 1.5f, a.data(), b.data(), beta,
-                     c.data());
-        for (int64_t i = 0; i < batch; ++i) {
-          std::vector<double> want;
-          refGemm(ta, tb, m, n, k, 1.5, a.data() + i * m * k,
-                  b.data() + i * k * n, beta, c0.data() + i * m * n, want);
-          expectNear(c.data() + i * m * n, want, 1e-5,
-                     "ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) +
-                         " beta=" + std::to_string(beta) + " item " +
-                         std::to_string(i));
+      for (float beta : {0.0f, 0.5f, 1.0f})
+        for (bool separate : {false, true}) {
+          std::vector<float> c = c0;
+          // beta == 0 must ignore the accumulator entirely, even NaNs; a
+          // separate accumulator means C's input is never read.
+          if (beta == 0.0f || separate)
+            std::fill(c.begin(), c.end(),
+                      std::numeric_limits<float>::quiet_NaN());
+          muirrt_sgemm(batch, ta, tb, m, n, k, 1.5f, a.data(), b.data(),
+                       beta, c.data(), separate ? c0.data() : nullptr);
+          for (int64_t i = 0; i < batch; ++i) {
+            std::vector<double> want;
+            refGemm(ta, tb, m, n, k, 1.5, a.data() + i * m * k,
+                    b.data() + i * k * n, beta, c0.data() + i * m * n, want);
+            expectNear(c.data() + i * m * n, want, 1e-5,
+                       "ta=" + std::to_string(ta) +
+                           " tb=" + std::to_string(tb) +
+                           " beta=" + std::to_string(beta) +
+                           (separate ? " acc" : "") + " item " +
+                           std::to_string(i));
+          }
         }
-      }
 }
 
 TEST(Sgemm, LargerThanBlasBlocks) {
   const int64_t m = 70, n = 65, k = 130;
   std::vector<float> a = randomVector(m * k, 4), b = randomVector(k * n, 5);
   std::vector<float> c(m * n);
-  muirrt_sgemm(1, 1, 0, m, n, k, 1.0f, a.data(), b.data(), 0.0f, c.data());
+  muirrt_sgemm(1, 1, 0, m, n, k, 1.0f, a.data(), b.data(), 0.0f, c.data(),
+               nullptr);
   std::vector<double> want;
   refGemm(true, false, m, n, k, 1.0, a.data(), b.data(), 0.0, nullptr, want);
   expectNear(c.data(), want, 1e-4, "70x65x130");
@@ -196,12 +201,14 @@ TEST(Ssyrk, BothTrianglesAndBeta) {
             i <= j ? r[b * n * n + i * n + j] : r[b * n * n + j * n + i];
   // trans: A is k x n (the same values read as A^T), C = A^T A.
   for (int32_t trans : {0, 1})
-    for (float beta : {0.0f, 0.25f}) {
+    for (float beta : {0.0f, 0.25f})
+      for (bool separate : {false, true}) {
       std::vector<float> c = c0;
-      if (beta == 0.0f)
+      if (beta == 0.0f || separate)
         std::fill(c.begin(), c.end(),
                   std::numeric_limits<float>::quiet_NaN());
-      muirrt_ssyrk(batch, trans, n, k, 2.0f, a.data(), beta, c.data());
+      muirrt_ssyrk(batch, trans, n, k, 2.0f, a.data(), beta, c.data(),
+                   separate ? c0.data() : nullptr);
       for (int64_t b = 0; b < batch; ++b) {
         const float *ab = a.data() + b * n * k;
         auto at = [&](int64_t row, int64_t p) {
@@ -285,10 +292,11 @@ TEST(Counters, CountCallsAndFlops) {
   muirrt_counters_reset();
   const int64_t m = 4, n = 3, k = 5;
   std::vector<float> a(2 * m * k, 1.0f), b(2 * k * n, 1.0f), c(2 * m * n);
-  muirrt_sgemm(2, 0, 0, m, n, k, 1.0f, a.data(), b.data(), 0.0f, c.data());
+  muirrt_sgemm(2, 0, 0, m, n, k, 1.0f, a.data(), b.data(), 0.0f, c.data(),
+               nullptr);
   std::vector<float> s(3 * 4 * 4);
   std::vector<float> sa(3 * 4 * 6, 1.0f);
-  muirrt_ssyrk(3, 0, 4, 6, 1.0f, sa.data(), 0.0f, s.data());
+  muirrt_ssyrk(3, 0, 4, 6, 1.0f, sa.data(), 0.0f, s.data(), nullptr);
   muirrt_frobenius_normalize(1, 4, 0.0f, sa.data(), sa.data());
   muirrt_transpose(1, 2, 2, sa.data(), s.data());
   MuirRtCounters got;

@@ -25,21 +25,25 @@ extern "C" {
 
 /*===--------------------------- kernels ----------------------------------===*/
 
-/* C[i] = alpha * op(A[i]) * op(B[i]) + beta * C[i] for i in [0, batch).
+/* C[i] = alpha * op(A[i]) * op(B[i]) + beta * Acc[i] for i in [0, batch).
  * op(A) is m x k, op(B) is k x n, C is m x n. A is stored m x k (k x m when
  * trans_a), B is stored k x n (n x k when trans_b); all contiguous row-major,
- * consecutive batch items packed back to back. beta == 0 ignores C's input. */
+ * consecutive batch items packed back to back. Acc is `acc` (C's shape; it
+ * may be c itself) or, when acc is NULL, C. beta == 0 ignores the
+ * accumulator. Acc is scaled into C first and BLAS adds the product (as a
+ * BLAS with beta scales C, then adds). */
 void muirrt_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b, int64_t m,
                   int64_t n, int64_t k, float alpha, const float *a,
-                  const float *b, float beta, float *c);
+                  const float *b, float beta, float *c, const float *acc);
 
-/* C[i] = alpha * A[i] * A[i]^T + beta * C[i]; A is n x k (with trans, A is
- * k x n and the product A^T A), C is n x n and symmetric, all contiguous
- * row-major. Computed with a symmetric rank-k update (about half the flops
- * of the GEMM); both triangles of C are written. */
+/* C[i] = alpha * A[i] * A[i]^T + beta * Acc[i]; A is n x k (with trans, A
+ * is k x n and the product A^T A), C is n x n, all contiguous row-major; the
+ * accumulator (`acc`, or C when NULL) is symmetric. Computed with a
+ * symmetric rank-k update (about half the flops of the GEMM); both
+ * triangles of C are written. */
 void muirrt_ssyrk(int64_t batch, int32_t trans, int64_t n, int64_t k,
-                  float alpha,
-                  const float *a, float beta, float *c);
+                  float alpha, const float *a, float beta, float *c,
+                  const float *acc);
 
 /* Rows [row_begin, row_end) of the upper triangle of alpha * A A^T (A^T A
  * with trans), for each of `batch` items: c[r][j] for row_begin <= r <

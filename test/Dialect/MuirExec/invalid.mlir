@@ -132,6 +132,14 @@ func.func @syrk_rank_mismatch_empty_stack(%a: memref<4x8xf32>, %c: memref<0x4x4x
 
 // -----
 
+func.func @syrk_acc_type(%a: memref<4x8xf32>, %c: memref<4x4xf32>, %acc: memref<2x8xf32>) {
+  // expected-error@+1 {{'muir_exec.syrk' op expected the accumulator of C's type 'memref<4x4xf32>', got 'memref<2x8xf32>'}}
+  muir_exec.syrk %a, %c acc %acc {alpha = 1.0, beta = 1.0} : memref<4x8xf32>, memref<4x4xf32>, memref<2x8xf32>
+  return
+}
+
+// -----
+
 // syrk_rows checks shapes as syrk does: C is n x n, n the columns of A
 // with transpose.
 func.func @syrk_rows_shape(%a: memref<4x8xf32>, %c: memref<4x4xf32>, %b: index, %e: index) {

@@ -52,6 +52,20 @@ func.func @syrk(%a: memref<4x8xf32>, %c: memref<4x4xf32>, %s: memref<3x4x8xf32>,
   return
 }
 
+// A separate accumulator: C = alpha A A^T + beta acc, C = alpha A B + beta
+// acc.
+// CHECK-LABEL: func.func @with_acc(
+// CHECK-SAME: %[[A:[^:]+]]: memref<4x8xf32>, %[[C:[^:]+]]: memref<4x4xf32>, %[[ACC:[^:]+]]: memref<4x4xf32>)
+// CHECK: muir_exec.syrk %[[A]], %[[C]] acc %[[ACC]] {alpha = 1.000000e+00 : f64, beta = 5.000000e-01 : f64} : memref<4x8xf32>, memref<4x4xf32>, memref<4x4xf32>
+// CHECK: muir_exec.gemm %[[C]], %[[C]], %[[C]] acc %[[ACC]] {alpha = 1.000000e+00 : f64, beta = 2.000000e+00 : f64} : memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>
+// GENERIC-LABEL: sym_name = "with_acc"
+// GENERIC: "muir_exec.syrk"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 5.000000e-01 : f64}> : (memref<4x8xf32>, memref<4x4xf32>, memref<4x4xf32>) -> ()
+func.func @with_acc(%a: memref<4x8xf32>, %c: memref<4x4xf32>, %acc: memref<4x4xf32>) {
+  muir_exec.syrk %a, %c acc %acc {alpha = 1.0, beta = 0.5} : memref<4x8xf32>, memref<4x4xf32>, memref<4x4xf32>
+  muir_exec.gemm %c, %c, %c acc %acc {alpha = 1.0, beta = 2.0} : memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>
+  return
+}
+
 // One chunk of the fused SYRK + packed all-reduce: rows [2, 4) of the
 // triangle, their exchange started and then waited for.
 // CHECK-LABEL: func.func @triangle_chunk(
