@@ -30,17 +30,20 @@ namespace cl = llvm::cl;
 
 static cl::opt<std::string> inputFile(cl::Positional,
                                       cl::desc("[description.yaml|.json]"),
-                                      cl::init(""));
+                                      cl::init(""),
+    cl::cat(muir::muirFlagCategory()));
 static cl::opt<std::string>
     hfConfig("hf", cl::desc("derive the description from a Hugging Face "
                             "config.json"),
-             cl::value_desc("config.json"), cl::init(""));
+             cl::value_desc("config.json"), cl::init(""),
+    cl::cat(muir::muirFlagCategory()));
 static cl::opt<std::string>
     layout("layout",
            cl::desc("grid axes, e.g. \"dp=8,tp=2,ep=8\" (ep/etp fold over "
                     "the attention devices) or \"dp=8,tp=2;moe:edp=2,ep=8\"; "
                     "replaces the description's grid"),
-           cl::init(""));
+           cl::init(""),
+    cl::cat(muir::muirFlagCategory()));
 enum class Emit { Description, High, Planned, Exec, LLVM, None };
 static cl::opt<Emit> emit(
     "emit", cl::desc("IR stage to write"), cl::init(Emit::Exec),
@@ -54,23 +57,29 @@ static cl::opt<Emit> emit(
                clEnumValN(Emit::Exec, "exec", "exec IR (buffers, runtime "
                                               "calls)"),
                clEnumValN(Emit::LLVM, "llvm", "LLVM dialect for the CPU"),
-               clEnumValN(Emit::None, "none", "no IR, only the report")));
+               clEnumValN(Emit::None, "none", "no IR, only the report")),
+    cl::cat(muir::muirFlagCategory()));
 static cl::opt<std::string> outputFile("o", cl::desc("output file ('-' for "
                                                      "stdout)"),
-                                       cl::value_desc("FILE"), cl::init("-"));
+                                       cl::value_desc("FILE"), cl::init("-"),
+    cl::cat(muir::muirFlagCategory()));
 static cl::opt<std::string>
     reportFile("report", cl::desc("write the plan report as JSON ('-' for "
                                   "stdout)"),
-               cl::value_desc("FILE"), cl::init(""));
+               cl::value_desc("FILE"), cl::init(""),
+    cl::cat(muir::muirFlagCategory()));
 static muir::PipelineFlags flags;
 static cl::opt<std::string>
     machine("machine", cl::desc("cost-model machine profile: cpu or h200"),
-            cl::init("cpu"));
+            cl::init("cpu"),
+    cl::cat(muir::muirFlagCategory()));
 static cl::opt<bool> quiet("quiet", cl::desc("no readable report table"),
-                           cl::init(false));
+                           cl::init(false),
+    cl::cat(muir::muirFlagCategory()));
 static cl::opt<bool> timing("timing",
                             cl::desc("print wall time per phase to stderr"),
-                            cl::init(false));
+                            cl::init(false),
+    cl::cat(muir::muirFlagCategory()));
 
 static int fail(const Twine &msg) {
   llvm::WithColor::error(llvm::errs(), "muir-compile") << msg << "\n";
@@ -79,6 +88,8 @@ static int fail(const Twine &msg) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // --help lists muir's flags only (LLVM's and MLIR's are hidden).
+  cl::HideUnrelatedOptions(muir::muirFlagCategory());
   cl::ParseCommandLineOptions(
       argc, argv,
       "muir-compile: training-step descriptions to muir IR and a plan "

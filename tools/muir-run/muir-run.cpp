@@ -49,38 +49,47 @@ namespace cl = llvm::cl;
 
 static cl::opt<std::string> inputFile(cl::Positional,
                                       cl::desc("[input.mlir]"),
-                                      cl::init(""));
+                                      cl::init(""),
+    cl::cat(muir::muirFlagCategory()));
 static cl::opt<int> numSteps("steps", cl::desc("optimizer steps to run"),
-                             cl::init(3));
+                             cl::init(3),
+    cl::cat(muir::muirFlagCategory()));
 static cl::opt<uint64_t> seed("seed",
                               cl::desc("seed for tensors not loaded"),
-                              cl::init(0));
+                              cl::init(0),
+    cl::cat(muir::muirFlagCategory()));
 static cl::opt<std::string>
     loadDir("load", cl::desc("read initial tensors from DIR/<name>.npy"),
-            cl::value_desc("DIR"), cl::init(""));
+            cl::value_desc("DIR"), cl::init(""),
+    cl::cat(muir::muirFlagCategory()));
 static cl::opt<std::string>
     dumpDir("dump",
             cl::desc("write every tensor to DIR/<name>.npy after the last "
                      "step"),
-            cl::value_desc("DIR"), cl::init(""));
+            cl::value_desc("DIR"), cl::init(""),
+    cl::cat(muir::muirFlagCategory()));
 static cl::opt<bool> quiet("quiet",
                            cl::desc("print only the closing summary line"),
-                           cl::init(false));
+                           cl::init(false),
+    cl::cat(muir::muirFlagCategory()));
 static cl::opt<int>
     numRanks("ranks",
              cl::desc("run N ranks as MPI processes: muir-run starts itself "
                       "under `mpirun -n N` (the grid's devices must be N)"),
-             cl::init(1));
+             cl::init(1),
+    cl::cat(muir::muirFlagCategory()));
 static muir::PipelineFlags flags;
 static cl::opt<bool> commStats(
     "comm-stats",
     cl::desc("after the last step, every rank prints the bytes it sent and "
              "the collectives it ran per grid-axis group (runtime counters)"),
-    cl::init(false));
+    cl::init(false),
+    cl::cat(muir::muirFlagCategory()));
 static cl::opt<bool> noProbes(
     "no-probes",
     cl::desc("do not record Newton-Schulz outputs (no orthogonality error)"),
-    cl::init(false));
+    cl::init(false),
+    cl::cat(muir::muirFlagCategory()));
 
 // The embedded default: a slice of a small transformer with real aspect
 // ratios (square attention projection, wide and tall MLP matrices) and one
@@ -318,6 +327,8 @@ static int relaunchUnderMPI(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // --help lists muir's flags only (LLVM's and MLIR's are hidden).
+  cl::HideUnrelatedOptions(muir::muirFlagCategory());
   cl::ParseCommandLineOptions(
       argc, argv,
       "muir-run: compile and execute a muir training step on the CPU\n\n"

@@ -18,43 +18,50 @@
 
 namespace mlir::muir {
 
+/// The category of muir's own flags: the tools list only these under
+/// --help (the options LLVM and MLIR register are hidden).
+inline llvm::cl::OptionCategory &muirFlagCategory() {
+  static llvm::cl::OptionCategory category("muir options");
+  return category;
+}
+
 struct PipelineFlags {
   llvm::cl::opt<std::string> nsMode{
       "ns-mode",
       llvm::cl::desc("Newton-Schulz of split matrices: auto (cost model), "
                      "duplicated, distributed, resharded or blockwise "
                      "(approximation)"),
-      llvm::cl::init("auto")};
+      llvm::cl::init("auto"), llvm::cl::cat(muirFlagCategory())};
   llvm::cl::opt<std::string> dpAssign{
       "dp-assign",
       llvm::cl::desc("Newton-Schulz over the data-parallel axis: greedy "
                      "(each matrix on one dp rank, balanced largest first), "
                      "round-robin (a baseline) or replicated (every dp rank "
                      "runs every one)"),
-      llvm::cl::init("greedy")};
+      llvm::cl::init("greedy"), llvm::cl::cat(muirFlagCategory())};
   llvm::cl::opt<bool> syrk{
       "syrk",
       llvm::cl::desc("compute symmetric products (the Gram matrix, A A) "
                      "with SYRK, about half the flops of the GEMM "
                      "(--syrk=false: GEMM)"),
-      llvm::cl::init(true)};
+      llvm::cl::init(true), llvm::cl::cat(muirFlagCategory())};
   llvm::cl::opt<bool> batch{
       "batch",
       llvm::cl::desc("orthogonalise same-shaped matrices (one rank's, with "
                      "equal settings) as one batched Newton-Schulz "
                      "(--batch=false: one by one)"),
-      llvm::cl::init(true)};
+      llvm::cl::init(true), llvm::cl::cat(muirFlagCategory())};
   llvm::cl::opt<bool> fuseAllReduce{
       "fuse-syrk-all-reduce",
       llvm::cl::desc("all-reduce only the packed triangle of a SYRK (the "
                      "distributed mode's Gram matrices), in pipelined chunks "
                      "of rows"),
-      llvm::cl::init(true)};
+      llvm::cl::init(true), llvm::cl::cat(muirFlagCategory())};
   llvm::cl::opt<int64_t> chunkRows{
       "syrk-chunk-rows",
       llvm::cl::desc("rows per chunk of the fused SYRK all-reduce (0: from "
                      "the machine profile)"),
-      llvm::cl::init(0)};
+      llvm::cl::init(0), llvm::cl::cat(muirFlagCategory())};
 
   /// Empty when the values are usable, else what is wrong.
   std::string check() const {
