@@ -36,6 +36,16 @@ def Muir_ScaleMode : I32EnumAttr<"ScaleMode",
 }
 def Muir_ScaleModeAttr : EnumAttr<Muir_Dialect, Muir_ScaleMode, "scale_mode">;
 
+def Muir_RouteScoring : I32EnumAttr<"RouteScoring",
+    "how a router turns logits into expert scores", [
+      I32EnumAttrCase<"softmax", 0>,
+      I32EnumAttrCase<"sigmoid", 1>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::muir";
+}
+def Muir_RouteScoringAttr
+    : EnumAttr<Muir_Dialect, Muir_RouteScoring, "route_scoring">;
+
 def Muir_ReductionKind : I32EnumAttr<"ReductionKind",
     "element-wise reduction of a collective", [
       I32EnumAttrCase<"sum", 0>,

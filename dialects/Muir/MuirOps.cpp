@@ -346,6 +346,61 @@ LogicalResult SyrkOp::verify() {
   return verifyAccumulator(*this, getAcc(), getBeta().convertToDouble(), rt);
 }
 
+LogicalResult RouteOp::verify() {
+  auto lt = getLogits().getType();
+  if (lt.getRank() != 2)
+    return emitOpError("expected logits [tokens, experts], got rank ")
+           << lt.getRank();
+  int64_t tokens = lt.getDimSize(0), experts = lt.getDimSize(1);
+  // I64Attr getters read back unsigned; the attributes keep the sign.
+  int64_t k = getTopKAttr().getInt();
+  int64_t groups = getNGroupAttr().getInt();
+  int64_t topkGroup = getTopkGroupAttr().getInt();
+  if (experts < 1)
+    return emitOpError("expected at least one expert");
+  if (k < 1 || k > experts)
+    return emitOpError("top_k ") << k << " must be in [1, " << experts
+                                 << "] (the number of experts)";
+  if (auto bias = getBias()) {
+    auto bt = bias.getType();
+    if (bt.getRank() != 1 || bt.getDimSize(0) != experts)
+      return emitOpError("expected bias of ")
+             << experts << " experts, got " << bt;
+  }
+  if (groups < 1 || experts % groups != 0)
+    return emitOpError("n_group ")
+           << groups << " must divide the " << experts << " experts";
+  if (topkGroup < 1 || topkGroup > groups)
+    return emitOpError("topk_group ")
+           << topkGroup << " must be in [1, " << groups << "] (n_group)";
+  if (k > topkGroup * (experts / groups))
+    return emitOpError("top_k ")
+           << k << " exceeds the " << topkGroup * (experts / groups)
+           << " experts of the topk_group best groups";
+  if (getSoftmaxAfterTopk() && getScoring() != RouteScoring::softmax)
+    return emitOpError("softmax_after_topk needs scoring softmax");
+  if (!(getScaling().convertToDouble() > 0.0))
+    return emitOpError("scaling must be > 0, got ")
+           << getScaling().convertToDouble();
+  auto expect = [&](Type got, ArrayRef<int64_t> shape, Type element,
+                    StringRef what) -> LogicalResult {
+    auto want = RankedTensorType::get(shape, element);
+    if (got != want)
+      return emitOpError("expected ")
+             << what << " of type " << want << ", got " << got;
+    return success();
+  };
+  Builder b(getContext());
+  if (failed(expect(getIndices().getType(), {tokens, k}, b.getI64Type(),
+                    "indices")) ||
+      failed(expect(getWeights().getType(), {tokens, k}, b.getF32Type(),
+                    "weights")) ||
+      failed(expect(getCounts().getType(), {experts}, b.getI64Type(),
+                    "counts")))
+    return failure();
+  return success();
+}
+
 LogicalResult ProbeOp::verify() {
   // I64Attr reads back unsigned; the attribute's own value keeps the sign.
   if (getSlotAttr().getInt() < 0)

@@ -16,6 +16,7 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 
 // muir compiles static shapes only: every buffer is sized at compile time.
 def Muir_F32Tensor : StaticShapeTensorOf<[F32]>;
+def Muir_I64Tensor : StaticShapeTensorOf<[I64]>;
 
 //===----------------------------------------------------------------------===//
 // Grid
@@ -277,6 +278,53 @@ def Muir_SyrkOp : Muir_Op<"syrk", [Pure]> {
   let results = (outs Muir_F32Tensor:$result);
   let assemblyFormat = [{
     $a (`acc` $acc^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+def Muir_RouteOp : Muir_Op<"route", [Pure]> {
+  let summary = "top-k expert routing of tokens";
+  let description = [{
+    Router logits [T, E] (T tokens, E experts) become, per token, the
+    indices [T, K] of its `top_k` = K experts (in decreasing score order;
+    ties go to the lower expert index, so routing is deterministic), their
+    weights [T, K], and the tokens-per-expert counts [E]:
+
+    ```
+    s = softmax(logits) over E        (scoring = softmax)
+      | sigmoid(logits)                 (scoring = sigmoid)
+    selection score = s + bias          (bias [E], selection only)
+    n_group > 1: experts form n_group equal groups; a group's score is the
+      sum of its two best selection scores (its best, for groups of one);
+      only the topk_group best groups' experts compete
+    indices = top-K experts by selection score
+    weights = s[indices]                (unbiased scores)
+      softmax_after_topk: softmax of the K selected logits instead
+      normalize:          weights / sum(weights) over the K
+      times scaling
+    counts[e] = number of (token, k) pairs that chose e
+    ```
+
+    `softmax` with `normalize` is Qwen3-MoE's router, `softmax_after_topk`
+    Mixtral's, `sigmoid` with `bias`, `n_group`/`topk_group`, `normalize`
+    and `scaling` DeepSeek-V3's. Counts are i64 tensors (runtime buffers),
+    so later dispatch sizes need no host round trip.
+  }];
+  let arguments = (ins Muir_F32Tensor:$logits,
+      Optional<Muir_F32Tensor>:$bias, I64Attr:$top_k,
+      DefaultValuedAttr<Muir_RouteScoringAttr, "RouteScoring::softmax">:$scoring,
+      UnitAttr:$softmax_after_topk, UnitAttr:$normalize,
+      DefaultValuedAttr<I64Attr, "1">:$n_group,
+      DefaultValuedAttr<I64Attr, "1">:$topk_group,
+      DefaultValuedAttr<F64Attr, "1.0">:$scaling);
+  let results = (outs Muir_I64Tensor:$indices, Muir_F32Tensor:$weights,
+      Muir_I64Tensor:$counts);
+  let assemblyFormat = [{
+    $logits (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -953,3 +953,83 @@ func.func @row_blocks_stack(%w: tensor<2x8x16xf32>) {
   %0, %1 = muir.muon_update %w, %w, %w {lr = 0.02, row_blocks = array<i64: 4, 4>} : tensor<2x8x16xf32>
   return
 }
+
+// -----
+
+func.func @route_top_k_above_experts(%l: tensor<4x8xf32>) {
+  // expected-error@+1 {{'muir.route' op top_k 9 must be in [1, 8] (the number of experts)}}
+  %i, %w, %c = muir.route %l {top_k = 9} : (tensor<4x8xf32>) -> (tensor<4x9xi64>, tensor<4x9xf32>, tensor<8xi64>)
+  return
+}
+
+// -----
+
+func.func @route_top_k_zero(%l: tensor<4x8xf32>) {
+  // expected-error@+1 {{'muir.route' op top_k 0 must be in [1, 8] (the number of experts)}}
+  %i, %w, %c = muir.route %l {top_k = 0} : (tensor<4x8xf32>) -> (tensor<4x0xi64>, tensor<4x0xf32>, tensor<8xi64>)
+  return
+}
+
+// -----
+
+func.func @route_groups_do_not_divide(%l: tensor<4x8xf32>) {
+  // expected-error@+1 {{'muir.route' op n_group 3 must divide the 8 experts}}
+  %i, %w, %c = muir.route %l {top_k = 2, n_group = 3, topk_group = 1} : (tensor<4x8xf32>) -> (tensor<4x2xi64>, tensor<4x2xf32>, tensor<8xi64>)
+  return
+}
+
+// -----
+
+func.func @route_topk_group(%l: tensor<4x8xf32>) {
+  // expected-error@+1 {{'muir.route' op topk_group 5 must be in [1, 4] (n_group)}}
+  %i, %w, %c = muir.route %l {top_k = 2, n_group = 4, topk_group = 5} : (tensor<4x8xf32>) -> (tensor<4x2xi64>, tensor<4x2xf32>, tensor<8xi64>)
+  return
+}
+
+// -----
+
+func.func @route_too_few_grouped_experts(%l: tensor<4x8xf32>) {
+  // expected-error@+1 {{'muir.route' op top_k 5 exceeds the 4 experts of the topk_group best groups}}
+  %i, %w, %c = muir.route %l {top_k = 5, n_group = 4, topk_group = 2} : (tensor<4x8xf32>) -> (tensor<4x5xi64>, tensor<4x5xf32>, tensor<8xi64>)
+  return
+}
+
+// -----
+
+func.func @route_bias_shape(%l: tensor<4x8xf32>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{'muir.route' op expected bias of 8 experts, got 'tensor<4xf32>'}}
+  %i, %w, %c = muir.route %l bias %b {top_k = 2} : (tensor<4x8xf32>, tensor<4xf32>) -> (tensor<4x2xi64>, tensor<4x2xf32>, tensor<8xi64>)
+  return
+}
+
+// -----
+
+func.func @route_softmax_after_sigmoid(%l: tensor<4x8xf32>) {
+  // expected-error@+1 {{'muir.route' op softmax_after_topk needs scoring softmax}}
+  %i, %w, %c = muir.route %l {top_k = 2, scoring = #muir<route_scoring sigmoid>, softmax_after_topk} : (tensor<4x8xf32>) -> (tensor<4x2xi64>, tensor<4x2xf32>, tensor<8xi64>)
+  return
+}
+
+// -----
+
+func.func @route_scaling(%l: tensor<4x8xf32>) {
+  // expected-error@+1 {{'muir.route' op scaling must be > 0, got 0}}
+  %i, %w, %c = muir.route %l {top_k = 2, scaling = 0.0} : (tensor<4x8xf32>) -> (tensor<4x2xi64>, tensor<4x2xf32>, tensor<8xi64>)
+  return
+}
+
+// -----
+
+func.func @route_result_types(%l: tensor<4x8xf32>) {
+  // expected-error@+1 {{'muir.route' op expected counts of type 'tensor<8xi64>', got 'tensor<4xi64>'}}
+  %i, %w, %c = muir.route %l {top_k = 2} : (tensor<4x8xf32>) -> (tensor<4x2xi64>, tensor<4x2xf32>, tensor<4xi64>)
+  return
+}
+
+// -----
+
+func.func @route_logits_rank(%l: tensor<2x4x8xf32>) {
+  // expected-error@+1 {{'muir.route' op expected logits [tokens, experts], got rank 3}}
+  %i, %w, %c = muir.route %l {top_k = 2} : (tensor<2x4x8xf32>) -> (tensor<4x2xi64>, tensor<4x2xf32>, tensor<8xi64>)
+  return
+}

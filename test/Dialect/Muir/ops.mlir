@@ -325,6 +325,21 @@ func.func @discardable_attrs(%x: tensor<8x4xf32>) -> (tensor<4x8xf32>, tensor<8x
   return %0, %1#0 : tensor<4x8xf32>, tensor<8x4xf32>
 }
 
+// Routing: Qwen3-MoE's (softmax, normalised top-k) and DeepSeek-V3's
+// (sigmoid with a selection bias, group-limited, normalised and scaled).
+// CHECK-LABEL: func.func @route
+// CHECK: muir.route %{{.+}} {normalize, top_k = 2 : i64} : (tensor<6x8xf32>) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
+// CHECK: muir.route %{{.+}} bias %{{.+}} {n_group = 4 : i64, normalize, scaling = 2.500000e+00 : f64, scoring = #muir<route_scoring sigmoid>, top_k = 3 : i64, topk_group = 2 : i64}
+// CHECK: muir.route %{{.+}} {softmax_after_topk, top_k = 2 : i64}
+// GENERIC-LABEL: sym_name = "route"
+// GENERIC: "muir.route"(%{{.*}}) <{n_group = 1 : i64, normalize, scaling = 1.000000e+00 : f64, scoring = #muir<route_scoring softmax>, top_k = 2 : i64, topk_group = 1 : i64}> : (tensor<6x8xf32>) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
+func.func @route(%l: tensor<6x8xf32>, %b: tensor<8xf32>) -> (tensor<6x2xi64>, tensor<6x3xf32>, tensor<8xi64>) {
+  %i, %w, %c = muir.route %l {top_k = 2, normalize} : (tensor<6x8xf32>) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
+  %i2, %w2, %c2 = muir.route %l bias %b {top_k = 3, scoring = #muir<route_scoring sigmoid>, n_group = 4, topk_group = 2, normalize, scaling = 2.5} : (tensor<6x8xf32>, tensor<8xf32>) -> (tensor<6x3xi64>, tensor<6x3xf32>, tensor<8xi64>)
+  %i3, %w3, %c3 = muir.route %l {top_k = 2, softmax_after_topk} : (tensor<6x8xf32>) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
+  return %i, %w2, %c3 : tensor<6x2xi64>, tensor<6x3xf32>, tensor<8xi64>
+}
+
 // A grid may be private to its module.
 // CHECK: muir.grid @hidden axes = ["dp"] shape = [1] {sym_visibility = "private"}
 muir.grid @hidden axes = ["dp"] shape = [1] {sym_visibility = "private"}
