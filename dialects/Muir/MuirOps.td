@@ -312,7 +312,9 @@ def Muir_RouteOp : Muir_Op<"route", [Pure]> {
     `softmax` with `normalize` is Qwen3-MoE's router, `softmax_after_topk`
     Mixtral's, `sigmoid` with `bias`, `n_group`/`topk_group`, `normalize`
     and `scaling` DeepSeek-V3's. Counts are i64 tensors (runtime buffers),
-    so later dispatch sizes need no host round trip.
+    so later dispatch sizes need no host round trip. Lowered to one
+    `muir_exec.route` (runtime `muirrt_route`), which sums in double in a
+    fixed order.
   }];
   let arguments = (ins Muir_F32Tensor:$logits,
       Optional<Muir_F32Tensor>:$bias, I64Attr:$top_k,

@@ -267,6 +267,27 @@ def MuirExec_TriangleAllReduceWaitOp
   let assemblyFormat = "$request `,` $c attr-dict `:` type($c)";
 }
 
+def MuirExec_RouteOp : MuirExec_Op<"route"> {
+  let summary = "top-k expert routing (runtime route)";
+  let description = [{
+    `muir.route` on buffers: logits [T, E] (and the optional selection bias
+    [E]) in; the indices [T, K], weights [T, K] and tokens-per-expert counts
+    [E] out. `scoring`: 0 softmax, 1 sigmoid. One `muirrt_route` call.
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$logits,
+      Arg<Optional<MemRefRankOf<[F32], [1]>>, "", [MemRead]>:$bias,
+      Arg<MemRefRankOf<[I64], [2]>, "", [MemWrite]>:$indices,
+      Arg<MemRefRankOf<[F32], [2]>, "", [MemWrite]>:$weights,
+      Arg<MemRefRankOf<[I64], [1]>, "", [MemWrite]>:$counts,
+      I32Attr:$scoring, UnitAttr:$softmax_after_topk, UnitAttr:$normalize,
+      I64Attr:$n_group, I64Attr:$topk_group, F64Attr:$scaling);
+  let assemblyFormat = [{
+    $logits (`bias` $bias^)? `into` $indices `,` $weights `,` $counts
+    attr-dict `:` type($logits) (`,` type($bias)^)? `->` type($indices) `,`
+    type($weights) `,` type($counts)
+  }];
+}
+
 def MuirExec_GroupRankOp : MuirExec_Op<"group_rank", [Pure]> {
   let summary = "this rank's index in the group named by axes_mask";
   let arguments = (ins I64Attr:$axes_mask);

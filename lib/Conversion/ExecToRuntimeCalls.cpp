@@ -242,6 +242,17 @@ struct ExecToRuntimeCallsPass
       } else if (auto w = dyn_cast<mx::TriangleAllReduceWaitOp>(op)) {
         c.call("muirrt_triangle_all_reduce_wait",
                {w.getRequest(), c.ptr(w.getC())});
+      } else if (auto rt = dyn_cast<mx::RouteOp>(op)) {
+        auto lt = cast<MemRefType>(rt.getLogits().getType());
+        auto it = cast<MemRefType>(rt.getIndices().getType());
+        c.call("muirrt_route",
+               {c.i64(lt.getDimSize(0)), c.i64(lt.getDimSize(1)),
+                c.i64(it.getDimSize(1)), c.ptr(rt.getLogits()),
+                c.ptrOrNull(rt.getBias()), c.i32(rt.getScoring()),
+                c.i32(rt.getSoftmaxAfterTopk()), c.i32(rt.getNormalize()),
+                c.i64(rt.getNGroup()), c.i64(rt.getTopkGroup()),
+                c.f32(rt.getScalingAttr()), c.ptr(rt.getIndices()),
+                c.ptr(rt.getWeights()), c.ptr(rt.getCounts())});
       } else if (auto gr = dyn_cast<mx::GroupRankOp>(op)) {
         Value r = c.call("muirrt_dist_group_rank", {c.i64(gr.getAxesMask())},
                          {c.i64Type()})[0];

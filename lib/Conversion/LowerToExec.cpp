@@ -339,6 +339,24 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     return success();
   }
 
+  if (auto route = dyn_cast<RouteOp>(op)) {
+    Value indices = output(route.getIndices());
+    Value weights = output(route.getWeights());
+    Value counts = output(route.getCounts());
+    mx::RouteOp::create(
+        b, loc, in(route.getLogits()),
+        route.getBias() ? in(route.getBias()) : Value(), indices, weights,
+        counts,
+        b.getI32IntegerAttr(route.getScoring() == RouteScoring::sigmoid),
+        route.getSoftmaxAfterTopkAttr(), route.getNormalizeAttr(),
+        route.getNGroupAttr(), route.getTopkGroupAttr(),
+        route.getScalingAttr());
+    map.map(route.getIndices(), indices);
+    map.map(route.getWeights(), weights);
+    map.map(route.getCounts(), counts);
+    return success();
+  }
+
   if (auto probe = dyn_cast<ProbeOp>(op)) {
     mx::ObserveOp::create(b, loc, in(probe.getInput()), probe.getLabelAttr(),
                           probe.getSlotAttr());

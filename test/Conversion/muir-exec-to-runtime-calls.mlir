@@ -17,6 +17,19 @@ func.func @triangle_chunk(%a: memref<2x8x4xf32>, %c: memref<2x4x4xf32>, %b: inde
   return
 }
 
+// Routing: one call with the sizes (tokens, experts, k), the bias pointer
+// (null when absent) and the options.
+// CHECK-LABEL: func.func @route
+// CHECK-DAG: %[[T:.+]] = arith.constant 6 : i64
+// CHECK-DAG: %[[E:.+]] = arith.constant 8 : i64
+// CHECK-DAG: %[[K:.+]] = arith.constant 2 : i64
+// CHECK: %[[NB:.+]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: call @muirrt_route(%[[T]], %[[E]], %[[K]], %{{.+}}, %[[NB]], {{.*}}) : (i64, i64, i64, !llvm.ptr, !llvm.ptr, i32, i32, i32, i64, i64, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+func.func @route(%l: memref<6x8xf32>, %i: memref<6x2xi64>, %w: memref<6x2xf32>, %c: memref<8xi64>) {
+  muir_exec.route %l into %i, %w, %c {scoring = 0 : i32, n_group = 1 : i64, topk_group = 1 : i64, scaling = 1.0 : f64, normalize} : memref<6x8xf32> -> memref<6x2xi64>, memref<6x2xf32>, memref<8xi64>
+  return
+}
+
 // Each exec op is one call with raw pointers and static sizes; a batch of
 // matrices is one call. Declarations are added once; grids are dropped.
 // CHECK-NOT: muir.grid

@@ -210,3 +210,18 @@ func.func @fused_chunks(%x: tensor<8x12xf32> {muir.name = "x"}, %y: tensor<12x12
   %h = muir.syrk_all_reduce %x on @t axes = ["tp"] {chunk_rows = 0 : i64, transpose} : tensor<8x12xf32> -> tensor<12x12xf32>
   return %g, %h : tensor<12x12xf32>, tensor<12x12xf32>
 }
+
+// -----
+
+// Routing: the indices, weights and counts are buffers the runtime call
+// fills (i64 indices and counts), the bias an optional operand.
+muir.grid @g axes = ["dp"] shape = [1]
+// CHECK-LABEL: func.func @route
+// CHECK-SAME: (%[[L:[^:]+]]: memref<6x8xf32> {{.*}}, %[[B:[^:]+]]: memref<8xf32> {{.*}}, %[[W:[^:]+]]: memref<6x2xf32>
+// CHECK: %[[I:.+]] = memref.alloc() {{.*}} : memref<6x2xi64>
+// CHECK: %[[C:.+]] = memref.alloc() {{.*}} : memref<8xi64>
+// CHECK: muir_exec.route %[[L]] bias %[[B]] into %[[I]], %[[W]], %[[C]] {n_group = 4 : i64, normalize, scaling = 2.500000e+00 : f64, scoring = 1 : i32, topk_group = 2 : i64} : memref<6x8xf32>, memref<8xf32> -> memref<6x2xi64>, memref<6x2xf32>, memref<8xi64>
+func.func @route(%l: tensor<6x8xf32> {muir.name = "l"}, %b: tensor<8xf32> {muir.name = "b"}, %w: tensor<6x2xf32> {muir.name = "w"}) -> (tensor<6x2xf32> {muir.updates = "w"}) {
+  %i, %r, %c = muir.route %l bias %b {top_k = 2, scoring = #muir<route_scoring sigmoid>, n_group = 4, topk_group = 2, normalize, scaling = 2.5} : (tensor<6x8xf32>, tensor<8xf32>) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
+  return %r : tensor<6x2xf32>
+}

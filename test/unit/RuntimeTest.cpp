@@ -232,6 +232,55 @@ TEST(Ssyrk, BothTrianglesAndBeta) {
     }
 }
 
+// Routing: exact indices and counts on hand-built cases.
+TEST(Route, TiesGoToTheLowerExpertAndCountsAdd) {
+  // Token 0: experts 1 and 3 tie for the best logit; token 1: all equal.
+  const float logits[] = {1.0f, 3.0f, 2.0f, 3.0f, 0.5f, 0.5f, 0.5f, 0.5f};
+  int64_t idx[4] = {-1, -1, -1, -1}, counts[4] = {9, 9, 9, 9};
+  float w[4];
+  muirrt_route(2, 4, 2, logits, nullptr, /*softmax*/ 0, 0, 0, 1, 1, 1.0f, idx,
+               w, counts);
+  EXPECT_EQ(idx[0], 1);
+  EXPECT_EQ(idx[1], 3);
+  EXPECT_EQ(idx[2], 0);
+  EXPECT_EQ(idx[3], 1);
+  const int64_t wantCounts[4] = {1, 2, 0, 1};
+  for (int e = 0; e < 4; ++e)
+    EXPECT_EQ(counts[e], wantCounts[e]) << "expert " << e;
+  // softmax(1, 3, 2, 3) at expert 1: e^3 / (e + 2 e^3 + e^2).
+  double z = std::exp(1.0) + 2 * std::exp(3.0) + std::exp(2.0);
+  EXPECT_NEAR(w[0], std::exp(3.0) / z, 1e-7);
+  EXPECT_NEAR(w[1], std::exp(3.0) / z, 1e-7);
+  EXPECT_NEAR(w[2], 0.25, 1e-7);
+  EXPECT_NEAR(w[3], 0.25, 1e-7);
+}
+
+TEST(Route, GroupsBiasNormalizeScaling) {
+  // 4 experts in 2 groups, 1 group kept, top-2, sigmoid scores. Expert 0
+  // has the best single score, but group {2, 3} has the best sum of two,
+  // so only 2 and 3 compete. The bias lifts expert 3 over 2 for the
+  // choice; the weights stay the unbiased scores, normalised, times 2.
+  const float logits[] = {2.0f, -3.0f, 1.0f, 0.9f};
+  const float bias[] = {0.0f, 0.0f, 0.0f, 0.1f};
+  int64_t idx[2], counts[4];
+  float w[2];
+  muirrt_route(1, 4, 2, logits, bias, /*sigmoid*/ 1, 0, /*normalize*/ 1, 2, 1,
+               2.0f, idx, w, counts);
+  EXPECT_EQ(idx[0], 3);
+  EXPECT_EQ(idx[1], 2);
+  auto sig = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
+  double s3 = sig(0.9), s2 = sig(1.0);
+  EXPECT_NEAR(w[0], 2.0 * s3 / (s3 + s2), 1e-6);
+  EXPECT_NEAR(w[1], 2.0 * s2 / (s3 + s2), 1e-6);
+  const int64_t wantCounts[4] = {0, 0, 1, 1};
+  for (int e = 0; e < 4; ++e)
+    EXPECT_EQ(counts[e], wantCounts[e]) << "expert " << e;
+  // Without groups expert 0 wins.
+  muirrt_route(1, 4, 2, logits, bias, 1, 0, 1, 1, 1, 2.0f, idx, w, counts);
+  EXPECT_EQ(idx[0], 0);
+  EXPECT_EQ(idx[1], 3);
+}
+
 TEST(FrobeniusNormalize, MatchesDoubleReferenceAndInPlace) {
   const int64_t batch = 3, numel = 10;
   const float eps = 1e-3f;

@@ -260,6 +260,7 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
     add("muirrt_all_to_all", reinterpret_cast<void *>(&muirrt_all_to_all));
     add("muirrt_all_to_allv", reinterpret_cast<void *>(&muirrt_all_to_allv));
     add("muirrt_ssyrk_rows", reinterpret_cast<void *>(&muirrt_ssyrk_rows));
+    add("muirrt_route", reinterpret_cast<void *>(&muirrt_route));
     add("muirrt_triangle_all_reduce_start",
         reinterpret_cast<void *>(&muirrt_triangle_all_reduce_start));
     add("muirrt_triangle_all_reduce_wait",

@@ -55,6 +55,23 @@ void muirrt_ssyrk_rows(int64_t batch, int32_t trans, int64_t n, int64_t k,
                        float alpha, const float *a, float *c,
                        int64_t row_begin, int64_t row_end);
 
+/* Top-k expert routing (muir.route) of `tokens` rows of `experts` router
+ * logits: per token, scores s = softmax(logits) (scoring 0; in double, a
+ * fixed order) or sigmoid(logits) (scoring 1); selection scores s + bias
+ * (bias NULL: none); with n_group > 1 only the experts of the topk_group
+ * groups with the best scores (a group's score: the sum of its two best
+ * selection scores, or its best for groups of one) compete; the k best
+ * selection scores, ties to the lower expert index, give indices[t][0..k)
+ * in decreasing order. weights = s at those experts, or with
+ * softmax_after_topk the softmax of their k logits; with normalize divided
+ * by their sum; times scaling. counts[e] = the (token, slot) pairs that
+ * chose e. indices and counts are int64. */
+void muirrt_route(int64_t tokens, int64_t experts, int64_t k,
+                  const float *logits, const float *bias, int32_t scoring,
+                  int32_t softmax_after_topk, int32_t normalize,
+                  int64_t n_group, int64_t topk_group, float scaling,
+                  int64_t *indices, float *weights, int64_t *counts);
+
 /* out[i] = in[i] / (||in[i]||_F + eps) for each of `batch` items of `numel`
  * floats. The norm is accumulated in double in a fixed order, so results do
  * not depend on thread count. in == out is allowed. */
