@@ -401,6 +401,32 @@ LogicalResult RouteOp::verify() {
   return success();
 }
 
+LogicalResult GroupedMatmulOp::verify() {
+  auto it = getInput().getType(), wt = getWeights().getType();
+  auto st = getSizes().getType(), rt = getResult().getType();
+  if (it.getRank() != 2)
+    return emitOpError("expected input rows [R, K], got rank ")
+           << it.getRank();
+  if (wt.getRank() != 3)
+    return emitOpError("expected one weight matrix per expert [E, K, N], "
+                       "got rank ")
+           << wt.getRank();
+  int64_t experts = wt.getDimSize(0);
+  int64_t k = getTransposeB() ? wt.getDimSize(2) : wt.getDimSize(1);
+  int64_t n = getTransposeB() ? wt.getDimSize(1) : wt.getDimSize(2);
+  if (st.getRank() != 1 || st.getDimSize(0) != experts)
+    return emitOpError("expected sizes of the ")
+           << experts << " experts, got " << st;
+  if (it.getDimSize(1) != k)
+    return emitOpError("input rows of ")
+           << it.getDimSize(1) << " do not match the experts' " << k
+           << " inputs (mismatched hidden sizes)";
+  auto want = RankedTensorType::get({it.getDimSize(0), n}, it.getElementType());
+  if (rt != want)
+    return emitOpError("expected result ") << want << ", got " << rt;
+  return success();
+}
+
 LogicalResult ProbeOp::verify() {
   // I64Attr reads back unsigned; the attribute's own value keeps the sign.
   if (getSlotAttr().getInt() < 0)

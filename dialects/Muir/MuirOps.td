@@ -331,6 +331,28 @@ def Muir_RouteOp : Muir_Op<"route", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Muir_GroupedMatmulOp : Muir_Op<"grouped_matmul", [Pure]> {
+  let summary = "per-expert products over ragged groups of rows";
+  let description = [{
+    `input` [R, K] holds rows in expert-major order: the first sizes[0]
+    rows belong to expert 0, the next sizes[1] to expert 1, and so on;
+    `weights` [E, K, N] (with `transpose_b`, [E, N, K]: a stack of PyTorch
+    Linear weights [out, in]) holds one matrix per expert. Row r of group
+    e becomes input[r] * op(weights[e]); rows past the groups' total are
+    zero. R is a static bound; a total above it is a run-time error that
+    names the expert and the counts. `sizes` [E] is an i64 runtime buffer
+    (for example `muir.route`'s counts), not a host list.
+  }];
+  let arguments = (ins Muir_F32Tensor:$input, Muir_F32Tensor:$weights,
+      Muir_I64Tensor:$sizes, UnitAttr:$transpose_b);
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weights `,` $sizes attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Muir_ProbeOp : Muir_Op<"probe", [MemoryEffects<[MemWrite]>]> {
   let summary = "record a tensor's value for the runtime to report";
   let description = [{

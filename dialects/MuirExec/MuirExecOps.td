@@ -288,6 +288,22 @@ def MuirExec_RouteOp : MuirExec_Op<"route"> {
   }];
 }
 
+def MuirExec_GroupedGemmOp : MuirExec_Op<"grouped_gemm"> {
+  let summary = "per-expert GEMMs over ragged row groups (runtime)";
+  let description = [{
+    `muir.grouped_matmul` on buffers: one `muirrt_grouped_gemm` call.
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$input,
+      Arg<MemRefRankOf<[F32], [3]>, "", [MemRead]>:$weights,
+      Arg<MemRefRankOf<[I64], [1]>, "", [MemRead]>:$sizes,
+      Arg<MemRefRankOf<[F32], [2]>, "", [MemWrite]>:$output,
+      UnitAttr:$transpose_b);
+  let assemblyFormat = [{
+    $input `,` $weights `,` $sizes `into` $output attr-dict `:`
+    type($input) `,` type($weights) `,` type($sizes) `->` type($output)
+  }];
+}
+
 def MuirExec_GroupRankOp : MuirExec_Op<"group_rank", [Pure]> {
   let summary = "this rank's index in the group named by axes_mask";
   let arguments = (ins I64Attr:$axes_mask);

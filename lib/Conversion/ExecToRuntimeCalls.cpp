@@ -242,6 +242,16 @@ struct ExecToRuntimeCallsPass
       } else if (auto w = dyn_cast<mx::TriangleAllReduceWaitOp>(op)) {
         c.call("muirrt_triangle_all_reduce_wait",
                {w.getRequest(), c.ptr(w.getC())});
+      } else if (auto gg = dyn_cast<mx::GroupedGemmOp>(op)) {
+        auto it = cast<MemRefType>(gg.getInput().getType());
+        auto ot = cast<MemRefType>(gg.getOutput().getType());
+        auto wt = cast<MemRefType>(gg.getWeights().getType());
+        c.call("muirrt_grouped_gemm",
+               {c.i64(wt.getDimSize(0)), c.i64(it.getDimSize(0)),
+                c.i64(it.getDimSize(1)), c.i64(ot.getDimSize(1)),
+                c.ptr(gg.getInput()), c.ptr(gg.getWeights()),
+                c.i32(gg.getTransposeB()), c.ptr(gg.getSizes()),
+                c.ptr(gg.getOutput())});
       } else if (auto rt = dyn_cast<mx::RouteOp>(op)) {
         auto lt = cast<MemRefType>(rt.getLogits().getType());
         auto it = cast<MemRefType>(rt.getIndices().getType());

@@ -339,6 +339,14 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     return success();
   }
 
+  if (auto gm = dyn_cast<GroupedMatmulOp>(op)) {
+    Value out = output(gm.getResult());
+    mx::GroupedGemmOp::create(b, loc, in(gm.getInput()), in(gm.getWeights()),
+                              in(gm.getSizes()), out, gm.getTransposeBAttr());
+    map.map(gm.getResult(), out);
+    return success();
+  }
+
   if (auto route = dyn_cast<RouteOp>(op)) {
     Value indices = output(route.getIndices());
     Value weights = output(route.getWeights());

@@ -140,3 +140,37 @@ extern "C" void muirrt_route(int64_t tokens, int64_t experts, int64_t k,
                                 static_cast<double>(scaling));
   }
 }
+
+extern "C" void muirrt_grouped_gemm(int64_t experts, int64_t rows, int64_t k,
+                                    int64_t n, const float *in,
+                                    const float *w, int32_t trans_w,
+                                    const int64_t *sizes, float *out) {
+  // Check every size before touching the output.
+  int64_t total = 0;
+  for (int64_t e = 0; e < experts; ++e) {
+    if (sizes[e] < 0 || sizes[e] > rows - total) {
+      std::fprintf(stderr,
+                   "muirrt: muirrt_grouped_gemm: expert %lld has %lld rows, "
+                   "but the experts before it hold %lld of the %lld-row "
+                   "bound (sizes:",
+                   static_cast<long long>(e),
+                   static_cast<long long>(sizes[e]),
+                   static_cast<long long>(total),
+                   static_cast<long long>(rows));
+      for (int64_t j = 0; j < experts; ++j)
+        std::fprintf(stderr, " %lld", static_cast<long long>(sizes[j]));
+      std::fprintf(stderr, ")\n");
+      std::abort();
+    }
+    total += sizes[e];
+  }
+  int64_t row = 0;
+  for (int64_t e = 0; e < experts; ++e) {
+    // One GEMM per expert (sgemm counts it); empty groups cost nothing.
+    if (sizes[e] > 0)
+      muirrt_sgemm(1, 0, trans_w, sizes[e], n, k, 1.0f, in + row * k,
+                   w + e * k * n, 0.0f, out + row * n, nullptr);
+    row += sizes[e];
+  }
+  std::fill(out + row * n, out + rows * n, 0.0f);
+}

@@ -30,6 +30,14 @@ func.func @route(%l: memref<6x8xf32>, %i: memref<6x2xi64>, %w: memref<6x2xf32>, 
   return
 }
 
+// A grouped GEMM: experts, the row bound, k and n, then the buffers.
+// CHECK-LABEL: func.func @grouped_gemm
+// CHECK: call @muirrt_grouped_gemm({{.*}}) : (i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, !llvm.ptr) -> ()
+func.func @grouped_gemm(%x: memref<6x8xf32>, %w: memref<4x5x8xf32>, %c: memref<4xi64>, %y: memref<6x5xf32>) {
+  muir_exec.grouped_gemm %x, %w, %c into %y {transpose_b} : memref<6x8xf32>, memref<4x5x8xf32>, memref<4xi64> -> memref<6x5xf32>
+  return
+}
+
 // Each exec op is one call with raw pointers and static sizes; a batch of
 // matrices is one call. Declarations are added once; grids are dropped.
 // CHECK-NOT: muir.grid

@@ -225,3 +225,18 @@ func.func @route(%l: tensor<6x8xf32> {muir.name = "l"}, %b: tensor<8xf32> {muir.
   %i, %r, %c = muir.route %l bias %b {top_k = 2, scoring = #muir<route_scoring sigmoid>, n_group = 4, topk_group = 2, normalize, scaling = 2.5} : (tensor<6x8xf32>, tensor<8xf32>) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
   return %r : tensor<6x2xf32>
 }
+
+// -----
+
+// A grouped matmul reads the routed counts from their i64 buffer.
+muir.grid @g axes = ["dp"] shape = [1]
+// CHECK-LABEL: func.func @grouped
+// CHECK-SAME: (%[[L:[^:]+]]: memref<6x4xf32> {{.*}}, %[[X:[^:]+]]: memref<6x8xf32> {{.*}}, %[[W:[^:]+]]: memref<4x5x8xf32> {{.*}}, %[[Y:[^:]+]]: memref<6x5xf32>
+// CHECK: %[[C:.+]] = memref.alloc() {{.*}} : memref<4xi64>
+// CHECK: muir_exec.route %[[L]] into %{{.+}}, %{{.+}}, %[[C]]
+// CHECK: muir_exec.grouped_gemm %[[X]], %[[W]], %[[C]] into %[[Y]] {transpose_b} : memref<6x8xf32>, memref<4x5x8xf32>, memref<4xi64> -> memref<6x5xf32>
+func.func @grouped(%l: tensor<6x4xf32> {muir.name = "l"}, %x: tensor<6x8xf32> {muir.name = "x"}, %w: tensor<4x5x8xf32> {muir.name = "w"}, %y: tensor<6x5xf32> {muir.name = "y"}) -> (tensor<6x5xf32> {muir.updates = "y"}) {
+  %i, %r, %c = muir.route %l {top_k = 1} : (tensor<6x4xf32>) -> (tensor<6x1xi64>, tensor<6x1xf32>, tensor<4xi64>)
+  %z = muir.grouped_matmul %x, %w, %c {transpose_b} : (tensor<6x8xf32>, tensor<4x5x8xf32>, tensor<4xi64>) -> tensor<6x5xf32>
+  return %z : tensor<6x5xf32>
+}

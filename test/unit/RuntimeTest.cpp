@@ -281,6 +281,34 @@ TEST(Route, GroupsBiasNormalizeScaling) {
   EXPECT_EQ(idx[1], 3);
 }
 
+// Grouped GEMM: empty groups, zero rows past the total, and an overflow of
+// the static bound that names the expert and the counts.
+TEST(GroupedGemm, RaggedGroupsAndOverflow) {
+  const int64_t experts = 3, rows = 6, k = 4, n = 5;
+  std::vector<float> in = randomVector(rows * k, 21);
+  std::vector<float> w = randomVector(experts * k * n, 22);
+  std::vector<float> out(rows * n, std::numeric_limits<float>::quiet_NaN());
+  const int64_t sizes[3] = {2, 0, 3}; // 5 of 6 rows; row 5 stays zero
+  muirrt_grouped_gemm(experts, rows, k, n, in.data(), w.data(), 0, sizes,
+                      out.data());
+  const int64_t expertOf[5] = {0, 0, 2, 2, 2};
+  for (int64_t r = 0; r < 5; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0.0;
+      for (int64_t p = 0; p < k; ++p)
+        want += static_cast<double>(in[r * k + p]) *
+                w[expertOf[r] * k * n + p * n + j];
+      ASSERT_NEAR(out[r * n + j], want, 1e-5) << "row " << r;
+    }
+  for (int64_t j = 0; j < n; ++j)
+    EXPECT_EQ(out[5 * n + j], 0.0f);
+  const int64_t tooMany[3] = {2, 3, 2};
+  EXPECT_DEATH(muirrt_grouped_gemm(experts, rows, k, n, in.data(), w.data(), 0,
+                                   tooMany, out.data()),
+               "expert 2 has 2 rows, but the experts before it hold 5 of the "
+               "6-row bound \\(sizes: 2 3 2\\)");
+}
+
 TEST(FrobeniusNormalize, MatchesDoubleReferenceAndInPlace) {
   const int64_t batch = 3, numel = 10;
   const float eps = 1e-3f;

@@ -261,6 +261,8 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
     add("muirrt_all_to_allv", reinterpret_cast<void *>(&muirrt_all_to_allv));
     add("muirrt_ssyrk_rows", reinterpret_cast<void *>(&muirrt_ssyrk_rows));
     add("muirrt_route", reinterpret_cast<void *>(&muirrt_route));
+    add("muirrt_grouped_gemm",
+        reinterpret_cast<void *>(&muirrt_grouped_gemm));
     add("muirrt_triangle_all_reduce_start",
         reinterpret_cast<void *>(&muirrt_triangle_all_reduce_start));
     add("muirrt_triangle_all_reduce_wait",

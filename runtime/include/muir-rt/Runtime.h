@@ -72,6 +72,16 @@ void muirrt_route(int64_t tokens, int64_t experts, int64_t k,
                   int64_t n_group, int64_t topk_group, float scaling,
                   int64_t *indices, float *weights, int64_t *counts);
 
+/* Per-expert products over ragged row groups (muir.grouped_matmul): the
+ * `rows` x k rows of `in` are grouped in expert order, sizes[e] rows for
+ * expert e; group e's rows times op(w[e]) (w is [experts, k, n], or with
+ * trans_w [experts, n, k]) go to the same rows of `out` (rows x n); rows
+ * past the total are zero. A negative size, or a total above `rows`, ends
+ * the run with a message naming the expert and the counts. */
+void muirrt_grouped_gemm(int64_t experts, int64_t rows, int64_t k, int64_t n,
+                         const float *in, const float *w, int32_t trans_w,
+                         const int64_t *sizes, float *out);
+
 /* out[i] = in[i] / (||in[i]||_F + eps) for each of `batch` items of `numel`
  * floats. The norm is accumulated in double in a fixed order, so results do
  * not depend on thread count. in == out is allowed. */

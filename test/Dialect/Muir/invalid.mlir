@@ -1033,3 +1033,27 @@ func.func @route_logits_rank(%l: tensor<2x4x8xf32>) {
   %i, %w, %c = muir.route %l {top_k = 2} : (tensor<2x4x8xf32>) -> (tensor<4x2xi64>, tensor<4x2xf32>, tensor<8xi64>)
   return
 }
+
+// -----
+
+func.func @grouped_matmul_hidden(%x: tensor<8x32xf32>, %w: tensor<4x24x16xf32>, %s: tensor<4xi64>) {
+  // expected-error@+1 {{'muir.grouped_matmul' op input rows of 32 do not match the experts' 16 inputs (mismatched hidden sizes)}}
+  %y = muir.grouped_matmul %x, %w, %s {transpose_b} : (tensor<8x32xf32>, tensor<4x24x16xf32>, tensor<4xi64>) -> tensor<8x24xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_matmul_sizes(%x: tensor<8x16xf32>, %w: tensor<4x16x24xf32>, %s: tensor<3xi64>) {
+  // expected-error@+1 {{'muir.grouped_matmul' op expected sizes of the 4 experts, got 'tensor<3xi64>'}}
+  %y = muir.grouped_matmul %x, %w, %s : (tensor<8x16xf32>, tensor<4x16x24xf32>, tensor<3xi64>) -> tensor<8x24xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_matmul_result(%x: tensor<8x16xf32>, %w: tensor<4x16x24xf32>, %s: tensor<4xi64>) {
+  // expected-error@+1 {{'muir.grouped_matmul' op expected result 'tensor<8x24xf32>', got 'tensor<8x16xf32>'}}
+  %y = muir.grouped_matmul %x, %w, %s : (tensor<8x16xf32>, tensor<4x16x24xf32>, tensor<4xi64>) -> tensor<8x16xf32>
+  return
+}

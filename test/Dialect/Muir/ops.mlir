@@ -340,6 +340,17 @@ func.func @route(%l: tensor<6x8xf32>, %b: tensor<8xf32>) -> (tensor<6x2xi64>, te
   return %i, %w2, %c3 : tensor<6x2xi64>, tensor<6x3xf32>, tensor<8xi64>
 }
 
+// Per-expert products over ragged row groups, weights as [E, K, N] or as
+// PyTorch Linear stacks [E, N, K] (transpose_b).
+// CHECK-LABEL: func.func @grouped_matmul
+// CHECK: muir.grouped_matmul %{{.+}}, %{{.+}}, %{{.+}} : (tensor<8x16xf32>, tensor<4x16x24xf32>, tensor<4xi64>) -> tensor<8x24xf32>
+// CHECK: muir.grouped_matmul %{{.+}}, %{{.+}}, %{{.+}} {transpose_b} : (tensor<8x16xf32>, tensor<4x24x16xf32>, tensor<4xi64>) -> tensor<8x24xf32>
+func.func @grouped_matmul(%x: tensor<8x16xf32>, %w: tensor<4x16x24xf32>, %wt: tensor<4x24x16xf32>, %s: tensor<4xi64>) -> (tensor<8x24xf32>, tensor<8x24xf32>) {
+  %y = muir.grouped_matmul %x, %w, %s : (tensor<8x16xf32>, tensor<4x16x24xf32>, tensor<4xi64>) -> tensor<8x24xf32>
+  %z = muir.grouped_matmul %x, %wt, %s {transpose_b} : (tensor<8x16xf32>, tensor<4x24x16xf32>, tensor<4xi64>) -> tensor<8x24xf32>
+  return %y, %z : tensor<8x24xf32>, tensor<8x24xf32>
+}
+
 // A grid may be private to its module.
 // CHECK: muir.grid @hidden axes = ["dp"] shape = [1] {sym_visibility = "private"}
 muir.grid @hidden axes = ["dp"] shape = [1] {sym_visibility = "private"}
