@@ -353,6 +353,19 @@ def Muir_GroupedMatmulOp : Muir_Op<"grouped_matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Muir_SwigluOp : Muir_Op<"swiglu", [Pure, SameOperandsAndResultType]> {
+  let summary = "SwiGLU gating: silu(gate) * up, element-wise";
+  let description = [{
+    The expert MLP's activation: silu(g) = g / (1 + exp(-g)), times the up
+    projection, element by element. With `muir.grouped_matmul` it makes
+    the SwiGLU expert MLP: down(swiglu(gate(x), up(x))). Zero rows (past
+    the routed total) stay zero.
+  }];
+  let arguments = (ins Muir_F32Tensor:$gate, Muir_F32Tensor:$up);
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+}
+
 def Muir_ProbeOp : Muir_Op<"probe", [MemoryEffects<[MemWrite]>]> {
   let summary = "record a tensor's value for the runtime to report";
   let description = [{

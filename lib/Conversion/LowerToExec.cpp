@@ -339,6 +339,23 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     return success();
   }
 
+  if (auto sw = dyn_cast<SwigluOp>(op)) {
+    Value out = output(sw.getResult());
+    Value one = f32(1.0);
+    elementwise({in(sw.getGate()), in(sw.getUp())}, {out},
+                [&](OpBuilder &nb, Location nl, ValueRange a) {
+                  // g / (1 + exp(-g)) * u
+                  Value neg = arith::NegFOp::create(nb, nl, a[0]);
+                  Value den = arith::AddFOp::create(
+                      nb, nl, one, math::ExpOp::create(nb, nl, neg));
+                  Value silu = arith::DivFOp::create(nb, nl, a[0], den);
+                  return SmallVector<Value>{
+                      arith::MulFOp::create(nb, nl, silu, a[1])};
+                });
+    map.map(sw.getResult(), out);
+    return success();
+  }
+
   if (auto gm = dyn_cast<GroupedMatmulOp>(op)) {
     Value out = output(gm.getResult());
     mx::GroupedGemmOp::create(b, loc, in(gm.getInput()), in(gm.getWeights()),

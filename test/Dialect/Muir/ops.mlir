@@ -351,6 +351,13 @@ func.func @grouped_matmul(%x: tensor<8x16xf32>, %w: tensor<4x16x24xf32>, %wt: te
   return %y, %z : tensor<8x24xf32>, tensor<8x24xf32>
 }
 
+// CHECK-LABEL: func.func @swiglu
+// CHECK: muir.swiglu %{{.+}}, %{{.+}} : tensor<8x24xf32>
+func.func @swiglu(%g: tensor<8x24xf32>, %u: tensor<8x24xf32>) -> tensor<8x24xf32> {
+  %h = muir.swiglu %g, %u : tensor<8x24xf32>
+  return %h : tensor<8x24xf32>
+}
+
 // A grid may be private to its module.
 // CHECK: muir.grid @hidden axes = ["dp"] shape = [1] {sym_visibility = "private"}
 muir.grid @hidden axes = ["dp"] shape = [1] {sym_visibility = "private"}
