@@ -212,6 +212,31 @@ def write_npy(directory, name, array):
     return path
 
 
+# Muon settings under which every product and sum of one step is exact in
+# float32 for integer-valued parameters and +-1 gradients whose Frobenius
+# norm is a power of two: one Newton-Schulz step with coefficients
+# (2, -1, 0.5), momentum that passes the gradient through, lr 2^-6.
+EXACT_MUON = """  muon: {lr: 0.015625, momentum: 0, momentum_kind: accumulate,
+         nesterov: false, ns_steps: 1, schedule: custom,
+         coefficients: [2, -1, 0.5]}"""
+
+
+def write_param_inputs(directory, shapes, kind, rng):
+    """Writes DIR/<name>.npy and DIR/<name>.grad.npy for each name, shape
+    of `shapes`: kind "exact" gives integer parameters in [-4, 4] and +-1
+    gradients (for EXACT_MUON), "random" Gaussian ones (parameters * 0.02)."""
+    os.makedirs(directory, exist_ok=True)
+    for name, shape in shapes.items():
+        if kind == "exact":
+            p = rng.integers(-4, 5, shape).astype(np.float32)
+            g = rng.choice([-1.0, 1.0], shape).astype(np.float32)
+        else:
+            p = (rng.standard_normal(shape) * 0.02).astype(np.float32)
+            g = rng.standard_normal(shape).astype(np.float32)
+        write_npy(directory, name, p)
+        write_npy(directory, name + ".grad", g)
+
+
 def read_dump(directory):
     """{name: float32 array} for every DIR/**/<name>.npy."""
     out = {}

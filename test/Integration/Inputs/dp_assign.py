@@ -208,15 +208,13 @@ for layout, ranks, policy in [("dp=2", 2, "greedy"), ("dp=4", 4, "greedy"),
 EXACT = """name: exact
 grid: {axes: {dp: 1}}
 optimizer:
-  muon: {lr: 0.015625, momentum: 0, momentum_kind: accumulate,
-         nesterov: false, ns_steps: 1, schedule: custom,
-         coefficients: [2, -1, 0.5]}
+%s
 parameters:
   - {name: a, shape: [16, 16], role: attention}
   - {name: b, shape: [8, 32], role: mlp}
   - {name: c, shape: [32, 8], role: mlp}
   - {name: f, shape: [32, 32], role: mlp, %s}
-""" % FSDP
+""" % (muirtest.EXACT_MUON, FSDP)
 SHAPES = {"a": (16, 16), "b": (8, 32), "c": (32, 8), "f": (32, 32)}
 exact_in = os.path.join(tmp, "exact-in")
 write_inputs(exact_in, lambda n, s: (

@@ -41,10 +41,8 @@ parameters:
   - {name: q_proj, shape: [128, 32], role: attention}
   - {name: o_proj, shape: [32, 128], role: attention}
 """
-EXACT = RANDOM.replace("  muon: {lr: 0.02, weight_decay: 0.1}", """\
-  muon: {lr: 0.015625, momentum: 0, momentum_kind: accumulate,
-         nesterov: false, ns_steps: 1, schedule: custom,
-         coefficients: [2, -1, 0.5]}""")
+EXACT = RANDOM.replace("  muon: {lr: 0.02, weight_decay: 0.1}",
+                       muirtest.EXACT_MUON)
 SHAPES = {"q_proj": (128, 32), "o_proj": (32, 128)}
 STEPS, G, S = 2, 2, 32
 ok = True
@@ -66,16 +64,7 @@ rng = np.random.default_rng(9)
 norm = 4 * (G - 1)
 for kind, text, ns in [("exact", EXACT, 1), ("random", RANDOM, 5)]:
     inp = os.path.join(tmp, kind + "-in")
-    os.makedirs(inp, exist_ok=True)
-    for name, shape in SHAPES.items():
-        if kind == "exact":
-            p = rng.integers(-4, 5, shape).astype(np.float32)
-            g = rng.choice([-1.0, 1.0], shape).astype(np.float32)
-        else:
-            p = (rng.standard_normal(shape) * 0.02).astype(np.float32)
-            g = rng.standard_normal(shape).astype(np.float32)
-        muirtest.write_npy(inp, name, p)
-        muirtest.write_npy(inp, name + ".grad", g)
+    muirtest.write_param_inputs(inp, SHAPES, kind, rng)
     desc = os.path.join(tmp, kind + ".yaml")
     with open(desc, "w") as f:
         f.write(text)

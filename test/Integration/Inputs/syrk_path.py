@@ -31,9 +31,7 @@ ok = True
 EXACT = """name: exact
 grid: {axes: {dp: 1}}
 optimizer:
-  muon: {lr: 0.015625, momentum: 0, momentum_kind: accumulate,
-         nesterov: false, ns_steps: 1, schedule: custom,
-         coefficients: [2, -1, 0.5]}
+""" + muirtest.EXACT_MUON + """
 parameters:
   - {name: a, shape: [16, 16], role: attention}
   - {name: b, shape: [8, 32], role: mlp}
@@ -41,9 +39,8 @@ parameters:
   - {name: e, shape: [4, 8, 32], role: expert}
   - {name: b2, shape: [8, 32], role: mlp}
 """
-RANDOM = EXACT.replace("""  muon: {lr: 0.015625, momentum: 0, momentum_kind: accumulate,
-         nesterov: false, ns_steps: 1, schedule: custom,
-         coefficients: [2, -1, 0.5]}""", "  muon: {lr: 0.02, weight_decay: 0.1}")
+RANDOM = EXACT.replace(muirtest.EXACT_MUON,
+                      "  muon: {lr: 0.02, weight_decay: 0.1}")
 SHAPES = {"a": (16, 16), "b": (8, 32), "c": (32, 8), "e": (4, 8, 32),
           "b2": (8, 32)}
 
@@ -63,16 +60,7 @@ def step(yaml, inp, ranks, out, extra):
 rng = np.random.default_rng(3)
 for kind, text in [("exact", EXACT), ("random", RANDOM)]:
     inp = os.path.join(tmp, kind + "-in")
-    os.makedirs(inp, exist_ok=True)
-    for name, shape in SHAPES.items():
-        if kind == "exact":
-            p = rng.integers(-4, 5, shape).astype(np.float32)
-            g = rng.choice([-1.0, 1.0], shape).astype(np.float32)
-        else:
-            p = (rng.standard_normal(shape) * 0.02).astype(np.float32)
-            g = rng.standard_normal(shape).astype(np.float32)
-        muirtest.write_npy(inp, name, p)
-        muirtest.write_npy(inp, name + ".grad", g)
+    muirtest.write_param_inputs(inp, SHAPES, kind, rng)
     desc = os.path.join(tmp, kind + ".yaml")
     with open(desc, "w") as f:
         f.write(text)
