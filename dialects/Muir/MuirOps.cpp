@@ -427,6 +427,54 @@ LogicalResult GroupedMatmulOp::verify() {
   return success();
 }
 
+static LogicalResult expectType(Operation *op, StringRef what, Type got,
+                                ArrayRef<int64_t> shape, Type element) {
+  auto want = RankedTensorType::get(shape, element);
+  if (got != want)
+    return op->emitOpError("expected ")
+           << what << " " << want << ", got " << got;
+  return success();
+}
+
+LogicalResult GroupedMatmulWgradOp::verify() {
+  auto it = getInput().getType(), gt = getGrad().getType();
+  auto st = getSizes().getType(), rt = getResult().getType();
+  if (it.getRank() != 2 || gt.getRank() != 2)
+    return emitOpError("expected input rows [R, K] and gradient rows [R, N], "
+                       "got ")
+           << it << " and " << gt;
+  if (it.getDimSize(0) != gt.getDimSize(0))
+    return emitOpError("input has ")
+           << it.getDimSize(0) << " rows but the gradient "
+           << gt.getDimSize(0);
+  if (st.getRank() != 1)
+    return emitOpError("expected sizes [E], got ") << st;
+  int64_t e = st.getDimSize(0), k = it.getDimSize(1), n = gt.getDimSize(1);
+  SmallVector<int64_t> want = getTransposeB() ? SmallVector<int64_t>{e, n, k}
+                                              : SmallVector<int64_t>{e, k, n};
+  return expectType(*this, "result", rt, want, it.getElementType());
+}
+
+LogicalResult RouteGradOp::verify() {
+  auto lt = getLogits().getType(), it = getIndices().getType();
+  if (lt.getRank() != 2 || it.getRank() != 2 ||
+      it.getDimSize(0) != lt.getDimSize(0))
+    return emitOpError("expected logits [T, E] and indices [T, K], got ")
+           << lt << " and " << it;
+  if (it.getDimSize(1) > lt.getDimSize(1))
+    return emitOpError("top_k ") << it.getDimSize(1)
+                                 << " exceeds the experts "
+                                 << lt.getDimSize(1);
+  if (getWeightsGrad().getType() !=
+      RankedTensorType::get(it.getShape(), lt.getElementType()))
+    return emitOpError("expected weights_grad of the indices' shape, got ")
+           << getWeightsGrad().getType();
+  if (getResult().getType() != lt)
+    return emitOpError("expected result ") << lt << ", got "
+                                           << getResult().getType();
+  return success();
+}
+
 LogicalResult ProbeOp::verify() {
   // I64Attr reads back unsigned; the attribute's own value keeps the sign.
   if (getSlotAttr().getInt() < 0)
@@ -513,6 +561,9 @@ MUIR_COLLECTIVE_GRID(BroadcastOp)
 MUIR_COLLECTIVE_GRID(AllSliceOp)
 MUIR_COLLECTIVE_GRID(GroupRankOp)
 MUIR_COLLECTIVE_GRID(SyrkAllReduceOp)
+MUIR_COLLECTIVE_GRID(DispatchOp)
+MUIR_COLLECTIVE_GRID(CombineOp)
+MUIR_COLLECTIVE_GRID(CombineWeightsGradOp)
 #undef MUIR_COLLECTIVE_GRID
 
 LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &symbols) {
@@ -672,6 +723,118 @@ SyrkAllReduceOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (getChunkRowsAttr().getInt() < 0)
     return emitOpError("expected chunk_rows >= 0, got ")
            << getChunkRowsAttr().getInt();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Expert dispatch and combine
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The sizes every dispatch/combine op agrees on.
+struct MoeShape {
+  int64_t g, experts, tokens, k, hidden, bound;
+};
+} // namespace
+
+/// Checks the group, the experts' split over it and the routing; fills
+/// `shape` (bound and hidden from `rows`, a [R, H] tensor).
+static LogicalResult verifyMoe(Operation *op, FailureOr<GridOp> grid,
+                               ArrayAttr axes, IntegerAttr numExperts,
+                               RankedTensorType indices,
+                               RankedTensorType rows, MoeShape &shape) {
+  if (failed(grid))
+    return failure();
+  shape.g = grid->getGroupSize(axes);
+  shape.experts = numExperts.getInt();
+  if (shape.experts < 1)
+    return op->emitOpError("expected num_experts >= 1, got ")
+           << shape.experts;
+  if (shape.experts % shape.g != 0)
+    return op->emitOpError("")
+           << shape.experts << " experts do not divide evenly over the "
+           << shape.g << " ranks of the group (experts not divisible by ep)";
+  if (indices.getRank() != 2)
+    return op->emitOpError("expected indices [tokens, top_k], got ")
+           << indices;
+  shape.tokens = indices.getDimSize(0);
+  shape.k = indices.getDimSize(1);
+  if (shape.k < 1 || shape.k > shape.experts)
+    return op->emitOpError("top_k ")
+           << shape.k << " must be in [1, " << shape.experts
+           << "] (the number of experts)";
+  if (rows.getRank() != 2)
+    return op->emitOpError("expected expert rows [bound, hidden], got ")
+           << rows;
+  shape.bound = rows.getDimSize(0);
+  shape.hidden = rows.getDimSize(1);
+  return success();
+}
+
+static int64_t planSize(const MoeShape &s) { return 2 * s.bound + 4 * s.g; }
+
+LogicalResult DispatchOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  MoeShape s;
+  if (failed(verifyMoe(*this,
+                       verifyGridAxes(*this, getGridAttr(), getGridAxes(),
+                                      symbols),
+                       getGridAxes(), getNumExpertsAttr(),
+                       getIndices().getType(), getResult().getType(), s)))
+    return failure();
+  Type f32 = Float32Type::get(getContext());
+  Type i64 = IntegerType::get(getContext(), 64);
+  if (failed(expectType(*this, "input", getInput().getType(),
+                        {s.tokens, s.hidden}, f32)) ||
+      (getWeights() && failed(expectType(*this, "weights",
+                                         getWeights().getType(),
+                                         {s.tokens, s.k}, f32))) ||
+      failed(expectType(*this, "counts (one per local expert)",
+                        getCounts().getType(), {s.experts / s.g}, i64)) ||
+      failed(expectType(*this, "plan (2 * bound + 4 * group size)",
+                        getPlan().getType(), {planSize(s)}, i64)))
+    return failure();
+  return success();
+}
+
+LogicalResult CombineOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  MoeShape s;
+  if (failed(verifyMoe(*this,
+                       verifyGridAxes(*this, getGridAttr(), getGridAxes(),
+                                      symbols),
+                       getGridAxes(), getNumExpertsAttr(),
+                       getIndices().getType(), getInput().getType(), s)))
+    return failure();
+  Type f32 = Float32Type::get(getContext());
+  Type i64 = IntegerType::get(getContext(), 64);
+  if (failed(expectType(*this, "plan (2 * bound + 4 * group size)",
+                        getPlan().getType(), {planSize(s)}, i64)) ||
+      (getWeights() && failed(expectType(*this, "weights",
+                                         getWeights().getType(),
+                                         {s.tokens, s.k}, f32))) ||
+      failed(expectType(*this, "result", getResult().getType(),
+                        {s.tokens, s.hidden}, f32)))
+    return failure();
+  return success();
+}
+
+LogicalResult
+CombineWeightsGradOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  MoeShape s;
+  if (failed(verifyMoe(*this,
+                       verifyGridAxes(*this, getGridAttr(), getGridAxes(),
+                                      symbols),
+                       getGridAxes(), getNumExpertsAttr(),
+                       getIndices().getType(), getInput().getType(), s)))
+    return failure();
+  Type f32 = Float32Type::get(getContext());
+  Type i64 = IntegerType::get(getContext(), 64);
+  if (failed(expectType(*this, "grad", getGrad().getType(),
+                        {s.tokens, s.hidden}, f32)) ||
+      failed(expectType(*this, "plan (2 * bound + 4 * group size)",
+                        getPlan().getType(), {planSize(s)}, i64)) ||
+      failed(expectType(*this, "result", getResult().getType(),
+                        {s.tokens, s.k}, f32)))
+    return failure();
   return success();
 }
 

@@ -366,6 +366,73 @@ def Muir_SwigluOp : Muir_Op<"swiglu", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
 }
 
+def Muir_GroupedMatmulWgradOp : Muir_Op<"grouped_matmul_wgrad", [Pure]> {
+  let summary = "weight gradients of a grouped_matmul";
+  let description = [{
+    For `muir.grouped_matmul %input, %weights, %sizes` with output gradient
+    `grad` [R, N]: the gradient of each expert's weight matrix, in the
+    weights' layout: input_e^T grad_e [K, N] per expert e (with
+    `transpose_b`, grad_e^T input_e [N, K]); zero for an expert with no
+    rows. (The input's gradient is a grouped_matmul of `grad` with the
+    same weights and `transpose_b` flipped.)
+  }];
+  let arguments = (ins Muir_F32Tensor:$input, Muir_F32Tensor:$grad,
+      Muir_I64Tensor:$sizes, UnitAttr:$transpose_b);
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad `,` $sizes attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Muir_AddOp : Muir_Op<"add", [Pure, SameOperandsAndResultType]> {
+  let summary = "element-wise sum of two tensors";
+  let description = [{
+    lhs + rhs, element by element (for example the input gradient of an
+    expert MLP, summed over its gate and up projections).
+  }];
+  let arguments = (ins Muir_F32Tensor:$lhs, Muir_F32Tensor:$rhs);
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Muir_SwigluGradOp : Muir_Op<"swiglu_grad", [Pure,
+    AllTypesMatch<["gate", "up", "grad", "gate_grad", "up_grad"]>]> {
+  let summary = "gradients of swiglu with respect to gate and up";
+  let description = [{
+    With s = sigmoid(g): d_up = grad * g * s and d_gate = grad * up * s *
+    (1 + g * (1 - s)), element-wise.
+  }];
+  let arguments = (ins Muir_F32Tensor:$gate, Muir_F32Tensor:$up,
+      Muir_F32Tensor:$grad);
+  let results = (outs Muir_F32Tensor:$gate_grad, Muir_F32Tensor:$up_grad);
+  let assemblyFormat = "$gate `,` $up `,` $grad attr-dict `:` type($gate)";
+}
+
+def Muir_RouteGradOp : Muir_Op<"route_grad", [Pure]> {
+  let summary = "gradient of route's weights with respect to the logits";
+  let description = [{
+    For a `muir.route` with the same scoring attributes that chose
+    `indices`: the logits' gradient [T, E] from the weights' gradient
+    [T, K], in double per token. The selection (bias, expert groups) has
+    no gradient; the weights are differentiated through the scaling, the
+    normalisation and the scoring (softmax over all experts, sigmoid, or
+    softmax over the K selected).
+  }];
+  let arguments = (ins Muir_F32Tensor:$logits, Muir_I64Tensor:$indices,
+      Muir_F32Tensor:$weights_grad,
+      DefaultValuedAttr<Muir_RouteScoringAttr, "RouteScoring::softmax">:$scoring,
+      UnitAttr:$softmax_after_topk, UnitAttr:$normalize,
+      DefaultValuedAttr<F64Attr, "1.0">:$scaling);
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $indices `,` $weights_grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Muir_ProbeOp : Muir_Op<"probe", [MemoryEffects<[MemWrite]>]> {
   let summary = "record a tensor's value for the runtime to report";
   let description = [{
@@ -568,6 +635,85 @@ def Muir_SyrkAllReduceOp : Muir_CollectiveOp<"syrk_all_reduce", [Pure]> {
   let assemblyFormat = [{
     $a `on` $grid `axes` `=` $grid_axes attr-dict `:` type($a) `->`
     type($result)
+  }];
+}
+
+def Muir_DispatchOp : Muir_CollectiveOp<"dispatch", [Pure]> {
+  let summary = "send routed tokens to the ranks holding their experts";
+  let description = [{
+    Expert-parallel dispatch over the group of `grid_axes` (g ranks; the
+    `num_experts` experts split evenly, expert e on group rank
+    e / (num_experts / g)). `input` [T, H] holds this rank's tokens and
+    `indices` [T, K] their experts (`muir.route`; -1 marks a dropped slot).
+
+    First the group gathers every rank's pairs per expert and tokens per
+    rank (an all-gather of E + g integers), so every rank knows what it
+    receives and checks the static bound before any token moves. Then a
+    ragged all-to-all sends each token once to each rank holding one of its
+    experts (a token with two experts on one rank travels once). The
+    receiver expands the tokens into `result` [R, H]: one row per (token,
+    slot), expert-major (local expert, then source rank, then token
+    order), rows past the total zero; with `weights` [T, K] each row is
+    scaled by its slot's weight (the weights travel with the token). R is a
+    static bound (dropless: g * T * min(K, E / g)); receiving more stops
+    the run on every rank with a message naming `layer`, the rank and the
+    rows per expert. `counts` [E / g] are the rows per local expert (the
+    sizes of `muir.grouped_matmul`), `plan` [2 R + 4 g] what `muir.combine`
+    needs to send rows back.
+
+    With `weights`, dispatch is the transpose of `muir.combine` with
+    weights; without, combine without weights is its transpose.
+  }];
+  let arguments = !con(commonArgs, (ins Muir_F32Tensor:$input,
+      Muir_I64Tensor:$indices, Optional<Muir_F32Tensor>:$weights,
+      I64Attr:$num_experts, OptionalAttr<StrAttr>:$layer));
+  let results = (outs Muir_F32Tensor:$result, Muir_I64Tensor:$counts,
+      Muir_I64Tensor:$plan);
+  let assemblyFormat = [{
+    $input `,` $indices (`weights` $weights^)? `on` $grid `axes` `=`
+    $grid_axes attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Muir_CombineOp : Muir_CollectiveOp<"combine", [Pure]> {
+  let summary = "bring expert outputs home and sum them per token";
+  let description = [{
+    The reverse of `muir.dispatch` (same group, experts and `plan`): every
+    row of `input` [R, H] returns to its token's rank in a ragged
+    all-to-all, and token t's result is the sum over its slots k, in slot
+    order, of weights[t, k] * row(t, k) (no `weights`: weight 1), in
+    double. The same operations run for any number of ranks, so the result
+    is bitwise independent of g. Dropped slots (-1) add nothing.
+  }];
+  let arguments = !con(commonArgs, (ins Muir_F32Tensor:$input,
+      Muir_I64Tensor:$indices, Muir_I64Tensor:$plan,
+      Optional<Muir_F32Tensor>:$weights, I64Attr:$num_experts,
+      OptionalAttr<StrAttr>:$layer));
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $indices `,` $plan (`weights` $weights^)? `on` $grid `axes`
+    `=` $grid_axes attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Muir_CombineWeightsGradOp
+    : Muir_CollectiveOp<"combine_weights_grad", [Pure]> {
+  let summary = "gradient of combine with respect to its weights";
+  let description = [{
+    For `muir.combine %input, %indices, %plan weights %w` with output
+    gradient `grad` [T, H]: d w[t, k] = <grad[t], row(t, k)>. `grad`
+    travels as the tokens did (once per rank), the dot products (double)
+    are formed where the rows are, and one float per pair comes back.
+    Dropped slots get 0. (The rows' gradient is `muir.dispatch` of `grad`
+    with the weights.)
+  }];
+  let arguments = !con(commonArgs, (ins Muir_F32Tensor:$grad,
+      Muir_F32Tensor:$input, Muir_I64Tensor:$indices, Muir_I64Tensor:$plan,
+      I64Attr:$num_experts, OptionalAttr<StrAttr>:$layer));
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $indices `,` $plan `on` $grid `axes` `=`
+    $grid_axes attr-dict `:` functional-type(operands, results)
   }];
 }
 

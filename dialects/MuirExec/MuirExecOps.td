@@ -304,6 +304,99 @@ def MuirExec_GroupedGemmOp : MuirExec_Op<"grouped_gemm"> {
   }];
 }
 
+def MuirExec_GroupedGemmWgradOp : MuirExec_Op<"grouped_gemm_wgrad"> {
+  let summary = "per-expert weight gradients of a grouped GEMM (runtime)";
+  let description = [{
+    `muir.grouped_matmul_wgrad` on buffers: one `muirrt_grouped_gemm_wgrad`.
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$input,
+      Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$grad,
+      Arg<MemRefRankOf<[I64], [1]>, "", [MemRead]>:$sizes,
+      Arg<MemRefRankOf<[F32], [3]>, "", [MemWrite]>:$output,
+      UnitAttr:$transpose_b);
+  let assemblyFormat = [{
+    $input `,` $grad `,` $sizes `into` $output attr-dict `:`
+    type($input) `,` type($grad) `,` type($sizes) `->` type($output)
+  }];
+}
+
+def MuirExec_RouteGradOp : MuirExec_Op<"route_grad"> {
+  let summary = "logits' gradient of top-k routing (runtime route_grad)";
+  let description = [{
+    `muir.route_grad` on buffers: one `muirrt_route_grad` call.
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$logits,
+      Arg<MemRefRankOf<[I64], [2]>, "", [MemRead]>:$indices,
+      Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$weights_grad,
+      Arg<MemRefRankOf<[F32], [2]>, "", [MemWrite]>:$output,
+      I32Attr:$scoring, UnitAttr:$softmax_after_topk, UnitAttr:$normalize,
+      F64Attr:$scaling);
+  let assemblyFormat = [{
+    $logits `,` $indices `,` $weights_grad `into` $output attr-dict `:`
+    type($logits) `,` type($indices) `,` type($weights_grad) `->`
+    type($output)
+  }];
+}
+
+def MuirExec_MoeDispatchOp : MuirExec_Op<"moe_dispatch"> {
+  let summary = "expert dispatch over a group (runtime moe_dispatch)";
+  let description = [{
+    `muir.dispatch` on buffers: one `muirrt_moe_dispatch` call (an
+    all-gather of counts and a ragged all-to-all of tokens).
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$input,
+      Arg<MemRefRankOf<[I64], [2]>, "", [MemRead]>:$indices,
+      Arg<Optional<MemRefRankOf<[F32], [2]>>, "", [MemRead]>:$weights,
+      Arg<MemRefRankOf<[F32], [2]>, "", [MemWrite]>:$output,
+      Arg<MemRefRankOf<[I64], [1]>, "", [MemWrite]>:$counts,
+      Arg<MemRefRankOf<[I64], [1]>, "", [MemWrite]>:$plan,
+      I64Attr:$axes_mask, I64Attr:$num_experts, StrAttr:$layer);
+  let assemblyFormat = [{
+    $input `,` $indices (`weights` $weights^)? `into` $output `,` $counts
+    `,` $plan attr-dict `:` type($input) `,` type($indices)
+    (`,` type($weights)^)? `->` type($output) `,` type($counts) `,`
+    type($plan)
+  }];
+}
+
+def MuirExec_MoeCombineOp : MuirExec_Op<"moe_combine"> {
+  let summary = "expert combine over a group (runtime moe_combine)";
+  let description = [{
+    `muir.combine` on buffers: one `muirrt_moe_combine` call.
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$input,
+      Arg<MemRefRankOf<[I64], [2]>, "", [MemRead]>:$indices,
+      Arg<MemRefRankOf<[I64], [1]>, "", [MemRead]>:$plan,
+      Arg<Optional<MemRefRankOf<[F32], [2]>>, "", [MemRead]>:$weights,
+      Arg<MemRefRankOf<[F32], [2]>, "", [MemWrite]>:$output,
+      I64Attr:$axes_mask, I64Attr:$num_experts, StrAttr:$layer);
+  let assemblyFormat = [{
+    $input `,` $indices `,` $plan (`weights` $weights^)? `into` $output
+    attr-dict `:` type($input) `,` type($indices) `,` type($plan)
+    (`,` type($weights)^)? `->` type($output)
+  }];
+}
+
+def MuirExec_MoeCombineWeightsGradOp
+    : MuirExec_Op<"moe_combine_weights_grad"> {
+  let summary = "combine's weight gradient (runtime)";
+  let description = [{
+    `muir.combine_weights_grad` on buffers: one
+    `muirrt_moe_combine_weights_grad` call.
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$grad,
+      Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$input,
+      Arg<MemRefRankOf<[I64], [2]>, "", [MemRead]>:$indices,
+      Arg<MemRefRankOf<[I64], [1]>, "", [MemRead]>:$plan,
+      Arg<MemRefRankOf<[F32], [2]>, "", [MemWrite]>:$output,
+      I64Attr:$axes_mask, I64Attr:$num_experts, StrAttr:$layer);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $indices `,` $plan `into` $output attr-dict `:`
+    type($grad) `,` type($input) `,` type($indices) `,` type($plan) `->`
+    type($output)
+  }];
+}
+
 def MuirExec_GroupRankOp : MuirExec_Op<"group_rank", [Pure]> {
   let summary = "this rank's index in the group named by axes_mask";
   let arguments = (ins I64Attr:$axes_mask);

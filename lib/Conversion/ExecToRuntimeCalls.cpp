@@ -64,6 +64,23 @@ public:
     }
     return ptr(buf);
   }
+  /// A pointer to a NUL-terminated constant string (a private global, one
+  /// per distinct string).
+  Value str(StringRef text) {
+    std::string name =
+        "__muir_str_" + std::to_string(llvm::hash_value(text));
+    auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
+    if (!global) {
+      OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
+      std::string bytes = text.str();
+      bytes.push_back('\0');
+      auto type = LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size());
+      global = LLVM::GlobalOp::create(mb, loc, type, /*isConstant=*/true,
+                                      LLVM::Linkage::Private, name,
+                                      mb.getStringAttr(bytes));
+    }
+    return LLVM::AddressOfOp::create(b, loc, global);
+  }
   void copy(Value from, Value to) { memref::CopyOp::create(b, loc, from, to); }
 
   ValueRange call(StringRef name, ArrayRef<Value> args,
@@ -252,6 +269,58 @@ struct ExecToRuntimeCallsPass
                 c.ptr(gg.getInput()), c.ptr(gg.getWeights()),
                 c.i32(gg.getTransposeB()), c.ptr(gg.getSizes()),
                 c.ptr(gg.getOutput())});
+      } else if (auto wg = dyn_cast<mx::GroupedGemmWgradOp>(op)) {
+        auto it = cast<MemRefType>(wg.getInput().getType());
+        auto gt = cast<MemRefType>(wg.getGrad().getType());
+        auto st = cast<MemRefType>(wg.getSizes().getType());
+        c.call("muirrt_grouped_gemm_wgrad",
+               {c.i64(st.getDimSize(0)), c.i64(it.getDimSize(0)),
+                c.i64(it.getDimSize(1)), c.i64(gt.getDimSize(1)),
+                c.ptr(wg.getInput()), c.ptr(wg.getGrad()),
+                c.i32(wg.getTransposeB()), c.ptr(wg.getSizes()),
+                c.ptr(wg.getOutput())});
+      } else if (auto rg = dyn_cast<mx::RouteGradOp>(op)) {
+        auto lt = cast<MemRefType>(rg.getLogits().getType());
+        auto it = cast<MemRefType>(rg.getIndices().getType());
+        c.call("muirrt_route_grad",
+               {c.i64(lt.getDimSize(0)), c.i64(lt.getDimSize(1)),
+                c.i64(it.getDimSize(1)), c.ptr(rg.getLogits()),
+                c.i32(rg.getScoring()), c.i32(rg.getSoftmaxAfterTopk()),
+                c.i32(rg.getNormalize()), c.f32(rg.getScalingAttr()),
+                c.ptr(rg.getIndices()), c.ptr(rg.getWeightsGrad()),
+                c.ptr(rg.getOutput())});
+      } else if (auto d = dyn_cast<mx::MoeDispatchOp>(op)) {
+        auto xt = cast<MemRefType>(d.getInput().getType());
+        auto it = cast<MemRefType>(d.getIndices().getType());
+        auto ot = cast<MemRefType>(d.getOutput().getType());
+        c.call("muirrt_moe_dispatch",
+               {c.i64(d.getAxesMask()), c.i64(xt.getDimSize(0)),
+                c.i64(it.getDimSize(1)), c.i64(d.getNumExperts()),
+                c.i64(xt.getDimSize(1)), c.ptr(d.getInput()),
+                c.ptr(d.getIndices()), c.ptrOrNull(d.getWeights()),
+                c.i64(ot.getDimSize(0)), c.ptr(d.getOutput()),
+                c.ptr(d.getCounts()), c.ptr(d.getPlan()),
+                c.str(d.getLayer())});
+      } else if (auto cb = dyn_cast<mx::MoeCombineOp>(op)) {
+        auto rt = cast<MemRefType>(cb.getInput().getType());
+        auto it = cast<MemRefType>(cb.getIndices().getType());
+        c.call("muirrt_moe_combine",
+               {c.i64(cb.getAxesMask()), c.i64(it.getDimSize(0)),
+                c.i64(it.getDimSize(1)), c.i64(cb.getNumExperts()),
+                c.i64(rt.getDimSize(1)), c.ptr(cb.getInput()),
+                c.i64(rt.getDimSize(0)), c.ptr(cb.getIndices()),
+                c.ptr(cb.getPlan()), c.ptrOrNull(cb.getWeights()),
+                c.ptr(cb.getOutput()), c.str(cb.getLayer())});
+      } else if (auto cw = dyn_cast<mx::MoeCombineWeightsGradOp>(op)) {
+        auto rt = cast<MemRefType>(cw.getInput().getType());
+        auto it = cast<MemRefType>(cw.getIndices().getType());
+        c.call("muirrt_moe_combine_weights_grad",
+               {c.i64(cw.getAxesMask()), c.i64(it.getDimSize(0)),
+                c.i64(it.getDimSize(1)), c.i64(cw.getNumExperts()),
+                c.i64(rt.getDimSize(1)), c.ptr(cw.getGrad()),
+                c.ptr(cw.getInput()), c.i64(rt.getDimSize(0)),
+                c.ptr(cw.getIndices()), c.ptr(cw.getPlan()),
+                c.ptr(cw.getOutput()), c.str(cw.getLayer())});
       } else if (auto rt = dyn_cast<mx::RouteOp>(op)) {
         auto lt = cast<MemRefType>(rt.getLogits().getType());
         auto it = cast<MemRefType>(rt.getIndices().getType());

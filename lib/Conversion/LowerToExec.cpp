@@ -364,6 +364,105 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     return success();
   }
 
+  if (auto add = dyn_cast<AddOp>(op)) {
+    Value out = output(add.getResult());
+    elementwise({in(add.getLhs()), in(add.getRhs())}, {out},
+                [&](OpBuilder &nb, Location nl, ValueRange a) {
+                  return SmallVector<Value>{
+                      arith::AddFOp::create(nb, nl, a[0], a[1])};
+                });
+    map.map(add.getResult(), out);
+    return success();
+  }
+
+  if (auto sg = dyn_cast<SwigluGradOp>(op)) {
+    Value dg = output(sg.getGateGrad()), du = output(sg.getUpGrad());
+    Value one = f32(1.0);
+    elementwise({in(sg.getGate()), in(sg.getUp()), in(sg.getGrad())},
+                {dg, du}, [&](OpBuilder &nb, Location nl, ValueRange a) {
+                  // s = sigmoid(g); d_up = dy g s;
+                  // d_gate = dy u s (1 + g (1 - s))
+                  Value neg = arith::NegFOp::create(nb, nl, a[0]);
+                  Value den = arith::AddFOp::create(
+                      nb, nl, one, math::ExpOp::create(nb, nl, neg));
+                  Value sig = arith::DivFOp::create(nb, nl, one, den);
+                  Value silu = arith::MulFOp::create(nb, nl, a[0], sig);
+                  Value dup = arith::MulFOp::create(nb, nl, a[2], silu);
+                  Value oneMinus = arith::SubFOp::create(nb, nl, one, sig);
+                  Value inner = arith::AddFOp::create(
+                      nb, nl, one,
+                      arith::MulFOp::create(nb, nl, a[0], oneMinus));
+                  Value dyu = arith::MulFOp::create(nb, nl, a[2], a[1]);
+                  Value dgate = arith::MulFOp::create(
+                      nb, nl, arith::MulFOp::create(nb, nl, dyu, sig), inner);
+                  return SmallVector<Value>{dgate, dup};
+                });
+    map.map(sg.getGateGrad(), dg);
+    map.map(sg.getUpGrad(), du);
+    return success();
+  }
+
+  if (auto wg = dyn_cast<GroupedMatmulWgradOp>(op)) {
+    Value out = output(wg.getResult());
+    mx::GroupedGemmWgradOp::create(b, loc, in(wg.getInput()),
+                                   in(wg.getGrad()), in(wg.getSizes()), out,
+                                   wg.getTransposeBAttr());
+    map.map(wg.getResult(), out);
+    return success();
+  }
+
+  if (auto rg = dyn_cast<RouteGradOp>(op)) {
+    Value out = output(rg.getResult());
+    mx::RouteGradOp::create(
+        b, loc, in(rg.getLogits()), in(rg.getIndices()),
+        in(rg.getWeightsGrad()), out,
+        b.getI32IntegerAttr(rg.getScoring() == RouteScoring::sigmoid),
+        rg.getSoftmaxAfterTopkAttr(), rg.getNormalizeAttr(),
+        rg.getScalingAttr());
+    map.map(rg.getResult(), out);
+    return success();
+  }
+
+  // Expert dispatch and combine always call the runtime, even on one rank:
+  // the expansion into expert-major rows is the same work either way.
+  auto moeMask = [&](auto moeOp) {
+    return b.getI64IntegerAttr(
+        getRuntimeAxesMask(moeOp.getGridOp(), moeOp.getGridAxes()));
+  };
+  auto layerOf = [&](StringAttr layer) {
+    return layer ? layer : b.getStringAttr("");
+  };
+  if (auto d = dyn_cast<DispatchOp>(op)) {
+    Value out = output(d.getResult()), counts = output(d.getCounts()),
+          plan = output(d.getPlan());
+    mx::MoeDispatchOp::create(
+        b, loc, in(d.getInput()), in(d.getIndices()),
+        d.getWeights() ? in(d.getWeights()) : Value(), out, counts, plan,
+        moeMask(d), d.getNumExpertsAttr(), layerOf(d.getLayerAttr()));
+    map.map(d.getResult(), out);
+    map.map(d.getCounts(), counts);
+    map.map(d.getPlan(), plan);
+    return success();
+  }
+  if (auto c = dyn_cast<CombineOp>(op)) {
+    Value out = output(c.getResult());
+    mx::MoeCombineOp::create(
+        b, loc, in(c.getInput()), in(c.getIndices()), in(c.getPlan()),
+        c.getWeights() ? in(c.getWeights()) : Value(), out, moeMask(c),
+        c.getNumExpertsAttr(), layerOf(c.getLayerAttr()));
+    map.map(c.getResult(), out);
+    return success();
+  }
+  if (auto cw = dyn_cast<CombineWeightsGradOp>(op)) {
+    Value out = output(cw.getResult());
+    mx::MoeCombineWeightsGradOp::create(
+        b, loc, in(cw.getGrad()), in(cw.getInput()), in(cw.getIndices()),
+        in(cw.getPlan()), out, moeMask(cw), cw.getNumExpertsAttr(),
+        layerOf(cw.getLayerAttr()));
+    map.map(cw.getResult(), out);
+    return success();
+  }
+
   if (auto route = dyn_cast<RouteOp>(op)) {
     Value indices = output(route.getIndices());
     Value weights = output(route.getWeights());

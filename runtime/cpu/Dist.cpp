@@ -58,6 +58,8 @@
 //                   floats of the packed triangle) * 4 * (g - 1); over all
 //                   chunks batch * n (n + 1) / 2 * 4 * (g - 1)
 //   broadcast       count * 4 * (g - 1) on the root, 0 elsewhere
+//   all_gather_i64  count * 8 * (g - 1)
+//   all_to_allv_bytes  row_bytes * (rows sent to the g - 1 others)
 // A group of one member makes no MPI call and counts 1 call and 0 bytes.
 //
 //===----------------------------------------------------------------------===//
@@ -122,7 +124,14 @@ int fail(std::string message) {
 
 // Ends the run: there is no error return from a collective, and the other
 // ranks would wait for this one forever.
+// muirrt_set_abort_hook's function, run once before the run ends.
+void (*abortHook)(void) = nullptr;
+
 [[noreturn]] void abortRun() {
+  if (void (*hook)(void) = abortHook) {
+    abortHook = nullptr;
+    hook();
+  }
   std::fflush(stdout);
   std::fflush(stderr);
 #if MUIR_RT_HAVE_MPI
@@ -1261,3 +1270,103 @@ void muirrt_all_slice(int64_t axes_mask, const float *in, float *out,
     std::copy(in + (row * g + r) * inner, in + (row * g + r + 1) * inner,
               out + row * inner);
 }
+
+//===----------------------------------------------------------------------===//
+// Building blocks of expert dispatch (runtime/cpu/Moe.cpp): integer counts
+// gathered over the group, and rows of raw bytes exchanged with counts that
+// every rank already knows.
+//===----------------------------------------------------------------------===//
+
+extern "C" void muirrt_all_gather_i64(int64_t axes_mask, const int64_t *in,
+                                      int64_t *out, int64_t count) {
+  const char *fn = "muirrt_all_gather_i64";
+  guardedCollective(fn, [&] {
+    checkNonNegative(fn, "count", count);
+    Group g = groupFor(fn, axes_mask);
+    agree(fn, g, axes_mask, "the count", count);
+    checkPointer(fn, "input", in, count);
+    checkPointer(fn, "output", out, mul(fn, count, g.size));
+    // Bytes: this rank's count int64s to each of the g - 1 others.
+    countComm(axes_mask, mul(fn, mul(fn, count, 8), g.size - 1));
+    if (g.size == 1) {
+      std::copy(in, in + count, out);
+      return;
+    }
+#if MUIR_RT_HAVE_MPI
+    if (count > kIntMax)
+      fatal(fn, "count " + std::to_string(count) + " exceeds int");
+    checkMpi(MPI_Allgather(in, asInt(count), MPI_INT64_T, out, asInt(count),
+                           MPI_INT64_T, g.comm),
+             "MPI_Allgather");
+#endif
+  });
+}
+
+extern "C" void muirrt_all_to_allv_bytes(int64_t axes_mask, const void *in,
+                                         const int64_t *send_rows, void *out,
+                                         const int64_t *recv_rows,
+                                         int64_t row_bytes) {
+  const char *fn = "muirrt_all_to_allv_bytes";
+  guardedCollective(fn, [&] {
+    checkNonNegative(fn, "row size", row_bytes);
+    Group g = groupFor(fn, axes_mask);
+    if (!send_rows || !recv_rows)
+      fatal(fn, "null counts");
+    agree(fn, g, axes_mask, "the row size", row_bytes);
+    int64_t sent = 0, received = 0, toOthers = 0;
+    for (int64_t j = 0; j < g.size; ++j) {
+      checkNonNegative(fn, "send count", send_rows[j]);
+      checkNonNegative(fn, "receive count", recv_rows[j]);
+      sent += send_rows[j];
+      received += recv_rows[j];
+      if (j != g.rank)
+        toOthers += send_rows[j];
+    }
+    checkPointer(fn, "input", in, mul(fn, sent, row_bytes));
+    checkPointer(fn, "output", out, mul(fn, received, row_bytes));
+    // Bytes: the rows for the g - 1 others (the counts are known already).
+    countComm(axes_mask, mul(fn, toOthers, row_bytes));
+    if (g.size == 1) {
+      if (send_rows[0] != recv_rows[0])
+        fatal(fn, "a group of one sends " + std::to_string(send_rows[0]) +
+                      " rows to itself but expects " +
+                      std::to_string(recv_rows[0]));
+      if (sent)
+        std::memcpy(out, in, static_cast<size_t>(sent * row_bytes));
+      return;
+    }
+#if MUIR_RT_HAVE_MPI
+    if (row_bytes > kIntMax || sent > kIntMax || received > kIntMax)
+      fatal(fn, "row counts and the row size must fit in int");
+    size_t n = static_cast<size_t>(g.size);
+    std::vector<int> sc(n), sd(n), rc(n), rd(n);
+    int64_t so = 0, ro = 0;
+    for (size_t j = 0; j < n; ++j) {
+      sc[j] = asInt(send_rows[j]);
+      sd[j] = asInt(so);
+      rc[j] = asInt(recv_rows[j]);
+      rd[j] = asInt(ro);
+      so += send_rows[j];
+      ro += recv_rows[j];
+    }
+    // Zero-byte rows still take part (every rank must call).
+    MPI_Datatype rowType;
+    checkMpi(MPI_Type_contiguous(asInt(std::max<int64_t>(row_bytes, 1)),
+                                 MPI_BYTE, &rowType),
+             "MPI_Type_contiguous");
+    checkMpi(MPI_Type_commit(&rowType), "MPI_Type_commit");
+    if (row_bytes == 0)
+      std::fill(sc.begin(), sc.end(), 0), std::fill(rc.begin(), rc.end(), 0);
+    int rcAll = MPI_Alltoallv(in, sc.data(), sd.data(), rowType, out,
+                              rc.data(), rd.data(), rowType, g.comm);
+    MPI_Type_free(&rowType);
+    checkMpi(rcAll, "MPI_Alltoallv");
+#endif
+  });
+}
+
+extern "C" void muirrt_abort_run(const char *fn, const char *message) {
+  fatal(fn, message);
+}
+
+extern "C" void muirrt_set_abort_hook(void (*hook)(void)) { abortHook = hook; }

@@ -12,13 +12,17 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace {
 
 [[noreturn]] void routeError(const char *why, long long a, long long b) {
-  std::fprintf(stderr, "muirrt: muirrt_route: %s (%lld, %lld)\n", why, a, b);
-  std::abort();
+  std::string msg =
+      std::string(why) + " (" + std::to_string(a) + ", " + std::to_string(b) +
+      ")";
+  muirrt_abort_run("muirrt_route", msg.c_str());
+  std::abort(); // not reached
 }
 
 /// Index of the largest of v[i] for allowed[i], ties to the lower index;
@@ -149,18 +153,14 @@ extern "C" void muirrt_grouped_gemm(int64_t experts, int64_t rows, int64_t k,
   int64_t total = 0;
   for (int64_t e = 0; e < experts; ++e) {
     if (sizes[e] < 0 || sizes[e] > rows - total) {
-      std::fprintf(stderr,
-                   "muirrt: muirrt_grouped_gemm: expert %lld has %lld rows, "
-                   "but the experts before it hold %lld of the %lld-row "
-                   "bound (sizes:",
-                   static_cast<long long>(e),
-                   static_cast<long long>(sizes[e]),
-                   static_cast<long long>(total),
-                   static_cast<long long>(rows));
+      std::string why = "expert " + std::to_string(e) + " has " +
+                        std::to_string(sizes[e]) +
+                        " rows, but the experts before it hold " +
+                        std::to_string(total) + " of the " +
+                        std::to_string(rows) + "-row bound (sizes:";
       for (int64_t j = 0; j < experts; ++j)
-        std::fprintf(stderr, " %lld", static_cast<long long>(sizes[j]));
-      std::fprintf(stderr, ")\n");
-      std::abort();
+        why += " " + std::to_string(sizes[j]);
+      muirrt_abort_run("muirrt_grouped_gemm", (why + ")").c_str());
     }
     total += sizes[e];
   }
@@ -173,4 +173,448 @@ extern "C" void muirrt_grouped_gemm(int64_t experts, int64_t rows, int64_t k,
     row += sizes[e];
   }
   std::fill(out + row * n, out + rows * n, 0.0f);
+}
+
+//===----------------------------------------------------------------------===//
+// Expert dispatch and combine over a group of expert-parallel ranks
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+[[noreturn]] void moeError(const char *fn, const char *layer,
+                           const std::string &why) {
+  std::string msg = std::string("layer '") + (layer && *layer ? layer : "?") +
+                    "': " + why;
+  muirrt_abort_run(fn, msg.c_str());
+  std::abort(); // not reached
+}
+
+/// Who is who in an exchange: g ranks, rank `me`, `el` experts per rank
+/// (expert e lives on rank e / el).
+struct Ep {
+  int64_t g, me, el, experts, tokens, k;
+  int64_t dest(int64_t e) const { return e / el; }
+};
+
+Ep epOf(const char *fn, const char *layer, int64_t mask, int64_t tokens,
+        int64_t k, int64_t experts) {
+  Ep ep;
+  ep.g = muirrt_dist_group_size(mask);
+  ep.me = muirrt_dist_group_rank(mask);
+  if (ep.g < 1 || experts < 1 || experts % ep.g != 0)
+    moeError(fn, layer, std::to_string(experts) +
+                            " experts do not divide over " +
+                            std::to_string(ep.g) + " ranks");
+  ep.el = experts / ep.g;
+  ep.experts = experts;
+  ep.tokens = tokens;
+  ep.k = k;
+  return ep;
+}
+
+/// The plan's fields (see muirrt_moe_dispatch).
+struct PlanView {
+  int64_t *p;
+  int64_t bound, g;
+  int64_t &recvToken(int64_t r) { return p[r]; }
+  int64_t &pairWire(int64_t r) { return p[bound + r]; }
+  int64_t &tokensFrom(int64_t s) { return p[2 * bound + s]; }
+  int64_t &pairsFrom(int64_t s) { return p[2 * bound + g + s]; }
+  int64_t &tokensTo(int64_t d) { return p[2 * bound + 2 * g + d]; }
+  int64_t &pairsTo(int64_t d) { return p[2 * bound + 3 * g + d]; }
+};
+
+/// Calls fn(d, t) for every (destination rank, token) in wire order: d
+/// ascending, then the tokens with at least one expert on d, ascending.
+template <typename Fn>
+void forEachSent(const Ep &ep, const int64_t *indices, Fn &&fn) {
+  for (int64_t d = 0; d < ep.g; ++d)
+    for (int64_t t = 0; t < ep.tokens; ++t)
+      for (int64_t j = 0; j < ep.k; ++j) {
+        int64_t e = indices[t * ep.k + j];
+        if (e >= 0 && ep.dest(e) == d) {
+          fn(d, t);
+          break;
+        }
+      }
+}
+
+/// Calls fn(t, j) for every routed pair in the order the combine's rows
+/// come home: by destination rank, then token, then slot.
+template <typename Fn>
+void forEachPairHome(const Ep &ep, const int64_t *indices, Fn &&fn) {
+  forEachSent(ep, indices, [&](int64_t d, int64_t t) {
+    for (int64_t j = 0; j < ep.k; ++j) {
+      int64_t e = indices[t * ep.k + j];
+      if (e >= 0 && ep.dest(e) == d)
+        fn(t, j);
+    }
+  });
+}
+
+} // namespace
+
+extern "C" void muirrt_moe_dispatch(int64_t axes_mask, int64_t tokens,
+                                    int64_t k, int64_t experts,
+                                    int64_t hidden, const float *x,
+                                    const int64_t *indices,
+                                    const float *weights, int64_t bound,
+                                    float *out, int64_t *counts,
+                                    int64_t *plan, const char *layer) {
+  const char *fn = "muirrt_moe_dispatch";
+  Ep ep = epOf(fn, layer, axes_mask, tokens, k, experts);
+  size_t g = static_cast<size_t>(ep.g);
+  // This rank's pairs per expert and tokens per destination, then
+  // everybody's: [g][experts + g].
+  int64_t width = experts + ep.g;
+  std::vector<int64_t> mine(static_cast<size_t>(width), 0);
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::vector<char> to(g, 0);
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t e = indices[t * k + j];
+      if (e < -1 || e >= experts)
+        moeError(fn, layer, "token " + std::to_string(t) + " slot " +
+                                std::to_string(j) + " names expert " +
+                                std::to_string(e) + " of " +
+                                std::to_string(experts));
+      if (e < 0)
+        continue; // dropped (capacity)
+      ++mine[static_cast<size_t>(e)];
+      to[static_cast<size_t>(ep.dest(e))] = 1;
+    }
+    for (size_t d = 0; d < g; ++d)
+      mine[static_cast<size_t>(experts) + d] += to[d];
+  }
+  std::vector<int64_t> all(g * static_cast<size_t>(width));
+  muirrt_all_gather_i64(axes_mask, mine.data(), all.data(), width);
+  auto at = [&](int64_t s, int64_t col) {
+    return all[static_cast<size_t>(s * width + col)];
+  };
+  // Every rank checks every rank's bound, so all stop together.
+  for (int64_t d = 0; d < ep.g; ++d) {
+    int64_t total = 0;
+    for (int64_t e = d * ep.el; e < (d + 1) * ep.el; ++e)
+      for (int64_t s = 0; s < ep.g; ++s)
+        total += at(s, e);
+    if (total > bound) {
+      std::string why = "rank " + std::to_string(d) + " would receive " +
+                        std::to_string(total) +
+                        " routed rows but the static bound is " +
+                        std::to_string(bound) + " (rows per expert:";
+      for (int64_t e = d * ep.el; e < (d + 1) * ep.el; ++e) {
+        int64_t n = 0;
+        for (int64_t s = 0; s < ep.g; ++s)
+          n += at(s, e);
+        why += " expert " + std::to_string(e) + ": " + std::to_string(n);
+      }
+      moeError(fn, layer, why + ")");
+    }
+  }
+  PlanView pv{plan, bound, ep.g};
+  std::vector<int64_t> sendTokens(g), recvTokens(g);
+  for (int64_t s = 0; s < ep.g; ++s) {
+    pv.tokensFrom(s) = recvTokens[static_cast<size_t>(s)] =
+        at(s, experts + ep.me);
+    int64_t pairs = 0;
+    for (int64_t e = ep.me * ep.el; e < (ep.me + 1) * ep.el; ++e)
+      pairs += at(s, e);
+    pv.pairsFrom(s) = pairs;
+    pv.tokensTo(s) = sendTokens[static_cast<size_t>(s)] =
+        mine[static_cast<size_t>(experts + s)];
+    int64_t sentPairs = 0;
+    for (int64_t e = s * ep.el; e < (s + 1) * ep.el; ++e)
+      sentPairs += mine[static_cast<size_t>(e)];
+    pv.pairsTo(s) = sentPairs;
+  }
+  // A token travels once to each rank holding one of its experts: its row,
+  // then per slot the receiver's local expert (or -1) as int32, then (with
+  // weights) per slot its weight.
+  int64_t rowFloats = hidden + k + (weights ? k : 0);
+  int64_t rowBytes = 4 * rowFloats;
+  int64_t sent = 0, received = 0;
+  for (size_t s = 0; s < g; ++s)
+    sent += sendTokens[s], received += recvTokens[s];
+  std::vector<float> sendBuf(static_cast<size_t>(sent * rowFloats));
+  std::vector<float> recvBuf(static_cast<size_t>(received * rowFloats));
+  int64_t row = 0;
+  forEachSent(ep, indices, [&](int64_t d, int64_t t) {
+    float *dst = sendBuf.data() + row * rowFloats;
+    std::copy(x + t * hidden, x + (t + 1) * hidden, dst);
+    auto *meta = reinterpret_cast<int32_t *>(dst + hidden);
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t e = indices[t * k + j];
+      meta[j] = e >= 0 && ep.dest(e) == d
+                    ? static_cast<int32_t>(e - d * ep.el)
+                    : -1;
+      if (weights)
+        dst[hidden + k + j] = weights[t * k + j];
+    }
+    ++row;
+  });
+  muirrt_all_to_allv_bytes(axes_mask, sendBuf.data(), sendTokens.data(),
+                           recvBuf.data(), recvTokens.data(), rowBytes);
+  // Expert-major: local expert, then source rank, then the source's token
+  // order, so an expert's rows are the same rows in the same order for any
+  // number of ranks.
+  std::vector<int64_t> cursor(static_cast<size_t>(ep.el));
+  int64_t total = 0;
+  for (int64_t le = 0; le < ep.el; ++le) {
+    int64_t n = 0;
+    for (int64_t s = 0; s < ep.g; ++s)
+      n += at(s, ep.me * ep.el + le);
+    counts[le] = n;
+    cursor[static_cast<size_t>(le)] = total;
+    total += n;
+  }
+  int64_t wire = 0;
+  for (int64_t tok = 0; tok < received; ++tok) {
+    const float *src = recvBuf.data() + tok * rowFloats;
+    const auto *meta = reinterpret_cast<const int32_t *>(src + hidden);
+    for (int64_t j = 0; j < k; ++j) {
+      int32_t le = meta[j];
+      if (le < 0)
+        continue;
+      int64_t r = cursor[static_cast<size_t>(le)]++;
+      float *dst = out + r * hidden;
+      if (weights) {
+        float w = src[hidden + k + j];
+        for (int64_t h = 0; h < hidden; ++h)
+          dst[h] = w * src[h];
+      } else {
+        std::copy(src, src + hidden, dst);
+      }
+      pv.recvToken(r) = tok;
+      pv.pairWire(r) = wire++;
+    }
+  }
+  std::fill(out + total * hidden, out + bound * hidden, 0.0f);
+  for (int64_t r = total; r < bound; ++r)
+    pv.recvToken(r) = pv.pairWire(r) = -1;
+}
+
+extern "C" void muirrt_moe_combine(int64_t axes_mask, int64_t tokens,
+                                   int64_t k, int64_t experts,
+                                   int64_t hidden, const float *rows,
+                                   int64_t bound, const int64_t *indices,
+                                   const int64_t *plan, const float *weights,
+                                   float *out, const char *layer) {
+  const char *fn = "muirrt_moe_combine";
+  Ep ep = epOf(fn, layer, axes_mask, tokens, k, experts);
+  PlanView pv{const_cast<int64_t *>(plan), bound, ep.g};
+  std::vector<int64_t> sendPairs(static_cast<size_t>(ep.g)),
+      recvPairs(static_cast<size_t>(ep.g));
+  int64_t sent = 0, received = 0;
+  for (int64_t s = 0; s < ep.g; ++s) {
+    sent += sendPairs[static_cast<size_t>(s)] = pv.pairsFrom(s);
+    received += recvPairs[static_cast<size_t>(s)] = pv.pairsTo(s);
+  }
+  // Each expert row goes back to its token's rank, in the order its pair
+  // arrived (source rank, token, slot).
+  std::vector<float> sendBuf(static_cast<size_t>(sent * hidden));
+  for (int64_t r = 0; r < bound; ++r) {
+    int64_t w = pv.pairWire(r);
+    if (w < 0)
+      continue;
+    if (w >= sent)
+      moeError(fn, layer, "plan names wire row " + std::to_string(w) +
+                              " of " + std::to_string(sent) +
+                              " (a plan from another dispatch?)");
+    std::copy(rows + r * hidden, rows + (r + 1) * hidden,
+              sendBuf.data() + w * hidden);
+  }
+  std::vector<float> recvBuf(static_cast<size_t>(received * hidden));
+  muirrt_all_to_allv_bytes(axes_mask, sendBuf.data(), sendPairs.data(),
+                           recvBuf.data(), recvPairs.data(), 4 * hidden);
+  // Home: the slot each arrived row belongs to.
+  std::vector<int64_t> where(static_cast<size_t>(tokens * k), -1);
+  int64_t c = 0;
+  forEachPairHome(ep, indices, [&](int64_t t, int64_t j) {
+    where[static_cast<size_t>(t * k + j)] = c++;
+  });
+  if (c != received)
+    moeError(fn, layer, "the routing routes " + std::to_string(c) +
+                            " pairs but dispatch's plan brings back " +
+                            std::to_string(received));
+  // The weighted sum over the slots in slot order, in double: the same
+  // operations whatever the number of ranks.
+  std::vector<double> acc(static_cast<size_t>(hidden));
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t at = where[static_cast<size_t>(t * k + j)];
+      if (at < 0)
+        continue;
+      double w = weights ? static_cast<double>(weights[t * k + j]) : 1.0;
+      const float *src = recvBuf.data() + at * hidden;
+      for (int64_t h = 0; h < hidden; ++h)
+        acc[static_cast<size_t>(h)] += w * static_cast<double>(src[h]);
+    }
+    for (int64_t h = 0; h < hidden; ++h)
+      out[t * hidden + h] = static_cast<float>(acc[static_cast<size_t>(h)]);
+  }
+}
+
+extern "C" void muirrt_moe_combine_weights_grad(
+    int64_t axes_mask, int64_t tokens, int64_t k, int64_t experts,
+    int64_t hidden, const float *grad, const float *rows, int64_t bound,
+    const int64_t *indices, const int64_t *plan, float *dweights,
+    const char *layer) {
+  const char *fn = "muirrt_moe_combine_weights_grad";
+  Ep ep = epOf(fn, layer, axes_mask, tokens, k, experts);
+  PlanView pv{const_cast<int64_t *>(plan), bound, ep.g};
+  size_t g = static_cast<size_t>(ep.g);
+  std::vector<int64_t> sendTokens(g), recvTokens(g), sendPairs(g),
+      recvPairs(g);
+  int64_t sent = 0, received = 0, pairsHere = 0, pairsHome = 0;
+  for (int64_t s = 0; s < ep.g; ++s) {
+    size_t i = static_cast<size_t>(s);
+    sent += sendTokens[i] = pv.tokensTo(s);
+    received += recvTokens[i] = pv.tokensFrom(s);
+    pairsHere += sendPairs[i] = pv.pairsFrom(s);
+    pairsHome += recvPairs[i] = pv.pairsTo(s);
+  }
+  // The output gradient travels as the tokens did (once per rank)...
+  std::vector<float> sendBuf(static_cast<size_t>(sent * hidden));
+  int64_t row = 0;
+  forEachSent(ep, indices, [&](int64_t, int64_t t) {
+    std::copy(grad + t * hidden, grad + (t + 1) * hidden,
+              sendBuf.data() + (row++) * hidden);
+  });
+  if (row != sent)
+    moeError(fn, layer, "the routing sends " + std::to_string(row) +
+                            " tokens but dispatch's plan sent " +
+                            std::to_string(sent));
+  std::vector<float> recvBuf(static_cast<size_t>(received * hidden));
+  muirrt_all_to_allv_bytes(axes_mask, sendBuf.data(), sendTokens.data(),
+                           recvBuf.data(), recvTokens.data(), 4 * hidden);
+  // ... each expert row's dot product with it (double) comes back as one
+  // float per pair.
+  std::vector<float> dots(static_cast<size_t>(pairsHere));
+  for (int64_t r = 0; r < bound; ++r) {
+    int64_t tok = pv.recvToken(r), w = pv.pairWire(r);
+    if (tok < 0)
+      continue;
+    if (tok >= received || w < 0 || w >= pairsHere)
+      moeError(fn, layer, "plan does not match the routing");
+    double dot = 0.0;
+    const float *a = recvBuf.data() + tok * hidden, *b = rows + r * hidden;
+    for (int64_t h = 0; h < hidden; ++h)
+      dot += static_cast<double>(a[h]) * static_cast<double>(b[h]);
+    dots[static_cast<size_t>(w)] = static_cast<float>(dot);
+  }
+  std::vector<float> home(static_cast<size_t>(pairsHome));
+  muirrt_all_to_allv_bytes(axes_mask, dots.data(), sendPairs.data(),
+                           home.data(), recvPairs.data(), 4);
+  std::fill(dweights, dweights + tokens * k, 0.0f);
+  int64_t c = 0;
+  forEachPairHome(ep, indices, [&](int64_t t, int64_t j) {
+    dweights[t * k + j] = home[static_cast<size_t>(c++)];
+  });
+}
+
+extern "C" void muirrt_grouped_gemm_wgrad(int64_t experts, int64_t rows,
+                                          int64_t k, int64_t n,
+                                          const float *in, const float *grad,
+                                          int32_t trans_w,
+                                          const int64_t *sizes, float *dw) {
+  int64_t total = 0;
+  for (int64_t e = 0; e < experts; ++e) {
+    if (sizes[e] < 0 || sizes[e] > rows - total)
+      muirrt_abort_run("muirrt_grouped_gemm_wgrad",
+                       ("expert " + std::to_string(e) + " has " +
+                        std::to_string(sizes[e]) +
+                        " rows, but the experts before it hold " +
+                        std::to_string(total) + " of the " +
+                        std::to_string(rows) + "-row bound")
+                           .c_str());
+    total += sizes[e];
+  }
+  int64_t row = 0;
+  for (int64_t e = 0; e < experts; ++e) {
+    float *d = dw + e * k * n;
+    if (sizes[e] == 0)
+      std::fill(d, d + k * n, 0.0f);
+    else if (trans_w) // dW [n, k] = grad^T in
+      muirrt_sgemm(1, 1, 0, n, k, sizes[e], 1.0f, grad + row * n,
+                   in + row * k, 0.0f, d, nullptr);
+    else // dW [k, n] = in^T grad
+      muirrt_sgemm(1, 1, 0, k, n, sizes[e], 1.0f, in + row * k,
+                   grad + row * n, 0.0f, d, nullptr);
+    row += sizes[e];
+  }
+}
+
+extern "C" void muirrt_route_grad(int64_t tokens, int64_t experts, int64_t k,
+                                  const float *logits, int32_t scoring,
+                                  int32_t softmax_after_topk,
+                                  int32_t normalize, float scaling,
+                                  const int64_t *indices,
+                                  const float *dweights, float *dlogits) {
+  size_t e = static_cast<size_t>(experts), kk = static_cast<size_t>(k);
+  std::vector<double> p(e), sel(kk), dsel(kk), g(e);
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float *x = logits + t * experts;
+    const int64_t *idx = indices + t * k;
+    float *dl = dlogits + t * experts;
+    std::fill(dl, dl + experts, 0.0f);
+    for (int64_t j = 0; j < k; ++j)
+      if (idx[j] < 0 || idx[j] >= experts)
+        routeError("route_grad: index out of range", t, idx[j]);
+    // The forward's selected scores p_sel (before normalisation).
+    if (softmax_after_topk) {
+      double top = -INFINITY, sum = 0.0;
+      for (size_t j = 0; j < kk; ++j)
+        top = std::max(top, static_cast<double>(x[idx[j]]));
+      for (size_t j = 0; j < kk; ++j)
+        sum += sel[j] = std::exp(static_cast<double>(x[idx[j]]) - top);
+      for (double &v : sel)
+        v /= sum;
+    } else if (scoring == 1) {
+      for (size_t j = 0; j < kk; ++j)
+        sel[j] = 1.0 / (1.0 + std::exp(-static_cast<double>(x[idx[j]])));
+    } else {
+      double top = -INFINITY, sum = 0.0;
+      for (size_t i = 0; i < e; ++i)
+        top = std::max(top, static_cast<double>(x[i]));
+      for (size_t i = 0; i < e; ++i)
+        sum += p[i] = std::exp(static_cast<double>(x[i]) - top);
+      for (double &v : p)
+        v /= sum;
+      for (size_t j = 0; j < kk; ++j)
+        sel[j] = p[static_cast<size_t>(idx[j])];
+    }
+    // Back through the scaling and the normalisation to d p_sel.
+    for (size_t j = 0; j < kk; ++j)
+      dsel[j] = static_cast<double>(scaling) *
+                static_cast<double>(dweights[t * k + static_cast<int64_t>(j)]);
+    if (normalize) {
+      double s = 0.0, dot = 0.0;
+      for (size_t j = 0; j < kk; ++j)
+        s += sel[j];
+      for (size_t j = 0; j < kk; ++j)
+        dot += dsel[j] * sel[j];
+      for (size_t j = 0; j < kk; ++j)
+        dsel[j] = s > 0.0 ? (dsel[j] - dot / s) / s : 0.0;
+    }
+    // Back through the scoring to the logits.
+    if (softmax_after_topk) {
+      double dot = 0.0;
+      for (size_t j = 0; j < kk; ++j)
+        dot += dsel[j] * sel[j];
+      for (size_t j = 0; j < kk; ++j)
+        dl[idx[j]] = static_cast<float>(sel[j] * (dsel[j] - dot));
+    } else if (scoring == 1) {
+      for (size_t j = 0; j < kk; ++j)
+        dl[idx[j]] = static_cast<float>(dsel[j] * sel[j] * (1.0 - sel[j]));
+    } else {
+      std::fill(g.begin(), g.end(), 0.0);
+      double dot = 0.0;
+      for (size_t j = 0; j < kk; ++j) {
+        g[static_cast<size_t>(idx[j])] += dsel[j];
+        dot += dsel[j] * sel[j];
+      }
+      for (size_t i = 0; i < e; ++i)
+        dl[i] = static_cast<float>(p[i] * (g[i] - dot));
+    }
+  }
 }

@@ -240,3 +240,22 @@ func.func @grouped(%l: tensor<6x4xf32> {muir.name = "l"}, %x: tensor<6x8xf32> {m
   %z = muir.grouped_matmul %x, %w, %c {transpose_b} : (tensor<6x8xf32>, tensor<4x5x8xf32>, tensor<4xi64>) -> tensor<6x5xf32>
   return %z : tensor<6x5xf32>
 }
+
+// -----
+
+// Dispatch and combine on ep = 2 become runtime calls with the group's mask
+// (axis 0: 1) and the layer's name; the i64 counts and plan are buffers.
+muir.grid @g axes = ["ep"] shape = [2]
+// CHECK-LABEL: func.func @moe
+// CHECK: %[[C:.+]] = memref.alloc() {{.*}} : memref<2xi64>
+// CHECK: %[[P:.+]] = memref.alloc() {{.*}} : memref<24xi64>
+// CHECK: muir_exec.moe_dispatch %{{.+}}, %{{.+}} into %[[R:.+]], %[[C]], %[[P]] {axes_mask = 1 : i64, layer = "l3", num_experts = 4 : i64}
+// CHECK: muir_exec.grouped_gemm %[[R]], %{{.+}}, %[[C]] into %[[Y:[^ ]+]]
+// CHECK: muir_exec.moe_combine %[[Y]], %{{.+}}, %[[P]] weights %{{.+}} into %{{.+}} {axes_mask = 1 : i64, layer = "", num_experts = 4 : i64}
+func.func @moe(%l: tensor<2x4xf32> {muir.name = "l"}, %x: tensor<2x8xf32> {muir.name = "x"}, %w: tensor<2x8x8xf32> {muir.name = "w"}, %y: tensor<2x8xf32> {muir.name = "y"}) -> (tensor<2x8xf32> {muir.updates = "y"}) {
+  %i, %r, %c = muir.route %l {top_k = 2} : (tensor<2x4xf32>) -> (tensor<2x2xi64>, tensor<2x2xf32>, tensor<4xi64>)
+  %rows, %cnt, %plan = muir.dispatch %x, %i on @g axes = ["ep"] {num_experts = 4, layer = "l3"} : (tensor<2x8xf32>, tensor<2x2xi64>) -> (tensor<8x8xf32>, tensor<2xi64>, tensor<24xi64>)
+  %o = muir.grouped_matmul %rows, %w, %cnt : (tensor<8x8xf32>, tensor<2x8x8xf32>, tensor<2xi64>) -> tensor<8x8xf32>
+  %z = muir.combine %o, %i, %plan weights %r on @g axes = ["ep"] {num_experts = 4} : (tensor<8x8xf32>, tensor<2x2xi64>, tensor<24xi64>, tensor<2x2xf32>) -> tensor<2x8xf32>
+  return %z : tensor<2x8xf32>
+}

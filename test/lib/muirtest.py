@@ -87,11 +87,15 @@ class Module:
         self._n += 1
         return "%%v%d" % self._n
 
-    def arg(self, name, shape, role=None):
+    def arg(self, name, shape, role=None, split=None):
+        """`split`, e.g. "ep:0": this rank holds its block of dimension 0
+        over the group of axis ep (muir-run slices and gathers)."""
         ssa = "%%a%d" % len(self.args)
         attrs = 'muir.name = "%s"' % name
         if role:
             attrs += ', muir.role = "%s"' % role
+        if split:
+            attrs += ', muir.split = ["%s"]' % split
         self.args.append((ssa, "%s: %s {%s}" % (ssa, ttype(shape), attrs)))
         self.shapes[name] = tuple(shape)
         return ssa
@@ -261,7 +265,8 @@ class RunError(Exception):
 def run_muir(muir_run, module_text, workdir, inputs=None, steps=1, seed=0,
              load_dir=None, extra=("--quiet", "--no-probes")):
     """Writes the module and inputs under `workdir`, runs muir-run and
-    returns {name: array} read from the dump directory.
+    returns {name: array} read from the dump directory (its stdout is kept
+    in workdir/stdout.txt).
 
     `inputs` ({name: array}) are written to workdir/in and passed with
     --load (unless `load_dir` names another directory)."""
@@ -290,6 +295,8 @@ def run_muir(muir_run, module_text, workdir, inputs=None, steps=1, seed=0,
                        "--- stderr\n%s--- module (%s)\n%s"
                        % (p.returncode, " ".join(cmd), p.stdout, p.stderr,
                           mlir, module_text))
+    with open(os.path.join(workdir, "stdout.txt"), "w") as f:
+        f.write(p.stdout)
     return read_dump(dump)
 
 

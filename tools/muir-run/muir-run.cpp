@@ -263,6 +263,14 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
     add("muirrt_route", reinterpret_cast<void *>(&muirrt_route));
     add("muirrt_grouped_gemm",
         reinterpret_cast<void *>(&muirrt_grouped_gemm));
+    add("muirrt_grouped_gemm_wgrad",
+        reinterpret_cast<void *>(&muirrt_grouped_gemm_wgrad));
+    add("muirrt_route_grad", reinterpret_cast<void *>(&muirrt_route_grad));
+    add("muirrt_moe_dispatch",
+        reinterpret_cast<void *>(&muirrt_moe_dispatch));
+    add("muirrt_moe_combine", reinterpret_cast<void *>(&muirrt_moe_combine));
+    add("muirrt_moe_combine_weights_grad",
+        reinterpret_cast<void *>(&muirrt_moe_combine_weights_grad));
     add("muirrt_triangle_all_reduce_start",
         reinterpret_cast<void *>(&muirrt_triangle_all_reduce_start));
     add("muirrt_triangle_all_reduce_wait",
@@ -543,6 +551,13 @@ int main(int argc, char **argv) {
     if (dumpDirIsNew && !succeeded)
       ::rmdir(dumpDir.c_str());
   });
+  // A fatal runtime error (a routed-rows bound too small) ends the run
+  // from inside the step: remove the new, still empty directory then too.
+  static std::string newDumpDir;
+  if (dumpDirIsNew && rank == 0) {
+    newDumpDir = dumpDir.getValue();
+    muirrt_set_abort_hook([] { ::rmdir(newDumpDir.c_str()); });
+  }
   int32_t loaded = 0;
   if (!loadDir.empty() && muirrt_load_dir(global, loadDir.c_str(), &loaded))
     return fail(muirrt_last_error());

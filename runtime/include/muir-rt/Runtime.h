@@ -82,6 +82,74 @@ void muirrt_grouped_gemm(int64_t experts, int64_t rows, int64_t k, int64_t n,
                          const float *in, const float *w, int32_t trans_w,
                          const int64_t *sizes, float *out);
 
+/* Weight gradients of muirrt_grouped_gemm: for each expert e with rows
+ * (sizes[e] of them, expert-major in `in` [rows, k] and `grad` [rows, n]),
+ * dw[e] = in_e^T grad_e ([k, n]), or with trans_w grad_e^T in_e ([n, k]);
+ * zero for an empty expert. */
+void muirrt_grouped_gemm_wgrad(int64_t experts, int64_t rows, int64_t k,
+                               int64_t n, const float *in, const float *grad,
+                               int32_t trans_w, const int64_t *sizes,
+                               float *dw);
+
+/* Gradient of muirrt_route's weights with respect to the logits, in double,
+ * for the routing `indices` it chose: dlogits [tokens, experts] from
+ * dweights [tokens, k]. The bias and expert groups only select, so they
+ * have no gradient; logits no slot depends on get zero (sigmoid,
+ * softmax_after_topk). */
+void muirrt_route_grad(int64_t tokens, int64_t experts, int64_t k,
+                       const float *logits, int32_t scoring,
+                       int32_t softmax_after_topk, int32_t normalize,
+                       float scaling, const int64_t *indices,
+                       const float *dweights, float *dlogits);
+
+/* Expert dispatch over the group of `axes_mask` (expert parallelism: the
+ * `experts` experts split evenly, expert e on group rank e / (experts /
+ * g)). This rank's `tokens` rows of x [tokens, hidden] and their routing
+ * indices [tokens, k] (-1: a dropped slot) go to the ranks holding their
+ * experts:
+ *   1. the pairs per expert and tokens per rank of every rank are gathered
+ *      (muirrt_all_gather_i64 of experts + g int64), so every rank checks
+ *      every rank's receive bound (`bound` rows) and all stop together,
+ *      with a message naming `layer`, the rank and the rows per expert;
+ *   2. a token travels once to each rank holding any of its experts (one
+ *      muirrt_all_to_allv_bytes; a row is its hidden floats, k int32 local
+ *      expert ids and, with weights, its k weights);
+ *   3. the receiver expands it into one row per (token, slot) in
+ *      expert-major order (local expert, source rank, source token), rows
+ *      past the total zero; with weights each row is weight * x.
+ * counts [experts / g] gets the rows per local expert; plan [2 bound + 4 g]
+ * what combine needs: per row its received token and its position in the
+ * (source, token, slot) order, then per rank tokens received, pairs
+ * received, tokens sent, pairs sent. */
+void muirrt_moe_dispatch(int64_t axes_mask, int64_t tokens, int64_t k,
+                         int64_t experts, int64_t hidden, const float *x,
+                         const int64_t *indices, const float *weights,
+                         int64_t bound, float *out, int64_t *counts,
+                         int64_t *plan, const char *layer);
+
+/* The transpose of dispatch: every expert-major row of `rows` [bound,
+ * hidden] goes back to its token's rank (one muirrt_all_to_allv_bytes),
+ * where out[t] = sum over the slots j in order of weights[t][j] * row(t, j)
+ * (weights NULL: 1), in double. The same operations for any g, so results
+ * are bitwise independent of the number of ranks. */
+void muirrt_moe_combine(int64_t axes_mask, int64_t tokens, int64_t k,
+                        int64_t experts, int64_t hidden, const float *rows,
+                        int64_t bound, const int64_t *indices,
+                        const int64_t *plan, const float *weights, float *out,
+                        const char *layer);
+
+/* Gradient of combine's weights: dweights[t][j] = <grad[t], row(t, j)>.
+ * grad travels as dispatch's tokens did, the dot products (double) are
+ * formed where the rows are and come back as one float per pair (two
+ * muirrt_all_to_allv_bytes); dropped slots get 0. */
+void muirrt_moe_combine_weights_grad(int64_t axes_mask, int64_t tokens,
+                                     int64_t k, int64_t experts,
+                                     int64_t hidden, const float *grad,
+                                     const float *rows, int64_t bound,
+                                     const int64_t *indices,
+                                     const int64_t *plan, float *dweights,
+                                     const char *layer);
+
 /* out[i] = in[i] / (||in[i]||_F + eps) for each of `batch` items of `numel`
  * floats. The norm is accumulated in double in a fixed order, so results do
  * not depend on thread count. in == out is allowed. */
@@ -264,6 +332,26 @@ void muirrt_all_to_all(int64_t axes_mask, const float *in, float *out,
 void muirrt_all_to_allv(int64_t axes_mask, const float *in, int64_t in_rows,
                         const int64_t *send_counts, float *out,
                         int64_t out_rows, int64_t *recv_counts, int64_t row);
+
+/* Gathers `count` int64 from every group rank, in group-rank order. */
+void muirrt_all_gather_i64(int64_t axes_mask, const int64_t *in,
+                           int64_t *out, int64_t count);
+
+/* Ragged all-to-all of rows of row_bytes bytes whose counts every rank
+ * knows already: send_rows[j] rows (back to back) to group rank j,
+ * recv_rows[j] rows from it, packed in group-rank order. Counts the bytes
+ * of the rows sent to the g - 1 others; no count exchange. */
+void muirrt_all_to_allv_bytes(int64_t axes_mask, const void *in,
+                              const int64_t *send_rows, void *out,
+                              const int64_t *recv_rows, int64_t row_bytes);
+
+/* Ends the run on every rank (MPI_Abort when distributed) after printing
+ * "muir runtime: fn: message". */
+void muirrt_abort_run(const char *fn, const char *message);
+
+/* A function the runtime calls once before it ends the run on a fatal
+ * error (for example to remove a half-made output directory); NULL: none. */
+void muirrt_set_abort_hook(void (*hook)(void));
 
 /* The group's sum of a SYRK's upper triangle, in chunks of rows, so that a
  * chunk's exchange hides behind the next chunk's product:

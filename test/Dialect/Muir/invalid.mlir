@@ -1057,3 +1057,90 @@ func.func @grouped_matmul_result(%x: tensor<8x16xf32>, %w: tensor<4x16x24xf32>, 
   %y = muir.grouped_matmul %x, %w, %s : (tensor<8x16xf32>, tensor<4x16x24xf32>, tensor<4xi64>) -> tensor<8x16xf32>
   return
 }
+
+// -----
+
+muir.grid @ep3 axes = ["ep"] shape = [3]
+func.func @dispatch_experts_not_divisible(%x: tensor<6x16xf32>, %i: tensor<6x2xi64>) {
+  // expected-error@+1 {{'muir.dispatch' op 8 experts do not divide evenly over the 3 ranks of the group (experts not divisible by ep)}}
+  %r, %c, %p = muir.dispatch %x, %i on @ep3 axes = ["ep"] {num_experts = 8} : (tensor<6x16xf32>, tensor<6x2xi64>) -> (tensor<36x16xf32>, tensor<2xi64>, tensor<84xi64>)
+  return
+}
+
+// -----
+
+muir.grid @ep2 axes = ["ep"] shape = [2]
+func.func @dispatch_top_k(%x: tensor<6x16xf32>, %i: tensor<6x10xi64>) {
+  // expected-error@+1 {{'muir.dispatch' op top_k 10 must be in [1, 8] (the number of experts)}}
+  %r, %c, %p = muir.dispatch %x, %i on @ep2 axes = ["ep"] {num_experts = 8} : (tensor<6x16xf32>, tensor<6x10xi64>) -> (tensor<24x16xf32>, tensor<4xi64>, tensor<56xi64>)
+  return
+}
+
+// -----
+
+muir.grid @ep2 axes = ["ep"] shape = [2]
+func.func @dispatch_hidden(%x: tensor<6x32xf32>, %i: tensor<6x2xi64>) {
+  // expected-error@+1 {{'muir.dispatch' op expected input 'tensor<6x16xf32>', got 'tensor<6x32xf32>'}}
+  %r, %c, %p = muir.dispatch %x, %i on @ep2 axes = ["ep"] {num_experts = 8} : (tensor<6x32xf32>, tensor<6x2xi64>) -> (tensor<24x16xf32>, tensor<4xi64>, tensor<56xi64>)
+  return
+}
+
+// -----
+
+muir.grid @ep2 axes = ["ep"] shape = [2]
+func.func @dispatch_counts(%x: tensor<6x16xf32>, %i: tensor<6x2xi64>) {
+  // expected-error@+1 {{'muir.dispatch' op expected counts (one per local expert) 'tensor<4xi64>', got 'tensor<8xi64>'}}
+  %r, %c, %p = muir.dispatch %x, %i on @ep2 axes = ["ep"] {num_experts = 8} : (tensor<6x16xf32>, tensor<6x2xi64>) -> (tensor<24x16xf32>, tensor<8xi64>, tensor<56xi64>)
+  return
+}
+
+// -----
+
+muir.grid @ep2 axes = ["ep"] shape = [2]
+func.func @combine_plan(%r: tensor<24x16xf32>, %i: tensor<6x2xi64>, %p: tensor<48xi64>) {
+  // expected-error@+1 {{'muir.combine' op expected plan (2 * bound + 4 * group size) 'tensor<56xi64>', got 'tensor<48xi64>'}}
+  %y = muir.combine %r, %i, %p on @ep2 axes = ["ep"] {num_experts = 8} : (tensor<24x16xf32>, tensor<6x2xi64>, tensor<48xi64>) -> tensor<6x16xf32>
+  return
+}
+
+// -----
+
+muir.grid @ep2 axes = ["ep"] shape = [2]
+func.func @combine_hidden(%r: tensor<24x16xf32>, %i: tensor<6x2xi64>, %p: tensor<56xi64>) {
+  // expected-error@+1 {{'muir.combine' op expected result 'tensor<6x16xf32>', got 'tensor<6x8xf32>'}}
+  %y = muir.combine %r, %i, %p on @ep2 axes = ["ep"] {num_experts = 8} : (tensor<24x16xf32>, tensor<6x2xi64>, tensor<56xi64>) -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+muir.grid @ep2 axes = ["ep"] shape = [2]
+func.func @combine_weights_grad_result(%d: tensor<6x16xf32>, %r: tensor<24x16xf32>, %i: tensor<6x2xi64>, %p: tensor<56xi64>) {
+  // expected-error@+1 {{'muir.combine_weights_grad' op expected result 'tensor<6x2xf32>', got 'tensor<6x16xf32>'}}
+  %y = muir.combine_weights_grad %d, %r, %i, %p on @ep2 axes = ["ep"] {num_experts = 8} : (tensor<6x16xf32>, tensor<24x16xf32>, tensor<6x2xi64>, tensor<56xi64>) -> tensor<6x16xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_matmul_wgrad_rows(%x: tensor<8x16xf32>, %d: tensor<6x24xf32>, %s: tensor<4xi64>) {
+  // expected-error@+1 {{'muir.grouped_matmul_wgrad' op input has 8 rows but the gradient 6}}
+  %w = muir.grouped_matmul_wgrad %x, %d, %s : (tensor<8x16xf32>, tensor<6x24xf32>, tensor<4xi64>) -> tensor<4x16x24xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_matmul_wgrad_result(%x: tensor<8x16xf32>, %d: tensor<8x24xf32>, %s: tensor<4xi64>) {
+  // expected-error@+1 {{'muir.grouped_matmul_wgrad' op expected result 'tensor<4x24x16xf32>', got 'tensor<4x16x24xf32>'}}
+  %w = muir.grouped_matmul_wgrad %x, %d, %s {transpose_b} : (tensor<8x16xf32>, tensor<8x24xf32>, tensor<4xi64>) -> tensor<4x16x24xf32>
+  return
+}
+
+// -----
+
+func.func @route_grad_weights(%l: tensor<6x8xf32>, %i: tensor<6x2xi64>, %dw: tensor<6x3xf32>) {
+  // expected-error@+1 {{'muir.route_grad' op expected weights_grad of the indices' shape, got 'tensor<6x3xf32>'}}
+  %d = muir.route_grad %l, %i, %dw : (tensor<6x8xf32>, tensor<6x2xi64>, tensor<6x3xf32>) -> tensor<6x8xf32>
+  return
+}

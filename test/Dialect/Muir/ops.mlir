@@ -358,6 +358,40 @@ func.func @swiglu(%g: tensor<8x24xf32>, %u: tensor<8x24xf32>) -> tensor<8x24xf32
   return %h : tensor<8x24xf32>
 }
 
+// Expert dispatch and combine over ep = 2 (8 experts, 4 per rank; 6 tokens,
+// top-2: a bound of 2 * 6 * 2 = 24 rows and a plan of 2 * 24 + 4 * 2), and
+// the backward ops.
+muir.grid @ep2 axes = ["ep"] shape = [2]
+// CHECK-LABEL: func.func @dispatch_combine
+// CHECK: muir.dispatch %{{.+}}, %{{.+}} on @ep2 axes = ["ep"] {layer = "l0", num_experts = 8 : i64} : (tensor<6x16xf32>, tensor<6x2xi64>) -> (tensor<24x16xf32>, tensor<4xi64>, tensor<56xi64>)
+// CHECK: muir.dispatch %{{.+}}, %{{.+}} weights %{{.+}} on @ep2 axes = ["ep"] {num_experts = 8 : i64}
+// CHECK: muir.combine %{{.+}}, %{{.+}}, %{{.+}} weights %{{.+}} on @ep2 axes = ["ep"] {num_experts = 8 : i64} : (tensor<24x16xf32>, tensor<6x2xi64>, tensor<56xi64>, tensor<6x2xf32>) -> tensor<6x16xf32>
+// CHECK: muir.combine %{{.+}}, %{{.+}}, %{{.+}} on @ep2 axes = ["ep"] {num_experts = 8 : i64} : (tensor<24x16xf32>, tensor<6x2xi64>, tensor<56xi64>) -> tensor<6x16xf32>
+// CHECK: muir.combine_weights_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} on @ep2 axes = ["ep"] {num_experts = 8 : i64} : (tensor<6x16xf32>, tensor<24x16xf32>, tensor<6x2xi64>, tensor<56xi64>) -> tensor<6x2xf32>
+func.func @dispatch_combine(%x: tensor<6x16xf32>, %i: tensor<6x2xi64>, %w: tensor<6x2xf32>) -> (tensor<6x16xf32>, tensor<6x16xf32>, tensor<6x2xf32>, tensor<24x16xf32>) {
+  %r, %c, %p = muir.dispatch %x, %i on @ep2 axes = ["ep"] {num_experts = 8, layer = "l0"} : (tensor<6x16xf32>, tensor<6x2xi64>) -> (tensor<24x16xf32>, tensor<4xi64>, tensor<56xi64>)
+  %rw, %c2, %p2 = muir.dispatch %x, %i weights %w on @ep2 axes = ["ep"] {num_experts = 8} : (tensor<6x16xf32>, tensor<6x2xi64>, tensor<6x2xf32>) -> (tensor<24x16xf32>, tensor<4xi64>, tensor<56xi64>)
+  %y = muir.combine %r, %i, %p weights %w on @ep2 axes = ["ep"] {num_experts = 8} : (tensor<24x16xf32>, tensor<6x2xi64>, tensor<56xi64>, tensor<6x2xf32>) -> tensor<6x16xf32>
+  %s = muir.combine %r, %i, %p on @ep2 axes = ["ep"] {num_experts = 8} : (tensor<24x16xf32>, tensor<6x2xi64>, tensor<56xi64>) -> tensor<6x16xf32>
+  %dw = muir.combine_weights_grad %y, %r, %i, %p on @ep2 axes = ["ep"] {num_experts = 8} : (tensor<6x16xf32>, tensor<24x16xf32>, tensor<6x2xi64>, tensor<56xi64>) -> tensor<6x2xf32>
+  return %y, %s, %dw, %rw : tensor<6x16xf32>, tensor<6x16xf32>, tensor<6x2xf32>, tensor<24x16xf32>
+}
+
+// CHECK-LABEL: func.func @moe_grads
+// CHECK: muir.grouped_matmul_wgrad %{{.+}}, %{{.+}}, %{{.+}} {transpose_b} : (tensor<8x16xf32>, tensor<8x24xf32>, tensor<4xi64>) -> tensor<4x24x16xf32>
+// CHECK: muir.grouped_matmul_wgrad %{{.+}}, %{{.+}}, %{{.+}} : (tensor<8x16xf32>, tensor<8x24xf32>, tensor<4xi64>) -> tensor<4x16x24xf32>
+// CHECK: muir.swiglu_grad %{{.+}}, %{{.+}}, %{{.+}} : tensor<8x24xf32>
+// CHECK: muir.add %{{.+}}, %{{.+}} : tensor<8x24xf32>
+// CHECK: muir.route_grad %{{.+}}, %{{.+}}, %{{.+}} {normalize, scaling = 2.500000e+00 : f64, scoring = #muir<route_scoring sigmoid>} : (tensor<6x8xf32>, tensor<6x2xi64>, tensor<6x2xf32>) -> tensor<6x8xf32>
+func.func @moe_grads(%x: tensor<8x16xf32>, %d: tensor<8x24xf32>, %s: tensor<4xi64>, %g: tensor<8x24xf32>, %u: tensor<8x24xf32>, %l: tensor<6x8xf32>, %i: tensor<6x2xi64>, %dw: tensor<6x2xf32>) -> (tensor<4x24x16xf32>, tensor<4x16x24xf32>, tensor<8x24xf32>, tensor<6x8xf32>) {
+  %a = muir.grouped_matmul_wgrad %x, %d, %s {transpose_b} : (tensor<8x16xf32>, tensor<8x24xf32>, tensor<4xi64>) -> tensor<4x24x16xf32>
+  %b = muir.grouped_matmul_wgrad %x, %d, %s : (tensor<8x16xf32>, tensor<8x24xf32>, tensor<4xi64>) -> tensor<4x16x24xf32>
+  %dg, %du = muir.swiglu_grad %g, %u, %d : tensor<8x24xf32>
+  %sum = muir.add %dg, %du : tensor<8x24xf32>
+  %dl = muir.route_grad %l, %i, %dw {scoring = #muir<route_scoring sigmoid>, normalize, scaling = 2.5} : (tensor<6x8xf32>, tensor<6x2xi64>, tensor<6x2xf32>) -> tensor<6x8xf32>
+  return %a, %b, %sum, %dl : tensor<4x24x16xf32>, tensor<4x16x24xf32>, tensor<8x24xf32>, tensor<6x8xf32>
+}
+
 // A grid may be private to its module.
 // CHECK: muir.grid @hidden axes = ["dp"] shape = [1] {sym_visibility = "private"}
 muir.grid @hidden axes = ["dp"] shape = [1] {sym_visibility = "private"}
