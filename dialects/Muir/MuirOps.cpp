@@ -455,6 +455,11 @@ LogicalResult GroupedMatmulWgradOp::verify() {
   return expectType(*this, "result", rt, want, it.getElementType());
 }
 
+LogicalResult MseLossOp::verify() {
+  return expectType(*this, "loss", getLoss().getType(), {1},
+                    getInput().getType().getElementType());
+}
+
 LogicalResult RouteGradOp::verify() {
   auto lt = getLogits().getType(), it = getIndices().getType();
   if (lt.getRank() != 2 || it.getRank() != 2 ||
@@ -487,14 +492,16 @@ LogicalResult ProbeOp::verify() {
 //===----------------------------------------------------------------------===//
 
 /// Looks up the grid and checks the axis names; on success returns the grid.
+/// `allowEmpty`: no axes name this rank alone (a group of one).
 static FailureOr<GridOp> verifyGridAxes(Operation *op, FlatSymbolRefAttr ref,
                                         ArrayAttr axes,
-                                        SymbolTableCollection &symbols) {
+                                        SymbolTableCollection &symbols,
+                                        bool allowEmpty = false) {
   auto grid = symbols.lookupNearestSymbolFrom<GridOp>(op, ref.getAttr());
   if (!grid)
     return op->emitOpError("expected '")
            << ref.getValue() << "' to name a muir.grid";
-  if (axes.empty())
+  if (axes.empty() && !allowEmpty)
     return op->emitOpError("expected at least one grid axis");
   llvm::StringSet<> seen;
   for (Attribute a : axes) {
@@ -777,7 +784,7 @@ LogicalResult DispatchOp::verifySymbolUses(SymbolTableCollection &symbols) {
   MoeShape s;
   if (failed(verifyMoe(*this,
                        verifyGridAxes(*this, getGridAttr(), getGridAxes(),
-                                      symbols),
+                                      symbols, /*allowEmpty=*/true),
                        getGridAxes(), getNumExpertsAttr(),
                        getIndices().getType(), getResult().getType(), s)))
     return failure();
@@ -800,7 +807,7 @@ LogicalResult CombineOp::verifySymbolUses(SymbolTableCollection &symbols) {
   MoeShape s;
   if (failed(verifyMoe(*this,
                        verifyGridAxes(*this, getGridAttr(), getGridAxes(),
-                                      symbols),
+                                      symbols, /*allowEmpty=*/true),
                        getGridAxes(), getNumExpertsAttr(),
                        getIndices().getType(), getInput().getType(), s)))
     return failure();
@@ -822,7 +829,7 @@ CombineWeightsGradOp::verifySymbolUses(SymbolTableCollection &symbols) {
   MoeShape s;
   if (failed(verifyMoe(*this,
                        verifyGridAxes(*this, getGridAttr(), getGridAxes(),
-                                      symbols),
+                                      symbols, /*allowEmpty=*/true),
                        getGridAxes(), getNumExpertsAttr(),
                        getIndices().getType(), getInput().getType(), s)))
     return failure();

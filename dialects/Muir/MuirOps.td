@@ -397,6 +397,24 @@ def Muir_AddOp : Muir_Op<"add", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
+def Muir_MseLossOp : Muir_Op<"mse_loss", [Pure,
+    AllTypesMatch<["input", "target", "grad"]>]> {
+  let summary = "half the scaled squared error, and its gradient";
+  let description = [{
+    loss = scale / 2 * sum((input - target)^2) (a [1] tensor, summed in
+    double in a fixed order) and grad = scale * (input - target). With
+    scale = 1 / (tokens over all ranks) and an all_reduce of the loss, the
+    mean over tokens of half the squared error of each token's output.
+  }];
+  let arguments = (ins Muir_F32Tensor:$input, Muir_F32Tensor:$target,
+      F64Attr:$scale);
+  let results = (outs Muir_F32Tensor:$loss, Muir_F32Tensor:$grad);
+  let assemblyFormat = [{
+    $input `,` $target attr-dict `:` type($input) `->` type($loss)
+  }];
+  let hasVerifier = 1;
+}
+
 def Muir_SwigluGradOp : Muir_Op<"swiglu_grad", [Pure,
     AllTypesMatch<["gate", "up", "grad", "gate_grad", "up_grad"]>]> {
   let summary = "gradients of swiglu with respect to gate and up";
@@ -641,7 +659,8 @@ def Muir_SyrkAllReduceOp : Muir_CollectiveOp<"syrk_all_reduce", [Pure]> {
 def Muir_DispatchOp : Muir_CollectiveOp<"dispatch", [Pure]> {
   let summary = "send routed tokens to the ranks holding their experts";
   let description = [{
-    Expert-parallel dispatch over the group of `grid_axes` (g ranks; the
+    Expert-parallel dispatch over the group of `grid_axes` (g ranks, or
+    this rank alone when `grid_axes` is empty; the
     `num_experts` experts split evenly, expert e on group rank
     e / (num_experts / g)). `input` [T, H] holds this rank's tokens and
     `indices` [T, K] their experts (`muir.route`; -1 marks a dropped slot).

@@ -397,6 +397,19 @@ def MuirExec_MoeCombineWeightsGradOp
   }];
 }
 
+def MuirExec_MseLossOp : MuirExec_Op<"mse_loss"> {
+  let summary = "half the scaled squared error and its gradient (runtime)";
+  let description = [{ `muir.mse_loss` on buffers: one `muirrt_mse_loss`. }];
+  let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
+      Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$target,
+      Arg<MemRefRankOf<[F32], [1]>, "", [MemWrite]>:$loss,
+      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$grad, F64Attr:$scale);
+  let assemblyFormat = [{
+    $input `,` $target `into` $loss `,` $grad attr-dict `:` type($input) `,`
+    type($target) `->` type($loss) `,` type($grad)
+  }];
+}
+
 def MuirExec_GroupRankOp : MuirExec_Op<"group_rank", [Pure]> {
   let summary = "this rank's index in the group named by axes_mask";
   let arguments = (ins I64Attr:$axes_mask);

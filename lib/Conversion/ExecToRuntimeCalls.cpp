@@ -269,6 +269,11 @@ struct ExecToRuntimeCallsPass
                 c.ptr(gg.getInput()), c.ptr(gg.getWeights()),
                 c.i32(gg.getTransposeB()), c.ptr(gg.getSizes()),
                 c.ptr(gg.getOutput())});
+      } else if (auto mse = dyn_cast<mx::MseLossOp>(op)) {
+        c.call("muirrt_mse_loss",
+               {c.i64(numel(mse.getInput())), c.ptr(mse.getInput()),
+                c.ptr(mse.getTarget()), c.f32(mse.getScaleAttr()),
+                c.ptr(mse.getLoss()), c.ptr(mse.getGrad())});
       } else if (auto wg = dyn_cast<mx::GroupedGemmWgradOp>(op)) {
         auto it = cast<MemRefType>(wg.getInput().getType());
         auto gt = cast<MemRefType>(wg.getGrad().getType());

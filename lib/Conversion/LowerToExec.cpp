@@ -402,6 +402,15 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     return success();
   }
 
+  if (auto mse = dyn_cast<MseLossOp>(op)) {
+    Value loss = output(mse.getLoss()), grad = output(mse.getGrad());
+    mx::MseLossOp::create(b, loc, in(mse.getInput()), in(mse.getTarget()),
+                          loss, grad, mse.getScaleAttr());
+    map.map(mse.getLoss(), loss);
+    map.map(mse.getGrad(), grad);
+    return success();
+  }
+
   if (auto wg = dyn_cast<GroupedMatmulWgradOp>(op)) {
     Value out = output(wg.getResult());
     mx::GroupedGemmWgradOp::create(b, loc, in(wg.getInput()),

@@ -6,11 +6,22 @@
 // `muir.muon_update` or `muir.adamw_update` each. Shapes are global; the
 // shardings ride along as argument attributes for the distribution passes.
 //
+// With `training`, each MoE layer's router and expert gradients are computed
+// in the step: a forward pass of a fixed random teacher layer gives the
+// targets for this rank's synthetic tokens, the student layer's forward
+// pass, the loss (printed per step through a probe), its backward pass
+// (dispatch's and combine's transposes, grouped weight gradients), then the
+// updates. The layer is emitted per rank: its expert stacks take their
+// local shapes over ep and a `muir.split` directly, and their updates are
+// marked `muir.local` so that distribution leaves them alone.
+//
 //===----------------------------------------------------------------------===//
 #include "muir/Import/Description.h"
 #include "muir/Passes.h"
 
 #include "mlir/IR/Builders.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::muir;
@@ -35,6 +46,207 @@ static Location locFor(MLIRContext &ctx, const Loc &l) {
   return FileLineColLoc::get(&ctx, l.file, l.line, l.col);
 }
 
+namespace {
+
+/// Emits one MoE layer's per-rank forward and backward passes: router
+/// logits, route, dispatch over the ep group, the SwiGLU experts as grouped
+/// matmuls, combine; then the loss against a target and the gradients of
+/// the router and the three expert stacks.
+struct TrainedLayer {
+  OpBuilder &b;
+  Location loc;
+  const MoELayer &l;
+  StringRef grid, axis; ///< axis: ep, or empty (a group of one)
+  int64_t ep;
+  ArrayRef<std::string> replicas; ///< the folding's other axes of size > 1
+  int64_t ranks;                  ///< ep times the replicas
+  Value x;
+
+  int64_t tokens() const { return l.tokensPerRank; }
+  int64_t local() const { return l.experts / ep; }
+  int64_t bound() const {
+    return ep * l.tokensPerRank * std::min(l.topK, local());
+  }
+  Type f32() { return b.getF32Type(); }
+  RankedTensorType f32(ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, b.getF32Type());
+  }
+  RankedTensorType i64(ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, b.getI64Type());
+  }
+  ArrayAttr epAxes() {
+    return axis.empty() ? b.getStrArrayAttr({}) : b.getStrArrayAttr({axis});
+  }
+  SmallVector<NamedAttribute> onGroup() {
+    return {b.getNamedAttr("grid", FlatSymbolRefAttr::get(b.getContext(),
+                                                          grid)),
+            b.getNamedAttr("grid_axes", epAxes()),
+            b.getNamedAttr("num_experts", b.getI64IntegerAttr(l.experts)),
+            b.getNamedAttr("layer", b.getStringAttr(l.name))};
+  }
+  template <typename Op>
+  Operation *make(TypeRange types, ValueRange operands,
+                  ArrayRef<NamedAttribute> attrs = {}) {
+    return Op::create(b, loc, types, operands, attrs).getOperation();
+  }
+  Value one(Operation *op) { return op->getResult(0); }
+
+  bool sigmoid() const { return l.scoring == "sigmoid"; }
+  SmallVector<NamedAttribute> scoringAttrs(bool withSelection) {
+    SmallVector<NamedAttribute> a;
+    if (withSelection) {
+      a.push_back(b.getNamedAttr("top_k", b.getI64IntegerAttr(l.topK)));
+      a.push_back(b.getNamedAttr("n_group", b.getI64IntegerAttr(l.groups)));
+      a.push_back(b.getNamedAttr("topk_group",
+                                 b.getI64IntegerAttr(l.groupsPerToken)));
+    }
+    a.push_back(b.getNamedAttr(
+        "scoring", RouteScoringAttr::get(b.getContext(),
+                                         sigmoid() ? RouteScoring::sigmoid
+                                                   : RouteScoring::softmax)));
+    // DeepSeek-V3's sigmoid router normalises its top-k weights.
+    if (sigmoid())
+      a.push_back(b.getNamedAttr("normalize", b.getUnitAttr()));
+    a.push_back(b.getNamedAttr("scaling", b.getF64FloatAttr(l.routedScaling)));
+    return a;
+  }
+
+  SmallVector<NamedAttribute> group() {
+    return {b.getNamedAttr("grid", FlatSymbolRefAttr::get(b.getContext(),
+                                                          grid)),
+            b.getNamedAttr("grid_axes", epAxes())};
+  }
+  /// The sum over `axes` (none: v itself).
+  Value sumOver(Value v, ArrayRef<std::string> axes) {
+    if (axes.empty())
+      return v;
+    SmallVector<StringRef> names(axes.begin(), axes.end());
+    return one(make<AllReduceOp>(
+        {v.getType()}, {v},
+        {b.getNamedAttr("grid", FlatSymbolRefAttr::get(b.getContext(), grid)),
+         b.getNamedAttr("grid_axes", b.getStrArrayAttr(names))}));
+  }
+  Value gather(Value v, int64_t cols) {
+    SmallVector<NamedAttribute> a = group();
+    a.push_back(b.getNamedAttr("gather_axis", b.getI64IntegerAttr(0)));
+    return one(
+        make<AllGatherOp>({f32({tokens() * ep, cols})}, {v}, a));
+  }
+  /// Every rank's tokens (gathered once per layer).
+  Value gathered;
+  Value allTokens() {
+    if (!gathered)
+      gathered = ep > 1 ? gather(x, l.hidden) : x;
+    return gathered;
+  }
+
+  struct Forward {
+    Value logits, indices, weights, rows, counts, plan, gate, up, act, out, y;
+  };
+
+  Value gmm(Value in, Value w, Value counts, int64_t n, bool transposeB) {
+    SmallVector<NamedAttribute> a;
+    if (transposeB)
+      a.push_back(b.getNamedAttr("transpose_b", b.getUnitAttr()));
+    return one(make<GroupedMatmulOp>({f32({bound(), n})},
+                                     {in, w, counts}, a));
+  }
+
+  Forward forward(Value router, Value gate, Value up, Value down) {
+    Forward f;
+    int64_t t = tokens(), e = l.experts, k = l.topK, h = l.hidden,
+            ff = l.expertSize;
+    // The router's logits of every rank's tokens, then this rank's rows:
+    // one product of the same shape for any ep, so the same bits (BLAS may
+    // round a product's entries differently for another number of rows).
+    f.logits = one(make<MatmulOp>(
+        {f32({t * ep, e})}, {allTokens(), router},
+        {b.getNamedAttr("transpose_b", b.getUnitAttr())}));
+    if (ep > 1) {
+      SmallVector<NamedAttribute> a = group();
+      a.push_back(b.getNamedAttr("slice_axis", b.getI64IntegerAttr(0)));
+      f.logits = one(make<AllSliceOp>({f32({t, e})}, {f.logits}, a));
+    }
+    Operation *route = make<RouteOp>({i64({t, k}), f32({t, k}), i64({e})},
+                                     {f.logits}, scoringAttrs(true));
+    f.indices = route->getResult(0);
+    f.weights = route->getResult(1);
+    Operation *dispatch = make<DispatchOp>(
+        {f32({bound(), h}), i64({local()}), i64({2 * bound() + 4 * ep})},
+        {x, f.indices}, onGroup());
+    f.rows = dispatch->getResult(0);
+    f.counts = dispatch->getResult(1);
+    f.plan = dispatch->getResult(2);
+    f.gate = gmm(f.rows, gate, f.counts, ff, true);
+    f.up = gmm(f.rows, up, f.counts, ff, true);
+    f.act = one(make<SwigluOp>({f32({bound(), ff})}, {f.gate, f.up}));
+    f.out = gmm(f.act, down, f.counts, h, true);
+    f.y = one(make<CombineOp>({f32({t, h})},
+                              {f.out, f.indices, f.plan, f.weights},
+                              onGroup()));
+    return f;
+  }
+
+  struct Grads {
+    Value router, gate, up, down;
+  };
+
+  Grads lossAndGrads(Value router, Value gate, Value up, Value down,
+                     Value target, int64_t slot) {
+    Forward f = forward(router, gate, up, down);
+    int64_t t = tokens(), e = l.experts, h = l.hidden, ff = l.expertSize,
+            k = l.topK;
+    // Loss: the mean over all ranks' tokens of half the squared error.
+    Operation *mse = make<MseLossOp>(
+        {f32({1}), f32({t, h})}, {f.y, target},
+        {b.getNamedAttr("scale", b.getF64FloatAttr(
+                                     1.0 / static_cast<double>(t * ranks)))});
+    Value loss = mse->getResult(0), dy = mse->getResult(1);
+    SmallVector<std::string> all(replicas.begin(), replicas.end());
+    if (ep > 1)
+      all.push_back(axis.str());
+    loss = sumOver(loss, all);
+    ProbeOp::create(b, loc, loss, b.getStringAttr("loss " + l.name),
+                    b.getI64IntegerAttr(slot));
+    // Backward. The rows' gradient is dy dispatched with the weights.
+    Value dOut = make<DispatchOp>({f32({bound(), h}), i64({local()}),
+                                   i64({2 * bound() + 4 * ep})},
+                                  {dy, f.indices, f.weights}, onGroup())
+                     ->getResult(0);
+    Value dWeights = one(make<CombineWeightsGradOp>(
+        {f32({t, k})}, {dy, f.out, f.indices, f.plan}, onGroup()));
+    auto wgrad = [&](Value in, Value grad, ArrayRef<int64_t> shape) {
+      return one(make<GroupedMatmulWgradOp>(
+          {f32(shape)}, {in, grad, f.counts},
+          {b.getNamedAttr("transpose_b", b.getUnitAttr())}));
+    };
+    Grads g;
+    g.down = wgrad(f.act, dOut, {local(), h, ff});
+    Value dAct = gmm(dOut, down, f.counts, ff, false);
+    Operation *sg = make<SwigluGradOp>({f32({bound(), ff}), f32({bound(), ff})},
+                                       {f.gate, f.up, dAct});
+    g.gate = wgrad(f.rows, sg->getResult(0), {local(), ff, h});
+    g.up = wgrad(f.rows, sg->getResult(1), {local(), ff, h});
+    Value dLogits = one(make<RouteGradOp>({f32({t, e})},
+                                          {f.logits, f.indices, dWeights},
+                                          scoringAttrs(false)));
+    // The router's gradient over every rank's tokens, as one product of the
+    // gathered tokens and logit gradients: the same arithmetic for any ep.
+    Value dls = ep > 1 ? gather(dLogits, e) : dLogits;
+    g.router = one(make<MatmulOp>(
+        {f32({e, h})}, {dls, allTokens()},
+        {b.getNamedAttr("transpose_a", b.getUnitAttr())}));
+    // Replicas of the experts saw other tokens: sum their gradients.
+    g.router = sumOver(g.router, replicas);
+    g.gate = sumOver(g.gate, replicas);
+    g.up = sumOver(g.up, replicas);
+    g.down = sumOver(g.down, replicas);
+    return g;
+  }
+};
+
+} // namespace
+
 OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
                                                      const Description &d) {
   ctx.loadDialect<muir::MuirDialect, func::FuncDialect>();
@@ -45,6 +257,51 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
   buildGrid(b, locFor(ctx, d.grid.loc), "world", d.grid.axes);
   if (!d.grid.moeAxes.empty())
     buildGrid(b, locFor(ctx, d.grid.loc), "moe", d.grid.moeAxes);
+
+  // Training: the MoE layers' folding (moe_axes, else the grid), its ep
+  // axis (experts split over it; none: a group of one) and its other axes
+  // of size > 1 (replicas of the experts, whose gradients are summed over
+  // them). Tokens are split over all of them.
+  std::string epGrid = d.grid.moeAxes.empty() ? "world" : "moe";
+  std::string epAxis, epSplit, tokenSplit;
+  int64_t epSize = 1, foldedRanks = 1;
+  SmallVector<std::string> replicaAxes, splitAxes;
+  if (d.training.enabled) {
+    const std::vector<GridAxis> &fold =
+        d.grid.moeAxes.empty() ? d.grid.axes : d.grid.moeAxes;
+    std::string prefix = d.grid.moeAxes.empty() ? "" : "moe.";
+    for (const GridAxis &a : fold) {
+      if (a.name == "ep") {
+        epAxis = a.name;
+        epSize = a.size;
+      } else if (a.size > 1) {
+        replicaAxes.push_back(a.name);
+      }
+      if (a.size > 1) {
+        splitAxes.push_back(a.name);
+        foldedRanks *= a.size;
+      }
+    }
+    epSplit = prefix + "ep:0";
+    if (!splitAxes.empty())
+      tokenSplit = prefix + llvm::join(splitAxes, "+") + ":0";
+  }
+  struct LocalParam {
+    SmallVector<int64_t> shape;
+    bool split;
+  };
+  llvm::StringMap<LocalParam> localParams;
+  if (d.training.enabled)
+    for (const MoELayer &l : d.moe) {
+      int64_t el = l.experts / epSize;
+      localParams[l.name + ".router"] = {{l.experts, l.hidden}, false};
+      localParams[l.name + ".experts.gate_proj"] = {
+          {el, l.expertSize, l.hidden}, epSize > 1};
+      localParams[l.name + ".experts.up_proj"] = {
+          {el, l.expertSize, l.hidden}, epSize > 1};
+      localParams[l.name + ".experts.down_proj"] = {
+          {el, l.hidden, l.expertSize}, epSize > 1};
+    }
 
   // Arguments: per parameter the tensor, its gradient and its state.
   struct Slot {
@@ -61,7 +318,12 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
     Assignment a = assignOptimizer(d, p);
     plan.push_back({&p, a});
     firstArg.push_back(argTypes.size());
-    auto type = RankedTensorType::get(p.shape, f32);
+    auto local = localParams.find(p.name);
+    bool trained = local != localParams.end();
+    auto type = RankedTensorType::get(
+        trained ? ArrayRef<int64_t>(local->second.shape)
+                : ArrayRef<int64_t>(p.shape),
+        f32);
     SmallVector<Slot> slots = {{p.name, "param"}, {p.name + ".grad", "grad"}};
     if (a.optimizer == Optimizer::Muon) {
       slots.push_back({p.name + ".momentum", "state"});
@@ -81,7 +343,11 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
           attrs.push_back(
               b.getNamedAttr("muir.dtype", b.getStringAttr(p.dtype)));
       }
-      if (!p.shards.empty()) {
+      if (trained) {
+        if (local->second.split)
+          attrs.push_back(b.getNamedAttr(
+              "muir.split", b.getStrArrayAttr({epSplit})));
+      } else if (!p.shards.empty()) {
         SmallVector<Attribute> shards;
         for (const Sharding &sh : p.shards)
           shards.push_back(b.getStringAttr(stringify(sh.kind) + "@" + sh.axis +
@@ -96,6 +362,56 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       argAttrs.push_back(b.getDictionaryAttr(attrs));
     }
   }
+  // Training data: per layer this rank's tokens and the teacher's weights
+  // (seeded N(0, 1) and N(0, 1 / fan-in)).
+  struct DataArgs {
+    unsigned x, router, gate, up, down;
+  };
+  SmallVector<DataArgs> dataArgs;
+  if (d.training.enabled)
+    for (const MoELayer &l : d.moe) {
+      int64_t el = l.experts / epSize;
+      auto add = [&](const std::string &name, ArrayRef<int64_t> shape,
+                     bool split, double std) {
+        SmallVector<NamedAttribute> attrs = {
+            b.getNamedAttr("muir.name", b.getStringAttr(name)),
+            b.getNamedAttr("muir.role", b.getStringAttr("data")),
+            b.getNamedAttr("muir.init_std", b.getF64FloatAttr(std))};
+        if (split && epSize > 1)
+          attrs.push_back(
+              b.getNamedAttr("muir.split", b.getStrArrayAttr({epSplit})));
+        argTypes.push_back(RankedTensorType::get(shape, f32));
+        argAttrs.push_back(b.getDictionaryAttr(attrs));
+        return static_cast<unsigned>(argTypes.size() - 1);
+      };
+      double h = static_cast<double>(l.hidden);
+      double f = static_cast<double>(l.expertSize);
+      DataArgs a;
+      a.x = argTypes.size();
+      {
+        SmallVector<NamedAttribute> attrs = {
+            b.getNamedAttr("muir.name", b.getStringAttr(l.name +
+                                                        ".data.tokens")),
+            b.getNamedAttr("muir.role", b.getStringAttr("data")),
+            b.getNamedAttr("muir.init_std", b.getF64FloatAttr(1.0))};
+        if (!tokenSplit.empty())
+          attrs.push_back(b.getNamedAttr("muir.split",
+                                         b.getStrArrayAttr({tokenSplit})));
+        argTypes.push_back(
+            RankedTensorType::get({l.tokensPerRank, l.hidden}, f32));
+        argAttrs.push_back(b.getDictionaryAttr(attrs));
+      }
+      a.router = add(l.name + ".teacher.router", {l.experts, l.hidden},
+                     false, 1.0 / std::sqrt(h));
+      a.gate = add(l.name + ".teacher.gate_proj", {el, l.expertSize, l.hidden},
+                   true, 1.0 / std::sqrt(h));
+      a.up = add(l.name + ".teacher.up_proj", {el, l.expertSize, l.hidden},
+                 true, 1.0 / std::sqrt(h));
+      a.down = add(l.name + ".teacher.down_proj", {el, l.hidden, l.expertSize},
+                   true, 1.0 / std::sqrt(f));
+      dataArgs.push_back(a);
+    }
+
   int64_t stepArg = -1;
   if (needsStep) {
     stepArg = argTypes.size();
@@ -117,6 +433,26 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
     }
   }
 
+  // Computed gradients are results too (so --dump shows them).
+  auto argIndex = [&](StringRef name) -> int64_t {
+    for (auto [i, attrs] : llvm::enumerate(argAttrs))
+      if (auto n = attrs.getAs<StringAttr>("muir.name"); n && n == name)
+        return i;
+    return -1;
+  };
+  SmallVector<std::pair<std::string, unsigned>> gradResults;
+  if (d.training.enabled)
+    for (const MoELayer &l : d.moe)
+      for (const char *suffix : {".router", ".experts.gate_proj",
+                                 ".experts.up_proj", ".experts.down_proj"}) {
+        std::string grad = l.name + suffix + ".grad";
+        int64_t arg = argIndex(grad);
+        gradResults.push_back({grad, static_cast<unsigned>(arg)});
+        resultTypes.push_back(argTypes[arg]);
+        resultAttrs.push_back(b.getDictionaryAttr(
+            {b.getNamedAttr("muir.updates", b.getStringAttr(grad))}));
+      }
+
   auto func = func::FuncOp::create(b, loc, "step",
                                    b.getFunctionType(argTypes, resultTypes));
   func.setAllArgAttrs(argAttrs);
@@ -124,12 +460,52 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
   Block *body = func.addEntryBlock();
   b.setInsertionPointToStart(body);
 
+  // The MoE layers' forward and backward passes (training).
+  llvm::StringMap<Value> computedGrads;
+  SmallVector<Value> gradValues;
+  int64_t slot = 0;
+  for (auto [li, l] : llvm::enumerate(d.training.enabled
+                                          ? ArrayRef<MoELayer>(d.moe)
+                                          : ArrayRef<MoELayer>())) {
+    auto param = [&](StringRef suffix) {
+      return body->getArgument(argIndex(l.name + suffix.str()));
+    };
+    TrainedLayer layer{b,
+                       locFor(ctx, l.loc),
+                       l,
+                       epGrid,
+                       epAxis,
+                       epSize,
+                       replicaAxes,
+                       foldedRanks,
+                       body->getArgument(dataArgs[li].x)};
+    Value target = layer.forward(body->getArgument(dataArgs[li].router),
+                                 body->getArgument(dataArgs[li].gate),
+                                 body->getArgument(dataArgs[li].up),
+                                 body->getArgument(dataArgs[li].down))
+                       .y;
+    TrainedLayer::Grads g = layer.lossAndGrads(
+        param(".router"), param(".experts.gate_proj"),
+        param(".experts.up_proj"), param(".experts.down_proj"), target,
+        slot++);
+    computedGrads[l.name + ".router"] = g.router;
+    computedGrads[l.name + ".experts.gate_proj"] = g.gate;
+    computedGrads[l.name + ".experts.up_proj"] = g.up;
+    computedGrads[l.name + ".experts.down_proj"] = g.down;
+    gradValues.append({g.router, g.gate, g.up, g.down});
+  }
+
   SmallVector<Value> results;
   for (auto [i, entry] : llvm::enumerate(plan)) {
     const Parameter &p = *entry.first;
     const Assignment &a = entry.second;
     Location ploc = locFor(ctx, p.loc);
-    auto arg = [&](unsigned k) { return body->getArgument(firstArg[i] + k); };
+    Value computed = computedGrads.lookup(p.name);
+    auto arg = [&](unsigned k) -> Value {
+      if (k == 1 && computed)
+        return computed;
+      return body->getArgument(firstArg[i] + k);
+    };
     auto type = cast<RankedTensorType>(arg(0).getType());
     if (a.optimizer == Optimizer::Muon) {
       const MuonSettings &m = a.muon;
@@ -151,6 +527,8 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
               : DenseI64ArrayAttr());
       if (!p.nsMode.empty() && p.nsMode != "auto")
         op->setAttr("muir.ns_mode", b.getStringAttr(p.nsMode));
+      if (computed)
+        op->setAttr("muir.local", b.getUnitAttr());
       results.push_back(op.getNewParam());
       results.push_back(op.getNewMomentumBuffer());
     } else {
@@ -165,6 +543,7 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       results.push_back(op.getNewExpAvgSq());
     }
   }
+  results.append(gradValues);
   func::ReturnOp::create(b, loc, results);
   return module;
 }

@@ -647,7 +647,7 @@ FailureOr<Description> Reader::read() {
   d.loc = locOf(root);
   bool hasGrid = false, hasParams = false;
   forEachKey(root, "the description",
-             {"name", "grid", "parameters", "optimizer", "moe"},
+             {"name", "grid", "parameters", "optimizer", "moe", "training"},
              [&](StringRef key, yaml::Node *v) {
                if (key == "name") {
                  if (auto x = str(v, key))
@@ -661,6 +661,14 @@ FailureOr<Description> Reader::read() {
                              [&](yaml::Node *item) { readParameter(item, d); });
                } else if (key == "optimizer") {
                  readOptimizer(v, d);
+               } else if (key == "training") {
+                 d.training.enabled = true;
+                 d.training.loc = locOf(v);
+                 forEachKey(v, "training", {"data"},
+                            [&](StringRef k, yaml::Node *x) {
+                              if (auto data = oneOf(x, k, {"teacher"}))
+                                d.training.data = *data;
+                            });
                } else {
                  forEachItem(v, key,
                              [&](yaml::Node *item) { readMoE(item, d); });
@@ -827,6 +835,60 @@ LogicalResult mlir::muir::desc::validate(
         fail(l.loc, "experts (" + Twine(l.experts) +
                         ") are not divisible by ep=" + Twine(ep->size) +
                         " in MoE layer '" + l.name + "'");
+  }
+  // Training: every MoE layer's router and SwiGLU expert stacks exist with
+  // the layer's shapes, and its ranks are exactly the ep group.
+  if (d.training.enabled) {
+    const GridAxis *ep = d.grid.find("ep", true);
+    int64_t epSize = ep ? ep->size : 1;
+    if (d.moe.empty())
+      fail(d.training.loc, "training needs at least one entry under 'moe'");
+    for (const MoELayer &l : d.moe) {
+      if (l.sharedExperts > 0)
+        fail(l.loc, "training MoE layer '" + l.name +
+                        "': shared experts are not supported yet");
+      int64_t e = l.experts, h = l.hidden, f = l.expertSize;
+      std::string missing;
+      struct Want {
+        const char *suffix;
+        SmallVector<int64_t> shape;
+      };
+      for (const Want &w : {Want{".router", {e, h}},
+                            Want{".experts.gate_proj", {e, f, h}},
+                            Want{".experts.up_proj", {e, f, h}},
+                            Want{".experts.down_proj", {e, h, f}}}) {
+        std::string name = l.name + w.suffix;
+        auto it = llvm::find_if(d.params, [&](const Parameter &p) {
+          return p.name == name;
+        });
+        std::string shape;
+        llvm::raw_string_ostream os(shape);
+        os << "[";
+        llvm::interleaveComma(w.shape, os);
+        os << "]";
+        if (it == d.params.end())
+          missing += (missing.empty() ? "'" : ", '") + name + "' " + shape;
+        else if (ArrayRef<int64_t>(it->shape) != ArrayRef<int64_t>(w.shape))
+          fail(it->loc, "training MoE layer '" + l.name + "': '" + name +
+                            "' should have shape " + shape +
+                            " (experts, hidden, expert_size)");
+        else
+          for (const Sharding &sh : it->shards)
+            if (sh.kind != ShardKind::Expert || sh.axis != "ep")
+              fail(sh.loc.line ? sh.loc : it->loc,
+                   "training MoE layer '" + l.name + "': '" + name +
+                       "' may only be split by experts over ep (its " +
+                       stringify(sh.kind) + " shard on " + sh.axis +
+                       " is not supported in training)");
+      }
+      if (!missing.empty())
+        fail(l.loc, "training MoE layer '" + l.name +
+                        "' needs the parameters " + missing);
+      if (ep && l.tokensPerRank * std::min(l.topK, l.experts / epSize) *
+                        epSize > (int64_t(1) << 31))
+        fail(l.loc, "training MoE layer '" + l.name +
+                        "': the routed-rows bound exceeds 2^31");
+    }
   }
   return success(ok);
 }
@@ -1137,6 +1199,8 @@ void mlir::muir::desc::writeDescription(const Description &d,
       os << ", ns_mode: " << p.nsMode;
     os << "}\n";
   }
+  if (d.training.enabled)
+    os << "training: {data: " << d.training.data << "}\n";
   if (!d.moe.empty()) {
     os << "moe:\n";
     for (const MoELayer &l : d.moe)

@@ -282,6 +282,11 @@ struct DistributePass
     bool expertOnly = !shards.empty() && llvm::all_of(shards, [&](auto &s) {
       return rank == 3 && s.dim == 0;
     });
+    // Already per-rank (an MoE layer trained in the step, whose expert
+    // stacks the importer gave their local shapes over ep): NS per local
+    // expert, never shared out over dp.
+    if (op->hasAttr("muir.local"))
+      expertOnly = true;
     if (expertOnly) {
       op.getNewParam().setType(localType);
       op.getNewMomentumBuffer().setType(localType);

@@ -100,6 +100,7 @@ struct Tensor {
   int64_t shape[kMaxRank] = {};
   int64_t numel = 0;
   int32_t role = 0;
+  double initStd = -1; ///< seeded N(0, initStd^2); < 0: the role's default
   bool loaded = false;
   std::unique_ptr<float, FreeDeleter> data;
 };
@@ -617,7 +618,7 @@ extern "C" int32_t muirrt_tensor_add(MuirRtContext *ctx, const char *name,
     std::string n = name;
     if (ctx->byName.count(n))
       return fail("tensor '" + n + "' is already registered");
-    if (role < MUIRRT_ROLE_PARAM || role > MUIRRT_ROLE_STATE)
+    if (role < MUIRRT_ROLE_PARAM || role > MUIRRT_ROLE_DATA)
       return fail("tensor '" + n + "': invalid role " + std::to_string(role));
     if (rank < 0 || rank > kMaxRank)
       return fail("tensor '" + n + "': rank " + std::to_string(rank) +
@@ -710,6 +711,19 @@ extern "C" float *muirrt_tensor_data(MuirRtContext *ctx, int32_t index) {
   return t ? t->data.get() : nullptr;
 }
 
+extern "C" int muirrt_tensor_set_init_std(MuirRtContext *ctx, int32_t index,
+                                          double std) {
+  if (!ctx || index < 0 ||
+      index >= static_cast<int32_t>(ctx->tensors.size()))
+    return fail("muirrt_tensor_set_init_std: bad tensor index " +
+                std::to_string(index));
+  if (!(std >= 0))
+    return fail("tensor '" + ctx->tensors[static_cast<size_t>(index)].name +
+                "': negative init std");
+  ctx->tensors[static_cast<size_t>(index)].initStd = std;
+  return 0;
+}
+
 extern "C" void muirrt_init_from_seed(MuirRtContext *ctx, uint64_t seed) {
   if (!ctx)
     return;
@@ -717,7 +731,14 @@ extern "C" void muirrt_init_from_seed(MuirRtContext *ctx, uint64_t seed) {
     if (t.loaded)
       continue;
     float *d = t.data.get();
+    if (t.initStd >= 0) {
+      fillNormal(d, t.numel, seed, t.name, t.initStd);
+      continue;
+    }
     switch (t.role) {
+    case MUIRRT_ROLE_DATA:
+      fillNormal(d, t.numel, seed, t.name, 1.0);
+      break;
     case MUIRRT_ROLE_PARAM:
       fillNormal(d, t.numel, seed, t.name, 0.02);
       break;

@@ -618,3 +618,15 @@ extern "C" void muirrt_route_grad(int64_t tokens, int64_t experts, int64_t k,
     }
   }
 }
+
+extern "C" void muirrt_mse_loss(int64_t n, const float *in,
+                                const float *target, float scale, float *loss,
+                                float *grad) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    float d = in[i] - target[i];
+    sum += static_cast<double>(d) * static_cast<double>(d);
+    grad[i] = scale * d;
+  }
+  loss[0] = static_cast<float>(0.5 * static_cast<double>(scale) * sum);
+}

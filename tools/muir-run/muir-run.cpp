@@ -219,6 +219,8 @@ struct Observation {
 
 int32_t roleOf(StringRef name, StringAttr explicitRole) {
   StringRef role = explicitRole ? explicitRole.getValue() : "";
+  if (role == "data")
+    return MUIRRT_ROLE_DATA;
   if (role == "grad" || (role.empty() && name.ends_with(".grad")))
     return MUIRRT_ROLE_GRAD;
   if (role == "state" ||
@@ -266,6 +268,7 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
     add("muirrt_grouped_gemm_wgrad",
         reinterpret_cast<void *>(&muirrt_grouped_gemm_wgrad));
     add("muirrt_route_grad", reinterpret_cast<void *>(&muirrt_route_grad));
+    add("muirrt_mse_loss", reinterpret_cast<void *>(&muirrt_mse_loss));
     add("muirrt_moe_dispatch",
         reinterpret_cast<void *>(&muirrt_moe_dispatch));
     add("muirrt_moe_combine", reinterpret_cast<void *>(&muirrt_moe_combine));
@@ -487,33 +490,43 @@ int main(int argc, char **argv) {
         for (Attribute attr : splits) {
           auto [axisText, dimText] =
               cast<StringAttr>(attr).getValue().split(':');
-          // "axis" on the run's grid, "grid.axis" on another folding.
+          // "axis" on the run's grid, "grid.axis" on another folding;
+          // "a+b" splits the dimension over both axes (row-major).
           size_t f = 0;
-          StringRef axis = axisText;
+          StringRef axisList = axisText;
           if (axisText.contains('.')) {
             auto [gridName, rest] = axisText.split('.');
             f = foldings.size();
             for (size_t i = 0; i < foldings.size(); ++i)
               if (foldings[i].name == gridName)
                 f = i;
-            axis = rest;
+            axisList = rest;
           }
-          int64_t dim = -1;
+          int64_t dim = -1, bits = 0;
           const SmallVector<std::string> *axes =
               f < foldings.size() ? &foldings[f].axes : nullptr;
-          auto it = axes ? llvm::find(*axes, axis.str()) : nullptr;
-          if (!axes || it == axes->end() || dimText.getAsInteger(10, dim) ||
-              dim < 0 || dim >= mt.getRank())
+          bool bad = !axes || dimText.getAsInteger(10, dim) || dim < 0 ||
+                     dim >= mt.getRank();
+          SmallVector<StringRef> names;
+          axisList.split(names, '+');
+          for (StringRef axis : names) {
+            auto it = axes ? llvm::find(*axes, axis.str()) : nullptr;
+            if (!axes || it == axes->end())
+              bad = true;
+            else
+              bits |= int64_t(1) << (it - axes->begin());
+          }
+          if (bad)
             return fail("tensor '" + a.name + "': bad muir.split entry '" +
                         cast<StringAttr>(attr).getValue() +
                         "' (expected axis:dim with an axis of the run's "
-                        "grid, or grid.axis:dim for another folding)");
+                        "grid, or grid.axis:dim for another folding; "
+                        "axes joined by '+' split one dim over all)");
           for (const Split &other : a.splits)
             if (other.dim == dim)
               return fail("tensor '" + a.name + "' is split twice on dim " +
                           Twine(dim));
-          int64_t mask = (int64_t(1) << (it - axes->begin())) |
-                         (static_cast<int64_t>(f) << 48);
+          int64_t mask = bits | (static_cast<int64_t>(f) << 48);
           a.splits.push_back({dim, mask});
           globalShape[dim] *= muirrt_dist_group_size(mask);
         }
@@ -526,6 +539,12 @@ int main(int argc, char **argv) {
                                    globalShape.data(), role);
       if (a.tensor < 0 || a.global < 0)
         return fail(muirrt_last_error());
+      // `muir.init_std`: the seeded values' standard deviation (teacher
+      // weights scaled by their fan-in).
+      if (auto std = entry.getArgAttrOfType<FloatAttr>(i, "muir.init_std"))
+        if (muirrt_tensor_set_init_std(global, a.global,
+                                       std.getValueAsDouble()))
+          return fail(muirrt_last_error());
     } else if (!t.isInteger(64)) {
       return fail("entry argument " + Twine(i) + " has unsupported type");
     }
@@ -670,6 +689,15 @@ int main(int argc, char **argv) {
       int64_t numel = 0;
       const float *data = muirrt_observation(slot, &numel);
       if (!data)
+        continue;
+      // A trained MoE layer's loss ("loss <layer>", one float).
+      if (StringRef(obs.label).starts_with("loss ")) {
+        llvm::outs() << "  " << obs.label << " "
+                     << llvm::format("%.6e", static_cast<double>(data[0]))
+                     << "\n";
+        continue;
+      }
+      if (obs.shape.size() < 2)
         continue;
       int64_t m = obs.shape[obs.shape.size() - 2];
       int64_t n = obs.shape.back();

@@ -155,8 +155,19 @@ struct MoELayer {
   Loc loc;
 };
 
+/// `training`: the step computes its MoE layers' gradients by a forward and
+/// backward pass on synthetic data instead of reading them.
+struct Training {
+  bool enabled = false;
+  /// teacher: tokens N(0, 1) and targets from a fixed random MoE layer of
+  /// the same shape (the student learns to imitate it).
+  std::string data = "teacher";
+  Loc loc;
+};
+
 struct Description {
   std::string name = "step";
+  Training training;
   Grid grid;
   std::vector<Parameter> params;
   MuonSettings muon;

@@ -91,6 +91,11 @@ void muirrt_grouped_gemm_wgrad(int64_t experts, int64_t rows, int64_t k,
                                int32_t trans_w, const int64_t *sizes,
                                float *dw);
 
+/* loss[0] = scale / 2 * sum over the n floats of (in - target)^2 (double,
+ * in order) and grad = scale * (in - target). */
+void muirrt_mse_loss(int64_t n, const float *in, const float *target,
+                     float scale, float *loss, float *grad);
+
 /* Gradient of muirrt_route's weights with respect to the logits, in double,
  * for the routing `indices` it chose: dlogits [tokens, experts] from
  * dweights [tokens, k]. The bias and expert groups only select, so they
@@ -201,7 +206,10 @@ void muirrt_counters_reset(void);
 typedef enum MuirRtRole {
   MUIRRT_ROLE_PARAM = 0, /* parameter: seeded N(0, 0.02^2) */
   MUIRRT_ROLE_GRAD = 1,  /* gradient: seeded N(0, 1) */
-  MUIRRT_ROLE_STATE = 2  /* optimizer state: zeros */
+  MUIRRT_ROLE_STATE = 2, /* optimizer state: zeros */
+  MUIRRT_ROLE_DATA = 3   /* training data and fixed weights: seeded
+                            N(0, std^2), std from muirrt_tensor_set_init_std
+                            (default 1) */
 } MuirRtRole;
 
 typedef struct MuirRtContext MuirRtContext;
@@ -217,6 +225,9 @@ const char *muirrt_last_error(void);
  * 64-byte aligned and zero-filled. */
 int32_t muirrt_tensor_add(MuirRtContext *ctx, const char *name, int32_t rank,
                           const int64_t *shape, int32_t role);
+/* The standard deviation of tensor `index`'s seeded values (any role);
+ * non-zero on a bad index or a negative std. */
+int muirrt_tensor_set_init_std(MuirRtContext *ctx, int32_t index, double std);
 int32_t muirrt_tensor_count(const MuirRtContext *ctx);
 int32_t muirrt_tensor_find(const MuirRtContext *ctx, const char *name);
 const char *muirrt_tensor_name(const MuirRtContext *ctx, int32_t index);
