@@ -53,127 +53,6 @@ CASES = [
 ]
 
 
-def route_attr_text(attrs, k):
-    parts = ["top_k = %d" % k]
-    if attrs.get("scoring") == "sigmoid":
-        parts.append("scoring = #muir<route_scoring sigmoid>")
-    for flag in ("normalize", "softmax_after_topk"):
-        if attrs.get(flag):
-            parts.append(flag)
-    for key in ("n_group", "topk_group"):
-        if key in attrs:
-            parts.append("%s = %d" % (key, attrs[key]))
-    if "scaling" in attrs:
-        parts.append("scaling = %s" % mt.fmt_f64(attrs["scaling"]))
-    return "{" + ", ".join(parts) + "}"
-
-
-def grad_attr_text(attrs):
-    parts = []
-    if attrs.get("scoring") == "sigmoid":
-        parts.append("scoring = #muir<route_scoring sigmoid>")
-    for flag in ("normalize", "softmax_after_topk"):
-        if attrs.get(flag):
-            parts.append(flag)
-    if "scaling" in attrs:
-        parts.append("scaling = %s" % mt.fmt_f64(attrs["scaling"]))
-    return "{" + ", ".join(parts) + "}" if parts else ""
-
-
-def module(g, t, e, k, attrs):
-    """The layer's forward and backward for one rank of g (t tokens)."""
-    el = e // g
-    bound = g * t * min(k, el)
-    plan = 2 * bound + 4 * g
-    m = mt.Module()
-    T = mt.ttype
-    sp = "ep:0"
-    lg = m.arg("logits", (t, e), split=sp)
-    bias = m.arg("bias", (e,)) if attrs.get("bias") else None
-    x = m.arg("x", (t, H), split=sp)
-    dy = m.arg("dy", (t, H), split=sp)
-    wg = m.arg("w_gate", (el, F, H), split=sp)
-    wu = m.arg("w_up", (el, F, H), split=sp)
-    wd = m.arg("w_down", (el, H, F), split=sp)
-    outs = {"y": (t, H), "dx": (t, H), "dlogits": (t, e),
-            "dw_gate": (el, F, H), "dw_up": (el, F, H), "dw_down": (el, H, F)}
-    for name, shape in outs.items():
-        m.arg(name, shape, split=sp)
-    v = m.value
-    idx, w, cnt = v(), v(), v()
-    m.op("%s, %s, %s = muir.route %s%s %s : (%s%s) -> (tensor<%dx%dxi64>, %s, "
-         "tensor<%dxi64>)"
-         % (idx, w, cnt, lg, " bias %s" % bias if bias else "",
-            route_attr_text(attrs, k), T((t, e)),
-            ", " + T((e,)) if bias else "", t, k, T((t, k)), e))
-    it = "tensor<%dx%dxi64>" % (t, k)
-    ct = "tensor<%dxi64>" % el
-    pt = "tensor<%dxi64>" % plan
-    grid = 'on @world axes = ["ep"] {num_experts = %d, layer = "moe"}' % e
-    rows, counts, pl = v(), v(), v()
-    m.op("%s, %s, %s = muir.dispatch %s, %s %s : (%s, %s) -> (%s, %s, %s)"
-         % (rows, counts, pl, x, idx, grid, T((t, H)), it, T((bound, H)), ct,
-            pt))
-
-    def gmm(a, wt, wshape, n, transpose_b=True):
-        r = v()
-        m.op("%s = muir.grouped_matmul %s, %s, %s%s : (%s, %s, %s) -> %s"
-             % (r, a, wt, counts, " {transpose_b}" if transpose_b else "",
-                T((bound, wshape[2] if transpose_b else wshape[1])),
-                T(wshape), ct, T((bound, n))))
-        return r
-
-    gate = gmm(rows, wg, (el, F, H), F)
-    up = gmm(rows, wu, (el, F, H), F)
-    act = v()
-    m.op("%s = muir.swiglu %s, %s : %s" % (act, gate, up, T((bound, F))))
-    o = gmm(act, wd, (el, H, F), H)
-    y = v()
-    m.op("%s = muir.combine %s, %s, %s weights %s %s : (%s, %s, %s, %s) -> %s"
-         % (y, o, idx, pl, w, grid, T((bound, H)), it, pt, T((t, k)),
-            T((t, H))))
-    # Backward.
-    do, c2, p2 = v(), v(), v()
-    m.op("%s, %s, %s = muir.dispatch %s, %s weights %s %s : (%s, %s, %s) -> "
-         "(%s, %s, %s)" % (do, c2, p2, dy, idx, w, grid, T((t, H)), it,
-                           T((t, k)), T((bound, H)), ct, pt))
-    dw = v()
-    m.op("%s = muir.combine_weights_grad %s, %s, %s, %s %s : (%s, %s, %s, %s)"
-         " -> %s" % (dw, dy, o, idx, pl, grid, T((t, H)), T((bound, H)), it,
-                     pt, T((t, k))))
-
-    def wgrad(a, d, shape):
-        r = v()
-        m.op("%s = muir.grouped_matmul_wgrad %s, %s, %s {transpose_b} : "
-             "(%s, %s, %s) -> %s"
-             % (r, a, d, counts, T((bound, shape[2])), T((bound, shape[1])),
-                ct, T(shape)))
-        return r
-
-    dwd = wgrad(act, do, (el, H, F))
-    da = gmm(do, wd, (el, H, F), F, transpose_b=False)
-    dg, du = v(), v()
-    m.op("%s, %s = muir.swiglu_grad %s, %s, %s : %s"
-         % (dg, du, gate, up, da, T((bound, F))))
-    dwg = wgrad(rows, dg, (el, F, H))
-    dwu = wgrad(rows, du, (el, F, H))
-    dr1 = gmm(dg, wg, (el, F, H), H, transpose_b=False)
-    dr2 = gmm(du, wu, (el, F, H), H, transpose_b=False)
-    dr = v()
-    m.op("%s = muir.add %s, %s : %s" % (dr, dr1, dr2, T((bound, H))))
-    dx = v()
-    m.op("%s = muir.combine %s, %s, %s %s : (%s, %s, %s) -> %s"
-         % (dx, dr, idx, pl, grid, T((bound, H)), it, pt, T((t, H))))
-    dl = v()
-    m.op("%s = muir.route_grad %s, %s, %s %s : (%s, %s, %s) -> %s"
-         % (dl, lg, idx, dw, grad_attr_text(attrs), T((t, e)), it, T((t, k)),
-            T((t, e))))
-    for ssa, name in ((y, "y"), (dx, "dx"), (dl, "dlogits"),
-                      (dwg, "dw_gate"), (dwu, "dw_up"), (dwd, "dw_down")):
-        m.result(ssa, outs[name], updates=name)
-    return ('muir.grid @world axes = ["ep"] shape = [%d]\n' % g) + m.text()
-
-
 def select(logits, bias, k, attrs):
     """The reference's own top-k (float64; ties to the lower expert)."""
     l64 = logits.astype(np.float64)
@@ -275,7 +154,7 @@ def main():
         for g in (1, 2, 4):
             if e % g or t % g:
                 continue
-            text = module(g, t // g, e, k, attrs)
+            text = mt.moe_layer_module(g, t // g, e, k, H, F, attrs)
             work = "%s/%s-ep%d" % (args.tmp, label.replace(" ", "_"), g)
             extra = ["--quiet", "--no-probes", "--comm-stats"]
             if g > 1:
