@@ -46,6 +46,16 @@ def Muir_RouteScoring : I32EnumAttr<"RouteScoring",
 def Muir_RouteScoringAttr
     : EnumAttr<Muir_Dialect, Muir_RouteScoring, "route_scoring">;
 
+def Muir_DropPolicy : I32EnumAttr<"DropPolicy",
+    "which routed pairs an expert over capacity keeps", [
+      I32EnumAttrCase<"weight", 0>,
+      I32EnumAttrCase<"position", 1>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::muir";
+}
+def Muir_DropPolicyAttr
+    : EnumAttr<Muir_Dialect, Muir_DropPolicy, "drop_policy">;
+
 def Muir_ReductionKind : I32EnumAttr<"ReductionKind",
     "element-wise reduction of a collective", [
       I32EnumAttrCase<"sum", 0>,

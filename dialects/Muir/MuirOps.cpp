@@ -455,6 +455,36 @@ LogicalResult GroupedMatmulWgradOp::verify() {
   return expectType(*this, "result", rt, want, it.getElementType());
 }
 
+LogicalResult CapacityOp::verify() {
+  auto it = getIndices().getType();
+  if (it.getRank() != 2)
+    return emitOpError("expected indices [tokens, top_k], got ") << it;
+  int64_t tokens = it.getDimSize(0), k = it.getDimSize(1);
+  int64_t experts = getNumExpertsAttr().getInt();
+  if (experts < 1 || k > experts)
+    return emitOpError("top_k ")
+           << k << " must be in [1, " << experts << "] (the number of "
+           << "experts)";
+  double cf = getCapacityFactorAttr().getValueAsDouble();
+  if (!(cf > 0.0) || !std::isfinite(cf))
+    return emitOpError("capacity_factor must be > 0, got ") << cf;
+  int64_t group = getGroupTokensAttr().getInt();
+  if (group < 0 || (group > 0 && tokens % group != 0))
+    return emitOpError("group_tokens ")
+           << group << " must be 0 or divide the " << tokens << " tokens";
+  Type f32 = it.getContext() ? Float32Type::get(getContext()) : Type();
+  if (failed(expectType(*this, "weights", getWeights().getType(),
+                        it.getShape(), f32)) ||
+      failed(expectType(*this, "kept_indices", getKeptIndices().getType(),
+                        it.getShape(), it.getElementType())) ||
+      failed(expectType(*this, "kept_weights", getKeptWeights().getType(),
+                        it.getShape(), f32)) ||
+      failed(expectType(*this, "counts", getCounts().getType(), {experts},
+                        it.getElementType())))
+    return failure();
+  return success();
+}
+
 LogicalResult MseLossOp::verify() {
   return expectType(*this, "loss", getLoss().getType(), {1},
                     getInput().getType().getElementType());

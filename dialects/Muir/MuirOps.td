@@ -331,6 +331,33 @@ def Muir_RouteOp : Muir_Op<"route", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Muir_CapacityOp : Muir_Op<"capacity", [Pure]> {
+  let summary = "drop routed pairs beyond each expert's capacity";
+  let description = [{
+    Capacity-factor routing (the dropless default is not to use this op):
+    the T tokens are taken in blocks of `group_tokens` (0: all T), and in
+    each block expert e keeps at most C = ceil(capacity_factor * G * K / E)
+    of the (token, slot) pairs that chose it (G tokens a block): with
+    `policy` weight the C of highest weight (ties to the earlier token),
+    with position the C earliest tokens. A dropped slot gets index -1 and
+    weight 0 (dispatch skips it, combine adds nothing for it); the kept
+    weights are not renormalised. `counts` [E] are the kept pairs per
+    expert. Blocks make the drops independent of how tokens are spread over
+    ranks: ranks holding whole blocks drop exactly what one rank holding all
+    of them would.
+  }];
+  let arguments = (ins Muir_I64Tensor:$indices, Muir_F32Tensor:$weights,
+      I64Attr:$num_experts, F64Attr:$capacity_factor,
+      DefaultValuedAttr<Muir_DropPolicyAttr, "DropPolicy::weight">:$policy,
+      DefaultValuedAttr<I64Attr, "0">:$group_tokens);
+  let results = (outs Muir_I64Tensor:$kept_indices,
+      Muir_F32Tensor:$kept_weights, Muir_I64Tensor:$counts);
+  let assemblyFormat = [{
+    $indices `,` $weights attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Muir_GroupedMatmulOp : Muir_Op<"grouped_matmul", [Pure]> {
   let summary = "per-expert products over ragged groups of rows";
   let description = [{

@@ -410,6 +410,22 @@ def MuirExec_MseLossOp : MuirExec_Op<"mse_loss"> {
   }];
 }
 
+def MuirExec_CapacityOp : MuirExec_Op<"capacity"> {
+  let summary = "capacity-factor drops of routed pairs (runtime)";
+  let description = [{ `muir.capacity` on buffers: one `muirrt_capacity`. }];
+  let arguments = (ins Arg<MemRefRankOf<[I64], [2]>, "", [MemRead]>:$indices,
+      Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$weights,
+      Arg<MemRefRankOf<[I64], [2]>, "", [MemWrite]>:$kept_indices,
+      Arg<MemRefRankOf<[F32], [2]>, "", [MemWrite]>:$kept_weights,
+      Arg<MemRefRankOf<[I64], [1]>, "", [MemWrite]>:$counts,
+      F64Attr:$capacity_factor, I32Attr:$policy, I64Attr:$group_tokens);
+  let assemblyFormat = [{
+    $indices `,` $weights `into` $kept_indices `,` $kept_weights `,` $counts
+    attr-dict `:` type($indices) `,` type($weights) `->` type($kept_indices)
+    `,` type($kept_weights) `,` type($counts)
+  }];
+}
+
 def MuirExec_GroupRankOp : MuirExec_Op<"group_rank", [Pure]> {
   let summary = "this rank's index in the group named by axes_mask";
   let arguments = (ins I64Attr:$axes_mask);

@@ -36,6 +36,10 @@ public:
   Value f32(double v) {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
   }
+  Value f64(FloatAttr v) {
+    return arith::ConstantOp::create(
+        b, loc, b.getF64FloatAttr(v.getValueAsDouble()));
+  }
   Value ptr(Value memref) {
     Value idx =
         memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
@@ -269,6 +273,16 @@ struct ExecToRuntimeCallsPass
                 c.ptr(gg.getInput()), c.ptr(gg.getWeights()),
                 c.i32(gg.getTransposeB()), c.ptr(gg.getSizes()),
                 c.ptr(gg.getOutput())});
+      } else if (auto cap = dyn_cast<mx::CapacityOp>(op)) {
+        auto it = cast<MemRefType>(cap.getIndices().getType());
+        auto ct = cast<MemRefType>(cap.getCounts().getType());
+        c.call("muirrt_capacity",
+               {c.i64(it.getDimSize(0)), c.i64(it.getDimSize(1)),
+                c.i64(ct.getDimSize(0)), c.f64(cap.getCapacityFactorAttr()),
+                c.i32(cap.getPolicy()), c.i64(cap.getGroupTokens()),
+                c.ptr(cap.getIndices()), c.ptr(cap.getWeights()),
+                c.ptr(cap.getKeptIndices()), c.ptr(cap.getKeptWeights()),
+                c.ptr(cap.getCounts())});
       } else if (auto mse = dyn_cast<mx::MseLossOp>(op)) {
         c.call("muirrt_mse_loss",
                {c.i64(numel(mse.getInput())), c.ptr(mse.getInput()),

@@ -402,6 +402,20 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     return success();
   }
 
+  if (auto cap = dyn_cast<CapacityOp>(op)) {
+    Value ki = output(cap.getKeptIndices()), kw = output(cap.getKeptWeights()),
+          counts = output(cap.getCounts());
+    mx::CapacityOp::create(
+        b, loc, in(cap.getIndices()), in(cap.getWeights()), ki, kw, counts,
+        cap.getCapacityFactorAttr(),
+        b.getI32IntegerAttr(static_cast<int32_t>(cap.getPolicy())),
+        cap.getGroupTokensAttr());
+    map.map(cap.getKeptIndices(), ki);
+    map.map(cap.getKeptWeights(), kw);
+    map.map(cap.getCounts(), counts);
+    return success();
+  }
+
   if (auto mse = dyn_cast<MseLossOp>(op)) {
     Value loss = output(mse.getLoss()), grad = output(mse.getGrad());
     mx::MseLossOp::create(b, loc, in(mse.getInput()), in(mse.getTarget()),

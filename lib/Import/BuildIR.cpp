@@ -141,7 +141,10 @@ struct TrainedLayer {
   }
 
   struct Forward {
-    Value logits, indices, weights, rows, counts, plan, gate, up, act, out, y;
+    /// indices/weights: the routing dispatched (after capacity drops);
+    /// selected: what route chose (route_grad differentiates that).
+    Value logits, selected, indices, weights, rows, counts, plan, gate, up,
+        act, out, y;
   };
 
   Value gmm(Value in, Value w, Value counts, int64_t n, bool transposeB) {
@@ -169,8 +172,24 @@ struct TrainedLayer {
     }
     Operation *route = make<RouteOp>({i64({t, k}), f32({t, k}), i64({e})},
                                      {f.logits}, scoringAttrs(true));
-    f.indices = route->getResult(0);
+    f.selected = f.indices = route->getResult(0);
     f.weights = route->getResult(1);
+    // Capacity mode: pairs beyond an expert's capacity (over this rank's
+    // tokens) are dropped before dispatch.
+    if (l.capacityFactor > 0) {
+      Operation *cap = make<CapacityOp>(
+          {i64({t, k}), f32({t, k}), i64({e})}, {f.indices, f.weights},
+          {b.getNamedAttr("num_experts", b.getI64IntegerAttr(e)),
+           b.getNamedAttr("capacity_factor",
+                          b.getF64FloatAttr(l.capacityFactor)),
+           b.getNamedAttr("policy",
+                          DropPolicyAttr::get(b.getContext(),
+                                              l.dropPolicy == "position"
+                                                  ? DropPolicy::position
+                                                  : DropPolicy::weight))});
+      f.indices = cap->getResult(0);
+      f.weights = cap->getResult(1);
+    }
     Operation *dispatch = make<DispatchOp>(
         {f32({bound(), h}), i64({local()}), i64({2 * bound() + 4 * ep})},
         {x, f.indices}, onGroup());
@@ -228,7 +247,7 @@ struct TrainedLayer {
     g.gate = wgrad(f.rows, sg->getResult(0), {local(), ff, h});
     g.up = wgrad(f.rows, sg->getResult(1), {local(), ff, h});
     Value dLogits = one(make<RouteGradOp>({f32({t, e})},
-                                          {f.logits, f.indices, dWeights},
+                                          {f.logits, f.selected, dWeights},
                                           scoringAttrs(false)));
     // The router's gradient over every rank's tokens, as one product of the
     // gathered tokens and logit gradients: the same arithmetic for any ep.

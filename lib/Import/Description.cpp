@@ -584,11 +584,19 @@ void Reader::readMoE(yaml::Node *n, Description &d) {
   forEachKey(n, "an MoE layer",
              {"name", "experts", "top_k", "shared_experts", "scoring",
               "groups", "groups_per_token", "hidden", "expert_size",
-              "tokens_per_rank", "routed_scaling"},
+              "tokens_per_rank", "routed_scaling", "capacity_factor",
+              "drop_policy"},
              [&](StringRef key, yaml::Node *v) {
                if (key == "name") {
                  if (auto x = str(v, key))
                    m.name = *x;
+               } else if (key == "capacity_factor") {
+                 // A factor <= 0 would drop every token.
+                 if (auto x = ranged(v, key, 0.0, false, 1e9, true))
+                   m.capacityFactor = *x;
+               } else if (key == "drop_policy") {
+                 if (auto x = oneOf(v, key, {"weight", "position"}))
+                   m.dropPolicy = *x;
                } else if (key == "scoring") {
                  if (auto x = oneOf(v, key, {"softmax", "sigmoid"}))
                    m.scoring = *x;
@@ -1210,6 +1218,11 @@ void mlir::muir::desc::writeDescription(const Description &d,
          << ", groups_per_token: " << l.groupsPerToken
          << ", hidden: " << l.hidden << ", expert_size: " << l.expertSize
          << ", tokens_per_rank: " << l.tokensPerRank
-         << ", routed_scaling: " << number(l.routedScaling) << "}\n";
+         << ", routed_scaling: " << number(l.routedScaling)
+         << (l.capacityFactor > 0
+                 ? ", capacity_factor: " + number(l.capacityFactor) +
+                       ", drop_policy: " + l.dropPolicy
+                 : std::string())
+         << "}\n";
   }
 }

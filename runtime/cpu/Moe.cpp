@@ -630,3 +630,50 @@ extern "C" void muirrt_mse_loss(int64_t n, const float *in,
   }
   loss[0] = static_cast<float>(0.5 * static_cast<double>(scale) * sum);
 }
+
+extern "C" void muirrt_capacity(int64_t tokens, int64_t k, int64_t experts,
+                                double capacity_factor, int32_t policy,
+                                int64_t group_tokens, const int64_t *indices,
+                                const float *weights, int64_t *kept_indices,
+                                float *kept_weights, int64_t *counts) {
+  int64_t group = group_tokens > 0 ? group_tokens : tokens;
+  if (group <= 0 || tokens % group != 0 || !(capacity_factor > 0.0))
+    muirrt_abort_run("muirrt_capacity",
+                     ("bad capacity factor or token group (" +
+                      std::to_string(capacity_factor) + ", " +
+                      std::to_string(group_tokens) + " of " +
+                      std::to_string(tokens) + " tokens)")
+                         .c_str());
+  int64_t capacity = static_cast<int64_t>(std::ceil(
+      capacity_factor * static_cast<double>(group * k) /
+      static_cast<double>(experts)));
+  std::fill(counts, counts + experts, int64_t{0});
+  std::vector<std::vector<int64_t>> chosen(static_cast<size_t>(experts));
+  for (int64_t start = 0; start < tokens; start += group) {
+    for (auto &c : chosen)
+      c.clear();
+    // The pairs of this block per expert, in token order.
+    for (int64_t t = start; t < start + group; ++t)
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t pair = t * k + j, e = indices[pair];
+        kept_indices[pair] = -1;
+        kept_weights[pair] = 0.0f;
+        if (e >= 0 && e < experts)
+          chosen[static_cast<size_t>(e)].push_back(pair);
+      }
+    for (int64_t e = 0; e < experts; ++e) {
+      std::vector<int64_t> &c = chosen[static_cast<size_t>(e)];
+      if (policy == 0) // highest weight first; stable keeps token order
+        std::stable_sort(c.begin(), c.end(), [&](int64_t a, int64_t b) {
+          return weights[a] > weights[b];
+        });
+      int64_t keep = std::min<int64_t>(capacity, static_cast<int64_t>(c.size()));
+      for (int64_t i = 0; i < keep; ++i) {
+        int64_t pair = c[static_cast<size_t>(i)];
+        kept_indices[pair] = e;
+        kept_weights[pair] = weights[pair];
+      }
+      counts[e] += keep;
+    }
+  }
+}

@@ -285,6 +285,27 @@ def grad_attr_text(attrs):
     return "{" + ", ".join(parts) + "}" if parts else ""
 
 
+def capacity_keep(idx, w, e, factor, policy, group):
+    """muir.capacity's rule, written independently: in each block of
+    `group` tokens, expert x keeps at most ceil(factor * G * k / e) of its
+    (token, slot) pairs, the highest weights (ties to the earlier token)
+    for policy "weight", the earliest tokens for "position". Returns the
+    [t, k] mask of kept pairs."""
+    import math
+    t, k = idx.shape
+    c = int(math.ceil(factor * group * k / e))
+    keep = np.zeros((t, k), bool)
+    for start in range(0, t, group):
+        for x in range(e):
+            pairs = [(tok, j) for tok in range(start, start + group)
+                     for j in range(k) if idx[tok, j] == x]
+            if policy == "weight":
+                pairs.sort(key=lambda p: -w[p])    # stable: token order
+            for p in pairs[:c]:
+                keep[p] = True
+    return keep
+
+
 def moe_layer_module(g, t, e, k, H, F, attrs):
     """An MoE layer's forward and backward for one rank of g (t tokens,
     e experts, top-k, hidden H, expert size F): route, dispatch, the SwiGLU
@@ -292,7 +313,7 @@ def moe_layer_module(g, t, e, k, H, F, attrs):
     x, the logits and the three expert stacks (see
     Integration/Inputs/moe_layer.py). `attrs`: the router's settings
     (scoring, normalize, softmax_after_topk, n_group, topk_group, scaling,
-    bias)."""
+    bias) and, for capacity mode, capacity = {factor, policy, group}."""
     el = e // g
     bound = g * t * min(k, el)
     plan = 2 * bound + 4 * g
@@ -321,9 +342,21 @@ def moe_layer_module(g, t, e, k, H, F, attrs):
     ct = "tensor<%dxi64>" % el
     pt = "tensor<%dxi64>" % plan
     grid = 'on @world axes = ["ep"] {num_experts = %d, layer = "moe"}' % e
+    # Capacity mode: the kept routing feeds dispatch and combine; route_grad
+    # keeps the routing it chose (dropped slots get a zero gradient).
+    ridx, rw = idx, w
+    cap = attrs.get("capacity")
+    if cap:
+        ridx, rw, kc = v(), v(), v()
+        m.op("%s, %s, %s = muir.capacity %s, %s {num_experts = %d, "
+             "capacity_factor = %s, policy = #muir<drop_policy %s>, "
+             "group_tokens = %d} : (%s, %s) -> (%s, %s, tensor<%dxi64>)"
+             % (ridx, rw, kc, idx, w, e, fmt_f64(cap["factor"]),
+                cap["policy"], cap["group"], it, T((t, k)), it, T((t, k)),
+                e))
     rows, counts, pl = v(), v(), v()
     m.op("%s, %s, %s = muir.dispatch %s, %s %s : (%s, %s) -> (%s, %s, %s)"
-         % (rows, counts, pl, x, idx, grid, T((t, H)), it, T((bound, H)), ct,
+         % (rows, counts, pl, x, ridx, grid, T((t, H)), it, T((bound, H)), ct,
             pt))
 
     def gmm(a, wt, wshape, n, transpose_b=True):
@@ -341,16 +374,16 @@ def moe_layer_module(g, t, e, k, H, F, attrs):
     o = gmm(act, wd, (el, H, F), H)
     y = v()
     m.op("%s = muir.combine %s, %s, %s weights %s %s : (%s, %s, %s, %s) -> %s"
-         % (y, o, idx, pl, w, grid, T((bound, H)), it, pt, T((t, k)),
+         % (y, o, ridx, pl, rw, grid, T((bound, H)), it, pt, T((t, k)),
             T((t, H))))
     # Backward.
     do, c2, p2 = v(), v(), v()
     m.op("%s, %s, %s = muir.dispatch %s, %s weights %s %s : (%s, %s, %s) -> "
-         "(%s, %s, %s)" % (do, c2, p2, dy, idx, w, grid, T((t, H)), it,
+         "(%s, %s, %s)" % (do, c2, p2, dy, ridx, rw, grid, T((t, H)), it,
                            T((t, k)), T((bound, H)), ct, pt))
     dw = v()
     m.op("%s = muir.combine_weights_grad %s, %s, %s, %s %s : (%s, %s, %s, %s)"
-         " -> %s" % (dw, dy, o, idx, pl, grid, T((t, H)), T((bound, H)), it,
+         " -> %s" % (dw, dy, o, ridx, pl, grid, T((t, H)), T((bound, H)), it,
                      pt, T((t, k))))
 
     def wgrad(a, d, shape):
@@ -374,7 +407,7 @@ def moe_layer_module(g, t, e, k, H, F, attrs):
     m.op("%s = muir.add %s, %s : %s" % (dr, dr1, dr2, T((bound, H))))
     dx = v()
     m.op("%s = muir.combine %s, %s, %s %s : (%s, %s, %s) -> %s"
-         % (dx, dr, idx, pl, grid, T((bound, H)), it, pt, T((t, H))))
+         % (dx, dr, ridx, pl, grid, T((bound, H)), it, pt, T((t, H))))
     dl = v()
     m.op("%s = muir.route_grad %s, %s, %s %s : (%s, %s, %s) -> %s"
          % (dl, lg, idx, dw, grad_attr_text(attrs), T((t, e)), it, T((t, k)),

@@ -269,6 +269,7 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
         reinterpret_cast<void *>(&muirrt_grouped_gemm_wgrad));
     add("muirrt_route_grad", reinterpret_cast<void *>(&muirrt_route_grad));
     add("muirrt_mse_loss", reinterpret_cast<void *>(&muirrt_mse_loss));
+    add("muirrt_capacity", reinterpret_cast<void *>(&muirrt_capacity));
     add("muirrt_moe_dispatch",
         reinterpret_cast<void *>(&muirrt_moe_dispatch));
     add("muirrt_moe_combine", reinterpret_cast<void *>(&muirrt_moe_combine));

@@ -152,6 +152,9 @@ struct MoELayer {
   int64_t expertSize = 0; ///< expert intermediate size
   int64_t tokensPerRank = 4096;
   double routedScaling = 1.0;
+  /// Capacity-factor mode (muir.capacity before dispatch); 0: dropless.
+  double capacityFactor = 0.0;
+  std::string dropPolicy = "weight"; ///< weight | position
   Loc loc;
 };
 

@@ -91,6 +91,18 @@ void muirrt_grouped_gemm_wgrad(int64_t experts, int64_t rows, int64_t k,
                                int32_t trans_w, const int64_t *sizes,
                                float *dw);
 
+/* Capacity-factor drops (muir.capacity): in each block of group_tokens
+ * tokens (0: all), expert e keeps at most ceil(capacity_factor * G * k /
+ * experts) of the (token, slot) pairs that chose it: policy 0 the highest
+ * weights (ties to the earlier token), 1 the earliest tokens. Dropped slots
+ * get index -1 and weight 0; counts[e] = kept pairs. Index -1 in the input
+ * stays dropped. */
+void muirrt_capacity(int64_t tokens, int64_t k, int64_t experts,
+                     double capacity_factor, int32_t policy,
+                     int64_t group_tokens, const int64_t *indices,
+                     const float *weights, int64_t *kept_indices,
+                     float *kept_weights, int64_t *counts);
+
 /* loss[0] = scale / 2 * sum over the n floats of (in - target)^2 (double,
  * in order) and grad = scale * (in - target). */
 void muirrt_mse_loss(int64_t n, const float *in, const float *target,

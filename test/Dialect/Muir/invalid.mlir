@@ -1144,3 +1144,19 @@ func.func @route_grad_weights(%l: tensor<6x8xf32>, %i: tensor<6x2xi64>, %dw: ten
   %d = muir.route_grad %l, %i, %dw : (tensor<6x8xf32>, tensor<6x2xi64>, tensor<6x3xf32>) -> tensor<6x8xf32>
   return
 }
+
+// -----
+
+func.func @capacity_factor(%i: tensor<6x2xi64>, %w: tensor<6x2xf32>) {
+  // expected-error@+1 {{'muir.capacity' op capacity_factor must be > 0, got 0}}
+  %ki, %kw, %kc = muir.capacity %i, %w {num_experts = 8, capacity_factor = 0.0} : (tensor<6x2xi64>, tensor<6x2xf32>) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
+  return
+}
+
+// -----
+
+func.func @capacity_group(%i: tensor<6x2xi64>, %w: tensor<6x2xf32>) {
+  // expected-error@+1 {{'muir.capacity' op group_tokens 4 must be 0 or divide the 6 tokens}}
+  %ki, %kw, %kc = muir.capacity %i, %w {num_experts = 8, capacity_factor = 1.0, group_tokens = 4} : (tensor<6x2xi64>, tensor<6x2xf32>) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
+  return
+}

@@ -377,6 +377,16 @@ func.func @dispatch_combine(%x: tensor<6x16xf32>, %i: tensor<6x2xi64>, %w: tenso
   return %y, %s, %dw, %rw : tensor<6x16xf32>, tensor<6x16xf32>, tensor<6x2xf32>, tensor<24x16xf32>
 }
 
+// Capacity mode, and a dispatch on no axes (this rank alone).
+// CHECK-LABEL: func.func @capacity
+// CHECK: muir.capacity %{{.+}}, %{{.+}} {capacity_factor = 1.250000e+00 : f64, group_tokens = 3 : i64, num_experts = 8 : i64, policy = #muir<drop_policy position>} : (tensor<6x2xi64>, tensor<6x2xf32>) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
+// CHECK: muir.dispatch %{{.+}}, %{{.+}} on @ep2 axes = [] {num_experts = 8 : i64}
+func.func @capacity(%x: tensor<6x16xf32>, %i: tensor<6x2xi64>, %w: tensor<6x2xf32>) -> (tensor<6x2xf32>, tensor<12x16xf32>) {
+  %ki, %kw, %kc = muir.capacity %i, %w {num_experts = 8, capacity_factor = 1.25, policy = #muir<drop_policy position>, group_tokens = 3} : (tensor<6x2xi64>, tensor<6x2xf32>) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
+  %r, %c, %p = muir.dispatch %x, %ki on @ep2 axes = [] {num_experts = 8} : (tensor<6x16xf32>, tensor<6x2xi64>) -> (tensor<12x16xf32>, tensor<8xi64>, tensor<28xi64>)
+  return %kw, %r : tensor<6x2xf32>, tensor<12x16xf32>
+}
+
 // CHECK-LABEL: func.func @moe_grads
 // CHECK: muir.grouped_matmul_wgrad %{{.+}}, %{{.+}}, %{{.+}} {transpose_b} : (tensor<8x16xf32>, tensor<8x24xf32>, tensor<4xi64>) -> tensor<4x24x16xf32>
 // CHECK: muir.grouped_matmul_wgrad %{{.+}}, %{{.+}}, %{{.+}} : (tensor<8x16xf32>, tensor<8x24xf32>, tensor<4xi64>) -> tensor<4x16x24xf32>

@@ -27,8 +27,10 @@ Checked per case:
 Cases: Qwen3-MoE's router (softmax, normalised), DeepSeek-V3's (sigmoid,
 selection bias, 4 groups of which 2, normalised, scaled 2.5), Mixtral's
 (softmax after top-k), every token to expert 5 (all other experts, and at
-ep = 4 three whole ranks, receive nothing), and 3 tokens a rank on 16
-experts (most empty).
+ep = 4 three whole ranks, receive nothing), 3 tokens a rank on 16 experts
+(most empty), and capacity mode (`muir.capacity` between route and
+dispatch, blocks of 12 tokens) dropping by weight and by position: the
+reference drops by the same rule, in its own code.
 """
 import numpy as np
 import torch
@@ -50,6 +52,14 @@ CASES = [
      lambda rng, t, e: np.where(np.arange(e) == 5, 9.0, 0.0)[None, :]
      .repeat(t, 0) + 0.01 * rng.standard_normal((t, e))),
     ("mostly empty", 12, 16, 1, {}, None),
+    # Capacity mode, blocks of 12 tokens (whole blocks on every rank at
+    # ep = 1, 2, 4): C = ceil(1.0 * 12 * 2 / 8) = 3 and ceil(0.5 * 3) = 2.
+    ("capacity 1.0 by weight", 48, 8, 2,
+     {"normalize": True,
+      "capacity": {"factor": 1.0, "policy": "weight", "group": 12}}, None),
+    ("capacity 0.5 by position", 48, 8, 2,
+     {"normalize": True,
+      "capacity": {"factor": 0.5, "policy": "position", "group": 12}}, None),
 ]
 
 
@@ -91,6 +101,13 @@ def reference(inp, k, attrs):
     if attrs.get("normalize"):
         w = w / w.sum(1, keepdim=True)
     w = w * attrs.get("scaling", 1.0)
+    kept = idx.numpy()
+    cap = attrs.get("capacity")
+    if cap:
+        keep = mt.capacity_keep(idx.numpy(), w.detach().numpy(), e,
+                                cap["factor"], cap["policy"], cap["group"])
+        w = w * torch.tensor(keep, dtype=torch.float64)
+        kept = np.where(keep, idx.numpy(), -1)
     mask = torch.zeros(t, e, dtype=torch.float64)
     mask = mask.scatter(1, idx, w)          # [t, e]: weight or 0
     x = d["x"]
@@ -100,7 +117,7 @@ def reference(inp, k, attrs):
     out = torch.einsum("tef,ehf->teh", act, d["w_down"])
     y = (mask[:, :, None] * out).sum(1)
     y.backward(torch.tensor(inp["dy"].astype(np.float64)))
-    return idx.numpy(), {
+    return kept, {
         "y": y.detach().numpy(), "dx": d["x"].grad.numpy(),
         "dlogits": d["logits"].grad.numpy(),
         "dw_gate": d["w_gate"].grad.numpy(), "dw_up": d["w_up"].grad.numpy(),
@@ -115,7 +132,7 @@ def closed_form_bytes(idx, g, e, k):
     out = {}
     for r in range(g):
         mine = idx[r * t:(r + 1) * t]
-        tokens_out = sum(len({int(x) // el for x in row} - {r})
+        tokens_out = sum(len({int(x) // el for x in row if x >= 0} - {r})
                          for row in mine)
         # pairs this rank holds whose token lives elsewhere
         pairs_back = sum(1 for s in range(g) if s != r
@@ -149,6 +166,8 @@ def main():
         if attrs.get("bias"):
             inp["bias"] = (0.1 * rng.standard_normal(e)).astype(np.float32)
         idx, ref = reference(inp, k, attrs)
+        if attrs.get("capacity"):
+            label += " (%d of %d pairs dropped)" % ((idx < 0).sum(), idx.size)
         zeros = {n: np.zeros_like(a) for n, a in ref.items()}
         results = {}
         for g in (1, 2, 4):

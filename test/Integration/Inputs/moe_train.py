@@ -21,6 +21,8 @@ Checked:
   - with two replicas of the experts (moe_axes edp = 2, ep = 2), step 1's
     gradients equal ep = 1's within 1e-5 (sums over the replicas round
     differently: measured <= 1e-6);
+  - l0 in capacity mode (capacity_factor 0.75, drops by position): step
+    1's gradients against the reference dropping by the same rule;
   - over 6 steps the loss of both layers decreases at every step.
 """
 import os
@@ -41,7 +43,7 @@ LAYERS = {
 }
 
 
-def description(ep, edp=1):
+def description(ep, edp=1, capacity=None):
     grid = "{dp: 1}" if ep == 1 else "{ep: %d}" % ep
     if edp > 1:
         grid = "{dp: %d}\n  moe_axes: {edp: %d, ep: %d}" % (ep * edp, edp, ep)
@@ -63,6 +65,8 @@ def description(ep, edp=1):
             "role: expert}" % (l, E, H, F)]
     lines.append("moe:")
     for l, a in LAYERS.items():
+        if capacity and l == "l0":
+            a = dict(a, capacity_factor=capacity[0], drop_policy=capacity[1])
         extra = "".join(", %s: %s" % (k, v) for k, v in a.items())
         lines.append("  - {name: %s, experts: %d, top_k: %d, hidden: %d, "
                      "expert_size: %d, tokens_per_rank: %d%s}"
@@ -87,7 +91,7 @@ def inputs(rng):
     return {n: a.astype(np.float32) for n, a in t.items()}
 
 
-def layer(x, router, gate, up, down, attrs):
+def layer(x, router, gate, up, down, attrs, capacity=None):
     """The dense masked MoE layer in float64 (torch), routing selected by
     the reference itself (ties to the lower expert)."""
     logits = x @ router.T
@@ -109,6 +113,10 @@ def layer(x, router, gate, up, down, attrs):
     if sig:
         w = w / w.sum(1, keepdim=True)
     w = w * attrs.get("routed_scaling", 1.0)
+    if capacity:
+        keep = mt.capacity_keep(idx.numpy(), w.detach().numpy(), E,
+                                capacity[0], capacity[1], x.shape[0])
+        w = w * torch.tensor(keep, dtype=torch.float64)
     mask = torch.zeros(x.shape[0], E, dtype=torch.float64).scatter(1, idx, w)
     gt = torch.einsum("th,efh->tef", x, gate)
     u = torch.einsum("th,efh->tef", x, up)
@@ -116,20 +124,22 @@ def layer(x, router, gate, up, down, attrs):
     return (mask[:, :, None] * out).sum(1)
 
 
-def reference(inp):
-    """{<param>.grad: array} and {layer: loss} of step 1, in float64."""
+def reference(inp, capacity=None):
+    """{<param>.grad: array} and {layer: loss} of step 1, in float64
+    (`capacity`: (factor, policy) on l0)."""
     grads, losses = {}, {}
     d = lambda n, g=False: torch.tensor(inp[n].astype(np.float64),
                                         requires_grad=g)
     for l, attrs in LAYERS.items():
         x = d(l + ".data.tokens")
+        cap = capacity if l == "l0" else None
         target = layer(x, d(l + ".teacher.router"), d(l + ".teacher.gate_proj"),
                        d(l + ".teacher.up_proj"), d(l + ".teacher.down_proj"),
-                       attrs).detach()
+                       attrs, cap).detach()
         names = [l + ".router", l + ".experts.gate_proj",
                  l + ".experts.up_proj", l + ".experts.down_proj"]
         params = [d(n, True) for n in names]
-        y = layer(x, *params, attrs)
+        y = layer(x, *params, attrs, cap)
         loss = 0.5 * ((y - target) ** 2).sum() / TOKENS
         loss.backward()
         losses[l] = loss.item()
@@ -146,12 +156,12 @@ def losses_of(text):
     return out
 
 
-def run(args, ep, inp, steps, name, edp=1):
+def run(args, ep, inp, steps, name, edp=1, capacity=None):
     work = os.path.join(args.tmp, name)
     os.makedirs(work, exist_ok=True)
     desc = os.path.join(work, "train.yaml")
     with open(desc, "w") as f:
-        f.write(description(ep, edp))
+        f.write(description(ep, edp, capacity))
     load = os.path.join(work, "in")
     for n, a in inp.items():
         mt.write_npy(load, n, a)
@@ -192,6 +202,17 @@ def main():
     err = max(np.abs(four[n] - one[n]).max() / np.abs(one[n]).max()
               for n in ref)
     chk.check("edp 2 x ep 2: step 1 gradients vs ep 1", err, 1e-5)
+    # Capacity mode on l0 (capacity_factor 0.75, drops by position over the
+    # rank's tokens): step 1's gradients against the reference's own drops.
+    cap = (0.75, "position")
+    cref, _ = reference(inp, cap)
+    capped, _ = run(args, 1, inp, 1, "capacity", capacity=cap)
+    err = max(np.abs(capped[n] - cref[n]).max() / np.abs(cref[n]).max()
+              for n in cref if n.startswith("l0."))
+    moved = max(np.abs(cref[n] - ref[n]).max() / np.abs(ref[n]).max()
+                for n in cref if n.startswith("l0."))
+    chk.check("l0 with capacity_factor 0.75 by position: step 1 gradients "
+              "vs float64 (the drops move them by %.2f)" % moved, err, 1e-5)
     _, losses = run(args, 1, inp, 6, "six")
     for l in LAYERS:
         seq = losses[l]
