@@ -145,6 +145,10 @@ struct TrainedLayer {
     /// selected: what route chose (route_grad differentiates that).
     Value logits, selected, indices, weights, rows, counts, plan, gate, up,
         act, out, y;
+    Value sGate, sUp, sAct; ///< the shared experts'
+  };
+  struct Shared {
+    Value gate, up, down;
   };
 
   Value gmm(Value in, Value w, Value counts, int64_t n, bool transposeB) {
@@ -155,7 +159,8 @@ struct TrainedLayer {
                                      {in, w, counts}, a));
   }
 
-  Forward forward(Value router, Value gate, Value up, Value down) {
+  Forward forward(Value router, Value gate, Value up, Value down,
+                  const Shared *shared = nullptr) {
     Forward f;
     int64_t t = tokens(), e = l.experts, k = l.topK, h = l.hidden,
             ff = l.expertSize;
@@ -203,16 +208,30 @@ struct TrainedLayer {
     f.y = one(make<CombineOp>({f32({t, h})},
                               {f.out, f.indices, f.plan, f.weights},
                               onGroup()));
+    // Shared experts: one SwiGLU MLP of S * expert_size on every token of
+    // this rank, added to the routed output.
+    if (shared) {
+      int64_t sf = l.sharedExperts * ff;
+      auto tb = b.getNamedAttr("transpose_b", b.getUnitAttr());
+      f.sGate = one(make<MatmulOp>({f32({t, sf})}, {x, shared->gate}, {tb}));
+      f.sUp = one(make<MatmulOp>({f32({t, sf})}, {x, shared->up}, {tb}));
+      f.sAct = one(make<SwigluOp>({f32({t, sf})}, {f.sGate, f.sUp}));
+      Value s = one(make<MatmulOp>({f32({t, h})}, {f.sAct, shared->down},
+                                   {tb}));
+      f.y = one(make<AddOp>({f32({t, h})}, {f.y, s}));
+    }
     return f;
   }
 
   struct Grads {
     Value router, gate, up, down;
+    Value sGate, sUp, sDown; ///< shared experts (when given)
   };
 
   Grads lossAndGrads(Value router, Value gate, Value up, Value down,
-                     Value target, int64_t slot) {
-    Forward f = forward(router, gate, up, down);
+                     Value target, int64_t slot,
+                     const Shared *shared = nullptr) {
+    Forward f = forward(router, gate, up, down, shared);
     int64_t t = tokens(), e = l.experts, h = l.hidden, ff = l.expertSize,
             k = l.topK;
     // Loss: the mean over all ranks' tokens of half the squared error.
@@ -255,6 +274,26 @@ struct TrainedLayer {
     g.router = one(make<MatmulOp>(
         {f32({e, h})}, {dls, allTokens()},
         {b.getNamedAttr("transpose_a", b.getUnitAttr())}));
+    // Shared experts: ordinary products over this rank's tokens, their
+    // weight gradients summed over every rank of the folding.
+    if (shared) {
+      int64_t sf = l.sharedExperts * ff;
+      auto ta = b.getNamedAttr("transpose_a", b.getUnitAttr());
+      g.sDown = one(make<MatmulOp>({f32({h, sf})}, {dy, f.sAct}, {ta}));
+      Value dAct = one(make<MatmulOp>({f32({t, sf})}, {dy, shared->down}));
+      Operation *ssg = make<SwigluGradOp>({f32({t, sf}), f32({t, sf})},
+                                          {f.sGate, f.sUp, dAct});
+      g.sGate = one(make<MatmulOp>({f32({sf, h})},
+                                   {ssg->getResult(0), x}, {ta}));
+      g.sUp = one(make<MatmulOp>({f32({sf, h})},
+                                 {ssg->getResult(1), x}, {ta}));
+      SmallVector<std::string> every(replicas.begin(), replicas.end());
+      if (ep > 1)
+        every.push_back(axis.str());
+      g.sGate = sumOver(g.sGate, every);
+      g.sUp = sumOver(g.sUp, every);
+      g.sDown = sumOver(g.sDown, every);
+    }
     // Replicas of the experts saw other tokens: sum their gradients.
     g.router = sumOver(g.router, replicas);
     g.gate = sumOver(g.gate, replicas);
@@ -462,8 +501,12 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
   SmallVector<std::pair<std::string, unsigned>> gradResults;
   if (d.training.enabled)
     for (const MoELayer &l : d.moe)
-      for (const char *suffix : {".router", ".experts.gate_proj",
-                                 ".experts.up_proj", ".experts.down_proj"}) {
+      for (const char *suffix :
+           {".router", ".experts.gate_proj", ".experts.up_proj",
+            ".experts.down_proj", ".shared_experts.gate_proj",
+            ".shared_experts.up_proj", ".shared_experts.down_proj"}) {
+        if (l.sharedExperts == 0 && StringRef(suffix).contains("shared"))
+          continue;
         std::string grad = l.name + suffix + ".grad";
         int64_t arg = argIndex(grad);
         gradResults.push_back({grad, static_cast<unsigned>(arg)});
@@ -503,15 +546,26 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
                                  body->getArgument(dataArgs[li].up),
                                  body->getArgument(dataArgs[li].down))
                        .y;
+    TrainedLayer::Shared shared;
+    if (l.sharedExperts > 0)
+      shared = {param(".shared_experts.gate_proj"),
+                param(".shared_experts.up_proj"),
+                param(".shared_experts.down_proj")};
     TrainedLayer::Grads g = layer.lossAndGrads(
         param(".router"), param(".experts.gate_proj"),
         param(".experts.up_proj"), param(".experts.down_proj"), target,
-        slot++);
+        slot++, l.sharedExperts > 0 ? &shared : nullptr);
     computedGrads[l.name + ".router"] = g.router;
     computedGrads[l.name + ".experts.gate_proj"] = g.gate;
     computedGrads[l.name + ".experts.up_proj"] = g.up;
     computedGrads[l.name + ".experts.down_proj"] = g.down;
     gradValues.append({g.router, g.gate, g.up, g.down});
+    if (l.sharedExperts > 0) {
+      computedGrads[l.name + ".shared_experts.gate_proj"] = g.sGate;
+      computedGrads[l.name + ".shared_experts.up_proj"] = g.sUp;
+      computedGrads[l.name + ".shared_experts.down_proj"] = g.sDown;
+      gradValues.append({g.sGate, g.sUp, g.sDown});
+    }
   }
 
   SmallVector<Value> results;
@@ -546,7 +600,7 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
               : DenseI64ArrayAttr());
       if (!p.nsMode.empty() && p.nsMode != "auto")
         op->setAttr("muir.ns_mode", b.getStringAttr(p.nsMode));
-      if (computed)
+      if (computed && localParams.count(p.name))
         op->setAttr("muir.local", b.getUnitAttr());
       results.push_back(op.getNewParam());
       results.push_back(op.getNewMomentumBuffer());

@@ -852,19 +852,24 @@ LogicalResult mlir::muir::desc::validate(
     if (d.moe.empty())
       fail(d.training.loc, "training needs at least one entry under 'moe'");
     for (const MoELayer &l : d.moe) {
-      if (l.sharedExperts > 0)
-        fail(l.loc, "training MoE layer '" + l.name +
-                        "': shared experts are not supported yet");
       int64_t e = l.experts, h = l.hidden, f = l.expertSize;
+      int64_t sf = l.sharedExperts * f;
       std::string missing;
       struct Want {
         const char *suffix;
         SmallVector<int64_t> shape;
+        bool stack; ///< an expert stack (may be split by experts over ep)
       };
-      for (const Want &w : {Want{".router", {e, h}},
-                            Want{".experts.gate_proj", {e, f, h}},
-                            Want{".experts.up_proj", {e, f, h}},
-                            Want{".experts.down_proj", {e, h, f}}}) {
+      SmallVector<Want> wants = {Want{".router", {e, h}, false},
+                                 Want{".experts.gate_proj", {e, f, h}, true},
+                                 Want{".experts.up_proj", {e, f, h}, true},
+                                 Want{".experts.down_proj", {e, h, f}, true}};
+      if (l.sharedExperts > 0) {
+        wants.push_back(Want{".shared_experts.gate_proj", {sf, h}, false});
+        wants.push_back(Want{".shared_experts.up_proj", {sf, h}, false});
+        wants.push_back(Want{".shared_experts.down_proj", {h, sf}, false});
+      }
+      for (const Want &w : wants) {
         std::string name = l.name + w.suffix;
         auto it = llvm::find_if(d.params, [&](const Parameter &p) {
           return p.name == name;
@@ -879,15 +884,17 @@ LogicalResult mlir::muir::desc::validate(
         else if (ArrayRef<int64_t>(it->shape) != ArrayRef<int64_t>(w.shape))
           fail(it->loc, "training MoE layer '" + l.name + "': '" + name +
                             "' should have shape " + shape +
-                            " (experts, hidden, expert_size)");
+                            " (from experts, hidden, expert_size and "
+                            "shared_experts)");
         else
           for (const Sharding &sh : it->shards)
-            if (sh.kind != ShardKind::Expert || sh.axis != "ep")
+            if (!w.stack || sh.kind != ShardKind::Expert || sh.axis != "ep")
               fail(sh.loc.line ? sh.loc : it->loc,
-                   "training MoE layer '" + l.name + "': '" + name +
-                       "' may only be split by experts over ep (its " +
-                       stringify(sh.kind) + " shard on " + sh.axis +
-                       " is not supported in training)");
+                   "training MoE layer '" + l.name + "': '" + name + "' " +
+                       (w.stack ? "may only be split by experts over ep"
+                                : "may not be split") +
+                       " (its " + stringify(sh.kind) + " shard on " +
+                       sh.axis + " is not supported in training)");
       }
       if (!missing.empty())
         fail(l.loc, "training MoE layer '" + l.name +

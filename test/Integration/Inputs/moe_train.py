@@ -23,6 +23,8 @@ Checked:
     differently: measured <= 1e-6);
   - l0 in capacity mode (capacity_factor 0.75, drops by position): step
     1's gradients against the reference dropping by the same rule;
+  - l1 with a shared expert (shared_experts: 1): step 1's gradients of
+    its seven parameters at ep = 1 and ep = 4 within 1e-5;
   - over 6 steps the loss of both layers decreases at every step.
 """
 import os
@@ -43,7 +45,7 @@ LAYERS = {
 }
 
 
-def description(ep, edp=1, capacity=None):
+def description(ep, edp=1, capacity=None, shared=False):
     grid = "{dp: 1}" if ep == 1 else "{ep: %d}" % ep
     if edp > 1:
         grid = "{dp: %d}\n  moe_axes: {edp: %d, ep: %d}" % (ep * edp, edp, ep)
@@ -63,8 +65,18 @@ def description(ep, edp=1, capacity=None):
             "role: expert}" % (l, E, F, H),
             "  - {name: %s.experts.down_proj, shape: [%d, %d, %d], "
             "role: expert}" % (l, E, H, F)]
+    if shared:
+        lines += [
+            "  - {name: l1.shared_experts.gate_proj, shape: [%d, %d], "
+            "role: mlp}" % (F, H),
+            "  - {name: l1.shared_experts.up_proj, shape: [%d, %d], "
+            "role: mlp}" % (F, H),
+            "  - {name: l1.shared_experts.down_proj, shape: [%d, %d], "
+            "role: mlp}" % (H, F)]
     lines.append("moe:")
     for l, a in LAYERS.items():
+        if shared and l == "l1":
+            a = dict(a, shared_experts=1)
         if capacity and l == "l0":
             a = dict(a, capacity_factor=capacity[0], drop_policy=capacity[1])
         extra = "".join(", %s: %s" % (k, v) for k, v in a.items())
@@ -88,6 +100,12 @@ def inputs(rng):
         t[l + ".teacher.down_proj"] = rng.standard_normal((E, H, F)) / np.sqrt(F)
         t[l + ".teacher.router"] = rng.standard_normal((E, H)) / np.sqrt(H)
         t[l + ".data.tokens"] = rng.standard_normal((TOKENS, H))
+    t["l1.shared_experts.gate_proj"] = 0.5 * rng.standard_normal((F, H)) / \
+        np.sqrt(H)
+    t["l1.shared_experts.up_proj"] = 0.5 * rng.standard_normal((F, H)) / \
+        np.sqrt(H)
+    t["l1.shared_experts.down_proj"] = 0.5 * rng.standard_normal((H, F)) / \
+        np.sqrt(F)
     return {n: a.astype(np.float32) for n, a in t.items()}
 
 
@@ -124,7 +142,7 @@ def layer(x, router, gate, up, down, attrs, capacity=None):
     return (mask[:, :, None] * out).sum(1)
 
 
-def reference(inp, capacity=None):
+def reference(inp, capacity=None, shared=False):
     """{<param>.grad: array} and {layer: loss} of step 1, in float64
     (`capacity`: (factor, policy) on l0)."""
     grads, losses = {}, {}
@@ -138,8 +156,15 @@ def reference(inp, capacity=None):
                        attrs, cap).detach()
         names = [l + ".router", l + ".experts.gate_proj",
                  l + ".experts.up_proj", l + ".experts.down_proj"]
+        if shared and l == "l1":
+            names += ["l1.shared_experts.gate_proj",
+                      "l1.shared_experts.up_proj",
+                      "l1.shared_experts.down_proj"]
         params = [d(n, True) for n in names]
-        y = layer(x, *params, attrs, cap)
+        y = layer(x, *params[:4], attrs, cap)
+        if len(params) > 4:   # the shared expert, on every token
+            sg, su, sd = params[4:]
+            y = y + (torch.nn.functional.silu(x @ sg.T) * (x @ su.T)) @ sd.T
         loss = 0.5 * ((y - target) ** 2).sum() / TOKENS
         loss.backward()
         losses[l] = loss.item()
@@ -156,12 +181,12 @@ def losses_of(text):
     return out
 
 
-def run(args, ep, inp, steps, name, edp=1, capacity=None):
+def run(args, ep, inp, steps, name, edp=1, capacity=None, shared=False):
     work = os.path.join(args.tmp, name)
     os.makedirs(work, exist_ok=True)
     desc = os.path.join(work, "train.yaml")
     with open(desc, "w") as f:
-        f.write(description(ep, edp, capacity))
+        f.write(description(ep, edp, capacity, shared))
     load = os.path.join(work, "in")
     for n, a in inp.items():
         mt.write_npy(load, n, a)
@@ -213,6 +238,18 @@ def main():
                 for n in cref if n.startswith("l0."))
     chk.check("l0 with capacity_factor 0.75 by position: step 1 gradients "
               "vs float64 (the drops move them by %.2f)" % moved, err, 1e-5)
+    # A shared expert beside l1's routed ones (every token, summed into the
+    # output): step 1's gradients of all seven of l1's parameters at ep = 1,
+    # and at ep = 4, where its products run over each rank's tokens and its
+    # gradients are summed over the ranks (within rounding).
+    sref, _ = reference(inp, shared=True)
+    for ep in (1, 4):
+        out, _ = run(args, ep, inp, 1, "shared-ep%d" % ep, shared=True)
+        names = [n for n in sref if n.startswith("l1.")]
+        err = max(np.abs(out[n] - sref[n]).max() / np.abs(sref[n]).max()
+                  for n in names)
+        chk.check("l1 with a shared expert, ep %d: step 1 gradients of its "
+                  "%d parameters vs float64" % (ep, len(names)), err, 1e-5)
     _, losses = run(args, 1, inp, 6, "six")
     for l in LAYERS:
         seq = losses[l]
