@@ -27,10 +27,11 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
+
+import common
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "test", "lib"))
@@ -83,15 +84,6 @@ def torch_worker(args):
     return 0
 
 
-def run(cmd, env=None):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, env=env)
-    if p.returncode != 0:
-        sys.exit("bench: %s failed:\n%s%s" % (" ".join(cmd), p.stdout,
-                                             p.stderr))
-    return p.stdout
-
-
 def flops():
     """GEMM flops of one forward + backward: 3 expert products forward,
     the data and weight gradients of each backward (T k rows)."""
@@ -138,7 +130,7 @@ def main():
                    "--no-probes", "--comm-stats"]
             if g > 1:
                 cmd += ["--ranks", str(g)]
-            got, _ = mt.comm_stats(run(cmd))
+            got, _ = mt.comm_stats(common.run(cmd))
             sent[g] = [sum(b for (r, _), b in got.items() if r == rank)
                        for rank in range(g)]
         for _ in range(args.rounds):
@@ -151,20 +143,12 @@ def main():
                 if g == 1:
                     env["OPENBLAS_NUM_THREADS"] = "2"
                 ms = float(re.search(r"min_ms ([\d.]+)",
-                                     run(cmd, env=env)).group(1))
+                                     common.run(cmd, env=env)).group(1))
                 results[g] = min(results.get(g, ms), ms)
-            for label, threads, blas in [("torch2", 2, None),
-                                         ("blas2", 1, "2")]:
-                tenv = dict(os.environ)
-                tenv.pop("OPENBLAS_NUM_THREADS", None)
-                if blas:
-                    tenv["OPENBLAS_NUM_THREADS"] = blas
-                res = json.loads(run([sys.executable, os.path.abspath(
-                    __file__), "--torch-worker", "--torch-threads",
-                    str(threads), "--reps", str(args.reps)],
-                    env=tenv).strip().splitlines()[-1])
-                if torch_best is None or res["ms"] < torch_best:
-                    torch_best, setting = res["ms"], label
+            ms, label = common.best_torch(__file__,
+                                          ["--reps", str(args.reps)])
+            if torch_best is None or ms < torch_best:
+                torch_best, setting = ms, label
     print("%-6s %10s %12s %22s" % ("ep", "muir ms", "GFLOP/s", "bytes sent per rank"))
     for g in args.eps:
         per = sent[g]

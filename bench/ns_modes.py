@@ -24,9 +24,10 @@ Run:  /usr/bin/python3 bench/ns_modes.py --build build
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
+
+import common
 
 YAML = """name: ns-modes-bench
 grid: {axes: {dp: 1}}
@@ -55,15 +56,6 @@ def dp_yaml(fsdp):
     return "\n".join(lines) + "\n"
 
 
-def run(cmd, env=None):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, env=env)
-    if p.returncode != 0:
-        sys.exit("bench: %s failed:\n%s%s" % (" ".join(cmd), p.stdout,
-                                             p.stderr))
-    return p.stdout
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build")
@@ -78,7 +70,7 @@ def main():
         with open(desc, "w") as f:
             f.write(YAML)
         tp4 = os.path.join(tmp, "tp4.yaml")
-        run([compiler, desc, "--layout", "tp=4", "--emit=description",
+        common.run([compiler, desc, "--layout", "tp=4", "--emit=description",
              "--quiet", "-o", tp4])
         print("Newton-Schulz modes, 3 matrices 512x2048 split over tp=4, "
               "4 MPI ranks on %d cores, OPENBLAS_NUM_THREADS=1, %d steps"
@@ -89,7 +81,7 @@ def main():
             "model bytes", "bytes match"))
         for mode in ["auto", "duplicated", "distributed", "resharded",
                      "blockwise"]:
-            out = run([runner, tp4, "--ranks", "4", "--steps",
+            out = common.run([runner, tp4, "--ranks", "4", "--steps",
                        str(args.steps), "--quiet", "--comm-stats",
                        "--ns-mode", mode], env=env)
             step_ms = float(out.split("min_ms")[1].split()[0])
@@ -98,7 +90,7 @@ def main():
                 if line.startswith("comm: rank"):
                     f = line.split()
                     sent[int(f[2])] = int(f[6]) / args.steps
-            report = json.loads(run([compiler, desc, "--layout", "tp=4",
+            report = json.loads(common.run([compiler, desc, "--layout", "tp=4",
                                      "--ns-mode", mode, "--emit=none",
                                      "--quiet", "--report=-"]))
             model_ms = sum(m["modelled_ms"] for m in report["matrices"])
@@ -127,7 +119,7 @@ def dp_bench(compiler, runner, tmp, env, steps):
         with open(desc, "w") as f:
             f.write(dp_yaml(fsdp))
         dp4 = os.path.join(tmp, "dp4.yaml")
-        run([compiler, desc, "--layout", "dp=4", "--emit=description",
+        common.run([compiler, desc, "--layout", "dp=4", "--emit=description",
              "--quiet", "-o", dp4])
         print()
         print("FSDP-split (dim 0 over dp): %s"
@@ -136,7 +128,7 @@ def dp_bench(compiler, runner, tmp, env, steps):
             "dp-assign", "step ms", "GEMM GFLOP max", "model GFLOP max",
             "max/mean", "dp bytes/rank", "model dp bytes", "bytes match"))
         for policy in ["replicated", "round-robin", "greedy"]:
-            out = run([runner, dp4, "--ranks", "4", "--steps", str(steps),
+            out = common.run([runner, dp4, "--ranks", "4", "--steps", str(steps),
                        "--quiet", "--comm-stats", "--dp-assign", policy],
                       env=env)
             step_ms = float(out.split("min_ms")[1].split()[0])
@@ -147,7 +139,7 @@ def dp_bench(compiler, runner, tmp, env, steps):
                     sent[int(f[2])] = int(f[6]) / steps
                 elif line.startswith("compute: rank"):
                     flops[int(f[2])] = int(f[6]) / steps
-            report = json.loads(run([compiler, dp4, "--dp-assign", policy,
+            report = json.loads(common.run([compiler, dp4, "--dp-assign", policy,
                                      "--emit=none", "--quiet",
                                      "--report=-"]))
             predicted = [r["collective_bytes"].get("dp", 0)

@@ -26,10 +26,11 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
+
+import common
 
 COEFFS = (3.4445, -4.7750, 2.0315)
 NS_STEPS, EPS = 5, 1e-7
@@ -74,15 +75,6 @@ def torch_worker(args):
             best = min(best, time.perf_counter() - t0)
     print(json.dumps({"ms": best * 1e3}))
     return 0
-
-
-def run(cmd, env=None):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, env=env)
-    if p.returncode != 0:
-        sys.exit("bench: %s failed:\n%s%s" % (" ".join(cmd), p.stdout,
-                                             p.stderr))
-    return p.stdout
 
 
 def muir_module(name):
@@ -141,22 +133,14 @@ def main():
             # Interleaved rounds, each side's best: a slow spell of a shared
             # machine does not fall on one side only.
             for _ in range(args.rounds):
-                out = run([runner, path, "--steps", str(args.steps),
+                out = common.run([runner, path, "--steps", str(args.steps),
                            "--quiet", "--no-probes"], env=env)
                 ms = float(re.search(r"min_ms ([\d.]+)", out).group(1))
                 muir_ms = ms if muir_ms is None else min(muir_ms, ms)
-                for label, threads, blas in [("torch2", 2, None),
-                                             ("blas2", 1, "2")]:
-                    tenv = dict(os.environ)
-                    tenv.pop("OPENBLAS_NUM_THREADS", None)
-                    if blas:
-                        tenv["OPENBLAS_NUM_THREADS"] = blas
-                    res = json.loads(run([sys.executable, os.path.abspath(
-                        __file__), "--torch-worker", "--torch-threads",
-                        str(threads), "--reps", str(args.reps), "--set",
-                        name], env=tenv).strip().splitlines()[-1])
-                    if best is None or res["ms"] < best:
-                        best, setting = res["ms"], label
+                ms, label = common.best_torch(__file__, [
+                    "--reps", str(args.reps), "--set", name])
+                if best is None or ms < best:
+                    best, setting = ms, label
             count = sum(c for c, _, _ in SETS[name])
             print("%-12s %8d %12.1f %12.1f %10.2f %s  (muir %.1f GFLOP/s)"
                   % (name, count, muir_ms, best, best / muir_ms, setting,

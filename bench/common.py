@@ -1,0 +1,49 @@
+"""Helpers the benchmarks share: running a command, and PyTorch at its best
+thread setting.
+
+Debian's torch runs OpenMP threads over OpenBLAS's own threads, which
+oversubscribes 2 cores; so every benchmark measures PyTorch both ways
+(torch.set_num_threads(2); torch.set_num_threads(1) with
+OPENBLAS_NUM_THREADS=2) and reports the faster.
+"""
+import json
+import os
+import subprocess
+import sys
+
+# (label, torch threads, OPENBLAS_NUM_THREADS or None for the default)
+TORCH_SETTINGS = [("torch2", 2, None), ("blas2", 1, "2")]
+
+
+def run(cmd, env=None):
+    """stdout of `cmd`; exits with its output if it fails."""
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, env=env)
+    if p.returncode != 0:
+        sys.exit("bench: %s failed:\n%s%s" % (" ".join(cmd), p.stdout,
+                                             p.stderr))
+    return p.stdout
+
+
+def torch_env(blas):
+    """The environment of a torch worker for one setting."""
+    env = dict(os.environ)
+    env.pop("OPENBLAS_NUM_THREADS", None)
+    if blas:
+        env["OPENBLAS_NUM_THREADS"] = blas
+    return env
+
+
+def best_torch(script, args):
+    """Runs `script --torch-worker --torch-threads N ARGS` at each setting;
+    the worker prints {"ms": ...} as its last line. Returns (ms, label) of
+    the faster setting."""
+    best, label = None, None
+    for name, threads, blas in TORCH_SETTINGS:
+        out = run([sys.executable, os.path.abspath(script), "--torch-worker",
+                   "--torch-threads", str(threads)] + list(args),
+                  env=torch_env(blas))
+        ms = json.loads(out.strip().splitlines()[-1])["ms"]
+        if best is None or ms < best:
+            best, label = ms, name
+    return best, label
