@@ -389,6 +389,67 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
       c.runtimeCallsUnbatched += 2;
     }
   }
+
+  // MoE layers trained in the step (lib/Import/BuildIR.cpp's TrainedLayer).
+  if (d.training.enabled) {
+    const std::vector<GridAxis> &fold =
+        d.grid.moeAxes.empty() ? d.grid.axes : d.grid.moeAxes;
+    for (const MoELayer &l : d.moe) {
+      MoETrainingCost m;
+      m.name = l.name;
+      m.tokensPerRank = l.tokensPerRank;
+      for (const GridAxis &a : fold)
+        (a.name == "ep" ? m.ep : m.replicas) *= a.size;
+      double t = static_cast<double>(l.tokensPerRank);
+      double e = static_cast<double>(l.experts), k = static_cast<double>(l.topK);
+      double h = static_cast<double>(l.hidden);
+      double f = static_cast<double>(l.expertSize);
+      double sf = static_cast<double>(l.sharedExperts) * f;
+      double g = static_cast<double>(m.ep);
+      double el = e / g;
+      // Rows a rank's experts get: T k on average (dropless).
+      double rows = t * k;
+      // Router logits of every rank's tokens (teacher and student) and
+      // the router's gradient; 3 expert products in each forward pass, 4
+      // in the backward (the data gradient of down, three weight
+      // gradients); shared experts 3 forward, 4 backward.
+      m.flops = 3 * 2 * t * g * e * h + 10 * 2 * rows * h * f +
+                7 * 2 * t * h * sf;
+      // P(a rank holds at least one of a token's k experts).
+      double none = 1.0;
+      for (int64_t i = 0; i < l.topK; ++i)
+        none *= (e - el - static_cast<double>(i)) / (e - static_cast<double>(i));
+      double p = 1.0 - std::max(0.0, none);
+      double tokensOut = t * (g - 1) * p;   // token rows to other ranks
+      double pairsBack = t * k * (g - 1) / g; // rows held for other ranks
+      double gather = 8 * (e + g) * (g - 1);
+      double bytes = 3 * gather + 2 * tokensOut * (4 * h + 4 * k) +
+                     tokensOut * (4 * h + 8 * k) + 2 * pairsBack * 4 * h +
+                     tokensOut * 4 * h + pairsBack * 4;
+      // Tokens and logit gradients all-gathered for the router, the loss
+      // over all ranks, gradients summed over the replicas.
+      double reps = static_cast<double>(m.replicas);
+      bytes += (t * h + t * e) * 4 * (g - 1) + 4 * (g * reps - 1);
+      bytes += (e * h + 3 * el * f * h) * 4 * (reps - 1) +
+               3 * sf * h * 4 * (g * reps - 1);
+      m.bytes = bytes;
+      // Calls: 2 forward passes of route, dispatch, 3 grouped GEMMs,
+      // swiglu, combine and the logits product; loss, probe, the weighted
+      // dispatch, the weights' gradient, 3 weight gradients, 1 grouped
+      // GEMM, swiglu_grad, route_grad, the router's product.
+      int64_t calls = 2 * 8 + 11;
+      if (l.capacityFactor > 0)
+        calls += 2;
+      if (m.ep > 1)
+        calls += 5; // gathers of tokens and logit gradients, 2 slices, loss
+      if (m.replicas > 1)
+        calls += 4 + (m.ep > 1 ? 0 : 1);
+      if (l.sharedExperts > 0)
+        calls += 5 + 6 + (m.ep * m.replicas > 1 ? 3 : 0);
+      m.calls = calls;
+      r.moeTraining.push_back(m);
+    }
+  }
   return r;
 }
 
@@ -460,6 +521,19 @@ void PlanReport::writeJSON(llvm::raw_ostream &os) const {
           j.attribute(name, owner);
       });
     });
+    if (!moeTraining.empty())
+      j.attributeArray("moe_training", [&] {
+        for (const MoETrainingCost &m : moeTraining)
+          j.object([&] {
+            j.attribute("name", m.name);
+            j.attribute("tokens_per_rank", m.tokensPerRank);
+            j.attribute("ep", m.ep);
+            j.attribute("replicas", m.replicas);
+            j.attribute("flops_per_rank", m.flops);
+            j.attribute("bytes_per_rank_uniform_routing", m.bytes);
+            j.attribute("runtime_calls", m.calls);
+          });
+      });
     j.attributeArray("ranks", [&] {
       for (auto [i, c] : llvm::enumerate(ranks))
         j.object([&] {
@@ -549,4 +623,12 @@ void PlanReport::printTable(llvm::raw_ostream &os) const {
     os << llvm::right_justify(std::to_string(c.runtimeCalls), 8) << "\n";
     i = j + 1;
   }
+  // Trained MoE layers come on top of the optimizer's costs above.
+  for (const MoETrainingCost &m : moeTraining)
+    os << "MoE layer " << m.name << " trained in the step (" << m.tokensPerRank
+       << " tokens a rank, ep " << m.ep << ", " << m.replicas
+       << (m.replicas == 1 ? " replica" : " replicas") << "): "
+       << human(m.flops, "FLOP") << ", ~" << human(m.bytes, "B")
+       << " sent (uniform routing), " << m.calls
+       << " calls a rank, forward and backward\n";
 }

@@ -710,6 +710,20 @@ FailureOr<Description> Reader::read() {
   });
   if (numErrors)
     return failure();
+  // Training splits every trained expert stack over ep (the IR gives them
+  // their per-rank shapes): say so in the stacks' shards too, so that the
+  // plan report and --emit=description see what runs.
+  if (d.training.enabled)
+    if (const GridAxis *ep = d.grid.find("ep", true); ep && ep->size > 1)
+      for (const MoELayer &l : d.moe)
+        for (Parameter &p : d.params)
+          if (p.shards.empty() &&
+              (p.name == l.name + ".experts.gate_proj" ||
+               p.name == l.name + ".experts.up_proj" ||
+               p.name == l.name + ".experts.down_proj")) {
+            p.shards.push_back({ShardKind::Expert, "ep", 0, p.loc});
+            p.moeFolding = !d.grid.moeAxes.empty();
+          }
   return d;
 }
 

@@ -69,8 +69,22 @@ struct ReportOptions {
   bool batch = true; ///< muir-batch-newton-schulz
 };
 
+/// One MoE layer trained in the step (`training`), per rank: the
+/// forward and backward passes' product flops, the bytes it sends
+/// (expected under uniform routing: each token's experts k distinct ones
+/// drawn at random; dispatch and combine bytes depend on the routing) and
+/// its runtime calls.
+struct MoETrainingCost {
+  std::string name;
+  int64_t tokensPerRank = 0, ep = 1, replicas = 1;
+  double flops = 0;
+  double bytes = 0;
+  int64_t calls = 0;
+};
+
 struct PlanReport {
   std::string name;
+  std::vector<MoETrainingCost> moeTraining;
   int64_t totalParameters = 0, muonParameters = 0, adamwParameters = 0;
   int64_t muonMatrices = 0; ///< 2-D matrices plus every expert matrix
   std::vector<std::string> axes;
