@@ -461,7 +461,7 @@ LogicalResult CapacityOp::verify() {
     return emitOpError("expected indices [tokens, top_k], got ") << it;
   int64_t tokens = it.getDimSize(0), k = it.getDimSize(1);
   int64_t experts = getNumExpertsAttr().getInt();
-  if (experts < 1 || k > experts)
+  if (experts < 1 || k < 1 || k > experts)
     return emitOpError("top_k ")
            << k << " must be in [1, " << experts << "] (the number of "
            << "experts)";
@@ -496,10 +496,10 @@ LogicalResult RouteGradOp::verify() {
       it.getDimSize(0) != lt.getDimSize(0))
     return emitOpError("expected logits [T, E] and indices [T, K], got ")
            << lt << " and " << it;
-  if (it.getDimSize(1) > lt.getDimSize(1))
+  if (it.getDimSize(1) < 1 || it.getDimSize(1) > lt.getDimSize(1))
     return emitOpError("top_k ") << it.getDimSize(1)
-                                 << " exceeds the experts "
-                                 << lt.getDimSize(1);
+                                 << " must be in [1, " << lt.getDimSize(1)
+                                 << "] (the number of experts)";
   if (getWeightsGrad().getType() !=
       RankedTensorType::get(it.getShape(), lt.getElementType()))
     return emitOpError("expected weights_grad of the indices' shape, got ")

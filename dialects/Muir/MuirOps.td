@@ -459,8 +459,10 @@ def Muir_RouteGradOp : Muir_Op<"route_grad", [Pure]> {
   let summary = "gradient of route's weights with respect to the logits";
   let description = [{
     For a `muir.route` with the same scoring attributes that chose
-    `indices`: the logits' gradient [T, E] from the weights' gradient
-    [T, K], in double per token. The selection (bias, expert groups) has
+    `indices` (route's own, before any `muir.capacity` drops: the kept
+    weights still depend on the dropped slots' scores, whose weight
+    gradients are 0): the logits' gradient [T, E] from the weights'
+    gradient [T, K], in double per token. The selection (bias, expert groups) has
     no gradient; the weights are differentiated through the scaling, the
     normalisation and the scoring (softmax over all experts, sigmoid, or
     softmax over the K selected).

@@ -71,9 +71,20 @@ public:
   /// A pointer to a NUL-terminated constant string (a private global, one
   /// per distinct string).
   Value str(StringRef text) {
-    std::string name =
-        "__muir_str_" + std::to_string(llvm::hash_value(text));
-    auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
+    // Named by a hash of the text; on a collision with another text, the
+    // next free suffix.
+    std::string base = "__muir_str_" + std::to_string(llvm::hash_value(text));
+    std::string name = base;
+    LLVM::GlobalOp global;
+    for (int i = 1;; ++i) {
+      global = module.lookupSymbol<LLVM::GlobalOp>(name);
+      auto value =
+          global ? dyn_cast_or_null<StringAttr>(global.getValueOrNull())
+                 : StringAttr();
+      if (!global || (value && value.getValue().drop_back() == text))
+        break;
+      name = base + "_" + std::to_string(i);
+    }
     if (!global) {
       OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
       std::string bytes = text.str();

@@ -858,14 +858,29 @@ LogicalResult mlir::muir::desc::validate(
                         ") are not divisible by ep=" + Twine(ep->size) +
                         " in MoE layer '" + l.name + "'");
   }
-  // Training: every MoE layer's router and SwiGLU expert stacks exist with
-  // the layer's shapes, and its ranks are exactly the ep group.
+  // Training: every MoE layer's router and SwiGLU expert stacks (and shared
+  // experts) exist with the layer's shapes, and its routing is complete.
   if (d.training.enabled) {
     const GridAxis *ep = d.grid.find("ep", true);
     int64_t epSize = ep ? ep->size : 1;
     if (d.moe.empty())
       fail(d.training.loc, "training needs at least one entry under 'moe'");
+    llvm::StringSet<> names;
     for (const MoELayer &l : d.moe) {
+      if (!names.insert(l.name).second)
+        fail(l.loc, "training: two MoE layers are named '" + l.name + "'");
+      if (l.topK < 1 || l.experts < 1 || l.hidden < 1 || l.expertSize < 1)
+        fail(l.loc, "training MoE layer '" + l.name +
+                        "' needs experts, top_k, hidden and expert_size");
+      else if (l.groups > 0 && l.experts % l.groups == 0 &&
+               l.topK > l.groupsPerToken * (l.experts / l.groups))
+        fail(l.loc, "training MoE layer '" + l.name + "': top_k (" +
+                        Twine(l.topK) + ") is more than the " +
+                        Twine(l.groupsPerToken * (l.experts / l.groups)) +
+                        " experts of groups_per_token groups");
+      if (!(l.routedScaling > 0))
+        fail(l.loc, "training MoE layer '" + l.name +
+                        "': routed_scaling must be > 0");
       int64_t e = l.experts, h = l.hidden, f = l.expertSize;
       int64_t sf = l.sharedExperts * f;
       std::string missing;

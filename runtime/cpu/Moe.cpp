@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -262,134 +263,140 @@ extern "C" void muirrt_moe_dispatch(int64_t axes_mask, int64_t tokens,
                                     float *out, int64_t *counts,
                                     int64_t *plan, const char *layer) {
   const char *fn = "muirrt_moe_dispatch";
-  Ep ep = epOf(fn, layer, axes_mask, tokens, k, experts);
-  size_t g = static_cast<size_t>(ep.g);
-  // This rank's pairs per expert and tokens per destination, then
-  // everybody's: [g][experts + g].
-  int64_t width = experts + ep.g;
-  std::vector<int64_t> mine(static_cast<size_t>(width), 0);
-  for (int64_t t = 0; t < tokens; ++t) {
-    std::vector<char> to(g, 0);
-    for (int64_t j = 0; j < k; ++j) {
-      int64_t e = indices[t * k + j];
-      if (e < -1 || e >= experts)
-        moeError(fn, layer, "token " + std::to_string(t) + " slot " +
-                                std::to_string(j) + " names expert " +
-                                std::to_string(e) + " of " +
-                                std::to_string(experts));
-      if (e < 0)
-        continue; // dropped (capacity)
-      ++mine[static_cast<size_t>(e)];
-      to[static_cast<size_t>(ep.dest(e))] = 1;
+  // Buffers are sized by the routing: running out of memory stops every
+  // rank with a message instead of escaping through the JIT frames.
+  try {
+    Ep ep = epOf(fn, layer, axes_mask, tokens, k, experts);
+    size_t g = static_cast<size_t>(ep.g);
+    // This rank's pairs per expert and tokens per destination, then
+    // everybody's: [g][experts + g].
+    int64_t width = experts + ep.g;
+    std::vector<int64_t> mine(static_cast<size_t>(width), 0);
+    for (int64_t t = 0; t < tokens; ++t) {
+      std::vector<char> to(g, 0);
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t e = indices[t * k + j];
+        if (e < -1 || e >= experts)
+          moeError(fn, layer, "token " + std::to_string(t) + " slot " +
+                                  std::to_string(j) + " names expert " +
+                                  std::to_string(e) + " of " +
+                                  std::to_string(experts));
+        if (e < 0)
+          continue; // dropped (capacity)
+        ++mine[static_cast<size_t>(e)];
+        to[static_cast<size_t>(ep.dest(e))] = 1;
+      }
+      for (size_t d = 0; d < g; ++d)
+        mine[static_cast<size_t>(experts) + d] += to[d];
     }
-    for (size_t d = 0; d < g; ++d)
-      mine[static_cast<size_t>(experts) + d] += to[d];
-  }
-  std::vector<int64_t> all(g * static_cast<size_t>(width));
-  muirrt_all_gather_i64(axes_mask, mine.data(), all.data(), width);
-  auto at = [&](int64_t s, int64_t col) {
-    return all[static_cast<size_t>(s * width + col)];
-  };
-  // Every rank checks every rank's bound, so all stop together.
-  for (int64_t d = 0; d < ep.g; ++d) {
-    int64_t total = 0;
-    for (int64_t e = d * ep.el; e < (d + 1) * ep.el; ++e)
-      for (int64_t s = 0; s < ep.g; ++s)
-        total += at(s, e);
-    if (total > bound) {
-      std::string why = "rank " + std::to_string(d) + " would receive " +
-                        std::to_string(total) +
-                        " routed rows but the static bound is " +
-                        std::to_string(bound) + " (rows per expert:";
-      for (int64_t e = d * ep.el; e < (d + 1) * ep.el; ++e) {
-        int64_t n = 0;
+    std::vector<int64_t> all(g * static_cast<size_t>(width));
+    muirrt_all_gather_i64(axes_mask, mine.data(), all.data(), width);
+    auto at = [&](int64_t s, int64_t col) {
+      return all[static_cast<size_t>(s * width + col)];
+    };
+    // Every rank checks every rank's bound, so all stop together.
+    for (int64_t d = 0; d < ep.g; ++d) {
+      int64_t total = 0;
+      for (int64_t e = d * ep.el; e < (d + 1) * ep.el; ++e)
         for (int64_t s = 0; s < ep.g; ++s)
-          n += at(s, e);
-        why += " expert " + std::to_string(e) + ": " + std::to_string(n);
+          total += at(s, e);
+      if (total > bound) {
+        std::string why = "rank " + std::to_string(d) + " would receive " +
+                          std::to_string(total) +
+                          " routed rows but the static bound is " +
+                          std::to_string(bound) + " (rows per expert:";
+        for (int64_t e = d * ep.el; e < (d + 1) * ep.el; ++e) {
+          int64_t n = 0;
+          for (int64_t s = 0; s < ep.g; ++s)
+            n += at(s, e);
+          why += " expert " + std::to_string(e) + ": " + std::to_string(n);
+        }
+        moeError(fn, layer, why + ")");
       }
-      moeError(fn, layer, why + ")");
     }
-  }
-  PlanView pv{plan, bound, ep.g};
-  std::vector<int64_t> sendTokens(g), recvTokens(g);
-  for (int64_t s = 0; s < ep.g; ++s) {
-    pv.tokensFrom(s) = recvTokens[static_cast<size_t>(s)] =
-        at(s, experts + ep.me);
-    int64_t pairs = 0;
-    for (int64_t e = ep.me * ep.el; e < (ep.me + 1) * ep.el; ++e)
-      pairs += at(s, e);
-    pv.pairsFrom(s) = pairs;
-    pv.tokensTo(s) = sendTokens[static_cast<size_t>(s)] =
-        mine[static_cast<size_t>(experts + s)];
-    int64_t sentPairs = 0;
-    for (int64_t e = s * ep.el; e < (s + 1) * ep.el; ++e)
-      sentPairs += mine[static_cast<size_t>(e)];
-    pv.pairsTo(s) = sentPairs;
-  }
-  // A token travels once to each rank holding one of its experts: its row,
-  // then per slot the receiver's local expert (or -1) as int32, then (with
-  // weights) per slot its weight.
-  int64_t rowFloats = hidden + k + (weights ? k : 0);
-  int64_t rowBytes = 4 * rowFloats;
-  int64_t sent = 0, received = 0;
-  for (size_t s = 0; s < g; ++s)
-    sent += sendTokens[s], received += recvTokens[s];
-  std::vector<float> sendBuf(static_cast<size_t>(sent * rowFloats));
-  std::vector<float> recvBuf(static_cast<size_t>(received * rowFloats));
-  int64_t row = 0;
-  forEachSent(ep, indices, [&](int64_t d, int64_t t) {
-    float *dst = sendBuf.data() + row * rowFloats;
-    std::copy(x + t * hidden, x + (t + 1) * hidden, dst);
-    auto *meta = reinterpret_cast<int32_t *>(dst + hidden);
-    for (int64_t j = 0; j < k; ++j) {
-      int64_t e = indices[t * k + j];
-      meta[j] = e >= 0 && ep.dest(e) == d
-                    ? static_cast<int32_t>(e - d * ep.el)
-                    : -1;
-      if (weights)
-        dst[hidden + k + j] = weights[t * k + j];
+    PlanView pv{plan, bound, ep.g};
+    std::vector<int64_t> sendTokens(g), recvTokens(g);
+    for (int64_t s = 0; s < ep.g; ++s) {
+      pv.tokensFrom(s) = recvTokens[static_cast<size_t>(s)] =
+          at(s, experts + ep.me);
+      int64_t pairs = 0;
+      for (int64_t e = ep.me * ep.el; e < (ep.me + 1) * ep.el; ++e)
+        pairs += at(s, e);
+      pv.pairsFrom(s) = pairs;
+      pv.tokensTo(s) = sendTokens[static_cast<size_t>(s)] =
+          mine[static_cast<size_t>(experts + s)];
+      int64_t sentPairs = 0;
+      for (int64_t e = s * ep.el; e < (s + 1) * ep.el; ++e)
+        sentPairs += mine[static_cast<size_t>(e)];
+      pv.pairsTo(s) = sentPairs;
     }
-    ++row;
-  });
-  muirrt_all_to_allv_bytes(axes_mask, sendBuf.data(), sendTokens.data(),
-                           recvBuf.data(), recvTokens.data(), rowBytes);
-  // Expert-major: local expert, then source rank, then the source's token
-  // order, so an expert's rows are the same rows in the same order for any
-  // number of ranks.
-  std::vector<int64_t> cursor(static_cast<size_t>(ep.el));
-  int64_t total = 0;
-  for (int64_t le = 0; le < ep.el; ++le) {
-    int64_t n = 0;
-    for (int64_t s = 0; s < ep.g; ++s)
-      n += at(s, ep.me * ep.el + le);
-    counts[le] = n;
-    cursor[static_cast<size_t>(le)] = total;
-    total += n;
-  }
-  int64_t wire = 0;
-  for (int64_t tok = 0; tok < received; ++tok) {
-    const float *src = recvBuf.data() + tok * rowFloats;
-    const auto *meta = reinterpret_cast<const int32_t *>(src + hidden);
-    for (int64_t j = 0; j < k; ++j) {
-      int32_t le = meta[j];
-      if (le < 0)
-        continue;
-      int64_t r = cursor[static_cast<size_t>(le)]++;
-      float *dst = out + r * hidden;
-      if (weights) {
-        float w = src[hidden + k + j];
-        for (int64_t h = 0; h < hidden; ++h)
-          dst[h] = w * src[h];
-      } else {
-        std::copy(src, src + hidden, dst);
+    // A token travels once to each rank holding one of its experts: its row,
+    // then per slot the receiver's local expert (or -1) as int32, then (with
+    // weights) per slot its weight.
+    int64_t rowFloats = hidden + k + (weights ? k : 0);
+    int64_t rowBytes = 4 * rowFloats;
+    int64_t sent = 0, received = 0;
+    for (size_t s = 0; s < g; ++s)
+      sent += sendTokens[s], received += recvTokens[s];
+    std::vector<float> sendBuf(static_cast<size_t>(sent * rowFloats));
+    std::vector<float> recvBuf(static_cast<size_t>(received * rowFloats));
+    int64_t row = 0;
+    forEachSent(ep, indices, [&](int64_t d, int64_t t) {
+      float *dst = sendBuf.data() + row * rowFloats;
+      std::copy(x + t * hidden, x + (t + 1) * hidden, dst);
+      auto *meta = reinterpret_cast<int32_t *>(dst + hidden);
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t e = indices[t * k + j];
+        meta[j] = e >= 0 && ep.dest(e) == d
+                      ? static_cast<int32_t>(e - d * ep.el)
+                      : -1;
+        if (weights)
+          dst[hidden + k + j] = weights[t * k + j];
       }
-      pv.recvToken(r) = tok;
-      pv.pairWire(r) = wire++;
+      ++row;
+    });
+    muirrt_all_to_allv_bytes(axes_mask, sendBuf.data(), sendTokens.data(),
+                             recvBuf.data(), recvTokens.data(), rowBytes);
+    // Expert-major: local expert, then source rank, then the source's token
+    // order, so an expert's rows are the same rows in the same order for any
+    // number of ranks.
+    std::vector<int64_t> cursor(static_cast<size_t>(ep.el));
+    int64_t total = 0;
+    for (int64_t le = 0; le < ep.el; ++le) {
+      int64_t n = 0;
+      for (int64_t s = 0; s < ep.g; ++s)
+        n += at(s, ep.me * ep.el + le);
+      counts[le] = n;
+      cursor[static_cast<size_t>(le)] = total;
+      total += n;
     }
+    int64_t wire = 0;
+    for (int64_t tok = 0; tok < received; ++tok) {
+      const float *src = recvBuf.data() + tok * rowFloats;
+      const auto *meta = reinterpret_cast<const int32_t *>(src + hidden);
+      for (int64_t j = 0; j < k; ++j) {
+        int32_t le = meta[j];
+        if (le < 0)
+          continue;
+        int64_t r = cursor[static_cast<size_t>(le)]++;
+        float *dst = out + r * hidden;
+        if (weights) {
+          float w = src[hidden + k + j];
+          for (int64_t h = 0; h < hidden; ++h)
+            dst[h] = w * src[h];
+        } else {
+          std::copy(src, src + hidden, dst);
+        }
+        pv.recvToken(r) = tok;
+        pv.pairWire(r) = wire++;
+      }
+    }
+    std::fill(out + total * hidden, out + bound * hidden, 0.0f);
+    for (int64_t r = total; r < bound; ++r)
+      pv.recvToken(r) = pv.pairWire(r) = -1;
+  } catch (const std::bad_alloc &) {
+    moeError(fn, layer, "out of memory");
   }
-  std::fill(out + total * hidden, out + bound * hidden, 0.0f);
-  for (int64_t r = total; r < bound; ++r)
-    pv.recvToken(r) = pv.pairWire(r) = -1;
 }
 
 extern "C" void muirrt_moe_combine(int64_t axes_mask, int64_t tokens,
@@ -399,58 +406,64 @@ extern "C" void muirrt_moe_combine(int64_t axes_mask, int64_t tokens,
                                    const int64_t *plan, const float *weights,
                                    float *out, const char *layer) {
   const char *fn = "muirrt_moe_combine";
-  Ep ep = epOf(fn, layer, axes_mask, tokens, k, experts);
-  PlanView pv{const_cast<int64_t *>(plan), bound, ep.g};
-  std::vector<int64_t> sendPairs(static_cast<size_t>(ep.g)),
-      recvPairs(static_cast<size_t>(ep.g));
-  int64_t sent = 0, received = 0;
-  for (int64_t s = 0; s < ep.g; ++s) {
-    sent += sendPairs[static_cast<size_t>(s)] = pv.pairsFrom(s);
-    received += recvPairs[static_cast<size_t>(s)] = pv.pairsTo(s);
-  }
-  // Each expert row goes back to its token's rank, in the order its pair
-  // arrived (source rank, token, slot).
-  std::vector<float> sendBuf(static_cast<size_t>(sent * hidden));
-  for (int64_t r = 0; r < bound; ++r) {
-    int64_t w = pv.pairWire(r);
-    if (w < 0)
-      continue;
-    if (w >= sent)
-      moeError(fn, layer, "plan names wire row " + std::to_string(w) +
-                              " of " + std::to_string(sent) +
-                              " (a plan from another dispatch?)");
-    std::copy(rows + r * hidden, rows + (r + 1) * hidden,
-              sendBuf.data() + w * hidden);
-  }
-  std::vector<float> recvBuf(static_cast<size_t>(received * hidden));
-  muirrt_all_to_allv_bytes(axes_mask, sendBuf.data(), sendPairs.data(),
-                           recvBuf.data(), recvPairs.data(), 4 * hidden);
-  // Home: the slot each arrived row belongs to.
-  std::vector<int64_t> where(static_cast<size_t>(tokens * k), -1);
-  int64_t c = 0;
-  forEachPairHome(ep, indices, [&](int64_t t, int64_t j) {
-    where[static_cast<size_t>(t * k + j)] = c++;
-  });
-  if (c != received)
-    moeError(fn, layer, "the routing routes " + std::to_string(c) +
-                            " pairs but dispatch's plan brings back " +
-                            std::to_string(received));
-  // The weighted sum over the slots in slot order, in double: the same
-  // operations whatever the number of ranks.
-  std::vector<double> acc(static_cast<size_t>(hidden));
-  for (int64_t t = 0; t < tokens; ++t) {
-    std::fill(acc.begin(), acc.end(), 0.0);
-    for (int64_t j = 0; j < k; ++j) {
-      int64_t at = where[static_cast<size_t>(t * k + j)];
-      if (at < 0)
-        continue;
-      double w = weights ? static_cast<double>(weights[t * k + j]) : 1.0;
-      const float *src = recvBuf.data() + at * hidden;
-      for (int64_t h = 0; h < hidden; ++h)
-        acc[static_cast<size_t>(h)] += w * static_cast<double>(src[h]);
+  // Buffers are sized by the routing: running out of memory stops every
+  // rank with a message instead of escaping through the JIT frames.
+  try {
+    Ep ep = epOf(fn, layer, axes_mask, tokens, k, experts);
+    PlanView pv{const_cast<int64_t *>(plan), bound, ep.g};
+    std::vector<int64_t> sendPairs(static_cast<size_t>(ep.g)),
+        recvPairs(static_cast<size_t>(ep.g));
+    int64_t sent = 0, received = 0;
+    for (int64_t s = 0; s < ep.g; ++s) {
+      sent += sendPairs[static_cast<size_t>(s)] = pv.pairsFrom(s);
+      received += recvPairs[static_cast<size_t>(s)] = pv.pairsTo(s);
     }
-    for (int64_t h = 0; h < hidden; ++h)
-      out[t * hidden + h] = static_cast<float>(acc[static_cast<size_t>(h)]);
+    // Each expert row goes back to its token's rank, in the order its pair
+    // arrived (source rank, token, slot).
+    std::vector<float> sendBuf(static_cast<size_t>(sent * hidden));
+    for (int64_t r = 0; r < bound; ++r) {
+      int64_t w = pv.pairWire(r);
+      if (w < 0)
+        continue;
+      if (w >= sent)
+        moeError(fn, layer, "plan names wire row " + std::to_string(w) +
+                                " of " + std::to_string(sent) +
+                                " (a plan from another dispatch?)");
+      std::copy(rows + r * hidden, rows + (r + 1) * hidden,
+                sendBuf.data() + w * hidden);
+    }
+    std::vector<float> recvBuf(static_cast<size_t>(received * hidden));
+    muirrt_all_to_allv_bytes(axes_mask, sendBuf.data(), sendPairs.data(),
+                             recvBuf.data(), recvPairs.data(), 4 * hidden);
+    // Home: the slot each arrived row belongs to.
+    std::vector<int64_t> where(static_cast<size_t>(tokens * k), -1);
+    int64_t c = 0;
+    forEachPairHome(ep, indices, [&](int64_t t, int64_t j) {
+      where[static_cast<size_t>(t * k + j)] = c++;
+    });
+    if (c != received)
+      moeError(fn, layer, "the routing routes " + std::to_string(c) +
+                              " pairs but dispatch's plan brings back " +
+                              std::to_string(received));
+    // The weighted sum over the slots in slot order, in double: the same
+    // operations whatever the number of ranks.
+    std::vector<double> acc(static_cast<size_t>(hidden));
+    for (int64_t t = 0; t < tokens; ++t) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t at = where[static_cast<size_t>(t * k + j)];
+        if (at < 0)
+          continue;
+        double w = weights ? static_cast<double>(weights[t * k + j]) : 1.0;
+        const float *src = recvBuf.data() + at * hidden;
+        for (int64_t h = 0; h < hidden; ++h)
+          acc[static_cast<size_t>(h)] += w * static_cast<double>(src[h]);
+      }
+      for (int64_t h = 0; h < hidden; ++h)
+        out[t * hidden + h] = static_cast<float>(acc[static_cast<size_t>(h)]);
+    }
+  } catch (const std::bad_alloc &) {
+    moeError(fn, layer, "out of memory");
   }
 }
 
@@ -460,56 +473,69 @@ extern "C" void muirrt_moe_combine_weights_grad(
     const int64_t *indices, const int64_t *plan, float *dweights,
     const char *layer) {
   const char *fn = "muirrt_moe_combine_weights_grad";
-  Ep ep = epOf(fn, layer, axes_mask, tokens, k, experts);
-  PlanView pv{const_cast<int64_t *>(plan), bound, ep.g};
-  size_t g = static_cast<size_t>(ep.g);
-  std::vector<int64_t> sendTokens(g), recvTokens(g), sendPairs(g),
-      recvPairs(g);
-  int64_t sent = 0, received = 0, pairsHere = 0, pairsHome = 0;
-  for (int64_t s = 0; s < ep.g; ++s) {
-    size_t i = static_cast<size_t>(s);
-    sent += sendTokens[i] = pv.tokensTo(s);
-    received += recvTokens[i] = pv.tokensFrom(s);
-    pairsHere += sendPairs[i] = pv.pairsFrom(s);
-    pairsHome += recvPairs[i] = pv.pairsTo(s);
+  // Buffers are sized by the routing: running out of memory stops every
+  // rank with a message instead of escaping through the JIT frames.
+  try {
+    Ep ep = epOf(fn, layer, axes_mask, tokens, k, experts);
+    PlanView pv{const_cast<int64_t *>(plan), bound, ep.g};
+    size_t g = static_cast<size_t>(ep.g);
+    std::vector<int64_t> sendTokens(g), recvTokens(g), sendPairs(g),
+        recvPairs(g);
+    int64_t sent = 0, received = 0, pairsHere = 0, pairsHome = 0;
+    for (int64_t s = 0; s < ep.g; ++s) {
+      size_t i = static_cast<size_t>(s);
+      sent += sendTokens[i] = pv.tokensTo(s);
+      received += recvTokens[i] = pv.tokensFrom(s);
+      pairsHere += sendPairs[i] = pv.pairsFrom(s);
+      pairsHome += recvPairs[i] = pv.pairsTo(s);
+    }
+    // The output gradient travels as the tokens did (once per rank)...
+    std::vector<float> sendBuf(static_cast<size_t>(sent * hidden));
+    int64_t row = 0;
+    forEachSent(ep, indices, [&](int64_t, int64_t t) {
+      std::copy(grad + t * hidden, grad + (t + 1) * hidden,
+                sendBuf.data() + (row++) * hidden);
+    });
+    if (row != sent)
+      moeError(fn, layer, "the routing sends " + std::to_string(row) +
+                              " tokens but dispatch's plan sent " +
+                              std::to_string(sent));
+    std::vector<float> recvBuf(static_cast<size_t>(received * hidden));
+    muirrt_all_to_allv_bytes(axes_mask, sendBuf.data(), sendTokens.data(),
+                             recvBuf.data(), recvTokens.data(), 4 * hidden);
+    // ... each expert row's dot product with it (double) comes back as one
+    // float per pair.
+    std::vector<float> dots(static_cast<size_t>(pairsHere));
+    for (int64_t r = 0; r < bound; ++r) {
+      int64_t tok = pv.recvToken(r), w = pv.pairWire(r);
+      if (tok < 0)
+        continue;
+      if (tok >= received || w < 0 || w >= pairsHere)
+        moeError(fn, layer, "plan does not match the routing");
+      double dot = 0.0;
+      const float *a = recvBuf.data() + tok * hidden, *b = rows + r * hidden;
+      for (int64_t h = 0; h < hidden; ++h)
+        dot += static_cast<double>(a[h]) * static_cast<double>(b[h]);
+      dots[static_cast<size_t>(w)] = static_cast<float>(dot);
+    }
+    std::vector<float> home(static_cast<size_t>(pairsHome));
+    muirrt_all_to_allv_bytes(axes_mask, dots.data(), sendPairs.data(),
+                             home.data(), recvPairs.data(), 4);
+    int64_t pairs = 0;
+    forEachPairHome(ep, indices, [&](int64_t, int64_t) { ++pairs; });
+    if (pairs != pairsHome)
+      moeError(fn, layer, "the routing routes " + std::to_string(pairs) +
+                              " pairs but dispatch's plan brings back " +
+                              std::to_string(pairsHome) +
+                              " (indices other than the dispatched ones?)");
+    std::fill(dweights, dweights + tokens * k, 0.0f);
+    int64_t c = 0;
+    forEachPairHome(ep, indices, [&](int64_t t, int64_t j) {
+      dweights[t * k + j] = home[static_cast<size_t>(c++)];
+    });
+  } catch (const std::bad_alloc &) {
+    moeError(fn, layer, "out of memory");
   }
-  // The output gradient travels as the tokens did (once per rank)...
-  std::vector<float> sendBuf(static_cast<size_t>(sent * hidden));
-  int64_t row = 0;
-  forEachSent(ep, indices, [&](int64_t, int64_t t) {
-    std::copy(grad + t * hidden, grad + (t + 1) * hidden,
-              sendBuf.data() + (row++) * hidden);
-  });
-  if (row != sent)
-    moeError(fn, layer, "the routing sends " + std::to_string(row) +
-                            " tokens but dispatch's plan sent " +
-                            std::to_string(sent));
-  std::vector<float> recvBuf(static_cast<size_t>(received * hidden));
-  muirrt_all_to_allv_bytes(axes_mask, sendBuf.data(), sendTokens.data(),
-                           recvBuf.data(), recvTokens.data(), 4 * hidden);
-  // ... each expert row's dot product with it (double) comes back as one
-  // float per pair.
-  std::vector<float> dots(static_cast<size_t>(pairsHere));
-  for (int64_t r = 0; r < bound; ++r) {
-    int64_t tok = pv.recvToken(r), w = pv.pairWire(r);
-    if (tok < 0)
-      continue;
-    if (tok >= received || w < 0 || w >= pairsHere)
-      moeError(fn, layer, "plan does not match the routing");
-    double dot = 0.0;
-    const float *a = recvBuf.data() + tok * hidden, *b = rows + r * hidden;
-    for (int64_t h = 0; h < hidden; ++h)
-      dot += static_cast<double>(a[h]) * static_cast<double>(b[h]);
-    dots[static_cast<size_t>(w)] = static_cast<float>(dot);
-  }
-  std::vector<float> home(static_cast<size_t>(pairsHome));
-  muirrt_all_to_allv_bytes(axes_mask, dots.data(), sendPairs.data(),
-                           home.data(), recvPairs.data(), 4);
-  std::fill(dweights, dweights + tokens * k, 0.0f);
-  int64_t c = 0;
-  forEachPairHome(ep, indices, [&](int64_t t, int64_t j) {
-    dweights[t * k + j] = home[static_cast<size_t>(c++)];
-  });
 }
 
 extern "C" void muirrt_grouped_gemm_wgrad(int64_t experts, int64_t rows,
@@ -558,8 +584,15 @@ extern "C" void muirrt_route_grad(int64_t tokens, int64_t experts, int64_t k,
     float *dl = dlogits + t * experts;
     std::fill(dl, dl + experts, 0.0f);
     for (int64_t j = 0; j < k; ++j)
-      if (idx[j] < 0 || idx[j] >= experts)
-        routeError("route_grad: index out of range", t, idx[j]);
+      if (idx[j] < 0 || idx[j] >= experts) {
+        std::string msg = "token " + std::to_string(t) + " slot " +
+                          std::to_string(j) + " names expert " +
+                          std::to_string(idx[j]) + " of " +
+                          std::to_string(experts) +
+                          " (route_grad needs muir.route's own indices, "
+                          "from before muir.capacity's drops)";
+        muirrt_abort_run("muirrt_route_grad", msg.c_str());
+      }
     // The forward's selected scores p_sel (before normalisation).
     if (softmax_after_topk) {
       double top = -INFINITY, sum = 0.0;
@@ -594,7 +627,10 @@ extern "C" void muirrt_route_grad(int64_t tokens, int64_t experts, int64_t k,
       for (size_t j = 0; j < kk; ++j)
         dot += dsel[j] * sel[j];
       for (size_t j = 0; j < kk; ++j)
-        dsel[j] = s > 0.0 ? (dsel[j] - dot / s) / s : 0.0;
+        // (The forward leaves weights whose sum is not positive as they
+        // are: then so does the gradient.)
+        if (s > 0.0)
+          dsel[j] = (dsel[j] - dot / s) / s;
     }
     // Back through the scoring to the logits.
     if (softmax_after_topk) {
@@ -602,10 +638,11 @@ extern "C" void muirrt_route_grad(int64_t tokens, int64_t experts, int64_t k,
       for (size_t j = 0; j < kk; ++j)
         dot += dsel[j] * sel[j];
       for (size_t j = 0; j < kk; ++j)
-        dl[idx[j]] = static_cast<float>(sel[j] * (dsel[j] - dot));
+        dl[idx[j]] += static_cast<float>(sel[j] * (dsel[j] - dot));
     } else if (scoring == 1) {
       for (size_t j = 0; j < kk; ++j)
-        dl[idx[j]] = static_cast<float>(dsel[j] * sel[j] * (1.0 - sel[j]));
+        dl[idx[j]] +=
+            static_cast<float>(dsel[j] * sel[j] * (1.0 - sel[j]));
     } else {
       std::fill(g.begin(), g.end(), 0.0);
       double dot = 0.0;

@@ -562,6 +562,9 @@ int main(int argc, char **argv) {
   // and leaves nothing behind.
   bool dumpDirIsNew =
       !dumpDir.empty() && !llvm::sys::fs::exists(dumpDir.getValue());
+  // Every rank has looked before rank 0 creates it, so all agree.
+  if (!dumpDir.empty())
+    muirrt_dist_barrier();
   if (rank == 0 && !dumpDir.empty() && muirrt_check_dump_dir(dumpDir.c_str()))
     return fail(muirrt_last_error());
   // A run that fails later leaves no trace: not even the (empty) dump
@@ -572,9 +575,10 @@ int main(int argc, char **argv) {
       ::rmdir(dumpDir.c_str());
   });
   // A fatal runtime error (a routed-rows bound too small) ends the run
-  // from inside the step: remove the new, still empty directory then too.
+  // from inside the step: remove the new, still empty directory then too
+  // (on every rank, as any of them may end the run first).
   static std::string newDumpDir;
-  if (dumpDirIsNew && rank == 0) {
+  if (dumpDirIsNew) {
     newDumpDir = dumpDir.getValue();
     muirrt_set_abort_hook([] { ::rmdir(newDumpDir.c_str()); });
   }

@@ -109,7 +109,8 @@ void muirrt_mse_loss(int64_t n, const float *in, const float *target,
                      float scale, float *loss, float *grad);
 
 /* Gradient of muirrt_route's weights with respect to the logits, in double,
- * for the routing `indices` it chose: dlogits [tokens, experts] from
+ * for the routing `indices` it chose (its own, before muirrt_capacity's
+ * drops; a -1 ends the run): dlogits [tokens, experts] from
  * dweights [tokens, k]. The bias and expert groups only select, so they
  * have no gradient; logits no slot depends on get zero (sigmoid,
  * softmax_after_topk). */
