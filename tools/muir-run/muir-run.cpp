@@ -32,6 +32,9 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/xxhash.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/WithColor.h"
@@ -67,6 +70,19 @@ static cl::opt<std::string>
             cl::desc("write every tensor to DIR/<name>.npy after the last "
                      "step"),
             cl::value_desc("DIR"), cl::init(""),
+    cl::cat(muir::muirFlagCategory()));
+static cl::opt<std::string> saveState(
+    "save-state",
+    cl::desc("after the last step, save the whole state (every tensor, the "
+             "step counter, the step's fingerprint) to DIR, replacing it "
+             "atomically"),
+    cl::value_desc("DIR"), cl::init(""),
+    cl::cat(muir::muirFlagCategory()));
+static cl::opt<std::string> resumeDir(
+    "resume",
+    cl::desc("continue from a state saved by --save-state (refused if it "
+             "was saved for another step, grid or build, or is damaged)"),
+    cl::value_desc("DIR"), cl::init(""),
     cl::cat(muir::muirFlagCategory()));
 static cl::opt<bool> quiet("quiet",
                            cl::desc("print only the closing summary line"),
@@ -340,6 +356,141 @@ static int relaunchUnderMPI(int argc, char **argv) {
   return rc;
 }
 
+//===----------------------------------------------------------------------===//
+// Saved state: DIR/<tensor>.npy for every tensor, and DIR/muir-state.json
+// with the format, the step's fingerprint (a hash of the step's IR as
+// parsed or built, grid included), the steps done and a hash of every
+// tensor file's bytes.
+//===----------------------------------------------------------------------===//
+
+static const char *kStateFormat = "muir-state-1";
+static const char *kStateManifest = "muir-state.json";
+
+static std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx",
+                static_cast<unsigned long long>(v));
+  return buf;
+}
+
+/// The hash of a file's bytes, or nothing if it cannot be read.
+static std::optional<std::string> fileHash(const Twine &path) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return std::nullopt;
+  return hex64(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(
+      (*buf)->getBuffer())));
+}
+
+/// The state in `dir` if it was saved for this step (`fingerprint`) and
+/// its files are whole; else an error message. `names`: every tensor the
+/// step has.
+static llvm::Expected<int64_t>
+checkState(StringRef dir, StringRef fingerprint,
+           const std::vector<std::string> &names) {
+  auto err = [&](const Twine &why) {
+    return llvm::createStringError("cannot resume from '" + dir + "': " +
+                                   why);
+  };
+  SmallString<256> manifest(dir);
+  llvm::sys::path::append(manifest, kStateManifest);
+  auto buf = llvm::MemoryBuffer::getFile(manifest);
+  if (!buf)
+    return err("no " + Twine(kStateManifest) +
+               " (not a state saved by --save-state)");
+  auto json = llvm::json::parse((*buf)->getBuffer());
+  if (!json)
+    return err(Twine(kStateManifest) + " is damaged: " +
+               llvm::toString(json.takeError()));
+  const llvm::json::Object *obj = json->getAsObject();
+  auto format = obj ? obj->getString("format") : std::nullopt;
+  auto saved = obj ? obj->getString("fingerprint") : std::nullopt;
+  auto step = obj ? obj->getInteger("step") : std::nullopt;
+  const llvm::json::Object *files = obj ? obj->getObject("tensors") : nullptr;
+  if (!format || *format != kStateFormat || !saved || !step || *step < 0 ||
+      !files)
+    return err(Twine(kStateManifest) + " is damaged or of another format "
+                                       "(expected " +
+               kStateFormat + ")");
+  if (*saved != fingerprint)
+    return err("it was saved for another step, grid or build (fingerprint " +
+               *saved + ", this step's " + fingerprint + ")");
+  for (const std::string &name : names) {
+    auto want = files->getString(name);
+    if (!want)
+      return err("it has no tensor '" + name + "'");
+    SmallString<256> path(dir);
+    llvm::sys::path::append(path, name + ".npy");
+    auto got = fileHash(path);
+    if (!got)
+      return err("'" + name + ".npy' is missing or unreadable");
+    if (*got != *want)
+      return err("'" + name + ".npy' has changed since it was saved "
+                 "(hash " + *got + ", saved " + *want + ")");
+  }
+  if (files->size() != names.size())
+    return err("it has " + Twine(files->size()) + " tensors, this step " +
+               Twine(names.size()));
+  return *step;
+}
+
+/// Writes the state of `ctx` (whole tensors) to `dir`: into a temporary
+/// sibling first, then renamed into place, so that `dir` holds either the
+/// old state or the new one, whole.
+static llvm::Error saveStateTo(MuirRtContext *ctx, StringRef dir,
+                               StringRef fingerprint, int64_t step) {
+  std::string tmp = (dir + ".tmp-" + Twine(::getpid())).str();
+  std::string old = (dir + ".old-" + Twine(::getpid())).str();
+  auto err = [&](const Twine &why) {
+    llvm::sys::fs::remove_directories(tmp);
+    return llvm::createStringError("cannot save the state to '" + dir +
+                                   "': " + why);
+  };
+  llvm::sys::fs::remove_directories(tmp);
+  if (muirrt_dump_dir(ctx, tmp.c_str()))
+    return err(muirrt_last_error());
+  llvm::json::Object files;
+  for (int32_t i = 0; i < muirrt_tensor_count(ctx); ++i) {
+    std::string name = muirrt_tensor_name(ctx, i);
+    SmallString<256> path(tmp);
+    llvm::sys::path::append(path, name + ".npy");
+    auto hash = fileHash(path);
+    if (!hash)
+      return err("cannot read back '" + name + ".npy'");
+    files[name] = *hash;
+  }
+  llvm::json::Object manifest{{"format", kStateFormat},
+                              {"fingerprint", fingerprint},
+                              {"step", step},
+                              {"tensors", std::move(files)}};
+  {
+    SmallString<256> path(tmp);
+    llvm::sys::path::append(path, kStateManifest);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec)
+      return err(ec.message());
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)))
+       << "\n";
+    os.close();
+    if (os.has_error())
+      return err(os.error().message());
+  }
+  bool had = llvm::sys::fs::exists(dir);
+  if (had)
+    if (std::error_code ec = llvm::sys::fs::rename(dir, old))
+      return err("cannot move the old state aside: " + ec.message());
+  if (std::error_code ec = llvm::sys::fs::rename(tmp, dir)) {
+    if (had)
+      llvm::sys::fs::rename(old, dir);
+    return err(ec.message());
+  }
+  if (had)
+    llvm::sys::fs::remove_directories(old);
+  return llvm::Error::success();
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   // --help lists muir's flags only (LLVM's and MLIR's are hidden).
@@ -354,6 +505,8 @@ int main(int argc, char **argv) {
     return fail("--ranks must be at least 1, got " + Twine(numRanks));
   if (std::string bad = flags.check(); !bad.empty())
     return fail(bad);
+  if (!resumeDir.empty() && !loadDir.empty())
+    return fail("give either --load or --resume, not both");
   if (numRanks > 1 && !getenv("OMPI_COMM_WORLD_SIZE"))
     return relaunchUnderMPI(argc, argv);
 
@@ -409,6 +562,17 @@ int main(int argc, char **argv) {
   PassManager toExec(&context);
   muir::buildToExecPipeline(toExec,
                             flags.options(!noProbes, "cpu"));
+  // The step's fingerprint for saved states: its IR as parsed or built
+  // (grid, shapes, settings) and the pipeline with its options.
+  std::string fingerprint;
+  {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os, OpPrintingFlags().enableDebugInfo(false));
+    os << "\n";
+    toExec.printAsTextualPipeline(os);
+    fingerprint = hex64(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(text)));
+  }
   if (failed(toExec.run(*module)))
     return 1;
 
@@ -585,6 +749,20 @@ int main(int argc, char **argv) {
   int32_t loaded = 0;
   if (!loadDir.empty() && muirrt_load_dir(global, loadDir.c_str(), &loaded))
     return fail(muirrt_last_error());
+  // Resuming: a state saved for this very step, whole, replaces every
+  // tensor, and the step counter continues from it.
+  int64_t firstStep = 1;
+  if (!resumeDir.empty()) {
+    std::vector<std::string> names;
+    for (int32_t i = 0; i < muirrt_tensor_count(global); ++i)
+      names.push_back(muirrt_tensor_name(global, i));
+    auto saved = checkState(resumeDir, fingerprint, names);
+    if (!saved)
+      return fail(llvm::toString(saved.takeError()));
+    if (muirrt_load_dir(global, resumeDir.c_str(), &loaded))
+      return fail(muirrt_last_error());
+    firstStep = *saved + 1;
+  }
   muirrt_init_from_seed(global, seed);
   for (const EntryArg &a : args)
     if (a.tensor >= 0)
@@ -658,7 +836,7 @@ int main(int argc, char **argv) {
   std::vector<int64_t> stepValue(1);
   double totalMs = 0, minMs = 1e300;
   muirrt_comm_reset();
-  for (int step = 1; step <= numSteps; ++step) {
+  for (int64_t step = firstStep; step < firstStep + numSteps; ++step) {
     for (int32_t i = 0; i < count; ++i)
       if (muirrt_tensor_role(rt, i) == MUIRRT_ROLE_PARAM) {
         const float *d = muirrt_tensor_data(rt, i);
@@ -796,17 +974,27 @@ int main(int argc, char **argv) {
                    << every[r * width + 2 * n + 2] << "\n";
     muirrt_comm_reset();
   }
-  if (!dumpDir.empty()) {
+  if (!dumpDir.empty() || !saveState.empty()) {
     // Whole tensors again: every rank takes part in the gathers, rank 0
     // writes.
     for (const EntryArg &a : args)
       if (a.tensor >= 0)
         copyShard(global, a, rt, /*toShard=*/false);
+  }
+  if (!dumpDir.empty()) {
     if (rank == 0 && muirrt_dump_dir(global, dumpDir.c_str()))
       return fail(muirrt_last_error());
     if (printing)
       llvm::outs() << "muir-run: wrote " << count << " tensors to " << dumpDir
                    << "\n";
+  }
+  if (!saveState.empty() && rank == 0) {
+    if (llvm::Error e = saveStateTo(global, saveState, fingerprint,
+                                    firstStep + numSteps - 1))
+      return fail(llvm::toString(std::move(e)));
+    if (printing)
+      llvm::outs() << "muir-run: saved the state after step "
+                   << firstStep + numSteps - 1 << " to " << saveState << "\n";
   }
   succeeded = true;
   if (rank != 0)
