@@ -426,6 +426,19 @@ def MuirExec_CapacityOp : MuirExec_Op<"capacity"> {
   }];
 }
 
+def MuirExec_TraceOp : MuirExec_Op<"trace"> {
+  let summary = "hash a buffer for the fingerprint trace (runtime)";
+  let description = [{
+    Records a hash of `buffer`'s bytes for op `op_id` (`op` its name, `loc`
+    its location), operand `index`, read (`output` false, before the op
+    runs) or written (after). One `muirrt_trace_buffer` call.
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$buffer,
+      I64Attr:$op_id, StrAttr:$op, StrAttr:$loc, I64Attr:$index,
+      BoolAttr:$output);
+  let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
+}
+
 def MuirExec_GroupRankOp : MuirExec_Op<"group_rank", [Pure]> {
   let summary = "this rank's index in the group named by axes_mask";
   let arguments = (ins I64Attr:$axes_mask);

@@ -166,4 +166,17 @@ def MuirExecToRuntimeCalls
                            "mlir::LLVM::LLVMDialect"];
 }
 
+def MuirTraceBuffers : Pass<"muir-trace-buffers", "mlir::ModuleOp"> {
+  let summary = "record a hash of every buffer each exec op reads and writes";
+  let description = [{
+    For fingerprint tracing (muir-run --trace-fingerprints): around every
+    `muir_exec` op, `linalg.generic` kernel and `memref.copy` of the entry
+    function, a `muir_exec.trace` of each buffer it reads (before it runs)
+    and of each it writes (after), tagged with the op's id, name, location,
+    operand index and shape. The runtime hashes the bytes and keeps one
+    record per execution.
+  }];
+  let dependentDialects = ["mlir::muir_exec::MuirExecDialect"];
+}
+
 #endif // MUIR_PASSES_TD

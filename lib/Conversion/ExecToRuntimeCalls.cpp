@@ -284,6 +284,14 @@ struct ExecToRuntimeCallsPass
                 c.ptr(gg.getInput()), c.ptr(gg.getWeights()),
                 c.i32(gg.getTransposeB()), c.ptr(gg.getSizes()),
                 c.ptr(gg.getOutput())});
+      } else if (auto tr = dyn_cast<mx::TraceOp>(op)) {
+        auto t = cast<MemRefType>(tr.getBuffer().getType());
+        int64_t bytes =
+            t.getNumElements() * t.getElementType().getIntOrFloatBitWidth() /
+            8;
+        c.call("muirrt_trace_buffer",
+               {c.i64(tr.getOpId()), c.i64(tr.getIndex()),
+                c.i32(tr.getOutput()), c.ptr(tr.getBuffer()), c.i64(bytes)});
       } else if (auto cap = dyn_cast<mx::CapacityOp>(op)) {
         auto it = cast<MemRefType>(cap.getIndices().getType());
         auto ct = cast<MemRefType>(cap.getCounts().getType());

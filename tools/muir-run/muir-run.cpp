@@ -84,6 +84,13 @@ static cl::opt<std::string> resumeDir(
              "was saved for another step, grid or build, or is damaged)"),
     cl::value_desc("DIR"), cl::init(""),
     cl::cat(muir::muirFlagCategory()));
+static cl::opt<std::string> traceFile(
+    "trace-fingerprints",
+    cl::desc("record, for every op each rank executes, its inputs' and "
+             "outputs' hashes to FILE (FILE.rank<R> with several ranks); "
+             "compare two runs with muir-trace-diff"),
+    cl::value_desc("FILE"), cl::init(""),
+    cl::cat(muir::muirFlagCategory()));
 static cl::opt<bool> quiet("quiet",
                            cl::desc("print only the closing summary line"),
                            cl::init(false),
@@ -285,6 +292,8 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
         reinterpret_cast<void *>(&muirrt_grouped_gemm_wgrad));
     add("muirrt_route_grad", reinterpret_cast<void *>(&muirrt_route_grad));
     add("muirrt_mse_loss", reinterpret_cast<void *>(&muirrt_mse_loss));
+    add("muirrt_trace_buffer",
+        reinterpret_cast<void *>(&muirrt_trace_buffer));
     add("muirrt_capacity", reinterpret_cast<void *>(&muirrt_capacity));
     add("muirrt_moe_dispatch",
         reinterpret_cast<void *>(&muirrt_moe_dispatch));
@@ -576,6 +585,29 @@ int main(int argc, char **argv) {
   if (failed(toExec.run(*module)))
     return 1;
 
+  // Fingerprint tracing: a muir_exec.trace around every executed op; the
+  // ops' names, locations and operand types are kept for the trace file.
+  struct TracedOp {
+    std::string name, loc;
+    std::map<int64_t, std::string> types; // operand index -> type
+  };
+  std::map<int64_t, TracedOp> tracedOps;
+  if (!traceFile.empty()) {
+    PassManager pm(&context);
+    pm.addPass(muir::createMuirTraceBuffers());
+    if (failed(pm.run(*module)))
+      return 1;
+    module->walk([&](muir_exec::TraceOp t) {
+      TracedOp &op = tracedOps[t.getOpId()];
+      op.name = t.getOp().str();
+      op.loc = t.getLoc().str();
+      std::string type;
+      llvm::raw_string_ostream os(type);
+      os << t.getBuffer().getType();
+      op.types[t.getIndex()] = type;
+    });
+  }
+
   func::FuncOp entry;
   for (auto f : module->getOps<func::FuncOp>())
     if (f->hasAttr("muir.entry")) {
@@ -836,7 +868,9 @@ int main(int argc, char **argv) {
   std::vector<int64_t> stepValue(1);
   double totalMs = 0, minMs = 1e300;
   muirrt_comm_reset();
+  muirrt_trace_enable(!traceFile.empty());
   for (int64_t step = firstStep; step < firstStep + numSteps; ++step) {
+    muirrt_trace_set_step(step);
     for (int32_t i = 0; i < count; ++i)
       if (muirrt_tensor_role(rt, i) == MUIRRT_ROLE_PARAM) {
         const float *d = muirrt_tensor_data(rt, i);
@@ -973,6 +1007,33 @@ int main(int argc, char **argv) {
                    << every[r * width + 2 * n + 1] << " other_calls "
                    << every[r * width + 2 * n + 2] << "\n";
     muirrt_comm_reset();
+  }
+  if (!traceFile.empty()) {
+    // One line per buffer of each executed op, in execution order.
+    std::string path = traceFile.getValue();
+    if (muirrt_dist_size() > 1)
+      path += ".rank" + std::to_string(rank);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec)
+      return fail("cannot write the trace '" + path + "': " + ec.message());
+    os << "# muir fingerprint trace: step rank seq op_id name loc in|out "
+          "operand type bytes hash\n";
+    const MuirRtTraceRecord *rec = muirrt_trace_records();
+    for (int64_t i = 0, n = muirrt_trace_count(); i < n; ++i) {
+      const MuirRtTraceRecord &r = rec[i];
+      const TracedOp &op = tracedOps[r.op_id];
+      auto type = op.types.find(r.index);
+      os << r.step << " " << rank << " " << r.seq << " " << r.op_id << " "
+         << op.name << " " << op.loc << " " << (r.output ? "out" : "in")
+         << " " << r.index << " "
+         << (type == op.types.end() ? "?" : type->second) << " " << r.bytes
+         << " " << hex64(r.hash) << "\n";
+    }
+    os.close();
+    if (os.has_error())
+      return fail("cannot write the trace '" + path + "': " +
+                  os.error().message());
   }
   if (!dumpDir.empty() || !saveState.empty()) {
     // Whole tensors again: every rank takes part in the gathers, rank 0

@@ -357,6 +357,29 @@ void muirrt_all_to_allv(int64_t axes_mask, const float *in, int64_t in_rows,
                         const int64_t *send_counts, float *out,
                         int64_t out_rows, int64_t *recv_counts, int64_t row);
 
+/*===----------------------- fingerprint tracing -------------------------===*/
+
+/* One buffer of one executed op (muir_exec.trace): the step, the op's
+ * execution number in the step (seq), its id, the operand index, whether
+ * it was written (after the op) or read (before), its size and a 64-bit
+ * FNV-1a hash of its bytes. */
+typedef struct MuirRtTraceRecord {
+  int64_t step, seq, op_id, index;
+  int32_t output;
+  int64_t bytes;
+  uint64_t hash;
+} MuirRtTraceRecord;
+
+/* Starts (on != 0) or stops recording, clearing the records. The test-only
+ * MUIR_TEST_PERTURB="step:rank:seq" flips the lowest bit of the first byte
+ * of that execution's first written buffer. */
+void muirrt_trace_enable(int32_t on);
+void muirrt_trace_set_step(int64_t step);
+void muirrt_trace_buffer(int64_t op_id, int64_t index, int32_t output,
+                         void *data, int64_t bytes);
+int64_t muirrt_trace_count(void);
+const MuirRtTraceRecord *muirrt_trace_records(void);
+
 /* Gathers `count` int64 from every group rank, in group-rank order. */
 void muirrt_all_gather_i64(int64_t axes_mask, const int64_t *in,
                            int64_t *out, int64_t count);
