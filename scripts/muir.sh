@@ -85,6 +85,8 @@ case "$cmd" in
          echo
          /usr/bin/python3 "$root/bench/moe.py" --build "$build"
          echo
+         /usr/bin/python3 "$root/bench/determinism.py" --build "$build"
+         echo
          exec /usr/bin/python3 "$root/bench/ns_modes.py" --build "$build" ;;
   build) setup; build ;;
   *) echo "usage: scripts/muir.sh run|test|bench|build [args]" >&2; exit 2 ;;

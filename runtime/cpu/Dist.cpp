@@ -189,6 +189,10 @@ struct DistState {
   int32_t size = 1;
   int64_t chunkFloats = kDefaultChunkFloats;
   bool checkSizes = true; // MUIR_RT_CHECK_SIZES=0 turns the check off
+  // Reductions in group-rank order (the default), or MPI's own
+  // (muirrt_set_deterministic(0): MPI_Allreduce, whose order the MPI
+  // library chooses).
+  bool deterministic = true;
 #if MUIR_RT_HAVE_MPI
   bool weInitialisedMpi = false;
   MPI_Comm world = MPI_COMM_NULL;    // dup of MPI_COMM_WORLD, ERRORS_RETURN
@@ -802,6 +806,20 @@ extern "C" void muirrt_all_reduce(int64_t axes_mask, int32_t op,
       return;
     }
 #if MUIR_RT_HAVE_MPI
+    if (!state.deterministic) {
+      // MPI's reduction, in the order its algorithm picks.
+      MPI_Op mpiOp = op == kMax ? MPI_MAX : op == kMin ? MPI_MIN : MPI_SUM;
+      for (int64_t s = 0; s < count; s += kIntMax) {
+        int64_t n = std::min<int64_t>(kIntMax, count - s);
+        checkMpi(MPI_Allreduce(in == out ? MPI_IN_PLACE : in + s, out + s,
+                               asInt(n), MPI_FLOAT, mpiOp, g.comm),
+                 "MPI_Allreduce");
+      }
+      if (op == kAvg)
+        for (int64_t i = 0; i < count; ++i)
+          out[i] /= static_cast<float>(g.size);
+      return;
+    }
     // Allgather a chunk of every member's input, then reduce it locally in
     // group-rank order. in == out is fine: a chunk is read (sent) before
     // its output is written, and later chunks read further on.
@@ -1370,3 +1388,7 @@ extern "C" void muirrt_abort_run(const char *fn, const char *message) {
 }
 
 extern "C" void muirrt_set_abort_hook(void (*hook)(void)) { abortHook = hook; }
+
+extern "C" void muirrt_set_deterministic(int32_t on) {
+  state.deterministic = on != 0;
+}

@@ -91,6 +91,11 @@ static cl::opt<std::string> traceFile(
              "compare two runs with muir-trace-diff"),
     cl::value_desc("FILE"), cl::init(""),
     cl::cat(muir::muirFlagCategory()));
+static cl::opt<bool> nondeterministic(
+    "nondeterministic",
+    cl::desc("let MPI order the all-reduces (MPI_Allreduce) instead of "
+             "summing in rank order; deterministic is the default"),
+    cl::init(false), cl::cat(muir::muirFlagCategory()));
 static cl::opt<bool> quiet("quiet",
                            cl::desc("print only the closing summary line"),
                            cl::init(false),
@@ -660,6 +665,7 @@ int main(int argc, char **argv) {
                     muirrt_last_error());
   }
   llvm::scope_exit finalize([] { muirrt_dist_finalize(); });
+  muirrt_set_deterministic(!nondeterministic);
   int rank = muirrt_dist_rank();
   bool printing = !quiet && rank == 0;
 

@@ -380,6 +380,12 @@ void muirrt_trace_buffer(int64_t op_id, int64_t index, int32_t output,
 int64_t muirrt_trace_count(void);
 const MuirRtTraceRecord *muirrt_trace_records(void);
 
+/* Deterministic reductions (on, the default): every all-reduce gathers the
+ * group's pieces and sums them in group-rank order, so results do not
+ * depend on timing or on MPI's algorithm. Off: muirrt_all_reduce uses
+ * MPI_Allreduce (faster with many ranks; its order is MPI's). */
+void muirrt_set_deterministic(int32_t on);
+
 /* Gathers `count` int64 from every group rank, in group-rank order. */
 void muirrt_all_gather_i64(int64_t axes_mask, const int64_t *in,
                            int64_t *out, int64_t count);
