@@ -769,6 +769,19 @@ int main(int argc, char **argv) {
     muirrt_dist_barrier();
   if (rank == 0 && !dumpDir.empty() && muirrt_check_dump_dir(dumpDir.c_str()))
     return fail(muirrt_last_error());
+  // The state is written next to where it goes: its folder must exist and
+  // be writable before any work.
+  if (!saveState.empty()) {
+    SmallString<256> parent(saveState.getValue());
+    llvm::sys::path::remove_dots(parent, /*remove_dot_dot=*/true);
+    llvm::sys::path::remove_filename(parent);
+    if (parent.empty())
+      parent = ".";
+    if (!llvm::sys::fs::is_directory(parent) ||
+        llvm::sys::fs::access(parent, llvm::sys::fs::AccessMode::Write))
+      return fail("cannot save the state to '" + saveState + "': '" +
+                  parent + "' is not a writable directory");
+  }
   // A run that fails later leaves no trace: not even the (empty) dump
   // directory the check created.
   bool succeeded = false;

@@ -147,6 +147,12 @@ def main():
     refused("another grid (ep 2 on 2 ranks)", lambda d: None,
             "saved for another step, grid or build",
             description=os.path.join(tmp, "r2.yaml"), extra=("--ranks", "2"))
+    p = muir(args, desc, "--steps", "1", "--save-state",
+             os.path.join(tmp, "no", "such", "dir", "state"), ok=False)
+    chk.expect("refused before any work: a state folder that does not exist "
+               "(%s)" % (p.stderr.strip().splitlines() or [""])[0],
+               p.returncode != 0 and "is not a writable directory" in p.stderr
+               and not p.stdout)
     refused("with --load too", lambda d: None,
             "give either --load or --resume", extra=("--load", good))
     chk.finish()
