@@ -810,41 +810,43 @@ static LogicalResult verifyMoe(Operation *op, FailureOr<GridOp> grid,
 
 static int64_t planSize(const MoeShape &s) { return 2 * s.bound + 4 * s.g; }
 
+/// What dispatch, combine and combine_weights_grad share: the group, the
+/// experts' split, the routing, and the plan's size; `rows` is the op's
+/// expert-major [bound, hidden] tensor.
+template <typename OpT>
+static LogicalResult verifyMoeOp(OpT op, RankedTensorType rows,
+                                 SymbolTableCollection &symbols, MoeShape &s) {
+  if (failed(verifyMoe(op, verifyGridAxes(op, op.getGridAttr(),
+                                          op.getGridAxes(), symbols,
+                                          /*allowEmpty=*/true),
+                       op.getGridAxes(), op.getNumExpertsAttr(),
+                       op.getIndices().getType(), rows, s)))
+    return failure();
+  return expectType(op, "plan (2 * bound + 4 * group size)",
+                    op.getPlan().getType(), {planSize(s)},
+                    IntegerType::get(op.getContext(), 64));
+}
+
 LogicalResult DispatchOp::verifySymbolUses(SymbolTableCollection &symbols) {
   MoeShape s;
-  if (failed(verifyMoe(*this,
-                       verifyGridAxes(*this, getGridAttr(), getGridAxes(),
-                                      symbols, /*allowEmpty=*/true),
-                       getGridAxes(), getNumExpertsAttr(),
-                       getIndices().getType(), getResult().getType(), s)))
-    return failure();
   Type f32 = Float32Type::get(getContext());
   Type i64 = IntegerType::get(getContext(), 64);
-  if (failed(expectType(*this, "input", getInput().getType(),
+  if (failed(verifyMoeOp(*this, getResult().getType(), symbols, s)) ||
+      failed(expectType(*this, "input", getInput().getType(),
                         {s.tokens, s.hidden}, f32)) ||
       (getWeights() && failed(expectType(*this, "weights",
                                          getWeights().getType(),
                                          {s.tokens, s.k}, f32))) ||
       failed(expectType(*this, "counts (one per local expert)",
-                        getCounts().getType(), {s.experts / s.g}, i64)) ||
-      failed(expectType(*this, "plan (2 * bound + 4 * group size)",
-                        getPlan().getType(), {planSize(s)}, i64)))
+                        getCounts().getType(), {s.experts / s.g}, i64)))
     return failure();
   return success();
 }
 
 LogicalResult CombineOp::verifySymbolUses(SymbolTableCollection &symbols) {
   MoeShape s;
-  if (failed(verifyMoe(*this,
-                       verifyGridAxes(*this, getGridAttr(), getGridAxes(),
-                                      symbols, /*allowEmpty=*/true),
-                       getGridAxes(), getNumExpertsAttr(),
-                       getIndices().getType(), getInput().getType(), s)))
-    return failure();
   Type f32 = Float32Type::get(getContext());
-  Type i64 = IntegerType::get(getContext(), 64);
-  if (failed(expectType(*this, "plan (2 * bound + 4 * group size)",
-                        getPlan().getType(), {planSize(s)}, i64)) ||
+  if (failed(verifyMoeOp(*this, getInput().getType(), symbols, s)) ||
       (getWeights() && failed(expectType(*this, "weights",
                                          getWeights().getType(),
                                          {s.tokens, s.k}, f32))) ||
@@ -857,18 +859,10 @@ LogicalResult CombineOp::verifySymbolUses(SymbolTableCollection &symbols) {
 LogicalResult
 CombineWeightsGradOp::verifySymbolUses(SymbolTableCollection &symbols) {
   MoeShape s;
-  if (failed(verifyMoe(*this,
-                       verifyGridAxes(*this, getGridAttr(), getGridAxes(),
-                                      symbols, /*allowEmpty=*/true),
-                       getGridAxes(), getNumExpertsAttr(),
-                       getIndices().getType(), getInput().getType(), s)))
-    return failure();
   Type f32 = Float32Type::get(getContext());
-  Type i64 = IntegerType::get(getContext(), 64);
-  if (failed(expectType(*this, "grad", getGrad().getType(),
+  if (failed(verifyMoeOp(*this, getInput().getType(), symbols, s)) ||
+      failed(expectType(*this, "grad", getGrad().getType(),
                         {s.tokens, s.hidden}, f32)) ||
-      failed(expectType(*this, "plan (2 * bound + 4 * group size)",
-                        getPlan().getType(), {planSize(s)}, i64)) ||
       failed(expectType(*this, "result", getResult().getType(),
                         {s.tokens, s.k}, f32)))
     return failure();

@@ -77,12 +77,12 @@ struct TrainedLayer {
   ArrayAttr epAxes() {
     return axis.empty() ? b.getStrArrayAttr({}) : b.getStrArrayAttr({axis});
   }
+  /// The ep group, the experts and the layer (dispatch, combine).
   SmallVector<NamedAttribute> onGroup() {
-    return {b.getNamedAttr("grid", FlatSymbolRefAttr::get(b.getContext(),
-                                                          grid)),
-            b.getNamedAttr("grid_axes", epAxes()),
-            b.getNamedAttr("num_experts", b.getI64IntegerAttr(l.experts)),
-            b.getNamedAttr("layer", b.getStringAttr(l.name))};
+    SmallVector<NamedAttribute> a = group();
+    a.push_back(b.getNamedAttr("num_experts", b.getI64IntegerAttr(l.experts)));
+    a.push_back(b.getNamedAttr("layer", b.getStringAttr(l.name)));
+    return a;
   }
   template <typename Op>
   Operation *make(TypeRange types, ValueRange operands,
