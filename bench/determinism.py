@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """The cost of deterministic reductions: muir-run's default (every
-all-reduce gathers the pieces and sums them in rank order) against
---nondeterministic (MPI_Allreduce, in the order MPI picks).
+all-reduce sums the ranks' pieces in rank order: on 2 ranks every rank
+gathers every piece; on 3 or more each rank sums one slice and the sums
+are gathered) against --nondeterministic (MPI_Allreduce, in the order MPI
+picks).
 
 The step: Muon on two matrices split over tp (1024x1024, 1024x2048) with
 distributed Newton-Schulz and unfused Gram all-reduces

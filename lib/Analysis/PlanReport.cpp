@@ -21,6 +21,24 @@ double mlir::muir::nsFlopsPerformed(int64_t m, int64_t n, int64_t steps,
   return steps * (r * (r + 1) * c + r * (r + 1) * r + 2 * r * r * c);
 }
 
+// The bytes a rank at group rank r sends in an all_reduce of count floats
+// over g ranks, as the runtime counts them (runtime/cpu/Dist.cpp): its
+// whole piece to every peer, or, on 3 or more ranks once every slice holds
+// 256 floats, all but its slice out and its reduced slice to every peer.
+static int64_t allReduceBytes(int64_t count, int64_t g, int64_t r) {
+  if (g < 3 || count < 256 * g || count > INT32_MAX)
+    return count * 4 * (g - 1);
+  int64_t mine = count * (r + 1) / g - count * r / g;
+  return 4 * (count - mine) + mine * 4 * (g - 1);
+}
+
+// The same averaged over the group's ranks (the slices add up to count).
+static double allReduceBytesMean(double count, double g) {
+  if (g < 3 || count < 256 * g || count > INT32_MAX)
+    return count * 4 * (g - 1);
+  return 8 * count * (g - 1) / g;
+}
+
 static int64_t dtypeBytes(StringRef dtype) {
   return dtype == "f32" ? 4 : 2;
 }
@@ -81,6 +99,19 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
     dpStride *= d.grid.axes[i].size;
   auto dpCoord = [&](int64_t rank) {
     return dpIndex < 0 ? 0 : (rank / dpStride) % r.dp.ranks;
+  };
+  // A rank's coordinate on a named axis (the grid's, else the MoE
+  // folding's), row-major with the last axis fastest.
+  auto axisCoord = [&](int64_t rank, StringRef axis) -> int64_t {
+    for (const std::vector<GridAxis> *axes : {&d.grid.axes, &d.grid.moeAxes}) {
+      int64_t stride = 1;
+      for (size_t i = axes->size(); i-- > 0;) {
+        if ((*axes)[i].name == axis)
+          return (rank / stride) % (*axes)[i].size;
+        stride *= (*axes)[i].size;
+      }
+    }
+    return 0;
   };
   // Per parameter: -1 (every rank), else its owner; and whether FSDP.
   std::vector<int64_t> ownerOf(d.params.size(), -1);
@@ -297,7 +328,13 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
             packed ? int64_t(sDim * (sDim + 1) / 2) : int64_t(sDim * sDim);
         c.collectiveBytes[split->axis] +=
             localMatrices *
-            (4 * (g - 1) + a.muon.nsSteps * gramFloats * 4 * (g - 1));
+            (4 * (g - 1) +
+             a.muon.nsSteps *
+                 (packed ? gramFloats * 4 * (g - 1)
+                         : allReduceBytes(
+                               gramFloats, g,
+                               axisCoord(static_cast<int64_t>(rankIndex),
+                                         split->axis))));
         c.runtimeCalls +=
             1 + 3 + (packed ? 3 * chunks + 2 : 4) * a.muon.nsSteps;
         continue;
@@ -430,8 +467,9 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
       // over all ranks, gradients summed over the replicas.
       double reps = static_cast<double>(m.replicas);
       bytes += (t * h + t * e) * 4 * (g - 1) + 4 * (g * reps - 1);
-      bytes += (e * h + 3 * el * f * h) * 4 * (reps - 1) +
-               3 * sf * h * 4 * (g * reps - 1);
+      bytes += allReduceBytesMean(e * h, reps) +
+               3 * allReduceBytesMean(el * f * h, reps) +
+               3 * allReduceBytesMean(sf * h, g * reps);
       m.bytes = bytes;
       // Calls: 2 forward passes of route, dispatch, 3 grouped GEMMs,
       // swiglu, combine and the logits product; loss, probe, the weighted

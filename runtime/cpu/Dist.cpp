@@ -17,10 +17,16 @@
 // a mask never synchronises ranks outside the group) and cached per mask.
 //
 // Determinism. Sums (and avg, max, min) are never left to the MPI library's
-// reduction tree: the pieces of the group are exchanged (MPI_Allgather for
-// all_reduce, MPI_Alltoall for reduce_scatter) and reduced locally in
-// group-rank order 0, 1, ..., g-1 in float. The result depends only on the
-// inputs, and every rank of the group computes bit-identical values.
+// reduction tree: the pieces of the group are exchanged and reduced locally
+// in group-rank order 0, 1, ..., g-1 in float. The result depends only on
+// the inputs, and every rank of the group computes bit-identical values.
+// all_reduce gathers every member's whole piece (MPI_Allgather) on 2 ranks
+// and for small counts; on 3 or more ranks, once every member's slice holds
+// kScatterMinPerMember floats, it sends slice j of its piece to member j
+// (MPI_Alltoallv), which reduces its slice in rank order, and gathers the
+// reduced slices (MPI_Allgatherv): the bytes of a ring all-reduce, the same
+// bits. reduce_scatter exchanges slices (MPI_Alltoall).
+// muirrt_set_deterministic(0) leaves all_reduce to MPI_Allreduce.
 //
 // Large buffers. Collectives that need a temporary or whose counts could
 // exceed MPI's int counts run in chunks; all ranks of a group derive the
@@ -48,6 +54,11 @@
 // fixed function of the arguments (not of MPI's algorithm), with g the group
 // size and 4 bytes per float:
 //   all_reduce      count * 4 * (g - 1)          (its piece to every peer)
+//                   or, when it scatters (g >= 3, count >= 256 g, count <=
+//                   INT_MAX), 4 * (count - mine) + mine * 4 * (g - 1) with
+//                   mine = floor(count (r + 1) / g) - floor(count r / g)
+//                   the floats of its slice at group rank r: about
+//                   8 (g - 1) / g bytes a float
 //   all_gather      outer * inner * 4 * (g - 1)
 //   all_gatherv     counts[me] * 4 * (g - 1)
 //   reduce_scatter  outer * inner * 4 * (g - 1)  (slice j to group rank j)
@@ -104,6 +115,11 @@ void setLastError(std::string message);
 namespace {
 
 constexpr int64_t kIntMax = INT_MAX;
+// A deterministic all_reduce over 3 or more members scatters slices and
+// gathers the reduced ones once every member's slice holds this many floats
+// (and the count fits MPI's int displacements); smaller ones gather whole
+// pieces in one call.
+constexpr int64_t kScatterMinPerMember = 256;
 // Largest temporary a collective allocates, in floats (256 MiB).
 constexpr int64_t kDefaultChunkFloats = int64_t{1} << 26;
 // Masks are int64 with bit i = axis i of a folding (i < 48) and the
@@ -448,6 +464,26 @@ void copyFloats(float *dst, const float *src, int64_t n) {
     std::memmove(dst, src, static_cast<size_t>(n) * sizeof(float));
 }
 
+// Slice j of an all_reduce of count floats over g members is
+// [sliceBegin(count, j, g), sliceBegin(count, j + 1, g)).
+int64_t sliceBegin(int64_t count, int64_t j, int64_t g) {
+  return static_cast<int64_t>(static_cast<__int128>(count) * j / g);
+}
+
+bool allReduceScatters(int64_t count, const Group &g) {
+  return g.size >= 3 && count >= kScatterMinPerMember * g.size &&
+         count <= kIntMax;
+}
+
+// The bytes this rank sends in an all_reduce (see the file comment).
+int64_t allReduceBytes(const char *fn, int64_t count, const Group &g) {
+  if (!allReduceScatters(count, g))
+    return mul(fn, mul(fn, count, 4), g.size - 1);
+  int64_t mine = sliceBegin(count, g.rank + 1, g.size) -
+                 sliceBegin(count, g.rank, g.size);
+  return 4 * (count - mine) + mul(fn, mul(fn, mine, 4), g.size - 1);
+}
+
 #if MUIR_RT_HAVE_MPI
 // Floats per group member in one chunk of a collective whose temporary holds
 // one chunk from every member of a group of g: at most the budget in total,
@@ -516,6 +552,52 @@ void reduceOrdered(int32_t op, const float *pieces, int64_t g, int64_t n,
 }
 
 int asInt(int64_t v) { return static_cast<int>(v); }
+
+// The deterministic all_reduce of allReduceScatters' sizes, in rounds of at
+// most pieceChunk floats of every slice: an all-to-all sends slice j's
+// round to member j, which reduces the g pieces in group-rank order into
+// its slice of out; an in-place all-gather then brings every reduced slice
+// to every member. Every member computes its slice as the gather-then-sum
+// path would compute it, so both give the same bits. in == out is fine: a
+// round writes only elements that it (or an earlier round) has sent.
+void allReduceScattered(int32_t op, const float *in, float *out,
+                        int64_t count, const Group &g) {
+  int64_t members = g.size;
+  std::vector<int64_t> lo(static_cast<size_t>(members) + 1);
+  for (int64_t j = 0; j <= members; ++j)
+    lo[static_cast<size_t>(j)] = sliceBegin(count, j, members);
+  int64_t largest = 0;
+  for (int64_t j = 0; j < members; ++j)
+    largest = std::max(largest, lo[static_cast<size_t>(j) + 1] -
+                                    lo[static_cast<size_t>(j)]);
+  int64_t chunk = pieceChunk(members);
+  float *recv = scratch(scratchA, chunk * members);
+  std::vector<int> counts(static_cast<size_t>(members)),
+      displs(static_cast<size_t>(members)),
+      recvCounts(static_cast<size_t>(members)),
+      recvDispls(static_cast<size_t>(members));
+  size_t me = static_cast<size_t>(g.rank);
+  for (int64_t t = 0; t < largest; t += chunk) {
+    for (size_t j = 0; j < counts.size(); ++j) {
+      int64_t size = lo[j + 1] - lo[j];
+      counts[j] = asInt(std::clamp<int64_t>(size - t, 0, chunk));
+      displs[j] = asInt(lo[j] + std::min(t, size));
+    }
+    int n = counts[me];
+    for (size_t j = 0; j < counts.size(); ++j) {
+      recvCounts[j] = n;
+      recvDispls[j] = asInt(static_cast<int64_t>(j) * n);
+    }
+    checkMpi(MPI_Alltoallv(in, counts.data(), displs.data(), MPI_FLOAT, recv,
+                           recvCounts.data(), recvDispls.data(), MPI_FLOAT,
+                           g.comm),
+             "MPI_Alltoallv");
+    reduceOrdered(op, recv, members, n, out + displs[me]);
+    checkMpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out,
+                            counts.data(), displs.data(), MPI_FLOAT, g.comm),
+             "MPI_Allgatherv");
+  }
+}
 #endif
 
 // Runs a collective's body, turning an escaping exception (out of memory)
@@ -799,8 +881,9 @@ extern "C" void muirrt_all_reduce(int64_t axes_mask, int32_t op,
     checkPointer(fn, "output", out, count);
     Group g = groupFor(fn, axes_mask);
     agree(fn, g, axes_mask, "the count and the reduction", count, op);
-    // Bytes: this rank's count floats to each of the g - 1 others.
-    countComm(axes_mask, mul(fn, mul(fn, count, 4), g.size - 1));
+    // Bytes: see the file comment (whole pieces to every peer, or slices
+    // scattered and the reduced slice gathered).
+    countComm(axes_mask, allReduceBytes(fn, count, g));
     if (g.size == 1) {
       copyFloats(out, in, count); // sum/max/min/avg of one piece
       return;
@@ -818,6 +901,10 @@ extern "C" void muirrt_all_reduce(int64_t axes_mask, int32_t op,
       if (op == kAvg)
         for (int64_t i = 0; i < count; ++i)
           out[i] /= static_cast<float>(g.size);
+      return;
+    }
+    if (g.size >= 3 && count >= kScatterMinPerMember * g.size) {
+      allReduceScattered(op, in, out, count, g);
       return;
     }
     // Allgather a chunk of every member's input, then reduce it locally in

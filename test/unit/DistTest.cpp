@@ -258,6 +258,44 @@ void testMask(int64_t mask) {
     ex.add(0);
   }
 
+  // all_reduce of larger counts: from 256 floats a member on, groups of 3
+  // or more send slices and gather the reduced ones (a ring's bytes), with
+  // the same bits as the gather-then-sum order; just below, whole pieces.
+  // Every op, in place and not; fractions for the sum's order; NaN at the
+  // last index from the last member for max/min.
+  for (int64_t count : {256 * g + 7, 256 * g - 1}) {
+    bool scatters = g >= 3 && count >= 256 * g;
+    int64_t lo = count * gr / g, hi = count * (gr + 1) / g;
+    int64_t bytes = scatters ? 4 * (count - (hi - lo)) + (hi - lo) * 4 * (g - 1)
+                             : count * 4 * (g - 1);
+    for (int32_t op = 0; op < 4; ++op)
+      for (int inPlace = 0; inPlace < 2; ++inPlace) {
+        std::vector<float> in(static_cast<size_t>(count));
+        for (int64_t i = 0; i < count; ++i)
+          in[static_cast<size_t>(i)] = fractionOf(me, i + op);
+        bool nan = op == 1 || op == 2;
+        if (nan && gr == g - 1)
+          in.back() = std::numeric_limits<float>::quiet_NaN();
+        std::vector<float> out(static_cast<size_t>(count), -99.0f);
+        float *dst = inPlace ? in.data() : out.data();
+        muirrt_all_reduce(mask, op, in.data(), dst, count);
+        ex.add(bytes);
+        std::vector<float> want(static_cast<size_t>(count));
+        for (int64_t i = 0; i < count; ++i) {
+          std::vector<float> values;
+          for (int64_t j = 0; j < g; ++j)
+            values.push_back(nan && j == g - 1 && i == count - 1
+                                 ? std::numeric_limits<float>::quiet_NaN()
+                                 : fractionOf(members[static_cast<size_t>(j)],
+                                              i + op));
+          want[static_cast<size_t>(i)] = reduceExpected(op, values);
+        }
+        expectFloats(dst, want,
+                     m + " all_reduce " + std::to_string(count) + " " +
+                         opName(op) + (inPlace ? " in place" : ""));
+      }
+  }
+
   // all_gather: outer = 1 (dimension 0) and outer > 1.
   for (int64_t outer : {int64_t{1}, int64_t{3}}) {
     const int64_t inner = 5;

@@ -100,6 +100,49 @@ for kind, text, ns in [("exact", EXACT, 1), ("random", RANDOM, 5)]:
               "tp (closed form %d)%s" % (
                   kind, chunk, what, sent.get(0), want_fused,
                   "" if good and bytes_ok else "  FAIL"))
+
+# On 4 ranks the unfused Gram all-reduce (s^2 = 1024 floats, 256 a rank)
+# scatters slices and gathers the reduced ones; the fused exchange of one
+# whole chunk still gathers whole packed triangles. Both sum in group-rank
+# order, so they agree bitwise; each rank sends, per Gram all-reduce,
+# 4 (s^2 - s^2/4) + (s^2/4) 4 (g - 1) bytes (a ring's), which the plan
+# report predicts too.
+G4 = 4
+inp = os.path.join(tmp, "random-in")
+tp4 = os.path.join(tmp, "random-tp4.yaml")
+run([compiler, os.path.join(tmp, "random.yaml"), "--layout", "tp=4",
+     "--emit=description", "--quiet", "-o", tp4])
+
+
+def step4(out, extra):
+    text = run([args.muir_run, tp4, "--ranks", "4", "--steps", str(STEPS),
+                "--load", inp, "--dump", out, "--quiet", "--comm-stats",
+                "--ns-mode", "distributed"] + extra)
+    sent, _ = muirtest.comm_stats(text)
+    return muirtest.read_dump(out), {r: b for (r, axes), b in sent.items()
+                                     if axes == "tp"}
+
+
+unfused4, sent4 = step4(os.path.join(tmp, "tp4-unfused"),
+                        ["--fuse-syrk-all-reduce=false"])
+fused4, _ = step4(os.path.join(tmp, "tp4-fused"), ["--syrk-chunk-rows", "64"])
+slice4 = S * S // G4
+want4 = STEPS * 2 * (4 * (G4 - 1) + 5 * (4 * (S * S - slice4)
+                                         + slice4 * 4 * (G4 - 1)))
+import json
+report4 = json.loads(run([compiler, tp4, "--ns-mode", "distributed",
+                          "--fuse-syrk-all-reduce=false", "--emit=none",
+                          "--quiet", "--report=-"]))
+same4 = all(np.array_equal(unfused4[n], fused4[n]) for n in SHAPES)
+bytes4 = all(sent4.get(r) == want4 and
+             STEPS * report4["ranks"][r]["collective_bytes"]["tp"] == want4
+             for r in range(G4))
+ok &= same4 and bytes4
+print("tp=4, unfused (slices scattered) %s the fused (whole triangles "
+      "gathered); %s bytes/rank on tp (closed form %d, plan report %s)%s" % (
+          "bitwise equal to" if same4 else "DIFFERS from", sent4.get(0),
+          want4, STEPS * report4["ranks"][0]["collective_bytes"]["tp"],
+          "" if same4 and bytes4 else "  FAIL"))
 gram_unfused = 5 * S * S * 4 * (G - 1)
 gram_fused = 5 * S * (S + 1) // 2 * 4 * (G - 1)
 print("Gram bytes fused / unfused = %.4f; all bytes %.4f (random)" % (
