@@ -609,6 +609,9 @@ int main(int argc, char **argv) {
       std::string type;
       llvm::raw_string_ostream os(type);
       os << t.getBuffer().getType();
+      // One token in the trace line: "memref<4xf32, strided<[1]>>" loses
+      // its spaces.
+      llvm::erase(type, ' ');
       op.types[t.getIndex()] = type;
     });
   }

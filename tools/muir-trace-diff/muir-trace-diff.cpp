@@ -60,8 +60,16 @@ std::string readFile(StringRef path, Trace &t) {
   for (auto [n, line] : llvm::enumerate(lines)) {
     if (line.starts_with("#"))
       continue;
+    // step rank seq op_id name loc in|out operand type bytes hash, where
+    // only the location may hold spaces (a path): the fields around it are
+    // counted from both ends.
     SmallVector<StringRef> f;
     line.split(f, ' ', -1, /*KeepEmpty=*/false);
+    if (f.size() > 11) {
+      StringRef first = f[5], last = f[f.size() - 6];
+      f[5] = StringRef(first.data(), last.end() - first.data());
+      f.erase(f.begin() + 6, f.end() - 5);
+    }
     int64_t step, rank, seq, op, index;
     if (f.size() != 11 || f[0].getAsInteger(10, step) ||
         f[1].getAsInteger(10, rank) || f[2].getAsInteger(10, seq) ||
