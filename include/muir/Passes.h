@@ -6,6 +6,7 @@
 #include "MuirExec/MuirExecDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -37,8 +38,18 @@ struct PipelineOptions {
 
 /// High-level IR -> exec IR (decompose, expand Newton-Schulz, bufferize).
 void buildToExecPipeline(OpPassManager &pm, const PipelineOptions &options);
-/// Exec IR -> LLVM dialect (runtime calls, loops, LLVM conversion).
-void buildExecToLLVMPipeline(OpPassManager &pm);
+/// The backend the exec IR is lowered for.
+struct TargetOptions {
+  std::string target = "cpu";     ///< cpu or cuda
+  std::string cudaArch = "sm_90"; ///< the PTX target of the CUDA kernels
+  std::string ptxFeatures = "+ptx80"; ///< the PTX ISA version to emit
+};
+
+/// Exec IR -> LLVM dialect (runtime calls, loops, LLVM conversion). For
+/// cuda: buffers on the device, element-wise kernels as PTX embedded in the
+/// module (gpu.binary), muirrt_cuda_* calls.
+void buildExecToLLVMPipeline(OpPassManager &pm,
+                             const TargetOptions &target = {});
 
 /// The dialects muir's tools read and produce: every upstream dialect and
 /// extension (what the pipelines emit) plus muir and muir_exec.

@@ -160,7 +160,31 @@ def MuirExecToRuntimeCalls
     with raw pointers (`memref.extract_aligned_pointer_as_index`) and the
     static sizes as integers; declarations are added once per module.
   }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "cpu (muirrt_*) or cuda (muirrt_cuda_*, device pointers; ops "
+           "without a CUDA runtime call are errors)">
+  ];
   let dependentDialects = ["mlir::func::FuncDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::LLVM::LLVMDialect"];
+}
+
+def MuirExecToGPU : Pass<"muir-exec-to-gpu", "mlir::ModuleOp"> {
+  let summary = "put a step's buffers on the device and its element-wise "
+                "kernels into gpu.launch";
+  let description = [{
+    For the CUDA target, before `muir-exec-to-runtime-calls{target=cuda}`:
+    `memref.alloc`/`dealloc` become `gpu.alloc`/`dealloc`, `memref.copy`
+    becomes `gpu.memcpy`, and every element-wise `linalg.generic` (identity
+    maps, one shape) a `gpu.launch` of one thread per element over flat
+    views of its operands (blocks of 256 threads). `math.sqrt` on f32 in a
+    kernel becomes PTX's correctly rounded `sqrt.rn.f32`. Host loads or
+    stores of buffers, and other linalg ops, are errors.
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect",
+                           "mlir::scf::SCFDialect",
                            "mlir::memref::MemRefDialect",
                            "mlir::arith::ArithDialect",
                            "mlir::LLVM::LLVMDialect"];

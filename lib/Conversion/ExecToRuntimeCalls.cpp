@@ -20,8 +20,8 @@ namespace {
 
 class CallBuilder {
 public:
-  CallBuilder(ModuleOp module, Operation *at)
-      : module(module), b(at), loc(at->getLoc()) {}
+  CallBuilder(ModuleOp module, Operation *at, bool cuda)
+      : module(module), b(at), loc(at->getLoc()), cuda(cuda) {}
 
   Value i64(int64_t v) {
     return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
@@ -98,8 +98,11 @@ public:
   }
   void copy(Value from, Value to) { memref::CopyOp::create(b, loc, from, to); }
 
-  ValueRange call(StringRef name, ArrayRef<Value> args,
+  ValueRange call(StringRef cpuName, ArrayRef<Value> args,
                   TypeRange results = {}) {
+    // The CUDA runtime's calls take the same arguments, device pointers.
+    std::string name = cuda ? "muirrt_cuda_" + cpuName.drop_front(7).str()
+                            : cpuName.str();
     SmallVector<Type> types;
     for (Value a : args)
       types.push_back(a.getType());
@@ -123,7 +126,16 @@ private:
   ModuleOp module;
   OpBuilder b;
   Location loc;
+  bool cuda;
 };
+
+/// The exec ops the CUDA runtime (runtime/cuda) has calls for.
+bool hasCudaCall(Operation *op) {
+  return isa<mx::GemmOp, mx::SyrkOp, mx::FrobeniusNormalizeOp,
+             mx::SumSquaresOp, mx::ScaleByNormOp, mx::TransposeOp,
+             mx::ObserveOp, mx::AllReduceOp, mx::AllGatherOp,
+             mx::ReduceScatterOp, mx::BroadcastOp, mx::GroupRankOp>(op);
+}
 
 /// (batch, rows, cols), batch 1 for a plain matrix.
 std::array<int64_t, 3> dims(Value v) {
@@ -159,6 +171,7 @@ int64_t groupSize(ModuleOp module, int64_t mask) {
 
 struct ExecToRuntimeCallsPass
     : public mlir::muir::impl::MuirExecToRuntimeCallsBase<ExecToRuntimeCallsPass> {
+  using MuirExecToRuntimeCallsBase::MuirExecToRuntimeCallsBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<Operation *> ops;
@@ -166,8 +179,21 @@ struct ExecToRuntimeCallsPass
       if (isa<mx::MuirExecDialect>(op->getDialect()))
         ops.push_back(op);
     });
+    if (target != "cpu" && target != "cuda") {
+      module.emitError("muir-exec-to-runtime-calls: unknown target '")
+          << target << "' (cpu or cuda)";
+      return signalPassFailure();
+    }
+    bool cuda = target == "cuda";
+    if (cuda)
+      for (Operation *op : ops)
+        if (!hasCudaCall(op)) {
+          op->emitOpError("has no CUDA runtime call yet; compile this step "
+                          "for --target=cpu");
+          return signalPassFailure();
+        }
     for (Operation *op : ops) {
-      CallBuilder c(module, op);
+      CallBuilder c(module, op, cuda);
       if (auto g = dyn_cast<mx::GemmOp>(op)) {
         auto [batch, ar, ac] = dims(g.getA());
         auto [cb, m, n] = dims(g.getC());

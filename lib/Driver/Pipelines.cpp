@@ -9,6 +9,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
@@ -40,7 +41,28 @@ void mlir::muir::buildToExecPipeline(OpPassManager &pm,
   pm.addPass(createMuirLowerToExec());
 }
 
-void mlir::muir::buildExecToLLVMPipeline(OpPassManager &pm) {
+void mlir::muir::buildExecToLLVMPipeline(OpPassManager &pm,
+                                         const TargetOptions &target) {
+  if (target.target == "cuda") {
+    // Buffers on the device, element-wise kernels in gpu.launch, the rest
+    // as muirrt_cuda_* calls; then upstream's NVVM pipeline outlines the
+    // kernels, compiles them to PTX (no GPU or ptxas needed) and embeds it
+    // (gpu.binary); launches go through the mgpu* functions, which the
+    // CUDA runtime provides. The entry keeps bare pointers.
+    pm.addPass(createMuirExecToGPU());
+    MuirExecToRuntimeCallsOptions calls;
+    calls.target = "cuda";
+    pm.addPass(createMuirExecToRuntimeCalls(calls));
+    std::string nvvm =
+        "gpu-kernel-outlining,func.func(gpu-async-region),"
+        "gpu-lower-to-nvvm-pipeline{cubin-chip=" +
+        target.cudaArch + " cubin-features=" + target.ptxFeatures +
+        " cubin-format=isa opt-level=3 host-bare-ptr-calling-convention=1 "
+        "kernel-bare-ptr-calling-convention=1},canonicalize";
+    if (failed(parsePassPipeline(nvvm, pm)))
+      llvm::report_fatal_error("muir: malformed built-in CUDA pipeline");
+    return;
+  }
   pm.addPass(createMuirExecToRuntimeCalls());
   // Upstream passes by name: their C++ constructors move between releases,
   // their flags do not. The entry function's memrefs become bare pointers
@@ -107,5 +129,7 @@ void mlir::muir::registerMuirPassesAndPipelines() {
 void mlir::muir::registerMuirDialects(DialectRegistry &registry) {
   registerAllDialects(registry);
   registerAllExtensions(registry);
+  // gpu-module-to-binary translates the kernels' modules to LLVM IR.
+  registerAllToLLVMIRTranslations(registry);
   registry.insert<MuirDialect, muir_exec::MuirExecDialect>();
 }

@@ -44,7 +44,7 @@ static cl::opt<std::string>
                     "replaces the description's grid"),
            cl::init(""),
     cl::cat(muir::muirFlagCategory()));
-enum class Emit { Description, High, Planned, Exec, LLVM, None };
+enum class Emit { Description, High, Planned, Exec, LLVM, PTX, None };
 static cl::opt<Emit> emit(
     "emit", cl::desc("IR stage to write"), cl::init(Emit::Exec),
     cl::values(clEnumValN(Emit::Description, "description",
@@ -56,7 +56,11 @@ static cl::opt<Emit> emit(
                           "expansion (per-rank program, tensors)"),
                clEnumValN(Emit::Exec, "exec", "exec IR (buffers, runtime "
                                               "calls)"),
-               clEnumValN(Emit::LLVM, "llvm", "LLVM dialect for the CPU"),
+               clEnumValN(Emit::LLVM, "llvm", "LLVM dialect (host code; with "
+                                              "--target=cuda the kernels' "
+                                              "PTX embedded)"),
+               clEnumValN(Emit::PTX, "ptx", "the PTX of the generated "
+                                            "kernels (--target=cuda)"),
                clEnumValN(Emit::None, "none", "no IR, only the report")),
     cl::cat(muir::muirFlagCategory()));
 static cl::opt<std::string> outputFile("o", cl::desc("output file ('-' for "
@@ -106,6 +110,8 @@ int main(int argc, char **argv) {
                    << " s\n";
   };
 
+  if (emit == Emit::PTX && flags.target != "cuda")
+    return fail("--emit=ptx needs --target=cuda");
   if (inputFile.empty() == hfConfig.empty())
     return fail(inputFile.empty()
                     ? "no input: give a description file or --hf config.json"
@@ -168,10 +174,11 @@ int main(int argc, char **argv) {
       pm.addPass(muir::createMuirDistribute(distribute));
       pm.addPass(muir::createMuirDecomposeOptimizers());
       pm.addPass(muir::createMuirExpandNewtonSchulz());
-    } else if (emit == Emit::Exec || emit == Emit::LLVM) {
+    } else if (emit == Emit::Exec || emit == Emit::LLVM ||
+               emit == Emit::PTX) {
       muir::buildToExecPipeline(pm, pipeline);
-      if (emit == Emit::LLVM)
-        muir::buildExecToLLVMPipeline(pm);
+      if (emit != Emit::Exec)
+        muir::buildExecToLLVMPipeline(pm, flags.targetOptions());
     }
     if (failed(pm.run(*module)))
       return 1;
@@ -205,7 +212,16 @@ int main(int argc, char **argv) {
       return fail(error);
   }
   bool stdoutTaken = (irOut && outputFile == "-") || reportFile == "-";
-  if (irOut && module) {
+  if (irOut && module && emit == Emit::PTX) {
+    // Each kernel module's PTX, as embedded in its gpu.binary.
+    module->walk([&](gpu::BinaryOp bin) {
+      for (Attribute a : bin.getObjects())
+        if (auto obj = dyn_cast<gpu::ObjectAttr>(a))
+          irOut->os() << "// gpu.binary @" << bin.getName() << " for "
+                      << obj.getTarget() << "\n"
+                      << obj.getObject().getValue() << "\n";
+    });
+  } else if (irOut && module) {
     module->print(irOut->os());
     irOut->os() << "\n";
   } else if (irOut) {

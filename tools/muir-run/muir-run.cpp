@@ -535,8 +535,6 @@ int main(int argc, char **argv) {
 
   DialectRegistry registry;
   muir::registerMuirDialects(registry);
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
   registerAllPasses();
   MLIRContext context(registry);
   // Diagnostics point at the description (file:line:col); a whole step's

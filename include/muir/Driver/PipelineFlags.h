@@ -63,8 +63,37 @@ struct PipelineFlags {
                      "the machine profile)"),
       llvm::cl::init(0), llvm::cl::cat(muirFlagCategory())};
 
+  llvm::cl::opt<std::string> target{
+      "target",
+      llvm::cl::desc("backend: cpu (OpenBLAS, MPI, kernels through LLVM) or "
+                     "cuda (cuBLAS, NCCL, kernels as PTX embedded in the "
+                     "module)"),
+      llvm::cl::init("cpu"), llvm::cl::cat(muirFlagCategory())};
+  llvm::cl::opt<std::string> cudaArch{
+      "cuda-arch",
+      llvm::cl::desc("with --target=cuda, the GPU architecture of the "
+                     "kernels: sm_80 and up (sm_90: Hopper, the default)"),
+      llvm::cl::init("sm_90"), llvm::cl::cat(muirFlagCategory())};
+
+  /// The PTX ISA version an architecture needs (0: not supported).
+  static int ptxVersion(llvm::StringRef arch) {
+    unsigned n = 0;
+    if (!arch.consume_front("sm_"))
+      return 0;
+    arch.consume_back("a");
+    if (arch.getAsInteger(10, n))
+      return 0;
+    return n >= 100 ? 86 : n >= 90 ? 80 : n >= 89 ? 78 : n >= 80 ? 70 : 0;
+  }
+
   /// Empty when the values are usable, else what is wrong.
   std::string check() const {
+    if (target != "cpu" && target != "cuda")
+      return "--target must be cpu or cuda, got '" + target + "'";
+    if (ptxVersion(cudaArch) == 0)
+      return "--cuda-arch must be sm_80 or newer (sm_80, sm_89, sm_90, "
+             "sm_90a, sm_100, ...), got '" +
+             cudaArch + "'";
     if (chunkRows < 0)
       return ("--syrk-chunk-rows must be >= 0, got " +
               llvm::Twine(static_cast<int64_t>(chunkRows)))
@@ -72,10 +101,17 @@ struct PipelineFlags {
     return "";
   }
 
+  /// The CUDA runtime has no packed-triangle exchange yet: for cuda the
+  /// Gram all-reduces stay whole (--fuse-syrk-all-reduce is ignored).
   PipelineOptions options(bool probeUpdates, llvm::StringRef machine) const {
     return PipelineOptions{probeUpdates, nsMode,   machine.str(),
                            dpAssign,     syrk,     batch,
-                           fuseAllReduce, chunkRows};
+                           fuseAllReduce && target == "cpu", chunkRows};
+  }
+
+  TargetOptions targetOptions() const {
+    return TargetOptions{target, cudaArch,
+                         "+ptx" + std::to_string(ptxVersion(cudaArch))};
   }
 };
 
