@@ -40,6 +40,9 @@ if config.muir_have_cuda:
     config.available_features.add("cuda-toolkit")
 if os.path.exists("/dev/nvidia0") or os.path.exists("/dev/nvidiactl"):
     config.available_features.add("cuda-gpu")
+else:
+    lit_config.note("GPU execution tests (REQUIRES: cuda-gpu) are skipped: "
+                    "no NVIDIA device (/dev/nvidia0) on this machine")
 import shutil
 if shutil.which("mpirun") and os.path.exists(
         os.path.join(config.muir_tools_dir, "muir-dist-unittests")):

@@ -44,6 +44,7 @@
 #include <thread>
 #include <set>
 #include <cstring>
+#include <dlfcn.h>
 #include <malloc.h>
 #include <unistd.h>
 
@@ -113,6 +114,16 @@ static cl::opt<bool> commStats(
              "the collectives it ran per grid-axis group (runtime counters)"),
     cl::init(false),
     cl::cat(muir::muirFlagCategory()));
+static cl::opt<bool> cudaBf16(
+    "cuda-bf16",
+    cl::desc("with --target=cuda, matrix products with bf16 inputs and fp32 "
+             "accumulation (tensor cores) instead of fp32"),
+    cl::init(false), cl::cat(muir::muirFlagCategory()));
+static cl::opt<bool> cudaGraph(
+    "cuda-graph",
+    cl::desc("with --target=cuda, run steps after the first as one captured "
+             "CUDA graph (--cuda-graph=false: launch op by op)"),
+    cl::init(true), cl::cat(muir::muirFlagCategory()));
 static cl::opt<bool> noProbes(
     "no-probes",
     cl::desc("do not record Newton-Schulz outputs (no orthogonality error)"),
@@ -505,6 +516,95 @@ static llvm::Error saveStateTo(MuirRtContext *ctx, StringRef dir,
   return llvm::Error::success();
 }
 
+// The CUDA runtime (libmuir_rt_cuda.so), loaded only for --target=cuda so
+// that the CPU path never needs CUDA's libraries or a driver.
+struct CudaLib {
+  void *handle = nullptr;
+  int (*init)(int) = nullptr;
+  const char *(*lastError)() = nullptr;
+  const char *(*deviceName)() = nullptr;
+  int (*distInit)(const int64_t *, int32_t) = nullptr;
+  void (*distFinalize)() = nullptr;
+  void (*setDeterministic)(int32_t) = nullptr;
+  void (*setPrecision)(int32_t) = nullptr;
+  int (*alloc)(void **, size_t) = nullptr;
+  int (*free)(void *) = nullptr;
+  int (*toDevice)(void *, const void *, size_t) = nullptr;
+  int (*toHost)(void *, const void *, size_t) = nullptr;
+  int (*synchronize)() = nullptr;
+  int (*graphBegin)() = nullptr;
+  int (*graphEnd)() = nullptr;
+  int (*graphLaunch)() = nullptr;
+  const float *(*observation)(int64_t, int64_t *) = nullptr;
+
+  /// Loads the library (MUIR_CUDA_RUNTIME, else lib/ beside bin/muir-run);
+  /// an empty string on success, else why not.
+  std::string load(const char *argv0) {
+    std::string path;
+    if (const char *env = getenv("MUIR_CUDA_RUNTIME")) {
+      path = env;
+    } else {
+      std::string exe = llvm::sys::fs::getMainExecutable(
+          argv0, reinterpret_cast<void *>(&muirrt_sgemm));
+      SmallString<256> p(llvm::sys::path::parent_path(
+          llvm::sys::path::parent_path(exe)));
+      llvm::sys::path::append(p, "lib", "libmuir_rt_cuda.so");
+      path = p.str().str();
+    }
+    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+      return std::string("cannot load the CUDA runtime: ") + dlerror() +
+             " (build with the CUDA toolkit, or set MUIR_CUDA_RUNTIME)";
+    std::string missing;
+    auto sym = [&](const char *name, auto &fn) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+          dlsym(handle, name));
+      if (!fn)
+        missing += std::string(missing.empty() ? "" : ", ") + name;
+    };
+    sym("muirrt_cuda_init", init);
+    sym("muirrt_cuda_last_error", lastError);
+    sym("muirrt_cuda_device_name", deviceName);
+    sym("muirrt_cuda_dist_init", distInit);
+    sym("muirrt_cuda_dist_finalize", distFinalize);
+    sym("muirrt_cuda_set_deterministic", setDeterministic);
+    sym("muirrt_cuda_set_precision", setPrecision);
+    sym("muirrt_cuda_alloc", alloc);
+    sym("muirrt_cuda_free", free);
+    sym("muirrt_cuda_copy_to_device", toDevice);
+    sym("muirrt_cuda_copy_to_host", toHost);
+    sym("muirrt_cuda_synchronize", synchronize);
+    sym("muirrt_cuda_graph_begin", graphBegin);
+    sym("muirrt_cuda_graph_end", graphEnd);
+    sym("muirrt_cuda_graph_launch", graphLaunch);
+    sym("muirrt_cuda_observation", observation);
+    if (!missing.empty())
+      return path + " lacks " + missing;
+    return "";
+  }
+
+  /// JIT symbols: the module's muirrt_cuda_* declarations and MLIR's
+  /// mgpu* launch ABI (called by the translated gpu.launch_func).
+  void registerSymbols(ExecutionEngine &engine,
+                       const std::vector<std::string> &names) {
+    engine.registerSymbols([&](llvm::orc::MangleAndInterner interner) {
+      llvm::orc::SymbolMap map;
+      std::vector<std::string> all = names;
+      for (const char *n :
+           {"mgpuModuleLoad", "mgpuModuleLoadJIT", "mgpuModuleUnload",
+            "mgpuModuleGetFunction", "mgpuLaunchKernel", "mgpuStreamCreate",
+            "mgpuStreamDestroy", "mgpuStreamSynchronize", "mgpuMemAlloc",
+            "mgpuMemFree", "mgpuMemcpy"})
+        all.push_back(n);
+      for (const std::string &n : all)
+        if (void *fn = dlsym(handle, n.c_str()))
+          map[interner(n)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                              llvm::JITSymbolFlags::Exported};
+      return map;
+    });
+  }
+};
+
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   // --help lists muir's flags only (LLVM's and MLIR's are hidden).
@@ -613,6 +713,12 @@ int main(int argc, char **argv) {
       op.types[t.getIndex()] = type;
     });
   }
+
+  bool cuda = flags.target == "cuda";
+  if (cuda && (!traceFile.empty() || commStats))
+    return fail(Twine(!traceFile.empty() ? "--trace-fingerprints"
+                                         : "--comm-stats") +
+                " is not available with --target=cuda yet");
 
   func::FuncOp entry;
   for (auto f : module->getOps<func::FuncOp>())
@@ -831,10 +937,37 @@ int main(int argc, char **argv) {
           kept.push_back(attr);
     entry.setArgAttrs(i, kept);
   }
+  // Whether the step reads its step counter (AdamW's bias corrections,
+  // host scalars baked into a captured CUDA graph's kernel arguments).
+  bool readsStep = llvm::any_of(entry.getArguments(), [&](BlockArgument a) {
+    return !isa<MemRefType>(a.getType()) && !a.use_empty();
+  });
   PassManager toLLVM(&context);
-  muir::buildExecToLLVMPipeline(toLLVM);
+  muir::buildExecToLLVMPipeline(toLLVM, flags.targetOptions());
   if (failed(toLLVM.run(*module)))
     return 1;
+  CudaLib cudaLib;
+  std::vector<std::string> cudaNames;
+  if (cuda) {
+    if (std::string why = cudaLib.load(argv[0]); !why.empty())
+      return fail("--target=cuda: " + why);
+    if (cudaLib.init(-1))
+      return fail(Twine("--target=cuda: no usable GPU: ") +
+                  cudaLib.lastError());
+    if (cudaLib.distInit(gridSizes.data(),
+                         static_cast<int32_t>(gridSizes.size())))
+      return fail(Twine("--target=cuda: NCCL: ") + cudaLib.lastError());
+    cudaLib.setDeterministic(!nondeterministic);
+    cudaLib.setPrecision(cudaBf16);
+    module->walk([&](LLVM::LLVMFuncOp f) {
+      if (f.isExternal() && f.getName().starts_with("muirrt_cuda_"))
+        cudaNames.push_back(f.getName().str());
+    });
+  }
+  llvm::scope_exit cudaFinalize([&] {
+    if (cuda)
+      cudaLib.distFinalize();
+  });
   // The optimizer needs the host's target machine: without it LLVM's cost
   // model knows no vector registers and the fused element-wise kernels stay
   // scalar.
@@ -856,6 +989,8 @@ int main(int argc, char **argv) {
                 llvm::toString(engineOrError.takeError()));
   auto &engine = *engineOrError;
   registerRuntimeSymbols(*engine);
+  if (cuda)
+    cudaLib.registerSymbols(*engine, cudaNames);
   engine->initialize();
   // The JIT materialises code on first lookup; do it here so that step 1's
   // time is the step's, not the compiler's.
@@ -882,6 +1017,40 @@ int main(int argc, char **argv) {
                                              : std::string())
                  << "\n";
 
+  // With --target=cuda every tensor argument lives in device memory for
+  // the whole run: copied there now, back after the steps (and after each
+  // printed step, for its norms).
+  std::vector<void *> device(args.size(), nullptr);
+  llvm::scope_exit freeDevice([&] {
+    for (void *p : device)
+      if (p)
+        cudaLib.free(p);
+  });
+  auto tensorBytes = [&](int32_t t) {
+    return static_cast<size_t>(muirrt_tensor_numel(rt, t)) * sizeof(float);
+  };
+  auto copyBack = [&]() -> bool {
+    for (auto [i, a] : llvm::enumerate(args))
+      if (a.tensor >= 0 &&
+          cudaLib.toHost(muirrt_tensor_data(rt, a.tensor), device[i],
+                         tensorBytes(a.tensor)))
+        return false;
+    return true;
+  };
+  if (cuda) {
+    for (auto [i, a] : llvm::enumerate(args))
+      if (a.tensor >= 0 &&
+          (cudaLib.alloc(&device[i], tensorBytes(a.tensor)) ||
+           cudaLib.toDevice(device[i], muirrt_tensor_data(rt, a.tensor),
+                            tensorBytes(a.tensor))))
+        return fail(Twine("--target=cuda: ") + cudaLib.lastError());
+    if (printing)
+      llvm::outs() << "muir-run: CUDA device " << cudaLib.deviceName()
+                   << (cudaBf16 ? ", bf16 products" : ", fp32 products")
+                   << (cudaGraph ? ", CUDA graph" : "") << "\n";
+  }
+  bool captured = false;
+
   // Per-step snapshots of the parameters give the update norms.
   std::vector<std::vector<float>> before(count);
   std::vector<void *> pointers(args.size());
@@ -900,7 +1069,7 @@ int main(int argc, char **argv) {
     SmallVector<void *> packed;
     for (auto [i, a] : llvm::enumerate(args)) {
       if (a.tensor >= 0) {
-        pointers[i] = muirrt_tensor_data(rt, a.tensor);
+        pointers[i] = cuda ? device[i] : muirrt_tensor_data(rt, a.tensor);
         packed.push_back(&pointers[i]);
       } else {
         packed.push_back(stepValue.data());
@@ -909,8 +1078,33 @@ int main(int argc, char **argv) {
     muirrt_observations_clear();
     testFault(rank, step);
     auto start = std::chrono::steady_clock::now();
-    if (llvm::Error err = engine->invokePacked(entryName, packed))
-      return fail("execution failed: " + llvm::toString(std::move(err)));
+    if (!cuda) {
+      if (llvm::Error err = engine->invokePacked(entryName, packed))
+        return fail("execution failed: " + llvm::toString(std::move(err)));
+    } else {
+      // The first step runs op by op (it creates communicators and
+      // scratch); later ones replay one CUDA graph. A step that reads its
+      // counter is captured again each step (the counter is a kernel
+      // argument) and the graph updated in place.
+      bool graph = cudaGraph && step > firstStep;
+      if (graph && (!captured || readsStep)) {
+        if (cudaLib.graphBegin())
+          return fail(Twine("--target=cuda: ") + cudaLib.lastError());
+        if (llvm::Error err = engine->invokePacked(entryName, packed))
+          return fail("execution failed: " + llvm::toString(std::move(err)));
+        if (cudaLib.graphEnd())
+          return fail(Twine("--target=cuda: ") + cudaLib.lastError());
+        captured = true;
+      }
+      if (graph) {
+        if (cudaLib.graphLaunch())
+          return fail(Twine("--target=cuda: ") + cudaLib.lastError());
+      } else if (llvm::Error err = engine->invokePacked(entryName, packed)) {
+        return fail("execution failed: " + llvm::toString(std::move(err)));
+      }
+      if (cudaLib.synchronize())
+        return fail(Twine("--target=cuda: ") + cudaLib.lastError());
+    }
     double ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - start)
                     .count();
@@ -918,13 +1112,16 @@ int main(int argc, char **argv) {
     minMs = std::min(minMs, ms);
     if (!printing)
       continue;
+    if (cuda && !copyBack())
+      return fail(Twine("--target=cuda: ") + cudaLib.lastError());
 
     llvm::outs() << "step " << step << ": "
                  << llvm::format("%.2f", ms) << " ms\n";
     std::map<std::string, double> orth;
     for (auto &[slot, obs] : observations) {
       int64_t numel = 0;
-      const float *data = muirrt_observation(slot, &numel);
+      const float *data = cuda ? cudaLib.observation(slot, &numel)
+                               : muirrt_observation(slot, &numel);
       if (!data)
         continue;
       // A trained MoE layer's loss ("loss <layer>", one float).
@@ -970,6 +1167,9 @@ int main(int argc, char **argv) {
                    << "\n";
     }
   }
+
+  if (cuda && !copyBack())
+    return fail(Twine("--target=cuda: ") + cudaLib.lastError());
 
   if (commStats) {
     // Before the dump, whose gathers are counted too. Rank 0 prints every

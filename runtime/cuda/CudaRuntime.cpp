@@ -1,0 +1,757 @@
+//===- CudaRuntime.cpp - muir's CUDA runtime ------------------------------===//
+//
+// See muir-rt/CudaRuntime.h for the contract: one device, its primary
+// context, one step stream on which everything of a step is enqueued in
+// program order (so no host synchronisation inside a step, and a step can
+// be captured as a CUDA graph), cuBLAS for the products, NCCL for the
+// collectives, the kernels of Kernels.cu for the reductions the runtime
+// owns, and MLIR's mgpu* launch ABI for the generated kernels.
+//
+//===----------------------------------------------------------------------===//
+#include "muir-rt/CudaRuntime.h"
+
+#include <cublas_v2.h>
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#if MUIR_RT_HAVE_MPI
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#include <mpi.h>
+#endif
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+extern "C" {
+size_t muirrt_cuda_detail_squares_scratch(int64_t batch);
+cudaError_t muirrt_cuda_detail_sum_squares(const float *in, int64_t batch,
+                                           int64_t numel, float *ss,
+                                           double *scratch,
+                                           cudaStream_t stream);
+cudaError_t muirrt_cuda_detail_normalize(const float *in, int64_t batch,
+                                         int64_t numel, float eps,
+                                         float *out, double *scratch,
+                                         cudaStream_t stream);
+cudaError_t muirrt_cuda_detail_scale_by_norm(const float *in, int64_t batch,
+                                             int64_t numel, float eps,
+                                             const float *ss, float *out,
+                                             cudaStream_t stream);
+cudaError_t muirrt_cuda_detail_reduce_ordered(const float *pieces, int64_t g,
+                                              int64_t n, int32_t op,
+                                              float *out,
+                                              cudaStream_t stream);
+cudaError_t muirrt_cuda_detail_pieces(const float *in, float *out, int64_t g,
+                                      int64_t outer, int64_t inner,
+                                      int32_t to_columns,
+                                      cudaStream_t stream);
+cudaError_t muirrt_cuda_detail_transpose(const float *in, int64_t batch,
+                                         int64_t rows, int64_t cols,
+                                         float *out, cudaStream_t stream);
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// State and errors
+//===----------------------------------------------------------------------===//
+
+struct Group {
+  int64_t size = 1, rank = 0;
+  ncclComm_t comm = nullptr; // set when size > 1
+};
+
+struct State {
+  bool ready = false;
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  bool bf16 = false;
+  bool deterministic = true;
+  std::string lastError, deviceName;
+  // Graph capture.
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t graphExec = nullptr;
+  cudaEvent_t events[8] = {};
+  // NCCL over the grid.
+  std::vector<int64_t> sizes, coords;
+  int64_t rank = 0, worldSize = 1;
+  ncclComm_t world = nullptr;
+  std::map<int64_t, Group> groups; // by axes mask
+  int64_t bytesSent = 0;
+  // Observation slots: pinned host buffers.
+  std::map<int64_t, std::pair<float *, int64_t>> observations;
+  // Scratch for the sums of squares and the gathered pieces; grown outside
+  // captures only (see scratch()).
+  void *scratch = nullptr;
+  size_t scratchBytes = 0;
+} state;
+
+// The driver API functions the runtime needs, looked up through cudart
+// (cudaGetDriverEntryPointByVersion) so that the library does not link
+// libcuda.so.1 and loads, and says why not, where no driver is installed.
+struct Driver {
+  decltype(&::cuModuleLoadData) moduleLoadData = nullptr;
+  decltype(&::cuModuleLoadDataEx) moduleLoadDataEx = nullptr;
+  decltype(&::cuModuleUnload) moduleUnload = nullptr;
+  decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
+  decltype(&::cuLaunchKernel) launchKernel = nullptr;
+  decltype(&::cuGetErrorString) getErrorString = nullptr;
+} driver;
+
+template <typename F> bool lookup(const char *name, F &fn) {
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  void *ptr = nullptr;
+  if (cudaGetDriverEntryPointByVersion(name, &ptr, 12000, cudaEnableDefault,
+                                       &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess || !ptr)
+    return false;
+  fn = reinterpret_cast<F>(ptr);
+  return true;
+}
+
+int fail(const std::string &why) {
+  state.lastError = why;
+  return -1;
+}
+
+[[noreturn]] void fatal(const std::string &what) {
+  std::fprintf(stderr, "muir cuda runtime: %s\n", what.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+void check(cudaError_t e, const char *call) {
+  if (e != cudaSuccess)
+    fatal(std::string(call) + ": " + cudaGetErrorString(e));
+}
+
+void check(CUresult r, const char *call) {
+  if (r != CUDA_SUCCESS) {
+    const char *why = nullptr;
+    if (driver.getErrorString)
+      driver.getErrorString(r, &why);
+    fatal(std::string(call) + ": " + (why ? why : "unknown driver error"));
+  }
+}
+
+void check(cublasStatus_t s, const char *call) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    fatal(std::string(call) + ": " + cublasGetStatusString(s));
+}
+
+void check(ncclResult_t r, const char *call) {
+  if (r != ncclSuccess)
+    fatal(std::string(call) + ": " + ncclGetErrorString(r));
+}
+
+void ensureReady(const char *fn) {
+  if (!state.ready && muirrt_cuda_init(-1) != 0)
+    fatal(std::string(fn) + ": " + state.lastError);
+}
+
+bool capturing() {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (state.stream)
+    cudaStreamIsCapturing(state.stream, &status);
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// A device scratch of at least `bytes`. Growing frees and allocates, which a
+// graph capture cannot record: a capture that needs more than the first
+// (uncaptured) run of the step allocated stops with a message.
+void *scratch(size_t bytes, const char *fn) {
+  if (bytes <= state.scratchBytes)
+    return state.scratch;
+  if (capturing())
+    fatal(std::string(fn) + ": needs " + std::to_string(bytes) +
+          " bytes of scratch inside a graph capture (run the step once "
+          "uncaptured first)");
+  if (state.scratch)
+    check(cudaFree(state.scratch), "cudaFree");
+  check(cudaMalloc(&state.scratch, bytes), "cudaMalloc");
+  state.scratchBytes = bytes;
+  return state.scratch;
+}
+
+//===----------------------------------------------------------------------===//
+// Groups
+//===----------------------------------------------------------------------===//
+
+// The group of this rank for an axes mask of the grid (folding 0): the ranks
+// that agree on every axis outside the mask; its group rank is the row-major
+// index over the mask's axes.
+Group &groupFor(int64_t mask, const char *fn) {
+  auto it = state.groups.find(mask);
+  if (it != state.groups.end())
+    return it->second;
+  if (mask >> 48)
+    fatal(std::string(fn) + ": axes of another folding (mask " +
+          std::to_string(mask) + ") are not supported by the CUDA runtime");
+  Group g;
+  int64_t color = 0;
+  for (size_t i = 0; i < state.sizes.size(); ++i) {
+    if (mask & (int64_t(1) << i)) {
+      g.size *= state.sizes[i];
+      g.rank = g.rank * state.sizes[i] + state.coords[i];
+    } else {
+      color = color * state.sizes[i] + state.coords[i];
+    }
+  }
+  if (g.size > 1) {
+    if (!state.world)
+      fatal(std::string(fn) + ": a group of " + std::to_string(g.size) +
+            " ranks, but NCCL was not initialised (muirrt_cuda_dist_init)");
+    check(ncclCommSplit(state.world, static_cast<int>(color),
+                        static_cast<int>(g.rank), &g.comm, nullptr),
+          "ncclCommSplit");
+  }
+  return state.groups.emplace(mask, g).first->second;
+}
+
+ncclRedOp_t ncclOp(int32_t op) {
+  return op == 1 ? ncclMax : op == 2 ? ncclMin : op == 3 ? ncclAvg : ncclSum;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Host side
+//===----------------------------------------------------------------------===//
+
+extern "C" const char *muirrt_cuda_last_error(void) {
+  return state.lastError.c_str();
+}
+
+extern "C" int muirrt_cuda_init(int device) {
+  if (state.ready)
+    return 0;
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess)
+    return fail(std::string("cudaGetDeviceCount: ") +
+                cudaGetErrorString(e));
+  if (count == 0)
+    return fail("no CUDA device");
+  if (device < 0) {
+    const char *local = std::getenv("LOCAL_RANK");
+    if (!local)
+      local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    device = local ? std::atoi(local) % count : 0;
+  }
+  if (device >= count)
+    return fail("device " + std::to_string(device) + " of " +
+                std::to_string(count));
+  if ((e = cudaSetDevice(device)) != cudaSuccess ||
+      (e = cudaFree(nullptr)) != cudaSuccess)
+    return fail(std::string("cannot use device ") + std::to_string(device) +
+                ": " + cudaGetErrorString(e));
+  if (!lookup("cuModuleLoadData", driver.moduleLoadData) ||
+      !lookup("cuModuleLoadDataEx", driver.moduleLoadDataEx) ||
+      !lookup("cuModuleUnload", driver.moduleUnload) ||
+      !lookup("cuModuleGetFunction", driver.moduleGetFunction) ||
+      !lookup("cuLaunchKernel", driver.launchKernel) ||
+      !lookup("cuGetErrorString", driver.getErrorString))
+    return fail("the CUDA driver lacks the module and launch functions");
+  cudaDeviceProp prop;
+  cudaGetDeviceProperties(&prop, device);
+  state.deviceName = std::string(prop.name) + ", sm_" +
+                     std::to_string(prop.major) + std::to_string(prop.minor) +
+                     ", " + std::to_string(prop.multiProcessorCount) +
+                     " SMs, " +
+                     std::to_string(prop.totalGlobalMem >> 20) + " MiB";
+  if ((e = cudaStreamCreateWithFlags(&state.stream, cudaStreamNonBlocking)) !=
+      cudaSuccess)
+    return fail(std::string("cudaStreamCreate: ") + cudaGetErrorString(e));
+  if (cublasCreate(&state.blas) != CUBLAS_STATUS_SUCCESS)
+    return fail("cublasCreate failed");
+  cublasSetStream(state.blas, state.stream);
+  // Pure fp32 unless bf16 is asked for per call (no TF32 behind our back).
+  cublasSetMathMode(state.blas, CUBLAS_DEFAULT_MATH);
+  for (cudaEvent_t &ev : state.events)
+    cudaEventCreate(&ev);
+  state.device = device;
+  state.ready = true;
+  return 0;
+}
+
+extern "C" const char *muirrt_cuda_device_name(void) {
+  return state.deviceName.c_str();
+}
+
+extern "C" void muirrt_cuda_set_precision(int32_t bf16) {
+  state.bf16 = bf16 != 0;
+}
+
+extern "C" void muirrt_cuda_set_deterministic(int32_t on) {
+  state.deterministic = on != 0;
+}
+
+extern "C" int muirrt_cuda_alloc(void **ptr, size_t bytes) {
+  cudaError_t e = cudaMalloc(ptr, bytes ? bytes : 1);
+  return e == cudaSuccess ? 0
+                          : fail(std::string("cudaMalloc of ") +
+                                 std::to_string(bytes) +
+                                 " bytes: " + cudaGetErrorString(e));
+}
+
+extern "C" int muirrt_cuda_free(void *ptr) {
+  cudaError_t e = cudaFree(ptr);
+  return e == cudaSuccess ? 0
+                          : fail(std::string("cudaFree: ") +
+                                 cudaGetErrorString(e));
+}
+
+extern "C" int muirrt_cuda_copy_to_device(void *dst, const void *src,
+                                          size_t bytes) {
+  cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+  return e == cudaSuccess ? 0
+                          : fail(std::string("copy to device: ") +
+                                 cudaGetErrorString(e));
+}
+
+extern "C" int muirrt_cuda_copy_to_host(void *dst, const void *src,
+                                        size_t bytes) {
+  cudaError_t e = cudaStreamSynchronize(state.stream);
+  if (e == cudaSuccess)
+    e = cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
+  return e == cudaSuccess ? 0
+                          : fail(std::string("copy to host: ") +
+                                 cudaGetErrorString(e));
+}
+
+extern "C" int muirrt_cuda_synchronize(void) {
+  cudaError_t e = cudaStreamSynchronize(state.stream);
+  return e == cudaSuccess ? 0
+                          : fail(std::string("cudaStreamSynchronize: ") +
+                                 cudaGetErrorString(e));
+}
+
+extern "C" int muirrt_cuda_graph_begin(void) {
+  cudaError_t e =
+      cudaStreamBeginCapture(state.stream, cudaStreamCaptureModeGlobal);
+  return e == cudaSuccess ? 0
+                          : fail(std::string("cudaStreamBeginCapture: ") +
+                                 cudaGetErrorString(e));
+}
+
+extern "C" int muirrt_cuda_graph_end(void) {
+  cudaError_t e = cudaStreamEndCapture(state.stream, &state.graph);
+  if (e == cudaSuccess)
+    e = cudaGraphInstantiate(&state.graphExec, state.graph, 0);
+  return e == cudaSuccess ? 0
+                          : fail(std::string("capturing the step as a CUDA "
+                                             "graph: ") +
+                                 cudaGetErrorString(e));
+}
+
+extern "C" int muirrt_cuda_graph_launch(void) {
+  cudaError_t e = cudaGraphLaunch(state.graphExec, state.stream);
+  return e == cudaSuccess ? 0
+                          : fail(std::string("cudaGraphLaunch: ") +
+                                 cudaGetErrorString(e));
+}
+
+extern "C" int muirrt_cuda_event_record(int32_t i) {
+  if (i < 0 || i >= 8)
+    return fail("event index out of range");
+  cudaError_t e = cudaEventRecord(state.events[i], state.stream);
+  return e == cudaSuccess ? 0 : fail(cudaGetErrorString(e));
+}
+
+extern "C" double muirrt_cuda_elapsed_ms(int32_t i, int32_t j) {
+  if (i < 0 || i >= 8 || j < 0 || j >= 8)
+    return -1;
+  cudaEventSynchronize(state.events[j]);
+  float ms = -1;
+  cudaEventElapsedTime(&ms, state.events[i], state.events[j]);
+  return ms;
+}
+
+extern "C" int muirrt_cuda_dist_init(const int64_t *sizes, int32_t num_axes) {
+  if (muirrt_cuda_init(-1) != 0)
+    return -1;
+  state.sizes.assign(sizes, sizes + num_axes);
+  int64_t world = 1;
+  for (int64_t s : state.sizes)
+    world *= s;
+  int rank = 0, size = 1;
+#if MUIR_RT_HAVE_MPI
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+  }
+#endif
+  if (size != world)
+    return fail("the grid has " + std::to_string(world) + " ranks but " +
+                std::to_string(size) + " processes run");
+  state.rank = rank;
+  state.worldSize = size;
+  state.coords.assign(state.sizes.size(), 0);
+  for (size_t i = state.sizes.size(), r = rank; i-- > 0;) {
+    state.coords[i] = static_cast<int64_t>(r) % state.sizes[i];
+    r /= state.sizes[i];
+  }
+  if (size == 1)
+    return 0;
+#if MUIR_RT_HAVE_MPI
+  ncclUniqueId id;
+  if (rank == 0 && ncclGetUniqueId(&id) != ncclSuccess)
+    return fail("ncclGetUniqueId failed");
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  ncclResult_t r = ncclCommInitRank(&state.world, size, id, rank);
+  if (r != ncclSuccess)
+    return fail(std::string("ncclCommInitRank: ") + ncclGetErrorString(r));
+  return 0;
+#else
+  return fail("several ranks need MPI to bootstrap NCCL");
+#endif
+}
+
+extern "C" void muirrt_cuda_dist_finalize(void) {
+  for (auto &[mask, g] : state.groups)
+    if (g.comm)
+      ncclCommDestroy(g.comm);
+  state.groups.clear();
+  if (state.world)
+    ncclCommDestroy(state.world);
+  state.world = nullptr;
+}
+
+extern "C" const float *muirrt_cuda_observation(int64_t slot,
+                                                int64_t *numel) {
+  auto it = state.observations.find(slot);
+  if (it == state.observations.end()) {
+    *numel = 0;
+    return nullptr;
+  }
+  *numel = it->second.second;
+  return it->second.first;
+}
+
+extern "C" int64_t muirrt_cuda_bytes_sent(void) { return state.bytesSent; }
+
+//===----------------------------------------------------------------------===//
+// Called by compiled modules
+//===----------------------------------------------------------------------===//
+
+extern "C" void muirrt_cuda_sgemm(int64_t batch, int32_t trans_a,
+                                  int32_t trans_b, int64_t m, int64_t n,
+                                  int64_t k, float alpha, const float *a,
+                                  const float *b, float beta, float *c,
+                                  const float *acc) {
+  ensureReady("muirrt_cuda_sgemm");
+  if (batch <= 0 || m <= 0 || n <= 0)
+    return;
+  if (beta != 0.0f && acc && acc != c)
+    check(cudaMemcpyAsync(c, acc, sizeof(float) * batch * m * n,
+                          cudaMemcpyDeviceToDevice, state.stream),
+          "cudaMemcpyAsync");
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B is
+  // the first cuBLAS operand. Stored row-major, B is k x n (n x k when
+  // trans_b), i.e. column-major n x k with leading dimension n (k).
+  cublasOperation_t opB = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opA = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int64_t ldb = trans_b ? k : n, lda = trans_a ? m : k;
+  cublasComputeType_t compute =
+      state.bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
+  check(cublasGemmStridedBatchedEx(
+            state.blas, opB, opA, static_cast<int>(n), static_cast<int>(m),
+            static_cast<int>(k), &alpha, b, CUDA_R_32F, static_cast<int>(ldb),
+            k * n, a, CUDA_R_32F, static_cast<int>(lda), m * k, &beta, c,
+            CUDA_R_32F, static_cast<int>(n), m * n, static_cast<int>(batch),
+            compute, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmStridedBatchedEx");
+}
+
+// The symmetric product as a GEMM of A with itself: on Hopper cuBLAS's
+// GEMM runs well above its SYRK, and both triangles are written.
+extern "C" void muirrt_cuda_ssyrk(int64_t batch, int32_t trans, int64_t n,
+                                  int64_t k, float alpha, const float *a,
+                                  float beta, float *c, const float *acc) {
+  // A A^T (A n x k) or A^T A (A k x n).
+  muirrt_cuda_sgemm(batch, trans, !trans, n, n, k, alpha, a, a, beta, c, acc);
+}
+
+extern "C" void muirrt_cuda_frobenius_normalize(int64_t batch, int64_t numel,
+                                                float eps, const float *in,
+                                                float *out) {
+  ensureReady("muirrt_cuda_frobenius_normalize");
+  if (batch <= 0 || numel <= 0)
+    return;
+  auto *s = static_cast<double *>(scratch(
+      muirrt_cuda_detail_squares_scratch(batch), "muirrt_cuda_normalize"));
+  check(muirrt_cuda_detail_normalize(in, batch, numel, eps, out, s,
+                                     state.stream),
+        "normalize kernel");
+}
+
+extern "C" void muirrt_cuda_sum_squares(int64_t batch, int64_t numel,
+                                        const float *in, float *ss) {
+  ensureReady("muirrt_cuda_sum_squares");
+  if (batch <= 0)
+    return;
+  auto *s = static_cast<double *>(scratch(
+      muirrt_cuda_detail_squares_scratch(batch), "muirrt_cuda_sum_squares"));
+  check(muirrt_cuda_detail_sum_squares(in, batch, numel, ss, s, state.stream),
+        "sum of squares kernel");
+}
+
+extern "C" void muirrt_cuda_scale_by_norm(int64_t batch, int64_t numel,
+                                          float eps, const float *in,
+                                          const float *ss, float *out) {
+  ensureReady("muirrt_cuda_scale_by_norm");
+  if (batch <= 0 || numel <= 0)
+    return;
+  check(muirrt_cuda_detail_scale_by_norm(in, batch, numel, eps, ss, out,
+                                         state.stream),
+        "scale kernel");
+}
+
+extern "C" void muirrt_cuda_transpose(int64_t batch, int64_t rows,
+                                      int64_t cols, const float *in,
+                                      float *out) {
+  ensureReady("muirrt_cuda_transpose");
+  if (batch <= 0 || rows <= 0 || cols <= 0)
+    return;
+  check(muirrt_cuda_detail_transpose(in, batch, rows, cols, out,
+                                     state.stream),
+        "transpose kernel");
+}
+
+extern "C" void muirrt_cuda_observe(int64_t slot, const float *data,
+                                    int64_t numel) {
+  ensureReady("muirrt_cuda_observe");
+  auto &o = state.observations[slot];
+  if (o.second < numel) {
+    if (capturing())
+      fatal("muirrt_cuda_observe: a new observation slot inside a graph "
+            "capture (run the step once uncaptured first)");
+    if (o.first)
+      cudaFreeHost(o.first);
+    check(cudaMallocHost(reinterpret_cast<void **>(&o.first),
+                         sizeof(float) * (numel ? numel : 1)),
+          "cudaMallocHost");
+  }
+  o.second = numel;
+  if (numel > 0)
+    check(cudaMemcpyAsync(o.first, data, sizeof(float) * numel,
+                          cudaMemcpyDeviceToHost, state.stream),
+          "cudaMemcpyAsync");
+}
+
+extern "C" void muirrt_cuda_all_reduce(int64_t axes_mask, int32_t op,
+                                       const float *in, float *out,
+                                       int64_t count) {
+  ensureReady("muirrt_cuda_all_reduce");
+  Group &g = groupFor(axes_mask, "muirrt_cuda_all_reduce");
+  state.bytesSent += count * 4 * (g.size - 1);
+  if (count <= 0)
+    return;
+  if (g.size == 1) {
+    if (in != out)
+      check(cudaMemcpyAsync(out, in, sizeof(float) * count,
+                            cudaMemcpyDeviceToDevice, state.stream),
+            "cudaMemcpyAsync");
+    return;
+  }
+  if (!state.deterministic) {
+    check(ncclAllReduce(in, out, static_cast<size_t>(count), ncclFloat,
+                        ncclOp(op), g.comm, state.stream),
+          "ncclAllReduce");
+    return;
+  }
+  // Every piece to every rank, then the rank-order sum on the device.
+  auto *pieces = static_cast<float *>(
+      scratch(sizeof(float) * count * g.size, "muirrt_cuda_all_reduce"));
+  check(ncclAllGather(in, pieces, static_cast<size_t>(count), ncclFloat,
+                      g.comm, state.stream),
+        "ncclAllGather");
+  check(muirrt_cuda_detail_reduce_ordered(pieces, g.size, count, op, out,
+                                          state.stream),
+        "ordered sum kernel");
+}
+
+extern "C" void muirrt_cuda_all_gather(int64_t axes_mask, const float *in,
+                                       float *out, int64_t outer,
+                                       int64_t inner) {
+  ensureReady("muirrt_cuda_all_gather");
+  Group &g = groupFor(axes_mask, "muirrt_cuda_all_gather");
+  int64_t block = outer * inner;
+  state.bytesSent += block * 4 * (g.size - 1);
+  if (block <= 0)
+    return;
+  if (g.size == 1) {
+    check(cudaMemcpyAsync(out, in, sizeof(float) * block,
+                          cudaMemcpyDeviceToDevice, state.stream),
+          "cudaMemcpyAsync");
+    return;
+  }
+  if (outer == 1) {
+    check(ncclAllGather(in, out, static_cast<size_t>(block), ncclFloat,
+                        g.comm, state.stream),
+          "ncclAllGather");
+    return;
+  }
+  // Rank-major pieces, then piece j to columns [j inner, (j + 1) inner).
+  auto *pieces = static_cast<float *>(
+      scratch(sizeof(float) * block * g.size, "muirrt_cuda_all_gather"));
+  check(ncclAllGather(in, pieces, static_cast<size_t>(block), ncclFloat,
+                      g.comm, state.stream),
+        "ncclAllGather");
+  check(muirrt_cuda_detail_pieces(pieces, out, g.size, outer, inner, 1,
+                                  state.stream),
+        "pieces kernel");
+}
+
+extern "C" void muirrt_cuda_reduce_scatter(int64_t axes_mask, int32_t op,
+                                           const float *in, float *out,
+                                           int64_t outer, int64_t inner) {
+  ensureReady("muirrt_cuda_reduce_scatter");
+  Group &g = groupFor(axes_mask, "muirrt_cuda_reduce_scatter");
+  int64_t block = outer * inner;
+  state.bytesSent += block * 4 * (g.size - 1);
+  if (block <= 0)
+    return;
+  if (g.size == 1) {
+    check(cudaMemcpyAsync(out, in, sizeof(float) * block,
+                          cudaMemcpyDeviceToDevice, state.stream),
+          "cudaMemcpyAsync");
+    return;
+  }
+  // Column blocks to rank-major pieces; member j's slice of every rank
+  // arrives at j (grouped send/recv), and is summed in rank order.
+  auto *buf = static_cast<float *>(scratch(
+      sizeof(float) * block * g.size * 2, "muirrt_cuda_reduce_scatter"));
+  float *send = buf, *recv = buf + block * g.size;
+  check(muirrt_cuda_detail_pieces(in, send, g.size, outer, inner, 0,
+                                  state.stream),
+        "pieces kernel");
+  check(ncclGroupStart(), "ncclGroupStart");
+  for (int64_t j = 0; j < g.size; ++j) {
+    check(ncclSend(send + j * block, static_cast<size_t>(block), ncclFloat,
+                   static_cast<int>(j), g.comm, state.stream),
+          "ncclSend");
+    check(ncclRecv(recv + j * block, static_cast<size_t>(block), ncclFloat,
+                   static_cast<int>(j), g.comm, state.stream),
+          "ncclRecv");
+  }
+  check(ncclGroupEnd(), "ncclGroupEnd");
+  check(muirrt_cuda_detail_reduce_ordered(recv, g.size, block, op, out,
+                                          state.stream),
+        "ordered sum kernel");
+}
+
+extern "C" void muirrt_cuda_broadcast(int64_t axes_mask, int64_t root,
+                                      float *buf, int64_t count) {
+  ensureReady("muirrt_cuda_broadcast");
+  Group &g = groupFor(axes_mask, "muirrt_cuda_broadcast");
+  if (g.rank == root)
+    state.bytesSent += count * 4 * (g.size - 1);
+  if (g.size == 1 || count <= 0)
+    return;
+  check(ncclBroadcast(buf, buf, static_cast<size_t>(count), ncclFloat,
+                      static_cast<int>(root), g.comm, state.stream),
+        "ncclBroadcast");
+}
+
+extern "C" int64_t muirrt_cuda_dist_group_rank(int64_t axes_mask) {
+  return groupFor(axes_mask, "muirrt_cuda_dist_group_rank").rank;
+}
+
+//===----------------------------------------------------------------------===//
+// MLIR's GPU runtime ABI
+//===----------------------------------------------------------------------===//
+
+extern "C" void *mgpuModuleLoad(void *data, size_t /*size*/) {
+  ensureReady("mgpuModuleLoad");
+  CUmodule module = nullptr;
+  check(driver.moduleLoadData(&module, data), "cuModuleLoadData");
+  return module;
+}
+
+extern "C" void *mgpuModuleLoadJIT(void *data, int opt_level) {
+  ensureReady("mgpuModuleLoadJIT");
+  CUmodule module = nullptr;
+  char log[8192] = {0};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_OPTIMIZATION_LEVEL};
+  void *values[] = {log, reinterpret_cast<void *>(sizeof(log)),
+                    reinterpret_cast<void *>(static_cast<intptr_t>(
+                        opt_level < 0 ? 0 : opt_level > 4 ? 4 : opt_level))};
+  CUresult r = driver.moduleLoadDataEx(&module, data, 3, options, values);
+  if (r != CUDA_SUCCESS)
+    fatal(std::string("cuModuleLoadDataEx (the kernels' PTX): ") + log);
+  return module;
+}
+
+extern "C" void mgpuModuleUnload(void *module) {
+  if (driver.moduleUnload)
+    driver.moduleUnload(static_cast<CUmodule>(module));
+}
+
+extern "C" void *mgpuModuleGetFunction(void *module, const char *name) {
+  CUfunction fn = nullptr;
+  check(driver.moduleGetFunction(&fn, static_cast<CUmodule>(module), name),
+        "cuModuleGetFunction");
+  return fn;
+}
+
+extern "C" void mgpuLaunchKernel(void *function, intptr_t grid_x,
+                                 intptr_t grid_y, intptr_t grid_z,
+                                 intptr_t block_x, intptr_t block_y,
+                                 intptr_t block_z, int32_t smem,
+                                 void * /*stream: the step stream*/,
+                                 void **params, void **extra,
+                                 size_t /*param_count*/) {
+  check(driver.launchKernel(static_cast<CUfunction>(function),
+                       static_cast<unsigned>(grid_x),
+                       static_cast<unsigned>(grid_y),
+                       static_cast<unsigned>(grid_z),
+                       static_cast<unsigned>(block_x),
+                       static_cast<unsigned>(block_y),
+                       static_cast<unsigned>(block_z),
+                       static_cast<unsigned>(smem),
+                       reinterpret_cast<CUstream>(state.stream), params,
+                       extra),
+        "cuLaunchKernel");
+}
+
+// Every "stream" a compiled module asks for is the step stream; its
+// synchronisations are deferred to the end of the step (see the header).
+extern "C" void *mgpuStreamCreate(void) {
+  ensureReady("mgpuStreamCreate");
+  return state.stream;
+}
+
+extern "C" void mgpuStreamDestroy(void *) {}
+
+extern "C" void mgpuStreamSynchronize(void *) {}
+
+extern "C" void *mgpuMemAlloc(uint64_t bytes, void *, int8_t host_shared) {
+  ensureReady("mgpuMemAlloc");
+  void *ptr = nullptr;
+  if (host_shared)
+    fatal("mgpuMemAlloc: host-shared memory is not used by muir");
+  check(cudaMallocAsync(&ptr, bytes ? bytes : 1, state.stream),
+        "cudaMallocAsync");
+  return ptr;
+}
+
+extern "C" void mgpuMemFree(void *ptr, void *) {
+  check(cudaFreeAsync(ptr, state.stream), "cudaFreeAsync");
+}
+
+extern "C" void mgpuMemcpy(void *dst, void *src, size_t bytes, void *) {
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, state.stream),
+        "cudaMemcpyAsync");
+}
