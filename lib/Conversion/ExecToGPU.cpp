@@ -3,7 +3,8 @@
 // For the CUDA target (muir-compile --target=cuda), before the runtime calls
 // are formed: every buffer of a step lives in device memory, so
 //   memref.alloc / memref.dealloc -> gpu.alloc / gpu.dealloc
-//   memref.copy                   -> gpu.memcpy (device to device)
+//   memref.copy                   -> gpu.memcpy (device to device), or a
+//                                    copy kernel where a side is strided
 //   linalg.generic (element-wise) -> gpu.launch
 // The element-wise kernels (momentum, Nesterov, the update and weight decay,
 // AdamW, ...) all have identity maps over operands of one shape, so the
@@ -61,18 +62,11 @@ bool isElementwise(linalg::GenericOp g) {
   return true;
 }
 
-LogicalResult launch(linalg::GenericOp g) {
-  OpBuilder b(g);
-  Location loc = g.getLoc();
-  auto outType = cast<MemRefType>(g.getDpsInits()[0].getType());
-  int64_t n = outType.getNumElements();
-  if (n == 0) {
-    g.erase();
-    return success();
-  }
-  SmallVector<Value> views;
-  for (OpOperand &o : g->getOpOperands())
-    views.push_back(flat(b, loc, o.get()));
+/// A launch of one thread per element of n (blocks of kThreads) before
+/// `at`; returns a builder inside the bounds check and the element index.
+std::pair<OpBuilder, Value> launchOver(Operation *at, int64_t n) {
+  OpBuilder b(at);
+  Location loc = at->getLoc();
   auto idx = [&](OpBuilder &ib, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(ib, loc, v);
   };
@@ -88,8 +82,43 @@ LogicalResult launch(linalg::GenericOp g) {
                                        idx(kb, n));
   auto guard = scf::IfOp::create(kb, loc, inside, /*withElseRegion=*/false);
   gpu::TerminatorOp::create(kb, loc);
+  return {guard.getThenBodyBuilder(), i};
+}
 
-  OpBuilder ib = guard.getThenBodyBuilder();
+/// A copy between buffers of which one is strided (a subview of a batch):
+/// each thread copies one element, its indices from the flat index.
+void copyKernel(memref::CopyOp c) {
+  auto type = cast<MemRefType>(c.getSource().getType());
+  int64_t n = type.getNumElements();
+  if (n > 0) {
+    Location loc = c.getLoc();
+    auto [ib, i] = launchOver(c, n);
+    SmallVector<Value> indices(type.getRank());
+    Value rest = i;
+    for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+      Value size = arith::ConstantIndexOp::create(ib, loc, type.getDimSize(d));
+      indices[d] = arith::RemUIOp::create(ib, loc, rest, size);
+      rest = arith::DivUIOp::create(ib, loc, rest, size);
+    }
+    Value v = memref::LoadOp::create(ib, loc, c.getSource(), indices);
+    memref::StoreOp::create(ib, loc, v, c.getTarget(), indices);
+  }
+  c.erase();
+}
+
+LogicalResult launch(linalg::GenericOp g) {
+  OpBuilder b(g);
+  Location loc = g.getLoc();
+  auto outType = cast<MemRefType>(g.getDpsInits()[0].getType());
+  int64_t n = outType.getNumElements();
+  if (n == 0) {
+    g.erase();
+    return success();
+  }
+  SmallVector<Value> views;
+  for (OpOperand &o : g->getOpOperands())
+    views.push_back(flat(b, loc, o.get()));
+  auto [ib, i] = launchOver(g, n);
   Block &body = g.getRegion().front();
   IRMapping mapping;
   for (auto [arg, view] : llvm::zip(body.getArguments(), views))
@@ -146,6 +175,13 @@ struct ExecToGPUPass
       } else if (auto d = dyn_cast<memref::DeallocOp>(op)) {
         gpu::DeallocOp::create(b, loc, Type(), ValueRange{}, d.getMemref());
       } else if (auto c = dyn_cast<memref::CopyOp>(op)) {
+        auto contiguous = [](Value v) {
+          return cast<MemRefType>(v.getType()).getLayout().isIdentity();
+        };
+        if (!contiguous(c.getSource()) || !contiguous(c.getTarget())) {
+          copyKernel(c);
+          continue;
+        }
         gpu::MemcpyOp::create(b, loc, Type(), ValueRange{}, c.getTarget(),
                               c.getSource());
       } else {

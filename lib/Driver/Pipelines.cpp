@@ -53,12 +53,25 @@ void mlir::muir::buildExecToLLVMPipeline(OpPassManager &pm,
     MuirExecToRuntimeCallsOptions calls;
     calls.target = "cuda";
     pm.addPass(createMuirExecToRuntimeCalls(calls));
+    // Spelled out rather than upstream's gpu-lower-to-nvvm-pipeline, whose
+    // early convert-func-to-llvm gives the entry memref descriptors: the
+    // entry keeps one bare pointer per buffer, as on the CPU.
     std::string nvvm =
         "gpu-kernel-outlining,func.func(gpu-async-region),"
-        "gpu-lower-to-nvvm-pipeline{cubin-chip=" +
-        target.cudaArch + " cubin-features=" + target.ptxFeatures +
-        " cubin-format=isa opt-level=3 host-bare-ptr-calling-convention=1 "
-        "kernel-bare-ptr-calling-convention=1},canonicalize";
+        "nvvm-attach-target{chip=" +
+        target.cudaArch + " features=" + target.ptxFeatures +
+        " O=3},"
+        "gpu.module(lower-affine,convert-scf-to-cf,"
+        "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},canonicalize,"
+        "reconcile-unrealized-casts),"
+        "lower-affine,convert-scf-to-cf,expand-strided-metadata,"
+        "finalize-memref-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,"
+        "convert-index-to-llvm,"
+        "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
+        "gpu-to-llvm{use-bare-pointers-for-host=1 "
+        "use-bare-pointers-for-kernels=1},"
+        "convert-cf-to-llvm,reconcile-unrealized-casts,"
+        "gpu-module-to-binary{format=isa},canonicalize";
     if (failed(parsePassPipeline(nvvm, pm)))
       llvm::report_fatal_error("muir: malformed built-in CUDA pipeline");
     return;

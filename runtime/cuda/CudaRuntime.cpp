@@ -24,6 +24,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <string>
@@ -87,6 +88,18 @@ struct State {
   int64_t bytesSent = 0;
   // Observation slots: pinned host buffers.
   std::map<int64_t, std::pair<float *, int64_t>> observations;
+  // A step's temporaries (mgpuMemAlloc/Free). The first step allocates
+  // them stream-ordered and records the sequence; before the first graph
+  // capture one arena of the sequence's peak is reserved, and from then on
+  // every step places the same sequence first-fit at the same offsets: the
+  // same pointers every step, so a captured graph holds no memory nodes
+  // and a re-capture can update it in place.
+  std::vector<std::pair<int64_t, size_t>> allocTrace; // (+id, bytes)/(-id)
+  std::map<void *, int64_t> allocIds;
+  int64_t nextAllocId = 1;
+  char *arena = nullptr;
+  size_t arenaBytes = 0;
+  std::map<size_t, size_t> arenaUsed; // offset -> bytes
   // Scratch for the sums of squares and the gathered pieces; grown outside
   // captures only (see scratch()).
   void *scratch = nullptr;
@@ -178,6 +191,46 @@ void *scratch(size_t bytes, const char *fn) {
   check(cudaMalloc(&state.scratch, bytes), "cudaMalloc");
   state.scratchBytes = bytes;
   return state.scratch;
+}
+
+// The lowest offset where `bytes` fit between the blocks of `used` (or
+// after the last one).
+size_t firstFit(const std::map<size_t, size_t> &used, size_t bytes) {
+  size_t at = 0;
+  for (auto [offset, size] : used) {
+    if (offset >= at + bytes)
+      return at;
+    at = std::max(at, offset + size);
+  }
+  return at;
+}
+
+size_t aligned(size_t bytes) { return (std::max<size_t>(bytes, 1) + 255) / 256 * 256; }
+
+// Reserves the arena for the recorded allocation sequence (see State).
+void planArena() {
+  if (state.arena || state.allocTrace.empty())
+    return;
+  std::map<size_t, size_t> used;
+  std::map<int64_t, size_t> offsets;
+  size_t peak = 0;
+  for (auto [id, bytes] : state.allocTrace) {
+    if (id > 0) {
+      size_t at = firstFit(used, bytes);
+      used[at] = bytes;
+      offsets[id] = at;
+      peak = std::max(peak, at + bytes);
+    } else if (auto it = offsets.find(-id); it != offsets.end()) {
+      used.erase(it->second);
+    }
+  }
+  state.allocTrace.clear();
+  if (peak == 0)
+    return;
+  check(cudaStreamSynchronize(state.stream), "cudaStreamSynchronize");
+  check(cudaMalloc(reinterpret_cast<void **>(&state.arena), peak),
+        "cudaMalloc (the step's temporaries)");
+  state.arenaBytes = peak;
 }
 
 //===----------------------------------------------------------------------===//
@@ -334,6 +387,7 @@ extern "C" int muirrt_cuda_synchronize(void) {
 }
 
 extern "C" int muirrt_cuda_graph_begin(void) {
+  planArena();
   cudaError_t e =
       cudaStreamBeginCapture(state.stream, cudaStreamCaptureModeGlobal);
   return e == cudaSuccess ? 0
@@ -341,14 +395,34 @@ extern "C" int muirrt_cuda_graph_begin(void) {
                                  cudaGetErrorString(e));
 }
 
+// A new capture of the same step (one whose kernel arguments changed, such
+// as the step counter's) updates the instantiated graph in place; another
+// topology instantiates it anew.
 extern "C" int muirrt_cuda_graph_end(void) {
-  cudaError_t e = cudaStreamEndCapture(state.stream, &state.graph);
-  if (e == cudaSuccess)
-    e = cudaGraphInstantiate(&state.graphExec, state.graph, 0);
-  return e == cudaSuccess ? 0
-                          : fail(std::string("capturing the step as a CUDA "
-                                             "graph: ") +
-                                 cudaGetErrorString(e));
+  cudaGraph_t graph = nullptr;
+  cudaError_t e = cudaStreamEndCapture(state.stream, &graph);
+  if (e != cudaSuccess)
+    return fail(std::string("capturing the step as a CUDA graph: ") +
+                cudaGetErrorString(e));
+  bool updated = false;
+  if (state.graphExec) {
+    cudaGraphExecUpdateResultInfo info;
+    updated = cudaGraphExecUpdate(state.graphExec, graph, &info) ==
+              cudaSuccess;
+    if (!updated) {
+      cudaGetLastError(); // the failed update's error is not sticky
+      cudaGraphExecDestroy(state.graphExec);
+      state.graphExec = nullptr;
+    }
+  }
+  if (!updated && (e = cudaGraphInstantiate(&state.graphExec, graph, 0)) !=
+                      cudaSuccess)
+    return fail(std::string("instantiating the step's CUDA graph: ") +
+                cudaGetErrorString(e));
+  if (state.graph)
+    cudaGraphDestroy(state.graph);
+  state.graph = graph;
+  return 0;
 }
 
 extern "C" int muirrt_cuda_graph_launch(void) {
@@ -739,15 +813,41 @@ extern "C" void mgpuStreamSynchronize(void *) {}
 
 extern "C" void *mgpuMemAlloc(uint64_t bytes, void *, int8_t host_shared) {
   ensureReady("mgpuMemAlloc");
-  void *ptr = nullptr;
   if (host_shared)
     fatal("mgpuMemAlloc: host-shared memory is not used by muir");
-  check(cudaMallocAsync(&ptr, bytes ? bytes : 1, state.stream),
-        "cudaMallocAsync");
+  size_t size = aligned(bytes);
+  if (state.arena) {
+    size_t at = firstFit(state.arenaUsed, size);
+    if (at + size <= state.arenaBytes) {
+      state.arenaUsed[at] = size;
+      return state.arena + at;
+    }
+    if (capturing())
+      fatal("mgpuMemAlloc: the step allocates more inside a graph capture "
+            "than its first run did (" +
+            std::to_string(state.arenaBytes) + " bytes)");
+  }
+  void *ptr = nullptr;
+  check(cudaMallocAsync(&ptr, size, state.stream), "cudaMallocAsync");
+  if (!state.arena) {
+    int64_t id = state.nextAllocId++;
+    state.allocIds[ptr] = id;
+    state.allocTrace.push_back({id, size});
+  }
   return ptr;
 }
 
 extern "C" void mgpuMemFree(void *ptr, void *) {
+  char *p = static_cast<char *>(ptr);
+  if (state.arena && p >= state.arena && p < state.arena + state.arenaBytes) {
+    state.arenaUsed.erase(static_cast<size_t>(p - state.arena));
+    return;
+  }
+  if (auto it = state.allocIds.find(ptr); it != state.allocIds.end()) {
+    if (!state.arena)
+      state.allocTrace.push_back({-it->second, 0});
+    state.allocIds.erase(it);
+  }
   check(cudaFreeAsync(ptr, state.stream), "cudaFreeAsync");
 }
 

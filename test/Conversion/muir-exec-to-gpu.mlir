@@ -61,3 +61,21 @@ func.func @load(%a: memref<8xf32>) -> f32 {
   %v = memref.load %a[%c0] : memref<8xf32>
   return %v : f32
 }
+
+// -----
+
+// A copy out of a batch (a strided subview) becomes a kernel of one thread
+// per element, its indices from the flat index; a contiguous one a memcpy.
+// CHECK-LABEL: func.func @strided
+func.func @strided(%batch: memref<2x4x8xf32>, %one: memref<1x4x8xf32>, %other: memref<1x4x8xf32>) {
+  %s = memref.subview %batch[1, 0, 0] [1, 4, 8] [1, 1, 1] : memref<2x4x8xf32> to memref<1x4x8xf32, strided<[32, 8, 1], offset: 32>>
+  // CHECK: gpu.launch
+  // CHECK: arith.remui
+  // CHECK: arith.divui
+  // CHECK: memref.load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : memref<1x4x8xf32, strided<[32, 8, 1], offset: 32>>
+  // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : memref<1x4x8xf32>
+  memref.copy %s, %one : memref<1x4x8xf32, strided<[32, 8, 1], offset: 32>> to memref<1x4x8xf32>
+  // CHECK: gpu.memcpy
+  memref.copy %one, %other : memref<1x4x8xf32> to memref<1x4x8xf32>
+  return
+}

@@ -11,13 +11,21 @@
 #include "muir/Driver/PipelineFlags.h"
 #include "muir/Passes.h"
 
+#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -44,7 +52,7 @@ static cl::opt<std::string>
                     "replaces the description's grid"),
            cl::init(""),
     cl::cat(muir::muirFlagCategory()));
-enum class Emit { Description, High, Planned, Exec, LLVM, PTX, None };
+enum class Emit { Description, High, Planned, Exec, LLVM, PTX, Object, None };
 static cl::opt<Emit> emit(
     "emit", cl::desc("IR stage to write"), cl::init(Emit::Exec),
     cl::values(clEnumValN(Emit::Description, "description",
@@ -61,6 +69,10 @@ static cl::opt<Emit> emit(
                                               "PTX embedded)"),
                clEnumValN(Emit::PTX, "ptx", "the PTX of the generated "
                                             "kernels (--target=cuda)"),
+               clEnumValN(Emit::Object, "object",
+                          "an x86-64 object file (PIC) of the step, with "
+                          "muir_step_packed(void **args) and the argument "
+                          "list muir_step_manifest (see docs)"),
                clEnumValN(Emit::None, "none", "no IR, only the report")),
     cl::cat(muir::muirFlagCategory()));
 static cl::opt<std::string> outputFile("o", cl::desc("output file ('-' for "
@@ -90,6 +102,119 @@ static int fail(const Twine &msg) {
   return 1;
 }
 
+/// The entry's arguments, one line each: "<index> <name> <role> <shape>
+/// f32" for a buffer (shape "4x8", "scalar" for rank 0) and "<index> step
+/// step|step-unused scalar i64" for the step counter. Read from the exec
+/// IR's entry.
+static std::string entryManifest(ModuleOp module, std::string &entryName) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (auto f : module.getOps<func::FuncOp>()) {
+    if (!f->hasAttr("muir.entry"))
+      continue;
+    entryName = f.getName().str();
+    for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+      Type t = f.getArgument(i).getType();
+      auto name = f.getArgAttrOfType<StringAttr>(i, "muir.name");
+      auto role = f.getArgAttrOfType<StringAttr>(i, "muir.role");
+      if (auto mt = dyn_cast<MemRefType>(t)) {
+        os << i << " " << (name ? name.getValue() : "?") << " "
+           << (role ? role.getValue() : "?") << " ";
+        if (mt.getRank() == 0)
+          os << "scalar";
+        llvm::interleave(mt.getShape(), os, "x");
+        os << " f32\n";
+      } else {
+        // "step-unused": the step does not read its counter, so a captured
+        // CUDA graph can be replayed as it is.
+        os << i << " step "
+           << (f.getArgument(i).use_empty() ? "step-unused" : "step")
+           << " scalar i64\n";
+      }
+    }
+  }
+  return text;
+}
+
+/// Adds muir_step_packed(void **args), which calls the entry with *args[i]
+/// as its i-th argument, and muir_step_manifest, the manifest's text.
+static LogicalResult addPackedEntry(ModuleOp module, StringRef entryName,
+                                    StringRef manifest) {
+  auto entry = module.lookupSymbol<LLVM::LLVMFuncOp>(entryName);
+  if (!entry)
+    return module.emitError("no entry function '") << entryName << "'";
+  // The muir.* argument attributes are in the manifest; LLVM IR has no
+  // meaning for them.
+  for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
+    SmallVector<NamedAttribute> kept;
+    if (DictionaryAttr dict = entry.getArgAttrDict(i))
+      for (NamedAttribute attr : dict)
+        if (!attr.getName().getValue().starts_with("muir."))
+          kept.push_back(attr);
+    entry.setArgAttrs(i, kept);
+  }
+  MLIRContext *ctx = module.getContext();
+  Location loc = entry.getLoc();
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                            {ptr});
+  auto packed = LLVM::LLVMFuncOp::create(b, loc, "muir_step_packed", fnType);
+  Block *body = packed.addEntryBlock(b);
+  b.setInsertionPointToStart(body);
+  SmallVector<Value> values;
+  for (auto [i, type] :
+       llvm::enumerate(entry.getFunctionType().getParams())) {
+    Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, body->getArgument(0),
+                                     ArrayRef<LLVM::GEPArg>{int32_t(i)});
+    Value argPtr = LLVM::LoadOp::create(b, loc, ptr, slot);
+    values.push_back(LLVM::LoadOp::create(b, loc, type, argPtr));
+  }
+  LLVM::CallOp::create(b, loc, entry, values);
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+  b.setInsertionPointToEnd(module.getBody());
+  std::string text = manifest.str();
+  text.push_back('\0');
+  auto type = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), text.size());
+  LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true,
+                         LLVM::Linkage::External, "muir_step_manifest",
+                         b.getStringAttr(text));
+  return success();
+}
+
+/// The module as a relocatable x86-64 object (generic CPU, PIC), optimised
+/// at O3.
+static std::string emitObject(ModuleOp module, llvm::raw_pwrite_stream &os) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext);
+  if (!llvmModule)
+    return "cannot translate the module to LLVM IR";
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple,
+                                                                  error);
+  if (!target)
+    return error;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, "x86-64", "", llvm::TargetOptions(), llvm::Reloc::PIC_));
+  if (!tm)
+    return "cannot create a target machine for " + triple.str();
+  llvmModule->setTargetTriple(triple);
+  llvmModule->setDataLayout(tm->createDataLayout());
+  if (llvm::Error e = makeOptimizingTransformer(3, 0, tm.get())(
+          llvmModule.get()))
+    return llvm::toString(std::move(e));
+  llvm::legacy::PassManager passes;
+  if (tm->addPassesToEmitFile(passes, os, nullptr,
+                              llvm::CodeGenFileType::ObjectFile))
+    return "the target cannot emit object files";
+  passes.run(*llvmModule);
+  return "";
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   // --help lists muir's flags only (LLVM's and MLIR's are hidden).
@@ -112,6 +237,8 @@ int main(int argc, char **argv) {
 
   if (emit == Emit::PTX && flags.target != "cuda")
     return fail("--emit=ptx needs --target=cuda");
+  if (emit == Emit::Object && outputFile == "-")
+    return fail("--emit=object needs -o FILE");
   if (inputFile.empty() == hfConfig.empty())
     return fail(inputFile.empty()
                     ? "no input: give a description file or --hf config.json"
@@ -159,6 +286,7 @@ int main(int argc, char **argv) {
   context.printOpOnDiagnostic(false);
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   OwningOpRef<ModuleOp> module;
+  std::string manifest, entryName;
   muir::PipelineOptions pipeline = flags.options(false, machine);
   if (emit != Emit::None && emit != Emit::Description) {
     module = muir::desc::buildModule(context, *desc);
@@ -175,13 +303,21 @@ int main(int argc, char **argv) {
       pm.addPass(muir::createMuirDecomposeOptimizers());
       pm.addPass(muir::createMuirExpandNewtonSchulz());
     } else if (emit == Emit::Exec || emit == Emit::LLVM ||
-               emit == Emit::PTX) {
+               emit == Emit::PTX || emit == Emit::Object) {
       muir::buildToExecPipeline(pm, pipeline);
-      if (emit != Emit::Exec)
-        muir::buildExecToLLVMPipeline(pm, flags.targetOptions());
     }
     if (failed(pm.run(*module)))
       return 1;
+    if (emit == Emit::LLVM || emit == Emit::PTX || emit == Emit::Object) {
+      manifest = entryManifest(*module, entryName);
+      PassManager toLLVM(&context);
+      muir::buildExecToLLVMPipeline(toLLVM, flags.targetOptions());
+      if (failed(toLLVM.run(*module)))
+        return 1;
+      if (emit == Emit::Object &&
+          failed(addPackedEntry(*module, entryName, manifest)))
+        return 1;
+    }
     phase("lowered");
   }
 
@@ -212,7 +348,10 @@ int main(int argc, char **argv) {
       return fail(error);
   }
   bool stdoutTaken = (irOut && outputFile == "-") || reportFile == "-";
-  if (irOut && module && emit == Emit::PTX) {
+  if (irOut && module && emit == Emit::Object) {
+    if (std::string why = emitObject(*module, irOut->os()); !why.empty())
+      return fail(why);
+  } else if (irOut && module && emit == Emit::PTX) {
     // Each kernel module's PTX, as embedded in its gpu.binary.
     module->walk([&](gpu::BinaryOp bin) {
       for (Attribute a : bin.getObjects())

@@ -17,7 +17,10 @@ moments) with muir-run --target=cuda, and is checked against:
     of float64 (bf16 keeps 8 bits; Newton-Schulz maps singular values to
     about 1 whatever the rounding, the error is in the directions).
 """
+import argparse
 import os
+import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -25,9 +28,26 @@ import numpy as np
 import muir_reference as ref
 import muirtest
 
-args = muirtest.parse_args(__doc__)
+ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+ap.add_argument("--muir-run", help="muir-run (runs both backends)")
+ap.add_argument("--tmp", required=True, help="scratch directory")
+ap.add_argument("--prepare", metavar="DIR",
+                help="only write the description, the inputs and the CPU "
+                     "backend's results into DIR (for a GPU machine "
+                     "without LLVM: bench/gpu/prepare.sh)")
+ap.add_argument("--prepared", metavar="DIR",
+                help="read the inputs and the CPU results from DIR and run "
+                     "the GPU with --runner instead of muir-run")
+ap.add_argument("--runner", help="muir-step-runner")
+ap.add_argument("--runtime", help="libmuir_rt_cuda.so for --runner")
+ap.add_argument("--step-so", help="the step compiled with --emit=object, "
+                                  "linked shared")
+args = ap.parse_args()
 tmp = args.tmp
-os.makedirs(tmp, exist_ok=True)
+shutil.rmtree(tmp, ignore_errors=True)
+os.makedirs(tmp)
+if not args.prepared and not args.muir_run:
+    sys.exit("error: give --muir-run, or --prepared with --runner")
 
 YAML = """name: gpu
 grid: {axes: {dp: 1}}
@@ -46,25 +66,57 @@ MUON = {"tall": (192, 128), "wide": (128, 320), "experts": (4, 64, 96)}
 ADAM = {"norm": (128,), "embed": (512, 64)}
 STEPS = 3
 
-rng = np.random.default_rng(17)
-inp = os.path.join(tmp, "in")
-values = {}
-for name, shape in {**MUON, **ADAM}.items():
-    values[name] = (rng.standard_normal(shape) * 0.02).astype(np.float32)
-    values[name + ".grad"] = rng.standard_normal(shape).astype(np.float32)
-for name, shape in MUON.items():
-    values[name + ".momentum"] = (rng.standard_normal(shape) * 0.1).astype(
-        np.float32)
-for name, shape in ADAM.items():
-    values[name + ".exp_avg"] = (rng.standard_normal(shape) * 0.1).astype(
-        np.float32)
-    values[name + ".exp_avg_sq"] = (rng.random(shape) * 0.1).astype(
-        np.float32)
-for name, v in values.items():
-    muirtest.write_npy(inp, name, v)
-desc = os.path.join(tmp, "step.yaml")
-with open(desc, "w") as f:
-    f.write(YAML)
+base = args.prepared or args.prepare or tmp
+inp = os.path.join(base, "in")
+desc = os.path.join(base, "step.yaml")
+if args.prepared:
+    values = muirtest.read_dump(inp)
+else:
+    os.makedirs(base, exist_ok=True)
+    rng = np.random.default_rng(17)
+    values = {}
+    for name, shape in {**MUON, **ADAM}.items():
+        values[name] = (rng.standard_normal(shape) * 0.02).astype(np.float32)
+        values[name + ".grad"] = rng.standard_normal(shape).astype(np.float32)
+    for name, shape in MUON.items():
+        values[name + ".momentum"] = (rng.standard_normal(shape) * 0.1
+                                      ).astype(np.float32)
+    for name, shape in ADAM.items():
+        values[name + ".exp_avg"] = (rng.standard_normal(shape) * 0.1
+                                     ).astype(np.float32)
+        values[name + ".exp_avg_sq"] = (rng.random(shape) * 0.1).astype(
+            np.float32)
+    for name, v in values.items():
+        muirtest.write_npy(inp, name, v)
+    with open(desc, "w") as f:
+        f.write(YAML)
+
+
+def run(tag, extra):
+    out = os.path.join(tmp, tag)
+    if tag == "cpu" and args.prepared:
+        return muirtest.read_dump(os.path.join(args.prepared, "cpu"))
+    if tag == "cpu" and args.prepare:
+        out = os.path.join(args.prepare, "cpu")
+    if args.prepared:
+        os.makedirs(out)
+        cmd = [args.runner, "--runtime", args.runtime, "--step",
+               args.step_so, "--steps", str(STEPS), "--load", inp,
+               "--dump", out]
+        cmd += {"--target=cuda": [], "--cuda-graph=false": ["--no-graph"],
+                "--cuda-bf16": ["--bf16"]}.get(extra[-1], [])
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    else:
+        muirtest.check_output([args.muir_run, desc, "--steps", str(STEPS),
+                               "--load", inp, "--dump", out,
+                               "--quiet"] + extra)
+    return muirtest.read_dump(out)
+
+
+if args.prepare:
+    run("cpu", [])
+    print("prepared %s" % args.prepare)
+    sys.exit(0)
 
 # float64 reference.
 want = {}
@@ -82,13 +134,6 @@ for name in ADAM:
                                    lr=0.001, beta1=0.9, beta2=0.95, eps=1e-8,
                                    weight_decay=0.1)
     want[name], want[name + ".exp_avg"], want[name + ".exp_avg_sq"] = w, m, v
-
-
-def run(tag, extra):
-    out = os.path.join(tmp, tag)
-    muirtest.check_output([args.muir_run, desc, "--steps", str(STEPS),
-                           "--load", inp, "--dump", out, "--quiet"] + extra)
-    return muirtest.read_dump(out)
 
 
 ok = True

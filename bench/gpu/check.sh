@@ -1,0 +1,102 @@
+#!/bin/bash
+# The device check of the CUDA backend (issue 7), on one lent GPU in well
+# under 5 minutes: builds the CUDA runtime (nvcc) and the step runner (c++)
+# there, runs the GPU correctness test against float64 and the CPU backend,
+# then times Muon steps (NS5) on 8192x8192 and on one Qwen3-30B-A3B layer
+# set, fp32 and bf16: muir, PyTorch eager on the same GPU, cuBLAS's GEMM
+# rate through torch.mm in the same run, and the ratios.
+# Needs bench/gpu/prebuilt from bench/gpu/prepare.sh (run where muir is
+# built; the GPU machine has no LLVM 22): carry it.
+set -uo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+pre="$root/bench/gpu/prebuilt"
+work="${TMPDIR:-/tmp}/muir-gpu"
+rm -rf "$work"
+mkdir -p "$work"
+if [ ! -f "$pre/check.o" ]; then
+  echo "check.sh: no $pre/check.o: run bench/gpu/prepare.sh and carry bench/gpu/prebuilt" >&2
+  exit 2
+fi
+nvidia-smi -L || true
+start=$SECONDS
+
+# --- 1. Build the CUDA runtime and the runner here -------------------------
+find_one() { # NAME: the first file of that name under the usual roots
+  find /usr/local/cuda/ /usr/local/ /usr/lib/ /usr/include/ /opt/ \
+    -name "$1" 2>/dev/null | head -n 1
+}
+nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+nccl_h="$(find_one nccl.h)"
+nccl_so="$(find_one libnccl.so)"; [ -n "$nccl_so" ] || nccl_so="$(find_one 'libnccl.so.2*')"
+cublas_h="$(find_one cublas_v2.h)"
+cublas_so="$(find_one libcublas.so)"; [ -n "$cublas_so" ] || cublas_so="$(find_one 'libcublas.so.1*')"
+cublaslt_so="$(find_one libcublasLt.so)"; [ -n "$cublaslt_so" ] || cublaslt_so="$(find_one 'libcublasLt.so.1*')"
+echo "nvcc $nvcc; nccl $nccl_h $nccl_so; cublas $cublas_h $cublas_so"
+for f in "$nccl_h" "$nccl_so" "$cublas_h" "$cublas_so"; do
+  [ -n "$f" ] || { echo "check.sh: NCCL or cuBLAS not found" >&2; exit 2; }
+done
+libdirs="$(dirname "$nccl_so"):$(dirname "$cublas_so"):$(dirname "$cublaslt_so")"
+export LD_LIBRARY_PATH="$libdirs:${LD_LIBRARY_PATH:-}"
+"$nvcc" -O3 -std=c++17 -shared -Xcompiler -fPIC \
+  -gencode arch=compute_90,code=sm_90 \
+  -I "$root/runtime/include" -I "$(dirname "$nccl_h")" -I "$(dirname "$cublas_h")" \
+  "$root/runtime/cuda/CudaRuntime.cpp" "$root/runtime/cuda/Kernels.cu" \
+  "$cublas_so" "$cublaslt_so" "$nccl_so" -o "$work/libmuir_rt_cuda.so" || exit 1
+c++ -O2 -std=c++17 "$root/bench/gpu/muir-step-runner.cpp" -ldl \
+  -o "$work/muir-step-runner" || exit 1
+for o in "$pre"/*.o; do
+  c++ -shared "$o" -o "$work/$(basename "${o%.o}").so" || exit 1
+done
+echo "built in $((SECONDS - start)) s"
+runner=("$work/muir-step-runner" --runtime "$work/libmuir_rt_cuda.so")
+
+# --- 2. Correctness: float64, the CPU backend, itself ----------------------
+PYTHONPATH="$root/test/lib" python3 "$root/test/Integration/Inputs/cuda_step.py" \
+  --tmp "$work/check" --prepared "$pre/check" --runner "$work/muir-step-runner" \
+  --runtime "$work/libmuir_rt_cuda.so" --step-so "$work/check.so"
+test_rc=$?
+echo "correctness done at $((SECONDS - start)) s (rc $test_rc)"
+
+# --- 3. Speed: muir vs PyTorch eager, cuBLAS's GEMM rate -------------------
+for c in ns8192 qwen3-layer; do
+  for p in fp32 bf16; do
+    extra=(); [ "$p" = bf16 ] && extra=(--bf16)
+    timeout 120 "${runner[@]}" --step "$work/$c.so" --steps 6 "${extra[@]}" \
+      | tee "$work/$c-$p.txt" | tail -n 1
+  done
+done
+timeout 150 python3 "$root/bench/gpu/peer.py" > "$work/peer.json" || echo "peer failed"
+python3 - "$work" <<'PY'
+import json, os, re, sys
+work = sys.argv[1]
+peer = json.load(open(os.path.join(work, "peer.json")))
+def ns_flops(shape, steps=5):
+    *batch, m, n = shape
+    b = 1
+    for d in batch:
+        b *= d
+    r, c = min(m, n), max(m, n)
+    # X X^T, (X X^T)^2 and B X as full products (as cuBLAS runs them)
+    return b * steps * (2 * r * r * c + 2 * r ** 3 + 2 * r * r * c)
+cases = {"ns8192": [(8192, 8192)],
+         "qwen3-layer": [(4096, 2048), (512, 2048), (512, 2048), (2048, 4096),
+                         (128, 768, 2048), (128, 768, 2048), (128, 2048, 768)]}
+print("\nGPU: %s, torch %s; cuBLAS GEMM 8192^3 (torch.mm): fp32 %.1f TFLOP/s, "
+      "bf16 %.1f TFLOP/s" % (peer["device"], peer["torch"],
+                             peer["gemm_tflops"]["fp32"], peer["gemm_tflops"]["bf16"]))
+print("%-20s %11s %11s %12s %14s %12s" % ("Muon step (NS5)", "muir ms", "torch ms",
+      "torch/muir", "muir TFLOP/s", "of GEMM rate"))
+for c, shapes in cases.items():
+    flops = sum(ns_flops(s) for s in shapes)
+    for p in ["fp32", "bf16"]:
+        text = open(os.path.join(work, "%s-%s.txt" % (c, p))).read()
+        m = re.search(r"median_ms ([0-9.]+)", text)
+        muir = float(m.group(1)) if m else float("nan")
+        torch = peer["cases"]["%s/%s" % (c, p)]["median_ms"]
+        tflops = flops / (muir * 1e-3) / 1e12
+        print("%-20s %11.2f %11.2f %11.2fx %14.1f %11.0f%%" % (
+            "%s %s" % (c, p), muir, torch, torch / muir, tflops,
+            100 * tflops / peer["gemm_tflops"][p]))
+PY
+echo "check.sh: done in $((SECONDS - start)) s; correctness rc $test_rc"
+exit $test_rc

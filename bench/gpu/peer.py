@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""PyTorch eager on the GPU, the peer of bench/gpu/check.sh: the same Muon
+step as muir's (EMA momentum with Nesterov, Frobenius normalisation, five
+Newton-Schulz iterations with coefficients (3.4445, -4.775, 2.0315) on the
+wide orientation, spectral scale 0.2 sqrt(max(m, n)), decoupled weight
+decay) for the cases of bench/gpu/cases, in fp32 (TF32 off) and with the
+Newton-Schulz iterations in bf16 (as Keller Jordan's Muon and NVIDIA's
+Emerging-Optimizers run them); expert stacks as batched products. Also
+cuBLAS's GEMM rate through torch.mm on 8192^3, fp32 and bf16. Prints one
+JSON object."""
+import json
+import sys
+
+import torch
+
+A, B, C = 3.4445, -4.7750, 2.0315
+CASES = {
+    "ns8192": [(8192, 8192)],
+    "qwen3-layer": [(4096, 2048), (512, 2048), (512, 2048), (2048, 4096),
+                    (128, 768, 2048), (128, 768, 2048), (128, 2048, 768)],
+}
+
+
+def muon_step(W, G, M, ns_dtype):
+    M.mul_(0.95).add_(G, alpha=0.05)
+    U = G.mul(0.05).add_(M, alpha=0.95)
+    X = U / (torch.linalg.vector_norm(U, dim=(-2, -1), keepdim=True) + 1e-7)
+    tall = X.size(-2) > X.size(-1)
+    if tall:
+        X = X.mT
+    X = X.to(ns_dtype)
+    for _ in range(5):
+        S = X @ X.mT
+        Bm = B * S + C * (S @ S)
+        X = A * X + Bm @ X
+    X = X.to(torch.float32)
+    if tall:
+        X = X.mT
+    m, n = W.shape[-2], W.shape[-1]
+    W.mul_(1 - 0.02 * 0.1).add_(X, alpha=-0.02 * 0.2 * max(m, n) ** 0.5)
+
+
+def timed(fn, reps=5, warmup=2):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
+            enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    times.sort()
+    return times[0], times[len(times) // 2]
+
+
+def main():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device("cuda")
+    out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(),
+           "cases": {}, "gemm_tflops": {}}
+    with torch.no_grad():
+        for dtype, name in [(torch.float32, "fp32"), (torch.bfloat16, "bf16")]:
+            a = torch.randn(8192, 8192, device=dev, dtype=dtype)
+            b = torch.randn(8192, 8192, device=dev, dtype=dtype)
+            best, _ = timed(lambda: torch.mm(a, b), reps=10, warmup=3)
+            out["gemm_tflops"][name] = 2 * 8192 ** 3 / (best * 1e-3) / 1e12
+            del a, b
+        for case, shapes in CASES.items():
+            params = []
+            for shape in shapes:
+                W = torch.randn(*shape, device=dev) * 0.02
+                G = torch.randn(*shape, device=dev)
+                params.append((W, G, torch.zeros_like(W)))
+            for dtype, name in [(torch.float32, "fp32"),
+                                (torch.bfloat16, "bf16")]:
+                def step():
+                    for W, G, M in params:
+                        muon_step(W, G, M, dtype)
+                best, median = timed(step)
+                out["cases"]["%s/%s" % (case, name)] = {"min_ms": best,
+                                                        "median_ms": median}
+            del params
+            torch.cuda.empty_cache()
+    json.dump(out, sys.stdout)
+    print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,30 @@
+#!/bin/bash
+# Prepares bench/gpu/prebuilt/ for check.sh, on a machine with the muir
+# build (LLVM/MLIR 22): the lent GPU machine has CUDA, PyTorch, CMake and a
+# C++ compiler but no LLVM 22, so the compiler runs here and the runtime and
+# the runner are built there. Writes:
+#   <case>.o    each case compiled with --target=cuda --emit=object
+#               (check: the correctness step of cuda_step.py; ns8192,
+#               qwen3-layer: bench/gpu/cases)
+#   check/      that step's description, inputs and the CPU backend's
+#               results after 3 steps
+# Then, with a lent GPU: run bench/gpu/check.sh carrying bench/gpu/prebuilt.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+build="${BUILD:-$root/build}"
+out="$root/bench/gpu/prebuilt"
+arch="${CUDA_ARCH:-sm_90}"
+rm -rf "$out"
+mkdir -p "$out"
+PYTHONPATH="$root/test/lib" /usr/bin/python3 \
+  "$root/test/Integration/Inputs/cuda_step.py" --muir-run "$build/bin/muir-run" \
+  --tmp "$out/tmp" --prepare "$out/check"
+rm -rf "$out/tmp"
+"$build/bin/muir-compile" "$out/check/step.yaml" --target=cuda \
+  --cuda-arch="$arch" --emit=object --quiet -o "$out/check.o"
+for case in ns8192 qwen3-layer; do
+  "$build/bin/muir-compile" "$root/bench/gpu/cases/$case.yaml" --target=cuda \
+    --cuda-arch="$arch" --emit=object --quiet -o "$out/$case.o"
+done
+du -sh "$out"
+echo "prepared $out (for $arch); carry bench/gpu/prebuilt to run check.sh"
