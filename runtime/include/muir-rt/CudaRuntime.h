@@ -86,10 +86,18 @@ int muirrt_cuda_graph_launch(void);
 int muirrt_cuda_event_record(int32_t i);
 double muirrt_cuda_elapsed_ms(int32_t i, int32_t j);
 
-/* NCCL over the ranks of the grid: the unique id is broadcast over MPI
- * when the process runs under MPI with several ranks; otherwise one rank.
- * Axis sizes as muirrt_dist_init's (row-major, last axis fastest). */
+/* NCCL over the ranks of the grid. The unique id is broadcast over MPI
+ * when the process runs under MPI with several ranks; else, when RANK and
+ * WORLD_SIZE are set (torchrun's variables), rank 0 serves it over TCP on
+ * MASTER_ADDR, port MUIR_NCCL_PORT or MASTER_PORT + 1 (torchrun's store
+ * holds MASTER_PORT); else one rank. Axis sizes as muirrt_dist_init's
+ * (row-major, last axis fastest); their product must be the world size. */
 int muirrt_cuda_dist_init(const int64_t *sizes, int32_t num_axes);
+
+/* The torchrun bootstrap's exchange alone: rank 0 makes the NCCL unique id
+ * (128 bytes at `id`) and serves it to the other world - 1 ranks, which
+ * receive it (retrying for MUIR_NCCL_TIMEOUT seconds, default 120). */
+int muirrt_cuda_exchange_unique_id(int64_t rank, int64_t world, void *id);
 void muirrt_cuda_dist_finalize(void);
 
 /* The last data observed in `slot` (host memory, valid after
