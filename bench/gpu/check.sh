@@ -43,7 +43,7 @@ export LD_LIBRARY_PATH="$libdirs:${LD_LIBRARY_PATH:-}"
   -I "$root/runtime/include" -I "$(dirname "$nccl_h")" -I "$(dirname "$cublas_h")" \
   "$root/runtime/cuda/CudaRuntime.cpp" "$root/runtime/cuda/Kernels.cu" \
   "$cublas_so" "$cublaslt_so" "$nccl_so" -o "$work/libmuir_rt_cuda.so" || exit 1
-c++ -O2 -std=c++17 "$root/bench/gpu/muir-step-runner.cpp" -ldl \
+c++ -O2 -std=c++17 "$root/bench/gpu/muir-step-runner.cpp" -ldl -pthread \
   -o "$work/muir-step-runner" || exit 1
 for o in "$pre"/*.o; do
   c++ -shared "$o" -o "$work/$(basename "${o%.o}").so" || exit 1

@@ -96,7 +96,16 @@ struct State {
   std::map<int64_t, Group> groups; // by axes mask
   int64_t bytesSent = 0;
   // Observation slots: pinned host buffers.
-  std::map<int64_t, std::pair<float *, int64_t>> observations;
+  struct Observation {
+    float *data = nullptr; // pinned host memory
+    int64_t capacity = 0, numel = 0;
+  };
+  std::map<int64_t, Observation> observations;
+  // cuBLAS's workspace, set once so that it never allocates (in a capture).
+  void *blasWorkspace = nullptr;
+  // Scratch buffers outgrown: kept until the end, since a captured graph
+  // may still point at them.
+  std::vector<void *> retired;
   // A step's temporaries (mgpuMemAlloc/Free). The first step allocates
   // them stream-ordered and records the sequence; before the first graph
   // capture one arena of the sequence's peak is reserved, and from then on
@@ -130,8 +139,14 @@ struct Driver {
 template <typename F> bool lookup(const char *name, F &fn) {
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
   void *ptr = nullptr;
-  if (cudaGetDriverEntryPointByVersion(name, &ptr, 12000, cudaEnableDefault,
-                                       &found) != cudaSuccess ||
+#if CUDART_VERSION >= 12050
+  cudaError_t e = cudaGetDriverEntryPointByVersion(name, &ptr, 12000,
+                                                   cudaEnableDefault, &found);
+#else
+  cudaError_t e = cudaGetDriverEntryPoint(name, &ptr, cudaEnableDefault,
+                                          &found);
+#endif
+  if (e != cudaSuccess ||
       found != cudaDriverEntryPointSuccess || !ptr)
     return false;
   fn = reinterpret_cast<F>(ptr);
@@ -196,7 +211,8 @@ void *scratch(size_t bytes, const char *fn) {
           " bytes of scratch inside a graph capture (run the step once "
           "uncaptured first)");
   if (state.scratch)
-    check(cudaFree(state.scratch), "cudaFree");
+    state.retired.push_back(state.scratch);
+  check(cudaStreamSynchronize(state.stream), "cudaStreamSynchronize");
   check(cudaMalloc(&state.scratch, bytes), "cudaMalloc");
   state.scratchBytes = bytes;
   return state.scratch;
@@ -310,6 +326,13 @@ extern "C" int muirrt_cuda_init(int device) {
   if (device >= count)
     return fail("device " + std::to_string(device) + " of " +
                 std::to_string(count));
+  const char *localSize = std::getenv("LOCAL_WORLD_SIZE");
+  if (!localSize)
+    localSize = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (localSize && std::atoi(localSize) > count)
+    return fail(std::string(localSize) + " ranks on this node but " +
+                std::to_string(count) +
+                " GPU(s): NCCL needs one GPU per rank");
   if ((e = cudaSetDevice(device)) != cudaSuccess ||
       (e = cudaFree(nullptr)) != cudaSuccess)
     return fail(std::string("cannot use device ") + std::to_string(device) +
@@ -333,7 +356,23 @@ extern "C" int muirrt_cuda_init(int device) {
     return fail(std::string("cudaStreamCreate: ") + cudaGetErrorString(e));
   if (cublasCreate(&state.blas) != CUBLAS_STATUS_SUCCESS)
     return fail("cublasCreate failed");
-  cublasSetStream(state.blas, state.stream);
+  // A fixed workspace: cuBLAS would otherwise allocate one, stream-ordered,
+  // inside a graph capture (memory nodes the graph must not hold).
+  const size_t workspace = size_t(32) << 20;
+  if ((e = cudaMalloc(&state.blasWorkspace, workspace)) != cudaSuccess)
+    return fail(std::string("cudaMalloc (cuBLAS workspace): ") +
+                cudaGetErrorString(e));
+  if (cublasSetStream(state.blas, state.stream) != CUBLAS_STATUS_SUCCESS ||
+      cublasSetWorkspace(state.blas, state.blasWorkspace, workspace) !=
+          CUBLAS_STATUS_SUCCESS)
+    return fail("cublasSetStream/cublasSetWorkspace failed");
+  // The first step's stream-ordered temporaries: keep the pool's memory
+  // between synchronisations instead of returning it each time.
+  cudaMemPool_t pool;
+  if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+    uint64_t keep = UINT64_MAX;
+    cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+  }
   // Pure fp32 unless bf16 is asked for per call (no TF32 behind our back).
   cublasSetMathMode(state.blas, CUBLAS_DEFAULT_MATH);
   for (cudaEvent_t &ev : state.events)
@@ -372,7 +411,12 @@ extern "C" int muirrt_cuda_free(void *ptr) {
 
 extern "C" int muirrt_cuda_copy_to_device(void *dst, const void *src,
                                           size_t bytes) {
-  cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+  // On the step stream (non-blocking: it would not wait for the legacy
+  // stream's copy), then waited for.
+  cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
+                                  state.stream);
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize(state.stream);
   return e == cudaSuccess ? 0
                           : fail(std::string("copy to device: ") +
                                  cudaGetErrorString(e));
@@ -382,13 +426,20 @@ extern "C" int muirrt_cuda_copy_to_host(void *dst, const void *src,
                                         size_t bytes) {
   cudaError_t e = cudaStreamSynchronize(state.stream);
   if (e == cudaSuccess)
-    e = cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
+    e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost,
+                        state.stream);
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize(state.stream);
   return e == cudaSuccess ? 0
                           : fail(std::string("copy to host: ") +
                                  cudaGetErrorString(e));
 }
 
+// After a whole step (every temporary freed again), the recorded sequence
+// sizes the arena: later steps, captured or not, use the same addresses.
 extern "C" int muirrt_cuda_synchronize(void) {
+  if (!capturing() && state.allocIds.empty())
+    planArena();
   cudaError_t e = cudaStreamSynchronize(state.stream);
   return e == cudaSuccess ? 0
                           : fail(std::string("cudaStreamSynchronize: ") +
@@ -646,8 +697,8 @@ extern "C" const float *muirrt_cuda_observation(int64_t slot,
     *numel = 0;
     return nullptr;
   }
-  *numel = it->second.second;
-  return it->second.first;
+  *numel = it->second.numel;
+  return it->second.data;
 }
 
 extern "C" int64_t muirrt_cuda_bytes_sent(void) { return state.bytesSent; }
@@ -664,6 +715,22 @@ extern "C" void muirrt_cuda_sgemm(int64_t batch, int32_t trans_a,
   ensureReady("muirrt_cuda_sgemm");
   if (batch <= 0 || m <= 0 || n <= 0)
     return;
+  if (k <= 0) {
+    // No product: C = beta Acc (cuBLAS rejects leading dimensions of 0).
+    size_t bytes = sizeof(float) * batch * m * n;
+    if (beta == 0.0f) {
+      check(cudaMemsetAsync(c, 0, bytes, state.stream), "cudaMemsetAsync");
+      return;
+    }
+    if (acc && acc != c)
+      check(cudaMemcpyAsync(c, acc, bytes, cudaMemcpyDeviceToDevice,
+                            state.stream),
+            "cudaMemcpyAsync");
+    check(cublasSscal(state.blas, static_cast<int>(batch * m * n), &beta, c,
+                      1),
+          "cublasSscal");
+    return;
+  }
   if (beta != 0.0f && acc && acc != c)
     check(cudaMemcpyAsync(c, acc, sizeof(float) * batch * m * n,
                           cudaMemcpyDeviceToDevice, state.stream),
@@ -744,19 +811,20 @@ extern "C" void muirrt_cuda_observe(int64_t slot, const float *data,
                                     int64_t numel) {
   ensureReady("muirrt_cuda_observe");
   auto &o = state.observations[slot];
-  if (o.second < numel) {
+  if (o.capacity < numel) {
     if (capturing())
       fatal("muirrt_cuda_observe: a new observation slot inside a graph "
             "capture (run the step once uncaptured first)");
-    if (o.first)
-      cudaFreeHost(o.first);
-    check(cudaMallocHost(reinterpret_cast<void **>(&o.first),
+    if (o.data)
+      cudaFreeHost(o.data);
+    check(cudaMallocHost(reinterpret_cast<void **>(&o.data),
                          sizeof(float) * (numel ? numel : 1)),
           "cudaMallocHost");
+    o.capacity = numel;
   }
-  o.second = numel;
+  o.numel = numel;
   if (numel > 0)
-    check(cudaMemcpyAsync(o.first, data, sizeof(float) * numel,
+    check(cudaMemcpyAsync(o.data, data, sizeof(float) * numel,
                           cudaMemcpyDeviceToHost, state.stream),
           "cudaMemcpyAsync");
 }

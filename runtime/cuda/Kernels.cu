@@ -37,9 +37,10 @@ __device__ double blockSum(double v) {
 }
 
 // partials[item * kParts + part] = sum of squares of the part's range.
-__global__ void partialSquares(const float *in, int64_t numel,
-                               double *partials) {
-  int64_t item = blockIdx.y, part = blockIdx.x;
+__global__ void partialSquares(const float *in, int64_t batch,
+                               int64_t numel, double *partials) {
+  for (int64_t item = blockIdx.y; item < batch; item += gridDim.y) {
+  int64_t part = blockIdx.x;
   int64_t per = (numel + kParts - 1) / kParts;
   int64_t begin = part * per, end = begin + per < numel ? begin + per : numel;
   const float *x = in + item * numel;
@@ -51,6 +52,8 @@ __global__ void partialSquares(const float *in, int64_t numel,
   double total = blockSum(acc);
   if (threadIdx.x == 0)
     partials[item * kParts + part] = total;
+  __syncthreads(); // blockSum's shared memory is reused by the next item
+  }
 }
 
 // ss[item] = the item's partials summed in order (one thread, kParts adds).
@@ -71,9 +74,9 @@ __global__ void finishSquares(const double *partials, int64_t batch,
 // out = in * float(1 / (sqrt(ss) + eps)); ss in double (normalize) or float
 // (scale_by_norm), as the CPU runtime's two entry points.
 __global__ void scaleByNorm(const float *in, const double *ssDouble,
-                            const float *ssFloat, float eps, int64_t numel,
-                            float *out) {
-  int64_t item = blockIdx.y;
+                            const float *ssFloat, float eps, int64_t batch,
+                            int64_t numel, float *out) {
+  for (int64_t item = blockIdx.y; item < batch; item += gridDim.y) {
   double ss = ssDouble ? ssDouble[item] : static_cast<double>(ssFloat[item]);
   float scale = static_cast<float>(1.0 / (sqrt(ss) + static_cast<double>(eps)));
   const float *x = in + item * numel;
@@ -81,6 +84,7 @@ __global__ void scaleByNorm(const float *in, const double *ssDouble,
   for (int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x; i < numel;
        i += int64_t(gridDim.x) * kThreads)
     y[i] = x[i] * scale;
+  }
 }
 
 // out[i] = op over pieces j = 0..g-1 in order; op 0 sum, 1 max, 2 min,
@@ -94,10 +98,9 @@ __global__ void reduceOrdered(const float *pieces, int64_t g, int64_t n,
       float v = pieces[j * n + i];
       if (op == 0 || op == 3)
         acc = acc + v;
-      else if (isnan(acc) || isnan(v))
-        acc = acc + v; // NaN
-      else
-        acc = op == 1 ? fmaxf(acc, v) : fminf(acc, v);
+      // As the CPU runtime: the first NaN stays, ties keep the earlier.
+      else if (op == 1 ? (v > acc || isnan(v)) : (v < acc || isnan(v)))
+        acc = isnan(acc) ? acc : v;
     }
     if (op == 3)
       acc = acc / static_cast<float>(g);
@@ -121,14 +124,20 @@ __global__ void pieces(const float *in, float *out, int64_t g, int64_t outer,
 }
 
 // out[b][c][r] = in[b][r][c].
-__global__ void transposeKernel(const float *in, int64_t rows, int64_t cols,
-                                float *out) {
-  int64_t b = blockIdx.y, n = rows * cols;
-  for (int64_t t = blockIdx.x * int64_t(kThreads) + threadIdx.x; t < n;
-       t += int64_t(gridDim.x) * kThreads) {
-    int64_t r = t / cols, c = t % cols;
-    out[b * n + c * rows + r] = in[b * n + t];
-  }
+__global__ void transposeKernel(const float *in, int64_t batch, int64_t rows,
+                                int64_t cols, float *out) {
+  int64_t n = rows * cols;
+  for (int64_t b = blockIdx.y; b < batch; b += gridDim.y)
+    for (int64_t t = blockIdx.x * int64_t(kThreads) + threadIdx.x; t < n;
+         t += int64_t(gridDim.x) * kThreads) {
+      int64_t r = t / cols, c = t % cols;
+      out[b * n + c * rows + r] = in[b * n + t];
+    }
+}
+
+// Items of a batch on grid y, at most 65535 blocks (the kernels loop).
+unsigned itemsFor(int64_t batch) {
+  return static_cast<unsigned>(batch < 65535 ? batch : 65535);
 }
 
 unsigned gridFor(int64_t n) {
@@ -154,8 +163,8 @@ cudaError_t muirrt_cuda_detail_sum_squares(const float *in, int64_t batch,
                                            double *scratch,
                                            cudaStream_t stream) {
   double *partials = scratch, *ssDouble = scratch + batch * kParts;
-  partialSquares<<<dim3(kParts, static_cast<unsigned>(batch)), kThreads, 0,
-                   stream>>>(in, numel, partials);
+  partialSquares<<<dim3(kParts, itemsFor(batch)), kThreads, 0, stream>>>(
+      in, batch, numel, partials);
   finishSquares<<<static_cast<unsigned>((batch + 127) / 128), 128, 0,
                   stream>>>(partials, batch, ss, ss ? nullptr : ssDouble);
   return cudaGetLastError();
@@ -170,9 +179,9 @@ cudaError_t muirrt_cuda_detail_normalize(const float *in, int64_t batch,
   if (e != cudaSuccess)
     return e;
   scaleByNorm<<<dim3(gridFor(numel) < 4096 ? gridFor(numel) : 4096,
-                     static_cast<unsigned>(batch)),
+                     itemsFor(batch)),
                 kThreads, 0, stream>>>(in, scratch + batch * kParts, nullptr,
-                                       eps, numel, out);
+                                       eps, batch, numel, out);
   return cudaGetLastError();
 }
 
@@ -181,8 +190,9 @@ cudaError_t muirrt_cuda_detail_scale_by_norm(const float *in, int64_t batch,
                                              const float *ss, float *out,
                                              cudaStream_t stream) {
   scaleByNorm<<<dim3(gridFor(numel) < 4096 ? gridFor(numel) : 4096,
-                     static_cast<unsigned>(batch)),
-                kThreads, 0, stream>>>(in, nullptr, ss, eps, numel, out);
+                     itemsFor(batch)),
+                kThreads, 0, stream>>>(in, nullptr, ss, eps, batch, numel,
+                                       out);
   return cudaGetLastError();
 }
 
@@ -208,8 +218,8 @@ cudaError_t muirrt_cuda_detail_transpose(const float *in, int64_t batch,
                                          float *out, cudaStream_t stream) {
   transposeKernel<<<dim3(gridFor(rows * cols) < 4096 ? gridFor(rows * cols)
                                                      : 4096,
-                         static_cast<unsigned>(batch)),
-                    kThreads, 0, stream>>>(in, rows, cols, out);
+                         itemsFor(batch)),
+                    kThreads, 0, stream>>>(in, batch, rows, cols, out);
   return cudaGetLastError();
 }
 

@@ -198,8 +198,12 @@ static std::string emitObject(ModuleOp module, llvm::raw_pwrite_stream &os) {
                                                                   error);
   if (!target)
     return error;
+  llvm::TargetOptions options;
+  // The kernels' module loads run as constructors: .init_array, as every
+  // current ELF linker and loader expects.
+  options.UseInitArray = true;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, "x86-64", "", llvm::TargetOptions(), llvm::Reloc::PIC_));
+      triple, "x86-64", "", options, llvm::Reloc::PIC_));
   if (!tm)
     return "cannot create a target machine for " + triple.str();
   llvmModule->setTargetTriple(triple);
