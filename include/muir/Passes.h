@@ -13,6 +13,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -50,6 +51,10 @@ struct TargetOptions {
 /// module (gpu.binary), muirrt_cuda_* calls.
 void buildExecToLLVMPipeline(OpPassManager &pm,
                              const TargetOptions &target = {});
+
+/// Drops the muir.* attributes of a function's arguments (read by the
+/// tools from the exec IR; LLVM IR has no meaning for them).
+void dropMuirArgAttrs(FunctionOpInterface function);
 
 /// The dialects muir's tools read and produce: every upstream dialect and
 /// extension (what the pipelines emit) plus muir and muir_exec.

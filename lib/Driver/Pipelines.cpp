@@ -139,6 +139,17 @@ void mlir::muir::registerMuirPassesAndPipelines() {
       });
 }
 
+void mlir::muir::dropMuirArgAttrs(FunctionOpInterface function) {
+  for (unsigned i = 0; i < function.getNumArguments(); ++i) {
+    SmallVector<NamedAttribute> kept;
+    if (DictionaryAttr dict = function.getArgAttrDict(i))
+      for (NamedAttribute attr : dict)
+        if (!attr.getName().getValue().starts_with("muir."))
+          kept.push_back(attr);
+    function.setArgAttrs(i, kept);
+  }
+}
+
 void mlir::muir::registerMuirDialects(DialectRegistry &registry) {
   registerAllDialects(registry);
   registerAllExtensions(registry);

@@ -861,21 +861,31 @@ extern "C" void muirrt_cuda_all_reduce(int64_t axes_mask, int32_t op,
         "ordered sum kernel");
 }
 
-extern "C" void muirrt_cuda_all_gather(int64_t axes_mask, const float *in,
-                                       float *out, int64_t outer,
-                                       int64_t inner) {
-  ensureReady("muirrt_cuda_all_gather");
-  Group &g = groupFor(axes_mask, "muirrt_cuda_all_gather");
-  int64_t block = outer * inner;
+namespace {
+// The common start of a collective that sends one block of `block` floats
+// to every peer: its group, the bytes counted, and for a group of one the
+// block copied to the output (the whole collective).
+Group &blockCollective(const char *fn, int64_t mask, const float *in,
+                       float *out, int64_t block) {
+  ensureReady(fn);
+  Group &g = groupFor(mask, fn);
   state.bytesSent += block * 4 * (g.size - 1);
-  if (block <= 0)
-    return;
-  if (g.size == 1) {
+  if (g.size == 1 && block > 0 && in != out)
     check(cudaMemcpyAsync(out, in, sizeof(float) * block,
                           cudaMemcpyDeviceToDevice, state.stream),
           "cudaMemcpyAsync");
+  return g;
+}
+} // namespace
+
+extern "C" void muirrt_cuda_all_gather(int64_t axes_mask, const float *in,
+                                       float *out, int64_t outer,
+                                       int64_t inner) {
+  Group &g = blockCollective("muirrt_cuda_all_gather", axes_mask, in, out,
+                             outer * inner);
+  int64_t block = outer * inner;
+  if (g.size == 1 || block <= 0)
     return;
-  }
   if (outer == 1) {
     check(ncclAllGather(in, out, static_cast<size_t>(block), ncclFloat,
                         g.comm, state.stream),
@@ -896,18 +906,11 @@ extern "C" void muirrt_cuda_all_gather(int64_t axes_mask, const float *in,
 extern "C" void muirrt_cuda_reduce_scatter(int64_t axes_mask, int32_t op,
                                            const float *in, float *out,
                                            int64_t outer, int64_t inner) {
-  ensureReady("muirrt_cuda_reduce_scatter");
-  Group &g = groupFor(axes_mask, "muirrt_cuda_reduce_scatter");
+  Group &g = blockCollective("muirrt_cuda_reduce_scatter", axes_mask, in,
+                             out, outer * inner);
   int64_t block = outer * inner;
-  state.bytesSent += block * 4 * (g.size - 1);
-  if (block <= 0)
+  if (g.size == 1 || block <= 0)
     return;
-  if (g.size == 1) {
-    check(cudaMemcpyAsync(out, in, sizeof(float) * block,
-                          cudaMemcpyDeviceToDevice, state.stream),
-          "cudaMemcpyAsync");
-    return;
-  }
   // Column blocks to rank-major pieces; member j's slice of every rank
   // arrives at j (grouped send/recv), and is summed in rank order.
   auto *buf = static_cast<float *>(scratch(

@@ -143,16 +143,8 @@ static LogicalResult addPackedEntry(ModuleOp module, StringRef entryName,
   auto entry = module.lookupSymbol<LLVM::LLVMFuncOp>(entryName);
   if (!entry)
     return module.emitError("no entry function '") << entryName << "'";
-  // The muir.* argument attributes are in the manifest; LLVM IR has no
-  // meaning for them.
-  for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
-    SmallVector<NamedAttribute> kept;
-    if (DictionaryAttr dict = entry.getArgAttrDict(i))
-      for (NamedAttribute attr : dict)
-        if (!attr.getName().getValue().starts_with("muir."))
-          kept.push_back(attr);
-    entry.setArgAttrs(i, kept);
-  }
+  // The muir.* argument attributes are in the manifest.
+  muir::dropMuirArgAttrs(entry);
   MLIRContext *ctx = module.getContext();
   Location loc = entry.getLoc();
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());

@@ -929,14 +929,7 @@ int main(int argc, char **argv) {
   // Exec IR -> LLVM -> native code. The muir.* argument attributes have
   // been read; LLVM IR translation has no meaning for them.
   std::string entryName = entry.getName().str();
-  for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
-    SmallVector<NamedAttribute> kept;
-    if (DictionaryAttr dict = entry.getArgAttrDict(i))
-      for (NamedAttribute attr : dict)
-        if (!attr.getName().getValue().starts_with("muir."))
-          kept.push_back(attr);
-    entry.setArgAttrs(i, kept);
-  }
+  muir::dropMuirArgAttrs(entry);
   // Whether the step reads its step counter (AdamW's bias corrections,
   // host scalars baked into a captured CUDA graph's kernel arguments).
   bool readsStep = llvm::any_of(entry.getArguments(), [&](BlockArgument a) {
