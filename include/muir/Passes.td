@@ -168,6 +168,7 @@ def MuirExecToRuntimeCalls
   let dependentDialects = ["mlir::func::FuncDialect",
                            "mlir::memref::MemRefDialect",
                            "mlir::arith::ArithDialect",
+                           "mlir::gpu::GPUDialect",
                            "mlir::LLVM::LLVMDialect"];
 }
 

@@ -106,6 +106,21 @@ void copyKernel(memref::CopyOp c) {
   c.erase();
 }
 
+/// A buffer copy (memref.copy or linalg.copy) on the device: gpu.memcpy
+/// between contiguous buffers, else a copy kernel.
+void lowerCopy(Operation *op, Value source, Value target) {
+  OpBuilder b(op);
+  auto contiguous = [](Value v) {
+    return cast<MemRefType>(v.getType()).getLayout().isIdentity();
+  };
+  if (contiguous(source) && contiguous(target))
+    gpu::MemcpyOp::create(b, op->getLoc(), Type(), ValueRange{}, target,
+                          source);
+  else
+    copyKernel(memref::CopyOp::create(b, op->getLoc(), source, target));
+  op->erase();
+}
+
 LogicalResult launch(linalg::GenericOp g) {
   OpBuilder b(g);
   Location loc = g.getLoc();
@@ -159,7 +174,7 @@ struct ExecToGPUPass
           op->getParentOfType<gpu::LaunchOp>())
         return;
       if (isa<memref::AllocOp, memref::DeallocOp, memref::CopyOp,
-              linalg::GenericOp>(op))
+              linalg::CopyOp, linalg::GenericOp>(op))
         ops.push_back(op);
     });
     for (Operation *op : ops) {
@@ -174,16 +189,12 @@ struct ExecToGPUPass
         a.replaceAllUsesWith(g.getMemref());
       } else if (auto d = dyn_cast<memref::DeallocOp>(op)) {
         gpu::DeallocOp::create(b, loc, Type(), ValueRange{}, d.getMemref());
+      } else if (auto lc = dyn_cast<linalg::CopyOp>(op)) {
+        lowerCopy(op, lc.getInputs()[0], lc.getOutputs()[0]);
+        continue;
       } else if (auto c = dyn_cast<memref::CopyOp>(op)) {
-        auto contiguous = [](Value v) {
-          return cast<MemRefType>(v.getType()).getLayout().isIdentity();
-        };
-        if (!contiguous(c.getSource()) || !contiguous(c.getTarget())) {
-          copyKernel(c);
-          continue;
-        }
-        gpu::MemcpyOp::create(b, loc, Type(), ValueRange{}, c.getTarget(),
-                              c.getSource());
+        lowerCopy(op, c.getSource(), c.getTarget());
+        continue;
       } else {
         auto g = cast<linalg::GenericOp>(op);
         if (!isElementwise(g))

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIREXECTORUNTIMECALLS
 #include "muir/Passes.h.inc"
@@ -96,7 +98,13 @@ public:
     }
     return LLVM::AddressOfOp::create(b, loc, global);
   }
-  void copy(Value from, Value to) { memref::CopyOp::create(b, loc, from, to); }
+  /// A buffer copy: on the device for the CUDA target.
+  void copy(Value from, Value to) {
+    if (cuda)
+      gpu::MemcpyOp::create(b, loc, Type(), ValueRange{}, to, from);
+    else
+      memref::CopyOp::create(b, loc, from, to);
+  }
 
   ValueRange call(StringRef cpuName, ArrayRef<Value> args,
                   TypeRange results = {}) {
@@ -134,7 +142,9 @@ bool hasCudaCall(Operation *op) {
   return isa<mx::GemmOp, mx::SyrkOp, mx::FrobeniusNormalizeOp,
              mx::SumSquaresOp, mx::ScaleByNormOp, mx::TransposeOp,
              mx::ObserveOp, mx::AllReduceOp, mx::AllGatherOp,
-             mx::ReduceScatterOp, mx::BroadcastOp, mx::GroupRankOp>(op);
+             mx::AllGatherVOp, mx::ReduceScatterOp, mx::AllToAllOp,
+             mx::BroadcastOp,
+             mx::AllSliceOp, mx::GroupRankOp>(op);
 }
 
 /// (batch, rows, cols), batch 1 for a plain matrix.

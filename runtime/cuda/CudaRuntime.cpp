@@ -947,6 +947,82 @@ extern "C" void muirrt_cuda_broadcast(int64_t axes_mask, int64_t root,
         "ncclBroadcast");
 }
 
+// Block j (count floats) to group rank j, block i from group rank i: grouped
+// sends and receives (the input is staged first when it is the output).
+extern "C" void muirrt_cuda_all_to_all(int64_t axes_mask, const float *in,
+                                       float *out, int64_t count) {
+  Group &g = blockCollective("muirrt_cuda_all_to_all", axes_mask, in, out,
+                             count);
+  if (g.size == 1 || count <= 0)
+    return;
+  const float *send = in;
+  if (in == out) {
+    auto *staged = static_cast<float *>(
+        scratch(sizeof(float) * count * g.size, "muirrt_cuda_all_to_all"));
+    check(cudaMemcpyAsync(staged, in, sizeof(float) * count * g.size,
+                          cudaMemcpyDeviceToDevice, state.stream),
+          "cudaMemcpyAsync");
+    send = staged;
+  }
+  check(ncclGroupStart(), "ncclGroupStart");
+  for (int64_t j = 0; j < g.size; ++j) {
+    check(ncclSend(send + j * count, static_cast<size_t>(count), ncclFloat,
+                   static_cast<int>(j), g.comm, state.stream),
+          "ncclSend");
+    check(ncclRecv(out + j * count, static_cast<size_t>(count), ncclFloat,
+                   static_cast<int>(j), g.comm, state.stream),
+          "ncclRecv");
+  }
+  check(ncclGroupEnd(), "ncclGroupEnd");
+}
+
+// Ragged all-gather as grouped broadcasts: rank j's counts[j] floats to
+// offset sum(counts[0..j)) of every rank's output.
+extern "C" void muirrt_cuda_all_gatherv(int64_t axes_mask, const float *in,
+                                        float *out, const int64_t *counts) {
+  ensureReady("muirrt_cuda_all_gatherv");
+  Group &g = groupFor(axes_mask, "muirrt_cuda_all_gatherv");
+  if (!counts)
+    fatal("muirrt_cuda_all_gatherv: null counts");
+  state.bytesSent += counts[g.rank] * 4 * (g.size - 1);
+  if (g.size == 1) {
+    if (counts[0] > 0 && in != out)
+      check(cudaMemcpyAsync(out, in, sizeof(float) * counts[0],
+                            cudaMemcpyDeviceToDevice, state.stream),
+            "cudaMemcpyAsync");
+    return;
+  }
+  check(ncclGroupStart(), "ncclGroupStart");
+  int64_t offset = 0;
+  for (int64_t j = 0; j < g.size; ++j) {
+    if (counts[j] > 0)
+      check(ncclBroadcast(j == g.rank ? static_cast<const void *>(in)
+                                      : static_cast<const void *>(out + offset),
+                          out + offset, static_cast<size_t>(counts[j]),
+                          ncclFloat, static_cast<int>(j), g.comm,
+                          state.stream),
+            "ncclBroadcast");
+    offset += counts[j];
+  }
+  check(ncclGroupEnd(), "ncclGroupEnd");
+}
+
+// No communication: every rank holds the whole [outer, inner * g] tensor
+// and keeps column block r (a strided copy).
+extern "C" void muirrt_cuda_all_slice(int64_t axes_mask, const float *in,
+                                      float *out, int64_t outer,
+                                      int64_t inner) {
+  ensureReady("muirrt_cuda_all_slice");
+  Group &g = groupFor(axes_mask, "muirrt_cuda_all_slice");
+  if (outer <= 0 || inner <= 0)
+    return;
+  check(cudaMemcpy2DAsync(out, sizeof(float) * inner, in + g.rank * inner,
+                          sizeof(float) * inner * g.size,
+                          sizeof(float) * inner, outer,
+                          cudaMemcpyDeviceToDevice, state.stream),
+        "cudaMemcpy2DAsync");
+}
+
 extern "C" int64_t muirrt_cuda_dist_group_rank(int64_t axes_mask) {
   return groupFor(axes_mask, "muirrt_cuda_dist_group_rank").rank;
 }

@@ -135,6 +135,12 @@ void muirrt_cuda_reduce_scatter(int64_t axes_mask, int32_t op,
                                 int64_t inner);
 void muirrt_cuda_broadcast(int64_t axes_mask, int64_t root, float *buf,
                            int64_t count);
+void muirrt_cuda_all_to_all(int64_t axes_mask, const float *in, float *out,
+                            int64_t count);
+void muirrt_cuda_all_gatherv(int64_t axes_mask, const float *in, float *out,
+                             const int64_t *counts);
+void muirrt_cuda_all_slice(int64_t axes_mask, const float *in, float *out,
+                           int64_t outer, int64_t inner);
 int64_t muirrt_cuda_dist_group_rank(int64_t axes_mask);
 
 /* MLIR's GPU runtime ABI (gpu-to-llvm and gpu.binary's translation), on
