@@ -144,7 +144,8 @@ bool hasCudaCall(Operation *op) {
              mx::ObserveOp, mx::AllReduceOp, mx::AllGatherOp,
              mx::AllGatherVOp, mx::ReduceScatterOp, mx::AllToAllOp,
              mx::BroadcastOp,
-             mx::AllSliceOp, mx::GroupRankOp>(op);
+             mx::AllSliceOp, mx::GroupRankOp, mx::SyrkRowsOp,
+             mx::TriangleAllReduceStartOp, mx::TriangleAllReduceWaitOp>(op);
 }
 
 /// (batch, rows, cols), batch 1 for a plain matrix.

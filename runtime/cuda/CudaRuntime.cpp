@@ -61,6 +61,11 @@ cudaError_t muirrt_cuda_detail_pieces(const float *in, float *out, int64_t g,
                                       int64_t outer, int64_t inner,
                                       int32_t to_columns,
                                       cudaStream_t stream);
+cudaError_t muirrt_cuda_detail_triangle_rows(float *c, int64_t batch,
+                                             int64_t n, int64_t r0,
+                                             int64_t r1, int64_t count,
+                                             float *packed, int32_t mode,
+                                             cudaStream_t stream);
 cudaError_t muirrt_cuda_detail_transpose(const float *in, int64_t batch,
                                          int64_t rows, int64_t cols,
                                          float *out, cudaStream_t stream);
@@ -106,6 +111,18 @@ struct State {
   // Scratch buffers outgrown: kept until the end, since a captured graph
   // may still point at them.
   std::vector<void *> retired;
+  // The packed-triangle exchanges: their own stream, so that a chunk's
+  // exchange runs while the next chunk's product does; one slot a request
+  // in flight, buffers kept (the same sequence every step).
+  cudaStream_t comm = nullptr;
+  struct Triangle {
+    bool active = false;
+    int64_t groupMask = 0, batch = 0, n = 0, r0 = 0, r1 = 0, count = 0;
+    float *send = nullptr, *pieces = nullptr, *sum = nullptr;
+    size_t capacity = 0; // floats of send (pieces: g times, sum: as send)
+    cudaEvent_t packed = nullptr, done = nullptr;
+  };
+  std::vector<Triangle> triangles;
   // A step's temporaries (mgpuMemAlloc/Free). The first step allocates
   // them stream-ordered and records the sequence; before the first graph
   // capture one arena of the sequence's peak is reserved, and from then on
@@ -759,6 +776,135 @@ extern "C" void muirrt_cuda_ssyrk(int64_t batch, int32_t trans, int64_t n,
                                   float beta, float *c, const float *acc) {
   // A A^T (A n x k) or A^T A (A k x n).
   muirrt_cuda_sgemm(batch, trans, !trans, n, n, k, alpha, a, a, beta, c, acc);
+}
+
+// Rows [row_begin, row_end) of the upper triangle of alpha A A^T (A n x k)
+// or alpha A^T A (trans: A k x n), as one strided-batched GEMM of the rows'
+// block against the rows from row_begin on, written at c[r][r0..n) (the
+// part left of the diagonal in the block is overwritten by the wait's
+// mirror, as on the CPU).
+extern "C" void muirrt_cuda_ssyrk_rows(int64_t batch, int32_t trans,
+                                       int64_t n, int64_t k, float alpha,
+                                       const float *a, float *c,
+                                       int64_t row_begin, int64_t row_end) {
+  ensureReady("muirrt_cuda_ssyrk_rows");
+  int64_t rows = row_end - row_begin, cols = n - row_begin;
+  if (batch <= 0 || rows <= 0 || k <= 0)
+    return;
+  // Column-major, C^T's block (cols x rows, ld n) = op(X) op(Y) with X and
+  // Y the same rows of A: without trans, A is column-major k x n (ld k),
+  // C^T = A[:, r0:]^T A[:, r0:r1]; with trans, A is n x k (ld n),
+  // C^T = A[r0:, :] A[r0:r1, :]^T.
+  const float *x = trans ? a + row_begin : a + row_begin * k;
+  float beta = 0.0f;
+  cublasComputeType_t compute =
+      state.bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
+  check(cublasGemmStridedBatchedEx(
+            state.blas, trans ? CUBLAS_OP_N : CUBLAS_OP_T,
+            trans ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(cols),
+            static_cast<int>(rows), static_cast<int>(k), &alpha, x,
+            CUDA_R_32F, static_cast<int>(trans ? n : k), n * k, x, CUDA_R_32F,
+            static_cast<int>(trans ? n : k), n * k, &beta,
+            c + row_begin * n + row_begin, CUDA_R_32F, static_cast<int>(n),
+            n * n, static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmStridedBatchedEx (syrk rows)");
+}
+
+// Packs the chunk's rows on the step stream and gathers every rank's on the
+// exchange stream; the wait sums them in rank order and mirrors the rows.
+extern "C" int64_t muirrt_cuda_triangle_all_reduce_start(
+    int64_t axes_mask, int64_t batch, int64_t n, const float *c,
+    int64_t row_begin, int64_t row_end) {
+  const char *fn = "muirrt_cuda_triangle_all_reduce_start";
+  ensureReady(fn);
+  if (row_begin < 0 || row_begin > row_end || row_end > n)
+    fatal(std::string(fn) + ": rows out of range");
+  Group &g = groupFor(axes_mask, fn);
+  int64_t count = (row_end - row_begin) * n -
+                  (row_end * (row_end - 1) - row_begin * (row_begin - 1)) / 2;
+  int64_t floats = count * batch;
+  state.bytesSent += floats * 4 * (g.size - 1);
+  size_t slot = 0;
+  while (slot < state.triangles.size() && state.triangles[slot].active)
+    ++slot;
+  if (slot == state.triangles.size())
+    state.triangles.emplace_back();
+  State::Triangle &t = state.triangles[slot];
+  t.active = true;
+  t.groupMask = axes_mask;
+  t.batch = batch;
+  t.n = n;
+  t.r0 = row_begin;
+  t.r1 = row_end;
+  t.count = count;
+  if (g.size == 1 || floats == 0)
+    return static_cast<int64_t>(slot);
+  if (static_cast<size_t>(floats) > t.capacity) {
+    if (capturing())
+      fatal(std::string(fn) + ": a larger exchange inside a graph capture "
+                              "than in the step's first run");
+    for (float *p : {t.send, t.pieces, t.sum})
+      if (p)
+        state.retired.push_back(p);
+    check(cudaMalloc(&t.send, sizeof(float) * floats), "cudaMalloc");
+    check(cudaMalloc(&t.pieces, sizeof(float) * floats * g.size),
+          "cudaMalloc");
+    check(cudaMalloc(&t.sum, sizeof(float) * floats), "cudaMalloc");
+    t.capacity = static_cast<size_t>(floats);
+  }
+  if (!t.packed) {
+    check(cudaEventCreateWithFlags(&t.packed, cudaEventDisableTiming),
+          "cudaEventCreate");
+    check(cudaEventCreateWithFlags(&t.done, cudaEventDisableTiming),
+          "cudaEventCreate");
+  }
+  if (!state.comm)
+    check(cudaStreamCreateWithFlags(&state.comm, cudaStreamNonBlocking),
+          "cudaStreamCreate");
+  check(muirrt_cuda_detail_triangle_rows(const_cast<float *>(c), batch, n,
+                                         row_begin, row_end, count, t.send, 0,
+                                         state.stream),
+        "triangle pack kernel");
+  check(cudaEventRecord(t.packed, state.stream), "cudaEventRecord");
+  check(cudaStreamWaitEvent(state.comm, t.packed, 0), "cudaStreamWaitEvent");
+  if (state.deterministic)
+    check(ncclAllGather(t.send, t.pieces, static_cast<size_t>(floats),
+                        ncclFloat, g.comm, state.comm),
+          "ncclAllGather");
+  else
+    check(ncclAllReduce(t.send, t.sum, static_cast<size_t>(floats), ncclFloat,
+                        ncclSum, g.comm, state.comm),
+          "ncclAllReduce");
+  check(cudaEventRecord(t.done, state.comm), "cudaEventRecord");
+  return static_cast<int64_t>(slot);
+}
+
+extern "C" void muirrt_cuda_triangle_all_reduce_wait(int64_t request,
+                                                     float *c) {
+  const char *fn = "muirrt_cuda_triangle_all_reduce_wait";
+  ensureReady(fn);
+  if (request < 0 || request >= static_cast<int64_t>(state.triangles.size()) ||
+      !state.triangles[static_cast<size_t>(request)].active)
+    fatal(std::string(fn) + ": request " + std::to_string(request) +
+          " was not started or was already waited for");
+  State::Triangle &t = state.triangles[static_cast<size_t>(request)];
+  t.active = false;
+  Group &g = groupFor(t.groupMask, fn);
+  int64_t floats = t.count * t.batch;
+  if (g.size == 1 || floats == 0) {
+    check(muirrt_cuda_detail_triangle_rows(c, t.batch, t.n, t.r0, t.r1,
+                                           t.count, nullptr, 2, state.stream),
+          "triangle mirror kernel");
+    return;
+  }
+  check(cudaStreamWaitEvent(state.stream, t.done, 0), "cudaStreamWaitEvent");
+  if (state.deterministic)
+    check(muirrt_cuda_detail_reduce_ordered(t.pieces, g.size, floats, 0,
+                                            t.sum, state.stream),
+          "ordered sum kernel");
+  check(muirrt_cuda_detail_triangle_rows(c, t.batch, t.n, t.r0, t.r1,
+                                         t.count, t.sum, 1, state.stream),
+        "triangle unpack kernel");
 }
 
 extern "C" void muirrt_cuda_frobenius_normalize(int64_t batch, int64_t numel,

@@ -123,6 +123,32 @@ __global__ void pieces(const float *in, float *out, int64_t g, int64_t outer,
   }
 }
 
+// Rows [r0, r1) of the upper triangles of `batch` n x n matrices, each
+// row from its diagonal on, packed back to back (count floats an item):
+// mode 0 packs c into packed; mode 1 unpacks packed into c and mirrors
+// each row into its column (c[j][r] = c[r][j], j > r); mode 2 only mirrors
+// (a group of one). One block a row, its threads over the columns.
+__global__ void triangleRows(float *c, int64_t batch, int64_t n, int64_t r0,
+                             int64_t r1, int64_t count, float *packed,
+                             int32_t mode) {
+  for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
+  float *m = c + b * n * n;
+  for (int64_t r = r0 + blockIdx.x; r < r1; r += gridDim.x) {
+    int64_t off = (r - r0) * n - (r * (r - 1) - r0 * (r0 - 1)) / 2;
+    float *row = packed ? packed + b * count + off : nullptr;
+    for (int64_t j = r + threadIdx.x; j < n; j += blockDim.x) {
+      if (mode == 0) {
+        row[j - r] = m[r * n + j];
+        continue;
+      }
+      float v = mode == 1 ? row[j - r] : m[r * n + j];
+      m[r * n + j] = v;
+      m[j * n + r] = v;
+    }
+  }
+  }
+}
+
 // out[b][c][r] = in[b][r][c].
 __global__ void transposeKernel(const float *in, int64_t batch, int64_t rows,
                                 int64_t cols, float *out) {
@@ -220,6 +246,20 @@ cudaError_t muirrt_cuda_detail_transpose(const float *in, int64_t batch,
                                                      : 4096,
                          itemsFor(batch)),
                     kThreads, 0, stream>>>(in, batch, rows, cols, out);
+  return cudaGetLastError();
+}
+
+// mode as triangleRows'.
+cudaError_t muirrt_cuda_detail_triangle_rows(float *c, int64_t batch,
+                                             int64_t n, int64_t r0,
+                                             int64_t r1, int64_t count,
+                                             float *packed, int32_t mode,
+                                             cudaStream_t stream) {
+  if (r1 <= r0 || batch <= 0)
+    return cudaSuccess;
+  unsigned rows = static_cast<unsigned>(r1 - r0 < 4096 ? r1 - r0 : 4096);
+  triangleRows<<<dim3(rows, itemsFor(batch)), kThreads, 0, stream>>>(
+      c, batch, n, r0, r1, count, packed, mode);
   return cudaGetLastError();
 }
 

@@ -101,12 +101,10 @@ struct PipelineFlags {
     return "";
   }
 
-  /// The CUDA runtime has no packed-triangle exchange yet: for cuda the
-  /// Gram all-reduces stay whole (--fuse-syrk-all-reduce is ignored).
   PipelineOptions options(bool probeUpdates, llvm::StringRef machine) const {
     return PipelineOptions{probeUpdates, nsMode,   machine.str(),
                            dpAssign,     syrk,     batch,
-                           fuseAllReduce && target == "cpu", chunkRows};
+                           fuseAllReduce, chunkRows};
   }
 
   TargetOptions targetOptions() const {

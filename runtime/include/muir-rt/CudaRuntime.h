@@ -13,7 +13,10 @@
  * stream, mgpuStreamSynchronize is a no-op, and the host waits once, in
  * muirrt_cuda_synchronize, after the step. That also makes a whole step
  * capturable as one CUDA graph (muirrt_cuda_graph_begin / _end) and
- * replayable (muirrt_cuda_graph_launch).
+ * replayable (muirrt_cuda_graph_launch). The one exception, the fused Gram
+ * exchange (triangle_all_reduce_start / _wait), runs on a second stream
+ * forked from and joined to the step stream with events, which a capture
+ * records as well.
  *
  * The muirrt_cuda_* kernels take the same arguments as the CPU runtime's
  * muirrt_* (muir-rt/Runtime.h), with device pointers.
@@ -117,6 +120,19 @@ void muirrt_cuda_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b,
 void muirrt_cuda_ssyrk(int64_t batch, int32_t trans, int64_t n, int64_t k,
                        float alpha, const float *a, float beta, float *c,
                        const float *acc);
+void muirrt_cuda_ssyrk_rows(int64_t batch, int32_t trans, int64_t n,
+                            int64_t k, float alpha, const float *a, float *c,
+                            int64_t row_begin, int64_t row_end);
+/* The packed-triangle all-reduce of muirrt_triangle_all_reduce_start and
+ * _wait: the chunk is packed on the step stream, exchanged on a second
+ * stream (so it overlaps the next chunk's product), summed in rank order
+ * and unpacked on the step stream at the wait. */
+int64_t muirrt_cuda_triangle_all_reduce_start(int64_t axes_mask,
+                                              int64_t batch, int64_t n,
+                                              const float *c,
+                                              int64_t row_begin,
+                                              int64_t row_end);
+void muirrt_cuda_triangle_all_reduce_wait(int64_t request, float *c);
 void muirrt_cuda_frobenius_normalize(int64_t batch, int64_t numel, float eps,
                                      const float *in, float *out);
 void muirrt_cuda_sum_squares(int64_t batch, int64_t numel, const float *in,
