@@ -108,7 +108,9 @@ void copyKernel(memref::CopyOp c) {
 
 /// A buffer copy (memref.copy or linalg.copy) on the device: gpu.memcpy
 /// between contiguous buffers, else a copy kernel.
-void lowerCopy(Operation *op, Value source, Value target) {
+LogicalResult lowerCopy(Operation *op, Value source, Value target) {
+  if (!cast<MemRefType>(source.getType()).hasStaticShape())
+    return op->emitOpError("copies a dynamically shaped buffer");
   OpBuilder b(op);
   auto contiguous = [](Value v) {
     return cast<MemRefType>(v.getType()).getLayout().isIdentity();
@@ -119,6 +121,7 @@ void lowerCopy(Operation *op, Value source, Value target) {
   else
     copyKernel(memref::CopyOp::create(b, op->getLoc(), source, target));
   op->erase();
+  return success();
 }
 
 LogicalResult launch(linalg::GenericOp g) {
@@ -190,10 +193,12 @@ struct ExecToGPUPass
       } else if (auto d = dyn_cast<memref::DeallocOp>(op)) {
         gpu::DeallocOp::create(b, loc, Type(), ValueRange{}, d.getMemref());
       } else if (auto lc = dyn_cast<linalg::CopyOp>(op)) {
-        lowerCopy(op, lc.getInputs()[0], lc.getOutputs()[0]);
+        if (failed(lowerCopy(op, lc.getInputs()[0], lc.getOutputs()[0])))
+          return signalPassFailure();
         continue;
       } else if (auto c = dyn_cast<memref::CopyOp>(op)) {
-        lowerCopy(op, c.getSource(), c.getTarget());
+        if (failed(lowerCopy(op, c.getSource(), c.getTarget())))
+          return signalPassFailure();
         continue;
       } else {
         auto g = cast<linalg::GenericOp>(op);

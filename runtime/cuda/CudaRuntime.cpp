@@ -118,8 +118,10 @@ struct State {
   struct Triangle {
     bool active = false;
     int64_t groupMask = 0, batch = 0, n = 0, r0 = 0, r1 = 0, count = 0;
+    bool deterministic = true; // the mode the exchange started in
     float *send = nullptr, *pieces = nullptr, *sum = nullptr;
-    size_t capacity = 0; // floats of send (pieces: g times, sum: as send)
+    size_t capacity = 0;       // floats of send and of sum
+    size_t piecesCapacity = 0; // floats of pieces (g times a chunk)
     cudaEvent_t packed = nullptr, done = nullptr;
   };
   std::vector<Triangle> triangles;
@@ -270,6 +272,10 @@ void planArena() {
   if (peak == 0)
     return;
   check(cudaStreamSynchronize(state.stream), "cudaStreamSynchronize");
+  // The first step's pool memory goes back before the arena takes its peak.
+  cudaMemPool_t pool;
+  if (cudaDeviceGetDefaultMemPool(&pool, state.device) == cudaSuccess)
+    cudaMemPoolTrimTo(pool, 0);
   check(cudaMalloc(reinterpret_cast<void **>(&state.arena), peak),
         "cudaMalloc (the step's temporaries)");
   state.arenaBytes = peak;
@@ -455,7 +461,9 @@ extern "C" int muirrt_cuda_copy_to_host(void *dst, const void *src,
 // After a whole step (every temporary freed again), the recorded sequence
 // sizes the arena: later steps, captured or not, use the same addresses.
 extern "C" int muirrt_cuda_synchronize(void) {
-  if (!capturing() && state.allocIds.empty())
+  if (capturing())
+    return fail("muirrt_cuda_synchronize inside a graph capture");
+  if (state.allocIds.empty())
     planArena();
   cudaError_t e = cudaStreamSynchronize(state.stream);
   return e == cudaSuccess ? 0
@@ -780,17 +788,32 @@ extern "C" void muirrt_cuda_ssyrk(int64_t batch, int32_t trans, int64_t n,
 
 // Rows [row_begin, row_end) of the upper triangle of alpha A A^T (A n x k)
 // or alpha A^T A (trans: A k x n), as one strided-batched GEMM of the rows'
-// block against the rows from row_begin on, written at c[r][r0..n) (the
-// part left of the diagonal in the block is overwritten by the wait's
-// mirror, as on the CPU).
+// block against the rows from row_begin on, written at c[r][r0..n). Unlike
+// the CPU's, it also writes the chunk's diagonal block below the diagonal
+// (c[r][r0..r)); the triangle exchange's wait mirrors the rows over those
+// entries, so in the emitted sequence (syrk_rows, start, wait) nothing
+// reads them first.
 extern "C" void muirrt_cuda_ssyrk_rows(int64_t batch, int32_t trans,
                                        int64_t n, int64_t k, float alpha,
                                        const float *a, float *c,
                                        int64_t row_begin, int64_t row_end) {
   ensureReady("muirrt_cuda_ssyrk_rows");
+  if (row_begin < 0 || row_begin > row_end || row_end > n)
+    fatal("muirrt_cuda_ssyrk_rows: rows [" + std::to_string(row_begin) +
+          ", " + std::to_string(row_end) + ") are not within [0, " +
+          std::to_string(n) + "]");
   int64_t rows = row_end - row_begin, cols = n - row_begin;
-  if (batch <= 0 || rows <= 0 || k <= 0)
+  if (batch <= 0 || rows <= 0)
     return;
+  if (k <= 0) {
+    // An empty product: the rows' entries are 0.
+    for (int64_t b = 0; b < batch; ++b)
+      check(cudaMemset2DAsync(c + b * n * n + row_begin * n + row_begin,
+                              sizeof(float) * n, 0, sizeof(float) * cols,
+                              rows, state.stream),
+            "cudaMemset2DAsync");
+    return;
+  }
   // Column-major, C^T's block (cols x rows, ld n) = op(X) op(Y) with X and
   // Y the same rows of A: without trans, A is column-major k x n (ld k),
   // C^T = A[:, r0:]^T A[:, r0:r1]; with trans, A is n x k (ld n),
@@ -839,19 +862,25 @@ extern "C" int64_t muirrt_cuda_triangle_all_reduce_start(
   t.count = count;
   if (g.size == 1 || floats == 0)
     return static_cast<int64_t>(slot);
-  if (static_cast<size_t>(floats) > t.capacity) {
+  // A slot may serve groups of other sizes in turn: both capacities.
+  if (static_cast<size_t>(floats) > t.capacity ||
+      static_cast<size_t>(floats * g.size) > t.piecesCapacity) {
     if (capturing())
       fatal(std::string(fn) + ": a larger exchange inside a graph capture "
                               "than in the step's first run");
     for (float *p : {t.send, t.pieces, t.sum})
       if (p)
         state.retired.push_back(p);
-    check(cudaMalloc(&t.send, sizeof(float) * floats), "cudaMalloc");
-    check(cudaMalloc(&t.pieces, sizeof(float) * floats * g.size),
-          "cudaMalloc");
-    check(cudaMalloc(&t.sum, sizeof(float) * floats), "cudaMalloc");
-    t.capacity = static_cast<size_t>(floats);
+    size_t most = std::max(t.capacity, static_cast<size_t>(floats));
+    size_t mostPieces =
+        std::max(t.piecesCapacity, static_cast<size_t>(floats * g.size));
+    check(cudaMalloc(&t.send, sizeof(float) * most), "cudaMalloc");
+    check(cudaMalloc(&t.pieces, sizeof(float) * mostPieces), "cudaMalloc");
+    check(cudaMalloc(&t.sum, sizeof(float) * most), "cudaMalloc");
+    t.capacity = most;
+    t.piecesCapacity = mostPieces;
   }
+  t.deterministic = state.deterministic;
   if (!t.packed) {
     check(cudaEventCreateWithFlags(&t.packed, cudaEventDisableTiming),
           "cudaEventCreate");
@@ -867,7 +896,7 @@ extern "C" int64_t muirrt_cuda_triangle_all_reduce_start(
         "triangle pack kernel");
   check(cudaEventRecord(t.packed, state.stream), "cudaEventRecord");
   check(cudaStreamWaitEvent(state.comm, t.packed, 0), "cudaStreamWaitEvent");
-  if (state.deterministic)
+  if (t.deterministic)
     check(ncclAllGather(t.send, t.pieces, static_cast<size_t>(floats),
                         ncclFloat, g.comm, state.comm),
           "ncclAllGather");
@@ -898,7 +927,7 @@ extern "C" void muirrt_cuda_triangle_all_reduce_wait(int64_t request,
     return;
   }
   check(cudaStreamWaitEvent(state.stream, t.done, 0), "cudaStreamWaitEvent");
-  if (state.deterministic)
+  if (t.deterministic)
     check(muirrt_cuda_detail_reduce_ordered(t.pieces, g.size, floats, 0,
                                             t.sum, state.stream),
           "ordered sum kernel");
@@ -1137,6 +1166,22 @@ extern "C" void muirrt_cuda_all_gatherv(int64_t axes_mask, const float *in,
                             cudaMemcpyDeviceToDevice, state.stream),
             "cudaMemcpyAsync");
     return;
+  }
+  int64_t total = 0, mine = 0;
+  for (int64_t j = 0; j < g.size; ++j) {
+    if (j == g.rank)
+      mine = total;
+    total += counts[j];
+  }
+  // The broadcasts are not ordered: an input inside the output anywhere
+  // but at this rank's own place is staged first.
+  if (in < out + total && out < in + counts[g.rank] && in != out + mine) {
+    auto *staged = static_cast<float *>(scratch(
+        sizeof(float) * counts[g.rank], "muirrt_cuda_all_gatherv"));
+    check(cudaMemcpyAsync(staged, in, sizeof(float) * counts[g.rank],
+                          cudaMemcpyDeviceToDevice, state.stream),
+          "cudaMemcpyAsync");
+    in = staged;
   }
   check(ncclGroupStart(), "ncclGroupStart");
   int64_t offset = 0;

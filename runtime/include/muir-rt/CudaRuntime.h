@@ -120,6 +120,8 @@ void muirrt_cuda_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b,
 void muirrt_cuda_ssyrk(int64_t batch, int32_t trans, int64_t n, int64_t k,
                        float alpha, const float *a, float beta, float *c,
                        const float *acc);
+/* As muirrt_ssyrk_rows, except that the chunk's diagonal block is also
+ * written below its diagonal (the exchange's wait mirrors over it). */
 void muirrt_cuda_ssyrk_rows(int64_t batch, int32_t trans, int64_t n,
                             int64_t k, float alpha, const float *a, float *c,
                             int64_t row_begin, int64_t row_end);
