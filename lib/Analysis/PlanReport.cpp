@@ -1,5 +1,6 @@
 //===- PlanReport.cpp - what a compiled step costs per rank ---------------===//
 #include "muir/Analysis/PlanReport.h"
+#include "muir-rt/Runtime.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
@@ -23,10 +24,10 @@ double mlir::muir::nsFlopsPerformed(int64_t m, int64_t n, int64_t steps,
 
 // The bytes a rank at group rank r sends in an all_reduce of count floats
 // over g ranks, as the runtime counts them (runtime/cpu/Dist.cpp): its
-// whole piece to every peer, or, on 3 or more ranks once every slice holds
-// 256 floats, all but its slice out and its reduced slice to every peer.
+// whole piece to every peer, or, where muirrt_all_reduce_scatters, all but
+// its slice out and its reduced slice to every peer.
 static int64_t allReduceBytes(int64_t count, int64_t g, int64_t r) {
-  if (g < 3 || count < 256 * g || count > INT32_MAX)
+  if (!muirrt_all_reduce_scatters(count, g))
     return count * 4 * (g - 1);
   int64_t mine = count * (r + 1) / g - count * r / g;
   return 4 * (count - mine) + mine * 4 * (g - 1);
@@ -34,7 +35,8 @@ static int64_t allReduceBytes(int64_t count, int64_t g, int64_t r) {
 
 // The same averaged over the group's ranks (the slices add up to count).
 static double allReduceBytesMean(double count, double g) {
-  if (g < 3 || count < 256 * g || count > INT32_MAX)
+  if (!muirrt_all_reduce_scatters(static_cast<int64_t>(count),
+                                  static_cast<int64_t>(g)))
     return count * 4 * (g - 1);
   return 8 * count * (g - 1) / g;
 }

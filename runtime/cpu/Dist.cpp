@@ -22,7 +22,7 @@
 // the inputs, and every rank of the group computes bit-identical values.
 // all_reduce gathers every member's whole piece (MPI_Allgather) on 2 ranks
 // and for small counts; on 3 or more ranks, once every member's slice holds
-// kScatterMinPerMember floats, it sends slice j of its piece to member j
+// MUIR_RT_SCATTER_MIN_PER_MEMBER floats, it sends slice j of its piece to member j
 // (MPI_Alltoallv), which reduces its slice in rank order, and gathers the
 // reduced slices (MPI_Allgatherv): the bytes of a ring all-reduce, the same
 // bits. reduce_scatter exchanges slices (MPI_Alltoall).
@@ -115,11 +115,6 @@ void setLastError(std::string message);
 namespace {
 
 constexpr int64_t kIntMax = INT_MAX;
-// A deterministic all_reduce over 3 or more members scatters slices and
-// gathers the reduced ones once every member's slice holds this many floats
-// (and the count fits MPI's int displacements); smaller ones gather whole
-// pieces in one call.
-constexpr int64_t kScatterMinPerMember = 256;
 // Largest temporary a collective allocates, in floats (256 MiB).
 constexpr int64_t kDefaultChunkFloats = int64_t{1} << 26;
 // Masks are int64 with bit i = axis i of a folding (i < 48) and the
@@ -470,9 +465,10 @@ int64_t sliceBegin(int64_t count, int64_t j, int64_t g) {
   return static_cast<int64_t>(static_cast<__int128>(count) * j / g);
 }
 
+// muirrt_all_reduce_scatters (Runtime.h): 3 or more members, every slice
+// at least MUIR_RT_SCATTER_MIN_PER_MEMBER floats, MPI's int displacements.
 bool allReduceScatters(int64_t count, const Group &g) {
-  return g.size >= 3 && count >= kScatterMinPerMember * g.size &&
-         count <= kIntMax;
+  return muirrt_all_reduce_scatters(count, g.size) != 0;
 }
 
 // The bytes this rank sends in an all_reduce (see the file comment).
@@ -903,7 +899,7 @@ extern "C" void muirrt_all_reduce(int64_t axes_mask, int32_t op,
           out[i] /= static_cast<float>(g.size);
       return;
     }
-    if (g.size >= 3 && count >= kScatterMinPerMember * g.size) {
+    if (allReduceScatters(count, g)) {
       allReduceScattered(op, in, out, count, g);
       return;
     }
@@ -1234,9 +1230,7 @@ extern "C" int64_t muirrt_triangle_all_reduce_start(int64_t axes_mask,
     agree(fn, g, axes_mask, "the matrix size and the batch", n, batch);
     agree(fn, g, axes_mask, "the rows of the chunk", row_begin, row_end);
     // Row r carries its n - r entries from the diagonal on.
-    int64_t count = (row_end - row_begin) * n -
-                    (row_end * (row_end - 1) - row_begin * (row_begin - 1)) /
-                        2;
+    int64_t count = muirrt_triangle_rows_floats(n, row_begin, row_end);
     int64_t floats = mul(fn, count, batch);
     if (floats > kIntMax)
       fatal(fn, "a chunk of " + std::to_string(floats) +

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir-rt/CudaRuntime.h"
+#include "muir-rt/Runtime.h"
 
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -843,8 +844,7 @@ extern "C" int64_t muirrt_cuda_triangle_all_reduce_start(
   if (row_begin < 0 || row_begin > row_end || row_end > n)
     fatal(std::string(fn) + ": rows out of range");
   Group &g = groupFor(axes_mask, fn);
-  int64_t count = (row_end - row_begin) * n -
-                  (row_end * (row_end - 1) - row_begin * (row_begin - 1)) / 2;
+  int64_t count = muirrt_triangle_rows_floats(n, row_begin, row_end);
   int64_t floats = count * batch;
   state.bytesSent += floats * 4 * (g.size - 1);
   size_t slot = 0;

@@ -319,6 +319,23 @@ int64_t muirrt_dist_group_rank(int64_t axes_mask);
 void muirrt_dist_barrier(void);
 void muirrt_dist_finalize(void);
 
+/* A deterministic all_reduce of count floats over g ranks scatters slices
+ * and gathers the rank-order sums (a ring's bytes) when this holds; else
+ * every rank gathers every piece. The plan report counts bytes by it. */
+#define MUIR_RT_SCATTER_MIN_PER_MEMBER 256
+static inline int muirrt_all_reduce_scatters(int64_t count, int64_t g) {
+  return g >= 3 && count >= MUIR_RT_SCATTER_MIN_PER_MEMBER * g &&
+         count <= INT32_MAX;
+}
+
+/* Floats of rows [r0, r1) of an n x n upper triangle, each row from its
+ * diagonal on (n - r floats for row r): one packed chunk of the fused
+ * Gram all-reduce. */
+static inline int64_t muirrt_triangle_rows_floats(int64_t n, int64_t r0,
+                                                  int64_t r1) {
+  return (r1 - r0) * n - (r1 * (r1 - 1) - r0 * (r0 - 1)) / 2;
+}
+
 /* Reductions: 0 sum, 1 max, 2 min, 3 avg. Sums are reduced in group-rank
  * order, independent of timing, so results are reproducible. */
 void muirrt_all_reduce(int64_t axes_mask, int32_t op, const float *in,
