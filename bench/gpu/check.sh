@@ -42,6 +42,7 @@ export LD_LIBRARY_PATH="$libdirs:${LD_LIBRARY_PATH:-}"
   -gencode arch=compute_90,code=sm_90 \
   -I "$root/runtime/include" -I "$(dirname "$nccl_h")" -I "$(dirname "$cublas_h")" \
   "$root/runtime/cuda/CudaRuntime.cpp" "$root/runtime/cuda/Kernels.cu" \
+  "$root/runtime/cuda/MoeKernels.cu" \
   "$cublas_so" "$cublaslt_so" "$nccl_so" -o "$work/libmuir_rt_cuda.so" || exit 1
 c++ -O2 -std=c++17 "$root/bench/gpu/muir-step-runner.cpp" -ldl -pthread \
   -o "$work/muir-step-runner" || exit 1
@@ -56,6 +57,10 @@ PYTHONPATH="$root/test/lib" "$py" "$root/test/Integration/Inputs/cuda_step.py" \
   --tmp "$work/check" --prepared "$pre/check" --runner "$work/muir-step-runner" \
   --runtime "$work/libmuir_rt_cuda.so" --step-so "$work/check.so"
 test_rc=$?
+PYTHONPATH="$root/test/lib" "$py" "$root/test/Integration/Inputs/cuda_moe.py" \
+  --tmp "$work/check-moe" --prepared "$pre/check-moe" \
+  --runner "$work/muir-step-runner" --runtime "$work/libmuir_rt_cuda.so" \
+  --step-so "$work/check-moe.so" || test_rc=1
 echo "correctness done at $((SECONDS - start)) s (rc $test_rc)"
 
 # --- 3. Speed: muir vs PyTorch eager, cuBLAS's GEMM rate -------------------

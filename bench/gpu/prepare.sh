@@ -4,10 +4,12 @@
 # C++ compiler but no LLVM 22, so the compiler runs here and the runtime and
 # the runner are built there. Writes:
 #   <case>.o    each case compiled with --target=cuda --emit=object
-#               (check: the correctness step of cuda_step.py; ns8192,
+#               (check, check-moe: the correctness steps of cuda_step.py
+#               and cuda_moe.py; ns8192,
 #               qwen3-layer: bench/gpu/cases)
 #   check/      that step's description, inputs and the CPU backend's
 #               results after 3 steps
+#   check-moe/  the same for cuda_moe.py's MoE layers (2 steps)
 # Then, with a lent GPU: run bench/gpu/check.sh carrying bench/gpu/prebuilt.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -19,9 +21,14 @@ mkdir -p "$out"
 PYTHONPATH="$root/test/lib" /usr/bin/python3 \
   "$root/test/Integration/Inputs/cuda_step.py" --muir-run "$build/bin/muir-run" \
   --tmp "$out/tmp" --prepare "$out/check"
+PYTHONPATH="$root/test/lib" /usr/bin/python3 \
+  "$root/test/Integration/Inputs/cuda_moe.py" --muir-run "$build/bin/muir-run" \
+  --tmp "$out/tmp" --prepare "$out/check-moe"
 rm -rf "$out/tmp"
 "$build/bin/muir-compile" "$out/check/step.yaml" --target=cuda \
   --cuda-arch="$arch" --emit=object --quiet -o "$out/check.o"
+"$build/bin/muir-compile" "$out/check-moe/step.yaml" --target=cuda \
+  --cuda-arch="$arch" --emit=object --quiet -o "$out/check-moe.o"
 for case in ns8192 qwen3-layer; do
   "$build/bin/muir-compile" "$root/bench/gpu/cases/$case.yaml" --target=cuda \
     --cuda-arch="$arch" --emit=object --quiet -o "$out/$case.o"

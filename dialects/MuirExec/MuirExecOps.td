@@ -359,6 +359,29 @@ def MuirExec_MoeDispatchOp : MuirExec_Op<"moe_dispatch"> {
   }];
 }
 
+def MuirExec_MoePlanOp : MuirExec_Op<"moe_plan"> {
+  let summary = "one rank's dispatch plan on the GPU (a group of one)";
+  let description = [{
+    The part of `moe_dispatch` that is not element-wise, on the CUDA target
+    where a layer's experts are all on one rank (`muir-exec-to-gpu` splits
+    the dispatch into this op and a generated gather kernel). From the
+    routing `indices` [tokens, k] (-1: dropped): `counts[e]`, the pairs
+    that chose expert e, and the plan [2 bound + 4]: `plan[r]` the pair
+    (t * k + j) of expert-major row r (experts in order, then pairs in
+    (token, slot) order), `plan[bound + p]` the row of pair p, -1 where
+    there is none, then the tokens and pairs received and sent. Needs
+    `bound >= tokens * k`. Lowers to `muirrt_cuda_moe_plan`.
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[I64], [2]>, "", [MemRead]>:$indices,
+      Arg<MemRefRankOf<[I64], [1]>, "", [MemWrite]>:$counts,
+      Arg<MemRefRankOf<[I64], [1]>, "", [MemWrite]>:$plan,
+      I64Attr:$num_experts, I64Attr:$bound, StrAttr:$layer);
+  let assemblyFormat = [{
+    $indices `into` $counts `,` $plan attr-dict `:` type($indices) `->`
+    type($counts) `,` type($plan)
+  }];
+}
+
 def MuirExec_MoeCombineOp : MuirExec_Op<"moe_combine"> {
   let summary = "expert combine over a group (runtime moe_combine)";
   let description = [{

@@ -6,6 +6,11 @@
 //   memref.copy                   -> gpu.memcpy (device to device), or a
 //                                    copy kernel where a side is strided
 //   linalg.generic (element-wise) -> gpu.launch
+//   muir_exec.moe_dispatch        -> muir_exec.moe_plan (the runtime's
+//                                    counting sort) + a gather kernel
+//   muir_exec.moe_combine         -> a weighted-sum kernel (unpermute)
+//   muir_exec.moe_combine_weights_grad -> a dot-product kernel
+// (the MoE ops only where a layer's experts are all on this rank).
 // The element-wise kernels (momentum, Nesterov, the update and weight decay,
 // AdamW, ...) all have identity maps over operands of one shape, so the
 // launch views every operand as one flat row (memref.reinterpret_cast) and
@@ -26,6 +31,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIREXECTOGPU
@@ -63,8 +69,11 @@ bool isElementwise(linalg::GenericOp g) {
 }
 
 /// A launch of one thread per element of n (blocks of kThreads) before
-/// `at`; returns a builder inside the bounds check and the element index.
-std::pair<OpBuilder, Value> launchOver(Operation *at, int64_t n) {
+/// `at`, its kernel named `name` once outlined (PTX entry names say what a
+/// kernel is); returns a builder inside the bounds check and the element
+/// index.
+std::pair<OpBuilder, Value> launchOver(Operation *at, int64_t n,
+                                       StringRef name) {
   OpBuilder b(at);
   Location loc = at->getLoc();
   auto idx = [&](OpBuilder &ib, int64_t v) -> Value {
@@ -74,6 +83,7 @@ std::pair<OpBuilder, Value> launchOver(Operation *at, int64_t n) {
   Value threads = idx(b, kThreads);
   Value blocks = idx(b, (n + kThreads - 1) / kThreads);
   auto l = gpu::LaunchOp::create(b, loc, blocks, one, one, threads, one, one);
+  l.setFunctionAttr(FlatSymbolRefAttr::get(b.getContext(), name));
   OpBuilder kb = OpBuilder::atBlockBegin(&l.getBody().front());
   Value first = arith::MulIOp::create(kb, loc, l.getBlockIds().x,
                                       idx(kb, kThreads));
@@ -92,7 +102,7 @@ void copyKernel(memref::CopyOp c) {
   int64_t n = type.getNumElements();
   if (n > 0) {
     Location loc = c.getLoc();
-    auto [ib, i] = launchOver(c, n);
+    auto [ib, i] = launchOver(c, n, "muir_strided_copy");
     SmallVector<Value> indices(type.getRank());
     Value rest = i;
     for (int64_t d = type.getRank() - 1; d >= 0; --d) {
@@ -136,7 +146,7 @@ LogicalResult launch(linalg::GenericOp g) {
   SmallVector<Value> views;
   for (OpOperand &o : g->getOpOperands())
     views.push_back(flat(b, loc, o.get()));
-  auto [ib, i] = launchOver(g, n);
+  auto [ib, i] = launchOver(g, n, "muir_elementwise");
   Block &body = g.getRegion().front();
   IRMapping mapping;
   for (auto [arg, view] : llvm::zip(body.getArguments(), views))
@@ -167,6 +177,185 @@ LogicalResult launch(linalg::GenericOp g) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Mixture of experts (all of a layer's experts on this rank)
+//===----------------------------------------------------------------------===//
+
+namespace mx = mlir::muir_exec;
+
+/// The CUDA target runs a MoE layer's exchange only for a group of one.
+LogicalResult checkOneRank(Operation *op, int64_t mask) {
+  int64_t g =
+      muir::getRuntimeGroupSize(op->getParentOfType<ModuleOp>(), mask);
+  if (g == 1)
+    return success();
+  return op->emitOpError("spreads the experts over ")
+         << g
+         << " ranks; the CUDA target runs MoE layers with every expert on "
+            "one rank (ep = 1) so far: compile this step for --target=cpu";
+}
+
+Value cIndex(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// plan[at] as an index and whether it names something (>= 0); a missing
+/// entry reads as 0 so that its loads stay in bounds.
+std::pair<Value, Value> planEntry(OpBuilder &b, Location loc, Value plan,
+                                  Value at) {
+  Value v = memref::LoadOp::create(b, loc, plan, ValueRange{at});
+  Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
+  Value valid =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, v, zero);
+  Value safe = arith::SelectOp::create(b, loc, valid, v, zero);
+  return {arith::IndexCastOp::create(b, loc, b.getIndexType(), safe), valid};
+}
+
+/// muir_exec.moe_dispatch -> muir_exec.moe_plan (the runtime's counting)
+/// and a generated gather: out[r] = x[token of plan[r]] (times its weight),
+/// zero past the routed rows.
+LogicalResult lowerDispatch(mx::MoeDispatchOp d) {
+  if (failed(checkOneRank(d, d.getAxesMask())))
+    return failure();
+  auto xt = cast<MemRefType>(d.getInput().getType());
+  auto it = cast<MemRefType>(d.getIndices().getType());
+  auto ot = cast<MemRefType>(d.getOutput().getType());
+  int64_t hidden = xt.getDimSize(1), k = it.getDimSize(1);
+  int64_t bound = ot.getDimSize(0);
+  if (bound < it.getDimSize(0) * k)
+    return d.emitOpError("has a bound of ")
+           << bound << " rows under its " << it.getDimSize(0) << " tokens x "
+           << k << " slots; the CUDA target needs one row per pair";
+  OpBuilder b(d);
+  Location loc = d.getLoc();
+  mx::MoePlanOp::create(b, loc, d.getIndices(), d.getCounts(), d.getPlan(),
+                        d.getNumExperts(), bound, d.getLayer());
+  if (bound * hidden > 0) {
+    Value x = flat(b, loc, d.getInput()), out = flat(b, loc, d.getOutput());
+    Value w = d.getWeights() ? flat(b, loc, d.getWeights()) : Value();
+    auto [ib, i] = launchOver(d, bound * hidden, "muir_moe_permute");
+    Value h = cIndex(ib, loc, hidden);
+    Value r = arith::DivUIOp::create(ib, loc, i, h);
+    Value col = arith::RemUIOp::create(ib, loc, i, h);
+    auto [pair, valid] = planEntry(ib, loc, d.getPlan(), r);
+    Value t = arith::DivUIOp::create(ib, loc, pair, cIndex(ib, loc, k));
+    Value at = arith::AddIOp::create(
+        ib, loc, arith::MulIOp::create(ib, loc, t, h), col);
+    Value v = memref::LoadOp::create(ib, loc, x, ValueRange{at});
+    if (w)
+      v = arith::MulFOp::create(
+          ib, loc, memref::LoadOp::create(ib, loc, w, ValueRange{pair}), v);
+    Value zero = arith::ConstantOp::create(ib, loc, ib.getF32FloatAttr(0));
+    v = arith::SelectOp::create(ib, loc, valid, v, zero);
+    memref::StoreOp::create(ib, loc, v, out, ValueRange{i});
+  }
+  d.erase();
+  return success();
+}
+
+/// muir_exec.moe_combine -> a generated kernel, one thread per output
+/// element: out[t][h] = the sum over slots j in order of w[t][j] *
+/// rows[row of (t, j)][h], in double (the CPU runtime's arithmetic).
+LogicalResult lowerCombine(mx::MoeCombineOp c) {
+  if (failed(checkOneRank(c, c.getAxesMask())))
+    return failure();
+  auto rt = cast<MemRefType>(c.getInput().getType());
+  auto it = cast<MemRefType>(c.getIndices().getType());
+  int64_t hidden = rt.getDimSize(1), bound = rt.getDimSize(0);
+  int64_t tokens = it.getDimSize(0), k = it.getDimSize(1);
+  OpBuilder b(c);
+  Location loc = c.getLoc();
+  if (tokens * hidden > 0) {
+    Value rows = flat(b, loc, c.getInput()), out = flat(b, loc, c.getOutput());
+    Value w = c.getWeights() ? flat(b, loc, c.getWeights()) : Value();
+    auto [ib, i] = launchOver(c, tokens * hidden, "muir_moe_combine");
+    Value h = cIndex(ib, loc, hidden);
+    Value t = arith::DivUIOp::create(ib, loc, i, h);
+    Value col = arith::RemUIOp::create(ib, loc, i, h);
+    Value first = arith::AddIOp::create(
+        ib, loc, arith::MulIOp::create(ib, loc, t, cIndex(ib, loc, k)),
+        cIndex(ib, loc, bound));
+    Value zero = arith::ConstantOp::create(ib, loc, ib.getF64FloatAttr(0));
+    auto loop = scf::ForOp::create(ib, loc, cIndex(ib, loc, 0),
+                                   cIndex(ib, loc, k), cIndex(ib, loc, 1),
+                                   ValueRange{zero});
+    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+    Value j = loop.getInductionVar(), acc = loop.getRegionIterArgs()[0];
+    auto [row, valid] =
+        planEntry(lb, loc, c.getPlan(), arith::AddIOp::create(lb, loc, first, j));
+    Value at = arith::AddIOp::create(
+        lb, loc, arith::MulIOp::create(lb, loc, row, h), col);
+    Value v = arith::ExtFOp::create(
+        lb, loc, lb.getF64Type(),
+        memref::LoadOp::create(lb, loc, rows, ValueRange{at}).getResult());
+    if (w) {
+      Value p = arith::AddIOp::create(
+          lb, loc, arith::MulIOp::create(lb, loc, t, cIndex(lb, loc, k)), j);
+      Value wt = arith::ExtFOp::create(
+          lb, loc, lb.getF64Type(),
+          memref::LoadOp::create(lb, loc, w, ValueRange{p}).getResult());
+      v = arith::MulFOp::create(lb, loc, wt, v);
+    }
+    Value sum = arith::AddFOp::create(lb, loc, acc, v);
+    scf::YieldOp::create(lb, loc,
+                         ValueRange{arith::SelectOp::create(lb, loc, valid,
+                                                            sum, acc)});
+    Value result = arith::TruncFOp::create(ib, loc, ib.getF32Type(),
+                                           loop.getResult(0));
+    memref::StoreOp::create(ib, loc, result, out, ValueRange{i});
+  }
+  c.erase();
+  return success();
+}
+
+/// muir_exec.moe_combine_weights_grad -> a generated kernel, one thread per
+/// (token, slot): the dot product (double, in order) of the output
+/// gradient's row with the pair's expert row; 0 for a dropped slot.
+LogicalResult lowerCombineWeightsGrad(mx::MoeCombineWeightsGradOp c) {
+  if (failed(checkOneRank(c, c.getAxesMask())))
+    return failure();
+  auto rt = cast<MemRefType>(c.getInput().getType());
+  auto it = cast<MemRefType>(c.getIndices().getType());
+  int64_t hidden = rt.getDimSize(1), bound = rt.getDimSize(0);
+  int64_t tokens = it.getDimSize(0), k = it.getDimSize(1);
+  OpBuilder b(c);
+  Location loc = c.getLoc();
+  if (tokens * k > 0) {
+    Value grad = flat(b, loc, c.getGrad()), rows = flat(b, loc, c.getInput());
+    Value out = flat(b, loc, c.getOutput());
+    auto [ib, p] = launchOver(c, tokens * k, "muir_moe_combine_weights_grad");
+    Value h = cIndex(ib, loc, hidden);
+    Value t = arith::DivUIOp::create(ib, loc, p, cIndex(ib, loc, k));
+    auto [row, valid] = planEntry(
+        ib, loc, c.getPlan(),
+        arith::AddIOp::create(ib, loc, p, cIndex(ib, loc, bound)));
+    // A dropped slot runs no iterations.
+    Value count = arith::SelectOp::create(ib, loc, valid, h,
+                                          cIndex(ib, loc, 0));
+    Value zero = arith::ConstantOp::create(ib, loc, ib.getF64FloatAttr(0));
+    auto loop = scf::ForOp::create(ib, loc, cIndex(ib, loc, 0), count,
+                                   cIndex(ib, loc, 1), ValueRange{zero});
+    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+    Value col = loop.getInductionVar(), acc = loop.getRegionIterArgs()[0];
+    auto load = [&](Value buf, Value r) -> Value {
+      Value at = arith::AddIOp::create(
+          lb, loc, arith::MulIOp::create(lb, loc, r, h), col);
+      return arith::ExtFOp::create(
+          lb, loc, lb.getF64Type(),
+          memref::LoadOp::create(lb, loc, buf, ValueRange{at}).getResult());
+    };
+    Value prod =
+        arith::MulFOp::create(lb, loc, load(grad, t), load(rows, row));
+    scf::YieldOp::create(lb, loc,
+                         ValueRange{arith::AddFOp::create(lb, loc, acc, prod)});
+    Value result = arith::TruncFOp::create(ib, loc, ib.getF32Type(),
+                                           loop.getResult(0));
+    memref::StoreOp::create(ib, loc, result, out, ValueRange{p});
+  }
+  c.erase();
+  return success();
+}
+
 struct ExecToGPUPass
     : public mlir::muir::impl::MuirExecToGPUBase<ExecToGPUPass> {
   void runOnOperation() override {
@@ -177,7 +366,8 @@ struct ExecToGPUPass
           op->getParentOfType<gpu::LaunchOp>())
         return;
       if (isa<memref::AllocOp, memref::DeallocOp, memref::CopyOp,
-              linalg::CopyOp, linalg::GenericOp>(op))
+              linalg::CopyOp, linalg::GenericOp, mx::MoeDispatchOp,
+              mx::MoeCombineOp, mx::MoeCombineWeightsGradOp>(op))
         ops.push_back(op);
     });
     for (Operation *op : ops) {
@@ -194,6 +384,18 @@ struct ExecToGPUPass
         gpu::DeallocOp::create(b, loc, Type(), ValueRange{}, d.getMemref());
       } else if (auto lc = dyn_cast<linalg::CopyOp>(op)) {
         if (failed(lowerCopy(op, lc.getInputs()[0], lc.getOutputs()[0])))
+          return signalPassFailure();
+        continue;
+      } else if (isa<mx::MoeDispatchOp, mx::MoeCombineOp,
+                     mx::MoeCombineWeightsGradOp>(op)) {
+        LogicalResult done =
+            TypeSwitch<Operation *, LogicalResult>(op)
+                .Case([](mx::MoeDispatchOp d) { return lowerDispatch(d); })
+                .Case([](mx::MoeCombineOp c) { return lowerCombine(c); })
+                .Case([](mx::MoeCombineWeightsGradOp c) {
+                  return lowerCombineWeightsGrad(c);
+                });
+        if (failed(done))
           return signalPassFailure();
         continue;
       } else if (auto c = dyn_cast<memref::CopyOp>(op)) {

@@ -145,7 +145,9 @@ bool hasCudaCall(Operation *op) {
              mx::AllGatherVOp, mx::ReduceScatterOp, mx::AllToAllOp,
              mx::BroadcastOp,
              mx::AllSliceOp, mx::GroupRankOp, mx::SyrkRowsOp,
-             mx::TriangleAllReduceStartOp, mx::TriangleAllReduceWaitOp>(op);
+             mx::TriangleAllReduceStartOp, mx::TriangleAllReduceWaitOp,
+             mx::RouteOp, mx::RouteGradOp, mx::CapacityOp, mx::MseLossOp,
+             mx::GroupedGemmOp, mx::GroupedGemmWgradOp, mx::MoePlanOp>(op);
 }
 
 /// (batch, rows, cols), batch 1 for a plain matrix.
@@ -169,16 +171,6 @@ std::pair<int64_t, int64_t> split(Value v, int64_t axis) {
   return {outer, inner};
 }
 
-/// Ranks in the group named by `mask` (axis bits of the folding in bits 48
-/// and up).
-int64_t groupSize(ModuleOp module, int64_t mask) {
-  int64_t size = 1;
-  if (auto grid = muir::getGridByFolding(module, mask >> 48))
-    for (auto [i, s] : llvm::enumerate(grid.getShape()))
-      if (mask & (int64_t(1) << i))
-        size *= s;
-  return size;
-}
 
 struct ExecToRuntimeCallsPass
     : public mlir::muir::impl::MuirExecToRuntimeCallsBase<ExecToRuntimeCallsPass> {
@@ -276,7 +268,7 @@ struct ExecToRuntimeCallsPass
                 c.ptr(rs.getInput()), c.ptr(rs.getOutput()), c.i64(outer),
                 c.i64(inner)});
       } else if (auto a2a = dyn_cast<mx::AllToAllOp>(op)) {
-        int64_t group = groupSize(module, a2a.getAxesMask());
+        int64_t group = muir::getRuntimeGroupSize(module, a2a.getAxesMask());
         c.call("muirrt_all_to_all",
                {c.i64(a2a.getAxesMask()), c.ptr(a2a.getInput()),
                 c.ptr(a2a.getOutput()),
@@ -396,6 +388,17 @@ struct ExecToRuntimeCallsPass
                 c.ptr(cw.getInput()), c.i64(rt.getDimSize(0)),
                 c.ptr(cw.getIndices()), c.ptr(cw.getPlan()),
                 c.ptr(cw.getOutput()), c.str(cw.getLayer())});
+      } else if (auto mp = dyn_cast<mx::MoePlanOp>(op)) {
+        if (!cuda) {
+          op->emitOpError("is the CUDA target's (muir-exec-to-gpu forms it)");
+          return signalPassFailure();
+        }
+        auto it = cast<MemRefType>(mp.getIndices().getType());
+        c.call("muirrt_moe_plan",
+               {c.i64(it.getDimSize(0)), c.i64(it.getDimSize(1)),
+                c.i64(mp.getNumExperts()), c.i64(mp.getBound()),
+                c.ptr(mp.getIndices()), c.ptr(mp.getCounts()),
+                c.ptr(mp.getPlan()), c.str(mp.getLayer())});
       } else if (auto rt = dyn_cast<mx::RouteOp>(op)) {
         auto lt = cast<MemRefType>(rt.getLogits().getType());
         auto it = cast<MemRefType>(rt.getIndices().getType());

@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir-rt/CudaRuntime.h"
+
+#include "MoeKernels.h"
 #include "muir-rt/Runtime.h"
 
 #include <cublas_v2.h>
@@ -30,6 +32,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -142,6 +145,11 @@ struct State {
   // captures only (see scratch()).
   void *scratch = nullptr;
   size_t scratchBytes = 0;
+  // Errors only the device sees (MoeKernels.h): mapped host memory the
+  // kernels write and muirrt_cuda_synchronize reads; sites name the calls.
+  MuirCudaDeviceError *deviceError = nullptr, *deviceErrorOnDevice = nullptr;
+  std::vector<std::string> sites;
+  std::map<std::string, int32_t> siteIds;
 } state;
 
 // The driver API functions the runtime needs, looked up through cudart
@@ -321,6 +329,44 @@ ncclRedOp_t ncclOp(int32_t op) {
   return op == 1 ? ncclMax : op == 2 ? ncclMin : op == 3 ? ncclAvg : ncclSum;
 }
 
+// The index of a call site (function and MoE layer) for device errors.
+int32_t site(const char *fn, const char *layer = nullptr) {
+  std::string key = fn;
+  if (layer && *layer)
+    key += std::string(": layer '") + layer + "'";
+  auto [it, fresh] = state.siteIds.emplace(
+      key, static_cast<int32_t>(state.sites.size()));
+  if (fresh)
+    state.sites.push_back(key);
+  return it->second;
+}
+
+std::string deviceErrorMessage(const MuirCudaDeviceError &e) {
+  std::string where = e.site >= 0 && e.site < int32_t(state.sites.size())
+                          ? state.sites[size_t(e.site)]
+                          : std::string("a MoE kernel");
+  auto n = [](int64_t v) { return std::to_string(v); };
+  switch (e.code) {
+  case kMoeBadExpert:
+    return where + ": token " + n(e.a) + " slot " + n(e.b) +
+           " names expert " + n(e.c) + " (out of range)";
+  case kMoeOverBound:
+    return where + ": " + n(e.a) + " routed rows but the static bound is " +
+           n(e.b);
+  case kGroupedBadSize:
+    return where + ": expert " + n(e.a) + " has " + n(e.b) +
+           " rows, but the experts before it hold " + n(e.c) +
+           " (more than the row bound, or negative)";
+  case kRouteGradBadExpert:
+    return where + ": token " + n(e.a) + " slot " + n(e.b) +
+           " names expert " + n(e.c) +
+           " (route_grad needs muir.route's own indices, from before "
+           "muir.capacity's drops)";
+  default:
+    return where + ": device error " + n(e.code);
+  }
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -401,6 +447,15 @@ extern "C" int muirrt_cuda_init(int device) {
   cublasSetMathMode(state.blas, CUBLAS_DEFAULT_MATH);
   for (cudaEvent_t &ev : state.events)
     cudaEventCreate(&ev);
+  if ((e = cudaHostAlloc(reinterpret_cast<void **>(&state.deviceError),
+                         sizeof(MuirCudaDeviceError), cudaHostAllocMapped)) !=
+          cudaSuccess ||
+      (e = cudaHostGetDevicePointer(
+           reinterpret_cast<void **>(&state.deviceErrorOnDevice),
+           state.deviceError, 0)) != cudaSuccess)
+    return fail(std::string("cudaHostAlloc (the device error record): ") +
+                cudaGetErrorString(e));
+  *state.deviceError = MuirCudaDeviceError{};
   state.device = device;
   state.ready = true;
   return 0;
@@ -467,9 +522,12 @@ extern "C" int muirrt_cuda_synchronize(void) {
   if (state.allocIds.empty())
     planArena();
   cudaError_t e = cudaStreamSynchronize(state.stream);
-  return e == cudaSuccess ? 0
-                          : fail(std::string("cudaStreamSynchronize: ") +
-                                 cudaGetErrorString(e));
+  if (e != cudaSuccess)
+    return fail(std::string("cudaStreamSynchronize: ") +
+                cudaGetErrorString(e));
+  if (state.deviceError && state.deviceError->code != 0)
+    return fail(deviceErrorMessage(*state.deviceError));
+  return 0;
 }
 
 extern "C" int muirrt_cuda_graph_begin(void) {
@@ -980,6 +1038,136 @@ extern "C" void muirrt_cuda_transpose(int64_t batch, int64_t rows,
   check(muirrt_cuda_detail_transpose(in, batch, rows, cols, out,
                                      state.stream),
         "transpose kernel");
+}
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts (a group of one; MoeKernels.cu)
+//===----------------------------------------------------------------------===//
+
+extern "C" void muirrt_cuda_route(int64_t tokens, int64_t experts, int64_t k,
+                                  const float *logits, const float *bias,
+                                  int32_t scoring, int32_t softmax_after_topk,
+                                  int32_t normalize, int64_t n_group,
+                                  int64_t topk_group, float scaling,
+                                  int64_t *indices, float *weights,
+                                  int64_t *counts) {
+  const char *fn = "muirrt_cuda_route";
+  ensureReady(fn);
+  // The CPU runtime's checks, on the host: they depend on shapes only.
+  if (tokens < 0 || experts < 1 || k < 1 || k > experts || n_group < 1 ||
+      experts % n_group != 0 || topk_group < 1 || topk_group > n_group ||
+      k > topk_group * (experts / n_group))
+    fatal(std::string(fn) + ": bad routing shape (tokens " +
+          std::to_string(tokens) + ", experts " + std::to_string(experts) +
+          ", top_k " + std::to_string(k) + ", n_group " +
+          std::to_string(n_group) + ", topk_group " +
+          std::to_string(topk_group) + ")");
+  void *s = scratch(
+      muirrt_cuda_detail_route_scratch(tokens, experts, k, n_group), fn);
+  check(muirrt_cuda_detail_route(tokens, experts, k, logits, bias, scoring,
+                                 softmax_after_topk, normalize, n_group,
+                                 topk_group, scaling, indices, weights,
+                                 counts, s, state.stream),
+        "routing kernel");
+}
+
+extern "C" void muirrt_cuda_route_grad(int64_t tokens, int64_t experts,
+                                       int64_t k, const float *logits,
+                                       int32_t scoring,
+                                       int32_t softmax_after_topk,
+                                       int32_t normalize, float scaling,
+                                       const int64_t *indices,
+                                       const float *dweights,
+                                       float *dlogits) {
+  const char *fn = "muirrt_cuda_route_grad";
+  ensureReady(fn);
+  void *s =
+      scratch(muirrt_cuda_detail_route_grad_scratch(tokens, experts, k), fn);
+  check(muirrt_cuda_detail_route_grad(
+            tokens, experts, k, logits, scoring, softmax_after_topk,
+            normalize, scaling, indices, dweights, dlogits, s,
+            state.deviceErrorOnDevice, site(fn), state.stream),
+        "routing gradient kernel");
+}
+
+extern "C" void muirrt_cuda_capacity(int64_t tokens, int64_t k,
+                                     int64_t experts, double capacity_factor,
+                                     int32_t policy, int64_t group_tokens,
+                                     const int64_t *indices,
+                                     const float *weights,
+                                     int64_t *kept_indices,
+                                     float *kept_weights, int64_t *counts) {
+  const char *fn = "muirrt_cuda_capacity";
+  ensureReady(fn);
+  int64_t group = group_tokens > 0 ? group_tokens : tokens;
+  if (group <= 0 || tokens % group != 0 || !(capacity_factor > 0.0) ||
+      experts < 1)
+    fatal(std::string(fn) + ": bad capacity factor or token group (" +
+          std::to_string(capacity_factor) + ", " +
+          std::to_string(group_tokens) + " of " + std::to_string(tokens) +
+          " tokens)");
+  // As the CPU runtime: ceil(factor * G * k / experts), in double.
+  auto capacity = static_cast<int64_t>(
+      std::ceil(capacity_factor * static_cast<double>(group * k) /
+                static_cast<double>(experts)));
+  check(muirrt_cuda_detail_capacity(tokens, k, experts, capacity, policy,
+                                    group, indices, weights, kept_indices,
+                                    kept_weights, counts, state.stream),
+        "capacity kernel");
+}
+
+extern "C" void muirrt_cuda_mse_loss(int64_t n, const float *in,
+                                     const float *target, float scale,
+                                     float *loss, float *grad) {
+  const char *fn = "muirrt_cuda_mse_loss";
+  ensureReady(fn);
+  void *s = scratch(muirrt_cuda_detail_mse_scratch(), fn);
+  check(muirrt_cuda_detail_mse_loss(n, in, target, scale, loss, grad, s,
+                                    state.stream),
+        "MSE loss kernel");
+}
+
+extern "C" void muirrt_cuda_grouped_gemm(int64_t experts, int64_t rows,
+                                         int64_t k, int64_t n,
+                                         const float *in, const float *w,
+                                         int32_t trans_w,
+                                         const int64_t *sizes, float *out) {
+  const char *fn = "muirrt_cuda_grouped_gemm";
+  ensureReady(fn);
+  void *s = scratch(muirrt_cuda_detail_grouped_scratch(experts), fn);
+  check(muirrt_cuda_detail_grouped_gemm(experts, rows, k, n, in, w, trans_w,
+                                        sizes, out, s,
+                                        state.deviceErrorOnDevice, site(fn),
+                                        state.stream),
+        "grouped GEMM kernel");
+}
+
+extern "C" void muirrt_cuda_grouped_gemm_wgrad(
+    int64_t experts, int64_t rows, int64_t k, int64_t n, const float *in,
+    const float *grad, int32_t trans_w, const int64_t *sizes, float *dw) {
+  const char *fn = "muirrt_cuda_grouped_gemm_wgrad";
+  ensureReady(fn);
+  void *s = scratch(muirrt_cuda_detail_grouped_scratch(experts), fn);
+  check(muirrt_cuda_detail_grouped_gemm_wgrad(
+            experts, rows, k, n, in, grad, trans_w, sizes, dw, s,
+            state.deviceErrorOnDevice, site(fn), state.stream),
+        "grouped GEMM weight-gradient kernel");
+}
+
+extern "C" void muirrt_cuda_moe_plan(int64_t tokens, int64_t k,
+                                     int64_t experts, int64_t bound,
+                                     const int64_t *indices, int64_t *counts,
+                                     int64_t *plan, const char *layer) {
+  const char *fn = "muirrt_cuda_moe_dispatch";
+  ensureReady(fn);
+  if (bound < tokens * k)
+    fatal(std::string(fn) + ": layer '" + (layer ? layer : "?") +
+          "': a bound of " + std::to_string(bound) + " rows under " +
+          std::to_string(tokens) + " tokens x top-" + std::to_string(k));
+  check(muirrt_cuda_detail_moe_plan(tokens, k, experts, bound, indices,
+                                    counts, plan, state.deviceErrorOnDevice,
+                                    site(fn, layer), state.stream),
+        "dispatch plan kernels");
 }
 
 extern "C" void muirrt_cuda_observe(int64_t slot, const float *data,

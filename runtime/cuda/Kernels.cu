@@ -18,23 +18,15 @@
 
 #include <cstdint>
 
+#include "DeviceUtil.cuh"
+
 namespace {
 
-constexpr int kThreads = 256;
+using muir_cuda::blockSum;
+using muir_cuda::gridFor;
+using muir_cuda::kThreads;
 constexpr int kParts = 128; // blocks per item in the first pass
 
-// Block-wide sum of one double per thread, in a fixed tree.
-__device__ double blockSum(double v) {
-  __shared__ double shared[kThreads];
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = kThreads / 2; s > 0; s >>= 1) {
-    if (static_cast<int>(threadIdx.x) < s)
-      shared[threadIdx.x] += shared[threadIdx.x + s];
-    __syncthreads();
-  }
-  return shared[0];
-}
 
 // partials[item * kParts + part] = sum of squares of the part's range.
 __global__ void partialSquares(const float *in, int64_t batch,
@@ -166,12 +158,6 @@ unsigned itemsFor(int64_t batch) {
   return static_cast<unsigned>(batch < 65535 ? batch : 65535);
 }
 
-unsigned gridFor(int64_t n) {
-  int64_t blocks = (n + kThreads - 1) / kThreads;
-  if (blocks < 1)
-    blocks = 1;
-  return static_cast<unsigned>(blocks < 65535 * 16 ? blocks : 65535 * 16);
-}
 
 } // namespace
 

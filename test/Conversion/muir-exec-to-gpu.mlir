@@ -79,3 +79,68 @@ func.func @strided(%batch: memref<2x4x8xf32>, %one: memref<1x4x8xf32>, %other: m
   memref.copy %one, %other : memref<1x4x8xf32> to memref<1x4x8xf32>
   return
 }
+
+// -----
+
+// MoE with every expert on this rank (axes_mask 0: no grid axis): the
+// dispatch becomes the runtime's plan (counts, each row's pair and each
+// pair's row) and a generated gather of one thread per output element
+// (16 rows x 4: 64), the pair's token from plan[r] / k, its weight times
+// the token's value, zero where plan[r] < 0.
+// CHECK-LABEL: func.func @moe
+func.func @moe(%x: memref<8x4xf32>, %idx: memref<8x2xi64>, %w: memref<8x2xf32>, %rows: memref<16x4xf32>, %counts: memref<4xi64>, %plan: memref<36xi64>, %out: memref<8x4xf32>, %dw: memref<8x2xf32>) {
+  // CHECK: muir_exec.moe_plan %{{.*}} into %{{.*}}, %{{.*}} {bound = 16 : i64, layer = "l", num_experts = 4 : i64} : memref<8x2xi64> -> memref<4xi64>, memref<36xi64>
+  // CHECK: gpu.launch
+  // CHECK: arith.divui %{{.*}}, %{{.*}} : index
+  // CHECK: arith.remui
+  // CHECK: memref.load %{{.*}}[%{{.*}}] : memref<36xi64>
+  // CHECK: arith.cmpi sge
+  // CHECK: arith.divui
+  // CHECK: memref.load %{{.*}}[%{{.*}}] : memref<32xf32>
+  // CHECK: memref.load %{{.*}}[%{{.*}}] : memref<16xf32>
+  // CHECK: arith.mulf
+  // CHECK: arith.select
+  // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<64xf32>
+  muir_exec.moe_dispatch %x, %idx weights %w into %rows, %counts, %plan {axes_mask = 0 : i64, layer = "l", num_experts = 4 : i64} : memref<8x4xf32>, memref<8x2xi64>, memref<8x2xf32> -> memref<16x4xf32>, memref<4xi64>, memref<36xi64>
+  // The weighted combine: one thread per output element, the k slots in
+  // order in double, each slot's row from plan[bound + t * k + j].
+  // CHECK: gpu.launch
+  // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f64)
+  // CHECK: memref.load %{{.*}}[%{{.*}}] : memref<36xi64>
+  // CHECK: arith.extf %{{.*}} : f32 to f64
+  // CHECK: arith.mulf %{{.*}}, %{{.*}} : f64
+  // CHECK: arith.addf %{{.*}}, %{{.*}} : f64
+  // CHECK: arith.select
+  // CHECK: arith.truncf %{{.*}} : f64 to f32
+  // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<32xf32>
+  muir_exec.moe_combine %rows, %idx, %plan weights %w into %out {axes_mask = 0 : i64, layer = "l", num_experts = 4 : i64} : memref<16x4xf32>, memref<8x2xi64>, memref<36xi64>, memref<8x2xf32> -> memref<8x4xf32>
+  // Combine's weight gradient: one thread per pair, a dot product over the
+  // hidden size (no iterations for a dropped slot).
+  // CHECK: gpu.launch
+  // CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : index
+  // CHECK: scf.for
+  // CHECK: arith.mulf %{{.*}}, %{{.*}} : f64
+  // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<16xf32>
+  // CHECK-NOT: muir_exec.moe_
+  muir_exec.moe_combine_weights_grad %out, %rows, %idx, %plan into %dw {axes_mask = 0 : i64, layer = "l", num_experts = 4 : i64} : memref<8x4xf32>, memref<16x4xf32>, memref<8x2xi64>, memref<36xi64> -> memref<8x2xf32>
+  return
+}
+
+// -----
+
+// The CUDA target needs one row per (token, slot) pair.
+func.func @small_bound(%x: memref<8x4xf32>, %idx: memref<8x2xi64>, %rows: memref<12x4xf32>, %counts: memref<4xi64>, %plan: memref<28xi64>) {
+  // expected-error @+1 {{'muir_exec.moe_dispatch' op has a bound of 12 rows under its 8 tokens x 2 slots; the CUDA target needs one row per pair}}
+  muir_exec.moe_dispatch %x, %idx into %rows, %counts, %plan {axes_mask = 0 : i64, layer = "l", num_experts = 4 : i64} : memref<8x4xf32>, memref<8x2xi64> -> memref<12x4xf32>, memref<4xi64>, memref<28xi64>
+  return
+}
+
+// -----
+
+// Experts spread over ranks have no CUDA exchange yet.
+muir.grid @g axes = ["ep"] shape = [2]
+func.func @spread(%x: memref<8x4xf32>, %idx: memref<8x2xi64>, %rows: memref<16x4xf32>, %counts: memref<2xi64>, %plan: memref<40xi64>) {
+  // expected-error @+1 {{'muir_exec.moe_dispatch' op spreads the experts over 2 ranks; the CUDA target runs MoE layers with every expert on one rank (ep = 1) so far: compile this step for --target=cpu}}
+  muir_exec.moe_dispatch %x, %idx into %rows, %counts, %plan {axes_mask = 1 : i64, layer = "l", num_experts = 4 : i64} : memref<8x4xf32>, memref<8x2xi64> -> memref<16x4xf32>, memref<2xi64>, memref<40xi64>
+  return
+}

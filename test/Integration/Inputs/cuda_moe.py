@@ -1,0 +1,177 @@
+"""The CUDA backend's trained MoE layers (ep = 1) against the CPU backend.
+
+Two SwiGLU MoE layers, each trained on its teacher in the step (forward,
+backward, then Muon on the experts and AdamW on the router), run 2 steps
+from the same float32 inputs with muir-run --target=cuda and on the CPU:
+  - "a": Qwen3-style softmax top-2 of 8 experts (256 tokens, hidden 64,
+    expert size 96: several 64-row tiles an expert, ragged last ones);
+  - "b": DeepSeek-style sigmoid scoring over 4 groups of 2 (2 groups a
+    token), routed scaling 2.5, and a capacity factor of 0.75 by weight,
+    so that pairs are dropped (the capacity kernel, dropped slots in the
+    plan, the permute and the combine);
+and is checked against the CPU backend (itself checked against float64
+autograd in moe-train.test):
+  - every parameter's change W - W0 within 1e-4 relative (fp32 products in
+    other orders through the forward, the backward and Newton-Schulz: the
+    grouped GEMMs' tiles, cuBLAS against OpenBLAS);
+  - every optimizer state within 1e-4 relative;
+  - itself: a second run, and a run op by op without the CUDA graph, are
+    bitwise equal to the first (no float atomics anywhere).
+Rows routed to an expert differ between the backends only if a routing
+score ties to within rounding; the inputs here have no such near-tie (a
+flipped choice would show as a large error, not a small one).
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+import muir_reference as ref
+import muirtest
+
+ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+ap.add_argument("--muir-run", help="muir-run (runs both backends)")
+ap.add_argument("--tmp", required=True, help="scratch directory")
+ap.add_argument("--prepare", metavar="DIR",
+                help="only write the description, the inputs and the CPU "
+                     "backend's results into DIR (bench/gpu/prepare.sh)")
+ap.add_argument("--prepared", metavar="DIR",
+                help="read the inputs and the CPU results from DIR and run "
+                     "the GPU with --runner instead of muir-run")
+ap.add_argument("--runner", help="muir-step-runner")
+ap.add_argument("--runtime", help="libmuir_rt_cuda.so for --runner")
+ap.add_argument("--step-so", help="the step compiled with --emit=object, "
+                                  "linked shared")
+args = ap.parse_args()
+tmp = args.tmp
+shutil.rmtree(tmp, ignore_errors=True)
+os.makedirs(tmp)
+if not args.prepared and not args.muir_run:
+    sys.exit("error: give --muir-run, or --prepared with --runner")
+
+E, K, T, H, F = 8, 2, 256, 64, 96
+YAML = """name: gpu-moe
+grid: {axes: {dp: 1}}
+training: {data: teacher}
+optimizer:
+  muon: {lr: 0.02, momentum: 0.95, nesterov: true, weight_decay: 0.1,
+         ns_steps: 5, schedule: simple}
+  adamw: {lr: 0.001, beta1: 0.9, beta2: 0.95, weight_decay: 0.1}
+parameters:
+%(params)s
+moe:
+  - {name: a, experts: %(E)d, top_k: %(K)d, hidden: %(H)d, expert_size: %(F)d,
+     tokens_per_rank: %(T)d}
+  - {name: b, experts: %(E)d, top_k: %(K)d, hidden: %(H)d, expert_size: %(F)d,
+     tokens_per_rank: %(T)d, scoring: sigmoid, groups: 4,
+     groups_per_token: 2, routed_scaling: 2.5, capacity_factor: 0.75,
+     drop_policy: weight}
+"""
+SHAPES = {}
+for layer in ("a", "b"):
+    SHAPES[layer + ".router"] = (E, H)
+    SHAPES[layer + ".experts.gate_proj"] = (E, F, H)
+    SHAPES[layer + ".experts.up_proj"] = (E, F, H)
+    SHAPES[layer + ".experts.down_proj"] = (E, H, F)
+ROLES = {"router": "router", "gate_proj": "expert", "up_proj": "expert",
+         "down_proj": "expert"}
+params = "\n".join(
+    "  - {name: %s, shape: [%s], role: %s}" % (
+        n, ", ".join(map(str, s)), ROLES[n.split(".")[-1]])
+    for n, s in SHAPES.items())
+STEPS = 2
+
+base = args.prepared or args.prepare or tmp
+inp = os.path.join(base, "in")
+desc = os.path.join(base, "step.yaml")
+if args.prepared:
+    values = muirtest.read_dump(inp)
+else:
+    os.makedirs(base, exist_ok=True)
+    rng = np.random.default_rng(23)
+    values = {}
+    for name, shape in SHAPES.items():
+        fan_in = shape[-1]
+        values[name] = (rng.standard_normal(shape) / np.sqrt(fan_in)).astype(
+            np.float32)
+        values[name + ".grad"] = np.zeros(shape, np.float32)
+        if name.endswith(".router"):
+            values[name + ".exp_avg"] = np.zeros(shape, np.float32)
+            values[name + ".exp_avg_sq"] = np.zeros(shape, np.float32)
+        else:
+            values[name + ".momentum"] = np.zeros(shape, np.float32)
+    for layer in ("a", "b"):
+        values[layer + ".data.tokens"] = rng.standard_normal(
+            (T, H)).astype(np.float32)
+        for part, shape in (("router", (E, H)), ("gate_proj", (E, F, H)),
+                            ("up_proj", (E, F, H)), ("down_proj", (E, H, F))):
+            values["%s.teacher.%s" % (layer, part)] = (
+                rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(
+                    np.float32)
+    for name, v in values.items():
+        muirtest.write_npy(inp, name, v)
+    with open(desc, "w") as f:
+        f.write(YAML % {"params": params, "E": E, "K": K, "H": H, "F": F,
+                        "T": T})
+
+
+def run(tag, extra):
+    out = os.path.join(tmp, tag)
+    if tag == "cpu" and args.prepared:
+        return muirtest.read_dump(os.path.join(args.prepared, "cpu"))
+    if tag == "cpu" and args.prepare:
+        out = os.path.join(args.prepare, "cpu")
+    if args.prepared:
+        os.makedirs(out)
+        cmd = [args.runner, "--runtime", args.runtime, "--step",
+               args.step_so, "--steps", str(STEPS), "--load", inp,
+               "--dump", out]
+        cmd += {"--target=cuda": [], "--cuda-graph=false": ["--no-graph"]
+                }.get(extra[-1], [])
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    else:
+        muirtest.check_output([args.muir_run, desc, "--steps", str(STEPS),
+                               "--load", inp, "--dump", out,
+                               "--quiet"] + extra)
+    return muirtest.read_dump(out)
+
+
+if args.prepare:
+    run("cpu", [])
+    print("prepared %s" % args.prepare)
+    sys.exit(0)
+
+ok = True
+
+
+def report(what, err, bound):
+    global ok
+    good = err <= bound
+    ok &= good
+    print("%-48s %.2e (bound %.0e)%s" % (what, err, bound,
+                                        "" if good else "  FAIL"))
+
+
+cpu = run("cpu", [])
+gpu = run("gpu", ["--target=cuda"])
+again = run("gpu-again", ["--target=cuda"])
+nograph = run("gpu-nograph", ["--target=cuda", "--cuda-graph=false"])
+
+for name in SHAPES:
+    w0 = values[name].astype(np.float64)
+    report("%s: cuda W - W0 vs cpu" % name,
+           ref.rel_fro(gpu[name] - w0, cpu[name] - w0), 1e-4)
+    for state in (".momentum", ".exp_avg", ".exp_avg_sq"):
+        if name + state in cpu:
+            report("%s%s: cuda vs cpu" % (name, state),
+                   ref.rel_fro(gpu[name + state], cpu[name + state]), 1e-4)
+same = all(np.array_equal(gpu[n], again[n]) for n in gpu)
+nog = all(np.array_equal(gpu[n], nograph[n]) for n in gpu)
+ok &= same and nog
+print("two cuda runs bitwise equal: %s" % ("yes" if same else "NO  FAIL"))
+print("cuda graph vs op by op bitwise equal: %s" % ("yes" if nog else "NO  FAIL"))
+print("ALL PASSED" if ok else "FAIL")
+sys.exit(0 if ok else 1)
