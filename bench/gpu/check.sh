@@ -38,7 +38,7 @@ for f in "$nccl_h" "$nccl_so" "$cublas_h" "$cublas_so"; do
 done
 libdirs="$(dirname "$nccl_so"):$(dirname "$cublas_so"):$(dirname "$cublaslt_so")"
 export LD_LIBRARY_PATH="$libdirs:${LD_LIBRARY_PATH:-}"
-"$nvcc" -O3 -std=c++17 -shared -Xcompiler -fPIC \
+"$nvcc" -O3 -std=c++17 -shared -Xcompiler -fPIC --fmad=false \
   -gencode arch=compute_90,code=sm_90 \
   -I "$root/runtime/include" -I "$(dirname "$nccl_h")" -I "$(dirname "$cublas_h")" \
   "$root/runtime/cuda/CudaRuntime.cpp" "$root/runtime/cuda/Kernels.cu" \

@@ -195,6 +195,33 @@ LogicalResult checkOneRank(Operation *op, int64_t mask) {
             "one rank (ep = 1) so far: compile this step for --target=cpu";
 }
 
+/// What the generated MoE kernels assume of a layer's buffers: static,
+/// identity layouts (flat views), at least one token, one row per (token,
+/// slot) pair (bound >= tokens x k) and a plan of 2 bound + 4 entries.
+LogicalResult checkMoeBuffers(Operation *op, Value indices, Value rows,
+                              Value plan) {
+  for (Value v : op->getOperands())
+    if (auto t = dyn_cast<MemRefType>(v.getType());
+        t && (!t.hasStaticShape() || !t.getLayout().isIdentity()))
+      return op->emitOpError("takes a buffer that is not static and "
+                             "contiguous; the CUDA target's MoE kernels "
+                             "need flat views");
+  auto it = cast<MemRefType>(indices.getType());
+  int64_t tokens = it.getDimSize(0), k = it.getDimSize(1);
+  int64_t bound = cast<MemRefType>(rows.getType()).getDimSize(0);
+  if (tokens < 1)
+    return op->emitOpError("has no tokens");
+  if (bound < tokens * k)
+    return op->emitOpError("has a bound of ")
+           << bound << " rows under its " << tokens << " tokens x " << k
+           << " slots; the CUDA target needs one row per pair";
+  if (cast<MemRefType>(plan.getType()).getDimSize(0) != 2 * bound + 4)
+    return op->emitOpError("has a plan of ")
+           << cast<MemRefType>(plan.getType()).getDimSize(0)
+           << " entries; one rank's is 2 x " << bound << " + 4";
+  return success();
+}
+
 Value cIndex(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
@@ -222,10 +249,8 @@ LogicalResult lowerDispatch(mx::MoeDispatchOp d) {
   auto ot = cast<MemRefType>(d.getOutput().getType());
   int64_t hidden = xt.getDimSize(1), k = it.getDimSize(1);
   int64_t bound = ot.getDimSize(0);
-  if (bound < it.getDimSize(0) * k)
-    return d.emitOpError("has a bound of ")
-           << bound << " rows under its " << it.getDimSize(0) << " tokens x "
-           << k << " slots; the CUDA target needs one row per pair";
+  if (failed(checkMoeBuffers(d, d.getIndices(), d.getOutput(), d.getPlan())))
+    return failure();
   OpBuilder b(d);
   Location loc = d.getLoc();
   mx::MoePlanOp::create(b, loc, d.getIndices(), d.getCounts(), d.getPlan(),
@@ -258,6 +283,8 @@ LogicalResult lowerDispatch(mx::MoeDispatchOp d) {
 /// rows[row of (t, j)][h], in double (the CPU runtime's arithmetic).
 LogicalResult lowerCombine(mx::MoeCombineOp c) {
   if (failed(checkOneRank(c, c.getAxesMask())))
+    return failure();
+  if (failed(checkMoeBuffers(c, c.getIndices(), c.getInput(), c.getPlan())))
     return failure();
   auto rt = cast<MemRefType>(c.getInput().getType());
   auto it = cast<MemRefType>(c.getIndices().getType());
@@ -313,6 +340,8 @@ LogicalResult lowerCombine(mx::MoeCombineOp c) {
 /// gradient's row with the pair's expert row; 0 for a dropped slot.
 LogicalResult lowerCombineWeightsGrad(mx::MoeCombineWeightsGradOp c) {
   if (failed(checkOneRank(c, c.getAxesMask())))
+    return failure();
+  if (failed(checkMoeBuffers(c, c.getIndices(), c.getInput(), c.getPlan())))
     return failure();
   auto rt = cast<MemRefType>(c.getInput().getType());
   auto it = cast<MemRefType>(c.getIndices().getType());

@@ -145,9 +145,10 @@ struct State {
   // captures only (see scratch()).
   void *scratch = nullptr;
   size_t scratchBytes = 0;
-  // Errors only the device sees (MoeKernels.h): mapped host memory the
-  // kernels write and muirrt_cuda_synchronize reads; sites name the calls.
-  MuirCudaDeviceError *deviceError = nullptr, *deviceErrorOnDevice = nullptr;
+  // Errors only the device sees (MoeKernels.h): a record in device memory
+  // the kernels write (first error wins) and muirrt_cuda_synchronize reads
+  // back and clears; sites name the calls.
+  MuirCudaDeviceError *deviceErrorOnDevice = nullptr;
   std::vector<std::string> sites;
   std::map<std::string, int32_t> siteIds;
 } state;
@@ -447,15 +448,12 @@ extern "C" int muirrt_cuda_init(int device) {
   cublasSetMathMode(state.blas, CUBLAS_DEFAULT_MATH);
   for (cudaEvent_t &ev : state.events)
     cudaEventCreate(&ev);
-  if ((e = cudaHostAlloc(reinterpret_cast<void **>(&state.deviceError),
-                         sizeof(MuirCudaDeviceError), cudaHostAllocMapped)) !=
-          cudaSuccess ||
-      (e = cudaHostGetDevicePointer(
-           reinterpret_cast<void **>(&state.deviceErrorOnDevice),
-           state.deviceError, 0)) != cudaSuccess)
-    return fail(std::string("cudaHostAlloc (the device error record): ") +
+  if ((e = cudaMalloc(reinterpret_cast<void **>(&state.deviceErrorOnDevice),
+                      sizeof(MuirCudaDeviceError))) != cudaSuccess ||
+      (e = cudaMemset(state.deviceErrorOnDevice, 0,
+                      sizeof(MuirCudaDeviceError))) != cudaSuccess)
+    return fail(std::string("cudaMalloc (the device error record): ") +
                 cudaGetErrorString(e));
-  *state.deviceError = MuirCudaDeviceError{};
   state.device = device;
   state.ready = true;
   return 0;
@@ -525,8 +523,17 @@ extern "C" int muirrt_cuda_synchronize(void) {
   if (e != cudaSuccess)
     return fail(std::string("cudaStreamSynchronize: ") +
                 cudaGetErrorString(e));
-  if (state.deviceError && state.deviceError->code != 0)
-    return fail(deviceErrorMessage(*state.deviceError));
+  // What the kernels of the step found (a small copy, after the step).
+  MuirCudaDeviceError found{};
+  if (state.deviceErrorOnDevice &&
+      (e = cudaMemcpy(&found, state.deviceErrorOnDevice, sizeof(found),
+                      cudaMemcpyDeviceToHost)) != cudaSuccess)
+    return fail(std::string("reading the device error record: ") +
+                cudaGetErrorString(e));
+  if (found.code != 0) {
+    cudaMemset(state.deviceErrorOnDevice, 0, sizeof(found));
+    return fail(deviceErrorMessage(found));
+  }
   return 0;
 }
 
@@ -1158,6 +1165,7 @@ extern "C" void muirrt_cuda_moe_plan(int64_t tokens, int64_t k,
                                      int64_t experts, int64_t bound,
                                      const int64_t *indices, int64_t *counts,
                                      int64_t *plan, const char *layer) {
+  // Errors name the op the plan belongs to.
   const char *fn = "muirrt_cuda_moe_dispatch";
   ensureReady(fn);
   if (bound < tokens * k)

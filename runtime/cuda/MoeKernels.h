@@ -4,7 +4,7 @@
 // (MoeKernels.cu), used by CudaRuntime.cpp. Each enqueues on `stream` and
 // returns the launch error. Errors that only the device can see (an expert
 // index out of range, ragged sizes over the static bound) are recorded in a
-// DeviceError in mapped host memory, first error wins, and reported by
+// MuirCudaDeviceError in device memory, first error wins, and reported by
 // muirrt_cuda_synchronize after the step: no host synchronisation inside
 // the step, so the step stays capturable as a CUDA graph.
 //

@@ -144,3 +144,12 @@ func.func @spread(%x: memref<8x4xf32>, %idx: memref<8x2xi64>, %rows: memref<16x4
   muir_exec.moe_dispatch %x, %idx into %rows, %counts, %plan {axes_mask = 1 : i64, layer = "l", num_experts = 4 : i64} : memref<8x4xf32>, memref<8x2xi64> -> memref<16x4xf32>, memref<2xi64>, memref<40xi64>
   return
 }
+
+// -----
+
+// A plan that is not one rank's (2 bound + 4 entries) is refused.
+func.func @other_plan(%rows: memref<16x4xf32>, %idx: memref<8x2xi64>, %plan: memref<40xi64>, %out: memref<8x4xf32>) {
+  // expected-error @+1 {{'muir_exec.moe_combine' op has a plan of 40 entries; one rank's is 2 x 16 + 4}}
+  muir_exec.moe_combine %rows, %idx, %plan into %out {axes_mask = 0 : i64, layer = "l", num_experts = 4 : i64} : memref<16x4xf32>, memref<8x2xi64>, memref<40xi64> -> memref<8x4xf32>
+  return
+}
