@@ -21,36 +21,13 @@ Rows routed to an expert differ between the backends only if a routing
 score ties to within rounding; the inputs here have no such near-tie (a
 flipped choice would show as a large error, not a small one).
 """
-import argparse
-import os
-import shutil
-import subprocess
-import sys
-
 import numpy as np
 
+import cuda_harness
 import muir_reference as ref
 import muirtest
 
-ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-ap.add_argument("--muir-run", help="muir-run (runs both backends)")
-ap.add_argument("--tmp", required=True, help="scratch directory")
-ap.add_argument("--prepare", metavar="DIR",
-                help="only write the description, the inputs and the CPU "
-                     "backend's results into DIR (bench/gpu/prepare.sh)")
-ap.add_argument("--prepared", metavar="DIR",
-                help="read the inputs and the CPU results from DIR and run "
-                     "the GPU with --runner instead of muir-run")
-ap.add_argument("--runner", help="muir-step-runner")
-ap.add_argument("--runtime", help="libmuir_rt_cuda.so for --runner")
-ap.add_argument("--step-so", help="the step compiled with --emit=object, "
-                                  "linked shared")
-args = ap.parse_args()
-tmp = args.tmp
-shutil.rmtree(tmp, ignore_errors=True)
-os.makedirs(tmp)
-if not args.prepared and not args.muir_run:
-    sys.exit("error: give --muir-run, or --prepared with --runner")
+args = cuda_harness.parse_args(__doc__.splitlines()[0])
 
 E, K, T, H, F = 8, 2, 256, 64, 96
 YAML = """name: gpu-moe
@@ -84,13 +61,10 @@ params = "\n".join(
     for n, s in SHAPES.items())
 STEPS = 2
 
-base = args.prepared or args.prepare or tmp
-inp = os.path.join(base, "in")
-desc = os.path.join(base, "step.yaml")
+case = cuda_harness.Case(args, STEPS)
 if args.prepared:
-    values = muirtest.read_dump(inp)
+    values = muirtest.read_dump(case.inp)
 else:
-    os.makedirs(base, exist_ok=True)
     rng = np.random.default_rng(23)
     values = {}
     for name, shape in SHAPES.items():
@@ -111,67 +85,24 @@ else:
             values["%s.teacher.%s" % (layer, part)] = (
                 rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(
                     np.float32)
-    for name, v in values.items():
-        muirtest.write_npy(inp, name, v)
-    with open(desc, "w") as f:
-        f.write(YAML % {"params": params, "E": E, "K": K, "H": H, "F": F,
-                        "T": T})
+    case.write(YAML % {"params": params, "E": E, "K": K, "H": H, "F": F,
+                       "T": T}, values)
+case.prepare_and_exit()
 
-
-def run(tag, extra):
-    out = os.path.join(tmp, tag)
-    if tag == "cpu" and args.prepared:
-        return muirtest.read_dump(os.path.join(args.prepared, "cpu"))
-    if tag == "cpu" and args.prepare:
-        out = os.path.join(args.prepare, "cpu")
-    if args.prepared:
-        os.makedirs(out)
-        cmd = [args.runner, "--runtime", args.runtime, "--step",
-               args.step_so, "--steps", str(STEPS), "--load", inp,
-               "--dump", out]
-        cmd += {"--target=cuda": [], "--cuda-graph=false": ["--no-graph"]
-                }.get(extra[-1], [])
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    else:
-        muirtest.check_output([args.muir_run, desc, "--steps", str(STEPS),
-                               "--load", inp, "--dump", out,
-                               "--quiet"] + extra)
-    return muirtest.read_dump(out)
-
-
-if args.prepare:
-    run("cpu", [])
-    print("prepared %s" % args.prepare)
-    sys.exit(0)
-
-ok = True
-
-
-def report(what, err, bound):
-    global ok
-    good = err <= bound
-    ok &= good
-    print("%-48s %.2e (bound %.0e)%s" % (what, err, bound,
-                                        "" if good else "  FAIL"))
-
-
-cpu = run("cpu", [])
-gpu = run("gpu", ["--target=cuda"])
-again = run("gpu-again", ["--target=cuda"])
-nograph = run("gpu-nograph", ["--target=cuda", "--cuda-graph=false"])
+out = cuda_harness.Report()
+cpu = case.run("cpu", [])
+gpu = case.run("gpu", ["--target=cuda"])
+again = case.run("gpu-again", ["--target=cuda"])
+nograph = case.run("gpu-nograph", ["--target=cuda", "--cuda-graph=false"])
 
 for name in SHAPES:
     w0 = values[name].astype(np.float64)
-    report("%s: cuda W - W0 vs cpu" % name,
-           ref.rel_fro(gpu[name] - w0, cpu[name] - w0), 1e-4)
+    out.bound("%s: cuda W - W0 vs cpu" % name,
+              ref.rel_fro(gpu[name] - w0, cpu[name] - w0), 1e-4)
     for state in (".momentum", ".exp_avg", ".exp_avg_sq"):
         if name + state in cpu:
-            report("%s%s: cuda vs cpu" % (name, state),
-                   ref.rel_fro(gpu[name + state], cpu[name + state]), 1e-4)
-same = all(np.array_equal(gpu[n], again[n]) for n in gpu)
-nog = all(np.array_equal(gpu[n], nograph[n]) for n in gpu)
-ok &= same and nog
-print("two cuda runs bitwise equal: %s" % ("yes" if same else "NO  FAIL"))
-print("cuda graph vs op by op bitwise equal: %s" % ("yes" if nog else "NO  FAIL"))
-print("ALL PASSED" if ok else "FAIL")
-sys.exit(0 if ok else 1)
+            out.bound("%s%s: cuda vs cpu" % (name, state),
+                      ref.rel_fro(gpu[name + state], cpu[name + state]), 1e-4)
+out.bitwise("two cuda runs", gpu, again)
+out.bitwise("cuda graph vs op by op", gpu, nograph)
+out.finish()

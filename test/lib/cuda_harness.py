@@ -1,0 +1,116 @@
+"""What the CUDA backend's integration scripts share (cuda_step.py,
+cuda_moe.py): their command line, running a step on either backend with
+muir-run or, on a GPU machine without LLVM, with bench/gpu's
+muir-step-runner on prepared inputs, and reporting errors against bounds.
+
+    --muir-run PATH   muir-run (runs both backends)
+    --tmp DIR         scratch directory, wiped at start
+    --prepare DIR     only write the description, the inputs and the CPU
+                      backend's results into DIR (bench/gpu/prepare.sh)
+    --prepared DIR    read them from DIR and run the GPU with --runner
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+import muirtest
+
+
+def parse_args(description):
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--muir-run", help="muir-run (runs both backends)")
+    ap.add_argument("--tmp", required=True, help="scratch directory")
+    ap.add_argument("--prepare", metavar="DIR",
+                    help="only write the description, the inputs and the "
+                         "CPU backend's results into DIR (for a GPU machine "
+                         "without LLVM: bench/gpu/prepare.sh)")
+    ap.add_argument("--prepared", metavar="DIR",
+                    help="read the inputs and the CPU results from DIR and "
+                         "run the GPU with --runner instead of muir-run")
+    ap.add_argument("--runner", help="muir-step-runner")
+    ap.add_argument("--runtime", help="libmuir_rt_cuda.so for --runner")
+    ap.add_argument("--step-so", help="the step compiled with "
+                                      "--emit=object, linked shared")
+    args = ap.parse_args()
+    shutil.rmtree(args.tmp, ignore_errors=True)
+    os.makedirs(args.tmp)
+    if not args.prepared and not args.muir_run:
+        sys.exit("error: give --muir-run, or --prepared with --runner")
+    return args
+
+
+class Case:
+    """A step's description and inputs under `base` (the prepared
+    directory, the one being prepared, or the scratch directory)."""
+
+    # muir-run's CUDA flags as the runner spells them.
+    RUNNER_FLAGS = {"--target=cuda": [], "--cuda-graph=false": ["--no-graph"],
+                    "--cuda-bf16": ["--bf16"]}
+
+    def __init__(self, args, steps):
+        self.args, self.steps = args, steps
+        self.base = args.prepared or args.prepare or args.tmp
+        self.inp = os.path.join(self.base, "in")
+        self.desc = os.path.join(self.base, "step.yaml")
+
+    def write(self, yaml, values):
+        os.makedirs(self.base, exist_ok=True)
+        for name, v in values.items():
+            muirtest.write_npy(self.inp, name, v)
+        with open(self.desc, "w") as f:
+            f.write(yaml)
+
+    def run(self, tag, extra):
+        """The tensors after the steps; `extra` muir-run's flags ([] the
+        CPU backend)."""
+        args = self.args
+        out = os.path.join(args.tmp, tag)
+        if tag == "cpu" and args.prepared:
+            return muirtest.read_dump(os.path.join(args.prepared, "cpu"))
+        if tag == "cpu" and args.prepare:
+            out = os.path.join(args.prepare, "cpu")
+        if args.prepared:
+            os.makedirs(out)
+            cmd = [args.runner, "--runtime", args.runtime, "--step",
+                   args.step_so, "--steps", str(self.steps), "--load",
+                   self.inp, "--dump", out]
+            cmd += self.RUNNER_FLAGS.get(extra[-1], [])
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        else:
+            muirtest.check_output([args.muir_run, self.desc, "--steps",
+                                   str(self.steps), "--load", self.inp,
+                                   "--dump", out, "--quiet"] + extra)
+        return muirtest.read_dump(out)
+
+    def prepare_and_exit(self):
+        """With --prepare: the CPU results, then exit."""
+        if self.args.prepare:
+            self.run("cpu", [])
+            print("prepared %s" % self.args.prepare)
+            sys.exit(0)
+
+
+class Report:
+    """One line per check, FAIL where an error is over its bound."""
+
+    def __init__(self):
+        self.ok = True
+
+    def bound(self, what, err, bound):
+        good = err <= bound
+        self.ok &= good
+        print("%-48s %.2e (bound %.0e)%s" % (what, err, bound,
+                                            "" if good else "  FAIL"))
+
+    def bitwise(self, what, a, b):
+        same = all(np.array_equal(a[n], b[n]) for n in a)
+        self.ok &= same
+        print("%s bitwise equal: %s" % (what, "yes" if same else "NO  FAIL"))
+
+    def finish(self):
+        print("ALL PASSED" if self.ok else "FAIL")
+        sys.exit(0 if self.ok else 1)
