@@ -11,6 +11,9 @@
 //   muir_exec.moe_combine         -> a weighted-sum kernel (unpermute)
 //   muir_exec.moe_combine_weights_grad -> a dot-product kernel
 // (the MoE ops only where a layer's experts are all on this rank).
+// The one exception to device memory: i64 buffers that only carry an
+// all_to_allv's counts (FSDP's shard sizes, stored by the host) stay host
+// buffers, since NCCL takes its counts on the host.
 // The element-wise kernels (momentum, Nesterov, the update and weight decay,
 // AdamW, ...) all have identity maps over operands of one shape, so the
 // launch views every operand as one flat row (memref.reinterpret_cast) and
@@ -385,6 +388,72 @@ LogicalResult lowerCombineWeightsGrad(mx::MoeCombineWeightsGradOp c) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Host buffers
+//===----------------------------------------------------------------------===//
+
+/// The i64 buffers that only carry all_to_allv counts (filled by host
+/// stores and host copies, as FSDP's shard sizes are): NCCL's grouped
+/// sends and receives take their counts on the host, so these stay in host
+/// memory. A buffer copied to or from a device buffer is not one of them.
+DenseSet<Value> hostCountBuffers(ModuleOp module) {
+  DenseSet<Value> host;
+  module.walk([&](memref::AllocOp a) {
+    if (!a.getType().getElementType().isInteger(64))
+      return;
+    Value v = a.getResult();
+    bool counts = false;
+    bool onlyHost = llvm::all_of(a->getUsers(), [&](Operation *u) {
+      if (auto x = dyn_cast<mx::AllToAllVOp>(u)) {
+        counts = true;
+        return x.getInput() != v && x.getOutput() != v;
+      }
+      return isa<memref::StoreOp, memref::LoadOp, memref::DeallocOp,
+                 memref::CopyOp>(u);
+    });
+    if (onlyHost && (counts || llvm::any_of(a->getUsers(), [](Operation *u) {
+          return isa<memref::CopyOp>(u);
+        })))
+      host.insert(v);
+  });
+  // Both sides of a host copy are host buffers, or neither is.
+  auto pairUp = [&](DenseSet<Value> &set) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      module.walk([&](memref::CopyOp c) {
+        bool s = set.contains(c.getSource()), t = set.contains(c.getTarget());
+        if (s != t) {
+          set.erase(s ? c.getSource() : c.getTarget());
+          changed = true;
+        }
+      });
+    }
+  };
+  pairUp(host);
+  // Only those connected by copies to an all_to_allv's counts stay on the
+  // host; the others are the device's.
+  DenseSet<Value> result;
+  module.walk([&](mx::AllToAllVOp x) {
+    for (Value v : {x.getSendCounts(), x.getRecvCounts()})
+      if (host.contains(v))
+        result.insert(v);
+  });
+  for (bool changed = true; changed;) {
+    changed = false;
+    module.walk([&](memref::CopyOp c) {
+      Value s = c.getSource(), t = c.getTarget();
+      if (host.contains(s) && host.contains(t) &&
+          result.contains(s) != result.contains(t)) {
+        result.insert(s);
+        result.insert(t);
+        changed = true;
+      }
+    });
+  }
+  pairUp(result);
+  return result;
+}
+
 struct ExecToGPUPass
     : public mlir::muir::impl::MuirExecToGPUBase<ExecToGPUPass> {
   void runOnOperation() override {
@@ -399,7 +468,31 @@ struct ExecToGPUPass
               mx::MoeCombineOp, mx::MoeCombineWeightsGradOp>(op))
         ops.push_back(op);
     });
+    DenseSet<Value> host = hostCountBuffers(module);
+    WalkResult countsOnDevice = module.walk([&](mx::AllToAllVOp x) {
+      for (Value v : {x.getSendCounts(), x.getRecvCounts()})
+        if (!host.contains(v)) {
+          x.emitOpError("takes counts that are not host buffers of their "
+                        "own (NCCL's sends and receives need their counts "
+                        "on the host)");
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+    if (countsOnDevice.wasInterrupted())
+      return signalPassFailure();
+    auto onHost = [&](Operation *op) {
+      if (auto a = dyn_cast<memref::AllocOp>(op))
+        return host.contains(a.getResult());
+      if (auto d = dyn_cast<memref::DeallocOp>(op))
+        return host.contains(d.getMemref());
+      if (auto c = dyn_cast<memref::CopyOp>(op))
+        return host.contains(c.getSource());
+      return false;
+    };
     for (Operation *op : ops) {
+      if (onHost(op))
+        continue;
       OpBuilder b(op);
       Location loc = op->getLoc();
       if (auto a = dyn_cast<memref::AllocOp>(op)) {
@@ -448,6 +541,11 @@ struct ExecToGPUPass
       if (op->getParentOfType<gpu::GPUModuleOp>() ||
           op->getParentOfType<gpu::LaunchOp>())
         return WalkResult::skip();
+      if (auto l = dyn_cast<memref::LoadOp>(op); l && host.contains(l.getMemref()))
+        return WalkResult::advance();
+      if (auto st = dyn_cast<memref::StoreOp>(op);
+          st && host.contains(st.getMemref()))
+        return WalkResult::advance();
       if (isa<memref::LoadOp, memref::StoreOp, linalg::LinalgOp>(op)) {
         op->emitOpError("reads or writes a device buffer from the host; the "
                         "CUDA target has no lowering for it");

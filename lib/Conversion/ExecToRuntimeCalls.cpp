@@ -147,7 +147,8 @@ bool hasCudaCall(Operation *op) {
              mx::AllSliceOp, mx::GroupRankOp, mx::SyrkRowsOp,
              mx::TriangleAllReduceStartOp, mx::TriangleAllReduceWaitOp,
              mx::RouteOp, mx::RouteGradOp, mx::CapacityOp, mx::MseLossOp,
-             mx::GroupedGemmOp, mx::GroupedGemmWgradOp, mx::MoePlanOp>(op);
+             mx::GroupedGemmOp, mx::GroupedGemmWgradOp, mx::MoePlanOp,
+             mx::AllToAllVOp>(op);
 }
 
 /// (batch, rows, cols), batch 1 for a plain matrix.

@@ -151,6 +151,14 @@ struct State {
   MuirCudaDeviceError *deviceErrorOnDevice = nullptr;
   std::vector<std::string> sites;
   std::map<std::string, int32_t> siteIds;
+  // all_to_allv: each call's counts by its place in the uncaptured step
+  // (countPlace counts the calls of the step running or being captured).
+  struct CountExchange {
+    int64_t mask = 0;
+    std::vector<int64_t> send, recv;
+  };
+  std::vector<CountExchange> countExchanges;
+  size_t countPlace = 0;
 } state;
 
 // The driver API functions the runtime needs, looked up through cudart
@@ -517,6 +525,7 @@ extern "C" int muirrt_cuda_copy_to_host(void *dst, const void *src,
 extern "C" int muirrt_cuda_synchronize(void) {
   if (capturing())
     return fail("muirrt_cuda_synchronize inside a graph capture");
+  state.countPlace = 0; // a step ends here
   if (state.allocIds.empty())
     planArena();
   cudaError_t e = cudaStreamSynchronize(state.stream);
@@ -539,6 +548,7 @@ extern "C" int muirrt_cuda_synchronize(void) {
 
 extern "C" int muirrt_cuda_graph_begin(void) {
   planArena();
+  state.countPlace = 0;
   cudaError_t e =
       cudaStreamBeginCapture(state.stream, cudaStreamCaptureModeGlobal);
   return e == cudaSuccess ? 0
@@ -776,6 +786,7 @@ extern "C" void muirrt_cuda_dist_finalize(void) {
     if (g.comm)
       ncclCommDestroy(g.comm);
   state.groups.clear();
+  state.countExchanges.clear();
   if (state.world)
     ncclCommDestroy(state.world);
   state.world = nullptr;
@@ -1117,9 +1128,11 @@ extern "C" void muirrt_cuda_capacity(int64_t tokens, int64_t k,
   auto capacity = static_cast<int64_t>(
       std::ceil(capacity_factor * static_cast<double>(group * k) /
                 static_cast<double>(experts)));
+  void *s =
+      scratch(muirrt_cuda_detail_capacity_scratch(tokens, k, experts), fn);
   check(muirrt_cuda_detail_capacity(tokens, k, experts, capacity, policy,
                                     group, indices, weights, kept_indices,
-                                    kept_weights, counts, state.stream),
+                                    kept_weights, counts, s, state.stream),
         "capacity kernel");
 }
 
@@ -1343,6 +1356,127 @@ extern "C" void muirrt_cuda_all_to_all(int64_t axes_mask, const float *in,
     check(ncclRecv(out + j * count, static_cast<size_t>(count), ncclFloat,
                    static_cast<int>(j), g.comm, state.stream),
           "ncclRecv");
+  }
+  check(ncclGroupEnd(), "ncclGroupEnd");
+}
+
+// Ragged rows to each group rank. The counts are host memory (FSDP's shard
+// sizes). An uncaptured call exchanges what each rank receives over NCCL
+// (one int64 each way, then a stream synchronisation: every rank runs the
+// same uncaptured steps) and records it by the call's place in the step; a
+// captured call takes the record of the same place, so a captured step
+// posts the same sends and receives with no host synchronisation. A
+// capture whose counts differ from the uncaptured step's stops.
+extern "C" void muirrt_cuda_all_to_allv(int64_t axes_mask, const float *in,
+                                        int64_t in_rows,
+                                        const int64_t *send_counts, float *out,
+                                        int64_t out_rows,
+                                        int64_t *recv_counts, int64_t row) {
+  const char *fn = "muirrt_cuda_all_to_allv";
+  ensureReady(fn);
+  Group &g = groupFor(axes_mask, fn);
+  if (!send_counts || !recv_counts || row < 0 || in_rows < 0 || out_rows < 0)
+    fatal(std::string(fn) + ": null counts or negative sizes");
+  std::vector<int64_t> send(send_counts, send_counts + g.size);
+  int64_t sent = 0, toOthers = 0;
+  for (int64_t j = 0; j < g.size; ++j) {
+    if (send[size_t(j)] < 0)
+      fatal(std::string(fn) + ": negative send count");
+    sent += send[size_t(j)];
+    if (j != g.rank)
+      toOthers += send[size_t(j)];
+  }
+  if (sent > in_rows)
+    fatal(std::string(fn) + ": send counts total " + std::to_string(sent) +
+          " rows but the input holds " + std::to_string(in_rows));
+  std::vector<int64_t> recv(size_t(g.size), 0);
+  size_t place = state.countPlace++;
+  if (g.size == 1) {
+    recv[0] = send[0];
+  } else if (capturing()) {
+    if (place >= state.countExchanges.size() ||
+        state.countExchanges[place].mask != axes_mask ||
+        state.countExchanges[place].send != send)
+      fatal(std::string(fn) + ": the captured step's counts differ from "
+                              "the uncaptured step's (call " +
+            std::to_string(place) + ")");
+    recv = state.countExchanges[place].recv;
+  } else {
+    {
+      // One int64 to and from each rank, on the device.
+      auto *d = static_cast<int64_t *>(
+          scratch(sizeof(int64_t) * 2 * g.size, fn));
+      check(cudaMemcpyAsync(d, send.data(), sizeof(int64_t) * g.size,
+                            cudaMemcpyHostToDevice, state.stream),
+            "cudaMemcpyAsync");
+      check(ncclGroupStart(), "ncclGroupStart");
+      for (int64_t j = 0; j < g.size; ++j) {
+        check(ncclSend(d + j, 1, ncclInt64, int(j), g.comm, state.stream),
+              "ncclSend");
+        check(ncclRecv(d + g.size + j, 1, ncclInt64, int(j), g.comm,
+                       state.stream),
+              "ncclRecv");
+      }
+      check(ncclGroupEnd(), "ncclGroupEnd");
+      check(cudaMemcpyAsync(recv.data(), d + g.size,
+                            sizeof(int64_t) * g.size, cudaMemcpyDeviceToHost,
+                            state.stream),
+            "cudaMemcpyAsync");
+      check(cudaStreamSynchronize(state.stream), "cudaStreamSynchronize");
+      state.bytesSent += 8 * (g.size - 1);
+    }
+    if (state.countExchanges.size() <= place)
+      state.countExchanges.resize(place + 1);
+    state.countExchanges[place] = {axes_mask, send, recv};
+  }
+  int64_t received = 0;
+  for (int64_t r : recv)
+    received += r;
+  if (received > out_rows)
+    fatal(std::string(fn) + ": receives " + std::to_string(received) +
+          " rows but the output holds " + std::to_string(out_rows) +
+          " (the static bound is too small)");
+  std::copy(recv.begin(), recv.end(), recv_counts);
+  state.bytesSent += toOthers * row * 4;
+  // An input that overlaps the output is read from a staged copy.
+  const float *from = in;
+  if (in != out && in < out + out_rows * row && out < in + sent * row &&
+      sent * row > 0) {
+    auto *staged =
+        static_cast<float *>(scratch(sizeof(float) * sent * row, fn));
+    check(cudaMemcpyAsync(staged, in, sizeof(float) * sent * row,
+                          cudaMemcpyDeviceToDevice, state.stream),
+          "cudaMemcpyAsync");
+    from = staged;
+  }
+  if (g.size == 1) {
+    if (send[0] * row > 0 && from != out)
+      check(cudaMemcpyAsync(out, from, sizeof(float) * send[0] * row,
+                            cudaMemcpyDeviceToDevice, state.stream),
+            "cudaMemcpyAsync");
+    return;
+  }
+  if (from == out && sent * row > 0) {
+    auto *staged =
+        static_cast<float *>(scratch(sizeof(float) * sent * row, fn));
+    check(cudaMemcpyAsync(staged, in, sizeof(float) * sent * row,
+                          cudaMemcpyDeviceToDevice, state.stream),
+          "cudaMemcpyAsync");
+    from = staged;
+  }
+  check(ncclGroupStart(), "ncclGroupStart");
+  int64_t at = 0, back = 0;
+  for (int64_t j = 0; j < g.size; ++j) {
+    if (send[size_t(j)] > 0)
+      check(ncclSend(from + at * row, size_t(send[size_t(j)] * row),
+                     ncclFloat, int(j), g.comm, state.stream),
+            "ncclSend");
+    if (recv[size_t(j)] > 0)
+      check(ncclRecv(out + back * row, size_t(recv[size_t(j)] * row),
+                     ncclFloat, int(j), g.comm, state.stream),
+            "ncclRecv");
+    at += send[size_t(j)];
+    back += recv[size_t(j)];
   }
   check(ncclGroupEnd(), "ncclGroupEnd");
 }

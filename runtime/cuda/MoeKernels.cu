@@ -7,8 +7,9 @@
 //     operations in its order (double, ties to the lower index; built with
 //     --fmad=false so that no multiply-add is fused, though the device's
 //     exp may differ from glibc's in the last bit);
-//   - capacity drops: one thread per (token, slot) pair, which counts the
-//     pairs of its expert and token block that rank before it;
+//   - capacity drops: the pairs listed per expert (a counting sort), then
+//     one thread per (token, slot) pair counts the pairs of its expert and
+//     token block that rank before it (a run of the list);
 //   - the dispatch plan: rows per expert and each pair's row, expert-major
 //     in (token, slot) order, one thread per expert scanning the pairs;
 //   - grouped products whose row counts stay on the device: tiled fp32
@@ -273,32 +274,67 @@ __global__ void routeGradKernel(int64_t tokens, int64_t experts, int64_t k,
 // Capacity
 //===----------------------------------------------------------------------===//
 
+// Each expert's pairs in (token, slot) order, back to back: order[first[e]
+// ..] (one thread an expert, from the counts).
+__global__ void pairsByExpert(const int64_t *indices, int64_t pairs,
+                              int64_t experts, const int64_t *counts,
+                              int64_t *first, int64_t *order) {
+  int64_t e = blockIdx.x * int64_t(kThreads) + threadIdx.x;
+  if (e >= experts)
+    return;
+  int64_t at = 0;
+  for (int64_t j = 0; j < e; ++j)
+    at += counts[j];
+  first[e] = at;
+  for (int64_t p = 0; p < pairs; ++p)
+    if (indices[p] == e)
+      order[at++] = p;
+}
+
+// The first i in [lo, hi) with list[i] >= v (list ascending), or hi.
+__device__ int64_t lowerBound(const int64_t *list, int64_t lo, int64_t hi,
+                              int64_t v) {
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (list[mid] < v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 // Pair p is kept when fewer than `capacity` pairs of its expert and token
 // block come before it: policy 0 by weight (higher first, ties to the
-// earlier pair, as a stable sort), 1 by position.
+// earlier pair, as a stable sort), 1 by position. The expert's pairs of the
+// block are a contiguous run of its list, found by binary search.
 __global__ void capacityKernel(int64_t tokens, int64_t k, int64_t experts,
                                int64_t capacity, int32_t policy,
                                int64_t group, const int64_t *indices,
-                               const float *weights, int64_t *keptIndices,
-                               float *keptWeights) {
+                               const float *weights, const int64_t *counts,
+                               const int64_t *first, const int64_t *order,
+                               int64_t *keptIndices, float *keptWeights) {
   int64_t pairs = tokens * k;
   for (int64_t p = blockIdx.x * int64_t(kThreads) + threadIdx.x; p < pairs;
        p += int64_t(gridDim.x) * kThreads) {
     int64_t e = indices[p];
     bool keep = false;
     if (e >= 0 && e < experts) {
-      int64_t first = (p / k) / group * group * k, last = first + group * k;
-      float w = weights[p];
-      int64_t before = 0;
-      for (int64_t q = first; q < last && before < capacity; ++q) {
-        if (q == p || indices[q] != e)
-          continue;
-        if (policy == 0) {
+      int64_t blockFirst = (p / k) / group * group * k;
+      int64_t lo = first[e], hi = first[e] + counts[e];
+      int64_t from = lowerBound(order, lo, hi, blockFirst);
+      int64_t to = lowerBound(order, from, hi, blockFirst + group * k);
+      int64_t before;
+      if (policy == 0) {
+        float w = weights[p];
+        before = 0;
+        for (int64_t i = from; i < to && before < capacity; ++i) {
+          int64_t q = order[i];
           float v = weights[q];
-          before += v > w || (q < p && !(w > v));
-        } else {
-          before += q < p;
+          before += q != p && (v > w || (q < p && !(w > v)));
         }
+      } else {
+        before = lowerBound(order, from, to, p) - from;
       }
       keep = before < capacity;
     }
@@ -604,15 +640,26 @@ cudaError_t muirrt_cuda_detail_route_grad(
   return cudaGetLastError();
 }
 
+size_t muirrt_cuda_detail_capacity_scratch(int64_t tokens, int64_t k,
+                                           int64_t experts) {
+  return static_cast<size_t>(2 * experts + tokens * k) * sizeof(int64_t);
+}
+
 cudaError_t muirrt_cuda_detail_capacity(
     int64_t tokens, int64_t k, int64_t experts, int64_t capacity,
     int32_t policy, int64_t group, const int64_t *indices,
     const float *weights, int64_t *kept_indices, float *kept_weights,
-    int64_t *counts, cudaStream_t stream) {
+    int64_t *counts, void *scratch, cudaStream_t stream) {
+  auto *routed = static_cast<int64_t *>(scratch);
+  int64_t *first = routed + experts, *order = first + experts;
+  countPairs<<<blocksFor(experts), kThreads, 0, stream>>>(
+      indices, tokens * k, experts, routed);
+  pairsByExpert<<<blocksFor(experts), kThreads, 0, stream>>>(
+      indices, tokens * k, experts, routed, first, order);
   if (tokens * k > 0)
     capacityKernel<<<blocksFor(tokens * k), kThreads, 0, stream>>>(
         tokens, k, experts, capacity, policy, group, indices, weights,
-        kept_indices, kept_weights);
+        routed, first, order, kept_indices, kept_weights);
   countPairs<<<blocksFor(experts), kThreads, 0, stream>>>(
       kept_indices, tokens * k, experts, counts);
   return cudaGetLastError();

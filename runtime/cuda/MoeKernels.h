@@ -53,11 +53,13 @@ cudaError_t muirrt_cuda_detail_route_grad(
     float *dlogits, void *scratch, MuirCudaDeviceError *err, int32_t site,
     cudaStream_t stream);
 
+size_t muirrt_cuda_detail_capacity_scratch(int64_t tokens, int64_t k,
+                                           int64_t experts);
 cudaError_t muirrt_cuda_detail_capacity(
     int64_t tokens, int64_t k, int64_t experts, int64_t capacity,
     int32_t policy, int64_t group, const int64_t *indices,
     const float *weights, int64_t *kept_indices, float *kept_weights,
-    int64_t *counts, cudaStream_t stream);
+    int64_t *counts, void *scratch, cudaStream_t stream);
 
 size_t muirrt_cuda_detail_mse_scratch(void);
 cudaError_t muirrt_cuda_detail_mse_loss(int64_t n, const float *in,

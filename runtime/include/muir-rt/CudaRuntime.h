@@ -159,6 +159,56 @@ void muirrt_cuda_all_gatherv(int64_t axes_mask, const float *in, float *out,
                              const int64_t *counts);
 void muirrt_cuda_all_slice(int64_t axes_mask, const float *in, float *out,
                            int64_t outer, int64_t inner);
+/* Ragged rows as muirrt_all_to_allv, but send_counts and recv_counts are
+ * host memory: an uncaptured call exchanges the received counts (NCCL, then
+ * a stream synchronisation) and records them by the call's place in the
+ * step; a captured call reuses the record of its place (its own counts must
+ * match the record), so captured steps need no host synchronisation. */
+void muirrt_cuda_all_to_allv(int64_t axes_mask, const float *in,
+                             int64_t in_rows, const int64_t *send_counts,
+                             float *out, int64_t out_rows,
+                             int64_t *recv_counts, int64_t row);
+
+/* Mixture of experts, a layer's experts all on this rank: as the CPU
+ * runtime's calls of the same names (Runtime.h), on device buffers, with
+ * the CPU runtime's operations in its order (double sums; ties to the lower
+ * index). The grouped products read their row counts on the device (tiled
+ * fp32 GEMMs, no host synchronisation). Errors only the device sees (an
+ * expert out of range, rows over the bound, bad sizes) are reported by
+ * muirrt_cuda_synchronize with the call and the layer. */
+void muirrt_cuda_route(int64_t tokens, int64_t experts, int64_t k,
+                       const float *logits, const float *bias,
+                       int32_t scoring, int32_t softmax_after_topk,
+                       int32_t normalize, int64_t n_group,
+                       int64_t topk_group, float scaling, int64_t *indices,
+                       float *weights, int64_t *counts);
+void muirrt_cuda_route_grad(int64_t tokens, int64_t experts, int64_t k,
+                            const float *logits, int32_t scoring,
+                            int32_t softmax_after_topk, int32_t normalize,
+                            float scaling, const int64_t *indices,
+                            const float *dweights, float *dlogits);
+void muirrt_cuda_capacity(int64_t tokens, int64_t k, int64_t experts,
+                          double capacity_factor, int32_t policy,
+                          int64_t group_tokens, const int64_t *indices,
+                          const float *weights, int64_t *kept_indices,
+                          float *kept_weights, int64_t *counts);
+void muirrt_cuda_mse_loss(int64_t n, const float *in, const float *target,
+                          float scale, float *loss, float *grad);
+void muirrt_cuda_grouped_gemm(int64_t experts, int64_t rows, int64_t k,
+                              int64_t n, const float *in, const float *w,
+                              int32_t trans_w, const int64_t *sizes,
+                              float *out);
+void muirrt_cuda_grouped_gemm_wgrad(int64_t experts, int64_t rows, int64_t k,
+                                    int64_t n, const float *in,
+                                    const float *grad, int32_t trans_w,
+                                    const int64_t *sizes, float *dw);
+/* The dispatch plan of muir_exec.moe_plan (see MuirExecOps.td): counts per
+ * expert; plan[r] the pair (t * k + j) of expert-major row r, plan[bound +
+ * p] the row of pair p, -1 where none; then tokens and pairs received and
+ * sent. Needs bound >= tokens * k. */
+void muirrt_cuda_moe_plan(int64_t tokens, int64_t k, int64_t experts,
+                          int64_t bound, const int64_t *indices,
+                          int64_t *counts, int64_t *plan, const char *layer);
 int64_t muirrt_cuda_dist_group_rank(int64_t axes_mask);
 
 /* MLIR's GPU runtime ABI (gpu-to-llvm and gpu.binary's translation), on
