@@ -23,8 +23,9 @@ start=$SECONDS
 
 # --- 1. Build the CUDA runtime and the runner here -------------------------
 find_one() { # NAME: the first file of that name under the usual roots
+  # (not a link-time stub: the runtime would load it and crash)
   find /usr/local/cuda/ /usr/local/ /usr/lib/ /usr/include/ /opt/ \
-    -name "$1" 2>/dev/null | head -n 1
+    -name "$1" -not -path '*/stubs/*' 2>/dev/null | head -n 1
 }
 nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
 nccl_h="$(find_one nccl.h)"
@@ -44,13 +45,28 @@ export LD_LIBRARY_PATH="$libdirs:${LD_LIBRARY_PATH:-}"
   "$root/runtime/cuda/CudaRuntime.cpp" "$root/runtime/cuda/Kernels.cu" \
   "$root/runtime/cuda/MoeKernels.cu" \
   "$cublas_so" "$cublaslt_so" "$nccl_so" -o "$work/libmuir_rt_cuda.so" || exit 1
-c++ -O2 -std=c++17 "$root/bench/gpu/muir-step-runner.cpp" -ldl -pthread \
+c++ -O2 -g -rdynamic -std=c++17 "$root/bench/gpu/muir-step-runner.cpp" -ldl -pthread \
   -o "$work/muir-step-runner" || exit 1
 for o in "$pre"/*.o; do
   c++ -shared "$o" -o "$work/$(basename "${o%.o}").so" || exit 1
 done
 echo "built in $((SECONDS - start)) s"
 runner=("$work/muir-step-runner" --runtime "$work/libmuir_rt_cuda.so")
+# A first step, its output shown; on a crash, a backtrace if gdb is here.
+if ! "${runner[@]}" --step "$work/check.so" --steps 1 --load "$pre/check/in"; then
+  echo "check.sh: the runner failed on its first step"
+  ldd "$work/libmuir_rt_cuda.so" | grep -E "cublas|nccl|cudart"
+  "${runner[@]}" --step "$work/check.so" --steps 1 --load "$pre/check/in" 2>&1 |
+    grep -oE "[^ (]+\.so\(\+0x[0-9a-f]+\)|[^ (]+\.so\([A-Za-z_0-9]+\+0x[0-9a-f]+\)" |
+    while IFS= read -r f; do
+      lib="${f%%(*}"; off="${f##*+}"; off="${off%)}"
+      echo "$f: $(addr2line -f -C -e "$lib" "$off" 2>/dev/null | head -n 1)"
+    done
+  if command -v gdb >/dev/null; then
+    gdb -q -batch -ex run -ex bt --args "${runner[@]}" --step "$work/check.so" \
+      --steps 1 --load "$pre/check/in" 2>&1 | tail -n 30
+  fi
+fi
 
 # --- 2. Correctness: float64, the CPU backend, itself ----------------------
 PYTHONPATH="$root/test/lib" "$py" "$root/test/Integration/Inputs/cuda_step.py" \

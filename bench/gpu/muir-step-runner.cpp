@@ -23,6 +23,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include <dlfcn.h>
+#include <execinfo.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -164,7 +167,22 @@ void fillNormal(std::vector<float> &v, float stddev, uint64_t seed) {
 
 } // namespace
 
+// A crash prints where it happened (no debugger on the lent machine).
+void onCrash(int sig) {
+  void *frames[64];
+  int n = backtrace(frames, 64);
+  const char msg[] = "muir-step-runner: crashed; backtrace:\n";
+  (void)!write(2, msg, sizeof(msg) - 1);
+  backtrace_symbols_fd(frames, n, 2);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 int main(int argc, char **argv) {
+  signal(SIGSEGV, onCrash);
+  signal(SIGBUS, onCrash);
+  signal(SIGABRT, onCrash);
+  setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string runtimePath, stepPath, loadDir, dumpDir;
   int steps = 5;
   bool bf16 = false, graph = true;

@@ -70,6 +70,8 @@ cudaError_t muirrt_cuda_detail_triangle_rows(float *c, int64_t batch,
                                              int64_t r1, int64_t count,
                                              float *packed, int32_t mode,
                                              cudaStream_t stream);
+cudaError_t muirrt_cuda_detail_to_bf16(const float *in, int64_t n, void *out,
+                                       cudaStream_t stream);
 cudaError_t muirrt_cuda_detail_transpose(const float *in, int64_t batch,
                                          int64_t rows, int64_t cols,
                                          float *out, cudaStream_t stream);
@@ -336,6 +338,41 @@ Group &groupFor(int64_t mask, const char *fn) {
 
 ncclRedOp_t ncclOp(int32_t op) {
   return op == 1 ? ncclMax : op == 2 ? ncclMin : op == 3 ? ncclAvg : ncclSum;
+}
+
+// The operands of a product in the precision of the run: fp32 as they are;
+// with --cuda-bf16, for products of at least kBf16Copy in every dimension,
+// rounded to bf16 copies in scratch (one copy when both are the same
+// buffer) so that cuBLAS runs its bf16 tensor-core kernels, and for smaller
+// ones as they are under CUBLAS_COMPUTE_32F_FAST_16BF (cuBLAS rounds them
+// itself). Measured on an H200 (bench/gpu/check.sh): NS5 on 8192^2 took
+// 47.4 ms with FAST_16BF on fp32 operands and 29.5 ms on bf16 copies, while
+// a Qwen3-30B-A3B layer set (768 x 2048 expert stacks) took 64.9 ms and
+// 70.4 ms: the copies cost more than they gain on small products.
+constexpr int64_t kBf16Copy = 4096;
+struct ProductInputs {
+  const void *a, *b;
+  cudaDataType_t type;
+  cublasComputeType_t compute;
+};
+ProductInputs productInputs(const float *a, int64_t aCount, const float *b,
+                            int64_t bCount, int64_t m, int64_t n, int64_t k,
+                            const char *fn) {
+  if (!state.bf16)
+    return {a, b, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+  if (m < kBf16Copy || n < kBf16Copy || k < kBf16Copy)
+    return {a, b, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16BF};
+  size_t aBytes = aligned(2 * size_t(aCount));
+  bool same = a == b && aCount == bCount;
+  auto *base = static_cast<char *>(
+      scratch(aBytes + (same ? 0 : aligned(2 * size_t(bCount))), fn));
+  check(muirrt_cuda_detail_to_bf16(a, aCount, base, state.stream),
+        "bf16 conversion kernel");
+  if (same)
+    return {base, base, CUDA_R_16BF, CUBLAS_COMPUTE_32F};
+  check(muirrt_cuda_detail_to_bf16(b, bCount, base + aBytes, state.stream),
+        "bf16 conversion kernel");
+  return {base, base + aBytes, CUDA_R_16BF, CUBLAS_COMPUTE_32F};
 }
 
 // The index of a call site (function and MoE layer) for device errors.
@@ -843,14 +880,14 @@ extern "C" void muirrt_cuda_sgemm(int64_t batch, int32_t trans_a,
   cublasOperation_t opB = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opA = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   int64_t ldb = trans_b ? k : n, lda = trans_a ? m : k;
-  cublasComputeType_t compute =
-      state.bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
+  ProductInputs in = productInputs(a, batch * m * k, b, batch * k * n, m, n,
+                                   k, "muirrt_cuda_sgemm");
   check(cublasGemmStridedBatchedEx(
             state.blas, opB, opA, static_cast<int>(n), static_cast<int>(m),
-            static_cast<int>(k), &alpha, b, CUDA_R_32F, static_cast<int>(ldb),
-            k * n, a, CUDA_R_32F, static_cast<int>(lda), m * k, &beta, c,
+            static_cast<int>(k), &alpha, in.b, in.type, static_cast<int>(ldb),
+            k * n, in.a, in.type, static_cast<int>(lda), m * k, &beta, c,
             CUDA_R_32F, static_cast<int>(n), m * n, static_cast<int>(batch),
-            compute, CUBLAS_GEMM_DEFAULT),
+            in.compute, CUBLAS_GEMM_DEFAULT),
         "cublasGemmStridedBatchedEx");
 }
 
@@ -895,18 +932,20 @@ extern "C" void muirrt_cuda_ssyrk_rows(int64_t batch, int32_t trans,
   // Y the same rows of A: without trans, A is column-major k x n (ld k),
   // C^T = A[:, r0:]^T A[:, r0:r1]; with trans, A is n x k (ld n),
   // C^T = A[r0:, :] A[r0:r1, :]^T.
-  const float *x = trans ? a + row_begin : a + row_begin * k;
+  ProductInputs in = productInputs(a, batch * n * k, a, batch * n * k, rows,
+                                   cols, k, "muirrt_cuda_ssyrk_rows");
+  const char *base = static_cast<const char *>(in.a);
+  size_t elem = in.type == CUDA_R_16BF ? 2 : 4;
+  const void *x = base + elem * size_t(trans ? row_begin : row_begin * k);
   float beta = 0.0f;
-  cublasComputeType_t compute =
-      state.bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
   check(cublasGemmStridedBatchedEx(
             state.blas, trans ? CUBLAS_OP_N : CUBLAS_OP_T,
             trans ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(cols),
             static_cast<int>(rows), static_cast<int>(k), &alpha, x,
-            CUDA_R_32F, static_cast<int>(trans ? n : k), n * k, x, CUDA_R_32F,
+            in.type, static_cast<int>(trans ? n : k), n * k, x, in.type,
             static_cast<int>(trans ? n : k), n * k, &beta,
             c + row_begin * n + row_begin, CUDA_R_32F, static_cast<int>(n),
-            n * n, static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT),
+            n * n, static_cast<int>(batch), in.compute, CUBLAS_GEMM_DEFAULT),
         "cublasGemmStridedBatchedEx (syrk rows)");
 }
 

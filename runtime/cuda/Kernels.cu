@@ -14,6 +14,7 @@
 // Each launcher enqueues on the given stream and returns the launch error.
 //
 //===----------------------------------------------------------------------===//
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -153,6 +154,13 @@ __global__ void transposeKernel(const float *in, int64_t batch, int64_t rows,
     }
 }
 
+// out[i] = in[i] rounded to bf16 (to nearest, ties to even).
+__global__ void toBf16(const float *in, int64_t n, __nv_bfloat16 *out) {
+  for (int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * kThreads)
+    out[i] = __float2bfloat16_rn(in[i]);
+}
+
 // Items of a batch on grid y, at most 65535 blocks (the kernels loop).
 unsigned itemsFor(int64_t batch) {
   return static_cast<unsigned>(batch < 65535 ? batch : 65535);
@@ -246,6 +254,15 @@ cudaError_t muirrt_cuda_detail_triangle_rows(float *c, int64_t batch,
   unsigned rows = static_cast<unsigned>(r1 - r0 < 4096 ? r1 - r0 : 4096);
   triangleRows<<<dim3(rows, itemsFor(batch)), kThreads, 0, stream>>>(
       c, batch, n, r0, r1, count, packed, mode);
+  return cudaGetLastError();
+}
+
+// n floats of `in` as bf16 into `out` (2 n bytes).
+cudaError_t muirrt_cuda_detail_to_bf16(const float *in, int64_t n, void *out,
+                                       cudaStream_t stream) {
+  if (n > 0)
+    toBf16<<<gridFor(n), kThreads, 0, stream>>>(
+        in, n, static_cast<__nv_bfloat16 *>(out));
   return cudaGetLastError();
 }
 

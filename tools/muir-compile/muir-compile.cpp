@@ -145,6 +145,10 @@ static LogicalResult addPackedEntry(ModuleOp module, StringRef entryName,
     return module.emitError("no entry function '") << entryName << "'";
   // The muir.* argument attributes are in the manifest.
   muir::dropMuirArgAttrs(entry);
+  // The entry keeps its name but binds inside the shared library it is
+  // linked into: a plain global `step` lost to libc's step(3) (regexp.h),
+  // which the packed entry called instead on the first GPU run.
+  entry.setVisibility_(LLVM::Visibility::Hidden);
   MLIRContext *ctx = module.getContext();
   Location loc = entry.getLoc();
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());

@@ -63,7 +63,11 @@ int muirrt_cuda_init(int device);
 const char *muirrt_cuda_device_name(void);
 
 /* Newton-Schulz products: 0 fp32 (CUBLAS_COMPUTE_32F), 1 bf16 inputs with
- * fp32 accumulation (CUBLAS_COMPUTE_32F_FAST_16BF, tensor cores). */
+ * fp32 accumulation and output: products of at least 4096 in every
+ * dimension on bf16 copies of the operands (rounded to nearest even; bf16
+ * tensor-core kernels), smaller ones under CUBLAS_COMPUTE_32F_FAST_16BF
+ * (FAST_16BF ran at half the bf16 GEMM rate on large products on an H200;
+ * on small ones the copies cost more than they gain). */
 void muirrt_cuda_set_precision(int32_t bf16);
 
 /* 1 (default): all-reduces gather and sum in rank order; 0: ncclAllReduce. */
