@@ -80,7 +80,7 @@ PYTHONPATH="$root/test/lib" "$py" "$root/test/Integration/Inputs/cuda_moe.py" \
 echo "correctness done at $((SECONDS - start)) s (rc $test_rc)"
 
 # --- 3. Speed: muir vs PyTorch eager, cuBLAS's GEMM rate -------------------
-for c in ns8192 qwen3-layer; do
+for c in ns8192 qwen3-layer qwen3-moe; do
   for p in fp32 bf16; do
     extra=(); [ "$p" = bf16 ] && extra=(--bf16)
     timeout 120 "${runner[@]}" --step "$work/$c.so" --steps 6 "${extra[@]}" \
@@ -127,6 +127,25 @@ for c, shapes in cases.items():
         print("%-20s %11.2f %11.2f %11.2fx %14.1f %11.0f%%" % (
             "%s %s" % (c, p), muir, torch, torch / muir, tflops,
             100 * tflops / gemm))
+# The MoE layer trained in the step: qwen3-moe's step less qwen3-layer's
+# (the same Muon updates). Its grouped products, 2 x 32768 routed rows
+# (4096 tokens x top-8) x 2048 x 768 flops each: teacher and student
+# forward (3 each), the student's backward (down_proj's data gradient and
+# the 3 weight gradients; the tokens need no gradient): 10 in all.
+print("\n%-20s %11s %11s %14s %14s" % ("MoE layer (ep 1)", "step ms",
+      "layer ms", "grouped GEMM", "TFLOP/s"))
+rows, hidden, ff = 4096 * 8, 2048, 768
+grouped = 10 * 2 * rows * hidden * ff
+for p in ["fp32", "bf16"]:
+    def median(c):
+        m = re.search(r"median_ms ([0-9.]+)",
+                      open(os.path.join(work, "%s-%s.txt" % (c, p))).read())
+        return float(m.group(1)) if m else nan
+    step, layer = median("qwen3-moe"), median("qwen3-layer")
+    moe = step - layer
+    print("%-20s %11.2f %11.2f %11.2f TF %14.1f" % (
+        "qwen3-moe %s" % p, step, moe, grouped / 1e12,
+        grouped / (moe * 1e-3) / 1e12))
 PY
 echo "check.sh: done in $((SECONDS - start)) s; correctness rc $test_rc"
 exit $test_rc

@@ -12,7 +12,8 @@
 //       [--steps N] [--bf16] [--no-graph] [--load DIR] [--dump DIR]
 //       [--seed S]
 //
-// Tensors not loaded start as: parameters ~N(0, 0.02), gradients ~N(0, 1)
+// Tensors not loaded start as: parameters ~N(0, 0.02), gradients ~N(0, 1),
+// training data normal with standard deviation 1 / sqrt(its last dimension)
 // (Irwin-Hall approximations),
 // optimizer state 0. Step 1 runs op by op (it sets up communicators,
 // scratch and the temporaries' arena); later steps are captured as one CUDA
@@ -28,6 +29,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -264,6 +266,10 @@ int main(int argc, char **argv) {
       ++loaded;
     } else if (a.role == "param" || a.role == "grad") {
       fillNormal(host, a.role == "param" ? 0.02f : 1.0f, rng());
+    } else if (a.role == "data" && !a.shape.empty()) {
+      // Training data (MoE tokens, teacher weights): N(0, 1 / fan-in).
+      fillNormal(host,
+                 1.0f / std::sqrt(static_cast<float>(a.shape.back())), rng());
     }
     if (alloc(&device[i], host.size() * sizeof(float)) ||
         toDevice(device[i], host.data(), host.size() * sizeof(float)))

@@ -29,7 +29,7 @@ rm -rf "$out/tmp"
   --cuda-arch="$arch" --emit=object --quiet -o "$out/check.o"
 "$build/bin/muir-compile" "$out/check-moe/step.yaml" --target=cuda \
   --cuda-arch="$arch" --emit=object --quiet -o "$out/check-moe.o"
-for case in ns8192 qwen3-layer; do
+for case in ns8192 qwen3-layer qwen3-moe; do
   "$build/bin/muir-compile" "$root/bench/gpu/cases/$case.yaml" --target=cuda \
     --cuda-arch="$arch" --emit=object --quiet -o "$out/$case.o"
 done
