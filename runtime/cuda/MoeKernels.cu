@@ -375,8 +375,8 @@ __global__ void mseFinish(const double *partials, float scale, float *loss) {
 // Grouped products with row counts on the device
 //===----------------------------------------------------------------------===//
 
-constexpr int kTile = 64;  // output rows and columns of a block
-constexpr int kDepth = 16; // the reduction's slice in shared memory
+constexpr int kTile = 128; // output rows and columns of a block
+constexpr int kDepth = 8;  // the reduction's slice in shared memory
 
 // rowOff[e] = the rows before expert e, tileOff[e] = its first row tile
 // (kTile rows), both [experts + 1]; bad sizes are reported and leave
@@ -410,18 +410,27 @@ __global__ void groupedOffsets(int64_t experts, int64_t rows,
 
 // One kTile x kTile tile (rows i0.., columns c0..) of C = A B for
 // A(i, r) = a[i * sAi + r * sAk] (M x K) and B(r, c) = b[r * sBk + c * sBc]
-// (K x N), C row-major with ldc; kThreads threads, 4 x 4 outputs each,
-// each output summed in r order.
+// (K x N), C row-major with ldc; kThreads threads as 16 x 16, thread (ty,
+// tx) owning rows i0 + ty + 16 p and columns c0 + tx + 16 q (p, q <
+// kPer: interleaved, so that a warp's shared-memory reads hit distinct
+// banks or broadcast), each output summed in r order with fmaf.
+constexpr int kPer = kTile / 16;
 __device__ void tileProduct(const float *a, int64_t sAi, int64_t sAk,
                             const float *b, int64_t sBk, int64_t sBc,
                             int64_t M, int64_t N, int64_t K, float *c,
                             int64_t ldc, int64_t i0, int64_t c0) {
-  __shared__ float as[kDepth][kTile + 1];
-  __shared__ float bs[kDepth][kTile + 1];
+  __shared__ float as[kDepth][kTile];
+  __shared__ float bs[kDepth][kTile];
   int tid = threadIdx.x;
   int ty = tid / 16, tx = tid % 16;
-  float acc[4][4] = {};
+  float acc[kPer][kPer];
+#pragma unroll
+  for (int p = 0; p < kPer; ++p)
+#pragma unroll
+    for (int q = 0; q < kPer; ++q)
+      acc[p][q] = 0.0f;
   for (int64_t r0 = 0; r0 < K; r0 += kDepth) {
+#pragma unroll
     for (int l = 0; l < kTile * kDepth / kThreads; ++l) {
       int idx = tid + l * kThreads;
       // Consecutive threads along the operand's unit stride.
@@ -448,24 +457,30 @@ __device__ void tileProduct(const float *a, int64_t sAi, int64_t sAk,
       bs[rr][cc] = gc < N && gr < K ? b[gr * sBk + gc * sBc] : 0.0f;
     }
     __syncthreads();
+#pragma unroll
     for (int rr = 0; rr < kDepth; ++rr) {
-      float av[4], bv[4];
-      for (int q = 0; q < 4; ++q) {
-        av[q] = as[rr][ty * 4 + q];
-        bv[q] = bs[rr][tx * 4 + q];
+      float av[kPer], bv[kPer];
+#pragma unroll
+      for (int q = 0; q < kPer; ++q) {
+        av[q] = as[rr][ty + 16 * q];
+        bv[q] = bs[rr][tx + 16 * q];
       }
-      for (int p = 0; p < 4; ++p)
-        for (int q = 0; q < 4; ++q)
+#pragma unroll
+      for (int p = 0; p < kPer; ++p)
+#pragma unroll
+        for (int q = 0; q < kPer; ++q)
           acc[p][q] = fmaf(av[p], bv[q], acc[p][q]);
     }
     __syncthreads();
   }
-  for (int p = 0; p < 4; ++p) {
-    int64_t gi = i0 + ty * 4 + p;
+#pragma unroll
+  for (int p = 0; p < kPer; ++p) {
+    int64_t gi = i0 + ty + 16 * p;
     if (gi >= M)
       continue;
-    for (int q = 0; q < 4; ++q) {
-      int64_t gc = c0 + tx * 4 + q;
+#pragma unroll
+    for (int q = 0; q < kPer; ++q) {
+      int64_t gc = c0 + tx + 16 * q;
       if (gc < N)
         c[gi * ldc + gc] = acc[p][q];
     }
@@ -474,7 +489,7 @@ __device__ void tileProduct(const float *a, int64_t sAi, int64_t sAk,
 
 // out rows of expert e = its rows of `in` times op(w[e]); blocks over
 // (column tiles, row tiles of all experts), each finding its expert.
-__global__ void groupedForward(int64_t experts, int64_t k, int64_t n,
+__global__ void __launch_bounds__(kThreads, 2) groupedForward(int64_t experts, int64_t k, int64_t n,
                                const float *in, const float *w,
                                int32_t transW, const int64_t *rowOff,
                                const int64_t *tileOff, float *out) {
@@ -508,7 +523,7 @@ __global__ void zeroRows(float *out, const int64_t *rowOff, int64_t experts,
 
 // dw[e] = in_e^T grad_e ([k, n]) or with transW grad_e^T in_e ([n, k]); an
 // empty expert's is zero.
-__global__ void groupedWgrad(int64_t experts, int64_t k, int64_t n,
+__global__ void __launch_bounds__(kThreads, 2) groupedWgrad(int64_t experts, int64_t k, int64_t n,
                              const float *in, const float *grad,
                              int32_t transW, const int64_t *rowOff,
                              float *dw) {
