@@ -225,6 +225,21 @@ LogicalResult checkMoeBuffers(Operation *op, Value indices, Value rows,
   return success();
 }
 
+/// A MoE op's sizes, once checkOneRank and checkMoeBuffers accept it.
+struct MoeShape {
+  int64_t tokens, k, hidden, bound;
+};
+FailureOr<MoeShape> checkMoe(Operation *op, int64_t mask, Value indices,
+                             Value rows, Value plan) {
+  if (failed(checkOneRank(op, mask)) ||
+      failed(checkMoeBuffers(op, indices, rows, plan)))
+    return failure();
+  auto it = cast<MemRefType>(indices.getType());
+  auto rt = cast<MemRefType>(rows.getType());
+  return MoeShape{it.getDimSize(0), it.getDimSize(1), rt.getDimSize(1),
+                  rt.getDimSize(0)};
+}
+
 Value cIndex(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
@@ -245,15 +260,12 @@ std::pair<Value, Value> planEntry(OpBuilder &b, Location loc, Value plan,
 /// and a generated gather: out[r] = x[token of plan[r]] (times its weight),
 /// zero past the routed rows.
 LogicalResult lowerDispatch(mx::MoeDispatchOp d) {
-  if (failed(checkOneRank(d, d.getAxesMask())))
+  FailureOr<MoeShape> shape = checkMoe(d, d.getAxesMask(), d.getIndices(),
+                                       d.getOutput(), d.getPlan());
+  if (failed(shape))
     return failure();
-  auto xt = cast<MemRefType>(d.getInput().getType());
-  auto it = cast<MemRefType>(d.getIndices().getType());
-  auto ot = cast<MemRefType>(d.getOutput().getType());
-  int64_t hidden = xt.getDimSize(1), k = it.getDimSize(1);
-  int64_t bound = ot.getDimSize(0);
-  if (failed(checkMoeBuffers(d, d.getIndices(), d.getOutput(), d.getPlan())))
-    return failure();
+  auto [tokens, k, hidden, bound] = *shape;
+  (void)tokens;
   OpBuilder b(d);
   Location loc = d.getLoc();
   mx::MoePlanOp::create(b, loc, d.getIndices(), d.getCounts(), d.getPlan(),
@@ -285,14 +297,11 @@ LogicalResult lowerDispatch(mx::MoeDispatchOp d) {
 /// element: out[t][h] = the sum over slots j in order of w[t][j] *
 /// rows[row of (t, j)][h], in double (the CPU runtime's arithmetic).
 LogicalResult lowerCombine(mx::MoeCombineOp c) {
-  if (failed(checkOneRank(c, c.getAxesMask())))
+  FailureOr<MoeShape> shape = checkMoe(c, c.getAxesMask(), c.getIndices(),
+                                       c.getInput(), c.getPlan());
+  if (failed(shape))
     return failure();
-  if (failed(checkMoeBuffers(c, c.getIndices(), c.getInput(), c.getPlan())))
-    return failure();
-  auto rt = cast<MemRefType>(c.getInput().getType());
-  auto it = cast<MemRefType>(c.getIndices().getType());
-  int64_t hidden = rt.getDimSize(1), bound = rt.getDimSize(0);
-  int64_t tokens = it.getDimSize(0), k = it.getDimSize(1);
+  auto [tokens, k, hidden, bound] = *shape;
   OpBuilder b(c);
   Location loc = c.getLoc();
   if (tokens * hidden > 0) {
@@ -342,14 +351,11 @@ LogicalResult lowerCombine(mx::MoeCombineOp c) {
 /// (token, slot): the dot product (double, in order) of the output
 /// gradient's row with the pair's expert row; 0 for a dropped slot.
 LogicalResult lowerCombineWeightsGrad(mx::MoeCombineWeightsGradOp c) {
-  if (failed(checkOneRank(c, c.getAxesMask())))
+  FailureOr<MoeShape> shape = checkMoe(c, c.getAxesMask(), c.getIndices(),
+                                       c.getInput(), c.getPlan());
+  if (failed(shape))
     return failure();
-  if (failed(checkMoeBuffers(c, c.getIndices(), c.getInput(), c.getPlan())))
-    return failure();
-  auto rt = cast<MemRefType>(c.getInput().getType());
-  auto it = cast<MemRefType>(c.getIndices().getType());
-  int64_t hidden = rt.getDimSize(1), bound = rt.getDimSize(0);
-  int64_t tokens = it.getDimSize(0), k = it.getDimSize(1);
+  auto [tokens, k, hidden, bound] = *shape;
   OpBuilder b(c);
   Location loc = c.getLoc();
   if (tokens * k > 0) {

@@ -1477,10 +1477,13 @@ extern "C" void muirrt_cuda_all_to_allv(int64_t axes_mask, const float *in,
           " (the static bound is too small)");
   std::copy(recv.begin(), recv.end(), recv_counts);
   state.bytesSent += toOthers * row * 4;
-  // An input that overlaps the output is read from a staged copy.
+  // A group of one copies its rows; an input that overlaps the output
+  // (the same buffer included, unless nothing moves) is read from a
+  // staged copy.
+  if (g.size == 1 && in == out)
+    return;
   const float *from = in;
-  if (in != out && in < out + out_rows * row && out < in + sent * row &&
-      sent * row > 0) {
+  if (sent * row > 0 && in < out + out_rows * row && out < in + sent * row) {
     auto *staged =
         static_cast<float *>(scratch(sizeof(float) * sent * row, fn));
     check(cudaMemcpyAsync(staged, in, sizeof(float) * sent * row,
@@ -1489,19 +1492,11 @@ extern "C" void muirrt_cuda_all_to_allv(int64_t axes_mask, const float *in,
     from = staged;
   }
   if (g.size == 1) {
-    if (send[0] * row > 0 && from != out)
+    if (send[0] * row > 0)
       check(cudaMemcpyAsync(out, from, sizeof(float) * send[0] * row,
                             cudaMemcpyDeviceToDevice, state.stream),
             "cudaMemcpyAsync");
     return;
-  }
-  if (from == out && sent * row > 0) {
-    auto *staged =
-        static_cast<float *>(scratch(sizeof(float) * sent * row, fn));
-    check(cudaMemcpyAsync(staged, in, sizeof(float) * sent * row,
-                          cudaMemcpyDeviceToDevice, state.stream),
-          "cudaMemcpyAsync");
-    from = staged;
   }
   check(ncclGroupStart(), "ncclGroupStart");
   int64_t at = 0, back = 0;
