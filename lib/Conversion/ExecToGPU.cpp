@@ -293,6 +293,35 @@ LogicalResult lowerDispatch(mx::MoeDispatchOp d) {
   return success();
 }
 
+/// buf[r * h + col] (a flat row-major view) as f64.
+Value loadF64(OpBuilder &b, Location loc, Value buf, Value r, Value h,
+              Value col) {
+  Value at =
+      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r, h), col);
+  return arith::ExtFOp::create(
+      b, loc, b.getF64Type(),
+      memref::LoadOp::create(b, loc, buf, ValueRange{at}).getResult());
+}
+
+/// The sum over i in [0, count), in order and in double, of the terms
+/// term(i) returns (with a flag, or null, saying whether the term counts),
+/// rounded to f32: an scf.for carrying the sum.
+Value sumInDouble(
+    OpBuilder &b, Location loc, Value count,
+    function_ref<std::pair<Value, Value>(OpBuilder &, Value)> term) {
+  Value zero = arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0));
+  auto loop = scf::ForOp::create(b, loc, cIndex(b, loc, 0), count,
+                                 cIndex(b, loc, 1), ValueRange{zero});
+  OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+  Value acc = loop.getRegionIterArgs()[0];
+  auto [v, counts] = term(lb, loop.getInductionVar());
+  Value sum = arith::AddFOp::create(lb, loc, acc, v);
+  if (counts)
+    sum = arith::SelectOp::create(lb, loc, counts, sum, acc);
+  scf::YieldOp::create(lb, loc, ValueRange{sum});
+  return arith::TruncFOp::create(b, loc, b.getF32Type(), loop.getResult(0));
+}
+
 /// muir_exec.moe_combine -> a generated kernel, one thread per output
 /// element: out[t][h] = the sum over slots j in order of w[t][j] *
 /// rows[row of (t, j)][h], in double (the CPU runtime's arithmetic).
@@ -314,33 +343,23 @@ LogicalResult lowerCombine(mx::MoeCombineOp c) {
     Value first = arith::AddIOp::create(
         ib, loc, arith::MulIOp::create(ib, loc, t, cIndex(ib, loc, k)),
         cIndex(ib, loc, bound));
-    Value zero = arith::ConstantOp::create(ib, loc, ib.getF64FloatAttr(0));
-    auto loop = scf::ForOp::create(ib, loc, cIndex(ib, loc, 0),
-                                   cIndex(ib, loc, k), cIndex(ib, loc, 1),
-                                   ValueRange{zero});
-    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
-    Value j = loop.getInductionVar(), acc = loop.getRegionIterArgs()[0];
-    auto [row, valid] =
-        planEntry(lb, loc, c.getPlan(), arith::AddIOp::create(lb, loc, first, j));
-    Value at = arith::AddIOp::create(
-        lb, loc, arith::MulIOp::create(lb, loc, row, h), col);
-    Value v = arith::ExtFOp::create(
-        lb, loc, lb.getF64Type(),
-        memref::LoadOp::create(lb, loc, rows, ValueRange{at}).getResult());
-    if (w) {
-      Value p = arith::AddIOp::create(
-          lb, loc, arith::MulIOp::create(lb, loc, t, cIndex(lb, loc, k)), j);
-      Value wt = arith::ExtFOp::create(
-          lb, loc, lb.getF64Type(),
-          memref::LoadOp::create(lb, loc, w, ValueRange{p}).getResult());
-      v = arith::MulFOp::create(lb, loc, wt, v);
-    }
-    Value sum = arith::AddFOp::create(lb, loc, acc, v);
-    scf::YieldOp::create(lb, loc,
-                         ValueRange{arith::SelectOp::create(lb, loc, valid,
-                                                            sum, acc)});
-    Value result = arith::TruncFOp::create(ib, loc, ib.getF32Type(),
-                                           loop.getResult(0));
+    Value result = sumInDouble(
+        ib, loc, cIndex(ib, loc, k),
+        [&](OpBuilder &lb, Value j) -> std::pair<Value, Value> {
+          auto [row, valid] = planEntry(
+              lb, loc, c.getPlan(), arith::AddIOp::create(lb, loc, first, j));
+          Value v = loadF64(lb, loc, rows, row, h, col);
+          if (w) {
+            Value p = arith::AddIOp::create(
+                lb, loc, arith::MulIOp::create(lb, loc, t, cIndex(lb, loc, k)),
+                j);
+            Value wt = arith::ExtFOp::create(
+                lb, loc, lb.getF64Type(),
+                memref::LoadOp::create(lb, loc, w, ValueRange{p}).getResult());
+            v = arith::MulFOp::create(lb, loc, wt, v);
+          }
+          return {v, valid};
+        });
     memref::StoreOp::create(ib, loc, result, out, ValueRange{i});
   }
   c.erase();
@@ -370,24 +389,13 @@ LogicalResult lowerCombineWeightsGrad(mx::MoeCombineWeightsGradOp c) {
     // A dropped slot runs no iterations.
     Value count = arith::SelectOp::create(ib, loc, valid, h,
                                           cIndex(ib, loc, 0));
-    Value zero = arith::ConstantOp::create(ib, loc, ib.getF64FloatAttr(0));
-    auto loop = scf::ForOp::create(ib, loc, cIndex(ib, loc, 0), count,
-                                   cIndex(ib, loc, 1), ValueRange{zero});
-    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
-    Value col = loop.getInductionVar(), acc = loop.getRegionIterArgs()[0];
-    auto load = [&](Value buf, Value r) -> Value {
-      Value at = arith::AddIOp::create(
-          lb, loc, arith::MulIOp::create(lb, loc, r, h), col);
-      return arith::ExtFOp::create(
-          lb, loc, lb.getF64Type(),
-          memref::LoadOp::create(lb, loc, buf, ValueRange{at}).getResult());
-    };
-    Value prod =
-        arith::MulFOp::create(lb, loc, load(grad, t), load(rows, row));
-    scf::YieldOp::create(lb, loc,
-                         ValueRange{arith::AddFOp::create(lb, loc, acc, prod)});
-    Value result = arith::TruncFOp::create(ib, loc, ib.getF32Type(),
-                                           loop.getResult(0));
+    Value result = sumInDouble(
+        ib, loc, count, [&](OpBuilder &lb, Value col) -> std::pair<Value, Value> {
+          return {arith::MulFOp::create(lb, loc,
+                                        loadF64(lb, loc, grad, t, h, col),
+                                        loadF64(lb, loc, rows, row, h, col)),
+                  Value()};
+        });
     memref::StoreOp::create(ib, loc, result, out, ValueRange{p});
   }
   c.erase();

@@ -25,6 +25,7 @@
 #include "DeviceUtil.cuh"
 
 #include <cmath>
+#include <utility>
 
 namespace {
 
@@ -607,7 +608,18 @@ __global__ void planTail(int64_t tokens, int64_t k, int64_t experts,
   plan[2 * bound + 3] = pairs;
 }
 
-unsigned blocksFor(int64_t n) { return gridFor(n); }
+// The grouped products' per-expert row and tile offsets, in `scratch`
+// (muirrt_cuda_detail_grouped_scratch), computed on the device.
+std::pair<int64_t *, int64_t *>
+launchOffsets(int64_t experts, int64_t rows, const int64_t *sizes,
+              void *scratch, MuirCudaDeviceError *err, int32_t site,
+              cudaStream_t stream) {
+  auto *rowOff = static_cast<int64_t *>(scratch);
+  int64_t *tileOff = rowOff + experts + 1;
+  groupedOffsets<<<1, 1, 0, stream>>>(experts, rows, sizes, rowOff, tileOff,
+                                      err, site);
+  return {rowOff, tileOff};
+}
 
 } // namespace
 
@@ -627,10 +639,10 @@ cudaError_t muirrt_cuda_detail_route(
     int64_t *indices, float *weights, int64_t *counts, void *scratch,
     cudaStream_t stream) {
   if (tokens > 0)
-    routeKernel<<<blocksFor(tokens), kThreads, 0, stream>>>(
+    routeKernel<<<gridFor(tokens), kThreads, 0, stream>>>(
         tokens, experts, k, logits, bias, scoring, softmax_after_topk,
         normalize, n_group, topk_group, scaling, indices, weights, scratch);
-  countPairs<<<blocksFor(experts), kThreads, 0, stream>>>(
+  countPairs<<<gridFor(experts), kThreads, 0, stream>>>(
       indices, tokens * k, experts, counts);
   return cudaGetLastError();
 }
@@ -648,7 +660,7 @@ cudaError_t muirrt_cuda_detail_route_grad(
     float *dlogits, void *scratch, MuirCudaDeviceError *err, int32_t site,
     cudaStream_t stream) {
   if (tokens > 0)
-    routeGradKernel<<<blocksFor(tokens), kThreads, 0, stream>>>(
+    routeGradKernel<<<gridFor(tokens), kThreads, 0, stream>>>(
         tokens, experts, k, logits, scoring, softmax_after_topk, normalize,
         scaling, indices, dweights, dlogits, static_cast<double *>(scratch),
         err, site);
@@ -667,15 +679,15 @@ cudaError_t muirrt_cuda_detail_capacity(
     int64_t *counts, void *scratch, cudaStream_t stream) {
   auto *routed = static_cast<int64_t *>(scratch);
   int64_t *first = routed + experts, *order = first + experts;
-  countPairs<<<blocksFor(experts), kThreads, 0, stream>>>(
+  countPairs<<<gridFor(experts), kThreads, 0, stream>>>(
       indices, tokens * k, experts, routed);
-  pairsByExpert<<<blocksFor(experts), kThreads, 0, stream>>>(
+  pairsByExpert<<<gridFor(experts), kThreads, 0, stream>>>(
       indices, tokens * k, experts, routed, first, order);
   if (tokens * k > 0)
-    capacityKernel<<<blocksFor(tokens * k), kThreads, 0, stream>>>(
+    capacityKernel<<<gridFor(tokens * k), kThreads, 0, stream>>>(
         tokens, k, experts, capacity, policy, group, indices, weights,
         routed, first, order, kept_indices, kept_weights);
-  countPairs<<<blocksFor(experts), kThreads, 0, stream>>>(
+  countPairs<<<gridFor(experts), kThreads, 0, stream>>>(
       kept_indices, tokens * k, experts, counts);
   return cudaGetLastError();
 }
@@ -704,10 +716,8 @@ cudaError_t muirrt_cuda_detail_grouped_gemm(
     const float *w, int32_t trans_w, const int64_t *sizes, float *out,
     void *scratch, MuirCudaDeviceError *err, int32_t site,
     cudaStream_t stream) {
-  auto *rowOff = static_cast<int64_t *>(scratch);
-  int64_t *tileOff = rowOff + experts + 1;
-  groupedOffsets<<<1, 1, 0, stream>>>(experts, rows, sizes, rowOff, tileOff,
-                                      err, site);
+  auto [rowOff, tileOff] =
+      launchOffsets(experts, rows, sizes, scratch, err, site, stream);
   // Row tiles: at most rows / kTile + experts over all experts.
   int64_t maxTiles = (rows + kTile - 1) / kTile + experts;
   unsigned y = static_cast<unsigned>(maxTiles < 65535 ? maxTiles : 65535);
@@ -716,7 +726,7 @@ cudaError_t muirrt_cuda_detail_grouped_gemm(
     groupedForward<<<dim3(x, y), kThreads, 0, stream>>>(
         experts, k, n, in, w, trans_w, rowOff, tileOff, out);
   if (rows * n > 0)
-    zeroRows<<<blocksFor(rows * n), kThreads, 0, stream>>>(out, rowOff,
+    zeroRows<<<gridFor(rows * n), kThreads, 0, stream>>>(out, rowOff,
                                                           experts, rows, n);
   return cudaGetLastError();
 }
@@ -726,10 +736,8 @@ cudaError_t muirrt_cuda_detail_grouped_gemm_wgrad(
     const float *grad, int32_t trans_w, const int64_t *sizes, float *dw,
     void *scratch, MuirCudaDeviceError *err, int32_t site,
     cudaStream_t stream) {
-  auto *rowOff = static_cast<int64_t *>(scratch);
-  int64_t *tileOff = rowOff + experts + 1;
-  groupedOffsets<<<1, 1, 0, stream>>>(experts, rows, sizes, rowOff, tileOff,
-                                      err, site);
+  int64_t *rowOff =
+      launchOffsets(experts, rows, sizes, scratch, err, site, stream).first;
   int64_t M = trans_w ? n : k, N = trans_w ? k : n;
   unsigned x = static_cast<unsigned>((N + kTile - 1) / kTile);
   unsigned y = static_cast<unsigned>((M + kTile - 1) / kTile);
@@ -747,11 +755,11 @@ cudaError_t muirrt_cuda_detail_moe_plan(int64_t tokens, int64_t k,
                                         MuirCudaDeviceError *err,
                                         int32_t site, cudaStream_t stream) {
   if (bound > 0)
-    planReset<<<blocksFor(2 * bound), kThreads, 0, stream>>>(
+    planReset<<<gridFor(2 * bound), kThreads, 0, stream>>>(
         tokens, k, experts, bound, indices, plan, err, site);
-  countPairs<<<blocksFor(experts), kThreads, 0, stream>>>(
+  countPairs<<<gridFor(experts), kThreads, 0, stream>>>(
       indices, tokens * k, experts, counts);
-  planAssign<<<blocksFor(experts), kThreads, 0, stream>>>(
+  planAssign<<<gridFor(experts), kThreads, 0, stream>>>(
       tokens * k, experts, bound, indices, counts, plan);
   planTail<<<1, 1, 0, stream>>>(tokens, k, experts, bound, indices, counts,
                                 plan, err, site);
