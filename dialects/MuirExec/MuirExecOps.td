@@ -110,9 +110,14 @@ def MuirExec_ObserveOp : MuirExec_Op<"observe"> {
 
 def MuirExec_SumSquaresOp : MuirExec_Op<"sum_squares"> {
   let summary = "out[i] = sum of squares of matrix i (double accumulation)";
-  let description = [{ Sequential double sum per matrix, rounded to f32. }];
+  let description = [{
+    Double sum per matrix in a fixed order, rounded to f32, or kept in
+    double for an f64 `output` (the CUDA target's, formed by
+    `muir-exec-to-gpu` for the scaling kernel of a `frobenius_normalize`).
+  }];
   let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$input,
-      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output);
+      Arg<AnyTypeOf<[MuirExec_AnyF32Buffer, MemRefRankOf<[F64], [1]>]>, "",
+          [MemWrite]>:$output);
   let assemblyFormat = [{
     $input `,` $output attr-dict `:` type($input) `,` type($output)
   }];
@@ -260,11 +265,49 @@ def MuirExec_TriangleAllReduceWaitOp
     Waits for `request`, adds the group's pieces in group-rank order (as
     `all_reduce`, so the result does not depend on timing) and writes the
     sums to the request's rows of C's upper triangle and, mirrored, to the
-    matching columns of the lower triangle.
+    matching columns of the lower triangle. `row_begin` and `row_end` are
+    the request's rows (the runtime checks that they are), so the rows a
+    wait writes are visible in the IR.
   }];
   let arguments = (ins I64:$request,
-      Arg<MuirExec_F32Buffer, "", [MemWrite]>:$c);
-  let assemblyFormat = "$request `,` $c attr-dict `:` type($c)";
+      Arg<MuirExec_F32Buffer, "", [MemWrite]>:$c, Index:$row_begin,
+      Index:$row_end);
+  let assemblyFormat = [{
+    $request `,` $c `rows` `[` $row_begin `,` $row_end `)` attr-dict `:`
+    type($c)
+  }];
+}
+
+def MuirExec_PackedAllReduceStartOp
+    : MuirExec_Op<"packed_all_reduce_start",
+                  [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "start the group's sum of a packed buffer (CUDA target)";
+  let description = [{
+    The CUDA target's exchange of a triangle chunk, formed by
+    `muir-exec-to-gpu` from `triangle_all_reduce_start` once a generated
+    kernel has packed the chunk's rows into `buffer`: starts the group's
+    exchange of the buffer on the runtime's communication stream and
+    returns a request that exactly one `packed_all_reduce_wait` on the same
+    buffer completes. The buffer must not be written until then.
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[F32], [1]>, "", [MemRead]>:$buffer,
+      I64Attr:$axes_mask);
+  let results = (outs I64:$request);
+  let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
+}
+
+def MuirExec_PackedAllReduceWaitOp
+    : MuirExec_Op<"packed_all_reduce_wait",
+                  [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "finish a started packed sum into its buffer (CUDA target)";
+  let description = [{
+    Makes the step wait for `request` and writes the group's sum of the
+    packed buffers, added in group-rank order (or NCCL's order without
+    determinism), into `buffer`, which a generated kernel then unpacks.
+  }];
+  let arguments = (ins I64:$request,
+      Arg<MemRefRankOf<[F32], [1]>, "", [MemRead, MemWrite]>:$buffer);
+  let assemblyFormat = "$request `,` $buffer attr-dict `:` type($buffer)";
 }
 
 def MuirExec_RouteOp : MuirExec_Op<"route"> {

@@ -10,7 +10,16 @@
 //                                    counting sort) + a gather kernel
 //   muir_exec.moe_combine         -> a weighted-sum kernel (unpermute)
 //   muir_exec.moe_combine_weights_grad -> a dot-product kernel
-// (the MoE ops only where a layer's experts are all on this rank).
+// (the MoE ops only where a layer's experts are all on this rank)
+//   muir_exec.frobenius_normalize -> muir_exec.sum_squares into a double
+//                                    buffer (the runtime's fixed-order
+//                                    reduction) + a scaling kernel
+//   muir_exec.scale_by_norm       -> the scaling kernel
+//   muir_exec.triangle_all_reduce_start / _wait
+//                                 -> a packing kernel into a buffer of the
+//                                    step + muir_exec.packed_all_reduce_start,
+//                                    muir_exec.packed_all_reduce_wait + an
+//                                    unpacking (and mirroring) kernel.
 // The one exception to device memory: i64 buffers that only carry an
 // all_to_allv's counts (FSDP's shard sizes, stored by the host) stay host
 // buffers, since NCCL takes its counts on the host.
@@ -34,6 +43,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::muir {
@@ -74,9 +84,11 @@ bool isElementwise(linalg::GenericOp g) {
 /// A launch of one thread per element of n (blocks of kThreads) before
 /// `at`, its kernel named `name` once outlined (PTX entry names say what a
 /// kernel is); returns a builder inside the bounds check and the element
-/// index.
-std::pair<OpBuilder, Value> launchOver(Operation *at, int64_t n,
-                                       StringRef name) {
+/// index. n is `count`, or, when `count` is null, a host index value known
+/// only at run time (then a count of 0 still launches one block, whose
+/// threads all fail the check).
+std::pair<OpBuilder, Value> launchOver(Operation *at, int64_t count,
+                                       Value dynamicCount, StringRef name) {
   OpBuilder b(at);
   Location loc = at->getLoc();
   auto idx = [&](OpBuilder &ib, int64_t v) -> Value {
@@ -84,18 +96,33 @@ std::pair<OpBuilder, Value> launchOver(Operation *at, int64_t n,
   };
   Value one = idx(b, 1);
   Value threads = idx(b, kThreads);
-  Value blocks = idx(b, (n + kThreads - 1) / kThreads);
+  Value blocks =
+      dynamicCount
+          ? Value(arith::MaxUIOp::create(
+                b, loc, arith::CeilDivUIOp::create(b, loc, dynamicCount,
+                                                   threads),
+                one))
+          : idx(b, (count + kThreads - 1) / kThreads);
   auto l = gpu::LaunchOp::create(b, loc, blocks, one, one, threads, one, one);
   l.setFunctionAttr(FlatSymbolRefAttr::get(b.getContext(), name));
   OpBuilder kb = OpBuilder::atBlockBegin(&l.getBody().front());
   Value first = arith::MulIOp::create(kb, loc, l.getBlockIds().x,
                                       idx(kb, kThreads));
   Value i = arith::AddIOp::create(kb, loc, first, l.getThreadIds().x);
-  Value inside = arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::ult, i,
-                                       idx(kb, n));
+  Value inside = arith::CmpIOp::create(
+      kb, loc, arith::CmpIPredicate::ult, i,
+      dynamicCount ? dynamicCount : idx(kb, count));
   auto guard = scf::IfOp::create(kb, loc, inside, /*withElseRegion=*/false);
   gpu::TerminatorOp::create(kb, loc);
   return {guard.getThenBodyBuilder(), i};
+}
+std::pair<OpBuilder, Value> launchOver(Operation *at, int64_t n,
+                                       StringRef name) {
+  return launchOver(at, n, Value(), name);
+}
+std::pair<OpBuilder, Value> launchOver(Operation *at, Value n,
+                                       StringRef name) {
+  return launchOver(at, 0, n, name);
 }
 
 /// A copy between buffers of which one is strided (a subview of a batch):
@@ -137,6 +164,21 @@ LogicalResult lowerCopy(Operation *op, Value source, Value target) {
   return success();
 }
 
+/// PTX's correctly rounded square root of an f32 or f64 value (inline
+/// assembly; see the file comment).
+Value sqrtRn(OpBuilder &b, Location loc, Value v) {
+  bool f64 = v.getType().isF64();
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, loc, v.getType(), ValueRange{v},
+      b.getStringAttr(f64 ? "sqrt.rn.f64 $0, $1;" : "sqrt.rn.f32 $0, $1;"),
+      b.getStringAttr(f64 ? "=d,d" : "=f,f"),
+      /*has_side_effects=*/nullptr, /*is_align_stack=*/nullptr,
+      LLVM::TailCallKindAttr::get(b.getContext(),
+                                  LLVM::tailcallkind::TailCallKind::None),
+      /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
+  return asmOp.getResult(0);
+}
+
 LogicalResult launch(linalg::GenericOp g) {
   OpBuilder b(g);
   Location loc = g.getLoc();
@@ -157,16 +199,9 @@ LogicalResult launch(linalg::GenericOp g) {
       mapping.map(arg, memref::LoadOp::create(ib, loc, view, ValueRange{i}));
   for (Operation &op : body.without_terminator()) {
     if (auto sqrt = dyn_cast<math::SqrtOp>(op);
-        sqrt && sqrt.getType().isF32()) {
-      auto asmOp = LLVM::InlineAsmOp::create(
-          ib, op.getLoc(), ib.getF32Type(),
-          ValueRange{mapping.lookup(sqrt.getOperand())},
-          ib.getStringAttr("sqrt.rn.f32 $0, $1;"), ib.getStringAttr("=f,f"),
-          /*has_side_effects=*/nullptr, /*is_align_stack=*/nullptr,
-          LLVM::TailCallKindAttr::get(ib.getContext(),
-                                      LLVM::tailcallkind::TailCallKind::None),
-          /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
-      mapping.map(sqrt.getResult(), asmOp.getResult(0));
+        sqrt && (sqrt.getType().isF32() || sqrt.getType().isF64())) {
+      mapping.map(sqrt.getResult(),
+                  sqrtRn(ib, op.getLoc(), mapping.lookup(sqrt.getOperand())));
       continue;
     }
     ib.clone(op, mapping);
@@ -180,11 +215,261 @@ LogicalResult launch(linalg::GenericOp g) {
   return success();
 }
 
+Value cIndex(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+namespace mx = mlir::muir_exec;
+
+/// Whether a buffer is static and contiguous (the generated kernels' flat
+/// views); an error on `op` if not.
+LogicalResult checkFlat(Operation *op, Value buffer) {
+  auto t = cast<MemRefType>(buffer.getType());
+  if (t.hasStaticShape() && t.getLayout().isIdentity())
+    return success();
+  return op->emitOpError("takes a buffer that is not static and contiguous; "
+                         "the CUDA target's generated kernels need flat "
+                         "views");
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation: the sums of squares are the runtime's (a fixed-order
+// double reduction); the scaling is a generated kernel.
+//===----------------------------------------------------------------------===//
+
+/// out = in * f32(1 / (sqrt(ss[item]) + eps)) per item of `in` ([batch,
+/// rows, cols] or [rows, cols]), one thread per element: the reciprocal in
+/// double (eps rounded to f32 first, as the runtime call passes it), then a
+/// float multiply, the CPU runtime's arithmetic. ss is f64 (the
+/// normalisation's own sums) or f32 (an all-reduced sum of squares).
+LogicalResult scaleKernel(Operation *at, Value in, Value ss, Value out,
+                          double eps) {
+  for (Value v : {in, ss, out})
+    if (failed(checkFlat(at, v)))
+      return failure();
+  auto type = cast<MemRefType>(in.getType());
+  int64_t n = type.getNumElements();
+  if (n == 0)
+    return success();
+  int64_t numel = n / (type.getRank() == 3 ? type.getDimSize(0) : 1);
+  OpBuilder b(at);
+  Location loc = at->getLoc();
+  Value x = flat(b, loc, in), y = flat(b, loc, out), s = flat(b, loc, ss);
+  auto [ib, i] = launchOver(at, n, "muir_scale_by_norm");
+  Value item = arith::DivUIOp::create(ib, loc, i, cIndex(ib, loc, numel));
+  Value sum = memref::LoadOp::create(ib, loc, s, ValueRange{item});
+  if (!sum.getType().isF64())
+    sum = arith::ExtFOp::create(ib, loc, ib.getF64Type(), sum);
+  Value denom = arith::AddFOp::create(
+      ib, loc, sqrtRn(ib, loc, sum),
+      arith::ConstantOp::create(
+          ib, loc,
+          ib.getF64FloatAttr(static_cast<double>(static_cast<float>(eps)))));
+  Value scale = arith::TruncFOp::create(
+      ib, loc, ib.getF32Type(),
+      arith::DivFOp::create(
+          ib, loc, arith::ConstantOp::create(ib, loc, ib.getF64FloatAttr(1)),
+          denom));
+  Value v = arith::MulFOp::create(
+      ib, loc, memref::LoadOp::create(ib, loc, x, ValueRange{i}), scale);
+  memref::StoreOp::create(ib, loc, v, y, ValueRange{i});
+  return success();
+}
+
+/// muir_exec.frobenius_normalize -> the runtime's sums of squares into a
+/// double buffer of the step, then the generated scaling kernel.
+LogicalResult lowerNormalize(mx::FrobeniusNormalizeOp op) {
+  if (failed(checkFlat(op, op.getInput())))
+    return failure();
+  auto type = cast<MemRefType>(op.getInput().getType());
+  int64_t batch = type.getRank() == 3 ? type.getDimSize(0) : 1;
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto ssType = MemRefType::get({batch}, b.getF64Type());
+  Value ss = gpu::AllocOp::create(b, loc, ssType, Type(), ValueRange{},
+                                  ValueRange{}, ValueRange{}, nullptr)
+                 .getMemref();
+  mx::SumSquaresOp::create(b, loc, op.getInput(), ss);
+  if (failed(scaleKernel(op, op.getInput(), ss, op.getOutput(),
+                         op.getEps().convertToDouble())))
+    return failure();
+  gpu::DeallocOp::create(b, loc, Type(), ValueRange{}, ss);
+  op.erase();
+  return success();
+}
+
+LogicalResult lowerScaleByNorm(mx::ScaleByNormOp op) {
+  if (failed(scaleKernel(op, op.getInput(), op.getSumSquares(),
+                         op.getOutput(), op.getEps().convertToDouble())))
+    return failure();
+  op.erase();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The fused SYRK all-reduce's triangle chunks: generated kernels pack a
+// chunk's rows into a buffer of the step, the runtime exchanges the buffer
+// (muir_exec.packed_all_reduce_start / _wait), and a generated kernel
+// unpacks the sums and mirrors them below the diagonal.
+//===----------------------------------------------------------------------===//
+
+/// Floats of rows [0, r) of an n x n upper triangle (row q from its
+/// diagonal on, n - q floats): r n - r (r - 1) / 2.
+Value rowsBefore(OpBuilder &b, Location loc, Value r, int64_t n) {
+  Value rn = arith::MulIOp::create(b, loc, r, cIndex(b, loc, n));
+  Value rr = arith::MulIOp::create(
+      b, loc, r, arith::SubIOp::create(b, loc, r, cIndex(b, loc, 1)));
+  return arith::SubIOp::create(
+      b, loc, rn, arith::DivSIOp::create(b, loc, rr, cIndex(b, loc, 2)));
+}
+
+/// A chunk's place in its C buffer's packed buffer ([batch, n (n + 1) / 2]
+/// floats, each chunk's rows at their own place, item-major within the
+/// chunk): its first float and its floats an item.
+struct Chunk {
+  Value offset, count;
+};
+Chunk chunkAt(OpBuilder &b, Location loc, Value r0, Value r1, int64_t batch,
+              int64_t n) {
+  Value before = rowsBefore(b, loc, r0, n);
+  Value count = arith::SubIOp::create(b, loc, rowsBefore(b, loc, r1, n),
+                                      before);
+  return {arith::MulIOp::create(b, loc, before, cIndex(b, loc, batch)),
+          count};
+}
+
+/// One thread per (item, row r in [r0, r1), column j) of the chunk; those
+/// with j >= r move entry (r, j): pack copies it from C into the packed
+/// buffer, unpack copies it back and to (j, r). Threads write disjoint
+/// places (an unpack's mirrored entries are all strictly below the
+/// diagonal).
+void triangleKernel(Operation *at, Value c, Value packed, Value r0, Value r1,
+                    Chunk chunk, int64_t batch, int64_t n, bool pack) {
+  OpBuilder b(at);
+  Location loc = at->getLoc();
+  Value perItem = arith::MulIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, r1, r0), cIndex(b, loc, n));
+  Value total = arith::MulIOp::create(b, loc, perItem, cIndex(b, loc, batch));
+  Value cFlat = flat(b, loc, c);
+  auto [ib, i] = launchOver(
+      at, total, pack ? "muir_triangle_pack" : "muir_triangle_unpack");
+  Value cn = cIndex(ib, loc, n);
+  Value item = arith::DivUIOp::create(ib, loc, i, perItem);
+  Value rest = arith::RemUIOp::create(ib, loc, i, perItem);
+  Value r = arith::AddIOp::create(
+      ib, loc, r0, arith::DivUIOp::create(ib, loc, rest, cn));
+  Value j = arith::RemUIOp::create(ib, loc, rest, cn);
+  Value upper = arith::CmpIOp::create(ib, loc, arith::CmpIPredicate::uge, j, r);
+  auto inUpper = scf::IfOp::create(ib, loc, upper, /*withElseRegion=*/false);
+  OpBuilder tb = inUpper.getThenBodyBuilder();
+  Value square = arith::MulIOp::create(tb, loc, item, cIndex(tb, loc, n * n));
+  auto at2 = [&](Value row, Value col) -> Value {
+    return arith::AddIOp::create(
+        tb, loc, square,
+        arith::AddIOp::create(tb, loc, arith::MulIOp::create(tb, loc, row, cn),
+                              col));
+  };
+  // packed[offset + item * count + (rows of the chunk before r) + j - r]
+  Value inChunk = arith::SubIOp::create(tb, loc, rowsBefore(tb, loc, r, n),
+                                        rowsBefore(tb, loc, r0, n));
+  Value p = arith::AddIOp::create(
+      tb, loc,
+      arith::AddIOp::create(
+          tb, loc, chunk.offset,
+          arith::MulIOp::create(tb, loc, item, chunk.count)),
+      arith::AddIOp::create(tb, loc, inChunk,
+                            arith::SubIOp::create(tb, loc, j, r)));
+  if (pack) {
+    Value v = memref::LoadOp::create(tb, loc, cFlat, ValueRange{at2(r, j)});
+    memref::StoreOp::create(tb, loc, v, packed, ValueRange{p});
+    return;
+  }
+  Value v = memref::LoadOp::create(tb, loc, packed, ValueRange{p});
+  memref::StoreOp::create(tb, loc, v, cFlat, ValueRange{at2(r, j)});
+  memref::StoreOp::create(tb, loc, v, cFlat, ValueRange{at2(j, r)});
+}
+
+/// The chunk's floats of the packed buffer (all items), as a 1-D view.
+Value chunkView(OpBuilder &b, Location loc, Value packed, Chunk chunk,
+                int64_t batch) {
+  Value len = arith::MulIOp::create(b, loc, chunk.count, cIndex(b, loc, batch));
+  SmallVector<OpFoldResult> offsets{chunk.offset}, sizes{len},
+      strides{b.getIndexAttr(1)};
+  return memref::SubViewOp::create(b, loc, packed, offsets, sizes, strides);
+}
+
+/// Every triangle_all_reduce_start / _wait on one C buffer shares a packed
+/// buffer of the step, allocated before the first and freed after the last
+/// (in the function's body); each chunk's rows have their own place in it,
+/// so chunks in flight together never share floats.
+LogicalResult lowerTriangles(ModuleOp module) {
+  llvm::MapVector<Value, SmallVector<Operation *>> byBuffer;
+  module.walk([&](Operation *op) {
+    if (auto st = dyn_cast<mx::TriangleAllReduceStartOp>(op))
+      byBuffer[st.getC()].push_back(op);
+    else if (auto w = dyn_cast<mx::TriangleAllReduceWaitOp>(op))
+      byBuffer[w.getC()].push_back(op);
+  });
+  for (auto &[c, ops] : byBuffer) {
+    if (failed(checkFlat(ops.front(), c)))
+      return failure();
+    auto type = cast<MemRefType>(c.getType());
+    int64_t batch = type.getRank() == 3 ? type.getDimSize(0) : 1;
+    int64_t n = type.getDimSize(type.getRank() - 1);
+    Region *body = ops.front()->getParentRegion();
+    while (!isa<func::FuncOp>(body->getParentOp()))
+      body = body->getParentOp()->getParentRegion();
+    if (!body->hasOneBlock())
+      return ops.front()->emitOpError("is in a function of several blocks");
+    Block &top = body->front();
+    Operation *first = top.findAncestorOpInBlock(*ops.front());
+    Operation *last = first;
+    for (Operation *op : ops) {
+      Operation *a = top.findAncestorOpInBlock(*op);
+      if (a->isBeforeInBlock(first))
+        first = a;
+      if (last->isBeforeInBlock(a))
+        last = a;
+    }
+    OpBuilder ab(first);
+    Location loc = first->getLoc();
+    Value packed =
+        gpu::AllocOp::create(
+            ab, loc, MemRefType::get({batch * n * (n + 1) / 2}, ab.getF32Type()),
+            Type(), ValueRange{}, ValueRange{}, ValueRange{}, nullptr)
+            .getMemref();
+    ab.setInsertionPointAfter(last);
+    gpu::DeallocOp::create(ab, loc, Type(), ValueRange{}, packed);
+    for (Operation *op : ops) {
+      OpBuilder b(op);
+      Location oloc = op->getLoc();
+      if (auto st = dyn_cast<mx::TriangleAllReduceStartOp>(op)) {
+        Chunk chunk = chunkAt(b, oloc, st.getRowBegin(), st.getRowEnd(),
+                              batch, n);
+        triangleKernel(op, c, packed, st.getRowBegin(), st.getRowEnd(),
+                       chunk, batch, n, /*pack=*/true);
+        Value request = mx::PackedAllReduceStartOp::create(
+            b, oloc, b.getI64Type(), chunkView(b, oloc, packed, chunk, batch),
+            st.getAxesMaskAttr());
+        st.getRequest().replaceAllUsesWith(request);
+      } else {
+        auto w = cast<mx::TriangleAllReduceWaitOp>(op);
+        Chunk chunk = chunkAt(b, oloc, w.getRowBegin(), w.getRowEnd(),
+                              batch, n);
+        mx::PackedAllReduceWaitOp::create(
+            b, oloc, w.getRequest(), chunkView(b, oloc, packed, chunk, batch));
+        triangleKernel(op, c, packed, w.getRowBegin(), w.getRowEnd(), chunk,
+                       batch, n, /*pack=*/false);
+      }
+      op->erase();
+    }
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Mixture of experts (all of a layer's experts on this rank)
 //===----------------------------------------------------------------------===//
-
-namespace mx = mlir::muir_exec;
 
 /// The CUDA target runs a MoE layer's exchange only for a group of one.
 LogicalResult checkOneRank(Operation *op, int64_t mask) {
@@ -238,10 +523,6 @@ FailureOr<MoeShape> checkMoe(Operation *op, int64_t mask, Value indices,
   auto rt = cast<MemRefType>(rows.getType());
   return MoeShape{it.getDimSize(0), it.getDimSize(1), rt.getDimSize(1),
                   rt.getDimSize(0)};
-}
-
-Value cIndex(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
 }
 
 /// plan[at] as an index and whether it names something (>= 0); a missing
@@ -479,9 +760,12 @@ struct ExecToGPUPass
         return;
       if (isa<memref::AllocOp, memref::DeallocOp, memref::CopyOp,
               linalg::CopyOp, linalg::GenericOp, mx::MoeDispatchOp,
-              mx::MoeCombineOp, mx::MoeCombineWeightsGradOp>(op))
+              mx::MoeCombineOp, mx::MoeCombineWeightsGradOp,
+              mx::FrobeniusNormalizeOp, mx::ScaleByNormOp>(op))
         ops.push_back(op);
     });
+    if (failed(lowerTriangles(module)))
+      return signalPassFailure();
     DenseSet<Value> host = hostCountBuffers(module);
     WalkResult countsOnDevice = module.walk([&](mx::AllToAllVOp x) {
       for (Value v : {x.getSendCounts(), x.getRecvCounts()})
@@ -523,14 +807,19 @@ struct ExecToGPUPass
           return signalPassFailure();
         continue;
       } else if (isa<mx::MoeDispatchOp, mx::MoeCombineOp,
-                     mx::MoeCombineWeightsGradOp>(op)) {
+                     mx::MoeCombineWeightsGradOp, mx::FrobeniusNormalizeOp,
+                     mx::ScaleByNormOp>(op)) {
         LogicalResult done =
             TypeSwitch<Operation *, LogicalResult>(op)
                 .Case([](mx::MoeDispatchOp d) { return lowerDispatch(d); })
                 .Case([](mx::MoeCombineOp c) { return lowerCombine(c); })
                 .Case([](mx::MoeCombineWeightsGradOp c) {
                   return lowerCombineWeightsGrad(c);
-                });
+                })
+                .Case([](mx::FrobeniusNormalizeOp n) {
+                  return lowerNormalize(n);
+                })
+                .Case([](mx::ScaleByNormOp n) { return lowerScaleByNorm(n); });
         if (failed(done))
           return signalPassFailure();
         continue;

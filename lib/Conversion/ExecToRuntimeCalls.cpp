@@ -42,9 +42,20 @@ public:
     return arith::ConstantOp::create(
         b, loc, b.getF64FloatAttr(v.getValueAsDouble()));
   }
+  /// The address of a buffer's first element (its offset included, for a
+  /// view that is not at its allocation's start).
   Value ptr(Value memref) {
+    auto type = cast<MemRefType>(memref.getType());
     Value idx =
         memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    if (!type.getLayout().isIdentity()) {
+      auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+      Value bytes = arith::MulIOp::create(
+          b, loc, meta.getOffset(),
+          arith::ConstantIndexOp::create(
+              b, loc, type.getElementTypeBitWidth() / 8));
+      idx = arith::AddIOp::create(b, loc, idx, bytes);
+    }
     Value asInt =
         arith::IndexCastOp::create(b, loc, b.getI64Type(), idx);
     return LLVM::IntToPtrOp::create(
@@ -122,6 +133,10 @@ public:
     }
     return func::CallOp::create(b, loc, name, results, args).getResults();
   }
+  /// The element count of a 1-D buffer, static or not, as i64.
+  Value length(Value memref) {
+    return toI64(memref::DimOp::create(b, loc, memref, 0));
+  }
   Value toI64(Value index) {
     return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
   }
@@ -139,16 +154,30 @@ private:
 
 /// The exec ops the CUDA runtime (runtime/cuda) has calls for.
 bool hasCudaCall(Operation *op) {
-  return isa<mx::GemmOp, mx::SyrkOp, mx::FrobeniusNormalizeOp,
-             mx::SumSquaresOp, mx::ScaleByNormOp, mx::TransposeOp,
+  return isa<mx::GemmOp, mx::SyrkOp, mx::SumSquaresOp, mx::TransposeOp,
              mx::ObserveOp, mx::AllReduceOp, mx::AllGatherOp,
              mx::AllGatherVOp, mx::ReduceScatterOp, mx::AllToAllOp,
-             mx::BroadcastOp,
-             mx::AllSliceOp, mx::GroupRankOp, mx::SyrkRowsOp,
+             mx::BroadcastOp, mx::AllSliceOp, mx::GroupRankOp,
+             mx::SyrkRowsOp, mx::PackedAllReduceStartOp,
+             mx::PackedAllReduceWaitOp, mx::RouteOp, mx::RouteGradOp,
+             mx::CapacityOp, mx::MseLossOp, mx::GroupedGemmOp,
+             mx::GroupedGemmWgradOp, mx::MoePlanOp, mx::AllToAllVOp>(op);
+}
+
+/// The exec ops whose CUDA form is generated kernels (muir-exec-to-gpu).
+bool hasCudaKernels(Operation *op) {
+  return isa<mx::FrobeniusNormalizeOp, mx::ScaleByNormOp,
              mx::TriangleAllReduceStartOp, mx::TriangleAllReduceWaitOp,
-             mx::RouteOp, mx::RouteGradOp, mx::CapacityOp, mx::MseLossOp,
-             mx::GroupedGemmOp, mx::GroupedGemmWgradOp, mx::MoePlanOp,
-             mx::AllToAllVOp>(op);
+             mx::MoeDispatchOp, mx::MoeCombineOp,
+             mx::MoeCombineWeightsGradOp>(op);
+}
+
+/// The exec ops only the CUDA target has (muir-exec-to-gpu forms them).
+bool isCudaOnly(Operation *op) {
+  if (auto ss = dyn_cast<mx::SumSquaresOp>(op))
+    return cast<MemRefType>(ss.getOutput().getType()).getElementType().isF64();
+  return isa<mx::PackedAllReduceStartOp, mx::PackedAllReduceWaitOp,
+             mx::MoePlanOp>(op);
 }
 
 /// (batch, rows, cols), batch 1 for a plain matrix.
@@ -189,13 +218,22 @@ struct ExecToRuntimeCallsPass
       return signalPassFailure();
     }
     bool cuda = target == "cuda";
-    if (cuda)
-      for (Operation *op : ops)
-        if (!hasCudaCall(op)) {
-          op->emitOpError("has no CUDA runtime call yet; compile this step "
-                          "for --target=cpu");
-          return signalPassFailure();
-        }
+    for (Operation *op : ops) {
+      if (cuda && hasCudaKernels(op)) {
+        op->emitOpError("becomes generated kernels for the CUDA target: run "
+                        "muir-exec-to-gpu first");
+        return signalPassFailure();
+      }
+      if (cuda && !hasCudaCall(op)) {
+        op->emitOpError("has no CUDA runtime call yet; compile this step "
+                        "for --target=cpu");
+        return signalPassFailure();
+      }
+      if (!cuda && isCudaOnly(op)) {
+        op->emitOpError("is the CUDA target's (muir-exec-to-gpu forms it)");
+        return signalPassFailure();
+      }
+    }
     for (Operation *op : ops) {
       CallBuilder c(module, op, cuda);
       if (auto g = dyn_cast<mx::GemmOp>(op)) {
@@ -224,9 +262,12 @@ struct ExecToRuntimeCallsPass
                 c.ptr(nrm.getInput()), c.ptr(nrm.getOutput())});
       } else if (auto ss = dyn_cast<mx::SumSquaresOp>(op)) {
         auto [batch, r, cl] = dims(ss.getInput());
-        c.call("muirrt_sum_squares", {c.i64(batch), c.i64(r * cl),
-                                      c.ptr(ss.getInput()),
-                                      c.ptr(ss.getOutput())});
+        bool f64 = cast<MemRefType>(ss.getOutput().getType())
+                       .getElementType()
+                       .isF64();
+        c.call(f64 ? "muirrt_sum_squares_f64" : "muirrt_sum_squares",
+               {c.i64(batch), c.i64(r * cl), c.ptr(ss.getInput()),
+                c.ptr(ss.getOutput())});
       } else if (auto sc = dyn_cast<mx::ScaleByNormOp>(op)) {
         auto [batch, r, cl] = dims(sc.getInput());
         c.call("muirrt_scale_by_norm",
@@ -303,7 +344,19 @@ struct ExecToRuntimeCallsPass
         st.getRequest().replaceAllUsesWith(request);
       } else if (auto w = dyn_cast<mx::TriangleAllReduceWaitOp>(op)) {
         c.call("muirrt_triangle_all_reduce_wait",
-               {w.getRequest(), c.ptr(w.getC())});
+               {w.getRequest(), c.ptr(w.getC()), c.toI64(w.getRowBegin()),
+                c.toI64(w.getRowEnd())});
+      } else if (auto ps = dyn_cast<mx::PackedAllReduceStartOp>(op)) {
+        Value request =
+            c.call("muirrt_packed_all_reduce_start",
+                   {c.i64(ps.getAxesMask()), c.ptr(ps.getBuffer()),
+                    c.length(ps.getBuffer())},
+                   {c.i64Type()})[0];
+        ps.getRequest().replaceAllUsesWith(request);
+      } else if (auto pw = dyn_cast<mx::PackedAllReduceWaitOp>(op)) {
+        c.call("muirrt_packed_all_reduce_wait",
+               {pw.getRequest(), c.ptr(pw.getBuffer()),
+                c.length(pw.getBuffer())});
       } else if (auto gg = dyn_cast<mx::GroupedGemmOp>(op)) {
         auto it = cast<MemRefType>(gg.getInput().getType());
         auto ot = cast<MemRefType>(gg.getOutput().getType());
@@ -390,10 +443,6 @@ struct ExecToRuntimeCallsPass
                 c.ptr(cw.getIndices()), c.ptr(cw.getPlan()),
                 c.ptr(cw.getOutput()), c.str(cw.getLayer())});
       } else if (auto mp = dyn_cast<mx::MoePlanOp>(op)) {
-        if (!cuda) {
-          op->emitOpError("is the CUDA target's (muir-exec-to-gpu forms it)");
-          return signalPassFailure();
-        }
         auto it = cast<MemRefType>(mp.getIndices().getType());
         c.call("muirrt_moe_plan",
                {c.i64(it.getDimSize(0)), c.i64(it.getDimSize(1)),

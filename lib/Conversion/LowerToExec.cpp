@@ -596,10 +596,10 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
       return mx::TriangleAllReduceStartOp::create(cb, loc, cb.getI64Type(),
                                                   out, r0, r1, mask);
     };
-    Value cRows = index(rows);
-    Value last = chunk(b, index(0), cRows);
+    Value cRows = index(rows), c0 = index(0), cN = index(n);
+    Value last = chunk(b, c0, cRows);
     if (chunks > 1) {
-      Value cN = index(n), c1 = index(1);
+      Value c1 = index(1);
       auto loop = scf::ForOp::create(
           b, loc, c1, index(chunks), c1, ValueRange{last},
           [&](OpBuilder &lb, Location, Value j, ValueRange prev) {
@@ -607,12 +607,16 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
             Value r1 = arith::MinSIOp::create(
                 lb, loc, arith::AddIOp::create(lb, loc, r0, cRows), cN);
             Value started = chunk(lb, r0, r1);
-            mx::TriangleAllReduceWaitOp::create(lb, loc, prev[0], out);
+            // The previous chunk's rows: [r0 - rows, r0).
+            Value p0 = arith::SubIOp::create(lb, loc, r0, cRows);
+            mx::TriangleAllReduceWaitOp::create(lb, loc, prev[0], out, p0,
+                                                r0);
             scf::YieldOp::create(lb, loc, started);
           });
       last = loop.getResult(0);
     }
-    mx::TriangleAllReduceWaitOp::create(b, loc, last, out);
+    mx::TriangleAllReduceWaitOp::create(
+        b, loc, last, out, chunks > 1 ? index((chunks - 1) * rows) : c0, cN);
     return success();
   }
 

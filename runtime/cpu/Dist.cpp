@@ -1275,7 +1275,9 @@ extern "C" int64_t muirrt_triangle_all_reduce_start(int64_t axes_mask,
   return handle;
 }
 
-extern "C" void muirrt_triangle_all_reduce_wait(int64_t request, float *c) {
+extern "C" void muirrt_triangle_all_reduce_wait(int64_t request, float *c,
+                                                int64_t row_begin,
+                                                int64_t row_end) {
   const char *fn = "muirrt_triangle_all_reduce_wait";
   guardedCollective(fn, [&] {
     if (request < 0 ||
@@ -1284,6 +1286,11 @@ extern "C" void muirrt_triangle_all_reduce_wait(int64_t request, float *c) {
       fatal(fn, "request " + std::to_string(request) +
                     " was not started or was already waited for");
     TriangleRequest &t = triangleRequests[static_cast<size_t>(request)];
+    if (row_begin != t.r0 || row_end != t.r1)
+      fatal(fn, "request " + std::to_string(request) + " started rows [" +
+                    std::to_string(t.r0) + ", " + std::to_string(t.r1) +
+                    "), not the wait's [" + std::to_string(row_begin) + ", " +
+                    std::to_string(row_end) + ")");
     t.active = false;
     int64_t n = t.n;
     checkPointer(fn, "matrix", c, mul(fn, mul(fn, n, n), t.batch));

@@ -47,16 +47,8 @@ extern "C" {
 size_t muirrt_cuda_detail_squares_scratch(int64_t batch);
 cudaError_t muirrt_cuda_detail_sum_squares(const float *in, int64_t batch,
                                            int64_t numel, float *ss,
-                                           double *scratch,
+                                           double *ssDouble, double *scratch,
                                            cudaStream_t stream);
-cudaError_t muirrt_cuda_detail_normalize(const float *in, int64_t batch,
-                                         int64_t numel, float eps,
-                                         float *out, double *scratch,
-                                         cudaStream_t stream);
-cudaError_t muirrt_cuda_detail_scale_by_norm(const float *in, int64_t batch,
-                                             int64_t numel, float eps,
-                                             const float *ss, float *out,
-                                             cudaStream_t stream);
 cudaError_t muirrt_cuda_detail_reduce_ordered(const float *pieces, int64_t g,
                                               int64_t n, int32_t op,
                                               float *out,
@@ -65,11 +57,6 @@ cudaError_t muirrt_cuda_detail_pieces(const float *in, float *out, int64_t g,
                                       int64_t outer, int64_t inner,
                                       int32_t to_columns,
                                       cudaStream_t stream);
-cudaError_t muirrt_cuda_detail_triangle_rows(float *c, int64_t batch,
-                                             int64_t n, int64_t r0,
-                                             int64_t r1, int64_t count,
-                                             float *packed, int32_t mode,
-                                             cudaStream_t stream);
 cudaError_t muirrt_cuda_detail_to_bf16(const float *in, int64_t n, void *out,
                                        cudaStream_t stream);
 cudaError_t muirrt_cuda_detail_transpose(const float *in, int64_t batch,
@@ -117,20 +104,21 @@ struct State {
   // Scratch buffers outgrown: kept until the end, since a captured graph
   // may still point at them.
   std::vector<void *> retired;
-  // The packed-triangle exchanges: their own stream, so that a chunk's
+  // The packed exchanges (a SYRK triangle's chunks, packed by generated
+  // kernels into buffers of the step): their own stream, so that a chunk's
   // exchange runs while the next chunk's product does; one slot a request
-  // in flight, buffers kept (the same sequence every step).
+  // in flight, its pieces buffer kept (the same sequence every step).
   cudaStream_t comm = nullptr;
-  struct Triangle {
+  struct Exchange {
     bool active = false;
-    int64_t groupMask = 0, batch = 0, n = 0, r0 = 0, r1 = 0, count = 0;
+    int64_t groupMask = 0, floats = 0;
+    float *buffer = nullptr;   // the step's packed chunk
     bool deterministic = true; // the mode the exchange started in
-    float *send = nullptr, *pieces = nullptr, *sum = nullptr;
-    size_t capacity = 0;       // floats of send and of sum
+    float *pieces = nullptr;
     size_t piecesCapacity = 0; // floats of pieces (g times a chunk)
     cudaEvent_t packed = nullptr, done = nullptr;
   };
-  std::vector<Triangle> triangles;
+  std::vector<Exchange> exchanges;
   // A step's temporaries (mgpuMemAlloc/Free). The first step allocates
   // them stream-ordered and records the sequence; before the first graph
   // capture one arena of the sequence's peak is reserved, and from then on
@@ -949,51 +937,40 @@ extern "C" void muirrt_cuda_ssyrk_rows(int64_t batch, int32_t trans,
         "cublasGemmStridedBatchedEx (syrk rows)");
 }
 
-// Packs the chunk's rows on the step stream and gathers every rank's on the
-// exchange stream; the wait sums them in rank order and mirrors the rows.
-extern "C" int64_t muirrt_cuda_triangle_all_reduce_start(
-    int64_t axes_mask, int64_t batch, int64_t n, const float *c,
-    int64_t row_begin, int64_t row_end) {
-  const char *fn = "muirrt_cuda_triangle_all_reduce_start";
+// Gathers every rank's packed chunk on the exchange stream, after what the
+// step stream has done so far (the kernel that packed it); the wait sums
+// the pieces in rank order into the chunk, on the step stream.
+extern "C" int64_t muirrt_cuda_packed_all_reduce_start(int64_t axes_mask,
+                                                       const float *buffer,
+                                                       int64_t floats) {
+  const char *fn = "muirrt_cuda_packed_all_reduce_start";
   ensureReady(fn);
-  if (row_begin < 0 || row_begin > row_end || row_end > n)
-    fatal(std::string(fn) + ": rows out of range");
+  if (floats < 0)
+    fatal(std::string(fn) + ": a negative length");
   Group &g = groupFor(axes_mask, fn);
-  int64_t count = muirrt_triangle_rows_floats(n, row_begin, row_end);
-  int64_t floats = count * batch;
   state.bytesSent += floats * 4 * (g.size - 1);
   size_t slot = 0;
-  while (slot < state.triangles.size() && state.triangles[slot].active)
+  while (slot < state.exchanges.size() && state.exchanges[slot].active)
     ++slot;
-  if (slot == state.triangles.size())
-    state.triangles.emplace_back();
-  State::Triangle &t = state.triangles[slot];
+  if (slot == state.exchanges.size())
+    state.exchanges.emplace_back();
+  State::Exchange &t = state.exchanges[slot];
   t.active = true;
   t.groupMask = axes_mask;
-  t.batch = batch;
-  t.n = n;
-  t.r0 = row_begin;
-  t.r1 = row_end;
-  t.count = count;
+  t.floats = floats;
+  t.buffer = const_cast<float *>(buffer);
   if (g.size == 1 || floats == 0)
     return static_cast<int64_t>(slot);
-  // A slot may serve groups of other sizes in turn: both capacities.
-  if (static_cast<size_t>(floats) > t.capacity ||
-      static_cast<size_t>(floats * g.size) > t.piecesCapacity) {
+  // A slot may serve groups of other sizes in turn.
+  if (static_cast<size_t>(floats * g.size) > t.piecesCapacity) {
     if (capturing())
       fatal(std::string(fn) + ": a larger exchange inside a graph capture "
                               "than in the step's first run");
-    for (float *p : {t.send, t.pieces, t.sum})
-      if (p)
-        state.retired.push_back(p);
-    size_t most = std::max(t.capacity, static_cast<size_t>(floats));
-    size_t mostPieces =
-        std::max(t.piecesCapacity, static_cast<size_t>(floats * g.size));
-    check(cudaMalloc(&t.send, sizeof(float) * most), "cudaMalloc");
-    check(cudaMalloc(&t.pieces, sizeof(float) * mostPieces), "cudaMalloc");
-    check(cudaMalloc(&t.sum, sizeof(float) * most), "cudaMalloc");
-    t.capacity = most;
-    t.piecesCapacity = mostPieces;
+    if (t.pieces)
+      state.retired.push_back(t.pieces);
+    t.piecesCapacity = static_cast<size_t>(floats * g.size);
+    check(cudaMalloc(&t.pieces, sizeof(float) * t.piecesCapacity),
+          "cudaMalloc");
   }
   t.deterministic = state.deterministic;
   if (!t.packed) {
@@ -1005,85 +982,72 @@ extern "C" int64_t muirrt_cuda_triangle_all_reduce_start(
   if (!state.comm)
     check(cudaStreamCreateWithFlags(&state.comm, cudaStreamNonBlocking),
           "cudaStreamCreate");
-  check(muirrt_cuda_detail_triangle_rows(const_cast<float *>(c), batch, n,
-                                         row_begin, row_end, count, t.send, 0,
-                                         state.stream),
-        "triangle pack kernel");
   check(cudaEventRecord(t.packed, state.stream), "cudaEventRecord");
   check(cudaStreamWaitEvent(state.comm, t.packed, 0), "cudaStreamWaitEvent");
   if (t.deterministic)
-    check(ncclAllGather(t.send, t.pieces, static_cast<size_t>(floats),
+    check(ncclAllGather(buffer, t.pieces, static_cast<size_t>(floats),
                         ncclFloat, g.comm, state.comm),
           "ncclAllGather");
-  else
-    check(ncclAllReduce(t.send, t.sum, static_cast<size_t>(floats), ncclFloat,
-                        ncclSum, g.comm, state.comm),
+  else // in place: the step does not touch the chunk before the wait
+    check(ncclAllReduce(buffer, t.buffer, static_cast<size_t>(floats),
+                        ncclFloat, ncclSum, g.comm, state.comm),
           "ncclAllReduce");
   check(cudaEventRecord(t.done, state.comm), "cudaEventRecord");
   return static_cast<int64_t>(slot);
 }
 
-extern "C" void muirrt_cuda_triangle_all_reduce_wait(int64_t request,
-                                                     float *c) {
-  const char *fn = "muirrt_cuda_triangle_all_reduce_wait";
+extern "C" void muirrt_cuda_packed_all_reduce_wait(int64_t request,
+                                                   float *buffer,
+                                                   int64_t floats) {
+  const char *fn = "muirrt_cuda_packed_all_reduce_wait";
   ensureReady(fn);
-  if (request < 0 || request >= static_cast<int64_t>(state.triangles.size()) ||
-      !state.triangles[static_cast<size_t>(request)].active)
+  if (request < 0 ||
+      request >= static_cast<int64_t>(state.exchanges.size()) ||
+      !state.exchanges[static_cast<size_t>(request)].active)
     fatal(std::string(fn) + ": request " + std::to_string(request) +
           " was not started or was already waited for");
-  State::Triangle &t = state.triangles[static_cast<size_t>(request)];
+  State::Exchange &t = state.exchanges[static_cast<size_t>(request)];
+  if (buffer != t.buffer || floats != t.floats)
+    fatal(std::string(fn) + ": request " + std::to_string(request) +
+          " started on another buffer (" + std::to_string(t.floats) +
+          " floats) than the wait's (" + std::to_string(floats) + ")");
   t.active = false;
   Group &g = groupFor(t.groupMask, fn);
-  int64_t floats = t.count * t.batch;
-  if (g.size == 1 || floats == 0) {
-    check(muirrt_cuda_detail_triangle_rows(c, t.batch, t.n, t.r0, t.r1,
-                                           t.count, nullptr, 2, state.stream),
-          "triangle mirror kernel");
+  if (g.size == 1 || floats == 0)
     return;
-  }
   check(cudaStreamWaitEvent(state.stream, t.done, 0), "cudaStreamWaitEvent");
   if (t.deterministic)
     check(muirrt_cuda_detail_reduce_ordered(t.pieces, g.size, floats, 0,
-                                            t.sum, state.stream),
+                                            buffer, state.stream),
           "ordered sum kernel");
-  check(muirrt_cuda_detail_triangle_rows(c, t.batch, t.n, t.r0, t.r1,
-                                         t.count, t.sum, 1, state.stream),
-        "triangle unpack kernel");
 }
 
-extern "C" void muirrt_cuda_frobenius_normalize(int64_t batch, int64_t numel,
-                                                float eps, const float *in,
-                                                float *out) {
-  ensureReady("muirrt_cuda_frobenius_normalize");
-  if (batch <= 0 || numel <= 0)
+// The sums of squares, in double (the scaling of a normalisation, a
+// generated kernel, reads them) or rounded to float.
+namespace {
+void sumSquares(const char *fn, int64_t batch, int64_t numel,
+                const float *in, float *ss, double *ssDouble) {
+  ensureReady(fn);
+  if (batch <= 0)
     return;
-  auto *s = static_cast<double *>(scratch(
-      muirrt_cuda_detail_squares_scratch(batch), "muirrt_cuda_normalize"));
-  check(muirrt_cuda_detail_normalize(in, batch, numel, eps, out, s,
-                                     state.stream),
-        "normalize kernel");
+  if (numel < 0)
+    fatal(std::string(fn) + ": a negative size");
+  auto *s = static_cast<double *>(
+      scratch(muirrt_cuda_detail_squares_scratch(batch), fn));
+  check(muirrt_cuda_detail_sum_squares(in, batch, numel, ss, ssDouble, s,
+                                       state.stream),
+        "sum of squares kernel");
 }
+} // namespace
 
 extern "C" void muirrt_cuda_sum_squares(int64_t batch, int64_t numel,
                                         const float *in, float *ss) {
-  ensureReady("muirrt_cuda_sum_squares");
-  if (batch <= 0)
-    return;
-  auto *s = static_cast<double *>(scratch(
-      muirrt_cuda_detail_squares_scratch(batch), "muirrt_cuda_sum_squares"));
-  check(muirrt_cuda_detail_sum_squares(in, batch, numel, ss, s, state.stream),
-        "sum of squares kernel");
+  sumSquares("muirrt_cuda_sum_squares", batch, numel, in, ss, nullptr);
 }
 
-extern "C" void muirrt_cuda_scale_by_norm(int64_t batch, int64_t numel,
-                                          float eps, const float *in,
-                                          const float *ss, float *out) {
-  ensureReady("muirrt_cuda_scale_by_norm");
-  if (batch <= 0 || numel <= 0)
-    return;
-  check(muirrt_cuda_detail_scale_by_norm(in, batch, numel, eps, ss, out,
-                                         state.stream),
-        "scale kernel");
+extern "C" void muirrt_cuda_sum_squares_f64(int64_t batch, int64_t numel,
+                                            const float *in, double *ss) {
+  sumSquares("muirrt_cuda_sum_squares_f64", batch, numel, in, nullptr, ss);
 }
 
 extern "C" void muirrt_cuda_transpose(int64_t batch, int64_t rows,

@@ -201,3 +201,81 @@ func.func @device_counts(%in: memref<8xf32>, %logits: memref<4x2xf32>, %idx: mem
   muir_exec.all_to_allv %in, %send, %out, %recv {axes_mask = 1 : i64} : memref<8xf32>, memref<2xi64>, memref<8xf32>, memref<2xi64>
   return
 }
+
+// -----
+
+// A normalisation: the runtime's sums of squares into a double buffer of the
+// step, then a generated kernel, one thread per element, scaling by
+// f32(1 / (sqrt(ss) + eps)) with the reciprocal in double (correctly
+// rounded sqrt) and eps rounded to f32 first; an all-reduced f32 sum of
+// squares is widened first.
+// CHECK-LABEL: func.func @normalize
+// CHECK-SAME: (%[[X:[^:]+]]: memref<2x4x8xf32>, %[[Y:[^:]+]]: memref<2x4x8xf32>, %[[S:[^:]+]]: memref<2xf32>)
+func.func @normalize(%x: memref<2x4x8xf32>, %y: memref<2x4x8xf32>, %ss: memref<2xf32>) {
+  // CHECK: %[[D:.+]] = gpu.alloc () : memref<2xf64>
+  // CHECK: muir_exec.sum_squares %[[X]], %[[D]] : memref<2x4x8xf32>, memref<2xf64>
+  // CHECK: gpu.launch {{.*}} function(@muir_scale_by_norm)
+  // CHECK: %[[ITEM:.+]] = arith.divui %{{.+}}, %c32
+  // CHECK: %[[SS:.+]] = memref.load %{{.+}}[%[[ITEM]]] : memref<2xf64>
+  // CHECK: %[[EPS:.+]] = arith.constant 1.0000000116860974E-7 : f64
+  // CHECK: %[[R:.+]] = llvm.inline_asm "sqrt.rn.f64 $0, $1;", "=d,d" %[[SS]]
+  // CHECK: %[[DEN:.+]] = arith.addf %[[R]], %[[EPS]] : f64
+  // CHECK: %[[INV:.+]] = arith.divf %{{.+}}, %[[DEN]] : f64
+  // CHECK: %[[SC:.+]] = arith.truncf %[[INV]] : f64 to f32
+  // CHECK: %[[V:.+]] = memref.load %{{.+}} : memref<64xf32>
+  // CHECK: arith.mulf %[[V]], %[[SC]] : f32
+  // CHECK: gpu.dealloc %[[D]] : memref<2xf64>
+  muir_exec.frobenius_normalize %x, %y {eps = 1.0e-7 : f64} : memref<2x4x8xf32>, memref<2x4x8xf32>
+  // CHECK: gpu.launch {{.*}} function(@muir_scale_by_norm)
+  // CHECK: memref.load %{{.+}} : memref<2xf32>
+  // CHECK-NEXT: arith.extf %{{.+}} : f32 to f64
+  // CHECK-NOT: muir_exec.scale_by_norm
+  // CHECK-NOT: muir_exec.frobenius_normalize
+  muir_exec.scale_by_norm %x, %ss, %y {eps = 1.0e-7 : f64} : memref<2x4x8xf32>, memref<2xf32>, memref<2x4x8xf32>
+  return
+}
+
+// -----
+
+// The fused SYRK all-reduce's chunks: one packed buffer of the step for C
+// (2 items x 6 x 7 / 2 floats), allocated before the first chunk and freed
+// after the last wait; each start becomes a generated packing kernel over
+// the chunk's rows and the runtime's exchange of the chunk's place in the
+// packed buffer (rows [0, r) take r n - r (r - 1) / 2 floats an item), each
+// wait the exchange's end on the same place and a generated kernel that
+// unpacks and mirrors.
+// CHECK-LABEL: func.func @triangles
+// CHECK-SAME: (%[[A:[^:]+]]: memref<2x8x6xf32>, %[[C:[^:]+]]: memref<2x6x6xf32>)
+func.func @triangles(%a: memref<2x8x6xf32>, %c: memref<2x6x6xf32>) {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c6 = arith.constant 6 : index
+  // CHECK: muir_exec.syrk_rows %[[A]], %[[C]] rows[%[[C0:.+]], %[[C4:.+]])
+  // CHECK-NEXT: %[[P:.+]] = gpu.alloc () : memref<42xf32>
+  // CHECK: gpu.launch {{.*}} function(@muir_triangle_pack)
+  // CHECK: arith.cmpi uge
+  // CHECK: %[[V:.+]] = memref.load %{{.+}} : memref<72xf32>
+  // CHECK-NEXT: memref.store %[[V]], %[[P]][%{{.+}}] : memref<42xf32>
+  // CHECK: %[[VIEW0:.+]] = memref.subview %[[P]][%{{.+}}] [%{{.+}}] [1] : memref<42xf32> to memref<?xf32, strided<[1], offset: ?>>
+  // CHECK-NEXT: %[[R0:.+]] = muir_exec.packed_all_reduce_start %[[VIEW0]] {axes_mask = 1 : i64}
+  // CHECK: muir_exec.syrk_rows %[[A]], %[[C]] rows[%[[C4]], %{{.+}})
+  // CHECK: function(@muir_triangle_pack)
+  // CHECK: %[[R1:.+]] = muir_exec.packed_all_reduce_start
+  // CHECK: muir_exec.packed_all_reduce_wait %[[R0]], %{{.+}} : memref<?xf32, strided<[1], offset: ?>>
+  // CHECK: gpu.launch {{.*}} function(@muir_triangle_unpack)
+  // CHECK: %[[U:.+]] = memref.load %[[P]][%{{.+}}] : memref<42xf32>
+  // CHECK: memref.store %[[U]], %{{.+}} : memref<72xf32>
+  // CHECK: memref.store %[[U]], %{{.+}} : memref<72xf32>
+  // CHECK: muir_exec.packed_all_reduce_wait %[[R1]]
+  // CHECK: function(@muir_triangle_unpack)
+  // CHECK: gpu.dealloc %[[P]] : memref<42xf32>
+  // CHECK-NEXT: return
+  // CHECK-NOT: triangle_all_reduce
+  muir_exec.syrk_rows %a, %c rows[%c0, %c4) {alpha = 1.0 : f64, transpose} : memref<2x8x6xf32>, memref<2x6x6xf32>
+  %r0 = muir_exec.triangle_all_reduce_start %c rows[%c0, %c4) {axes_mask = 1 : i64} : memref<2x6x6xf32>
+  muir_exec.syrk_rows %a, %c rows[%c4, %c6) {alpha = 1.0 : f64, transpose} : memref<2x8x6xf32>, memref<2x6x6xf32>
+  %r1 = muir_exec.triangle_all_reduce_start %c rows[%c4, %c6) {axes_mask = 1 : i64} : memref<2x6x6xf32>
+  muir_exec.triangle_all_reduce_wait %r0, %c rows[%c0, %c4) : memref<2x6x6xf32>
+  muir_exec.triangle_all_reduce_wait %r1, %c rows[%c4, %c6) : memref<2x6x6xf32>
+  return
+}

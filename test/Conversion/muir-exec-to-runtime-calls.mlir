@@ -12,11 +12,11 @@
 // batch 2, transpose, n 4, k 8
 // CHECK: call @muirrt_ssyrk_rows(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[B64]], %[[E64]]) : (i64, i32, i64, i64, f32, !llvm.ptr, !llvm.ptr, i64, i64) -> ()
 // CHECK: %[[R:.+]] = call @muirrt_triangle_all_reduce_start(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[B64]], %[[E64]]) : (i64, i64, i64, !llvm.ptr, i64, i64) -> i64
-// CHECK: call @muirrt_triangle_all_reduce_wait(%[[R]], %{{.+}}) : (i64, !llvm.ptr) -> ()
+// CHECK: call @muirrt_triangle_all_reduce_wait(%[[R]], %{{.+}}, %[[B64]], %[[E64]]) : (i64, !llvm.ptr, i64, i64) -> ()
 func.func @triangle_chunk(%a: memref<2x8x4xf32>, %c: memref<2x4x4xf32>, %b: index, %e: index) {
   muir_exec.syrk_rows %a, %c rows [%b, %e) {alpha = 1.0, transpose} : memref<2x8x4xf32>, memref<2x4x4xf32>
   %r = muir_exec.triangle_all_reduce_start %c rows [%b, %e) {axes_mask = 1 : i64} : memref<2x4x4xf32>
-  muir_exec.triangle_all_reduce_wait %r, %c : memref<2x4x4xf32>
+  muir_exec.triangle_all_reduce_wait %r, %c rows [%b, %e) : memref<2x4x4xf32>
   return
 }
 

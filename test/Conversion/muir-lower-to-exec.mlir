@@ -186,9 +186,11 @@ func.func @second_folding(%x: tensor<4x4xf32> {muir.name = "x"}) -> (tensor<4x4x
 muir.grid @t axes = ["tp"] shape = [2]
 // CHECK-LABEL: func.func @fused_chunks
 // CHECK-SAME: (%[[X:[^:]+]]: memref<8x12xf32> {{.*}}, %[[Y:[^:]+]]: memref<12x12xf32> {{.*}}, %[[Z:[^:]+]]: memref<12x12xf32>
-// CHECK: muir_exec.syrk_rows %[[X]], %[[Y]] rows[%[[C0:.+]], %[[C5:.+]]) {alpha = 1.000000e+00 : f64, transpose} : memref<8x12xf32>, memref<12x12xf32>
-// CHECK: %[[R0:.+]] = muir_exec.triangle_all_reduce_start %[[Y]] rows[%[[C0]], %[[C5]]) {axes_mask = 1 : i64} : memref<12x12xf32>
+// CHECK-DAG: %[[C0:.+]] = arith.constant 0 : index
+// CHECK-DAG: %[[C5:.+]] = arith.constant 5 : index
 // CHECK-DAG: %[[C12:.+]] = arith.constant 12 : index
+// CHECK: muir_exec.syrk_rows %[[X]], %[[Y]] rows[%[[C0]], %[[C5]]) {alpha = 1.000000e+00 : f64, transpose} : memref<8x12xf32>, memref<12x12xf32>
+// CHECK: %[[R0:.+]] = muir_exec.triangle_all_reduce_start %[[Y]] rows[%[[C0]], %[[C5]]) {axes_mask = 1 : i64} : memref<12x12xf32>
 // CHECK-DAG: %[[C1:.+]] = arith.constant 1 : index
 // CHECK-DAG: %[[C3:.+]] = arith.constant 3 : index
 // CHECK: %[[LAST:.+]] = scf.for %[[J:.+]] = %[[C1]] to %[[C3]] step %[[C1]] iter_args(%[[PREV:.+]] = %[[R0]]) -> (i64) {
@@ -197,10 +199,13 @@ muir.grid @t axes = ["tp"] shape = [2]
 // CHECK:   %[[E:.+]] = arith.minsi %[[E0]], %[[C12]] : index
 // CHECK:   muir_exec.syrk_rows %[[X]], %[[Y]] rows[%[[B]], %[[E]])
 // CHECK:   %[[R:.+]] = muir_exec.triangle_all_reduce_start %[[Y]] rows[%[[B]], %[[E]])
-// CHECK:   muir_exec.triangle_all_reduce_wait %[[PREV]], %[[Y]] : memref<12x12xf32>
+// The wait names its chunk's rows: the previous chunk's in the loop.
+// CHECK:   %[[P0:.+]] = arith.subi %[[B]], %[[C5]] : index
+// CHECK:   muir_exec.triangle_all_reduce_wait %[[PREV]], %[[Y]] rows[%[[P0]], %[[B]]) : memref<12x12xf32>
 // CHECK:   scf.yield %[[R]] : i64
 // CHECK: }
-// CHECK: muir_exec.triangle_all_reduce_wait %[[LAST]], %[[Y]] : memref<12x12xf32>
+// CHECK: %[[C10:.+]] = arith.constant 10 : index
+// CHECK: muir_exec.triangle_all_reduce_wait %[[LAST]], %[[Y]] rows[%[[C10]], %[[C12]]) : memref<12x12xf32>
 // One chunk of every row: no loop.
 // CHECK: muir_exec.syrk_rows %[[X]], %[[Z]] rows[%{{.+}}, %{{.+}})
 // CHECK-NEXT: %[[W:.+]] = muir_exec.triangle_all_reduce_start %[[Z]]

@@ -434,11 +434,13 @@ void muirrt_set_abort_hook(void (*hook)(void));
  * a request; wait completes it, adds the pieces in group-rank order (as
  * muirrt_all_reduce) and writes the sums to those rows and, mirrored, to
  * the matching lower-triangle columns. Every request must be waited for
- * exactly once. */
+ * exactly once, with its own rows (the wait's row_begin and row_end must be
+ * the start's). */
 int64_t muirrt_triangle_all_reduce_start(int64_t axes_mask, int64_t batch,
                                          int64_t n, const float *c,
                                          int64_t row_begin, int64_t row_end);
-void muirrt_triangle_all_reduce_wait(int64_t request, float *c);
+void muirrt_triangle_all_reduce_wait(int64_t request, float *c,
+                                     int64_t row_begin, int64_t row_end);
 
 /* Group rank `root`'s buffer is copied to every rank of the group. */
 void muirrt_broadcast(int64_t axes_mask, int64_t root, float *buf,

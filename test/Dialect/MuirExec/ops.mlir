@@ -82,15 +82,30 @@ func.func @route(%l: memref<6x8xf32>, %b: memref<8xf32>, %i: memref<6x2xi64>, %w
 // CHECK-SAME: %[[A:[^:]+]]: memref<2x8x4xf32>, %[[C:[^:]+]]: memref<2x4x4xf32>, %[[B:[^:]+]]: index, %[[E:[^:]+]]: index)
 // CHECK: muir_exec.syrk_rows %[[A]], %[[C]] rows[%[[B]], %[[E]]) {alpha = 1.000000e+00 : f64, transpose} : memref<2x8x4xf32>, memref<2x4x4xf32>
 // CHECK: %[[R:.+]] = muir_exec.triangle_all_reduce_start %[[C]] rows[%[[B]], %[[E]]) {axes_mask = 2 : i64} : memref<2x4x4xf32>
-// CHECK: muir_exec.triangle_all_reduce_wait %[[R]], %[[C]] : memref<2x4x4xf32>
+// CHECK: muir_exec.triangle_all_reduce_wait %[[R]], %[[C]] rows[%[[B]], %[[E]]) : memref<2x4x4xf32>
 // GENERIC-LABEL: sym_name = "triangle_chunk"
 // GENERIC: "muir_exec.syrk_rows"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, transpose}> : (memref<2x8x4xf32>, memref<2x4x4xf32>, index, index) -> ()
 // GENERIC: "muir_exec.triangle_all_reduce_start"(%{{.*}}, %{{.*}}, %{{.*}}) <{axes_mask = 2 : i64}> : (memref<2x4x4xf32>, index, index) -> i64
-// GENERIC: "muir_exec.triangle_all_reduce_wait"(%{{.*}}, %{{.*}}) : (i64, memref<2x4x4xf32>) -> ()
+// GENERIC: "muir_exec.triangle_all_reduce_wait"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (i64, memref<2x4x4xf32>, index, index) -> ()
 func.func @triangle_chunk(%a: memref<2x8x4xf32>, %c: memref<2x4x4xf32>, %b: index, %e: index) {
   muir_exec.syrk_rows %a, %c rows [%b, %e) {alpha = 1.0, transpose} : memref<2x8x4xf32>, memref<2x4x4xf32>
   %r = muir_exec.triangle_all_reduce_start %c rows [%b, %e) {axes_mask = 2 : i64} : memref<2x4x4xf32>
-  muir_exec.triangle_all_reduce_wait %r, %c : memref<2x4x4xf32>
+  muir_exec.triangle_all_reduce_wait %r, %c rows [%b, %e) : memref<2x4x4xf32>
+  return
+}
+
+// The CUDA target's packed exchange (muir-exec-to-gpu forms it): a 1-D
+// view of the step's packed buffer, started, then waited for; and a sum of
+// squares kept in double.
+// CHECK-LABEL: func.func @packed(
+// CHECK: %[[R:.+]] = muir_exec.packed_all_reduce_start %[[V:.+]] {axes_mask = 1 : i64} : memref<?xf32, strided<[1], offset: ?>>
+// CHECK: muir_exec.packed_all_reduce_wait %[[R]], %[[V]] : memref<?xf32, strided<[1], offset: ?>>
+// CHECK: muir_exec.sum_squares %{{.+}}, %{{.+}} : memref<2x4x4xf32>, memref<2xf64>
+func.func @packed(%p: memref<20xf32>, %o: index, %n: index, %c: memref<2x4x4xf32>, %ss: memref<2xf64>) {
+  %v = memref.subview %p[%o] [%n] [1] : memref<20xf32> to memref<?xf32, strided<[1], offset: ?>>
+  %r = muir_exec.packed_all_reduce_start %v {axes_mask = 1 : i64} : memref<?xf32, strided<[1], offset: ?>>
+  muir_exec.packed_all_reduce_wait %r, %v : memref<?xf32, strided<[1], offset: ?>>
+  muir_exec.sum_squares %c, %ss : memref<2x4x4xf32>, memref<2xf64>
   return
 }
 
