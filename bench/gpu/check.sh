@@ -87,6 +87,14 @@ for c in ns8192 qwen3-layer qwen3-moe; do
       | tee "$work/$c-$p.txt" | tail -n 1
   done
 done
+# The MoE layer op by op: the runtime's grouped GEMM and cuBLAS's (expert
+# sizes on the host, so no graph), each less the layer set's step op by op.
+for v in layer:qwen3-layer:--no-graph moe:qwen3-moe:--no-graph \
+         cublas:qwen3-moe:--grouped-gemm=cublas; do
+  IFS=: read -r tag c flag <<< "$v"
+  timeout 120 "${runner[@]}" --step "$work/$c.so" --steps 6 "$flag" \
+    | tee "$work/nograph-$tag.txt" | tail -n 1
+done
 timeout 150 "$py" "$root/bench/gpu/peer.py" > "$work/peer.json" || echo "peer failed"
 "$py" - "$work" <<'PY'
 import json, os, re, sys
@@ -146,6 +154,16 @@ for p in ["fp32", "bf16"]:
     print("%-20s %11.2f %11.2f %11.2f TF %14.1f" % (
         "qwen3-moe %s" % p, step, moe, grouped / 1e12,
         grouped / (moe * 1e-3) / 1e12))
+def nograph(tag):
+    m = re.search(r"median_ms ([0-9.]+)",
+                  open(os.path.join(work, "nograph-%s.txt" % tag)).read())
+    return float(m.group(1)) if m else nan
+layer = nograph("layer")
+for tag, what in (("moe", "runtime grouped"), ("cublas", "cuBLAS grouped")):
+    step = nograph(tag)
+    moe = step - layer
+    print("%-20s %11.2f %11.2f %11.2f TF %14.1f  (fp32, op by op)" % (
+        what, step, moe, grouped / 1e12, grouped / (moe * 1e-3) / 1e12))
 PY
 echo "check.sh: done in $((SECONDS - start)) s; correctness rc $test_rc"
 exit $test_rc

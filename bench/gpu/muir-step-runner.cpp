@@ -9,8 +9,8 @@
 // is called through muir_step_packed.
 //
 //   muir-step-runner --runtime libmuir_rt_cuda.so --step step.so
-//       [--steps N] [--bf16] [--no-graph] [--load DIR] [--dump DIR]
-//       [--seed S]
+//       [--steps N] [--bf16] [--no-graph] [--grouped-gemm=cublas]
+//       [--load DIR] [--dump DIR] [--seed S]
 //
 // Tensors not loaded start as: parameters ~N(0, 0.02), gradients ~N(0, 1),
 // training data normal with standard deviation 1 / sqrt(its last dimension)
@@ -187,7 +187,7 @@ int main(int argc, char **argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string runtimePath, stepPath, loadDir, dumpDir;
   int steps = 5;
-  bool bf16 = false, graph = true;
+  bool bf16 = false, graph = true, cublasGrouped = false;
   unsigned seed = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -212,12 +212,15 @@ int main(int argc, char **argv) {
       bf16 = true;
     else if (a == "--no-graph")
       graph = false;
+    else if (a == "--grouped-gemm=cublas")
+      cublasGrouped = true; // sizes on the host: no graph
     else
       die("unknown argument " + a);
   }
   if (runtimePath.empty() || stepPath.empty() || steps < 1)
     die("usage: muir-step-runner --runtime LIB --step STEP.so [--steps N] "
-        "[--bf16] [--no-graph] [--load DIR] [--dump DIR] [--seed S]");
+        "[--bf16] [--no-graph] [--grouped-gemm=cublas] [--load DIR] "
+        "[--dump DIR] [--seed S]");
 
   // The runtime first, global: the step's undefined muirrt_cuda_* and mgpu*
   // symbols resolve against it when the step is loaded.
@@ -242,6 +245,11 @@ int main(int argc, char **argv) {
   if (init(-1))
     die(std::string("no usable GPU: ") + lastError());
   setPrecision(bf16);
+  // cuBLAS's grouped GEMM takes the expert sizes on the host, so its steps
+  // run op by op.
+  sym<void (*)(int32_t)>(rt, "muirrt_cuda_set_grouped_gemm")(cublasGrouped);
+  if (cublasGrouped)
+    graph = false;
 
   void *step = dlopen(stepPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!step)
@@ -276,9 +284,10 @@ int main(int argc, char **argv) {
       die(lastError());
   }
   std::printf("muir-step-runner: %s, %zu arguments, %d loaded, %s products, "
-              "%s\n",
+              "%s%s\n",
               deviceName(), args.size(), loaded, bf16 ? "bf16" : "fp32",
-              graph ? "CUDA graph" : "op by op");
+              graph ? "CUDA graph" : "op by op",
+              cublasGrouped ? ", cuBLAS grouped GEMM" : "");
 
   std::vector<void *> slots(args.size());
   std::vector<double> times;

@@ -33,6 +33,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -82,6 +83,12 @@ struct State {
   cublasHandle_t blas = nullptr;
   bool bf16 = false;
   bool deterministic = true;
+  // The grouped products through cuBLAS's grouped GEMM (sizes on the
+  // host) instead of the runtime's kernel (sizes on the device); its
+  // per-group pointer arrays in device memory, grown as needed.
+  bool groupedCublas = false;
+  void **groupedPointers = nullptr;
+  size_t groupedPointersCapacity = 0;
   std::string lastError, deviceName;
   // Graph capture.
   cudaGraph_t graph = nullptr;
@@ -1150,6 +1157,114 @@ extern "C" void muirrt_cuda_mse_loss(int64_t n, const float *in,
         "MSE loss kernel");
 }
 
+extern "C" void muirrt_cuda_set_grouped_gemm(int32_t cublas) {
+  state.groupedCublas = cublas != 0;
+}
+
+namespace {
+
+/// The expert sizes on the host, for cuBLAS's grouped GEMM: copied back
+/// after the step stream's work so far, then checked as the CPU runtime
+/// checks them (every size >= 0, their total within the bound).
+std::vector<int64_t> expertSizesOnHost(const char *fn, const int64_t *sizes,
+                                       int64_t experts, int64_t rows) {
+  if (capturing())
+    fatal(std::string(fn) +
+          ": cuBLAS's grouped GEMM (muirrt_cuda_set_grouped_gemm(1)) takes "
+          "the expert sizes on the host, which a CUDA graph capture cannot "
+          "wait for: run the step op by op, or with the runtime's grouped "
+          "GEMM");
+  std::vector<int64_t> h(static_cast<size_t>(experts));
+  if (experts > 0) {
+    check(cudaMemcpyAsync(h.data(), sizes, sizeof(int64_t) * h.size(),
+                          cudaMemcpyDeviceToHost, state.stream),
+          "cudaMemcpyAsync (expert sizes)");
+    check(cudaStreamSynchronize(state.stream), "cudaStreamSynchronize");
+  }
+  int64_t total = 0;
+  for (int64_t e = 0; e < experts; ++e) {
+    int64_t v = h[static_cast<size_t>(e)];
+    if (v < 0 || v > rows - total) {
+      std::string why = std::string(fn) + ": expert " + std::to_string(e) +
+                        " has " + std::to_string(v) +
+                        " rows, but the experts before it hold " +
+                        std::to_string(total) + " of the " +
+                        std::to_string(rows) + "-row bound (sizes:";
+      for (int64_t x : h)
+        why += " " + std::to_string(x);
+      fatal(why + ")");
+    }
+    total += v;
+  }
+  return h;
+}
+
+/// One group a non-empty expert, as cublasGemmGroupedBatchedEx takes them
+/// (column-major: a row-major [r, c] buffer is a column-major c x r
+/// matrix of leading dimension c).
+struct Groups {
+  std::vector<cublasOperation_t> ta, tb;
+  std::vector<int> m, n, k, lda, ldb, ldc, size;
+  std::vector<float> alpha, beta;
+  std::vector<const void *> a, b;
+  std::vector<void *> c;
+  void add(cublasOperation_t opA, cublasOperation_t opB, int64_t gm,
+           int64_t gn, int64_t gk, const float *pa, int64_t la,
+           const float *pb, int64_t lb, float *pc, int64_t lc) {
+    for (int64_t v : {gm, gn, gk, la, lb, lc})
+      if (v > INT32_MAX)
+        fatal("cuBLAS's grouped GEMM: a size of " + std::to_string(v) +
+              " over its int range");
+    ta.push_back(opA);
+    tb.push_back(opB);
+    m.push_back(int(gm));
+    n.push_back(int(gn));
+    k.push_back(int(gk));
+    lda.push_back(int(la));
+    ldb.push_back(int(lb));
+    ldc.push_back(int(lc));
+    size.push_back(1);
+    alpha.push_back(1.0f);
+    beta.push_back(0.0f);
+    a.push_back(pa);
+    b.push_back(pb);
+    c.push_back(pc);
+  }
+  /// The product of every group, fp32 (no TF32), on the step stream.
+  void run(const char *fn) {
+    size_t g = m.size();
+    if (g == 0)
+      return;
+    if (3 * g > state.groupedPointersCapacity) {
+      if (state.groupedPointers)
+        state.retired.push_back(state.groupedPointers);
+      state.groupedPointersCapacity = 3 * g;
+      check(cudaMalloc(reinterpret_cast<void **>(&state.groupedPointers),
+                       sizeof(void *) * 3 * g),
+            "cudaMalloc");
+    }
+    // The pointer arrays live on the device; a copy from pageable memory
+    // has read it when the call returns, in stream order.
+    std::vector<const void *> all;
+    all.insert(all.end(), a.begin(), a.end());
+    all.insert(all.end(), b.begin(), b.end());
+    all.insert(all.end(), c.begin(), c.end());
+    check(cudaMemcpyAsync(state.groupedPointers, all.data(),
+                          sizeof(void *) * all.size(),
+                          cudaMemcpyHostToDevice, state.stream),
+          "cudaMemcpyAsync (grouped GEMM pointers)");
+    void **dev = state.groupedPointers;
+    check(cublasGemmGroupedBatchedEx(
+              state.blas, ta.data(), tb.data(), m.data(), n.data(), k.data(),
+              alpha.data(), dev, CUDA_R_32F, lda.data(), dev + g, CUDA_R_32F,
+              ldb.data(), beta.data(), dev + 2 * g, CUDA_R_32F, ldc.data(),
+              int(g), size.data(), CUBLAS_COMPUTE_32F),
+          (std::string("cublasGemmGroupedBatchedEx (") + fn + ")").c_str());
+  }
+};
+
+} // namespace
+
 extern "C" void muirrt_cuda_grouped_gemm(int64_t experts, int64_t rows,
                                          int64_t k, int64_t n,
                                          const float *in, const float *w,
@@ -1157,6 +1272,28 @@ extern "C" void muirrt_cuda_grouped_gemm(int64_t experts, int64_t rows,
                                          const int64_t *sizes, float *out) {
   const char *fn = "muirrt_cuda_grouped_gemm";
   ensureReady(fn);
+  if (state.groupedCublas) {
+    // out_e (row-major [rows_e, n]) = in_e op(w_e), column-major: the n x
+    // rows_e out_e^T = op(w_e)^T in_e^T.
+    std::vector<int64_t> h = expertSizesOnHost(fn, sizes, experts, rows);
+    Groups groups;
+    int64_t at = 0;
+    for (int64_t e = 0; e < experts; ++e) {
+      int64_t r = h[static_cast<size_t>(e)];
+      if (r > 0)
+        groups.add(trans_w ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, r, k,
+                   w + e * k * n, trans_w ? k : n, in + at * k, k,
+                   out + at * n, n);
+      at += r;
+    }
+    groups.run(fn);
+    if (at < rows)
+      check(cudaMemsetAsync(out + at * n, 0,
+                            sizeof(float) * size_t((rows - at) * n),
+                            state.stream),
+            "cudaMemsetAsync");
+    return;
+  }
   void *s = scratch(muirrt_cuda_detail_grouped_scratch(experts), fn);
   check(muirrt_cuda_detail_grouped_gemm(experts, rows, k, n, in, w, trans_w,
                                         sizes, out, s,
@@ -1170,6 +1307,31 @@ extern "C" void muirrt_cuda_grouped_gemm_wgrad(
     const float *grad, int32_t trans_w, const int64_t *sizes, float *dw) {
   const char *fn = "muirrt_cuda_grouped_gemm_wgrad";
   ensureReady(fn);
+  if (state.groupedCublas) {
+    // dw_e = in_e^T grad_e (row-major [k, n]; column-major, its n x k
+    // transpose grad_e^T in_e), or with trans_w grad_e^T in_e ([n, k]:
+    // in_e^T grad_e); an empty expert's is zero.
+    std::vector<int64_t> h = expertSizesOnHost(fn, sizes, experts, rows);
+    Groups groups;
+    int64_t at = 0;
+    for (int64_t e = 0; e < experts; ++e) {
+      int64_t r = h[static_cast<size_t>(e)];
+      float *d = dw + e * k * n;
+      if (r == 0)
+        check(cudaMemsetAsync(d, 0, sizeof(float) * size_t(k * n),
+                              state.stream),
+              "cudaMemsetAsync");
+      else if (!trans_w)
+        groups.add(CUBLAS_OP_N, CUBLAS_OP_T, n, k, r, grad + at * n, n,
+                   in + at * k, k, d, n);
+      else
+        groups.add(CUBLAS_OP_N, CUBLAS_OP_T, k, n, r, in + at * k, k,
+                   grad + at * n, n, d, k);
+      at += r;
+    }
+    groups.run(fn);
+    return;
+  }
   void *s = scratch(muirrt_cuda_detail_grouped_scratch(experts), fn);
   check(muirrt_cuda_detail_grouped_gemm_wgrad(
             experts, rows, k, n, in, grad, trans_w, sizes, dw, s,

@@ -49,7 +49,8 @@ class Case:
 
     # muir-run's CUDA flags as the runner spells them.
     RUNNER_FLAGS = {"--target=cuda": [], "--cuda-graph=false": ["--no-graph"],
-                    "--cuda-bf16": ["--bf16"]}
+                    "--cuda-bf16": ["--bf16"],
+                    "--cuda-cublas-grouped-gemm": ["--grouped-gemm=cublas"]}
 
     def __init__(self, args, steps):
         self.args, self.steps = args, steps

@@ -124,6 +124,14 @@ static cl::opt<bool> cudaGraph(
     cl::desc("with --target=cuda, run steps after the first as one captured "
              "CUDA graph (--cuda-graph=false: launch op by op)"),
     cl::init(true), cl::cat(muir::muirFlagCategory()));
+static cl::opt<bool> cudaCublasGrouped(
+    "cuda-cublas-grouped-gemm",
+    cl::desc("with --target=cuda, run MoE layers' grouped products with "
+             "cuBLAS's grouped GEMM, which takes the expert sizes on the "
+             "host (each call waits for the GPU, so steps run op by op, "
+             "without a CUDA graph), instead of the runtime's kernel that "
+             "reads them on the device"),
+    cl::init(false), cl::cat(muir::muirFlagCategory()));
 static cl::opt<bool> noProbes(
     "no-probes",
     cl::desc("do not record Newton-Schulz outputs (no orthogonality error)"),
@@ -527,6 +535,7 @@ struct CudaLib {
   void (*distFinalize)() = nullptr;
   void (*setDeterministic)(int32_t) = nullptr;
   void (*setPrecision)(int32_t) = nullptr;
+  void (*setGroupedGemm)(int32_t) = nullptr;
   int (*alloc)(void **, size_t) = nullptr;
   int (*free)(void *) = nullptr;
   int (*toDevice)(void *, const void *, size_t) = nullptr;
@@ -569,6 +578,7 @@ struct CudaLib {
     sym("muirrt_cuda_dist_finalize", distFinalize);
     sym("muirrt_cuda_set_deterministic", setDeterministic);
     sym("muirrt_cuda_set_precision", setPrecision);
+    sym("muirrt_cuda_set_grouped_gemm", setGroupedGemm);
     sym("muirrt_cuda_alloc", alloc);
     sym("muirrt_cuda_free", free);
     sym("muirrt_cuda_copy_to_device", toDevice);
@@ -941,6 +951,8 @@ int main(int argc, char **argv) {
     return 1;
   CudaLib cudaLib;
   std::vector<std::string> cudaNames;
+  // cuBLAS's grouped GEMM waits for the GPU inside the step: no graph.
+  bool useGraph = cudaGraph && !cudaCublasGrouped;
   if (cuda) {
     if (std::string why = cudaLib.load(argv[0]); !why.empty())
       return fail("--target=cuda: " + why);
@@ -952,6 +964,7 @@ int main(int argc, char **argv) {
       return fail(Twine("--target=cuda: NCCL: ") + cudaLib.lastError());
     cudaLib.setDeterministic(!nondeterministic);
     cudaLib.setPrecision(cudaBf16);
+    cudaLib.setGroupedGemm(cudaCublasGrouped);
     module->walk([&](LLVM::LLVMFuncOp f) {
       if (f.isExternal() && f.getName().starts_with("muirrt_cuda_"))
         cudaNames.push_back(f.getName().str());
@@ -1040,7 +1053,9 @@ int main(int argc, char **argv) {
     if (printing)
       llvm::outs() << "muir-run: CUDA device " << cudaLib.deviceName()
                    << (cudaBf16 ? ", bf16 products" : ", fp32 products")
-                   << (cudaGraph ? ", CUDA graph" : "") << "\n";
+                   << (useGraph ? ", CUDA graph" : "")
+                   << (cudaCublasGrouped ? ", cuBLAS grouped GEMM" : "")
+                   << "\n";
   }
   bool captured = false;
 
@@ -1079,7 +1094,7 @@ int main(int argc, char **argv) {
       // scratch); later ones replay one CUDA graph. A step that reads its
       // counter is captured again each step (the counter is a kernel
       // argument) and the graph updated in place.
-      bool graph = cudaGraph && step > firstStep;
+      bool graph = useGraph && step > firstStep;
       if (graph && (!captured || readsStep)) {
         if (cudaLib.graphBegin())
           return fail(Twine("--target=cuda: ") + cudaLib.lastError());

@@ -115,6 +115,15 @@ const float *muirrt_cuda_observation(int64_t slot, int64_t *numel);
  * runtime counts them (its piece to every peer). */
 int64_t muirrt_cuda_bytes_sent(void);
 
+/* The grouped products of MoE layers (grouped_gemm and its weight
+ * gradient): 0 (the default) the runtime's kernel, which reads the expert
+ * sizes on the device, so a step with MoE layers is captured as one CUDA
+ * graph; 1 cuBLAS's grouped GEMM (cublasGemmGroupedBatchedEx, fp32, one
+ * group a non-empty expert), which takes the sizes on the host: each call
+ * copies them back and waits for the step stream, so such a step runs op
+ * by op (a capture is an error). Both give the same bits run to run. */
+void muirrt_cuda_set_grouped_gemm(int32_t cublas);
+
 /*===------------------- called by compiled modules ----------------------===*/
 
 void muirrt_cuda_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b,

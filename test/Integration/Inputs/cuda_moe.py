@@ -16,7 +16,10 @@ autograd in moe-train.test):
     grouped GEMMs' tiles, cuBLAS against OpenBLAS);
   - every optimizer state within 1e-4 relative;
   - itself: a second run, and a run op by op without the CUDA graph, are
-    bitwise equal to the first (no float atomics anywhere).
+    bitwise equal to the first (no float atomics anywhere);
+  - the grouped products through cuBLAS's grouped GEMM instead
+    (--cuda-cublas-grouped-gemm: expert sizes on the host, op by op) within
+    the same bounds of the CPU backend, and bitwise equal run to run.
 Rows routed to an expert differ between the backends only if a routing
 score ties to within rounding; the inputs here have no such near-tie (a
 flipped choice would show as a large error, not a small one).
@@ -94,6 +97,9 @@ cpu = case.run("cpu", [])
 gpu = case.run("gpu", ["--target=cuda"])
 again = case.run("gpu-again", ["--target=cuda"])
 nograph = case.run("gpu-nograph", ["--target=cuda", "--cuda-graph=false"])
+CUBLAS = ["--target=cuda", "--cuda-cublas-grouped-gemm"]
+cublas = case.run("gpu-cublas", CUBLAS)
+cublas_again = case.run("gpu-cublas-again", CUBLAS)
 
 for name in SHAPES:
     w0 = values[name].astype(np.float64)
@@ -103,6 +109,9 @@ for name in SHAPES:
         if name + state in cpu:
             out.bound("%s%s: cuda vs cpu" % (name, state),
                       ref.rel_fro(gpu[name + state], cpu[name + state]), 1e-4)
+    out.bound("%s: cuBLAS grouped W - W0 vs cpu" % name,
+              ref.rel_fro(cublas[name] - w0, cpu[name] - w0), 1e-4)
 out.bitwise("two cuda runs", gpu, again)
 out.bitwise("cuda graph vs op by op", gpu, nograph)
+out.bitwise("two cuBLAS grouped runs", cublas, cublas_again)
 out.finish()
