@@ -51,7 +51,7 @@ def MuirDistribute : Pass<"muir-distribute", "mlir::ModuleOp"> {
            "distributed, and back) or blockwise (an approximation); a "
            "`muir.ns_mode` attribute on an update wins">,
     Option<"machine", "machine", "std::string", /*default=*/"\"cpu\"",
-           "machine profile of the cost model: cpu or h200">,
+           "machine profile of the cost model: cpu, h200 or h200-bf16">,
     Option<"dpAssign", "dp-assign", "std::string", /*default=*/"\"greedy\"",
            "share Newton-Schulz of matrices out among the data-parallel "
            "ranks: greedy (largest first to the least loaded), round-robin "
@@ -91,7 +91,7 @@ def MuirFuseSyrkAllReduce
            "rows per chunk (0: from the machine profile, about four chunks "
            "each worth several link latencies)">,
     Option<"machine", "machine", "std::string", /*default=*/"\"cpu\"",
-           "machine profile for the default chunk: cpu or h200">
+           "machine profile for the default chunk: cpu, h200 or h200-bf16">
   ];
 }
 

@@ -23,14 +23,16 @@ std::optional<MachineProfile> MachineProfile::get(StringRef name) {
     Link shm{5e-6, 5e9};
     return MachineProfile{"cpu", 150e9, {}, shm, /*ranksShareRate=*/true};
   }
-  if (name == "h200") {
+  if (name == "h200" || name == "h200-bf16") {
     // An 8-GPU HGX H200 node: NVLink 4 (~450 GB/s achieved per direction)
     // for tensor and expert axes, InfiniBand NDR (~45 GB/s per GPU) between
-    // nodes for data-parallel and pipeline axes; TF32 tensor cores sustain
-    // ~400 TFLOP/s on large fp32 GEMMs.
+    // nodes for data-parallel and pipeline axes. The rate is cuBLAS's GEMM
+    // rate as the CUDA runtime runs the products, measured on an H200
+    // (bench/gpu/check.sh, torch.mm 8192^3): fp32 without TF32 50.9
+    // TFLOP/s; bf16 inputs with fp32 accumulation (--cuda-bf16) 768.
     Link nvlink{3e-6, 450e9}, ib{8e-6, 45e9};
-    return MachineProfile{"h200",
-                          400e12,
+    return MachineProfile{name.str(),
+                          name == "h200" ? 50.9e12 : 768e12,
                           {{"tp", nvlink},
                            {"ep", nvlink},
                            {"etp", nvlink},

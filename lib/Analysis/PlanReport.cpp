@@ -53,7 +53,7 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
   auto profile = MachineProfile::get(options.machine);
   if (!profile) {
     error = "unknown machine profile '" + options.machine +
-            "' (expected cpu or h200)";
+            "' (expected cpu, h200 or h200-bf16)";
     return failure();
   }
   std::optional<NSMode> fixedMode;

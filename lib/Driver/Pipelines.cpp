@@ -100,7 +100,7 @@ struct ToExecOptions : public PassPipelineOptions<ToExecOptions> {
       llvm::cl::desc("auto, duplicated, distributed, resharded or blockwise"),
       llvm::cl::init("auto")};
   Option<std::string> machine{*this, "machine",
-                              llvm::cl::desc("cost model profile: cpu, h200"),
+                              llvm::cl::desc("cost model profile: cpu, h200, h200-bf16"),
                               llvm::cl::init("cpu")};
   Option<std::string> dpAssign{
       *this, "dp-assign",

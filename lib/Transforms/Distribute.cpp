@@ -130,7 +130,7 @@ struct DistributePass
     auto profile = MachineProfile::get(machine);
     if (!profile) {
       module.emitError("unknown machine profile '")
-          << machine << "' (expected cpu or h200)";
+          << machine << "' (expected cpu, h200 or h200-bf16)";
       return signalPassFailure();
     }
     auto assign = symbolizeDpAssign(dpAssign);

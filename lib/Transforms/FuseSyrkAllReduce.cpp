@@ -32,7 +32,7 @@ struct FuseSyrkAllReducePass
     auto profile = MachineProfile::get(machine);
     if (!profile) {
       getOperation().emitError("unknown machine profile '")
-          << machine << "' (expected cpu or h200)";
+          << machine << "' (expected cpu, h200 or h200-bf16)";
       return signalPassFailure();
     }
     if (chunkRows < 0) {

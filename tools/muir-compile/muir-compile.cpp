@@ -86,7 +86,7 @@ static cl::opt<std::string>
     cl::cat(muir::muirFlagCategory()));
 static muir::PipelineFlags flags;
 static cl::opt<std::string>
-    machine("machine", cl::desc("cost-model machine profile: cpu or h200"),
+    machine("machine", cl::desc("cost-model machine profile: cpu, h200 (fp32 products) or h200-bf16 (bf16 inputs, --cuda-bf16)"),
             cl::init("cpu"),
     cl::cat(muir::muirFlagCategory()));
 static cl::opt<bool> quiet("quiet", cl::desc("no readable report table"),
