@@ -2,6 +2,7 @@
 #include "MuirExec/MuirExecDialect.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -107,6 +108,36 @@ LogicalResult SyrkOp::verify() {
 
 LogicalResult SyrkRowsOp::verify() {
   return verifySyrkShapes(*this, getA(), getC(), getTranspose());
+}
+
+/// The rows [begin, end) of a triangle chunk of C, where they are
+/// constants: within [0, n] and in order (rows computed in a loop are
+/// checked by the runtime).
+static LogicalResult verifyChunkRows(Operation *op, Value c, Value begin,
+                                     Value end) {
+  if (failed(verifyStaticIdentity(op)))
+    return failure();
+  auto t = cast<MemRefType>(c.getType());
+  int64_t n = t.getDimSize(t.getRank() - 1);
+  if (t.getDimSize(t.getRank() - 2) != n)
+    return op->emitOpError("expected square matrices, got ") << t;
+  std::optional<int64_t> b = getConstantIntValue(begin);
+  std::optional<int64_t> e = getConstantIntValue(end);
+  if ((b && (*b < 0 || *b > n)) || (e && (*e < 0 || *e > n)) ||
+      (b && e && *b > *e))
+    return op->emitOpError("has rows [")
+           << (b ? std::to_string(*b) : "?") << ", "
+           << (e ? std::to_string(*e) : "?") << ") outside [0, " << n
+           << "] or out of order";
+  return success();
+}
+
+LogicalResult TriangleAllReduceStartOp::verify() {
+  return verifyChunkRows(*this, getC(), getRowBegin(), getRowEnd());
+}
+
+LogicalResult TriangleAllReduceWaitOp::verify() {
+  return verifyChunkRows(*this, getC(), getRowBegin(), getRowEnd());
 }
 
 LogicalResult FrobeniusNormalizeOp::verify() {

@@ -255,6 +255,7 @@ def MuirExec_TriangleAllReduceStartOp
   let assemblyFormat = [{
     $c `rows` `[` $row_begin `,` $row_end `)` attr-dict `:` type($c)
   }];
+  let hasVerifier = 1;
 }
 
 def MuirExec_TriangleAllReduceWaitOp
@@ -276,6 +277,7 @@ def MuirExec_TriangleAllReduceWaitOp
     $request `,` $c `rows` `[` $row_begin `,` $row_end `)` attr-dict `:`
     type($c)
   }];
+  let hasVerifier = 1;
 }
 
 def MuirExec_PackedAllReduceStartOp

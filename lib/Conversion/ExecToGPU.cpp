@@ -400,8 +400,9 @@ Value chunkView(OpBuilder &b, Location loc, Value packed, Chunk chunk,
 
 /// Every triangle_all_reduce_start / _wait on one C buffer shares a packed
 /// buffer of the step, allocated before the first and freed after the last
-/// (in the function's body); each chunk's rows have their own place in it,
-/// so chunks in flight together never share floats.
+/// in the innermost block holding them all (a dp owner's switch case keeps
+/// its own); each chunk's rows have their own place in it, so chunks in
+/// flight together never share floats.
 LogicalResult lowerTriangles(ModuleOp module) {
   llvm::MapVector<Value, SmallVector<Operation *>> byBuffer;
   module.walk([&](Operation *op) {
@@ -416,16 +417,21 @@ LogicalResult lowerTriangles(ModuleOp module) {
     auto type = cast<MemRefType>(c.getType());
     int64_t batch = type.getRank() == 3 ? type.getDimSize(0) : 1;
     int64_t n = type.getDimSize(type.getRank() - 1);
-    Region *body = ops.front()->getParentRegion();
-    while (!isa<func::FuncOp>(body->getParentOp()))
-      body = body->getParentOp()->getParentRegion();
-    if (!body->hasOneBlock())
-      return ops.front()->emitOpError("is in a function of several blocks");
-    Block &top = body->front();
-    Operation *first = top.findAncestorOpInBlock(*ops.front());
+    Block *top = ops.front()->getBlock();
+    while (!llvm::all_of(ops, [&](Operation *op) {
+      return top->findAncestorOpInBlock(*op) != nullptr;
+    })) {
+      Operation *parent = top->getParentOp();
+      if (!parent || isa<ModuleOp>(parent) || isa<func::FuncOp>(parent))
+        return ops.front()->emitOpError(
+            "shares its buffer with triangle exchanges in no common block "
+            "of one function");
+      top = parent->getBlock();
+    }
+    Operation *first = top->findAncestorOpInBlock(*ops.front());
     Operation *last = first;
     for (Operation *op : ops) {
-      Operation *a = top.findAncestorOpInBlock(*op);
+      Operation *a = top->findAncestorOpInBlock(*op);
       if (a->isBeforeInBlock(first))
         first = a;
       if (last->isBeforeInBlock(a))

@@ -3,7 +3,9 @@
 // The runtime's kernels take raw pointers and integer sizes (see
 // runtime/include/muir-rt/Runtime.h), which keeps its ABI independent of
 // MLIR's memref descriptors. Exec buffers are static and contiguous, so the
-// aligned pointer plus static sizes describe them completely.
+// aligned pointer plus static sizes describe them completely; the CUDA
+// target's packed exchanges take 1-D views of a larger buffer, passed as
+// the aligned pointer plus the view's offset and its length.
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"

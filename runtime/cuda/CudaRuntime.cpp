@@ -1254,14 +1254,38 @@ struct Groups {
                           cudaMemcpyHostToDevice, state.stream),
           "cudaMemcpyAsync (grouped GEMM pointers)");
     void **dev = state.groupedPointers;
+#if CUBLAS_VERSION < 120500
+    (void)dev;
+    fatal(std::string(fn) + ": cuBLAS's grouped GEMM needs cuBLAS 12.5 or "
+                            "newer; this runtime was built with " +
+          std::to_string(CUBLAS_VERSION));
+#else
     check(cublasGemmGroupedBatchedEx(
               state.blas, ta.data(), tb.data(), m.data(), n.data(), k.data(),
               alpha.data(), dev, CUDA_R_32F, lda.data(), dev + g, CUDA_R_32F,
               ldb.data(), beta.data(), dev + 2 * g, CUDA_R_32F, ldc.data(),
               int(g), size.data(), CUBLAS_COMPUTE_32F),
           (std::string("cublasGemmGroupedBatchedEx (") + fn + ")").c_str());
+#endif
   }
 };
+
+/// The grouped product through cuBLAS: addGroup(groups, e, first row,
+/// rows) for each expert, from the host copy of the sizes, then the
+/// groups' products; returns the experts' total rows.
+template <typename AddGroup>
+int64_t cublasGrouped(const char *fn, const int64_t *sizes, int64_t experts,
+                      int64_t rows, AddGroup addGroup) {
+  std::vector<int64_t> h = expertSizesOnHost(fn, sizes, experts, rows);
+  Groups groups;
+  int64_t at = 0;
+  for (int64_t e = 0; e < experts; ++e) {
+    addGroup(groups, e, at, h[static_cast<size_t>(e)]);
+    at += h[static_cast<size_t>(e)];
+  }
+  groups.run(fn);
+  return at;
+}
 
 } // namespace
 
@@ -1275,18 +1299,14 @@ extern "C" void muirrt_cuda_grouped_gemm(int64_t experts, int64_t rows,
   if (state.groupedCublas) {
     // out_e (row-major [rows_e, n]) = in_e op(w_e), column-major: the n x
     // rows_e out_e^T = op(w_e)^T in_e^T.
-    std::vector<int64_t> h = expertSizesOnHost(fn, sizes, experts, rows);
-    Groups groups;
-    int64_t at = 0;
-    for (int64_t e = 0; e < experts; ++e) {
-      int64_t r = h[static_cast<size_t>(e)];
-      if (r > 0)
-        groups.add(trans_w ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, r, k,
-                   w + e * k * n, trans_w ? k : n, in + at * k, k,
-                   out + at * n, n);
-      at += r;
-    }
-    groups.run(fn);
+    int64_t at = cublasGrouped(
+        fn, sizes, experts, rows,
+        [&](Groups &groups, int64_t e, int64_t first, int64_t r) {
+          if (r > 0)
+            groups.add(trans_w ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, r,
+                       k, w + e * k * n, trans_w ? k : n, in + first * k, k,
+                       out + first * n, n);
+        });
     if (at < rows)
       check(cudaMemsetAsync(out + at * n, 0,
                             sizeof(float) * size_t((rows - at) * n),
@@ -1311,25 +1331,21 @@ extern "C" void muirrt_cuda_grouped_gemm_wgrad(
     // dw_e = in_e^T grad_e (row-major [k, n]; column-major, its n x k
     // transpose grad_e^T in_e), or with trans_w grad_e^T in_e ([n, k]:
     // in_e^T grad_e); an empty expert's is zero.
-    std::vector<int64_t> h = expertSizesOnHost(fn, sizes, experts, rows);
-    Groups groups;
-    int64_t at = 0;
-    for (int64_t e = 0; e < experts; ++e) {
-      int64_t r = h[static_cast<size_t>(e)];
-      float *d = dw + e * k * n;
-      if (r == 0)
-        check(cudaMemsetAsync(d, 0, sizeof(float) * size_t(k * n),
-                              state.stream),
-              "cudaMemsetAsync");
-      else if (!trans_w)
-        groups.add(CUBLAS_OP_N, CUBLAS_OP_T, n, k, r, grad + at * n, n,
-                   in + at * k, k, d, n);
-      else
-        groups.add(CUBLAS_OP_N, CUBLAS_OP_T, k, n, r, in + at * k, k,
-                   grad + at * n, n, d, k);
-      at += r;
-    }
-    groups.run(fn);
+    cublasGrouped(
+        fn, sizes, experts, rows,
+        [&](Groups &groups, int64_t e, int64_t first, int64_t r) {
+          float *d = dw + e * k * n;
+          if (r == 0)
+            check(cudaMemsetAsync(d, 0, sizeof(float) * size_t(k * n),
+                                  state.stream),
+                  "cudaMemsetAsync");
+          else if (!trans_w)
+            groups.add(CUBLAS_OP_N, CUBLAS_OP_T, n, k, r, grad + first * n,
+                       n, in + first * k, k, d, n);
+          else
+            groups.add(CUBLAS_OP_N, CUBLAS_OP_T, k, n, r, in + first * k, k,
+                       grad + first * n, n, d, k);
+        });
     return;
   }
   void *s = scratch(muirrt_cuda_detail_grouped_scratch(experts), fn);

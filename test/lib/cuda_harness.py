@@ -79,7 +79,10 @@ class Case:
             cmd = [args.runner, "--runtime", args.runtime, "--step",
                    args.step_so, "--steps", str(self.steps), "--load",
                    self.inp, "--dump", out]
-            cmd += self.RUNNER_FLAGS.get(extra[-1], [])
+            for flag in extra:
+                if flag not in self.RUNNER_FLAGS:
+                    sys.exit("error: no runner flag for muir-run's " + flag)
+                cmd += self.RUNNER_FLAGS[flag]
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         else:
             muirtest.check_output([args.muir_run, self.desc, "--steps",

@@ -729,6 +729,9 @@ int main(int argc, char **argv) {
     return fail(Twine(!traceFile.empty() ? "--trace-fingerprints"
                                          : "--comm-stats") +
                 " is not available with --target=cuda yet");
+  if (!cuda && (cudaBf16 || cudaCublasGrouped))
+    return fail(Twine(cudaBf16 ? "--cuda-bf16" : "--cuda-cublas-grouped-gemm") +
+                " needs --target=cuda");
 
   func::FuncOp entry;
   for (auto f : module->getOps<func::FuncOp>())

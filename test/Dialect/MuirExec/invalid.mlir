@@ -148,6 +148,27 @@ func.func @syrk_rows_shape(%a: memref<4x8xf32>, %c: memref<4x4xf32>, %b: index, 
   return
 }
 
+// -----
+
+// A triangle chunk's constant rows lie within [0, n], in order.
+func.func @triangle_rows(%c: memref<4x4xf32>) {
+  %c1 = arith.constant 1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error@+1 {{'muir_exec.triangle_all_reduce_start' op has rows [1, 5) outside [0, 4] or out of order}}
+  %r = muir_exec.triangle_all_reduce_start %c rows [%c1, %c5) {axes_mask = 1 : i64} : memref<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @triangle_wait_rows(%c: memref<4x4xf32>, %r: i64) {
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  // expected-error@+1 {{'muir_exec.triangle_all_reduce_wait' op has rows [3, 2) outside [0, 4] or out of order}}
+  muir_exec.triangle_all_reduce_wait %r, %c rows [%c3, %c2) : memref<4x4xf32>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // muir_exec.frobenius_normalize
 //===----------------------------------------------------------------------===//
