@@ -164,6 +164,18 @@ for tag, what in (("moe", "runtime grouped"), ("cublas", "cuBLAS grouped")):
     moe = step - layer
     print("%-20s %11.2f %11.2f %11.2f TF %14.1f  (fp32, op by op)" % (
         what, step, moe, grouped / 1e12, grouped / (moe * 1e-3) / 1e12))
+# The peer: the same layer's forward (teacher and student), loss and
+# backward in PyTorch eager, fp32; against muir's layer in its graph.
+if peer and "moe" in peer:
+    torch = peer["moe"]["fp32"]["median_ms"]
+    step = float(re.search(r"median_ms ([0-9.]+)", open(os.path.join(
+        work, "qwen3-moe-fp32.txt")).read()).group(1))
+    lay = float(re.search(r"median_ms ([0-9.]+)", open(os.path.join(
+        work, "qwen3-layer-fp32.txt")).read()).group(1))
+    print("%-20s %11s %11.2f %11.2f TF %14.1f  (PyTorch eager, fp32; "
+          "torch/muir %.2fx)" % ("torch MoE layer", "", torch, grouped / 1e12,
+                                grouped / (torch * 1e-3) / 1e12,
+                                torch / (step - lay)))
 PY
 echo "check.sh: done in $((SECONDS - start)) s; correctness rc $test_rc"
 exit $test_rc

@@ -6,8 +6,13 @@ wide orientation, spectral scale 0.2 sqrt(max(m, n)), decoupled weight
 decay) for the cases of bench/gpu/cases, in fp32 (TF32 off) and with the
 Newton-Schulz iterations in bf16 (as Keller Jordan's Muon and NVIDIA's
 Emerging-Optimizers run them); expert stacks as batched products. Also
-cuBLAS's GEMM rate through torch.mm on 8192^3, fp32 and bf16. Prints one
-JSON object."""
+cuBLAS's GEMM rate through torch.mm on 8192^3, fp32 and bf16, and the
+peer of the MoE layer of cases/qwen3-moe.yaml trained in the step (4096
+tokens, 128 experts of 768, top-8, hidden 2048, fp32): the teacher's
+forward, the student's forward, the loss and autograd's backward, written
+as PyTorch MoE layers are by hand (softmax router, top-k, tokens sorted by
+expert, one SwiGLU per expert over its rows, weighted index_add_ combine).
+Prints one JSON object."""
 import json
 import sys
 
@@ -38,6 +43,34 @@ def muon_step(W, G, M, ns_dtype):
         X = X.mT
     m, n = W.shape[-2], W.shape[-1]
     W.mul_(1 - 0.02 * 0.1).add_(X, alpha=-0.02 * 0.2 * max(m, n) ** 0.5)
+
+
+def moe_forward(x, router, gate, up, down, k):
+    """A routed SwiGLU MoE layer as hand-written PyTorch runs it: the
+    tokens sorted by expert (the counts read on the host), one product
+    chain per expert, the outputs weighted and added back per token."""
+    probs = torch.softmax(x @ router.mT, dim=-1)
+    weights, idx = torch.topk(probs, k, dim=-1)
+    flat = idx.flatten()
+    order = torch.argsort(flat, stable=True)
+    token = order // k
+    counts = torch.bincount(flat, minlength=router.size(0)).tolist()
+    rows = x[token]
+    outs = []
+    for e, xe in enumerate(rows.split(counts)):
+        if xe.size(0):
+            h = torch.nn.functional.silu(xe @ gate[e].mT) * (xe @ up[e].mT)
+            outs.append(h @ down[e].mT)
+    y = torch.cat(outs) * weights.flatten()[order].unsqueeze(1)
+    return torch.zeros_like(x).index_add_(0, token, y)
+
+
+def moe_step(x, teacher, student, k):
+    with torch.no_grad():
+        target = moe_forward(x, *teacher, k)
+    out = moe_forward(x, *student, k)
+    loss = 0.5 * ((out - target) ** 2).sum(dim=-1).mean()
+    loss.backward()
 
 
 def timed(fn, reps=5, warmup=2):
@@ -86,6 +119,16 @@ def main():
                                                         "median_ms": median}
             del params
             torch.cuda.empty_cache()
+    # The MoE layer trained in the step (cases/qwen3-moe.yaml), fp32.
+    E, K, T, H, F = 128, 8, 4096, 2048, 768
+    x = torch.randn(T, H, device=dev)
+    def layer(requires_grad):
+        shapes = [(E, H), (E, F, H), (E, F, H), (E, H, F)]
+        return [(torch.randn(*s, device=dev) / s[-1] ** 0.5).requires_grad_(
+            requires_grad) for s in shapes]
+    teacher, student = layer(False), layer(True)
+    best, median = timed(lambda: moe_step(x, teacher, student, K))
+    out["moe"] = {"fp32": {"min_ms": best, "median_ms": median}}
     json.dump(out, sys.stdout)
     print()
 
