@@ -104,6 +104,12 @@ try:
 except ValueError:
     peer = None
     print("\nno PyTorch results (peer.py failed): muir's times only")
+nan = float("nan")
+def median(name):
+    """The runner's median step time in work/NAME.txt (NaN if absent)."""
+    m = re.search(r"median_ms ([0-9.]+)",
+                  open(os.path.join(work, name + ".txt")).read())
+    return float(m.group(1)) if m else nan
 def ns_flops(shape, steps=5):
     *batch, m, n = shape
     b = 1
@@ -120,15 +126,12 @@ if peer:
           "TFLOP/s, bf16 %.1f TFLOP/s" % (
               peer["device"], peer["torch"], peer["gemm_tflops"]["fp32"],
               peer["gemm_tflops"]["bf16"]))
-nan = float("nan")
 print("%-20s %11s %11s %12s %14s %12s" % ("Muon step (NS5)", "muir ms", "torch ms",
       "torch/muir", "muir TFLOP/s", "of GEMM rate"))
 for c, shapes in cases.items():
     flops = sum(ns_flops(s) for s in shapes)
     for p in ["fp32", "bf16"]:
-        text = open(os.path.join(work, "%s-%s.txt" % (c, p))).read()
-        m = re.search(r"median_ms ([0-9.]+)", text)
-        muir = float(m.group(1)) if m else float("nan")
+        muir = median("%s-%s" % (c, p))
         torch = peer["cases"]["%s/%s" % (c, p)]["median_ms"] if peer else nan
         gemm = peer["gemm_tflops"][p] if peer else nan
         tflops = flops / (muir * 1e-3) / 1e12
@@ -145,37 +148,25 @@ print("\n%-20s %11s %11s %14s %14s" % ("MoE layer (ep 1)", "step ms",
 rows, hidden, ff = 4096 * 8, 2048, 768
 grouped = 10 * 2 * rows * hidden * ff
 for p in ["fp32", "bf16"]:
-    def median(c):
-        m = re.search(r"median_ms ([0-9.]+)",
-                      open(os.path.join(work, "%s-%s.txt" % (c, p))).read())
-        return float(m.group(1)) if m else nan
-    step, layer = median("qwen3-moe"), median("qwen3-layer")
-    moe = step - layer
+    step = median("qwen3-moe-" + p)
+    moe = step - median("qwen3-layer-" + p)
     print("%-20s %11.2f %11.2f %11.2f TF %14.1f" % (
         "qwen3-moe %s" % p, step, moe, grouped / 1e12,
         grouped / (moe * 1e-3) / 1e12))
-def nograph(tag):
-    m = re.search(r"median_ms ([0-9.]+)",
-                  open(os.path.join(work, "nograph-%s.txt" % tag)).read())
-    return float(m.group(1)) if m else nan
-layer = nograph("layer")
 for tag, what in (("moe", "runtime grouped"), ("cublas", "cuBLAS grouped")):
-    step = nograph(tag)
-    moe = step - layer
+    step = median("nograph-" + tag)
+    moe = step - median("nograph-layer")
     print("%-20s %11.2f %11.2f %11.2f TF %14.1f  (fp32, op by op)" % (
         what, step, moe, grouped / 1e12, grouped / (moe * 1e-3) / 1e12))
 # The peer: the same layer's forward (teacher and student), loss and
 # backward in PyTorch eager, fp32; against muir's layer in its graph.
 if peer and "moe" in peer:
     torch = peer["moe"]["fp32"]["median_ms"]
-    step = float(re.search(r"median_ms ([0-9.]+)", open(os.path.join(
-        work, "qwen3-moe-fp32.txt")).read()).group(1))
-    lay = float(re.search(r"median_ms ([0-9.]+)", open(os.path.join(
-        work, "qwen3-layer-fp32.txt")).read()).group(1))
+    layer = median("qwen3-moe-fp32") - median("qwen3-layer-fp32")
     print("%-20s %11s %11.2f %11.2f TF %14.1f  (PyTorch eager, fp32; "
           "torch/muir %.2fx)" % ("torch MoE layer", "", torch, grouped / 1e12,
                                 grouped / (torch * 1e-3) / 1e12,
-                                torch / (step - lay)))
+                                torch / layer))
 PY
 echo "check.sh: done in $((SECONDS - start)) s; correctness rc $test_rc"
 exit $test_rc

@@ -328,6 +328,7 @@ Value rowsBefore(OpBuilder &b, Location loc, Value r, int64_t n) {
 /// chunk): its first float and its floats an item.
 struct Chunk {
   Value offset, count;
+  Value before; ///< floats of an item's rows before the chunk's first
 };
 Chunk chunkAt(OpBuilder &b, Location loc, Value r0, Value r1, int64_t batch,
               int64_t n) {
@@ -335,7 +336,7 @@ Chunk chunkAt(OpBuilder &b, Location loc, Value r0, Value r1, int64_t batch,
   Value count = arith::SubIOp::create(b, loc, rowsBefore(b, loc, r1, n),
                                       before);
   return {arith::MulIOp::create(b, loc, before, cIndex(b, loc, batch)),
-          count};
+          count, before};
 }
 
 /// One thread per (item, row r in [r0, r1), column j) of the chunk; those
@@ -370,8 +371,8 @@ void triangleKernel(Operation *at, Value c, Value packed, Value r0, Value r1,
                               col));
   };
   // packed[offset + item * count + (rows of the chunk before r) + j - r]
-  Value inChunk = arith::SubIOp::create(tb, loc, rowsBefore(tb, loc, r, n),
-                                        rowsBefore(tb, loc, r0, n));
+  Value inChunk =
+      arith::SubIOp::create(tb, loc, rowsBefore(tb, loc, r, n), chunk.before);
   Value p = arith::AddIOp::create(
       tb, loc,
       arith::AddIOp::create(

@@ -1468,6 +1468,23 @@ extern "C" void muirrt_cuda_all_gather(int64_t axes_mask, const float *in,
         "pieces kernel");
 }
 
+namespace {
+/// Block j (`block` floats) of `send` to group rank j and block i of
+/// `recv` from group rank i: grouped sends and receives on the step stream.
+void exchangeBlocks(Group &g, const float *send, float *recv, int64_t block) {
+  check(ncclGroupStart(), "ncclGroupStart");
+  for (int64_t j = 0; j < g.size; ++j) {
+    check(ncclSend(send + j * block, static_cast<size_t>(block), ncclFloat,
+                   static_cast<int>(j), g.comm, state.stream),
+          "ncclSend");
+    check(ncclRecv(recv + j * block, static_cast<size_t>(block), ncclFloat,
+                   static_cast<int>(j), g.comm, state.stream),
+          "ncclRecv");
+  }
+  check(ncclGroupEnd(), "ncclGroupEnd");
+}
+} // namespace
+
 extern "C" void muirrt_cuda_reduce_scatter(int64_t axes_mask, int32_t op,
                                            const float *in, float *out,
                                            int64_t outer, int64_t inner) {
@@ -1484,16 +1501,7 @@ extern "C" void muirrt_cuda_reduce_scatter(int64_t axes_mask, int32_t op,
   check(muirrt_cuda_detail_pieces(in, send, g.size, outer, inner, 0,
                                   state.stream),
         "pieces kernel");
-  check(ncclGroupStart(), "ncclGroupStart");
-  for (int64_t j = 0; j < g.size; ++j) {
-    check(ncclSend(send + j * block, static_cast<size_t>(block), ncclFloat,
-                   static_cast<int>(j), g.comm, state.stream),
-          "ncclSend");
-    check(ncclRecv(recv + j * block, static_cast<size_t>(block), ncclFloat,
-                   static_cast<int>(j), g.comm, state.stream),
-          "ncclRecv");
-  }
-  check(ncclGroupEnd(), "ncclGroupEnd");
+  exchangeBlocks(g, send, recv, block);
   check(muirrt_cuda_detail_reduce_ordered(recv, g.size, block, op, out,
                                           state.stream),
         "ordered sum kernel");
@@ -1529,16 +1537,7 @@ extern "C" void muirrt_cuda_all_to_all(int64_t axes_mask, const float *in,
           "cudaMemcpyAsync");
     send = staged;
   }
-  check(ncclGroupStart(), "ncclGroupStart");
-  for (int64_t j = 0; j < g.size; ++j) {
-    check(ncclSend(send + j * count, static_cast<size_t>(count), ncclFloat,
-                   static_cast<int>(j), g.comm, state.stream),
-          "ncclSend");
-    check(ncclRecv(out + j * count, static_cast<size_t>(count), ncclFloat,
-                   static_cast<int>(j), g.comm, state.stream),
-          "ncclRecv");
-  }
-  check(ncclGroupEnd(), "ncclGroupEnd");
+  exchangeBlocks(g, send, out, count);
 }
 
 // Ragged rows to each group rank. The counts are host memory (FSDP's shard
