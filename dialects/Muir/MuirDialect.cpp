@@ -58,6 +58,145 @@ LogicalResult mlir::muir::verifyNoUnknownAttributes(Operation *op) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Discardable attributes
+//===----------------------------------------------------------------------===//
+
+/// A string attribute whose value is one of `allowed`.
+static LogicalResult checkOneOf(Operation *op, NamedAttribute attr,
+                                ArrayRef<StringRef> allowed,
+                                StringRef what) {
+  auto s = dyn_cast<StringAttr>(attr.getValue());
+  if (s && llvm::is_contained(allowed, s.getValue()))
+    return success();
+  InFlightDiagnostic diag = op->emitError("'")
+                            << attr.getName().getValue() << "' " << what
+                            << " must be one of: ";
+  llvm::interleaveComma(allowed, diag);
+  diag << "; got " << attr.getValue();
+  return diag;
+}
+
+/// Tensor names become file names (DIR/<name>.npy): non-empty relative
+/// paths without empty, "." or ".." parts.
+static bool isUsableName(StringRef name) {
+  if (name.empty() || name.starts_with("/") || name.contains('\0'))
+    return false;
+  SmallVector<StringRef> parts;
+  name.split(parts, '/');
+  return llvm::none_of(parts, [](StringRef p) {
+    return p.empty() || p == "." || p == "..";
+  });
+}
+
+static LogicalResult unknownAttribute(Operation *op, NamedAttribute attr,
+                                      StringRef where,
+                                      ArrayRef<StringRef> known) {
+  InFlightDiagnostic diag = op->emitError("unknown ")
+                            << where << " attribute '"
+                            << attr.getName().getValue()
+                            << "'; expected one of: ";
+  llvm::interleaveComma(known, diag);
+  return diag;
+}
+
+LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  if (name == "muir.entry" || name == "muir.per_rank" ||
+      name == "muir.local") {
+    if (!isa<UnitAttr>(value))
+      return op->emitError("'") << name << "' must be a unit attribute";
+    return success();
+  }
+  if (name == "muir.ns_mode")
+    return checkOneOf(op, attr,
+                      {"auto", "duplicated", "distributed", "resharded",
+                       "blockwise"},
+                      "(the Newton-Schulz mode)");
+  if (name == "muir.ns_why") {
+    if (!isa<StringAttr>(value))
+      return op->emitError("'muir.ns_why' must be a string");
+    return success();
+  }
+  if (name == "muir.dp_owner") {
+    auto i = dyn_cast<IntegerAttr>(value);
+    if (!i || i.getValue().isNegative())
+      return op->emitError("'muir.dp_owner' must be a non-negative integer "
+                           "(a data-parallel rank)");
+    return success();
+  }
+  return unknownAttribute(op, attr, "operation",
+                          {"muir.entry", "muir.per_rank", "muir.local",
+                           "muir.ns_mode", "muir.ns_why", "muir.dp_owner"});
+}
+
+LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned region,
+                                                    unsigned arg,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  if (name == "muir.name") {
+    auto s = dyn_cast<StringAttr>(value);
+    if (!s || !isUsableName(s.getValue()))
+      return op->emitError("argument ")
+             << arg << ": 'muir.name' must be a non-empty tensor name usable "
+             << "as a relative file name (no leading '/', no empty, '.' or "
+             << "'..' parts); got " << value;
+    return success();
+  }
+  if (name == "muir.role")
+    return checkOneOf(op, attr, {"param", "grad", "state", "data", "step"},
+                      "(the tensor's role)");
+  if (name == "muir.kind")
+    return checkOneOf(op, attr,
+                      {"attention", "mlp", "expert", "router", "embedding",
+                       "head", "norm", "bias", "other"},
+                      "(the parameter's kind)");
+  if (name == "muir.dtype")
+    return checkOneOf(op, attr, {"f32", "bf16", "f16"}, "(the dtype)");
+  if (name == "muir.split" || name == "muir.shards") {
+    auto list = dyn_cast<ArrayAttr>(value);
+    if (!list || !llvm::all_of(list, llvm::IsaPred<StringAttr>))
+      return op->emitError("argument ")
+             << arg << ": '" << name << "' must be a list of strings";
+    return success();
+  }
+  if (name == "muir.folding") {
+    if (!isa<StringAttr>(value))
+      return op->emitError("argument ")
+             << arg << ": 'muir.folding' must be a grid's name";
+    return success();
+  }
+  if (name == "muir.init_std") {
+    auto f = dyn_cast<FloatAttr>(value);
+    if (!f || !(f.getValueAsDouble() > 0) ||
+        !std::isfinite(f.getValueAsDouble()))
+      return op->emitError("argument ")
+             << arg << ": 'muir.init_std' must be a positive finite float";
+    return success();
+  }
+  return unknownAttribute(op, attr, "argument",
+                          {"muir.name", "muir.role", "muir.kind",
+                           "muir.dtype", "muir.split", "muir.shards",
+                           "muir.folding", "muir.init_std"});
+}
+
+LogicalResult MuirDialect::verifyRegionResultAttribute(Operation *op,
+                                                       unsigned region,
+                                                       unsigned result,
+                                                       NamedAttribute attr) {
+  if (attr.getName().getValue() != "muir.updates")
+    return unknownAttribute(op, attr, "result", {"muir.updates"});
+  auto s = dyn_cast<StringAttr>(attr.getValue());
+  if (!s || !isUsableName(s.getValue()))
+    return op->emitError("result ")
+           << result << ": 'muir.updates' must name the tensor it updates";
+  return success();
+}
+
 // Published coefficient sets. simple: Keller Jordan's quintic with one
 // triple; quintic: the five-step schedule used by the Muon reference
 // implementations; polar_express: Amsel et al., 2025 (last triple repeats).

@@ -21,6 +21,13 @@ def Muir_Dialect : Dialect {
     axes of a `muir.grid` (dp, tp, ep, ...) instead of rank lists.
   }];
   let useDefaultAttributePrinterParser = 1;
+  // The discardable `muir.*` attributes that carry a step's contract
+  // between the description, the passes and the runtime (a tensor's name
+  // and role on function arguments, muir.entry, muir.ns_mode, ...) are
+  // checked here: a misspelt or ill-typed one is an error, not ignored.
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
 }
 
 // Every muir op rejects attributes it does not know (see MuirDialect.h).

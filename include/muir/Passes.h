@@ -3,6 +3,8 @@
 #define MUIR_PASSES_H
 
 #include "Muir/MuirDialect.h"
+#include "muir/Analysis/CostModel.h"
+#include "muir/Support/Limits.h"
 #include "MuirExec/MuirExecDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -19,18 +21,35 @@
 
 namespace mlir::muir {
 
+/// The backend a step is compiled for.
+enum class Target { Cpu, Cuda };
+StringRef stringify(Target target);
+/// The values the target flags and pass options accept.
+llvm::cl::ValuesClass targetValues();
+
 #define GEN_PASS_DECL
 #include "muir/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION
 #include "muir/Passes.h.inc"
 
+/// The stages muir-compile writes that are MLIR modules.
+enum class Stage {
+  High,    ///< global shapes, muir ops (a per-rank program written as such too)
+  Planned, ///< distributed by muir-distribute (muir.per_rank), tensors
+  Exec,    ///< buffers and runtime calls (an entry with muir.entry)
+  LLVM     ///< the LLVM dialect
+};
+StringRef stringify(Stage stage);
+/// The stage of `module`, from what it holds.
+Stage detectStage(ModuleOp module);
+
 /// Options of the compile pipeline.
 struct PipelineOptions {
   bool probeUpdates = false;
-  std::string nsMode = "auto";  ///< muir-distribute's ns-mode
-  std::string machine = "cpu";  ///< the cost model's machine profile
-  std::string dpAssign = "greedy"; ///< muir-distribute's dp-assign
+  NSModeOption nsMode = NSModeOption::Auto; ///< muir-distribute's ns-mode
+  Machine machine = Machine::Cpu; ///< the cost model's machine profile
+  DpAssign dpAssign = DpAssign::Greedy; ///< muir-distribute's dp-assign
   bool syrk = true; ///< run muir-form-syrk (symmetric products as SYRK)
   bool batch = true; ///< run muir-batch-newton-schulz
   bool fuseAllReduce = true; ///< run muir-fuse-syrk-all-reduce (with syrk)
@@ -41,7 +60,7 @@ struct PipelineOptions {
 void buildToExecPipeline(OpPassManager &pm, const PipelineOptions &options);
 /// The backend the exec IR is lowered for.
 struct TargetOptions {
-  std::string target = "cpu";     ///< cpu or cuda
+  Target target = Target::Cpu;
   std::string cudaArch = "sm_90"; ///< the PTX target of the CUDA kernels
   std::string ptxFeatures = "+ptx80"; ///< the PTX ISA version to emit
 };

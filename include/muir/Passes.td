@@ -44,18 +44,18 @@ def MuirDistribute : Pass<"muir-distribute", "mlir::ModuleOp"> {
                            "mlir::tensor::TensorDialect",
                            "mlir::arith::ArithDialect"];
   let options = [
-    Option<"nsMode", "ns-mode", "std::string", /*default=*/"\"auto\"",
-           "Newton-Schulz of split matrices: auto (the cost model picks "
-           "duplicated, distributed or resharded), duplicated, distributed, "
-           "resharded (all_to_all to a split of the other dimension, "
-           "distributed, and back) or blockwise (an approximation); a "
-           "`muir.ns_mode` attribute on an update wins">,
-    Option<"machine", "machine", "std::string", /*default=*/"\"cpu\"",
-           "machine profile of the cost model: cpu, h200 or h200-bf16">,
-    Option<"dpAssign", "dp-assign", "std::string", /*default=*/"\"greedy\"",
+    Option<"nsMode", "ns-mode", "::mlir::muir::NSModeOption",
+           /*default=*/"::mlir::muir::NSModeOption::Auto",
+           "Newton-Schulz of split matrices (a `muir.ns_mode` attribute on "
+           "an update wins)", "::mlir::muir::nsModeValues()">,
+    Option<"machine", "machine", "::mlir::muir::Machine",
+           /*default=*/"::mlir::muir::Machine::Cpu",
+           "machine profile of the cost model",
+           "::mlir::muir::machineValues()">,
+    Option<"dpAssign", "dp-assign", "::mlir::muir::DpAssign",
+           /*default=*/"::mlir::muir::DpAssign::Greedy",
            "share Newton-Schulz of matrices out among the data-parallel "
-           "ranks: greedy (largest first to the least loaded), round-robin "
-           "(a baseline) or replicated (every rank runs every one)">,
+           "ranks", "::mlir::muir::dpAssignValues()">,
     Option<"dpAxis", "dp-axis", "std::string", /*default=*/"\"dp\"",
            "the grid axis of data parallelism">
   ];
@@ -90,8 +90,10 @@ def MuirFuseSyrkAllReduce
     Option<"chunkRows", "chunk-rows", "int64_t", /*default=*/"0",
            "rows per chunk (0: from the machine profile, about four chunks "
            "each worth several link latencies)">,
-    Option<"machine", "machine", "std::string", /*default=*/"\"cpu\"",
-           "machine profile for the default chunk: cpu, h200 or h200-bf16">
+    Option<"machine", "machine", "::mlir::muir::Machine",
+           /*default=*/"::mlir::muir::Machine::Cpu",
+           "machine profile for the default chunk",
+           "::mlir::muir::machineValues()">
   ];
 }
 
@@ -161,9 +163,10 @@ def MuirExecToRuntimeCalls
     static sizes as integers; declarations are added once per module.
   }];
   let options = [
-    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
-           "cpu (muirrt_*) or cuda (muirrt_cuda_*, device pointers; ops "
-           "without a CUDA runtime call are errors)">
+    Option<"target", "target", "::mlir::muir::Target",
+           /*default=*/"::mlir::muir::Target::Cpu",
+           "the runtime called (cuda: device pointers; ops without a CUDA "
+           "runtime call are errors)", "::mlir::muir::targetValues()">
   ];
   let dependentDialects = ["mlir::func::FuncDialect",
                            "mlir::memref::MemRefDialect",

@@ -16,14 +16,35 @@ const Link &MachineProfile::link(StringRef axis) const {
   return it == axes.end() ? otherAxes : it->second;
 }
 
-std::optional<MachineProfile> MachineProfile::get(StringRef name) {
-  if (name == "cpu") {
+StringRef mlir::muir::stringify(Machine machine) {
+  switch (machine) {
+  case Machine::Cpu:
+    return "cpu";
+  case Machine::H200:
+    return "h200";
+  case Machine::H200Bf16:
+    return "h200-bf16";
+  }
+  return "cpu";
+}
+
+llvm::cl::ValuesClass mlir::muir::machineValues() {
+  return llvm::cl::values(
+      clEnumValN(Machine::Cpu, "cpu", "this machine's CPUs (OpenBLAS, MPI)"),
+      clEnumValN(Machine::H200, "h200",
+                 "8 H200 per node, NVLink and InfiniBand, fp32 products"),
+      clEnumValN(Machine::H200Bf16, "h200-bf16",
+                 "as h200 with bf16 products (--cuda-bf16)"));
+}
+
+MachineProfile MachineProfile::get(Machine machine) {
+  if (machine == Machine::Cpu) {
     // Measured here: OpenBLAS sgemm ~150 GFLOP/s on 2 cores; OpenMPI's
     // shared-memory transport ~5 GB/s with a few microseconds per message.
     Link shm{5e-6, 5e9};
     return MachineProfile{"cpu", 150e9, {}, shm, /*ranksShareRate=*/true};
   }
-  if (name == "h200" || name == "h200-bf16") {
+  {
     // An 8-GPU HGX H200 node: NVLink 4 (~450 GB/s achieved per direction)
     // for tensor and expert axes, InfiniBand NDR (~45 GB/s per GPU) between
     // nodes for data-parallel and pipeline axes. The rate is cuBLAS's GEMM
@@ -31,8 +52,8 @@ std::optional<MachineProfile> MachineProfile::get(StringRef name) {
     // (bench/gpu/check.sh, torch.mm 8192^3): fp32 without TF32 50.9
     // TFLOP/s; bf16 inputs with fp32 accumulation (--cuda-bf16) 768.
     Link nvlink{3e-6, 450e9}, ib{8e-6, 45e9};
-    return MachineProfile{name.str(),
-                          name == "h200" ? 50.9e12 : 768e12,
+    return MachineProfile{stringify(machine).str(),
+                          machine == Machine::H200 ? 50.9e12 : 768e12,
                           {{"tp", nvlink},
                            {"ep", nvlink},
                            {"etp", nvlink},
@@ -41,7 +62,6 @@ std::optional<MachineProfile> MachineProfile::get(StringRef name) {
                            {"pp", ib}},
                           ib};
   }
-  return std::nullopt;
 }
 
 StringRef mlir::muir::stringify(NSMode mode) {
@@ -68,6 +88,43 @@ std::optional<NSMode> mlir::muir::symbolizeNSMode(StringRef name) {
   if (name == "resharded")
     return NSMode::Resharded;
   return std::nullopt;
+}
+
+StringRef mlir::muir::stringify(NSModeOption option) {
+  if (std::optional<NSMode> mode = fixedMode(option))
+    return stringify(*mode);
+  return "auto";
+}
+
+std::optional<NSMode> mlir::muir::fixedMode(NSModeOption option) {
+  switch (option) {
+  case NSModeOption::Auto:
+    return std::nullopt;
+  case NSModeOption::Duplicated:
+    return NSMode::Duplicated;
+  case NSModeOption::Distributed:
+    return NSMode::Distributed;
+  case NSModeOption::Resharded:
+    return NSMode::Resharded;
+  case NSModeOption::Blockwise:
+    return NSMode::Blockwise;
+  }
+  return std::nullopt;
+}
+
+llvm::cl::ValuesClass mlir::muir::nsModeValues() {
+  return llvm::cl::values(
+      clEnumValN(NSModeOption::Auto, "auto",
+                 "the cost model picks duplicated, distributed or resharded"),
+      clEnumValN(NSModeOption::Duplicated, "duplicated",
+                 "all-gather, the whole Newton-Schulz on every rank"),
+      clEnumValN(NSModeOption::Distributed, "distributed",
+                 "the Gram matrix all-reduced every step"),
+      clEnumValN(NSModeOption::Resharded, "resharded",
+                 "all_to_all to a split of the other dimension, "
+                 "distributed, and back"),
+      clEnumValN(NSModeOption::Blockwise, "blockwise",
+                 "Newton-Schulz of the local block (an approximation)"));
 }
 
 ModeCost NSCostModel::duplicated(const NSProblem &p) const {
@@ -173,6 +230,17 @@ StringRef mlir::muir::stringify(DpAssign policy) {
     return "replicated";
   }
   return "";
+}
+
+llvm::cl::ValuesClass mlir::muir::dpAssignValues() {
+  return llvm::cl::values(
+      clEnumValN(DpAssign::Greedy, "greedy",
+                 "each matrix on one dp rank, largest first to the least "
+                 "loaded"),
+      clEnumValN(DpAssign::RoundRobin, "round-robin",
+                 "each matrix on one dp rank, in turn (a baseline)"),
+      clEnumValN(DpAssign::Replicated, "replicated",
+                 "every dp rank runs every Newton-Schulz"));
 }
 
 std::optional<DpAssign> mlir::muir::symbolizeDpAssign(StringRef name) {

@@ -50,24 +50,10 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
                                           std::string &error) {
   PlanReport r;
   r.name = d.name;
-  auto profile = MachineProfile::get(options.machine);
-  if (!profile) {
-    error = "unknown machine profile '" + options.machine +
-            "' (expected cpu, h200 or h200-bf16)";
-    return failure();
-  }
-  std::optional<NSMode> fixedMode;
-  if (options.nsMode != "auto") {
-    fixedMode = symbolizeNSMode(options.nsMode);
-    if (!fixedMode) {
-      error = "unknown ns-mode '" + options.nsMode +
-              "' (expected auto, duplicated, distributed, resharded or "
-              "blockwise)";
-      return failure();
-    }
-  }
-  NSCostModel model(*profile, d.grid.numDevices());
-  r.machine = profile->name;
+  MachineProfile profile = MachineProfile::get(options.machine);
+  std::optional<NSMode> fixedMode = muir::fixedMode(options.nsMode);
+  NSCostModel model(profile, d.grid.numDevices());
+  r.machine = profile.name;
   for (const GridAxis &a : d.grid.axes)
     r.axes.push_back(a.name);
   for (const GridAxis &a : d.grid.moeAxes)
@@ -82,14 +68,8 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
   // Over dp, as muir-distribute shares Newton-Schulz out: Muon matrices of
   // the run's grid with no split on dp (layer-wise), or with an FSDP split
   // of a matrix dimension that no other split shares.
-  auto policy = symbolizeDpAssign(options.dpAssign);
-  if (!policy) {
-    error = "unknown dp-assign '" + options.dpAssign +
-            "' (expected greedy, round-robin or replicated)";
-    return failure();
-  }
   r.dp.axis = "dp";
-  r.dp.policy = *policy;
+  r.dp.policy = options.dpAssign;
   int64_t dpIndex = -1, dpStride = 1;
   for (auto [i, a] : llvm::enumerate(d.grid.axes))
     if (a.name == r.dp.axis) {
@@ -132,7 +112,7 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
             return axis && axis->size > 1;
           });
       if (a.optimizer != Optimizer::Muon || otherFolding ||
-          r.dp.ranks <= 1 || *policy == DpAssign::Replicated)
+          r.dp.ranks <= 1 || options.dpAssign == DpAssign::Replicated)
         continue;
       int64_t rank = p.shape.size();
       bool dpOther = false;
@@ -156,7 +136,7 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
                                         batch, a.muon.nsSteps));
       which.push_back(i);
     }
-    std::vector<int64_t> owners = assignToRanks(weights, r.dp.ranks, *policy);
+    std::vector<int64_t> owners = assignToRanks(weights, r.dp.ranks, options.dpAssign);
     r.dp.greedy = loadStats(
         weights, assignToRanks(weights, r.dp.ranks, DpAssign::Greedy),
         r.dp.ranks);
@@ -323,7 +303,7 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
           int64_t rows =
               options.chunkRows > 0
                   ? std::min(options.chunkRows, s)
-                  : gramChunkRows(profile->link(split->axis), s);
+                  : gramChunkRows(profile.link(split->axis), s);
           chunks = (s + rows - 1) / rows;
         }
         int64_t gramFloats =

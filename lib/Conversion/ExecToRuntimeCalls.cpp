@@ -214,12 +214,7 @@ struct ExecToRuntimeCallsPass
       if (isa<mx::MuirExecDialect>(op->getDialect()))
         ops.push_back(op);
     });
-    if (target != "cpu" && target != "cuda") {
-      module.emitError("muir-exec-to-runtime-calls: unknown target '")
-          << target << "' (cpu or cuda)";
-      return signalPassFailure();
-    }
-    bool cuda = target == "cuda";
+    bool cuda = target == mlir::muir::Target::Cuda;
     for (Operation *op : ops) {
       if (cuda && hasCudaKernels(op)) {
         op->emitOpError("becomes generated kernels for the CUDA target: run "

@@ -43,7 +43,7 @@ void mlir::muir::buildToExecPipeline(OpPassManager &pm,
 
 void mlir::muir::buildExecToLLVMPipeline(OpPassManager &pm,
                                          const TargetOptions &target) {
-  if (target.target == "cuda") {
+  if (target.target == Target::Cuda) {
     // Buffers on the device, element-wise kernels in gpu.launch, the rest
     // as muirrt_cuda_* calls; then upstream's NVVM pipeline outlines the
     // kernels, compiles them to PTX (no GPU or ptxas needed) and embeds it
@@ -51,7 +51,7 @@ void mlir::muir::buildExecToLLVMPipeline(OpPassManager &pm,
     // CUDA runtime provides. The entry keeps bare pointers.
     pm.addPass(createMuirExecToGPU());
     MuirExecToRuntimeCallsOptions calls;
-    calls.target = "cuda";
+    calls.target = Target::Cuda;
     pm.addPass(createMuirExecToRuntimeCalls(calls));
     // Spelled out rather than upstream's gpu-lower-to-nvvm-pipeline, whose
     // early convert-func-to-llvm gives the entry memref descriptors: the
@@ -95,17 +95,16 @@ struct ToExecOptions : public PassPipelineOptions<ToExecOptions> {
   Option<bool> probeUpdates{*this, "probe-updates",
                             llvm::cl::desc("record orthogonalised updates"),
                             llvm::cl::init(false)};
-  Option<std::string> nsMode{
-      *this, "ns-mode",
-      llvm::cl::desc("auto, duplicated, distributed, resharded or blockwise"),
-      llvm::cl::init("auto")};
-  Option<std::string> machine{*this, "machine",
-                              llvm::cl::desc("cost model profile: cpu, h200, h200-bf16"),
-                              llvm::cl::init("cpu")};
-  Option<std::string> dpAssign{
+  Option<NSModeOption> nsMode{
+      *this, "ns-mode", llvm::cl::desc("Newton-Schulz of split matrices"),
+      llvm::cl::init(NSModeOption::Auto), nsModeValues()};
+  Option<Machine> machine{*this, "machine",
+                          llvm::cl::desc("the cost model's machine profile"),
+                          llvm::cl::init(Machine::Cpu), machineValues()};
+  Option<DpAssign> dpAssign{
       *this, "dp-assign",
-      llvm::cl::desc("greedy, round-robin or replicated"),
-      llvm::cl::init("greedy")};
+      llvm::cl::desc("Newton-Schulz shared out over data-parallel ranks"),
+      llvm::cl::init(DpAssign::Greedy), dpAssignValues()};
   Option<bool> syrk{*this, "syrk",
                     llvm::cl::desc("symmetric products as SYRK"),
                     llvm::cl::init(true)};
@@ -137,6 +136,46 @@ void mlir::muir::registerMuirPassesAndPipelines() {
                                                  o.syrk, o.batch});
         buildExecToLLVMPipeline(pm);
       });
+}
+
+StringRef mlir::muir::stringify(Stage stage) {
+  switch (stage) {
+  case Stage::High:
+    return "high";
+  case Stage::Planned:
+    return "planned";
+  case Stage::Exec:
+    return "exec";
+  case Stage::LLVM:
+    return "llvm";
+  }
+  return "high";
+}
+
+Stage mlir::muir::detectStage(ModuleOp module) {
+  bool planned = false;
+  for (Operation &op : *module.getBody()) {
+    if (auto f = dyn_cast<LLVM::LLVMFuncOp>(op); f && !f.isExternal())
+      return Stage::LLVM;
+    if (auto f = dyn_cast<func::FuncOp>(op)) {
+      if (f->hasAttr("muir.entry"))
+        return Stage::Exec;
+      planned |= f->hasAttr("muir.per_rank");
+    }
+  }
+  return planned ? Stage::Planned : Stage::High;
+}
+
+StringRef mlir::muir::stringify(Target target) {
+  return target == Target::Cuda ? "cuda" : "cpu";
+}
+
+llvm::cl::ValuesClass mlir::muir::targetValues() {
+  return llvm::cl::values(
+      clEnumValN(Target::Cpu, "cpu",
+                 "OpenBLAS, MPI, kernels compiled through LLVM"),
+      clEnumValN(Target::Cuda, "cuda",
+                 "cuBLAS, NCCL, kernels as PTX embedded in the module"));
 }
 
 void mlir::muir::dropMuirArgAttrs(FunctionOpInterface function) {

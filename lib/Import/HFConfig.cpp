@@ -22,11 +22,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Import/Description.h"
+#include "muir/Support/Files.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
@@ -40,6 +42,7 @@
 
 using namespace mlir;
 using namespace mlir::muir::desc;
+using mlir::muir::readBoundedFile;
 
 namespace json = llvm::json;
 
@@ -80,20 +83,68 @@ std::string render(const json::Value &value) {
   return text;
 }
 
-/// Typed reads of the config's keys. The first problem is kept as the error;
-/// reads after it return placeholders, so a caller checks ok() once after a
-/// group of reads and before using the values.
+/// The 1-based line and column of top-level key `key` in the JSON `text`
+/// (llvm::json keeps no positions): a scan that skips strings and nested
+/// objects and arrays. Nothing when the key is not found.
+std::optional<std::pair<unsigned, unsigned>> keyPosition(StringRef text,
+                                                         StringRef key) {
+  int depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    } else if (c == '"') {
+      size_t start = i++;
+      while (i < text.size() && text[i] != '"')
+        i += text[i] == '\\' ? 2 : 1;
+      if (depth != 1 || i >= text.size() ||
+          text.slice(start + 1, i) != key)
+        continue;
+      size_t after = text.find_first_not_of(" \t\r\n", i + 1);
+      if (after == StringRef::npos || text[after] != ':')
+        continue;
+      StringRef before = text.take_front(start);
+      unsigned line = 1 + before.count('\n');
+      size_t lineStart = before.rfind('\n');
+      unsigned col = start - (lineStart == StringRef::npos ? 0 : lineStart + 1);
+      return std::make_pair(line, col + 1);
+    }
+  }
+  return std::nullopt;
+}
+
+/// Typed reads of the config's keys. Every problem is kept (one line each,
+/// "path:line:col: message" where the key is in the file); a key that is
+/// missing or bad reads as a placeholder and is remembered, so that checks
+/// that combine keys run only on good ones (valid()) and report
+/// independent problems only. A caller checks ok() before using values.
 class KeyReader {
 public:
-  KeyReader(StringRef path, StringRef modelType, const json::Object &object)
-      : path(path), modelType(modelType), object(object) {}
+  KeyReader(StringRef path, StringRef text, StringRef modelType,
+            const json::Object &object)
+      : path(path), text(text), modelType(modelType), object(object) {}
 
-  bool ok() const { return error.empty(); }
-  const std::string &getError() const { return error; }
+  bool ok() const { return errors.empty(); }
+  const std::vector<std::string> &getErrors() const { return errors; }
 
-  void fail(const Twine &message) {
-    if (ok())
-      error = (path + ": " + message).str();
+  /// A problem of the config as a whole (or of keys `about`, located at
+  /// the first of them).
+  void fail(const Twine &message, ArrayRef<StringRef> about = {}) {
+    for (StringRef key : about)
+      bad.insert(key);
+    std::string where = path.str();
+    if (!about.empty())
+      if (auto pos = keyPosition(text, about.front()))
+        where += ":" + std::to_string(pos->first) + ":" +
+                 std::to_string(pos->second);
+    errors.push_back(where + ": " + message.str());
+  }
+
+  /// True when every key in `keys` read well (present or defaulted).
+  bool valid(ArrayRef<StringRef> keys) const {
+    return llvm::none_of(keys, [&](StringRef k) { return bad.contains(k); });
   }
 
   /// True when `key` is present and not null.
@@ -139,7 +190,8 @@ public:
     std::optional<double> d = object.get(key)->getAsNumber();
     if (!d || !(*d > 0)) {
       fail("key '" + key + "' must be a positive number, got " +
-           render(*object.get(key)));
+               render(*object.get(key)),
+           key);
       return fallback;
     }
     return *d;
@@ -152,7 +204,8 @@ public:
     std::optional<bool> b = object.get(key)->getAsBoolean();
     if (!b) {
       fail("key '" + key + "' must be true or false, got " +
-           render(*object.get(key)));
+               render(*object.get(key)),
+           key);
       return fallback;
     }
     return *b;
@@ -165,7 +218,8 @@ public:
     std::optional<StringRef> s = object.get(key)->getAsString();
     if (!s) {
       fail("key '" + key + "' must be a string, got " +
-           render(*object.get(key)));
+               render(*object.get(key)),
+           key);
       return fallback.str();
     }
     return s->str();
@@ -180,14 +234,16 @@ public:
     const json::Array *array = v.getAsArray();
     if (!array) {
       fail("key '" + key + "' must be a list of layer indices, got " +
-           render(v));
+               render(v),
+           key);
       return result;
     }
     for (const json::Value &element : *array) {
       std::optional<int64_t> i = element.getAsInteger();
       if (!i || *i < 0) {
         fail("key '" + key + "' must be a list of layer indices, got " +
-             render(element) + " in it");
+                 render(element) + " in it",
+             key);
         return {};
       }
       result.push_back(*i);
@@ -199,6 +255,7 @@ private:
   void missing(StringRef key) {
     fail("missing key '" + key + "' (needed for model_type '" + modelType +
          "')");
+    bad.insert(key);
   }
 
   int64_t placeholder(int64_t min) const { return std::max<int64_t>(min, 1); }
@@ -207,21 +264,24 @@ private:
     std::optional<int64_t> i = v.getAsInteger();
     if (!i || *i < min) {
       fail("key '" + key + "' must be " +
-           (min == 0 ? "a non-negative integer" : "a positive integer") +
-           ", got " + render(v));
+               (min == 0 ? "a non-negative integer" : "a positive integer") +
+               ", got " + render(v),
+           key);
       return placeholder(min);
     }
     if (*i > kMaxValue) {
       fail("key '" + key + "' is " + Twine(*i) + ", more than the " +
-           Twine(kMaxValue) + " allowed");
+               Twine(kMaxValue) + " allowed",
+           key);
       return placeholder(min);
     }
     return *i;
   }
 
-  StringRef path, modelType;
+  StringRef path, text, modelType;
   const json::Object &object;
-  std::string error;
+  std::vector<std::string> errors;
+  llvm::StringSet<> bad;
 };
 
 /// Appends parameters and MoE layers to a description, checking that no
@@ -240,15 +300,19 @@ public:
     p.moeFolding = role == Role::Expert;
     p.loc.file = path.str();
     int64_t n = 1;
+    if (overflowed)
+      return;
     for (int64_t d : shape) {
       if (llvm::MulOverflow(n, d, n)) {
         keys.fail("parameter '" + p.name +
                   "' has too many elements to count in 64 bits");
+        overflowed = true;
         return;
       }
     }
     if (llvm::AddOverflow(total, n, total)) {
       keys.fail("the model has too many parameters to count in 64 bits");
+      overflowed = true;
       return;
     }
     desc.params.push_back(std::move(p));
@@ -304,6 +368,7 @@ private:
   KeyReader &keys;
   StringRef path;
   int64_t total = 0;
+  bool overflowed = false; ///< reported once; nothing added after it
 };
 
 /// The keys shared by every family.
@@ -319,9 +384,13 @@ Common readCommon(KeyReader &keys) {
   c.heads = keys.integer("num_attention_heads");
   c.vocab = keys.integer("vocab_size");
   c.tied = keys.booleanOr("tie_word_embeddings", false);
-  if (keys.ok() && c.layers > kMaxLayers)
-    keys.fail("key 'num_hidden_layers' is " + Twine(c.layers) + "; more than " +
-              Twine(kMaxLayers) + " layers is not supported");
+  if (c.layers > kMaxLayers) {
+    keys.fail("key 'num_hidden_layers' is " + Twine(c.layers) +
+                  "; more than " + Twine(kMaxLayers) +
+                  " layers is not supported",
+              {"num_hidden_layers"});
+    c.layers = 1;
+  }
   return c;
 }
 
@@ -350,20 +419,23 @@ DenseAttention readDenseAttention(KeyReader &keys, const Common &c,
     break;
   }
   a.qkNorm = family == Family::Qwen3 || family == Family::Qwen3Moe;
-  if (!keys.ok())
-    return a;
   if (!a.headDim) {
-    if (c.hidden % c.heads != 0) {
+    if (!keys.valid({"hidden_size", "num_attention_heads", "head_dim"}))
+      a.headDim = 1;
+    else if (c.hidden % c.heads != 0)
       keys.fail("hidden_size " + Twine(c.hidden) +
-                " is not a multiple of num_attention_heads " + Twine(c.heads) +
-                " and there is no head_dim");
-      return a;
-    }
-    a.headDim = c.hidden / c.heads;
+                    " is not a multiple of num_attention_heads " +
+                    Twine(c.heads) + " and there is no head_dim",
+                {"hidden_size", "num_attention_heads"});
+    else
+      a.headDim = c.hidden / c.heads;
   }
-  if (c.heads % a.kvHeads != 0)
+  if (keys.valid({"num_attention_heads", "num_key_value_heads"}) &&
+      c.heads % a.kvHeads != 0)
     keys.fail("num_attention_heads " + Twine(c.heads) +
-              " is not a multiple of num_key_value_heads " + Twine(a.kvHeads));
+                  " is not a multiple of num_key_value_heads " +
+                  Twine(a.kvHeads),
+              {"num_key_value_heads", "num_attention_heads"});
   return a;
 }
 
@@ -424,9 +496,10 @@ void importDense(ParamBuilder &b, KeyReader &keys, Family family) {
 /// A top-k that the experts can serve.
 void checkTopK(KeyReader &keys, int64_t topK, int64_t numExperts,
                StringRef expertsKey) {
-  if (keys.ok() && topK > numExperts)
-    keys.fail("num_experts_per_tok " + Twine(topK) + " exceeds " + expertsKey +
-              " " + Twine(numExperts));
+  if (keys.valid({"num_experts_per_tok", expertsKey}) && topK > numExperts)
+    keys.fail("num_experts_per_tok " + Twine(topK) + " exceeds " +
+                  expertsKey + " " + Twine(numExperts),
+              {"num_experts_per_tok", expertsKey});
 }
 
 void importQwen3Moe(ParamBuilder &b, KeyReader &keys) {
@@ -438,8 +511,6 @@ void importQwen3Moe(ParamBuilder &b, KeyReader &keys) {
   int64_t step = keys.integerOr("decoder_sparse_step", 1);
   SmallVector<int64_t> mlpOnly = keys.integerListOr("mlp_only_layers");
   checkTopK(keys, topK, numExperts, "num_experts");
-  if (!keys.ok())
-    return;
 
   auto isMoE = [&](int64_t i) {
     return !llvm::is_contained(mlpOnly, i) && (i + 1) % step == 0;
@@ -501,8 +572,6 @@ void importDeepSeek(ParamBuilder &b, KeyReader &keys) {
   bool attnBias = keys.booleanOr("attention_bias", false);
   int64_t firstMoE = keys.integer("first_k_dense_replace", /*min=*/0);
   int64_t freq = keys.integerOr("moe_layer_freq", 1);
-  if (!keys.ok())
-    return;
 
   auto isMoE = [&](int64_t i) { return i >= firstMoE && i % freq == 0; };
   bool anyDense = false, anyMoE = false;
@@ -525,21 +594,32 @@ void importDeepSeek(ParamBuilder &b, KeyReader &keys) {
     groupsPerToken = keys.integerOr("topk_group", 1);
     scaling = keys.numberOr("routed_scaling_factor", 1.0);
     correctionBias = keys.stringOr("topk_method", "noaux_tc") == "noaux_tc";
-    if (keys.ok() && scoring != "softmax" && scoring != "sigmoid")
+    if (keys.valid({"scoring_func"}) && scoring != "softmax" &&
+        scoring != "sigmoid")
       keys.fail(
           "key 'scoring_func' must be \"softmax\" or \"sigmoid\", got \"" +
-          scoring + "\"");
+              scoring + "\"",
+          {"scoring_func"});
     checkTopK(keys, topK, numExperts, "n_routed_experts");
-    if (keys.ok() && numExperts % groups != 0)
+    bool groupsValid = keys.valid({"n_routed_experts", "n_group"});
+    if (groupsValid && numExperts % groups != 0)
       keys.fail("n_routed_experts " + Twine(numExperts) +
-                " is not a multiple of n_group " + Twine(groups));
-    if (keys.ok() && groupsPerToken > groups)
+                    " is not a multiple of n_group " + Twine(groups),
+                {"n_group", "n_routed_experts"});
+    if (keys.valid({"topk_group", "n_group"}) && groupsPerToken > groups)
       keys.fail("topk_group " + Twine(groupsPerToken) + " exceeds n_group " +
-                Twine(groups));
-    if (keys.ok() && topK > groupsPerToken * (numExperts / groups))
+                    Twine(groups),
+                {"topk_group", "n_group"});
+    if (keys.valid({"num_experts_per_tok", "n_routed_experts", "n_group",
+                    "topk_group"}) &&
+        topK <= numExperts && groupsPerToken <= groups &&
+        numExperts % groups == 0 &&
+        topK > groupsPerToken * (numExperts / groups))
       keys.fail("num_experts_per_tok " + Twine(topK) +
-                " exceeds the experts of topk_group " + Twine(groupsPerToken) +
-                " groups of " + Twine(numExperts / groups));
+                    " exceeds the experts of topk_group " +
+                    Twine(groupsPerToken) + " groups of " +
+                    Twine(numExperts / groups),
+                {"num_experts_per_tok", "topk_group"});
   }
   if (!keys.ok())
     return;
@@ -610,48 +690,47 @@ std::string malformed(StringRef path, llvm::Error err) {
 
 } // namespace
 
-FailureOr<Description> mlir::muir::desc::importHFConfig(StringRef path,
-                                                        std::string &error) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+FailureOr<Description>
+mlir::muir::desc::importHFConfig(StringRef path,
+                                 std::vector<std::string> &errors) {
+  std::string error;
+  auto buffer = readBoundedFile(path, error);
   if (!buffer) {
-    error =
-        ("cannot open '" + path + "': " + buffer.getError().message()).str();
+    errors.push_back(error);
     return failure();
   }
+  return importHFConfigText(buffer->getBuffer(), path, errors);
+}
 
-  llvm::Expected<json::Value> root = json::parse((*buffer)->getBuffer());
-  if (!root) {
-    error = malformed(path, root.takeError());
+FailureOr<Description>
+mlir::muir::desc::importHFConfigText(StringRef text, StringRef path,
+                                     std::vector<std::string> &errors) {
+  auto fail = [&](const Twine &message) {
+    errors.push_back(message.str());
     return failure();
-  }
+  };
+  llvm::Expected<json::Value> root = json::parse(text);
+  if (!root)
+    return fail(malformed(path, root.takeError()));
   const json::Object *object = root->getAsObject();
-  if (!object) {
-    error = (path + ": expected a JSON object at the top level, got " +
-             render(*root))
-                .str();
-    return failure();
-  }
-
+  if (!object)
+    return fail(path + ": expected a JSON object at the top level, got " +
+                render(*root));
   const json::Value *typeValue = object->get("model_type");
-  if (!typeValue) {
-    error = (path + ": missing key 'model_type'").str();
-    return failure();
-  }
+  if (!typeValue)
+    return fail(path + ": missing key 'model_type'");
+  std::string where = path.str();
+  if (auto pos = keyPosition(text, "model_type"))
+    where += ":" + std::to_string(pos->first) + ":" +
+             std::to_string(pos->second);
   std::optional<StringRef> modelType = typeValue->getAsString();
-  if (!modelType) {
-    error = (path + ": key 'model_type' must be a string, got " +
-             render(*typeValue))
-                .str();
-    return failure();
-  }
+  if (!modelType)
+    return fail(where + ": key 'model_type' must be a string, got " +
+                render(*typeValue));
   std::optional<Family> family = familyOf(*modelType);
-  if (!family) {
-    error = (path + ": unknown model_type '" + *modelType +
-             "'; supported: " + kSupported)
-                .str();
-    return failure();
-  }
+  if (!family)
+    return fail(where + ": unknown model_type '" + *modelType +
+                "'; supported: " + kSupported);
 
   Description desc;
   desc.name = (*modelType + "." + llvm::sys::path::stem(path)).str();
@@ -663,7 +742,7 @@ FailureOr<Description> mlir::muir::desc::importHFConfig(StringRef path,
   dp.loc.file = path.str();
   desc.grid.axes.push_back(std::move(dp));
 
-  KeyReader keys(path, *modelType, *object);
+  KeyReader keys(path, text, *modelType, *object);
   ParamBuilder builder(desc, keys, path);
   switch (*family) {
   case Family::Llama:
@@ -683,7 +762,7 @@ FailureOr<Description> mlir::muir::desc::importHFConfig(StringRef path,
     break;
   }
   if (!keys.ok()) {
-    error = keys.getError();
+    llvm::append_range(errors, keys.getErrors());
     return failure();
   }
   return desc;

@@ -116,30 +116,28 @@ struct Job {
   double weight = 0;
 };
 
+/// Whether a function was written per rank: an argument has its rank's
+/// shape and says how it splits (`muir.split`).
+bool isPerRank(func::FuncOp func) {
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (func.getArgAttr(i, "muir.split"))
+      return true;
+  return false;
+}
+
 struct DistributePass
     : public mlir::muir::impl::MuirDistributeBase<DistributePass> {
   using Base::Base;
 
-  NSCostModel model{*MachineProfile::get("cpu")};
+  NSCostModel model{MachineProfile::get(Machine::Cpu)};
   DpAssign policy = DpAssign::Greedy;
   GridOp grid;
   FlatSymbolRefAttr gridRef;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto profile = MachineProfile::get(machine);
-    if (!profile) {
-      module.emitError("unknown machine profile '")
-          << machine << "' (expected cpu, h200 or h200-bf16)";
-      return signalPassFailure();
-    }
-    auto assign = symbolizeDpAssign(dpAssign);
-    if (!assign) {
-      module.emitError("unknown dp-assign '")
-          << dpAssign << "' (expected greedy, round-robin or replicated)";
-      return signalPassFailure();
-    }
-    policy = *assign;
+    MachineProfile profile = MachineProfile::get(machine);
+    policy = dpAssign;
     auto grids = module.getOps<GridOp>();
     if (grids.empty())
       return;
@@ -147,11 +145,18 @@ struct DistributePass
     int64_t ranks = 1;
     for (int64_t s : grid.getShape())
       ranks *= s;
-    model = NSCostModel(*profile, ranks);
+    model = NSCostModel(profile, ranks);
     gridRef = FlatSymbolRefAttr::get(grid.getSymNameAttr());
-    for (auto func : module.getOps<func::FuncOp>())
-      if (!func.isExternal() && failed(distribute(func)))
+    for (auto func : module.getOps<func::FuncOp>()) {
+      // A per-rank program already (distributed before, an exec entry, or
+      // written per rank with muir.split): its shapes are the rank's own.
+      if (func.isExternal() || func->hasAttr("muir.per_rank") ||
+          func->hasAttr("muir.entry") || isPerRank(func))
+        continue;
+      if (failed(distribute(func)))
         return signalPassFailure();
+      func->setAttr("muir.per_rank", UnitAttr::get(func.getContext()));
+    }
   }
 
   int64_t dpGroup() {
@@ -328,10 +333,17 @@ struct DistributePass
       for (const Shard &s : job.nsShards)
         if (isMatrixDim(s))
           matrixShards.push_back(&s);
-      StringRef requested = nsMode;
-      if (auto attr = op->getAttrOfType<StringAttr>("muir.ns_mode"))
-        requested = attr.getValue();
-      if (requested == "auto") {
+      // The update's own muir.ns_mode wins over the pass option.
+      std::optional<NSMode> requested = fixedMode(nsMode);
+      if (auto attr = op->getAttrOfType<StringAttr>("muir.ns_mode")) {
+        requested = symbolizeNSMode(attr.getValue());
+        if (!requested && attr.getValue() != "auto")
+          return op.emitOpError("unknown muir.ns_mode '")
+                 << attr.getValue()
+                 << "' (expected auto, duplicated, distributed, resharded or "
+                    "blockwise)";
+      }
+      if (!requested) {
         if (matrixShards.size() == 1) {
           const Shard &s = *matrixShards.front();
           // The model sees the matrix the NS spans (after an FSDP gather).
@@ -346,8 +358,8 @@ struct DistributePass
         } else {
           job.why = "split on both matrix dimensions: duplicated";
         }
-      } else if (auto explicitMode = symbolizeNSMode(requested)) {
-        job.mode = *explicitMode;
+      } else {
+        job.mode = *requested;
         job.why = "requested";
         if ((job.mode == NSMode::Distributed ||
              job.mode == NSMode::Resharded) &&
@@ -364,11 +376,6 @@ struct DistributePass
                                   "matrix whose other dimension ")
                    << s.axis << "=" << s.group << " divides";
         }
-      } else {
-        return op.emitOpError("unknown ns-mode '")
-               << requested
-               << "' (expected auto, duplicated, distributed, resharded or "
-                  "blockwise)";
       }
     } else if (!job.fsdp && job.owner < 0) {
       // Neither split nor spread: muir-decompose-optimizers expands it.

@@ -29,12 +29,7 @@ struct FuseSyrkAllReducePass
   using Base::Base;
 
   void runOnOperation() override {
-    auto profile = MachineProfile::get(machine);
-    if (!profile) {
-      getOperation().emitError("unknown machine profile '")
-          << machine << "' (expected cpu, h200 or h200-bf16)";
-      return signalPassFailure();
-    }
+    MachineProfile profile = MachineProfile::get(machine);
     if (chunkRows < 0) {
       getOperation().emitError("chunk-rows must be >= 0, got ")
           << static_cast<int64_t>(chunkRows);
@@ -50,7 +45,7 @@ struct FuseSyrkAllReducePass
         continue;
       auto type = syrk.getType();
       int64_t s = type.getDimSize(type.getRank() - 1);
-      int64_t rows = chunkRows ? chunkRows : defaultChunk(*profile, ar, s);
+      int64_t rows = chunkRows ? chunkRows : defaultChunk(profile, ar, s);
       OpBuilder b(ar);
       auto fused = SyrkAllReduceOp::create(
           b, ar.getLoc(), type, ar.getGridAttr(), ar.getGridAxesAttr(),

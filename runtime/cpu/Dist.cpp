@@ -138,6 +138,9 @@ int fail(std::string message) {
 // muirrt_set_abort_hook's function, run once before the run ends.
 void (*abortHook)(void) = nullptr;
 
+// The run ends with exit status 1 and the message already printed, nothing
+// else: no abort() (a crash report, a core), no MPI_Abort (its banner).
+// Under mpirun, a rank that exits non-zero makes mpirun end the others.
 [[noreturn]] void abortRun() {
   if (void (*hook)(void) = abortHook) {
     abortHook = nullptr;
@@ -145,14 +148,7 @@ void (*abortHook)(void) = nullptr;
   }
   std::fflush(stdout);
   std::fflush(stderr);
-#if MUIR_RT_HAVE_MPI
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (initialized && !finalized)
-    MPI_Abort(MPI_COMM_WORLD, 1);
-#endif
-  std::abort();
+  std::_Exit(1);
 }
 
 [[noreturn]] void fatal(const char *fn, const std::string &why) {
@@ -834,6 +830,22 @@ extern "C" void muirrt_dist_barrier(void) {
   if (state.ready && state.size > 1)
     checkMpi(MPI_Barrier(state.world), "MPI_Barrier");
 #endif
+}
+
+// Control, not data: not counted in the collectives' counters.
+extern "C" int32_t muirrt_dist_any(int32_t mine) {
+  int32_t any = mine != 0;
+#if MUIR_RT_HAVE_MPI
+  if (state.ready && state.size > 1) {
+    // Under the watchdog: a rank that never comes must not hang the others.
+    guardedCollective("muirrt_dist_any", [&] {
+      checkMpi(MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT32_T, MPI_MAX,
+                             state.world),
+               "MPI_Allreduce");
+    });
+  }
+#endif
+  return any;
 }
 
 // Frees our communicators; finalizes MPI only if muirrt_dist_init

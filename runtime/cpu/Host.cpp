@@ -265,6 +265,77 @@ int checkFileName(const std::string &name) {
   return 0;
 }
 
+// What lies at `path`, not following a symbolic link there.
+enum class Entry { None, File, Directory, Link, Other };
+Entry entryAt(const std::string &path, int &err) {
+  struct stat st;
+  err = 0;
+  if (::lstat(path.c_str(), &st) != 0) {
+    err = errno;
+    return Entry::None;
+  }
+  if (S_ISLNK(st.st_mode))
+    return Entry::Link;
+  if (S_ISDIR(st.st_mode))
+    return Entry::Directory;
+  return S_ISREG(st.st_mode) ? Entry::File : Entry::Other;
+}
+
+// Checks that DIR/<name>.npy can take a new file without following a link
+// out of DIR or replacing anything but a regular file: each folder on the
+// way (tensor names with '/') is absent or a real directory, the file is
+// absent or a regular file. Folders that would be created are appended to
+// `missing` (outermost first).
+int checkDumpTarget(const std::string &base, const std::string &name,
+                    std::vector<std::string> *missing) {
+  if (int rc = checkFileName(name))
+    return rc;
+  int err = 0;
+  size_t slash = 0;
+  bool creating = false;
+  while ((slash = name.find('/', slash)) != std::string::npos) {
+    std::string dir = joinPath(base, name.substr(0, slash++));
+    if (creating) {
+      if (missing)
+        missing->push_back(dir);
+      continue;
+    }
+    switch (entryAt(dir, err)) {
+    case Entry::Directory:
+      continue;
+    case Entry::None:
+      if (err != ENOENT)
+        return fail(dir + ": cannot stat: " + errnoText(err));
+      creating = true;
+      if (missing)
+        missing->push_back(dir);
+      continue;
+    case Entry::Link:
+      return fail(dir + ": is a symbolic link; muir does not follow links "
+                        "inside the dump directory");
+    default:
+      return fail(dir + ": exists and is not a directory");
+    }
+  }
+  if (creating)
+    return 0;
+  std::string path = joinPath(base, name + ".npy");
+  switch (entryAt(path, err)) {
+  case Entry::None:
+    return err == ENOENT ? 0 : fail(path + ": cannot stat: " + errnoText(err));
+  case Entry::File:
+    return 0;
+  case Entry::Directory:
+    return fail(path + ": is a directory; muir replaces only a regular file");
+  case Entry::Link:
+    return fail(path + ": is a symbolic link; muir replaces only a regular "
+                       "file");
+  default:
+    return fail(path + ": is not a regular file; muir replaces only a "
+                       "regular file");
+  }
+}
+
 std::string tempPathFor(const std::string &path) {
   return path + ".tmp." + std::to_string(static_cast<long long>(::getpid()));
 }
@@ -274,6 +345,7 @@ std::string tempPathFor(const std::string &path) {
 //===----------------------------------------------------------------------===//
 
 const char kMagic[] = "\x93NUMPY";
+constexpr size_t kMaxHeaderLen = 10000;
 constexpr size_t kMagicLen = 6;
 
 struct NpyHeader {
@@ -459,6 +531,18 @@ int readNpyHeader(int fd, const std::string &path, NpyHeader &h) {
   size_t headerLen = 0;
   for (size_t i = 0; i < lenBytes; ++i)
     headerLen |= static_cast<size_t>(pre[8 + i]) << (8 * i);
+  // NumPy itself refuses headers over 10000 bytes (numpy.load's
+  // max_header_size); and the file must hold the header it announces,
+  // checked before the header is read into memory.
+  if (headerLen > kMaxHeaderLen)
+    return fail(path + ": .npy header of " + std::to_string(headerLen) +
+                " bytes is larger than the " + std::to_string(kMaxHeaderLen) +
+                " NumPy reads");
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    return fail(path + ": cannot stat: " + errnoText(errno));
+  if (static_cast<uint64_t>(st.st_size) < 8 + lenBytes + headerLen)
+    return fail(path + ": truncated .npy header");
   std::string header(headerLen, '\0');
   got = readFull(fd, &header[0], headerLen);
   if (got < 0)
@@ -470,9 +554,6 @@ int readNpyHeader(int fd, const std::string &path, NpyHeader &h) {
     return rc;
   h.dataOffset = 8 + lenBytes + headerLen;
 
-  struct stat st;
-  if (::fstat(fd, &st) != 0)
-    return fail(path + ": cannot stat: " + errnoText(errno));
   int64_t expected = h.numel * static_cast<int64_t>(sizeof(float));
   int64_t available =
       static_cast<int64_t>(st.st_size) - static_cast<int64_t>(h.dataOffset);
@@ -851,54 +932,130 @@ extern "C" int muirrt_check_dump_dir(const char *dir) {
   });
 }
 
+extern "C" int muirrt_check_dump(const char *dir, const char *const *names,
+                                 int32_t count) {
+  return guarded([&]() -> int {
+    if (!dir || !*dir)
+      return fail("muirrt_check_dump: empty directory path");
+    std::string base = dir;
+    // DIR, or the nearest folder above it that exists, must take writes.
+    std::string existing = base;
+    int err = 0;
+    while (true) {
+      struct stat st;
+      if (::stat(existing.c_str(), &st) == 0) {
+        if (!S_ISDIR(st.st_mode))
+          return fail("cannot write in directory '" + existing +
+                      "': " + errnoText(ENOTDIR));
+        break;
+      }
+      err = errno;
+      if (err != ENOENT)
+        return fail("'" + existing + "': " + errnoText(err));
+      size_t slash = existing.find_last_of('/');
+      existing = slash == std::string::npos ? "."
+                 : slash == 0               ? "/"
+                                            : existing.substr(0, slash);
+    }
+    if (::access(existing.c_str(), W_OK | X_OK) != 0)
+      return fail("cannot write in directory '" + existing +
+                  "': " + errnoText(errno));
+    if (existing != base)
+      return 0; // DIR will be new: nothing in it can be in the way
+    for (int32_t i = 0; i < count; ++i)
+      if (int rc = checkDumpTarget(base, names[i] ? names[i] : "", nullptr))
+        return rc;
+    return 0;
+  });
+}
+
 extern "C" int muirrt_dump_dir(const MuirRtContext *ctx, const char *dir) {
-  // Temporaries written so far; removed on any failure.
+  // Temporaries written so far, the folders this call created, and the
+  // previous files kept (hard links) until every new one is in place.
   std::vector<std::pair<std::string, std::string>> pending;
-  auto removeTemps = [&](size_t from) {
-    for (size_t i = from; i < pending.size(); ++i)
-      ::unlink(pending[i].first.c_str());
-  };
+  std::vector<std::string> created, backups;
   size_t renamed = 0;
+  auto rollBack = [&] {
+    // Files already renamed into place go back to their previous version
+    // (or away, if there was none); temporaries and new folders go.
+    for (size_t i = 0; i < renamed; ++i) {
+      if (!backups[i].empty())
+        ::rename(backups[i].c_str(), pending[i].second.c_str());
+      else
+        ::unlink(pending[i].second.c_str());
+    }
+    for (size_t i = renamed; i < pending.size(); ++i) {
+      ::unlink(pending[i].first.c_str());
+      if (i < backups.size() && !backups[i].empty())
+        ::unlink(backups[i].c_str());
+    }
+    for (auto it = created.rbegin(); it != created.rend(); ++it)
+      ::rmdir(it->c_str());
+  };
   int rc = guarded([&]() -> int {
     if (!ctx)
       return fail("muirrt_dump_dir: null context");
     if (!dir || !*dir)
       return fail("muirrt_dump_dir: empty directory path");
     std::string base = dir;
+    // Every target is checked before anything is written: a folder or a
+    // link in the way fails the dump with nothing changed.
+    std::vector<std::string> missing;
     for (const Tensor &t : ctx->tensors)
-      if (int rc = checkFileName(t.name))
+      if (int rc = checkDumpTarget(base, t.name, &missing))
         return rc;
-    if (int rc = makeDirs(base))
-      return rc;
+    int err = 0;
+    if (entryAt(base, err) == Entry::None && err == ENOENT) {
+      if (int rc = makeDirs(base))
+        return rc;
+      created.push_back(base);
+    }
+    for (const std::string &d : missing) {
+      if (::mkdir(d.c_str(), 0777) == 0)
+        created.push_back(d);
+      else if (errno != EEXIST)
+        return fail("cannot create directory '" + d + "': " + errnoText(errno));
+    }
     pending.reserve(ctx->tensors.size());
 
     // Phase 1: every tensor to a temporary next to its final name, so a
     // failure (full disk, bad folder) leaves the previous dump untouched.
     for (const Tensor &t : ctx->tensors) {
       std::string path = joinPath(base, t.name + ".npy");
-      size_t slash = t.name.rfind('/');
-      if (slash != std::string::npos)
-        if (int rc = makeDirs(joinPath(base, t.name.substr(0, slash))))
-          return rc;
       std::string tmp = tempPathFor(path);
       if (int rc = writeNpyFile(tmp, t.data.get(), t.rank, t.shape))
         return rc;
       pending.emplace_back(tmp, path);
     }
 
-    // Phase 2: rename() is atomic, so each file is either the old or the
-    // complete new version.
-    for (; renamed < pending.size(); ++renamed) {
-      if (int rc =
-              renameInto(pending[renamed].first, pending[renamed].second)) {
-        ++renamed; // renameInto already removed this temporary
-        return rc;
-      }
+    // Phase 2: keep each previous file under a second name (a hard link),
+    // then rename() the new one over it; a failure puts every previous
+    // file back, so the dump is all new or all old.
+    backups.assign(pending.size(), "");
+    for (size_t i = 0; i < pending.size(); ++i) {
+      const std::string &path = pending[i].second;
+      if (entryAt(path, err) != Entry::File)
+        continue;
+      std::string keep = path + ".old." +
+                         std::to_string(static_cast<long long>(::getpid()));
+      if (::link(path.c_str(), keep.c_str()) != 0)
+        return fail(path + ": cannot keep the previous file: " +
+                    errnoText(errno));
+      backups[i] = keep;
     }
+    for (; renamed < pending.size(); ++renamed)
+      if (::rename(pending[renamed].first.c_str(),
+                   pending[renamed].second.c_str()) != 0)
+        return fail(pending[renamed].second + ": cannot rename '" +
+                    pending[renamed].first +
+                    "' into place: " + errnoText(errno));
+    for (const std::string &keep : backups)
+      if (!keep.empty())
+        ::unlink(keep.c_str());
     return 0;
   });
   if (rc != 0)
-    removeTemps(renamed);
+    rollBack();
   return rc;
 }
 
@@ -956,6 +1113,27 @@ extern "C" int muirrt_npy_write_atomic(const char *path, const float *data,
 //===----------------------------------------------------------------------===//
 // Metrics
 //===----------------------------------------------------------------------===//
+
+extern "C" int64_t muirrt_first_nonfinite(const float *x, int64_t numel) {
+  // Exponent bits all ones: infinity or NaN. Blocks of 4096 with an
+  // OR-reduction the compiler vectorises; the index is found in the block.
+  constexpr uint32_t kExponent = 0x7f800000u;
+  const int64_t block = 4096;
+  for (int64_t start = 0; start < numel; start += block) {
+    int64_t end = std::min(numel, start + block);
+    uint32_t any = 0;
+    for (int64_t i = start; i < end; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, x + i, sizeof(bits));
+      any |= (bits & kExponent) == kExponent;
+    }
+    if (any)
+      for (int64_t i = start; i < end; ++i)
+        if (!std::isfinite(x[i]))
+          return i;
+  }
+  return -1;
+}
 
 extern "C" double muirrt_orthogonality_error(const float *x, int64_t m,
                                              int64_t n) {

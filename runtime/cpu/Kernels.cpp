@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -59,9 +60,8 @@ void countOther() {
 // silently truncating a dimension.
 blasint toBlas(int64_t v, const char *kernel) {
   if (v < 0 || v > static_cast<int64_t>(INT_MAX)) {
-    std::fprintf(stderr, "muirrt: %s: dimension %lld out of BLAS range\n",
-                 kernel, static_cast<long long>(v));
-    std::abort();
+    std::string why = "dimension " + std::to_string(v) + " out of BLAS range";
+    muirrt_abort_run(kernel, why.c_str());
   }
   return static_cast<blasint>(v);
 }
@@ -235,10 +235,10 @@ extern "C" void muirrt_ssyrk_rows(int64_t batch, int32_t trans, int64_t n,
                                   int64_t row_end) {
   const char *name = "muirrt_ssyrk_rows";
   if (row_begin < 0 || row_begin > row_end || row_end > n) {
-    std::fprintf(stderr, "muirrt: %s: rows [%lld, %lld) not within [0, %lld]\n",
-                 name, static_cast<long long>(row_begin),
-                 static_cast<long long>(row_end), static_cast<long long>(n));
-    std::abort();
+    std::string why = "rows [" + std::to_string(row_begin) + ", " +
+                      std::to_string(row_end) + ") not within [0, " +
+                      std::to_string(n) + "]";
+    muirrt_abort_run(name, why.c_str());
   }
   if (batch <= 0 || n <= 0 || k < 0 || row_begin == row_end)
     return;

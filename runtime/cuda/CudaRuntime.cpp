@@ -194,8 +194,11 @@ int fail(const std::string &why) {
 
 [[noreturn]] void fatal(const std::string &what) {
   std::fprintf(stderr, "muir cuda runtime: %s\n", what.c_str());
+  std::fflush(stdout);
   std::fflush(stderr);
-  std::abort();
+  // Exit status 1 and the message, nothing else (no abort(): a crash
+  // report; under mpirun a non-zero exit ends the other ranks).
+  std::_Exit(1);
 }
 
 void check(cudaError_t e, const char *call) {

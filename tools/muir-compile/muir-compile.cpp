@@ -10,6 +10,7 @@
 #include "muir/Import/Description.h"
 #include "muir/Driver/PipelineFlags.h"
 #include "muir/Passes.h"
+#include "muir/Support/Files.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Verifier.h"
@@ -85,10 +86,10 @@ static cl::opt<std::string>
                cl::value_desc("FILE"), cl::init(""),
     cl::cat(muir::muirFlagCategory()));
 static muir::PipelineFlags flags;
-static cl::opt<std::string>
-    machine("machine", cl::desc("cost-model machine profile: cpu, h200 (fp32 products) or h200-bf16 (bf16 inputs, --cuda-bf16)"),
-            cl::init("cpu"),
-    cl::cat(muir::muirFlagCategory()));
+static cl::opt<muir::Machine>
+    machine("machine", cl::desc("the cost model's machine profile"),
+            cl::init(muir::Machine::Cpu), muir::machineValues(),
+            cl::cat(muir::muirFlagCategory()));
 static cl::opt<bool> quiet("quiet", cl::desc("no readable report table"),
                            cl::init(false),
     cl::cat(muir::muirFlagCategory()));
@@ -235,7 +236,7 @@ int main(int argc, char **argv) {
                    << " s\n";
   };
 
-  if (emit == Emit::PTX && flags.target != "cuda")
+  if (emit == Emit::PTX && flags.target != muir::Target::Cuda)
     return fail("--emit=ptx needs --target=cuda");
   if (emit == Emit::Object && outputFile == "-")
     return fail("--emit=object needs -o FILE");
@@ -243,18 +244,49 @@ int main(int argc, char **argv) {
     return fail(inputFile.empty()
                     ? "no input: give a description file or --hf config.json"
                     : "give either a description file or --hf, not both");
+  if (layout.getNumOccurrences() && layout.empty())
+    return fail("--layout is empty: give the grid's axes, e.g. "
+                "--layout dp=2,tp=2 (or leave the flag out to keep the "
+                "description's grid)");
+  // Every output is checked against the others and the input before any
+  // work: none may overwrite another or what is read.
+  {
+    std::vector<std::pair<std::string, std::string>> outputs;
+    if (emit != Emit::None)
+      outputs.push_back({"-o", outputFile});
+    if (!reportFile.empty())
+      outputs.push_back({"--report", reportFile});
+    StringRef input = hfConfig.empty() ? inputFile : hfConfig;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const auto &[flag, path] = outputs[i];
+      if (muir::samePath(path, input))
+        return fail(flag + " '" + path + "' is the input file; write the " +
+                    "output elsewhere");
+      for (size_t j = 0; j < i; ++j)
+        if (muir::samePath(path, outputs[j].second))
+          return fail(outputs[j].first + " and " + flag + " both write " +
+                      (path == "-" ? std::string("to stdout")
+                                   : "'" + path + "'") +
+                      "; give them different files");
+    }
+  }
 
   // Read the description.
   llvm::SourceMgr sourceMgr;
   FailureOr<muir::desc::Description> desc = failure();
   if (!hfConfig.empty()) {
-    std::string error;
-    desc = muir::desc::importHFConfig(hfConfig, error);
-    if (failed(desc))
-      return fail(error);
+    std::vector<std::string> errors;
+    desc = muir::desc::importHFConfig(hfConfig, errors);
+    if (failed(desc)) {
+      for (const std::string &e : errors)
+        llvm::WithColor::error(llvm::errs(), "muir-compile") << e << "\n";
+      if (errors.size() > 1)
+        llvm::errs() << errors.size() << " errors in " << hfConfig << "\n";
+      return 1;
+    }
   } else {
     std::string error;
-    auto file = openInputFile(inputFile, &error);
+    auto file = muir::readBoundedFile(inputFile, error);
     if (!file)
       return fail(error);
     unsigned id = sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());

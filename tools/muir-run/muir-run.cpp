@@ -7,14 +7,19 @@
 // update norms; --load / --dump read and write tensors as .npy files.
 //
 //===----------------------------------------------------------------------===//
-#include "muir/Import/Description.h"
+#include "muir/Driver/Diagnostics.h"
 #include "muir/Driver/PipelineFlags.h"
+#include "muir/Import/Description.h"
 #include "muir/Passes.h"
+#include "muir/Runner/State.h"
+#include "muir/Support/Files.h"
+#include "muir/Version.h"
 #include "muir-rt/Runtime.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
@@ -40,6 +45,10 @@
 #include "llvm/Support/WithColor.h"
 
 #include <chrono>
+#include <cmath>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
 #include <csignal>
 #include <thread>
 #include <set>
@@ -132,6 +141,13 @@ static cl::opt<bool> cudaCublasGrouped(
              "without a CUDA graph), instead of the runtime's kernel that "
              "reads them on the device"),
     cl::init(false), cl::cat(muir::muirFlagCategory()));
+static cl::opt<bool> checkFinite(
+    "check-finite",
+    cl::desc("stop, naming the tensor, the step and the rank, when a "
+             "gradient holds a NaN or infinity before a step or a trained "
+             "MoE layer's loss is not finite after it; nothing is written "
+             "(--check-finite=false: no check)"),
+    cl::init(true), cl::cat(muir::muirFlagCategory()));
 static cl::opt<bool> noProbes(
     "no-probes",
     cl::desc("do not record Newton-Schulz outputs (no orthogonality error)"),
@@ -360,7 +376,105 @@ static void testFault(int rank, int step) {
 /// Starts this very command line again as `mpirun -n N muir-run ...`; each
 /// rank then sees OMPI_COMM_WORLD_SIZE and runs its part. OpenBLAS threads
 /// are divided among the ranks unless the environment sets them.
+///
+/// SIGINT, SIGTERM and SIGHUP are passed on to mpirun, which ends its
+/// ranks; if it has not ended within kStopSeconds, its ranks and it are
+/// killed, so that no process of the run outlives muir-run by more.
+///
+/// mpirun's own banners (framed by lines of dashes on its stderr) would
+/// bury the ranks' messages: they are dropped, except that a rank ended by
+/// a signal is named in one line.
+static volatile sig_atomic_t launchedPid = 0;
+static volatile sig_atomic_t stopSignal = 0;
+
+static void forwardSignal(int sig) {
+  stopSignal = sig;
+  if (launchedPid > 0)
+    ::kill(static_cast<pid_t>(launchedPid), sig);
+}
+
+/// Kills `parent`'s children (mpirun's ranks have process groups of
+/// their own), then `parent`.
+static void killTree(pid_t parent) {
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it("/proc", ec), end;
+       it != end && !ec; it.increment(ec)) {
+    StringRef name = llvm::sys::path::filename(it->path());
+    pid_t pid = 0;
+    if (name.getAsInteger(10, pid))
+      continue;
+    auto stat = llvm::MemoryBuffer::getFile(it->path() + "/stat");
+    if (!stat)
+      continue;
+    // "pid (comm) state ppid ...": the command may hold spaces.
+    StringRef text = (*stat)->getBuffer();
+    SmallVector<StringRef> fields;
+    text.drop_front(text.rfind(')') + 1).split(fields, ' ', -1, false);
+    pid_t ppid = 0;
+    if (fields.size() > 1 && !fields[1].getAsInteger(10, ppid) &&
+        ppid == parent)
+      ::kill(pid, SIGKILL);
+  }
+  ::kill(parent, SIGKILL);
+}
+
+namespace {
+/// Passes mpirun's stderr through, line by line, without its framed
+/// banners.
+class StderrFilter {
+public:
+  void feed(StringRef chunk) {
+    pending += chunk.str();
+    size_t nl;
+    while ((nl = pending.find('\n')) != std::string::npos) {
+      line(StringRef(pending).take_front(nl));
+      pending.erase(0, nl + 1);
+    }
+  }
+  void finish() {
+    if (!pending.empty())
+      line(pending);
+    pending.clear();
+  }
+
+private:
+  void line(StringRef text) {
+    if (text.size() >= 10 && text.find_first_not_of('-') == StringRef::npos) {
+      if (inBanner)
+        endBanner();
+      inBanner = !inBanner;
+      return;
+    }
+    if (inBanner) {
+      banner += text.str() + " ";
+      return;
+    }
+    llvm::errs() << text << "\n";
+    llvm::errs().flush();
+  }
+  void endBanner() {
+    // "mpirun noticed that process rank 1 with PID 0 on node x exited on
+    // signal 9 (Killed)."
+    StringRef b = banner;
+    size_t at = b.find("process rank ");
+    size_t sig = b.find("exited on signal ");
+    if (at != StringRef::npos && sig != StringRef::npos) {
+      StringRef rank = b.substr(at + 13).take_while(llvm::isDigit);
+      StringRef what = b.substr(sig + 17).take_until(
+          [](char c) { return c == '.'; });
+      llvm::WithColor::error(llvm::errs(), "muir-run")
+          << "rank " << rank << " ended on signal " << what.rtrim() << "\n";
+    }
+    banner.clear();
+  }
+
+  std::string pending, banner;
+  bool inBanner = false;
+};
+} // namespace
+
 static int relaunchUnderMPI(int argc, char **argv) {
+  constexpr int kStopSeconds = 5;
   auto mpirun = llvm::sys::findProgramByName("mpirun");
   if (!mpirun)
     return fail("--ranks " + Twine(numRanks) +
@@ -374,154 +488,86 @@ static int relaunchUnderMPI(int argc, char **argv) {
       std::string(getenv("OPENBLAS_NUM_THREADS")
                       ? getenv("OPENBLAS_NUM_THREADS")
                       : std::to_string(std::max(1u, cores / numRanks)));
-  SmallVector<StringRef> cmd = {*mpirun, "-n", ranks, "--oversubscribe",
-                                "--bind-to", "none", "-x", threads};
+  std::vector<std::string> cmd = {*mpirun, "-n", ranks, "--oversubscribe",
+                                  "--bind-to", "none", "-x", threads};
   if (geteuid() == 0)
     cmd.push_back("--allow-run-as-root");
   cmd.push_back(self);
   for (int i = 1; i < argc; ++i)
     cmd.push_back(argv[i]);
-  std::string error;
-  int rc = llvm::sys::ExecuteAndWait(*mpirun, cmd, std::nullopt, {}, 0, 0,
-                                     &error);
-  if (rc < 0)
-    return fail("cannot run mpirun: " + error);
-  return rc;
+  std::vector<char *> cargv;
+  for (std::string &a : cmd)
+    cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+
+  struct sigaction action = {};
+  action.sa_handler = forwardSignal;
+  sigemptyset(&action.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP})
+    ::sigaction(sig, &action, nullptr);
+  int errPipe[2];
+  if (::pipe2(errPipe, O_CLOEXEC) != 0)
+    return fail("cannot run mpirun: " + Twine(std::strerror(errno)));
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = ::fork();
+  if (pid < 0)
+    return fail("cannot run mpirun: " + Twine(std::strerror(errno)));
+  if (pid == 0) {
+    ::dup2(errPipe[1], STDERR_FILENO);
+    ::execv(cargv[0], cargv.data());
+    std::fprintf(stderr, "muir-run: error: cannot run %s: %s\n", cargv[0],
+                 std::strerror(errno));
+    std::_Exit(127);
+  }
+  launchedPid = pid;
+  ::close(errPipe[1]);
+  StderrFilter filter;
+  auto drain = [&](int timeoutMs) {
+    struct pollfd pfd = {errPipe[0], POLLIN, 0};
+    if (::poll(&pfd, 1, timeoutMs) <= 0)
+      return false;
+    char buf[4096];
+    ssize_t n = ::read(errPipe[0], buf, sizeof(buf));
+    if (n > 0)
+      filter.feed(StringRef(buf, n));
+    return n > 0;
+  };
+  int status = 0;
+  auto stopAt = std::chrono::steady_clock::time_point::max();
+  while (true) {
+    pid_t got = ::waitpid(pid, &status, WNOHANG);
+    if (got == pid)
+      break;
+    if (got < 0 && errno != EINTR)
+      return fail("waiting for mpirun: " + Twine(std::strerror(errno)));
+    if (stopSignal && stopAt == std::chrono::steady_clock::time_point::max())
+      stopAt = std::chrono::steady_clock::now() +
+               std::chrono::seconds(kStopSeconds);
+    if (std::chrono::steady_clock::now() > stopAt) {
+      killTree(pid);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    drain(50);
+  }
+  // What the ranks wrote last (the pipe closes when the last one ends).
+  while (drain(stopSignal ? 100 : 1000))
+    ;
+  filter.finish();
+  ::close(errPipe[0]);
+  if (stopSignal)
+    return 128 + stopSignal;
+  if (WIFSIGNALED(status))
+    return 128 + WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
-
-//===----------------------------------------------------------------------===//
-// Saved state: DIR/<tensor>.npy for every tensor, and DIR/muir-state.json
-// with the format, the step's fingerprint (a hash of the step's IR as
-// parsed or built, grid included), the steps done and a hash of every
-// tensor file's bytes.
-//===----------------------------------------------------------------------===//
-
-static const char *kStateFormat = "muir-state-1";
-static const char *kStateManifest = "muir-state.json";
 
 static std::string hex64(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx",
                 static_cast<unsigned long long>(v));
   return buf;
-}
-
-/// The hash of a file's bytes, or nothing if it cannot be read.
-static std::optional<std::string> fileHash(const Twine &path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                         /*RequiresNullTerminator=*/false);
-  if (!buf)
-    return std::nullopt;
-  return hex64(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(
-      (*buf)->getBuffer())));
-}
-
-/// The state in `dir` if it was saved for this step (`fingerprint`) and
-/// its files are whole; else an error message. `names`: every tensor the
-/// step has.
-static llvm::Expected<int64_t>
-checkState(StringRef dir, StringRef fingerprint,
-           const std::vector<std::string> &names) {
-  auto err = [&](const Twine &why) {
-    return llvm::createStringError("cannot resume from '" + dir + "': " +
-                                   why);
-  };
-  SmallString<256> manifest(dir);
-  llvm::sys::path::append(manifest, kStateManifest);
-  auto buf = llvm::MemoryBuffer::getFile(manifest);
-  if (!buf)
-    return err("no " + Twine(kStateManifest) +
-               " (not a state saved by --save-state)");
-  auto json = llvm::json::parse((*buf)->getBuffer());
-  if (!json)
-    return err(Twine(kStateManifest) + " is damaged: " +
-               llvm::toString(json.takeError()));
-  const llvm::json::Object *obj = json->getAsObject();
-  auto format = obj ? obj->getString("format") : std::nullopt;
-  auto saved = obj ? obj->getString("fingerprint") : std::nullopt;
-  auto step = obj ? obj->getInteger("step") : std::nullopt;
-  const llvm::json::Object *files = obj ? obj->getObject("tensors") : nullptr;
-  if (!format || *format != kStateFormat || !saved || !step || *step < 0 ||
-      !files)
-    return err(Twine(kStateManifest) + " is damaged or of another format "
-                                       "(expected " +
-               kStateFormat + ")");
-  if (*saved != fingerprint)
-    return err("it was saved for another step, grid or build (fingerprint " +
-               *saved + ", this step's " + fingerprint + ")");
-  for (const std::string &name : names) {
-    auto want = files->getString(name);
-    if (!want)
-      return err("it has no tensor '" + name + "'");
-    SmallString<256> path(dir);
-    llvm::sys::path::append(path, name + ".npy");
-    auto got = fileHash(path);
-    if (!got)
-      return err("'" + name + ".npy' is missing or unreadable");
-    if (*got != *want)
-      return err("'" + name + ".npy' has changed since it was saved "
-                 "(hash " + *got + ", saved " + *want + ")");
-  }
-  if (files->size() != names.size())
-    return err("it has " + Twine(files->size()) + " tensors, this step " +
-               Twine(names.size()));
-  return *step;
-}
-
-/// Writes the state of `ctx` (whole tensors) to `dir`: into a temporary
-/// sibling first, then renamed into place, so that `dir` holds either the
-/// old state or the new one, whole.
-static llvm::Error saveStateTo(MuirRtContext *ctx, StringRef dir,
-                               StringRef fingerprint, int64_t step) {
-  std::string tmp = (dir + ".tmp-" + Twine(::getpid())).str();
-  std::string old = (dir + ".old-" + Twine(::getpid())).str();
-  auto err = [&](const Twine &why) {
-    llvm::sys::fs::remove_directories(tmp);
-    return llvm::createStringError("cannot save the state to '" + dir +
-                                   "': " + why);
-  };
-  llvm::sys::fs::remove_directories(tmp);
-  if (muirrt_dump_dir(ctx, tmp.c_str()))
-    return err(muirrt_last_error());
-  llvm::json::Object files;
-  for (int32_t i = 0; i < muirrt_tensor_count(ctx); ++i) {
-    std::string name = muirrt_tensor_name(ctx, i);
-    SmallString<256> path(tmp);
-    llvm::sys::path::append(path, name + ".npy");
-    auto hash = fileHash(path);
-    if (!hash)
-      return err("cannot read back '" + name + ".npy'");
-    files[name] = *hash;
-  }
-  llvm::json::Object manifest{{"format", kStateFormat},
-                              {"fingerprint", fingerprint},
-                              {"step", step},
-                              {"tensors", std::move(files)}};
-  {
-    SmallString<256> path(tmp);
-    llvm::sys::path::append(path, kStateManifest);
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    if (ec)
-      return err(ec.message());
-    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)))
-       << "\n";
-    os.close();
-    if (os.has_error())
-      return err(os.error().message());
-  }
-  bool had = llvm::sys::fs::exists(dir);
-  if (had)
-    if (std::error_code ec = llvm::sys::fs::rename(dir, old))
-      return err("cannot move the old state aside: " + ec.message());
-  if (std::error_code ec = llvm::sys::fs::rename(tmp, dir)) {
-    if (had)
-      llvm::sys::fs::rename(old, dir);
-    return err(ec.message());
-  }
-  if (had)
-    llvm::sys::fs::remove_directories(old);
-  return llvm::Error::success();
 }
 
 // The CUDA runtime (libmuir_rt_cuda.so), loaded only for --target=cuda so
@@ -615,6 +661,46 @@ struct CudaLib {
   }
 };
 
+/// The flags that choose how a step compiles; exec IR was compiled
+/// already, and a planned module distributed, so they are refused there.
+static SmallVector<StringRef> givenCompileFlags(muir::Stage stage) {
+  SmallVector<StringRef> given;
+  auto check = [&](const cl::Option &o, bool distributeOnly) {
+    if (o.getNumOccurrences() &&
+        (stage == muir::Stage::Exec ||
+         (stage == muir::Stage::Planned && distributeOnly)))
+      given.push_back(o.ArgStr);
+  };
+  check(flags.nsMode, true);
+  check(flags.dpAssign, true);
+  if (stage == muir::Stage::Exec) {
+    check(flags.syrk, false);
+    check(flags.batch, false);
+    check(flags.fuseAllReduce, false);
+    check(flags.chunkRows, false);
+    check(noProbes, false);
+  }
+  return given;
+}
+
+/// The run's grid and its foldings as text ("dp=2,tp=2; @moe: edp=1,ep=2")
+/// for a saved state's identity.
+static std::string gridText(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  bool first = true;
+  for (auto grid : module.getOps<muir::GridOp>()) {
+    if (!first)
+      os << "; @" << grid.getSymName() << ": ";
+    first = false;
+    for (auto [i, pair] :
+         llvm::enumerate(llvm::zip(grid.getAxes(), grid.getShape())))
+      os << (i ? "," : "") << cast<StringAttr>(std::get<0>(pair)).getValue()
+         << "=" << std::get<1>(pair);
+  }
+  return text.empty() ? "(none)" : text;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   // --help lists muir's flags only (LLVM's and MLIR's are hidden).
@@ -623,6 +709,11 @@ int main(int argc, char **argv) {
       argc, argv,
       "muir-run: compile and execute a muir training step on the CPU\n\n"
       "Without an input file, runs the embedded default example.\n");
+  // The launcher (more than one rank, not yet under mpirun) checks
+  // everything it can before mpirun starts, once; the ranks repeat only
+  // what they need.
+  bool underMPI = getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+  bool launcher = numRanks > 1 && !underMPI;
   if (numSteps < 1)
     return fail("--steps must be at least 1, got " + Twine(numSteps));
   if (numRanks < 1)
@@ -631,8 +722,47 @@ int main(int argc, char **argv) {
     return fail(bad);
   if (!resumeDir.empty() && !loadDir.empty())
     return fail("give either --load or --resume, not both");
-  if (numRanks > 1 && !getenv("OMPI_COMM_WORLD_SIZE"))
-    return relaunchUnderMPI(argc, argv);
+  if (!resumeDir.empty() && seed.getNumOccurrences())
+    return fail("--seed has no effect with --resume: the saved state holds "
+                "every tensor; leave --seed out");
+  if (launcher && inputFile == "-")
+    return fail("--ranks needs an input file, not stdin");
+  bool cuda = flags.target == muir::Target::Cuda;
+  if (cuda && (!traceFile.empty() || commStats))
+    return fail(Twine(!traceFile.empty() ? "--trace-fingerprints"
+                                         : "--comm-stats") +
+                " is not available with --target=cuda yet");
+  if (!cuda && (cudaBf16 || cudaCublasGrouped))
+    return fail(Twine(cudaBf16 ? "--cuda-bf16" : "--cuda-cublas-grouped-gemm") +
+                " needs --target=cuda");
+  // No output may overwrite an input or another output. --save-state into
+  // the state being resumed is the way to continue a run (the old state is
+  // replaced atomically), so it is allowed.
+  {
+    std::string input = inputFile.empty() ? std::string("<default>")
+                                          : inputFile.getValue();
+    std::vector<std::pair<std::string, std::string>> inputs = {
+        {"the input", input}, {"--load", loadDir}, {"--resume", resumeDir}};
+    std::vector<std::pair<std::string, std::string>> outputs = {
+        {"--dump", dumpDir},
+        {"--save-state", saveState},
+        {"--trace-fingerprints", traceFile}};
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const auto &[flag, path] = outputs[i];
+      if (path.empty())
+        continue;
+      for (const auto &[what, in] : inputs)
+        if (!in.empty() && muir::samePath(path, in) &&
+            !(flag == "--save-state" && what == "--resume"))
+          return fail(flag + " '" + path + "' is also " + what +
+                      "; write it elsewhere");
+      for (size_t j = 0; j < i; ++j)
+        if (!outputs[j].second.empty() &&
+            muir::samePath(path, outputs[j].second))
+          return fail(outputs[j].first + " and " + flag + " both write '" +
+                      path + "'; give them different paths");
+    }
+  }
 
   // Exec IR allocates its Newton-Schulz temporaries every step. Keep freed
   // blocks in the heap instead of returning them to the kernel, so later
@@ -648,19 +778,18 @@ int main(int argc, char **argv) {
   registerAllPasses();
   MLIRContext context(registry);
   // Diagnostics point at the description (file:line:col); a whole step's
-  // function printed after a note would bury them.
+  // function printed after a note would bury them, and a long source line
+  // (an exec module's signature) is shown as an excerpt.
   context.printOpOnDiagnostic(false);
-
-  // Parse: errors carry file:line:col through the source manager.
   llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  muir::ExcerptDiagnosticHandler diagHandler(sourceMgr, &context);
   if (inputFile.empty()) {
     sourceMgr.AddNewSourceBuffer(
         llvm::MemoryBuffer::getMemBuffer(kDefaultModule, "<default>"),
         llvm::SMLoc());
   } else {
     std::string err;
-    auto file = openInputFile(inputFile, &err);
+    auto file = muir::readBoundedFile(inputFile, err);
     if (!file)
       return fail(err);
     sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
@@ -674,64 +803,47 @@ int main(int argc, char **argv) {
     if (failed(desc))
       return 1;
     module = muir::desc::buildModule(context, *desc);
+    if (module && failed(verify(*module)))
+      return 1;
   } else {
     module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   }
   if (!module)
     return 1;
 
-  // High-level IR -> exec IR.
+  // What muir-compile wrote runs from its stage: high-level and planned
+  // IR through the rest of the pipeline (muir-distribute leaves a per-rank
+  // program alone), exec IR as it is.
+  muir::Stage stage = muir::detectStage(*module);
+  if (stage == muir::Stage::LLVM)
+    return fail("the input is LLVM-dialect IR (muir-compile --emit=llvm), "
+                "which muir-run cannot bind tensors to; run the description "
+                "or the exec IR (--emit=exec)");
+  if (SmallVector<StringRef> given = givenCompileFlags(stage);
+      !given.empty())
+    return fail("--" + given.front() + " has no effect on " +
+                (stage == muir::Stage::Exec ? "exec IR, which is compiled"
+                                            : "planned IR, which is "
+                                              "distributed") +
+                " already; give it to muir-compile with the description");
   PassManager toExec(&context);
   muir::buildToExecPipeline(toExec,
-                            flags.options(!noProbes, "cpu"));
-  // The step's fingerprint for saved states: its IR as parsed or built
-  // (grid, shapes, settings) and the pipeline with its options.
-  std::string fingerprint;
+                            flags.options(!noProbes, muir::Machine::Cpu));
+  // What a saved state is for: the step's IR as parsed or built (grid,
+  // shapes, settings), the grid, the compile flags.
+  muir::state::StepIdentity identity;
   {
     std::string text;
     llvm::raw_string_ostream os(text);
     module->print(os, OpPrintingFlags().enableDebugInfo(false));
-    os << "\n";
-    toExec.printAsTextualPipeline(os);
-    fingerprint = hex64(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(text)));
+    identity.stepHash =
+        hex64(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(text)));
+    identity.grid = gridText(*module);
+    identity.flags = flags.identity();
+    identity.build = MUIR_VERSION_STRING;
   }
-  if (failed(toExec.run(*module)))
+  if (stage != muir::Stage::Exec && failed(toExec.run(*module)))
     return 1;
-
-  // Fingerprint tracing: a muir_exec.trace around every executed op; the
-  // ops' names, locations and operand types are kept for the trace file.
-  struct TracedOp {
-    std::string name, loc;
-    std::map<int64_t, std::string> types; // operand index -> type
-  };
-  std::map<int64_t, TracedOp> tracedOps;
-  if (!traceFile.empty()) {
-    PassManager pm(&context);
-    pm.addPass(muir::createMuirTraceBuffers());
-    if (failed(pm.run(*module)))
-      return 1;
-    module->walk([&](muir_exec::TraceOp t) {
-      TracedOp &op = tracedOps[t.getOpId()];
-      op.name = t.getOp().str();
-      op.loc = t.getLoc().str();
-      std::string type;
-      llvm::raw_string_ostream os(type);
-      os << t.getBuffer().getType();
-      // One token in the trace line: "memref<4xf32, strided<[1]>>" loses
-      // its spaces.
-      llvm::erase(type, ' ');
-      op.types[t.getIndex()] = type;
-    });
-  }
-
-  bool cuda = flags.target == "cuda";
-  if (cuda && (!traceFile.empty() || commStats))
-    return fail(Twine(!traceFile.empty() ? "--trace-fingerprints"
-                                         : "--comm-stats") +
-                " is not available with --target=cuda yet");
-  if (!cuda && (cudaBf16 || cudaCublasGrouped))
-    return fail(Twine(cudaBf16 ? "--cuda-bf16" : "--cuda-cublas-grouped-gemm") +
-                " needs --target=cuda");
 
   func::FuncOp entry;
   for (auto f : module->getOps<func::FuncOp>())
@@ -770,11 +882,87 @@ int main(int argc, char **argv) {
   }
   int64_t devices = 1;
   for (int64_t size : gridSizes)
-    devices *= size;
-  if (devices > 1 || getenv("OMPI_COMM_WORLD_SIZE")) {
-    if (devices > 1 && !getenv("OMPI_COMM_WORLD_SIZE") && numRanks == 1)
-      return fail("the grid has " + Twine(devices) +
-                  " devices; run it with --ranks " + Twine(devices));
+    if (size < 1 || llvm::MulOverflow(devices, size, devices) ||
+        devices > muir::kMaxDevices)
+      return fail("the grid " + identity.grid + " has more than " +
+                  Twine(muir::kMaxDevices) + " devices");
+  if (!underMPI && devices != numRanks)
+    return fail(numRanks == 1
+                    ? "the grid (" + identity.grid + ") has " +
+                          Twine(devices) + " devices; run it with --ranks " +
+                          Twine(devices)
+                    : "--ranks " + Twine(numRanks) + " does not match the " +
+                          Twine(devices) + " devices of the grid (" +
+                          identity.grid + "); run it with --ranks " +
+                          Twine(devices));
+
+  // Everything that can fail before a step runs, checked before any work
+  // (and, for several ranks, before mpirun starts): the folders read and
+  // written, the dump's targets, the state to resume.
+  std::vector<std::string> names;
+  for (unsigned i = 0; i < entry.getNumArguments(); ++i)
+    if (auto name = entry.getArgAttrOfType<StringAttr>(i, "muir.name"))
+      names.push_back(name.str());
+  if (!underMPI) {
+    if (!loadDir.empty() && !llvm::sys::fs::is_directory(loadDir))
+      return fail("--load: cannot open directory '" + loadDir + "': " +
+                  (llvm::sys::fs::exists(loadDir)
+                       ? std::make_error_code(std::errc::not_a_directory)
+                       : std::make_error_code(
+                             std::errc::no_such_file_or_directory))
+                      .message());
+    if (!saveState.empty())
+      if (llvm::Error e = muir::state::checkSaveTarget(saveState))
+        return fail(llvm::toString(std::move(e)));
+    if (!dumpDir.empty()) {
+      std::vector<const char *> cnames;
+      for (const std::string &n : names)
+        cnames.push_back(n.c_str());
+      if (muirrt_check_dump(dumpDir.c_str(), cnames.data(),
+                            static_cast<int32_t>(cnames.size())))
+        return fail("--dump: " + Twine(muirrt_last_error()));
+    }
+  }
+  // Resuming: a state saved for this very step, whole; its step counter
+  // continues. Every rank needs the counter.
+  int64_t firstStep = 1;
+  if (!resumeDir.empty()) {
+    auto saved =
+        muir::state::checkState(resumeDir, identity, names, numSteps);
+    if (!saved)
+      return fail(llvm::toString(saved.takeError()));
+    firstStep = *saved + 1;
+  }
+  if (launcher)
+    return relaunchUnderMPI(argc, argv);
+
+  // Fingerprint tracing: a muir_exec.trace around every executed op; the
+  // ops' names, locations and operand types are kept for the trace file.
+  struct TracedOp {
+    std::string name, loc;
+    std::map<int64_t, std::string> types; // operand index -> type
+  };
+  std::map<int64_t, TracedOp> tracedOps;
+  if (!traceFile.empty()) {
+    PassManager pm(&context);
+    pm.addPass(muir::createMuirTraceBuffers());
+    if (failed(pm.run(*module)))
+      return 1;
+    module->walk([&](muir_exec::TraceOp t) {
+      TracedOp &op = tracedOps[t.getOpId()];
+      op.name = t.getOp().str();
+      op.loc = t.getLoc().str();
+      std::string type;
+      llvm::raw_string_ostream os(type);
+      os << t.getBuffer().getType();
+      // One token in the trace line: "memref<4xf32, strided<[1]>>" loses
+      // its spaces.
+      llvm::erase(type, ' ');
+      op.types[t.getIndex()] = type;
+    });
+  }
+
+  if (devices > 1 || underMPI) {
     if (muirrt_dist_init(gridSizes.size(), gridSizes.data()))
       return fail(muirrt_last_error());
     for (size_t f = 1; f < foldings.size(); ++f)
@@ -880,60 +1068,12 @@ int main(int argc, char **argv) {
                                   SmallVector<int64_t>(t.getShape())};
   });
 
-  // Check the dump directory before any work, so a bad path costs nothing
-  // and leaves nothing behind.
-  bool dumpDirIsNew =
-      !dumpDir.empty() && !llvm::sys::fs::exists(dumpDir.getValue());
-  // Every rank has looked before rank 0 creates it, so all agree.
-  if (!dumpDir.empty())
-    muirrt_dist_barrier();
-  if (rank == 0 && !dumpDir.empty() && muirrt_check_dump_dir(dumpDir.c_str()))
-    return fail(muirrt_last_error());
-  // The state is written next to where it goes: its folder must exist and
-  // be writable before any work.
-  if (!saveState.empty()) {
-    SmallString<256> parent(saveState.getValue());
-    llvm::sys::path::remove_dots(parent, /*remove_dot_dot=*/true);
-    llvm::sys::path::remove_filename(parent);
-    if (parent.empty())
-      parent = ".";
-    if (!llvm::sys::fs::is_directory(parent) ||
-        llvm::sys::fs::access(parent, llvm::sys::fs::AccessMode::Write))
-      return fail("cannot save the state to '" + saveState + "': '" +
-                  parent + "' is not a writable directory");
-  }
-  // A run that fails later leaves no trace: not even the (empty) dump
-  // directory the check created.
-  bool succeeded = false;
-  llvm::scope_exit removeNewDumpDir([&] {
-    if (dumpDirIsNew && !succeeded)
-      ::rmdir(dumpDir.c_str());
-  });
-  // A fatal runtime error (a routed-rows bound too small) ends the run
-  // from inside the step: remove the new, still empty directory then too
-  // (on every rank, as any of them may end the run first).
-  static std::string newDumpDir;
-  if (dumpDirIsNew) {
-    newDumpDir = dumpDir.getValue();
-    muirrt_set_abort_hook([] { ::rmdir(newDumpDir.c_str()); });
-  }
+  // --load reads what it finds; a resumed state (checked whole above)
+  // replaces every tensor.
   int32_t loaded = 0;
-  if (!loadDir.empty() && muirrt_load_dir(global, loadDir.c_str(), &loaded))
+  StringRef readDir = resumeDir.empty() ? StringRef(loadDir) : resumeDir;
+  if (!readDir.empty() && muirrt_load_dir(global, readDir.data(), &loaded))
     return fail(muirrt_last_error());
-  // Resuming: a state saved for this very step, whole, replaces every
-  // tensor, and the step counter continues from it.
-  int64_t firstStep = 1;
-  if (!resumeDir.empty()) {
-    std::vector<std::string> names;
-    for (int32_t i = 0; i < muirrt_tensor_count(global); ++i)
-      names.push_back(muirrt_tensor_name(global, i));
-    auto saved = checkState(resumeDir, fingerprint, names);
-    if (!saved)
-      return fail(llvm::toString(saved.takeError()));
-    if (muirrt_load_dir(global, resumeDir.c_str(), &loaded))
-      return fail(muirrt_last_error());
-    firstStep = *saved + 1;
-  }
   muirrt_init_from_seed(global, seed);
   for (const EntryArg &a : args)
     if (a.tensor >= 0)
@@ -1062,6 +1202,44 @@ int main(int argc, char **argv) {
   }
   bool captured = false;
 
+  // The first NaN or infinity in this rank's tensors of `role`: the
+  // tensor's name, the element's index and value (index -1: none).
+  auto firstNonFinite = [&](MuirRtContext *ctx, int32_t role) {
+    for (int32_t i = 0; i < muirrt_tensor_count(ctx); ++i) {
+      if (muirrt_tensor_role(ctx, i) != role)
+        continue;
+      const float *d = muirrt_tensor_data(ctx, i);
+      int64_t at = muirrt_first_nonfinite(d, muirrt_tensor_numel(ctx, i));
+      if (at >= 0)
+        return std::make_pair(std::string(muirrt_tensor_name(ctx, i)),
+                              std::make_pair(at, d[at]));
+    }
+    return std::make_pair(std::string(), std::make_pair(int64_t(-1), 0.0f));
+  };
+  // Every rank looks (`find`); if any found a non-finite value, the ranks
+  // that did say where, and all of them stop.
+  auto stopOnNonFinite = [&](int64_t step, StringRef when, StringRef what,
+                             auto find) {
+    auto [name, where] = find();
+    bool mine = where.first >= 0;
+    if (!muirrt_dist_any(mine))
+      return false;
+    if (mine) {
+      float v = where.second;
+      llvm::WithColor::error(llvm::errs(), "muir-run")
+          << "rank " << rank << ", step " << step << ": " << what << " '"
+          << name << "' holds " << (std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf")
+          << (what == "gradient"
+                  ? " at element " + std::to_string(where.first) +
+                        (devices > 1 ? " of the rank's part" : "")
+                  : std::string())
+          << "; stopped " << when
+          << ", nothing written (--check-finite=false turns this check "
+             "off)\n";
+    }
+    return true;
+  };
+
   // Per-step snapshots of the parameters give the update norms.
   std::vector<std::vector<float>> before(count);
   std::vector<void *> pointers(args.size());
@@ -1088,6 +1266,13 @@ int main(int argc, char **argv) {
     }
     muirrt_observations_clear();
     testFault(rank, step);
+    // Non-finite gradients stop the run before the step applies them
+    // (host tensors; on the GPU they were checked before the upload).
+    if (checkFinite && (!cuda || step == firstStep) &&
+        stopOnNonFinite(step, "before the step", "gradient", [&] {
+          return firstNonFinite(rt, MUIRRT_ROLE_GRAD);
+        }))
+      return 1;
     auto start = std::chrono::steady_clock::now();
     if (!cuda) {
       if (llvm::Error err = engine->invokePacked(entryName, packed))
@@ -1121,6 +1306,24 @@ int main(int argc, char **argv) {
                     .count();
     totalMs += ms;
     minMs = std::min(minMs, ms);
+    // A trained MoE layer's loss: a NaN or infinity ends the run before
+    // anything is written.
+    if (checkFinite &&
+        stopOnNonFinite(step, "after the step", "loss of MoE layer", [&] {
+          for (auto &[slot, obs] : observations) {
+            int64_t numel = 0;
+            const float *data = cuda ? cudaLib.observation(slot, &numel)
+                                     : muirrt_observation(slot, &numel);
+            StringRef label = obs.label;
+            if (data && numel > 0 && label.consume_front("loss ") &&
+                !std::isfinite(data[0]))
+              return std::make_pair(label.str(),
+                                    std::make_pair(int64_t(0), data[0]));
+          }
+          return std::make_pair(std::string(),
+                                std::make_pair(int64_t(-1), 0.0f));
+        }))
+      return 1;
     if (!printing)
       continue;
     if (cuda && !copyBack())
@@ -1281,14 +1484,13 @@ int main(int argc, char **argv) {
                    << "\n";
   }
   if (!saveState.empty() && rank == 0) {
-    if (llvm::Error e = saveStateTo(global, saveState, fingerprint,
-                                    firstStep + numSteps - 1))
+    if (llvm::Error e = muir::state::saveState(global, saveState, identity,
+                                               firstStep + numSteps - 1))
       return fail(llvm::toString(std::move(e)));
     if (printing)
       llvm::outs() << "muir-run: saved the state after step "
                    << firstStep + numSteps - 1 << " to " << saveState << "\n";
   }
-  succeeded = true;
   if (rank != 0)
     return 0;
   llvm::outs() << "muir-run: steps " << numSteps << " mean_ms "

@@ -20,6 +20,7 @@
 
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
 
 #include <map>
 #include <optional>
@@ -27,6 +28,12 @@
 #include <vector>
 
 namespace mlir::muir {
+
+/// The machines the cost model knows (the tools' --machine).
+enum class Machine { Cpu, H200, H200Bf16 };
+StringRef stringify(Machine machine);
+/// The values the machine flags and pass options accept.
+llvm::cl::ValuesClass machineValues();
 
 struct Link {
   double alpha; ///< seconds per message
@@ -44,9 +51,9 @@ struct MachineProfile {
   bool ranksShareRate = false;
 
   const Link &link(StringRef axis) const;
-  /// "cpu" (this 2-core machine, MPI over shared memory) or "h200" (one
-  /// node of 8 H200 with NVLink for tp/ep/etp, InfiniBand for dp/edp/pp).
-  static std::optional<MachineProfile> get(StringRef name);
+  /// cpu (this 2-core machine, MPI over shared memory) or h200 (one node
+  /// of 8 H200 with NVLink for tp/ep/etp, InfiniBand for dp/edp/pp).
+  static MachineProfile get(Machine machine);
 };
 
 /// Rows per chunk of a fused SYRK + packed all-reduce of s x s Gram
@@ -58,6 +65,15 @@ int64_t gramChunkRows(const Link &link, int64_t s);
 enum class NSMode { Duplicated, Distributed, Blockwise, Resharded };
 StringRef stringify(NSMode mode);
 std::optional<NSMode> symbolizeNSMode(StringRef name);
+
+/// muir-distribute's ns-mode option: a mode for every split matrix, or
+/// auto, the cost model's choice per matrix.
+enum class NSModeOption { Auto, Duplicated, Distributed, Resharded, Blockwise };
+StringRef stringify(NSModeOption option);
+/// The option's mode; nothing for auto.
+std::optional<NSMode> fixedMode(NSModeOption option);
+/// The values the ns-mode flags and pass options accept.
+llvm::cl::ValuesClass nsModeValues();
 
 struct ModeCost {
   double seconds = 0, computeSeconds = 0, commSeconds = 0;
@@ -114,6 +130,8 @@ private:
 enum class DpAssign { Greedy, RoundRobin, Replicated };
 StringRef stringify(DpAssign policy);
 std::optional<DpAssign> symbolizeDpAssign(StringRef name);
+/// The values the dp-assign flags and pass options accept.
+llvm::cl::ValuesClass dpAssignValues();
 
 /// The balancing weight of one Newton-Schulz: m n min(m, n) per step and
 /// matrix (r^2 c, the leading term of its flops).

@@ -60,9 +60,9 @@ struct DpAssignment {
 };
 
 struct ReportOptions {
-  std::string nsMode = "auto"; ///< as muir-distribute's ns-mode
-  std::string machine = "cpu";
-  std::string dpAssign = "greedy"; ///< as muir-distribute's dp-assign
+  NSModeOption nsMode = NSModeOption::Auto; ///< muir-distribute's ns-mode
+  Machine machine = Machine::Cpu;
+  DpAssign dpAssign = DpAssign::Greedy; ///< muir-distribute's dp-assign
   bool syrk = true; ///< count SYRK flops, as the pipeline's muir-form-syrk
   bool fuseAllReduce = true; ///< packed Gram all-reduces (with syrk)
   int64_t chunkRows = 0; ///< their rows per chunk; 0: the cost model's

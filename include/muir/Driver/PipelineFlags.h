@@ -14,6 +14,7 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/CommandLine.h"
 
+#include <map>
 #include <string>
 
 namespace mlir::muir {
@@ -26,19 +27,15 @@ inline llvm::cl::OptionCategory &muirFlagCategory() {
 }
 
 struct PipelineFlags {
-  llvm::cl::opt<std::string> nsMode{
-      "ns-mode",
-      llvm::cl::desc("Newton-Schulz of split matrices: auto (cost model), "
-                     "duplicated, distributed, resharded or blockwise "
-                     "(approximation)"),
-      llvm::cl::init("auto"), llvm::cl::cat(muirFlagCategory())};
-  llvm::cl::opt<std::string> dpAssign{
+  llvm::cl::opt<NSModeOption> nsMode{
+      "ns-mode", llvm::cl::desc("Newton-Schulz of split matrices"),
+      llvm::cl::init(NSModeOption::Auto), nsModeValues(),
+      llvm::cl::cat(muirFlagCategory())};
+  llvm::cl::opt<DpAssign> dpAssign{
       "dp-assign",
-      llvm::cl::desc("Newton-Schulz over the data-parallel axis: greedy "
-                     "(each matrix on one dp rank, balanced largest first), "
-                     "round-robin (a baseline) or replicated (every dp rank "
-                     "runs every one)"),
-      llvm::cl::init("greedy"), llvm::cl::cat(muirFlagCategory())};
+      llvm::cl::desc("Newton-Schulz over the data-parallel axis"),
+      llvm::cl::init(DpAssign::Greedy), dpAssignValues(),
+      llvm::cl::cat(muirFlagCategory())};
   llvm::cl::opt<bool> syrk{
       "syrk",
       llvm::cl::desc("compute symmetric products (the Gram matrix, A A) "
@@ -63,12 +60,9 @@ struct PipelineFlags {
                      "the machine profile)"),
       llvm::cl::init(0), llvm::cl::cat(muirFlagCategory())};
 
-  llvm::cl::opt<std::string> target{
-      "target",
-      llvm::cl::desc("backend: cpu (OpenBLAS, MPI, kernels through LLVM) or "
-                     "cuda (cuBLAS, NCCL, kernels as PTX embedded in the "
-                     "module)"),
-      llvm::cl::init("cpu"), llvm::cl::cat(muirFlagCategory())};
+  llvm::cl::opt<Target> target{
+      "target", llvm::cl::desc("backend"), llvm::cl::init(Target::Cpu),
+      targetValues(), llvm::cl::cat(muirFlagCategory())};
   llvm::cl::opt<std::string> cudaArch{
       "cuda-arch",
       llvm::cl::desc("with --target=cuda, the GPU architecture of the "
@@ -88,8 +82,6 @@ struct PipelineFlags {
 
   /// Empty when the values are usable, else what is wrong.
   std::string check() const {
-    if (target != "cpu" && target != "cuda")
-      return "--target must be cpu or cuda, got '" + target + "'";
     if (ptxVersion(cudaArch) == 0)
       return "--cuda-arch must be sm_80 or newer (sm_80, sm_89, sm_90, "
              "sm_90a, sm_100, ...), got '" +
@@ -101,10 +93,22 @@ struct PipelineFlags {
     return "";
   }
 
-  PipelineOptions options(bool probeUpdates, llvm::StringRef machine) const {
-    return PipelineOptions{probeUpdates, nsMode,   machine.str(),
-                           dpAssign,     syrk,     batch,
-                           fuseAllReduce, chunkRows};
+  PipelineOptions options(bool probeUpdates, Machine machine) const {
+    return PipelineOptions{probeUpdates, nsMode, machine,  dpAssign,
+                           syrk,         batch,  fuseAllReduce, chunkRows};
+  }
+
+  /// The flags that change the step's program or its bits, by name, for
+  /// a saved state's identity.
+  std::map<std::string, std::string> identity() const {
+    return {{"ns-mode", stringify(nsMode).str()},
+            {"dp-assign", stringify(dpAssign).str()},
+            {"syrk", syrk ? "true" : "false"},
+            {"batch", batch ? "true" : "false"},
+            {"fuse-syrk-all-reduce", fuseAllReduce ? "true" : "false"},
+            {"syrk-chunk-rows", std::to_string(chunkRows)},
+            {"target", stringify(target).str()},
+            {"cuda-arch", target == Target::Cuda ? cudaArch.getValue() : ""}};
   }
 
   TargetOptions targetOptions() const {

@@ -200,8 +200,16 @@ FailureOr<Description> parseDescription(llvm::SourceMgr &sourceMgr,
 
 /// Reads a Hugging Face `config.json` (qwen3_moe, deepseek_v3 / kimi_k2,
 /// mixtral, llama-style dense) and derives every parameter. On failure
-/// `error` holds one line describing the first problem.
-FailureOr<Description> importHFConfig(StringRef path, std::string &error);
+/// `errors` holds one line per independent problem ("path:line:col:
+/// message" where the key is in the file).
+FailureOr<Description> importHFConfig(StringRef path,
+                                      std::vector<std::string> &errors);
+
+/// The same for the config's text (`path` names it in messages and in the
+/// description's name).
+FailureOr<Description> importHFConfigText(StringRef text, StringRef path,
+                                          std::vector<std::string> &errors);
+
 
 /// Parses "dp=8,tp=2,ep=8" (optionally "...;moe:ep=8,etp=2") into grid axes.
 FailureOr<Grid> parseLayout(StringRef layout, std::string &error);

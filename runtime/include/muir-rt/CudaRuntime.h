@@ -23,8 +23,9 @@
  *
  * Errors: the init and host functions return 0 on success and set
  * muirrt_cuda_last_error(); a failing CUDA, cuBLAS or NCCL call inside a
- * step prints "muir cuda runtime: <call>: <why>" and aborts the process
- * (there is nobody to return an error to inside compiled code).
+ * step prints "muir cuda runtime: <call>: <why>" and ends the process
+ * with exit status 1 (there is nobody to return an error to inside
+ * compiled code).
  *
  * Determinism. Every reduction the runtime owns runs in a fixed order: the
  * norms are two-pass sums in double over a partition fixed by the size,

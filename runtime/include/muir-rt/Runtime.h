@@ -266,10 +266,21 @@ int muirrt_load_dir(MuirRtContext *ctx, const char *dir, int32_t *loaded);
  * directory fails before any work. */
 int muirrt_check_dump_dir(const char *dir);
 
-/* Writes every tensor to DIR/<name>.npy (creating DIR and subfolders).
- * Each file is written to a temporary name in the same folder and renamed
- * into place; on any failure the temporaries are removed and no .npy file
- * written by this call is left half-written. */
+/* Whether muirrt_dump_dir could write tensors named `names` to DIR,
+ * changing nothing: DIR is a writable directory, or absent with a writable
+ * directory above it; no folder on the way to a file (tensor names with
+ * '/') is a symbolic link or a file; every DIR/<name>.npy is absent or a
+ * regular file. Call before running, so that a dump that would fail costs
+ * nothing. */
+int muirrt_check_dump(const char *dir, const char *const *names,
+                      int32_t count);
+
+/* Writes every tensor to DIR/<name>.npy (creating DIR and subfolders),
+ * all or nothing: every target is checked first (as muirrt_check_dump;
+ * symbolic links inside DIR are never followed), every file is written to
+ * a temporary beside its final name, then renamed into place. On any
+ * failure the previous files are put back, the temporaries and the folders
+ * this call created are removed: DIR is as it was. */
 int muirrt_dump_dir(const MuirRtContext *ctx, const char *dir);
 
 /* Single-file helpers (also used by the tests). npy_read allocates *data
@@ -284,6 +295,10 @@ int muirrt_npy_write_atomic(const char *path, const float *data, int32_t rank,
 /* ||X^T X - I||_F for tall X (m > n), ||X X^T - I||_F otherwise, X m x n
  * row-major, accumulated in double. */
 double muirrt_orthogonality_error(const float *x, int64_t m, int64_t n);
+
+/* The index of the first NaN or infinity in x, or -1 if every value is
+ * finite (a bit test, at memory speed). */
+int64_t muirrt_first_nonfinite(const float *x, int64_t numel);
 
 /* ||x||_2 accumulated in double. */
 double muirrt_norm(const float *x, int64_t numel);
@@ -317,6 +332,9 @@ int64_t muirrt_dist_coord(int32_t axis);
 int64_t muirrt_dist_group_size(int64_t axes_mask);
 int64_t muirrt_dist_group_rank(int64_t axes_mask);
 void muirrt_dist_barrier(void);
+/* Whether `mine` is non-zero on any rank of the run (every rank calls it;
+ * a control exchange, not counted by muirrt_comm_*). */
+int32_t muirrt_dist_any(int32_t mine);
 void muirrt_dist_finalize(void);
 
 /* A deterministic all_reduce of count floats over g ranks scatters slices
@@ -415,8 +433,10 @@ void muirrt_all_to_allv_bytes(int64_t axes_mask, const void *in,
                               const int64_t *send_rows, void *out,
                               const int64_t *recv_rows, int64_t row_bytes);
 
-/* Ends the run on every rank (MPI_Abort when distributed) after printing
- * "muir runtime: fn: message". */
+/* Prints "muir runtime: fn: message" and ends this process with exit
+ * status 1, nothing else printed; under mpirun the other ranks end with it
+ * (the collectives that find a fault find it on every rank, and each
+ * prints its own line). */
 void muirrt_abort_run(const char *fn, const char *message);
 
 /* A function the runtime calls once before it ends the run on a fatal

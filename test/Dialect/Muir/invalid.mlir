@@ -1160,3 +1160,70 @@ func.func @capacity_group(%i: tensor<6x2xi64>, %w: tensor<6x2xf32>) {
   %ki, %kw, %kc = muir.capacity %i, %w {num_experts = 8, capacity_factor = 1.0, group_tokens = 4} : (tensor<6x2xi64>, tensor<6x2xf32>) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
   return
 }
+
+// -----
+
+// The discardable muir.* attributes (MuirDialect.cpp): one case per kind.
+
+// expected-error@+1 {{'muir.role' (the tensor's role) must be one of: param, grad, state, data, step; got "bogus"}}
+func.func @arg_role(%x: tensor<8xf32> {muir.name = "x", muir.role = "bogus"}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{argument 0: 'muir.name' must be a non-empty tensor name usable as a relative file name}}
+func.func @arg_name_empty(%x: tensor<8xf32> {muir.name = ""}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{argument 0: 'muir.name' must be a non-empty tensor name}}
+func.func @arg_name_escapes(%x: tensor<8xf32> {muir.name = "../x"}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{argument 0: 'muir.name' must be a non-empty tensor name}}
+func.func @arg_name_not_string(%x: tensor<8xf32> {muir.name = 3 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{unknown argument attribute 'muir.nmae'; expected one of: muir.name, muir.role}}
+func.func @arg_unknown(%x: tensor<8xf32> {muir.nmae = "x"}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{unknown result attribute 'muir.update'; expected one of: muir.updates}}
+func.func @result_unknown(%x: tensor<8xf32>) -> (tensor<8xf32> {muir.update = "x"}) {
+  return %x : tensor<8xf32>
+}
+
+// -----
+
+func.func @op_ns_mode(%x: tensor<8x4xf32>) {
+  // expected-error@+1 {{'muir.ns_mode' (the Newton-Schulz mode) must be one of: auto, duplicated, distributed, resharded, blockwise; got "bogus"}}
+  %1:2 = muir.muon_update %x, %x, %x {lr = 0.1, muir.ns_mode = "bogus"} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @op_unknown(%x: tensor<8x4xf32>) {
+  // expected-error@+1 {{unknown operation attribute 'muir.ns_mdoe'; expected one of: muir.entry, muir.per_rank}}
+  %1:2 = muir.muon_update %x, %x, %x {lr = 0.1, muir.ns_mdoe = "distributed"} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'muir.entry' must be a unit attribute}}
+func.func @op_entry(%x: tensor<8xf32>) attributes {muir.entry = 1 : i64} {
+  return
+}

@@ -311,17 +311,19 @@ func.func @broadcast(%x: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) 
   return %0, %1 : tensor<8x4xf32>, tensor<8x4xf32>
 }
 
-// Namespaced (discardable) attributes are accepted and kept; only
-// un-namespaced unknown names are rejected (see invalid.mlir).
+// Attributes of other dialects' namespaces are accepted and kept, and so
+// are muir's own known ones (muir.ns_mode, muir.local, ...); unknown
+// muir.* names and un-namespaced unknown names are rejected (see
+// invalid.mlir).
 // CHECK-LABEL: func.func @discardable_attrs
-// CHECK: muir.transpose %{{.+}} {muir.tag = "keep", test.note = 1 : i32} : tensor<8x4xf32> -> tensor<4x8xf32>
-// CHECK: muir.muon_update %{{.+}}, %{{.+}}, %{{.+}} {lr = 1.000000e-01 : f64, muir.layer = "wq"} : tensor<8x4xf32>
+// CHECK: muir.transpose %{{.+}} {test.note = 1 : i32, test.tag = "keep"} : tensor<8x4xf32> -> tensor<4x8xf32>
+// CHECK: muir.muon_update %{{.+}}, %{{.+}}, %{{.+}} {lr = 1.000000e-01 : f64, muir.local, muir.ns_mode = "distributed"} : tensor<8x4xf32>
 // GENERIC-LABEL: sym_name = "discardable_attrs"
-// GENERIC: "muir.transpose"(%{{.*}}) {muir.tag = "keep", test.note = 1 : i32} : (tensor<8x4xf32>) -> tensor<4x8xf32>
-// GENERIC: "muir.muon_update"(%{{.*}}, %{{.*}}, %{{.*}}) <{{{.*}}lr = 1.000000e-01 : f64{{.*}}}> {muir.layer = "wq"}
+// GENERIC: "muir.transpose"(%{{.*}}) {test.note = 1 : i32, test.tag = "keep"} : (tensor<8x4xf32>) -> tensor<4x8xf32>
+// GENERIC: "muir.muon_update"(%{{.*}}, %{{.*}}, %{{.*}}) <{{{.*}}lr = 1.000000e-01 : f64{{.*}}}> {muir.local, muir.ns_mode = "distributed"}
 func.func @discardable_attrs(%x: tensor<8x4xf32>) -> (tensor<4x8xf32>, tensor<8x4xf32>) {
-  %0 = muir.transpose %x {muir.tag = "keep", test.note = 1 : i32} : tensor<8x4xf32> -> tensor<4x8xf32>
-  %1:2 = muir.muon_update %x, %x, %x {lr = 0.1, muir.layer = "wq"} : tensor<8x4xf32>
+  %0 = muir.transpose %x {test.tag = "keep", test.note = 1 : i32} : tensor<8x4xf32> -> tensor<4x8xf32>
+  %1:2 = muir.muon_update %x, %x, %x {lr = 0.1, muir.local, muir.ns_mode = "distributed"} : tensor<8x4xf32>
   return %0, %1#0 : tensor<4x8xf32>, tensor<8x4xf32>
 }
 

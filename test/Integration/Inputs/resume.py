@@ -12,10 +12,15 @@ Checked:
   - 2 ranks (ep = 2): resume after 2 of 4 steps equals 4 steps;
   - saving again into an existing state replaces it (the step moves on);
   - a state is refused, with a message and no output, when a tensor file
-    was changed (one bit), removed, when the manifest is missing, when it
-    was saved for another description (another lr) or another grid, and
-    when --load is given too.
+    was changed (one bit), removed, when the manifest is missing or
+    damaged, when it was saved for another description (another lr),
+    another grid or another compile flag (each named), when its step
+    counter is out of range, and when --load is given too;
+  - --save-state refuses, before any work and changing nothing, a
+    directory of the user's, a regular file, and a state that holds files
+    it does not name; an empty directory takes a state.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -102,7 +107,7 @@ def main():
     ok, differ = same(full, out)
     chk.expect("a state saved over an older one (after 1, then 3 steps) "
                "resumes to 4 steps bitwise", ok, "differ: %s" % differ)
-    left = [n for n in os.listdir(tmp) if ".tmp-" in n or ".old-" in n]
+    left = [n for n in os.listdir(tmp) if ".new-" in n or ".old-" in n]
     chk.expect("no temporary or old state directories are left", not left,
                str(left))
 
@@ -143,10 +148,65 @@ def main():
             "muir-state.json is damaged")
     other = write(os.path.join(tmp, "other.yaml"), description(1, lr=0.03))
     refused("another description (lr 0.03)", lambda d: None,
-            "saved for another step, grid or build", description=other)
+            "the step: its IR (shapes, optimizer settings, parameters) "
+            "differs", description=other)
     refused("another grid (ep 2 on 2 ranks)", lambda d: None,
-            "saved for another step, grid or build",
+            "the grid: saved on 'dp=1', this run's is 'ep=2",
             description=os.path.join(tmp, "r2.yaml"), extra=("--ranks", "2"))
+    refused("another flag (--syrk=false)", lambda d: None,
+            "the flag --syrk: saved with 'true', this run has 'false'",
+            extra=("--syrk=false",))
+
+    def set_step(value):
+        def mutate(d):
+            path = os.path.join(d, "muir-state.json")
+            m = json.load(open(path))
+            m["step"] = value
+            write(path, json.dumps(m))
+        return mutate
+    refused("a step counter of INT64_MAX", set_step(2**63 - 1),
+            "expected \"step\": an integer in [0, 2^53)")
+    refused("a step counter that 1 more step takes past 2^53",
+            set_step(2**53 - 1), "pass 2^53")
+
+    # --save-state replaces only a state muir saved: never a directory of
+    # the user's (its files stay), a file, or a state holding other files.
+    def not_replaced(label, make, want):
+        target = os.path.join(tmp, "keep-" + label.replace(" ", "-"))
+        shutil.rmtree(target, ignore_errors=True)
+        if os.path.isfile(target):
+            os.remove(target)
+        make(target)
+        before = sorted(os.listdir(target)) if os.path.isdir(target) else \
+            open(target).read()
+        p = muir(args, desc, "--steps", "1", "--save-state", target,
+                 ok=False)
+        after = sorted(os.listdir(target)) if os.path.isdir(target) else \
+            open(target).read()
+        chk.expect("refused before any work: --save-state into %s (%s)" %
+                   (label, (p.stderr.strip().splitlines() or [""])[0]),
+                   p.returncode != 0 and want in p.stderr and not p.stdout
+                   and before == after, "want %r" % want)
+
+    def user_dir(t):
+        os.makedirs(t)
+        write(os.path.join(t, "notes.txt"), "x\n")
+
+    def state_and_notes(t):
+        shutil.copytree(good, t)
+        write(os.path.join(t, "notes.txt"), "x\n")
+    not_replaced("a directory of the user's", user_dir,
+                 "is a directory that is not a muir state")
+    not_replaced("a regular file", lambda t: write(t, "x\n"),
+                 "exists and is not a directory")
+    not_replaced("a state that also holds notes.txt", state_and_notes,
+                 "also holds 'notes.txt'")
+    empty = os.path.join(tmp, "empty-dir")
+    shutil.rmtree(empty, ignore_errors=True)
+    os.makedirs(empty)
+    muir(args, desc, "--steps", "1", "--save-state", empty)
+    chk.expect("an empty directory takes a state",
+               os.path.exists(os.path.join(empty, "muir-state.json")))
     p = muir(args, desc, "--steps", "1", "--save-state",
              os.path.join(tmp, "no", "such", "dir", "state"), ok=False)
     chk.expect("refused before any work: a state folder that does not exist "

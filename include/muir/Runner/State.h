@@ -1,0 +1,93 @@
+//===- State.h - saved training states (--save-state, --resume) -*- C++ -*-===//
+//
+// A saved state is a directory: <tensor>.npy for every tensor of the step
+// and muir-state.json, the manifest, which records what the state was saved
+// for (the step's identity: its IR, grid and compile flags), the steps done
+// and a hash of every tensor file. A resume compares the identity field by
+// field, so that a refusal names what differs; a save replaces only a
+// directory that is itself a muir state, never anything else of the user's.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MUIR_RUNNER_STATE_H
+#define MUIR_RUNNER_STATE_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+struct MuirRtContext;
+
+namespace mlir::muir::state {
+
+/// The manifest's format tag and file name.
+inline constexpr const char *kFormat = "muir-state-2";
+inline constexpr const char *kManifestName = "muir-state.json";
+
+/// The largest step counter a state may hold: AdamW's bias corrections
+/// raise betas to the step in double, which counts exactly up to 2^53.
+inline constexpr int64_t kMaxStep = int64_t(1) << 53;
+
+/// What a state was saved for. Two runs may continue each other's state
+/// only if every field but `build` is equal.
+struct StepIdentity {
+  /// Hash of the step's IR as parsed or built (shapes, settings, grid).
+  std::string stepHash;
+  /// The run's grid and its foldings, e.g. "dp=2,tp=2; moe: edp=2,ep=2".
+  std::string grid;
+  /// The compile flags that change the step's program or its bits:
+  /// flag name (as on the command line) -> value.
+  std::map<std::string, std::string> flags;
+  /// The muir build that saved it (information only).
+  std::string build;
+};
+
+struct Manifest {
+  StepIdentity identity;
+  int64_t step = 0;
+  /// Tensor name -> hash of its .npy file's bytes.
+  std::map<std::string, std::string> tensors;
+};
+
+/// Parses a manifest's text; the error says what is wrong with it.
+llvm::Expected<Manifest> parseManifest(llvm::StringRef text);
+
+/// The manifest as JSON text (parseManifest reads it back).
+std::string printManifest(const Manifest &manifest);
+
+/// Empty when `now` may continue a state saved as `saved`; else one line
+/// per difference, e.g. "the flag --ns-mode: saved with 'distributed',
+/// this run 'auto'".
+std::vector<std::string> differences(const StepIdentity &saved,
+                                     const StepIdentity &now);
+
+/// The hash of a file's bytes as the manifest records it.
+llvm::Expected<std::string> fileHash(llvm::StringRef path);
+
+/// Checks, before any work, that `dir` may receive a state: it does not
+/// exist (its parent is a writable directory) or it is a previous muir
+/// state (a valid manifest, and nothing in it that the manifest does not
+/// name). Anything else is refused with a message naming what is in the way.
+llvm::Error checkSaveTarget(llvm::StringRef dir);
+
+/// Reads and checks the state in `dir` for a step with identity `identity`
+/// and tensors `names`: the manifest, every tensor file's hash, the step
+/// counter's range (with `moreSteps` still to run). Returns the steps done.
+llvm::Expected<int64_t> checkState(llvm::StringRef dir,
+                                   const StepIdentity &identity,
+                                   const std::vector<std::string> &names,
+                                   int64_t moreSteps);
+
+/// Writes every tensor of `ctx` and the manifest to a temporary sibling of
+/// `dir`, then renames it into place, so that `dir` holds the old state or
+/// the new one, whole. Refuses (checkSaveTarget) to replace anything that
+/// is not a muir state.
+llvm::Error saveState(const MuirRtContext *ctx, llvm::StringRef dir,
+                      const StepIdentity &identity, int64_t step);
+
+} // namespace mlir::muir::state
+
+#endif // MUIR_RUNNER_STATE_H

@@ -1,0 +1,124 @@
+//===- Files.h - the tools' input and output files ---------------*- C++ -*-===//
+//
+// Every file the tools read (descriptions, Hugging Face configs, IR,
+// fingerprint traces, state manifests) is read whole into memory. A file
+// bigger than kMaxInputBytes, or a device or pipe that goes on past it
+// (/dev/zero), is refused with a message before it can exhaust memory.
+// Outputs are checked against each other and against the inputs before any
+// work (samePath), so that no output overwrites an input or another output.
+// Header-only: muir-trace-diff links LLVM's support library only.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MUIR_SUPPORT_FILES_H
+#define MUIR_SUPPORT_FILES_H
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace mlir::muir {
+
+/// The largest input the tools read: 256 MiB (docs/muir-compile.md).
+inline constexpr uint64_t kMaxInputBytes = uint64_t(256) << 20;
+
+/// Reads `path` ("-": stdin) whole if it holds at most `limit` bytes; else
+/// nothing, with `error` saying why: "cannot open input file 'x': <why>" or
+/// "input file 'x' is larger than the 256 MiB limit".
+inline std::unique_ptr<llvm::MemoryBuffer>
+readBoundedFile(llvm::StringRef path, std::string &error,
+                uint64_t limit = kMaxInputBytes) {
+  namespace fs = llvm::sys::fs;
+  auto tooLarge = [&] {
+    error = ("input file '" + path + "' is larger than the " +
+             llvm::Twine(limit >> 20) + " MiB limit")
+                .str();
+    return nullptr;
+  };
+  fs::file_t fd = fs::getStdinHandle();
+  bool isStdin = path == "-";
+  if (!isStdin) {
+    auto opened = fs::openNativeFileForRead(path);
+    if (!opened) {
+      error = ("cannot open input file '" + path +
+               "': " + llvm::toString(opened.takeError()))
+                  .str();
+      return nullptr;
+    }
+    fd = *opened;
+    fs::file_status status;
+    if (std::error_code ec = fs::status(fd, status)) {
+      fs::closeFile(fd);
+      error = ("cannot open input file '" + path + "': " + ec.message()).str();
+      return nullptr;
+    }
+    if (fs::is_directory(status)) {
+      fs::closeFile(fd);
+      error = ("cannot open input file '" + path +
+               "': " + std::make_error_code(std::errc::is_a_directory).message())
+                  .str();
+      return nullptr;
+    }
+    if (fs::is_regular_file(status) && status.getSize() > limit) {
+      fs::closeFile(fd);
+      return tooLarge();
+    }
+  }
+  // Read in chunks, so that a device or pipe stops at the limit.
+  llvm::SmallString<0> data;
+  constexpr size_t kChunk = 1 << 16;
+  while (true) {
+    size_t size = data.size();
+    data.resize_for_overwrite(size + kChunk);
+    auto got = fs::readNativeFile(
+        fd, llvm::MutableArrayRef<char>(data.data() + size, kChunk));
+    if (!got) {
+      if (!isStdin)
+        fs::closeFile(fd);
+      error = ("cannot read input file '" + path +
+               "': " + llvm::toString(got.takeError()))
+                  .str();
+      return nullptr;
+    }
+    data.truncate(size + *got);
+    if (*got == 0)
+      break;
+    if (data.size() > limit) {
+      if (!isStdin)
+        fs::closeFile(fd);
+      return tooLarge();
+    }
+  }
+  if (!isStdin)
+    fs::closeFile(fd);
+  return llvm::MemoryBuffer::getMemBufferCopy(data,
+                                              isStdin ? "<stdin>" : path);
+}
+
+/// Whether two paths name the same file: the same file on disk if both
+/// exist (hard links and symbolic links included), else the same absolute
+/// path once "." and ".." are resolved. "-" (stdin/stdout) is only itself.
+inline bool samePath(llvm::StringRef a, llvm::StringRef b) {
+  if (a == "-" || b == "-")
+    return a == b;
+  bool equal = false;
+  if (!llvm::sys::fs::equivalent(a, b, equal))
+    return equal;
+  auto normal = [](llvm::StringRef p) {
+    llvm::SmallString<256> path(p);
+    llvm::sys::fs::make_absolute(path);
+    llvm::sys::path::remove_dots(path, /*remove_dot_dot=*/true);
+    return std::string(path);
+  };
+  return normal(a) == normal(b);
+}
+
+} // namespace mlir::muir
+
+#endif // MUIR_SUPPORT_FILES_H

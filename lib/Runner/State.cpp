@@ -1,0 +1,372 @@
+//===- State.cpp - saved training states (--save-state, --resume) ---------===//
+//
+// See muir/Runner/State.h. The manifest (muir-state.json):
+//   {"format": "muir-state-2", "step": 12,
+//    "identity": {"step_hash": "...", "grid": "dp=2,tp=2",
+//                 "flags": {"ns-mode": "auto", ...}, "build": "..."},
+//    "tensors": {"<name>": "<xxh3 of the .npy file's bytes>", ...}}
+//
+//===----------------------------------------------------------------------===//
+#include "muir/Runner/State.h"
+#include "muir/Support/Files.h"
+#include "muir-rt/Runtime.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
+
+#include <cstdio>
+#include <set>
+#include <unistd.h>
+
+using namespace mlir::muir::state;
+namespace fs = llvm::sys::fs;
+namespace path = llvm::sys::path;
+namespace json = llvm::json;
+using llvm::StringRef;
+using llvm::Twine;
+
+namespace {
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx",
+                static_cast<unsigned long long>(v));
+  return buf;
+}
+
+llvm::Error error(const Twine &message) {
+  return llvm::createStringError(message);
+}
+
+std::string inDir(StringRef dir, StringRef name) {
+  llvm::SmallString<256> p(dir);
+  path::append(p, name);
+  return std::string(p);
+}
+
+/// The manifest in `dir`, read (within the input size limit) and parsed.
+llvm::Expected<Manifest> readManifest(StringRef dir) {
+  if (!fs::exists(inDir(dir, kManifestName)))
+    return error("no " + Twine(kManifestName));
+  std::string why;
+  auto buffer = mlir::muir::readBoundedFile(inDir(dir, kManifestName), why);
+  if (!buffer)
+    return error("no readable " + Twine(kManifestName) + " (" + why + ")");
+  auto manifest = parseManifest(buffer->getBuffer());
+  if (!manifest)
+    return error(Twine(kManifestName) + " is damaged: " +
+                 llvm::toString(manifest.takeError()));
+  return manifest;
+}
+
+/// The entries of `dir` (recursively, relative paths) that are neither the
+/// manifest nor a tensor file it names nor a folder on the way to one.
+std::vector<std::string> strangers(StringRef dir, const Manifest &manifest) {
+  llvm::StringSet<> expected, folders;
+  expected.insert(kManifestName);
+  for (const auto &[name, hash] : manifest.tensors) {
+    expected.insert(name + ".npy");
+    for (StringRef p = path::parent_path(name, path::Style::posix);
+         !p.empty(); p = path::parent_path(p, path::Style::posix))
+      folders.insert(p);
+  }
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec, /*follow_symlinks=*/false),
+       end;
+       it != end && !ec; it.increment(ec)) {
+    StringRef full = it->path();
+    std::string rel = full.drop_front(dir.size()).ltrim('/').str();
+    bool isDir = it->type() == fs::file_type::directory_file;
+    if (isDir ? folders.contains(rel)
+              : expected.contains(rel) &&
+                    it->type() == fs::file_type::regular_file)
+      continue;
+    found.push_back(rel);
+    if (isDir)
+      it.no_push();
+  }
+  if (ec)
+    found.push_back("(unreadable: " + ec.message() + ")");
+  return found;
+}
+
+} // namespace
+
+llvm::Expected<Manifest> mlir::muir::state::parseManifest(StringRef text) {
+  auto parsed = json::parse(text);
+  if (!parsed)
+    return error(llvm::toString(parsed.takeError()));
+  const json::Object *obj = parsed->getAsObject();
+  if (!obj)
+    return error("expected a JSON object");
+  auto format = obj->getString("format");
+  if (!format || *format != kFormat)
+    return error("expected \"format\": \"" + Twine(kFormat) + "\"" +
+                 (format ? ", got \"" + *format + "\"" : Twine()));
+  Manifest m;
+  auto step = obj->getInteger("step");
+  if (!step || *step < 0 || *step >= kMaxStep)
+    return error("expected \"step\": an integer in [0, 2^53)");
+  m.step = *step;
+  const json::Object *identity = obj->getObject("identity");
+  if (!identity)
+    return error("expected an \"identity\" object");
+  auto stepHash = identity->getString("step_hash");
+  auto grid = identity->getString("grid");
+  auto build = identity->getString("build");
+  const json::Object *flags = identity->getObject("flags");
+  if (!stepHash || !grid || !build || !flags)
+    return error("expected \"identity\" to hold \"step_hash\", \"grid\", "
+                 "\"build\" (strings) and \"flags\" (an object)");
+  m.identity.stepHash = stepHash->str();
+  m.identity.grid = grid->str();
+  m.identity.build = build->str();
+  for (const auto &[name, value] : *flags) {
+    auto text = value.getAsString();
+    if (!text)
+      return error("flag '" + Twine(StringRef(name)) + "' is not a string");
+    m.identity.flags[name.str()] = text->str();
+  }
+  const json::Object *tensors = obj->getObject("tensors");
+  if (!tensors)
+    return error("expected a \"tensors\" object");
+  for (const auto &[name, value] : *tensors) {
+    auto hash = value.getAsString();
+    StringRef n = name;
+    // Tensor names become relative paths inside the state.
+    bool safe = !n.empty() && !n.starts_with("/") &&
+                llvm::none_of(llvm::split(n, "/"), [](StringRef part) {
+                  return part.empty() || part == "." || part == "..";
+                });
+    if (!hash || !safe)
+      return error("tensor entry '" + Twine(n) +
+                   "' is not a relative name with a hash string");
+    m.tensors[n.str()] = hash->str();
+  }
+  return m;
+}
+
+std::string mlir::muir::state::printManifest(const Manifest &m) {
+  json::Object flags, tensors;
+  for (const auto &[name, value] : m.identity.flags)
+    flags[name] = value;
+  for (const auto &[name, hash] : m.tensors)
+    tensors[name] = hash;
+  json::Object root{
+      {"format", kFormat},
+      {"step", m.step},
+      {"identity", json::Object{{"step_hash", m.identity.stepHash},
+                                {"grid", m.identity.grid},
+                                {"flags", std::move(flags)},
+                                {"build", m.identity.build}}},
+      {"tensors", std::move(tensors)}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", json::Value(std::move(root))) << "\n";
+  return text;
+}
+
+std::vector<std::string>
+mlir::muir::state::differences(const StepIdentity &saved,
+                               const StepIdentity &now) {
+  std::vector<std::string> out;
+  if (saved.grid != now.grid)
+    out.push_back("the grid: saved on '" + saved.grid + "', this run's is '" +
+                  now.grid + "'");
+  std::set<std::string> names;
+  for (const auto &kv : saved.flags)
+    names.insert(kv.first);
+  for (const auto &kv : now.flags)
+    names.insert(kv.first);
+  for (const std::string &name : names) {
+    auto a = saved.flags.find(name), b = now.flags.find(name);
+    std::string was = a == saved.flags.end() ? "(none)" : a->second;
+    std::string is = b == now.flags.end() ? "(none)" : b->second;
+    if (was != is)
+      out.push_back("the flag --" + name + ": saved with '" + was +
+                    "', this run has '" + is + "'");
+  }
+  // The IR hash covers the grid too: name it alone only if nothing more
+  // specific explains the difference.
+  if (saved.stepHash != now.stepHash && out.empty())
+    out.push_back("the step: its IR (shapes, optimizer settings, "
+                  "parameters) differs from the one saved (hash " +
+                  saved.stepHash + ", this run's " + now.stepHash + ")");
+  return out;
+}
+
+llvm::Expected<std::string> mlir::muir::state::fileHash(StringRef p) {
+  auto buf = llvm::MemoryBuffer::getFile(p, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return error("cannot read '" + p + "': " + buf.getError().message());
+  return hex64(
+      llvm::xxh3_64bits(llvm::arrayRefFromStringRef((*buf)->getBuffer())));
+}
+
+llvm::Error mlir::muir::state::checkSaveTarget(StringRef dir) {
+  auto refuse = [&](const Twine &why) {
+    return error("--save-state '" + dir + "': " + why);
+  };
+  fs::file_status st;
+  if (fs::status(dir, st, /*follow=*/false)) {
+    // Nothing there: the parent must take the new state.
+    llvm::SmallString<256> parent(dir);
+    path::remove_dots(parent, /*remove_dot_dot=*/true);
+    path::remove_filename(parent);
+    if (parent.empty())
+      parent = ".";
+    if (!fs::is_directory(parent) ||
+        fs::access(parent, fs::AccessMode::Write))
+      return refuse("its folder '" + parent + "' is not a writable directory");
+    return llvm::Error::success();
+  }
+  if (fs::is_symlink_file(st))
+    return refuse("it is a symbolic link; give the state's own directory");
+  if (!fs::is_directory(st))
+    return refuse("it exists and is not a directory; muir replaces only a "
+                  "state it saved before");
+  auto manifest = readManifest(dir);
+  if (!manifest) {
+    llvm::consumeError(manifest.takeError());
+    // An empty directory holds nothing to lose.
+    std::error_code ec;
+    if (fs::directory_iterator(dir, ec) == fs::directory_iterator() && !ec)
+      return llvm::Error::success();
+    return refuse("it is a directory that is not a muir state (no valid " +
+                  Twine(kManifestName) +
+                  "); muir replaces only a state it saved before");
+  }
+  std::vector<std::string> others = strangers(dir, *manifest);
+  if (!others.empty()) {
+    std::string list;
+    for (size_t i = 0; i < others.size() && i < 3; ++i)
+      list += (i ? ", '" : "'") + others[i] + "'";
+    if (others.size() > 3)
+      list += " and " + std::to_string(others.size() - 3) + " more";
+    return refuse("the state directory also holds " + list +
+                  ", not part of the state; move " +
+                  (others.size() > 1 ? "them" : "it") +
+                  " away or save elsewhere");
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<int64_t>
+mlir::muir::state::checkState(StringRef dir, const StepIdentity &identity,
+                              const std::vector<std::string> &names,
+                              int64_t moreSteps) {
+  auto refuse = [&](const Twine &why) {
+    return error("cannot resume from '" + dir + "': " + why);
+  };
+  if (!fs::is_directory(dir))
+    return refuse("no such directory");
+  auto manifest = readManifest(dir);
+  if (!manifest)
+    return refuse(llvm::toString(manifest.takeError()) +
+                  " (is it a state saved by --save-state?)");
+  std::vector<std::string> diff = differences(manifest->identity, identity);
+  if (!diff.empty()) {
+    std::string text = "it was saved for another step:";
+    for (const std::string &d : diff)
+      text += "\n  " + d;
+    return refuse(text);
+  }
+  for (const std::string &name : names) {
+    auto want = manifest->tensors.find(name);
+    if (want == manifest->tensors.end())
+      return refuse("it has no tensor '" + name + "'");
+    auto got = fileHash(inDir(dir, name + ".npy"));
+    if (!got) {
+      llvm::consumeError(got.takeError());
+      return refuse("'" + name + ".npy' is missing or unreadable");
+    }
+    if (*got != want->second)
+      return refuse("'" + name + ".npy' has changed since it was saved (hash " +
+                    *got + ", saved " + want->second + ")");
+  }
+  if (manifest->tensors.size() != names.size())
+    return refuse("it has " + Twine(manifest->tensors.size()) +
+                  " tensors, this step " + Twine(names.size()));
+  if (moreSteps > kMaxStep - 1 - manifest->step)
+    return refuse("its step counter " + Twine(manifest->step) + " and " +
+                  Twine(moreSteps) + " more steps pass 2^53, the largest " +
+                  "step counter muir runs");
+  return manifest->step;
+}
+
+llvm::Error mlir::muir::state::saveState(const MuirRtContext *ctx,
+                                         StringRef dir,
+                                         const StepIdentity &identity,
+                                         int64_t step) {
+  if (llvm::Error e = checkSaveTarget(dir))
+    return e;
+  auto fail = [&](const Twine &why) {
+    return error("cannot save the state to '" + dir + "': " + why);
+  };
+  // A fresh sibling (never an existing name, which may be the user's).
+  llvm::SmallString<256> prefix(dir);
+  path::remove_dots(prefix, /*remove_dot_dot=*/true);
+  while (prefix.size() > 1 && path::is_separator(prefix.back()))
+    prefix.pop_back();
+  llvm::SmallString<256> tmp;
+  if (std::error_code ec = fs::createUniqueDirectory(prefix + ".new", tmp))
+    return fail(ec.message());
+  llvm::scope_exit removeTmp([&] {
+    if (!tmp.empty())
+      fs::remove_directories(tmp);
+  });
+  if (muirrt_dump_dir(ctx, tmp.c_str()))
+    return fail(muirrt_last_error());
+  Manifest m;
+  m.identity = identity;
+  m.step = step;
+  for (int32_t i = 0; i < muirrt_tensor_count(ctx); ++i) {
+    std::string name = muirrt_tensor_name(ctx, i);
+    auto hash = fileHash(inDir(tmp, name + ".npy"));
+    if (!hash)
+      return fail(llvm::toString(hash.takeError()));
+    m.tensors[name] = *hash;
+  }
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(inDir(tmp, kManifestName), ec);
+    if (ec)
+      return fail(ec.message());
+    os << printManifest(m);
+    os.close();
+    if (os.has_error())
+      return fail(os.error().message());
+  }
+  // The old state (checked above to be one) moves aside onto a fresh
+  // empty name, the new one into place, then the old one goes.
+  bool had = fs::exists(dir);
+  llvm::SmallString<256> old;
+  if (had) {
+    if (std::error_code ec = fs::createUniqueDirectory(prefix + ".old", old))
+      return fail(ec.message());
+    if (std::error_code ec = fs::rename(dir, old)) {
+      fs::remove(old);
+      return fail("cannot move the old state aside: " + ec.message());
+    }
+  }
+  if (std::error_code ec = fs::rename(tmp, dir)) {
+    if (had)
+      fs::rename(old, dir);
+    return fail(ec.message());
+  }
+  tmp.clear();
+  if (had)
+    fs::remove_directories(old);
+  return llvm::Error::success();
+}
