@@ -1,6 +1,7 @@
 # -*- Python -*-
 # lit configuration for muir's regression tests.
 import os
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -19,6 +20,14 @@ config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%muir_lib_dir",
                              os.path.join(config.muir_obj_root, "lib")))
 config.substitutions.append(("%testlib", os.path.join(config.test_source_root, "lib")))
+# Runs a tool without root's power to read any file: as root, as the user
+# nobody with no groups (setpriv, util-linux); otherwise as the user.
+if os.geteuid() == 0:
+    config.substitutions.append(
+        ("%unprivileged",
+         "setpriv --reuid=65534 --regid=65534 --clear-groups"))
+else:
+    config.substitutions.append(("%unprivileged", ""))
 
 llvm_config.with_system_environment(["HOME", "TMPDIR", "OPENBLAS_NUM_THREADS",
                                      "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"])
@@ -46,8 +55,31 @@ else:
     lit_config.note("GPU execution tests (REQUIRES: cuda-gpu) are skipped: "
                     "no NVIDIA device (/dev/nvidia0) on this machine")
 import shutil
-if shutil.which("mpirun") and os.path.exists(
-        os.path.join(config.muir_tools_dir, "muir-dist-unittests")):
+missing = {}
+if not config.muir_have_mpi:
+    missing["mpi"] = "the runtime was built without MPI (libopenmpi-dev)"
+elif not shutil.which("mpirun"):
+    missing["mpi"] = "no mpirun on PATH (openmpi-bin)"
+elif not os.path.exists(os.path.join(config.muir_tools_dir,
+                                     "muir-dist-unittests")):
+    missing["mpi"] = "muir-dist-unittests was not built"
+else:
     config.available_features.add("mpi")
-if os.path.exists(os.path.join(config.muir_tools_dir, "muir-runtime-unittests")):
+if not os.path.exists(os.path.join(config.muir_tools_dir,
+                                   "muir-runtime-unittests")):
+    missing["gtest"] = "muir-runtime-unittests was not built (libgtest-dev)"
+else:
     config.available_features.add("gtest")
+# A machine set up by scripts/muir.sh has every feature but the GPU: there
+# (and in CI) a missing one is an error, not a quietly skipped test.
+required = os.environ.get("MUIR_REQUIRE_FEATURES")
+if required is None and os.environ.get("CI", "").lower() in ("1", "true"):
+    required = "mpi,gtest"
+for feature in filter(None, (required or "").split(",")):
+    if feature not in config.available_features:
+        lit_config.fatal("the required test feature '%s' is missing: %s" %
+                         (feature, missing.get(feature, "not available on "
+                                               "this machine")))
+# lit itself, for the test of the above.
+config.substitutions.append(("%lit", sys.argv[0]))
+config.substitutions.append(("%muir_test_root", config.test_exec_root))

@@ -2,16 +2,24 @@
 //
 // Reads two fingerprint traces (muir-run --trace-fingerprints: FILE, or
 // FILE.rank0, FILE.rank1, ... for several ranks) and prints the first op
-// whose inputs hash the same in both runs but whose outputs do not, with
-// the ops around it on its rank; or says the runs are identical. "First"
-// is in (step, execution number, rank) order: every rank runs the same
-// program, so an op's execution number is comparable across ranks, and a
-// collective that receives another rank's divergent data comes after the
-// op that made it. Exit status: 0 identical, 1 divergent, 2 an error.
+// whose inputs or outputs differ between the runs (type, byte count or
+// hash), with the ops around it on its rank; or says the runs are
+// identical. "First" is in (step, execution number, rank) order: every
+// rank runs the same program, so an op's execution number is comparable
+// across ranks, and a collective that receives another rank's divergent
+// data comes after the op that made it. An op whose inputs already differ
+// is named as such (the runs started from different state, or an untraced
+// op changed a buffer); one whose inputs agree but outputs do not made the
+// difference. A trace must start with muir-run's header, hold at least one
+// record, and each record's byte count must be its buffer type's size.
+// Exit status: 0 identical, 1 divergent, 2 an error (bad arguments too).
 //
 //===----------------------------------------------------------------------===//
+#include "muir/Support/Files.h"
+
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -19,7 +27,9 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -36,11 +46,52 @@ static cl::opt<unsigned> context("context",
 
 namespace {
 
+/// One buffer of an op execution: its type, byte count and hash.
+struct Buffer {
+  std::string type;
+  int64_t bytes = 0;
+  std::string hash;
+  bool operator==(const Buffer &o) const {
+    return type == o.type && bytes == o.bytes && hash == o.hash;
+  }
+  bool operator!=(const Buffer &o) const { return !(*this == o); }
+};
+
 struct Exec {
   int64_t opId = -1;
   std::string name, loc;
-  std::map<int64_t, std::pair<std::string, std::string>> in, out; // type, hash
+  std::map<int64_t, Buffer> in, out; // by operand index
 };
+
+constexpr StringLiteral kHeader = "# muir fingerprint trace:";
+
+/// The bytes of a static memref type as the trace writes it
+/// ("memref<4x8xf32,strided<[8,1]>>"); nothing when it cannot tell.
+std::optional<int64_t> typeBytes(StringRef type) {
+  if (!type.consume_front("memref<"))
+    return std::nullopt;
+  int64_t elements = 1;
+  while (true) {
+    auto [dim, rest] = type.split('x');
+    int64_t n;
+    if (rest.empty() || dim.getAsInteger(10, n))
+      break;
+    if (n < 0 || (n && elements > INT64_MAX / n))
+      return std::nullopt;
+    elements *= n;
+    type = rest;
+  }
+  StringRef element = type.take_until([](char c) { return c == ',' || c == '>'; });
+  int64_t size = StringSwitch<int64_t>(element)
+                     .Cases({"f32", "i32"}, 4)
+                     .Cases({"f64", "i64", "index"}, 8)
+                     .Cases({"f16", "bf16", "i16"}, 2)
+                     .Cases({"i8", "i1"}, 1)
+                     .Default(0);
+  if (!size || elements > INT64_MAX / size)
+    return std::nullopt;
+  return elements * size;
+}
 
 using Key = std::tuple<int64_t, int64_t, int64_t>; // step, seq, rank
 using Trace = std::map<Key, Exec>;
@@ -52,11 +103,17 @@ int error(const Twine &msg) {
 
 /// Reads one file into `t`; an empty string on success, else why not.
 std::string readFile(StringRef path, Trace &t) {
-  auto buf = MemoryBuffer::getFile(path);
+  std::string why;
+  auto buf = mlir::muir::readBoundedFile(path, why);
   if (!buf)
-    return "cannot read '" + path.str() + "': " + buf.getError().message();
+    return why;
   SmallVector<StringRef> lines;
-  (*buf)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
+  buf->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
+  if (lines.empty() || !lines.front().starts_with(kHeader))
+    return path.str() + ": not a fingerprint trace (no '" + kHeader.str() +
+           "' header line; write one with muir-run --trace-fingerprints)";
+  if (lines.size() == 1)
+    return path.str() + ": the trace holds no op executions";
   for (auto [n, line] : llvm::enumerate(lines)) {
     if (line.starts_with("#"))
       continue;
@@ -70,18 +127,27 @@ std::string readFile(StringRef path, Trace &t) {
       f[5] = StringRef(first.data(), last.end() - first.data());
       f.erase(f.begin() + 6, f.end() - 5);
     }
-    int64_t step, rank, seq, op, index;
+    int64_t step, rank, seq, op, index, bytes;
+    std::string where = path.str() + ":" + std::to_string(n + 1) + ": ";
     if (f.size() != 11 || f[0].getAsInteger(10, step) ||
         f[1].getAsInteger(10, rank) || f[2].getAsInteger(10, seq) ||
         f[3].getAsInteger(10, op) || f[7].getAsInteger(10, index) ||
-        (f[6] != "in" && f[6] != "out"))
-      return path.str() + ":" + std::to_string(n + 1) +
-             ": not a trace line: " + line.str();
+        f[9].getAsInteger(10, bytes) || (f[6] != "in" && f[6] != "out") ||
+        step < 0 || rank < 0 || seq < 0 || index < 0 || bytes < 0)
+      return where + "not a trace line: " + line.str();
+    if (auto want = typeBytes(f[8]); want && *want != bytes)
+      return where + "the byte count " + std::to_string(bytes) +
+             " is not the size of " + f[8].str() + " (" +
+             std::to_string(*want) + ")";
     Exec &e = t[{step, seq, rank}];
+    if (e.opId >= 0 && (e.opId != op || e.name != f[4]))
+      return where + "execution " + std::to_string(seq) + " of step " +
+             std::to_string(step) + " on rank " + std::to_string(rank) +
+             " is already op #" + std::to_string(e.opId);
     e.opId = op;
     e.name = f[4].str();
     e.loc = f[5].str();
-    (f[6] == "in" ? e.in : e.out)[index] = {f[8].str(), f[10].str()};
+    (f[6] == "in" ? e.in : e.out)[index] = {f[8].str(), bytes, f[10].str()};
   }
   return "";
 }
@@ -116,9 +182,13 @@ std::string where(const Key &k, const Exec &e) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "muir-trace-diff: the first op where two fingerprint traces diverge\n");
+  // Bad arguments are errors (2), not "divergent" (1).
+  if (!cl::ParseCommandLineOptions(
+          argc, argv,
+          "muir-trace-diff: the first op where two fingerprint traces "
+          "diverge\n\nExit status: 0 identical, 1 divergent, 2 an error.\n",
+          &errs()))
+    return 2;
   Trace a, b;
   int64_t ranksA, ranksB;
   if (std::string why = readTrace(traceA, a, ranksA); !why.empty())
@@ -134,43 +204,60 @@ int main(int argc, char **argv) {
     keys.insert(kv.first);
   for (auto &kv : b)
     keys.insert(kv.first);
-  const Key *found = nullptr, *inputsDiffer = nullptr;
+  // The first execution that differs in any way.
+  const Key *found = nullptr;
   std::string what;
+  auto describe = [](const char *kind, const std::map<int64_t, Buffer> &x,
+                     const std::map<int64_t, Buffer> &y) {
+    std::string text;
+    std::set<int64_t> indices;
+    for (auto &kv : x)
+      indices.insert(kv.first);
+    for (auto &kv : y)
+      indices.insert(kv.first);
+    for (int64_t index : indices) {
+      auto ix = x.find(index), iy = y.find(index);
+      auto show = [](const Buffer &b) {
+        return b.hash + " (" + std::to_string(b.bytes) + " bytes)";
+      };
+      if (ix != x.end() && iy != y.end() && ix->second == iy->second)
+        continue;
+      const Buffer &any = ix != x.end() ? ix->second : iy->second;
+      text += "\n  " + std::string(kind) + " operand " +
+              std::to_string(index) + " " + any.type + ": " +
+              (ix == x.end() ? "none" : show(ix->second)) + " in A, " +
+              (iy == y.end() ? "none" : show(iy->second)) + " in B";
+    }
+    return text;
+  };
   for (const Key &k : keys) {
     auto ia = a.find(k), ib = b.find(k);
     if (ia == a.end() || ib == b.end() || ia->second.opId != ib->second.opId) {
-      // The programs took different paths: report it unless an earlier op
-      // already diverged.
-      if (!found) {
-        found = &k;
-        what = "the runs execute different ops here (" +
-               (ia == a.end() ? std::string("none") : ia->second.name) +
-               " in A, " +
-               (ib == b.end() ? std::string("none") : ib->second.name) +
-               " in B)";
-      }
+      found = &k;
+      what = "the runs execute different ops here (" +
+             (ia == a.end() ? std::string("none") : ia->second.name) +
+             " in A, " +
+             (ib == b.end() ? std::string("none") : ib->second.name) +
+             " in B)";
       break;
     }
     const Exec &ea = ia->second, &eb = ib->second;
-    bool inEqual = ea.in == eb.in;
-    if (inEqual && ea.out != eb.out) {
+    if (ea.in != eb.in) {
       found = &k;
-      what = "its " + std::to_string(ea.in.size()) +
-             " input(s) are the same in both runs, its output(s) are not:";
-      for (auto &[index, typeHash] : ea.out) {
-        auto other = eb.out.find(index);
-        if (other == eb.out.end() || other->second != typeHash)
-          what += "\n  output operand " + std::to_string(index) + " " +
-                  typeHash.first + ": " + typeHash.second + " in A, " +
-                  (other == eb.out.end() ? "none" : other->second.second) +
-                  " in B";
-      }
+      what = "its inputs already differ (the runs started from different "
+             "state, or an untraced op changed a buffer):" +
+             describe("input", ea.in, eb.in);
       break;
     }
-    if (!inEqual && !inputsDiffer)
-      inputsDiffer = &k;
+    if (ea.out != eb.out) {
+      found = &k;
+      what = "its " + std::to_string(ea.in.size()) +
+             " input(s) are the same in both runs, its output(s) are not:" +
+             describe("output", ea.out, eb.out);
+      break;
+    }
   }
-  if (!found && !inputsDiffer) {
+  if (!found) {
     std::set<int64_t> steps;
     for (const Key &k : keys)
       steps.insert(std::get<0>(k));
@@ -178,11 +265,6 @@ int main(int argc, char **argv) {
            << steps.size() << " step(s) on " << ranksA
            << " rank(s), every input and output hash equal\n";
     return 0;
-  }
-  if (!found) {
-    found = inputsDiffer;
-    what = "its inputs already differ (the runs started from different "
-           "state, or an untraced op changed a buffer)";
   }
   const Exec &e = a.count(*found) ? a[*found] : b[*found];
   outs() << "first divergent op: " << where(*found, e) << "\n" << what

@@ -238,6 +238,11 @@ def main():
                 for n in cref if n.startswith("l0."))
     chk.check("l0 with capacity_factor 0.75 by position: step 1 gradients "
               "vs float64 (the drops move them by %.2f)" % moved, err, 1e-5)
+    # The check above tells dropping from not dropping only if the drops
+    # move the gradients far more than its bound.
+    chk.expect("l0 capacity drops move the step 1 gradients by %.2f, over "
+               "100 times the bound" % moved, moved > 100 * 1e-5,
+               "moved %.3e" % moved)
     # A shared expert beside l1's routed ones (every token, summed into the
     # output): step 1's gradients of all seven of l1's parameters at ep = 1,
     # and at ep = 4, where its products run over each rank's tokens and its
