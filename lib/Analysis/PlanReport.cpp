@@ -568,9 +568,12 @@ void PlanReport::writeJSON(llvm::raw_ostream &os) const {
 }
 
 static std::string human(double v, StringRef unit) {
-  static const char *prefixes[] = {"", "K", "M", "G", "T", "P", "E"};
+  // Up to yotta: a value of muir's largest step (docs/description.md,
+  // "Limits") keeps at most three digits before the point, so the table's
+  // columns never run together.
+  static const char *prefixes[] = {"", "K", "M", "G", "T", "P", "E", "Z", "Y"};
   int i = 0;
-  while (std::abs(v) >= 1000 && i < 6) {
+  while (std::abs(v) >= 1000 && i < 8) {
     v /= 1000;
     ++i;
   }

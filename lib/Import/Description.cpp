@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Import/Description.h"
+#include "muir/Support/Limits.h"
 
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/Support/MathExtras.h"
@@ -86,12 +87,21 @@ public:
   FailureOr<Description> read();
 
 private:
+  /// Where `n` starts; none when the YAML parser gave it a position outside
+  /// the buffer, as it does for some malformed flow collections ("{\n{\n%").
+  llvm::SMLoc startOf(yaml::Node *n) {
+    if (!n)
+      return {};
+    llvm::SMLoc at = n->getSourceRange().Start;
+    StringRef buffer = sm.getMemoryBuffer(bufferId)->getBuffer();
+    const char *p = at.getPointer();
+    return p && p >= buffer.begin() && p <= buffer.end() ? at : llvm::SMLoc();
+  }
   Loc locOf(yaml::Node *n) {
     Loc l;
     l.file = file;
-    if (n) {
-      auto [line, col] =
-          sm.getLineAndColumn(n->getSourceRange().Start, bufferId);
+    if (llvm::SMLoc at = startOf(n); at.isValid()) {
+      auto [line, col] = sm.getLineAndColumn(at, bufferId);
       l.line = line;
       l.col = col;
     }
@@ -99,8 +109,7 @@ private:
   }
   void error(yaml::Node *n, const Twine &msg) {
     ++numErrors;
-    sm.PrintMessage(n ? n->getSourceRange().Start : llvm::SMLoc(),
-                    llvm::SourceMgr::DK_Error, msg);
+    sm.PrintMessage(startOf(n), llvm::SourceMgr::DK_Error, msg);
   }
 
   /// Calls `fn(key, value)` for each entry of a mapping; rejects keys not in
@@ -109,7 +118,8 @@ private:
                   function_ref<void(StringRef, yaml::Node *)> fn);
   std::optional<std::string> str(yaml::Node *n, StringRef key);
   std::optional<int64_t> integer(yaml::Node *n, StringRef key,
-                                 int64_t min = 1);
+                                 int64_t min = 1,
+                                 int64_t max = muir::kMaxDim);
   std::optional<double> real(yaml::Node *n, StringRef key);
   std::optional<double> ranged(yaml::Node *n, StringRef key, double lo,
                                bool loInclusive, double hi, bool hiInclusive);
@@ -190,8 +200,12 @@ void Reader::forEachKey(yaml::Node *n, StringRef what,
 
 std::optional<std::string> Reader::str(yaml::Node *n, StringRef key) {
   auto *s = dyn_cast_or_null<yaml::ScalarNode>(n);
-  if (!s) {
-    error(n, "expected a string for '" + key + "'");
+  // YAML's null (~, null, or nothing at all) is no string; quoted, it is.
+  StringRef raw = s ? s->getRawValue() : StringRef();
+  if (!s || raw == "~" || raw == "null" || raw == "Null" || raw == "NULL") {
+    error(n, "expected a string for '" + key + "'" +
+                 (s || isa_and_nonnull<yaml::NullNode>(n) ? ", got null"
+                                                          : ""));
     return std::nullopt;
   }
   SmallString<32> storage;
@@ -199,7 +213,7 @@ std::optional<std::string> Reader::str(yaml::Node *n, StringRef key) {
 }
 
 std::optional<int64_t> Reader::integer(yaml::Node *n, StringRef key,
-                                       int64_t min) {
+                                       int64_t min, int64_t max) {
   auto *s = dyn_cast_or_null<yaml::ScalarNode>(n);
   SmallString<32> storage;
   int64_t v;
@@ -211,6 +225,11 @@ std::optional<int64_t> Reader::integer(yaml::Node *n, StringRef key,
   if (v < min) {
     error(n, "expected '" + key + "' to be at least " + Twine(min) + ", got " +
                  Twine(v));
+    return std::nullopt;
+  }
+  if (v > max) {
+    error(n, "expected '" + key + "' to be at most " + Twine(max) + ", got " +
+                 Twine(v) + " (docs/description.md, \"Limits\")");
     return std::nullopt;
   }
   return v;
@@ -308,12 +327,13 @@ void Reader::readGridAxes(yaml::Node *n, StringRef key,
       error(k, "axis '" + axis.name + "' appears twice in '" + key + "'");
       continue;
     }
-    if (auto size = integer(kv.getValue(), axis.name)) {
+    // A bad size is reported here; the axis stays (size 1), so that the
+    // grid is not also reported as having no axes.
+    if (auto size = integer(kv.getValue(), axis.name, 1, muir::kMaxDevices))
       axis.size = *size;
-      out.push_back(axis);
-    } else {
+    else
       badAxis = true;
-    }
+    out.push_back(axis);
   }
 }
 
@@ -500,13 +520,15 @@ void Reader::readShard(yaml::Node *n, Parameter &p) {
 void Reader::readParameter(yaml::Node *n, Description &d) {
   Parameter p;
   p.loc = locOf(n);
-  bool hasName = false, hasShape = false, badShape = false;
+  bool hasName = false, nameGiven = false, hasShape = false,
+       badShape = false;
   forEachKey(
       n, "a parameter",
       {"name", "shape", "dtype", "role", "shard", "split_rows", "moe",
        "ns_mode"},
       [&](StringRef key, yaml::Node *v) {
         if (key == "name") {
+          nameGiven = true;
           if (auto x = str(v, key)) {
             p.name = *x;
             hasName = !p.name.empty();
@@ -560,7 +582,7 @@ void Reader::readParameter(yaml::Node *n, Description &d) {
       });
   if (!isa_and_nonnull<yaml::MappingNode>(n))
     return;
-  if (!hasName)
+  if (!nameGiven)
     error(n, "a parameter needs a 'name'");
   if (!hasShape || (p.shape.empty() && !badShape))
     error(n, "a parameter needs a 'shape' (a list of positive sizes)");
@@ -605,7 +627,10 @@ void Reader::readMoE(yaml::Node *n, Description &d) {
                    m.routedScaling = *x;
                } else {
                  int64_t min = key == "shared_experts" ? 0 : 1;
-                 std::optional<int64_t> x = integer(v, key, min);
+                 int64_t max = key == "experts" || key == "groups"
+                                   ? muir::kMaxDevices
+                                   : muir::kMaxDim;
+                 std::optional<int64_t> x = integer(v, key, min, max);
                  if (!x)
                    return;
                  if (key == "experts")
@@ -627,6 +652,16 @@ void Reader::readMoE(yaml::Node *n, Description &d) {
                }
              });
   d.moe.push_back(m);
+}
+
+/// The number of devices of a folding (the product of its axes' sizes), or
+/// nullopt when it is more than kMaxDevices.
+static std::optional<int64_t> numDevicesChecked(ArrayRef<GridAxis> axes) {
+  int64_t n = 1;
+  for (const GridAxis &a : axes)
+    if (llvm::MulOverflow(n, a.size, n) || n > muir::kMaxDevices)
+      return std::nullopt;
+  return n;
 }
 
 FailureOr<Description> Reader::read() {
@@ -684,22 +719,25 @@ FailureOr<Description> Reader::read() {
              });
   if (stream.failed())
     return failure();
-  // One description per file: trailing text or a second document is a
-  // mistake, not something to ignore.
-  if (++it != stream.end() && it->getRoot() &&
-      !isa<yaml::NullNode>(it->getRoot()))
-    error(it->getRoot(), "expected one description per file; found more "
-                         "after the first document");
   if (isa<yaml::MappingNode>(root)) {
     if (!hasGrid)
       error(root, "the description needs a 'grid'");
     if (!hasParams)
       error(root, "the description needs 'parameters'");
   }
-  if (devices && !badAxis && d.grid.numDevices() != *devices)
-    error(devicesNode, "grid axes have " + Twine(d.grid.numDevices()) +
+  // (validate reports a product that overflows.)
+  std::optional<int64_t> gridDevices = numDevicesChecked(d.grid.axes);
+  if (devices && !badAxis && gridDevices && *gridDevices != *devices)
+    error(devicesNode, "grid axes have " + Twine(*gridDevices) +
                            " devices in all, but 'devices' is " +
                            Twine(*devices));
+  // One description per file: trailing text or a second document is a
+  // mistake, not something to ignore. Last use of the tree: moving to the
+  // next document frees the first one's nodes (root, devicesNode).
+  if (++it != stream.end() && it->getRoot() &&
+      !isa<yaml::NullNode>(it->getRoot()))
+    error(it->getRoot(), "expected one description per file; found more "
+                         "after the first document");
   // Cross-field rules, reported at the places they concern.
   (void)validate(d, [&](const Loc &loc, const Twine &msg) {
     ++numErrors;
@@ -750,16 +788,33 @@ LogicalResult mlir::muir::desc::validate(
   // (A description without any grid was already told so by the reader.)
   if (d.grid.axes.empty() && !d.grid.loc.file.empty())
     fail(d.grid.loc, "the grid needs at least one axis");
-  if (!d.grid.moeAxes.empty()) {
-    int64_t moe = 1;
-    for (const GridAxis &a : d.grid.moeAxes)
-      moe *= a.size;
-    if (moe != d.grid.numDevices())
-      fail(d.grid.moeAxes.front().loc,
-           "the MoE folding covers " + Twine(moe) +
-               " devices but the grid has " + Twine(d.grid.numDevices()) +
-               "; both foldings must cover the same devices");
-  }
+  // Axis names are identifiers: writeDescription and the plan report write
+  // them bare, and --layout and shards name them.
+  for (const std::vector<GridAxis> *axes : {&d.grid.axes, &d.grid.moeAxes})
+    for (const GridAxis &a : *axes)
+      if (a.name.empty() || llvm::isDigit(a.name.front()) ||
+          !llvm::all_of(a.name, [](char c) {
+            return llvm::isAlnum(c) || c == '_';
+          }))
+        fail(a.loc, "axis name '" + a.name +
+                        "' is not an identifier: use letters, digits and "
+                        "'_', not starting with a digit, e.g. dp or tp");
+  // Every later use multiplies the sizes (Grid::numDevices): they must not
+  // overflow.
+  std::optional<int64_t> devices = numDevicesChecked(d.grid.axes);
+  std::optional<int64_t> moe = numDevicesChecked(d.grid.moeAxes);
+  if (!devices)
+    fail(d.grid.axes.back().loc, "the grid's axes multiply to more than "
+                                 "2^20 devices (the most muir supports)");
+  if (!moe)
+    fail(d.grid.moeAxes.back().loc, "the MoE folding's axes multiply to "
+                                    "more than 2^20 devices (the most muir "
+                                    "supports)");
+  if (!d.grid.moeAxes.empty() && devices && moe && *moe != *devices)
+    fail(d.grid.moeAxes.front().loc,
+         "the MoE folding covers " + Twine(*moe) +
+             " devices but the grid has " + Twine(*devices) +
+             "; both foldings must cover the same devices");
   const MuonSettings &m = d.muon;
   if (m.schedule == "custom" && (m.coefficients.empty() ||
                                  m.coefficients.size() % 3 != 0))
@@ -779,17 +834,38 @@ LogicalResult mlir::muir::desc::validate(
                   "optimizer.muon has no coefficients");
 
   llvm::StringMap<const Parameter *> names;
+  int64_t totalElements = 0;
+  bool totalReported = false;
   for (const Parameter &p : d.params) {
     if (p.name.empty() || p.shape.empty())
       continue;
+    // Names become file names (DIR/<name>.npy) and the IR's 'muir.name',
+    // whose verifier has the same rule.
+    StringRef name = p.name;
+    if (name.starts_with("/") || name.contains('\0') ||
+        llvm::any_of(llvm::split(name, '/'), [](StringRef part) {
+          return part.empty() || part == "." || part == "..";
+        }))
+      fail(p.loc, "parameter name '" + llvm::yaml::escape(name) +
+                      "' is not usable as a relative file name: no leading "
+                      "'/', NUL, or empty, '.' or '..' parts");
     int64_t count = 1;
     bool overflow = false;
     for (int64_t dim : p.shape)
       overflow |= llvm::MulOverflow(count, dim, count);
-    if (overflow) {
-      fail(p.loc, "parameter '" + p.name +
-                      "' has more elements than fit in 64 bits");
+    if (overflow || count > muir::kMaxTensorElements) {
+      fail(p.loc, "parameter '" + p.name + "' has more than 2^40 elements " +
+                      "(the most one tensor may have; docs/description.md, "
+                      "\"Limits\")");
       continue;
+    }
+    if (llvm::AddOverflow(totalElements, count, totalElements) ||
+        totalElements > muir::kMaxModelElements) {
+      if (!totalReported)
+        fail(p.loc, "the parameters up to '" + p.name + "' have more than "
+                    "2^48 elements in all (the most a step may have; "
+                    "docs/description.md, \"Limits\")");
+      totalReported = true;
     }
     auto [it, inserted] = names.try_emplace(p.name, &p);
     if (!inserted)
@@ -841,6 +917,21 @@ LogicalResult mlir::muir::desc::validate(
     }
   }
   for (const MoELayer &l : d.moe) {
+    // A rank's routed rows (tokens x top_k) of the widest activation.
+    int64_t rows = 0, elements = 0;
+    if (llvm::MulOverflow(l.tokensPerRank, std::max<int64_t>(l.topK, 1),
+                          rows) ||
+        llvm::MulOverflow(rows,
+                          std::max<int64_t>({l.hidden, l.expertSize, 1}),
+                          elements) ||
+        rows > muir::kMaxDim || elements > muir::kMaxTensorElements)
+      fail(l.loc, "MoE layer '" + l.name + "': tokens_per_rank (" +
+                      Twine(l.tokensPerRank) + ") x top_k (" +
+                      Twine(l.topK) + ") routed rows of " +
+                      Twine(std::max(l.hidden, l.expertSize)) +
+                      " features are more than muir supports (2^31 - 1 "
+                      "rows, 2^40 elements; docs/description.md, "
+                      "\"Limits\")");
     if (l.experts && l.topK > l.experts)
       fail(l.loc, "top_k (" + Twine(l.topK) + ") is greater than experts (" +
                       Twine(l.experts) + ") in MoE layer '" + l.name + "'");
@@ -964,6 +1055,17 @@ FailureOr<Grid> mlir::muir::desc::parseLayout(StringRef layout,
                     .str();
         return false;
       }
+      int64_t devices = a.size;
+      for (const GridAxis &b : out)
+        if (llvm::MulOverflow(devices, b.size, devices))
+          devices = muir::kMaxDevices + 1;
+      if (devices > muir::kMaxDevices) {
+        error = ("layout entry '" + item.trim() + "': the layout's axes " +
+                 "multiply to more than 2^20 devices (the most muir " +
+                 "supports)")
+                    .str();
+        return false;
+      }
       for (const GridAxis &b : out)
         if (b.name == a.name) {
           error = "layout axis '" + a.name + "' appears twice";
@@ -1074,6 +1176,19 @@ LogicalResult mlir::muir::desc::applyLayout(Description &d,
       break;
     }
   }
+  // Expert axes on a model without experts would split nothing: say so
+  // rather than run a grid whose ranks all do the same work.
+  bool hasExperts = llvm::any_of(d.params, [](const Parameter &p) {
+    return p.role == Role::Expert;
+  });
+  for (const std::vector<GridAxis> *axes : {&d.grid.axes, &d.grid.moeAxes})
+    for (const GridAxis &a : *axes)
+      if ((a.name == "ep" || a.name == "etp") && a.size > 1 && !hasExperts)
+        errors.push_back("--layout: " + a.name + "=" +
+                         std::to_string(a.size) +
+                         " splits expert stacks, but the model has none "
+                         "(no parameter with role expert); leave " + a.name +
+                         " out of the layout");
   (void)validate(d, [&](const Loc &loc, const Twine &msg) {
     std::string where = loc.file;
     if (loc.line)
@@ -1136,6 +1251,14 @@ Assignment mlir::muir::desc::assignOptimizer(const Description &d,
 static std::string quoted(StringRef s) {
   std::string out = "\"";
   for (char c : s) {
+    // YAML folds a line break inside quotes into a space: escape every
+    // control character so that the string reads back as it was.
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += llvm::hexdigit(static_cast<unsigned char>(c) >> 4);
+      out += llvm::hexdigit(c & 0xf);
+      continue;
+    }
     if (c == '"' || c == '\\')
       out += '\\';
     out += c;
@@ -1218,7 +1341,8 @@ void mlir::muir::desc::writeDescription(const Description &d,
       os << "}\n";
     }
   }
-  os << "parameters:\n";
+  // An empty block would read back as no value at all.
+  os << (d.params.empty() ? "parameters: []\n" : "parameters:\n");
   for (const Parameter &p : d.params) {
     os << "  - {name: " << quoted(p.name) << ", shape: [";
     llvm::interleaveComma(p.shape, os);
@@ -1247,12 +1371,17 @@ void mlir::muir::desc::writeDescription(const Description &d,
     os << "training: {data: " << d.training.data << "}\n";
   if (!d.moe.empty()) {
     os << "moe:\n";
-    for (const MoELayer &l : d.moe)
-      os << "  - {name: " << quoted(l.name) << ", experts: " << l.experts
-         << ", top_k: " << l.topK << ", shared_experts: " << l.sharedExperts
+    for (const MoELayer &l : d.moe) {
+      // A layer outside training may leave out its sizes (0 here); the
+      // reader takes only sizes >= 1.
+      auto size = [](StringRef key, int64_t v) {
+        return v > 0 ? (", " + key + ": " + Twine(v)).str() : std::string();
+      };
+      os << "  - {name: " << quoted(l.name) << size("experts", l.experts)
+         << size("top_k", l.topK) << ", shared_experts: " << l.sharedExperts
          << ", scoring: " << l.scoring << ", groups: " << l.groups
          << ", groups_per_token: " << l.groupsPerToken
-         << ", hidden: " << l.hidden << ", expert_size: " << l.expertSize
+         << size("hidden", l.hidden) << size("expert_size", l.expertSize)
          << ", tokens_per_rank: " << l.tokensPerRank
          << ", routed_scaling: " << number(l.routedScaling)
          << (l.capacityFactor > 0
@@ -1260,5 +1389,6 @@ void mlir::muir::desc::writeDescription(const Description &d,
                        ", drop_policy: " + l.dropPolicy
                  : std::string())
          << "}\n";
+    }
   }
 }

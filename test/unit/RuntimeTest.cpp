@@ -736,6 +736,101 @@ TEST_F(Dirs, DumpToUnwritablePathLeavesNothing) {
   EXPECT_EQ(listFiles(out), (std::vector<std::string>{"b"}));
 }
 
+// A dump is all or nothing: a target in the way (a directory named like a
+// tensor's file) fails it before anything is written, and the previous
+// files keep their bytes.
+TEST_F(Dirs, DumpIsAllOrNothing) {
+  Ctx ctx = makeCtx();
+  int64_t s2[1] = {2};
+  for (const char *name : {"a", "b", "c"})
+    muirrt_tensor_add(ctx.get(), name, 1, s2, MUIRRT_ROLE_PARAM);
+  std::string out = path("out");
+  ASSERT_EQ(muirrt_dump_dir(ctx.get(), out.c_str()), 0) << muirrt_last_error();
+  std::string before = readBytes(out + "/a.npy");
+  ASSERT_TRUE(fs::remove(out + "/c.npy"));
+  ASSERT_TRUE(fs::create_directory(out + "/c.npy"));
+  muirrt_tensor_data(ctx.get(), 0)[0] = 7.0f;
+  EXPECT_NE(muirrt_dump_dir(ctx.get(), out.c_str()), 0);
+  EXPECT_EQ(std::string(muirrt_last_error()),
+            out + "/c.npy: is a directory; muir replaces only a regular file");
+  EXPECT_EQ(readBytes(out + "/a.npy"), before);
+  EXPECT_EQ(listFiles(out), (std::vector<std::string>{"a.npy", "b.npy"}));
+  EXPECT_TRUE(fs::is_directory(out + "/c.npy"));
+  const char *names[] = {"a", "b", "c"};
+  EXPECT_NE(muirrt_check_dump(out.c_str(), names, 3), 0);
+  EXPECT_EQ(muirrt_check_dump(out.c_str(), names, 2), 0)
+      << muirrt_last_error();
+}
+
+// Inside the dump directory no symbolic link is followed.
+TEST_F(Dirs, DumpDoesNotFollowLinks) {
+  std::string elsewhere = path("elsewhere"), out = path("out");
+  ASSERT_TRUE(fs::create_directory(elsewhere));
+  ASSERT_TRUE(fs::create_directory(out));
+  fs::create_directory_symlink(elsewhere, out + "/sub");
+  Ctx ctx = makeCtx();
+  int64_t s2[1] = {2};
+  muirrt_tensor_add(ctx.get(), "sub/x", 1, s2, MUIRRT_ROLE_PARAM);
+  EXPECT_NE(muirrt_dump_dir(ctx.get(), out.c_str()), 0);
+  EXPECT_EQ(std::string(muirrt_last_error()),
+            out + "/sub: is a symbolic link; muir does not follow links "
+                  "inside the dump directory");
+  EXPECT_TRUE(listFiles(elsewhere).empty());
+  const char *names[] = {"sub/x"};
+  EXPECT_NE(muirrt_check_dump(out.c_str(), names, 1), 0);
+  // A link as the tensor's file itself is refused too.
+  fs::remove(out + "/sub");
+  writeBytes(path("target.npy"), "x");
+  fs::create_symlink(path("target.npy"), out + "/y.npy");
+  Ctx other = makeCtx();
+  muirrt_tensor_add(other.get(), "y", 1, s2, MUIRRT_ROLE_PARAM);
+  EXPECT_NE(muirrt_dump_dir(other.get(), out.c_str()), 0);
+  EXPECT_EQ(readBytes(path("target.npy")), "x");
+}
+
+// The check before a run changes nothing: a directory that does not exist
+// yet is not created.
+TEST_F(Dirs, CheckDumpCreatesNothing) {
+  std::string out = path("new/dump");
+  const char *names[] = {"a"};
+  EXPECT_EQ(muirrt_check_dump(out.c_str(), names, 1), 0)
+      << muirrt_last_error();
+  EXPECT_TRUE(listFiles(dir).empty());
+  writeBytes(path("file"), "x");
+  std::string under = path("file/dump");
+  EXPECT_NE(muirrt_check_dump(under.c_str(), names, 1), 0);
+}
+
+// A header that claims more than NumPy reads is refused before it is
+// allocated.
+TEST_F(Dirs, NpyHugeHeaderRefused) {
+  std::string huge("\x93NUMPY\x02\x00\xf0\xff\xff\xff{}", 14);
+  writeBytes(path("h.npy"), huge);
+  float *data = nullptr;
+  int32_t rank = 0;
+  int64_t shape[8];
+  EXPECT_NE(muirrt_npy_read(path("h.npy").c_str(), &data, &rank, shape), 0);
+  EXPECT_EQ(std::string(muirrt_last_error()),
+            path("h.npy") + ": .npy header of 4294967280 bytes is larger "
+                            "than the 10000 NumPy reads");
+  EXPECT_EQ(data, nullptr);
+}
+
+TEST(Metrics, FirstNonFinite) {
+  std::vector<float> x(10000, 1.0f);
+  EXPECT_EQ(muirrt_first_nonfinite(x.data(), 10000), -1);
+  x[9000] = std::numeric_limits<float>::infinity();
+  x[9999] = std::nanf("");
+  EXPECT_EQ(muirrt_first_nonfinite(x.data(), 10000), 9000);
+  x[4097] = -std::numeric_limits<float>::infinity();
+  EXPECT_EQ(muirrt_first_nonfinite(x.data(), 10000), 4097);
+  x[3] = std::nanf("");
+  EXPECT_EQ(muirrt_first_nonfinite(x.data(), 10000), 3);
+  EXPECT_EQ(muirrt_first_nonfinite(x.data(), 3), -1);
+  x[1] = std::numeric_limits<float>::max(); // finite
+  EXPECT_EQ(muirrt_first_nonfinite(x.data(), 3), -1);
+}
+
 TEST_F(Dirs, CheckDumpDirCreatesAndLeavesNothing) {
   std::string out = path("x/y/z");
   ASSERT_EQ(muirrt_check_dump_dir(out.c_str()), 0) << muirrt_last_error();

@@ -1,22 +1,47 @@
 //===- muir-opt.cpp - muir's optimizer driver -----------------------------===//
 //
 // mlir-opt with the muir dialects, passes and pipelines registered beside
-// every upstream dialect and pass the pipelines produce.
+// every upstream dialect and pass the pipelines produce. The input is read
+// within the tools' size limit (muir/Support/Files.h) before mlir-opt's
+// machinery gets it.
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"
+#include "muir/Support/Files.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
 
 int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
   mlir::registerAllPasses();
   mlir::muir::registerMuirPassesAndPipelines();
   mlir::DialectRegistry registry;
   mlir::muir::registerMuirDialects(registry);
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "muir optimizer driver\n", registry));
+  auto [inputFile, outputFile] = mlir::registerAndParseCLIOptions(
+      argc, argv, "muir optimizer driver\n", registry);
+  mlir::MlirOptMainConfig config = mlir::MlirOptMainConfig::createFromCLOptions();
+  std::string error;
+  auto input = mlir::muir::readBoundedFile(inputFile, error);
+  if (!input) {
+    llvm::WithColor::error(llvm::errs(), "muir-opt") << error << "\n";
+    return 1;
+  }
+  auto output = mlir::openOutputFile(outputFile, &error);
+  if (!output) {
+    llvm::WithColor::error(llvm::errs(), "muir-opt") << error << "\n";
+    return 1;
+  }
+  if (mlir::failed(mlir::MlirOptMain(output->os(), std::move(input),
+                                     registry, config)))
+    return 1;
+  output->keep();
+  return 0;
 }

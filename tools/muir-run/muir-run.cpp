@@ -698,7 +698,8 @@ static std::string gridText(ModuleOp module) {
       os << (i ? "," : "") << cast<StringAttr>(std::get<0>(pair)).getValue()
          << "=" << std::get<1>(pair);
   }
-  return text.empty() ? "(none)" : text;
+  // No grid: one device, as the runtime runs it.
+  return text.empty() ? "dp=1" : text;
 }
 
 int main(int argc, char **argv) {

@@ -65,12 +65,25 @@ readBoundedFile(llvm::StringRef path, std::string &error,
                   .str();
       return nullptr;
     }
-    if (fs::is_regular_file(status) && status.getSize() > limit) {
+    if (fs::is_regular_file(status)) {
+      if (status.getSize() > limit) {
+        fs::closeFile(fd);
+        return tooLarge();
+      }
+      // A regular file's size is known: read it in one go.
+      auto buffer = llvm::MemoryBuffer::getOpenFile(
+          fd, path, status.getSize(), /*RequiresNullTerminator=*/true);
       fs::closeFile(fd);
-      return tooLarge();
+      if (!buffer) {
+        error = ("cannot read input file '" + path +
+                 "': " + buffer.getError().message())
+                    .str();
+        return nullptr;
+      }
+      return std::move(*buffer);
     }
   }
-  // Read in chunks, so that a device or pipe stops at the limit.
+  // A device or pipe: read in chunks, stopping at the limit.
   llvm::SmallString<0> data;
   constexpr size_t kChunk = 1 << 16;
   while (true) {

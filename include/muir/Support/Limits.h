@@ -13,6 +13,9 @@
 
 namespace mlir::muir {
 
+/// A tensor dimension (and the MoE layer sizes): OpenBLAS (LP64) takes
+/// 32-bit sizes.
+inline constexpr int64_t kMaxDim = (int64_t(1) << 31) - 1;
 /// Devices of a grid (the product of its axis sizes): 2^20.
 inline constexpr int64_t kMaxDevices = int64_t(1) << 20;
 /// Elements of one tensor (a parameter, an MoE layer's activations): 2^40,

@@ -1,0 +1,74 @@
+"""muir-run --ranks N ended by a signal: SIGTERM or SIGINT to muir-run (not
+to its process group) while its ranks run; within a few seconds no process
+of the run is left (muir-run forwards the signal to mpirun, which ends the
+ranks, and kills whatever remains after 5 s). Rank 1 hangs before step 2
+(MUIR_TEST_FAULT, with the collective watchdog's timeout far away), so
+without the forwarding its rank and mpirun would stay."""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+def processes(marker):
+    """The pids whose command line holds `marker`."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if marker.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--muir-run", required=True)
+    p.add_argument("--tmp", required=True)
+    p.add_argument("--step", required=True)
+    args = p.parse_args()
+    os.makedirs(args.tmp, exist_ok=True)
+    env = dict(os.environ, MUIR_TEST_FAULT="hang:1:2",
+               MUIR_RT_COLLECTIVE_TIMEOUT="600")
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        marker = os.path.join(args.tmp, "run-%s" % sig.name)
+        proc = subprocess.Popen(
+            [args.muir_run, args.step, "--ranks", "2", "--steps", "3",
+             "--quiet", "--dump", marker],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # Wait for both ranks to be up (three processes beside muir-run:
+        # mpirun and two ranks), then a little for them to reach the hang.
+        deadline = time.time() + 60
+        while len(processes(marker)) < 4 and time.time() < deadline:
+            time.sleep(0.2)
+        started = len(processes(marker))
+        time.sleep(3)
+        proc.send_signal(sig)
+        sent = time.time()
+        try:
+            rc = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            rc = None
+        ended = time.time() - sent
+        # Everything of the run gone within 8 s of the signal.
+        while processes(marker) and time.time() - sent < 8:
+            time.sleep(0.2)
+        left = processes(marker)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        print("%s: %d processes ran; muir-run exited %s after the signal; "
+              "%d left after %.0f s" % (sig.name, started, rc, len(left),
+                                       time.time() - sent))
+        sys.stdout.flush()
+        ok = started >= 4 and rc == 128 + sig and not left and ended < 8
+        print("%s: %s" % (sig.name, "ok" if ok else "FAIL"))
+
+
+if __name__ == "__main__":
+    main()
