@@ -67,12 +67,26 @@ struct Arg {
   }
 };
 
-std::vector<Arg> parseManifest(const char *text) {
+// A trained MoE layer's loss: the runtime's observation slot.
+struct Loss {
+  int64_t slot;
+  std::string layer;
+};
+
+std::vector<Arg> parseManifest(const char *text, std::vector<Loss> &losses) {
   std::vector<Arg> args;
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream f(line);
+    if (line.rfind("loss ", 0) == 0) {
+      std::string word;
+      Loss l;
+      if (!(f >> word >> l.slot >> l.layer))
+        die("malformed manifest line: " + line);
+      losses.push_back(l);
+      continue;
+    }
     int64_t index;
     std::string name, role, shape, type;
     if (!(f >> index >> name >> role >> shape >> type) ||
@@ -255,8 +269,11 @@ int main(int argc, char **argv) {
   if (!step)
     die(std::string("cannot load the step: ") + dlerror());
   auto packed = sym<void (*)(void **)>(step, "muir_step_packed");
+  std::vector<Loss> losses;
   std::vector<Arg> args =
-      parseManifest(sym<const char *>(step, "muir_step_manifest"));
+      parseManifest(sym<const char *>(step, "muir_step_manifest"), losses);
+  auto observation = sym<const float *(*)(int64_t, int64_t *)>(
+      rt, "muirrt_cuda_observation");
 
   std::mt19937_64 rng(seed);
   std::vector<void *> device(args.size(), nullptr);
@@ -316,6 +333,14 @@ int main(int argc, char **argv) {
     if (synchronize())
       die(lastError());
     std::printf("step %d: %.3f ms\n", s, ms);
+    // As muir-run prints them: "  loss <layer> <value>".
+    for (const Loss &l : losses) {
+      int64_t numel = 0;
+      const float *value = observation(l.slot, &numel);
+      if (value && numel > 0)
+        std::printf("  loss %s %.6e\n", l.layer.c_str(),
+                    static_cast<double>(value[0]));
+    }
     if (s > 1)
       times.push_back(ms);
   }

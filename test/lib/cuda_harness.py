@@ -65,9 +65,10 @@ class Case:
         with open(self.desc, "w") as f:
             f.write(yaml)
 
-    def run(self, tag, extra):
+    def run(self, tag, extra, output=False):
         """The tensors after the steps; `extra` muir-run's flags ([] the
-        CPU backend)."""
+        CPU backend). With `output`, also what the run printed (per step,
+        `  loss <layer> <value>` of trained MoE layers)."""
         args = self.args
         out = os.path.join(args.tmp, tag)
         if tag == "cpu" and args.prepared:
@@ -83,12 +84,15 @@ class Case:
                 if flag not in self.RUNNER_FLAGS:
                     sys.exit("error: no runner flag for muir-run's " + flag)
                 cmd += self.RUNNER_FLAGS[flag]
-            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            text = subprocess.run(cmd, check=True, stdout=subprocess.PIPE,
+                                  universal_newlines=True).stdout
         else:
-            muirtest.check_output([args.muir_run, self.desc, "--steps",
-                                   str(self.steps), "--load", self.inp,
-                                   "--dump", out, "--quiet"] + extra)
-        return muirtest.read_dump(out)
+            text = muirtest.check_output(
+                [args.muir_run, self.desc, "--steps", str(self.steps),
+                 "--load", self.inp, "--dump", out] +
+                ([] if output else ["--quiet"]) + extra)
+        tensors = muirtest.read_dump(out)
+        return (tensors, text) if output else tensors
 
     def prepare_and_exit(self):
         """With --prepare: the CPU results, then exit."""

@@ -105,8 +105,9 @@ static int fail(const Twine &msg) {
 
 /// The entry's arguments, one line each: "<index> <name> <role> <shape>
 /// f32" for a buffer (shape "4x8", "scalar" for rank 0) and "<index> step
-/// step|step-unused scalar i64" for the step counter. Read from the exec
-/// IR's entry.
+/// step|step-unused scalar i64" for the step counter; then one line
+/// "loss <slot> <layer>" for each trained MoE layer's observed loss (the
+/// runtime's observation slot). Read from the exec IR.
 static std::string entryManifest(ModuleOp module, std::string &entryName) {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -134,6 +135,11 @@ static std::string entryManifest(ModuleOp module, std::string &entryName) {
       }
     }
   }
+  module.walk([&](muir_exec::ObserveOp op) {
+    StringRef label = op.getLabel();
+    if (label.consume_front("loss "))
+      os << "loss " << op.getSlot() << " " << label << "\n";
+  });
   return text;
 }
 
@@ -368,14 +374,14 @@ int main(int argc, char **argv) {
 
   // Outputs, each kept only once written completely.
   std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> irOut, jsonOut;
+  std::unique_ptr<muir::AtomicOutput> irOut, jsonOut;
   if (module || emit == Emit::Description) {
-    irOut = openOutputFile(outputFile, &error);
+    irOut = muir::AtomicOutput::open(outputFile, error);
     if (!irOut)
       return fail(error);
   }
   if (!reportFile.empty()) {
-    jsonOut = openOutputFile(reportFile, &error);
+    jsonOut = muir::AtomicOutput::open(reportFile, error);
     if (!jsonOut)
       return fail(error);
   }
@@ -402,10 +408,11 @@ int main(int argc, char **argv) {
     report.writeJSON(jsonOut->os());
   if (!quiet)
     report.printTable(stdoutTaken ? llvm::errs() : llvm::outs());
-  if (irOut)
-    irOut->keep();
-  if (jsonOut)
-    jsonOut->keep();
+  // Both outputs are complete before either is put in place.
+  if ((irOut && !irOut->written(error)) ||
+      (jsonOut && !jsonOut->written(error)) ||
+      (irOut && !irOut->commit(error)) || (jsonOut && !jsonOut->commit(error)))
+    return fail(error);
   phase("written");
   return 0;
 }

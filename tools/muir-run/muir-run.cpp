@@ -1203,6 +1203,11 @@ int main(int argc, char **argv) {
   }
   bool captured = false;
 
+  // Whether the step observes a trained MoE layer's loss (every rank runs
+  // the same program, so all agree).
+  bool hasLoss = llvm::any_of(observations, [](const auto &kv) {
+    return StringRef(kv.second.label).starts_with("loss ");
+  });
   // The first NaN or infinity in this rank's tensors of `role`: the
   // tensor's name, the element's index and value (index -1: none).
   auto firstNonFinite = [&](MuirRtContext *ctx, int32_t role) {
@@ -1267,6 +1272,8 @@ int main(int argc, char **argv) {
     }
     muirrt_observations_clear();
     testFault(rank, step);
+    // The step's time includes its checks.
+    auto start = std::chrono::steady_clock::now();
     // Non-finite gradients stop the run before the step applies them
     // (host tensors; on the GPU they were checked before the upload).
     if (checkFinite && (!cuda || step == firstStep) &&
@@ -1274,7 +1281,6 @@ int main(int argc, char **argv) {
           return firstNonFinite(rt, MUIRRT_ROLE_GRAD);
         }))
       return 1;
-    auto start = std::chrono::steady_clock::now();
     if (!cuda) {
       if (llvm::Error err = engine->invokePacked(entryName, packed))
         return fail("execution failed: " + llvm::toString(std::move(err)));
@@ -1302,14 +1308,9 @@ int main(int argc, char **argv) {
       if (cudaLib.synchronize())
         return fail(Twine("--target=cuda: ") + cudaLib.lastError());
     }
-    double ms = std::chrono::duration<double, std::milli>(
-                    std::chrono::steady_clock::now() - start)
-                    .count();
-    totalMs += ms;
-    minMs = std::min(minMs, ms);
     // A trained MoE layer's loss: a NaN or infinity ends the run before
     // anything is written.
-    if (checkFinite &&
+    if (checkFinite && hasLoss &&
         stopOnNonFinite(step, "after the step", "loss of MoE layer", [&] {
           for (auto &[slot, obs] : observations) {
             int64_t numel = 0;
@@ -1325,6 +1326,11 @@ int main(int argc, char **argv) {
                                 std::make_pair(int64_t(-1), 0.0f));
         }))
       return 1;
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    totalMs += ms;
+    minMs = std::min(minMs, ms);
     if (!printing)
       continue;
     if (cuda && !copyBack())
@@ -1448,10 +1454,12 @@ int main(int argc, char **argv) {
     std::string path = traceFile.getValue();
     if (muirrt_dist_size() > 1)
       path += ".rank" + std::to_string(rank);
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    if (ec)
-      return fail("cannot write the trace '" + path + "': " + ec.message());
+    // Written whole or not at all.
+    std::string error;
+    auto out = muir::AtomicOutput::open(path, error);
+    if (!out)
+      return fail("cannot write the trace: " + error);
+    llvm::raw_fd_ostream &os = out->os();
     os << "# muir fingerprint trace: step rank seq op_id name loc in|out "
           "operand type bytes hash\n";
     const MuirRtTraceRecord *rec = muirrt_trace_records();
@@ -1465,10 +1473,8 @@ int main(int argc, char **argv) {
          << (type == op.types.end() ? "?" : type->second) << " " << r.bytes
          << " " << hex64(r.hash) << "\n";
     }
-    os.close();
-    if (os.has_error())
-      return fail("cannot write the trace '" + path + "': " +
-                  os.error().message());
+    if (!out->commit(error))
+      return fail("cannot write the trace: " + error);
   }
   if (!dumpDir.empty() || !saveState.empty()) {
     // Whole tensors again: every rank takes part in the gathers, rank 0

@@ -5,7 +5,8 @@
 // bigger than kMaxInputBytes, or a device or pipe that goes on past it
 // (/dev/zero), is refused with a message before it can exhaust memory.
 // Outputs are checked against each other and against the inputs before any
-// work (samePath), so that no output overwrites an input or another output.
+// work (samePath), so that no output overwrites an input or another output,
+// and written whole or not at all (AtomicOutput).
 // Header-only: muir-trace-diff links LLVM's support library only.
 //
 //===----------------------------------------------------------------------===//
@@ -18,9 +19,11 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace mlir::muir {
@@ -113,6 +116,81 @@ readBoundedFile(llvm::StringRef path, std::string &error,
   return llvm::MemoryBuffer::getMemBufferCopy(data,
                                               isStdin ? "<stdin>" : path);
 }
+
+/// An output file written whole or not at all: the text goes to a
+/// temporary beside `path`, which commit() renames over it; an error, or
+/// the object's end without commit(), removes the temporary and leaves
+/// what was at `path` as it was. "-" is stdout.
+class AtomicOutput {
+public:
+  static std::unique_ptr<AtomicOutput> open(llvm::StringRef path,
+                                            std::string &error) {
+    std::unique_ptr<AtomicOutput> out(new AtomicOutput());
+    out->path = path.str();
+    if (path == "-") {
+      out->stream = std::make_unique<llvm::raw_fd_ostream>(
+          1, /*shouldClose=*/false, /*unbuffered=*/false);
+      return out;
+    }
+    if (llvm::sys::fs::is_directory(path)) {
+      error = ("cannot write '" + path + "': " +
+               std::make_error_code(std::errc::is_a_directory).message())
+                  .str();
+      return nullptr;
+    }
+    auto temp = llvm::sys::fs::TempFile::create(path + ".tmp-%%%%%%");
+    if (!temp) {
+      error = ("cannot write '" + path +
+               "': " + llvm::toString(temp.takeError()))
+                  .str();
+      return nullptr;
+    }
+    out->temp.emplace(std::move(*temp));
+    out->stream = std::make_unique<llvm::raw_fd_ostream>(
+        out->temp->FD, /*shouldClose=*/false);
+    return out;
+  }
+
+  llvm::raw_fd_ostream &os() { return *stream; }
+
+  /// Whether everything written so far reached the temporary.
+  bool written(std::string &error) {
+    stream->flush();
+    if (!stream->has_error())
+      return true;
+    error = "cannot write '" + path + "': " + stream->error().message();
+    stream->clear_error();
+    return false;
+  }
+
+  /// Puts the file in place; false (and `error`) if it could not be
+  /// written whole.
+  bool commit(std::string &error) {
+    if (!written(error))
+      return false;
+    if (!temp)
+      return true;
+    if (llvm::Error e = temp->keep(path)) {
+      error = "cannot write '" + path + "': " + llvm::toString(std::move(e));
+      return false;
+    }
+    temp.reset();
+    return true;
+  }
+
+  ~AtomicOutput() {
+    if (stream)
+      stream->clear_error();
+    if (temp)
+      llvm::consumeError(temp->discard());
+  }
+
+private:
+  AtomicOutput() = default;
+  std::string path;
+  std::optional<llvm::sys::fs::TempFile> temp;
+  std::unique_ptr<llvm::raw_fd_ostream> stream;
+};
 
 /// Whether two paths name the same file: the same file on disk if both
 /// exist (hard links and symbolic links included), else the same absolute

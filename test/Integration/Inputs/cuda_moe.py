@@ -9,8 +9,11 @@ from the same float32 inputs with muir-run --target=cuda and on the CPU:
     token), routed scaling 2.5, and a capacity factor of 0.75 by weight,
     so that pairs are dropped (the capacity kernel, dropped slots in the
     plan, the permute and the combine);
-and is checked against the CPU backend (itself checked against float64
-autograd in moe-train.test):
+and is checked, independently of the CPU backend, against float64 PyTorch
+autograd of the same layers (moe_reference.py, as moe-train.test checks
+the CPU backend): after one step, every parameter's gradient within 1e-5
+(max abs error over max abs value) and each layer's loss within 1e-5
+relative; and against the CPU backend after two steps:
   - every parameter's change W - W0 within 1e-4 relative (fp32 products in
     other orders through the forward, the backward and Newton-Schulz: the
     grouped GEMMs' tiles, cuBLAS against OpenBLAS);
@@ -27,6 +30,7 @@ flipped choice would show as a large error, not a small one).
 import numpy as np
 
 import cuda_harness
+import moe_reference
 import muir_reference as ref
 import muirtest
 
@@ -93,6 +97,22 @@ else:
 case.prepare_and_exit()
 
 out = cuda_harness.Report()
+# The float64 anchor: step 1's gradients (dumped as <param>.grad) and
+# losses against PyTorch autograd in float64.
+LAYERS = {"a": {"scoring": "softmax"},
+          "b": {"scoring": "sigmoid", "groups": 4, "groups_per_token": 2,
+                "routed_scaling": 2.5, "capacity": (0.75, "weight")}}
+ref_grads, ref_loss = moe_reference.step1(values, LAYERS, E, K)
+one, text = cuda_harness.Case(args, 1).run("gpu-step1", ["--target=cuda"],
+                                           output=True)
+for name, want in sorted(ref_grads.items()):
+    out.bound("%s: cuda step 1 vs float64" % name,
+              np.abs(one[name] - want).max() / np.abs(want).max(), 1e-5)
+losses = moe_reference.losses_of(text)
+for layer in LAYERS:
+    got = losses.get(layer, [float("nan")])[0]
+    out.bound("loss %s: cuda step 1 vs float64" % layer,
+              abs(got - ref_loss[layer]) / ref_loss[layer], 1e-5)
 cpu = case.run("cpu", [])
 gpu = case.run("gpu", ["--target=cuda"])
 again = case.run("gpu-again", ["--target=cuda"])

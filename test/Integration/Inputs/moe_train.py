@@ -28,11 +28,11 @@ Checked:
   - over 6 steps the loss of both layers decreases at every step.
 """
 import os
-import re
 
 import numpy as np
 import torch
 
+import moe_reference
 import muirtest as mt
 
 torch.set_num_threads(1)
@@ -109,76 +109,16 @@ def inputs(rng):
     return {n: a.astype(np.float32) for n, a in t.items()}
 
 
-def layer(x, router, gate, up, down, attrs, capacity=None):
-    """The dense masked MoE layer in float64 (torch), routing selected by
-    the reference itself (ties to the lower expert)."""
-    logits = x @ router.T
-    sig = attrs["scoring"] == "sigmoid"
-    s = torch.sigmoid(logits) if sig else torch.softmax(logits, dim=1)
-    sel = s.detach().numpy()
-    groups = attrs.get("groups", 1)
-    if groups > 1:
-        t = sel.shape[0]
-        g = sel.reshape(t, groups, E // groups)
-        score = -np.sort(-g, axis=2)[:, :, :2].sum(2)
-        keep = np.argsort(-score, axis=1,
-                          kind="stable")[:, :attrs["groups_per_token"]]
-        mask = np.full((t, groups), -np.inf)
-        np.put_along_axis(mask, keep, 0.0, axis=1)
-        sel = (g + mask[:, :, None]).reshape(t, E)
-    idx = torch.tensor(np.argsort(-sel, axis=1, kind="stable")[:, :K])
-    w = torch.gather(s, 1, idx)
-    if sig:
-        w = w / w.sum(1, keepdim=True)
-    w = w * attrs.get("routed_scaling", 1.0)
-    if capacity:
-        keep = mt.capacity_keep(idx.numpy(), w.detach().numpy(), E,
-                                capacity[0], capacity[1], x.shape[0])
-        w = w * torch.tensor(keep, dtype=torch.float64)
-    mask = torch.zeros(x.shape[0], E, dtype=torch.float64).scatter(1, idx, w)
-    gt = torch.einsum("th,efh->tef", x, gate)
-    u = torch.einsum("th,efh->tef", x, up)
-    out = torch.einsum("tef,ehf->teh", torch.nn.functional.silu(gt) * u, down)
-    return (mask[:, :, None] * out).sum(1)
-
-
 def reference(inp, capacity=None, shared=False):
     """{<param>.grad: array} and {layer: loss} of step 1, in float64
-    (`capacity`: (factor, policy) on l0)."""
-    grads, losses = {}, {}
-    d = lambda n, g=False: torch.tensor(inp[n].astype(np.float64),
-                                        requires_grad=g)
-    for l, attrs in LAYERS.items():
-        x = d(l + ".data.tokens")
-        cap = capacity if l == "l0" else None
-        target = layer(x, d(l + ".teacher.router"), d(l + ".teacher.gate_proj"),
-                       d(l + ".teacher.up_proj"), d(l + ".teacher.down_proj"),
-                       attrs, cap).detach()
-        names = [l + ".router", l + ".experts.gate_proj",
-                 l + ".experts.up_proj", l + ".experts.down_proj"]
-        if shared and l == "l1":
-            names += ["l1.shared_experts.gate_proj",
-                      "l1.shared_experts.up_proj",
-                      "l1.shared_experts.down_proj"]
-        params = [d(n, True) for n in names]
-        y = layer(x, *params[:4], attrs, cap)
-        if len(params) > 4:   # the shared expert, on every token
-            sg, su, sd = params[4:]
-            y = y + (torch.nn.functional.silu(x @ sg.T) * (x @ su.T)) @ sd.T
-        loss = 0.5 * ((y - target) ** 2).sum() / TOKENS
-        loss.backward()
-        losses[l] = loss.item()
-        for n, p in zip(names, params):
-            grads[n + ".grad"] = p.grad.numpy()
-    return grads, losses
+    (`capacity`: (factor, policy) on l0; `shared`: l1's shared expert)."""
+    layers = {l: dict(a, capacity=capacity if l == "l0" else None)
+              for l, a in LAYERS.items()}
+    return moe_reference.step1(inp, layers, E, K,
+                               shared=("l1",) if shared else ())
 
 
-def losses_of(text):
-    """{layer: [loss at step 1, 2, ...]} from muir-run's output."""
-    out = {}
-    for m in re.finditer(r"^  loss (\S+) (\S+)$", text, re.M):
-        out.setdefault(m.group(1), []).append(float(m.group(2)))
-    return out
+losses_of = moe_reference.losses_of
 
 
 def run(args, ep, inp, steps, name, edp=1, capacity=None, shared=False):
