@@ -10,7 +10,10 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "muir/Support/Limits.h"
+
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::muir;
@@ -126,6 +129,13 @@ LogicalResult GridOp::verify() {
       return emitOpError("expected axis '")
              << axis << "' to have size >= 1, got " << size;
   }
+  // Every user multiplies the sizes: they must not overflow (the limit the
+  // description reader checks too).
+  int64_t devices = 1;
+  for (int64_t size : getShape())
+    if (llvm::MulOverflow(devices, size, devices) || devices > kMaxDevices)
+      return emitOpError("expected at most ")
+             << kMaxDevices << " devices (the product of the sizes)";
   return success();
 }
 

@@ -915,6 +915,24 @@ int main(int argc, char **argv) {
     if (!saveState.empty())
       if (llvm::Error e = muir::state::checkSaveTarget(saveState))
         return fail(llvm::toString(std::move(e)));
+    if (!traceFile.empty()) {
+      // FILE, or FILE.rank<R>: written at the end, so checked now.
+      SmallString<256> parent(traceFile.getValue());
+      llvm::sys::path::remove_filename(parent);
+      if (parent.empty())
+        parent = ".";
+      for (int r = 0; r < (devices > 1 ? devices : 1); ++r) {
+        std::string path = traceFile.getValue() +
+                           (devices > 1 ? ".rank" + std::to_string(r) : "");
+        if (llvm::sys::fs::is_directory(path))
+          return fail("--trace-fingerprints: '" + path +
+                      "' is a directory");
+      }
+      if (!llvm::sys::fs::is_directory(parent) ||
+          llvm::sys::fs::access(parent, llvm::sys::fs::AccessMode::Write))
+        return fail("--trace-fingerprints: '" + parent +
+                    "' is not a writable directory");
+    }
     if (!dumpDir.empty()) {
       std::vector<const char *> cnames;
       for (const std::string &n : names)

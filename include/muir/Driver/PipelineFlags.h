@@ -90,6 +90,16 @@ struct PipelineFlags {
       return ("--syrk-chunk-rows must be >= 0, got " +
               llvm::Twine(static_cast<int64_t>(chunkRows)))
           .str();
+    // A flag that would change nothing is a mistake to point out, not to
+    // ignore.
+    if (cudaArch.getNumOccurrences() && target != Target::Cuda)
+      return "--cuda-arch has no effect without --target=cuda";
+    if (fuseAllReduce.getNumOccurrences() && fuseAllReduce && !syrk)
+      return "--fuse-syrk-all-reduce needs --syrk (it fuses the SYRK's "
+             "all-reduce); --syrk=false computes no SYRK";
+    if (chunkRows.getNumOccurrences() && (!syrk || !fuseAllReduce))
+      return std::string("--syrk-chunk-rows has no effect with ") +
+             (!syrk ? "--syrk=false" : "--fuse-syrk-all-reduce=false");
     return "";
   }
 

@@ -1227,3 +1227,8 @@ func.func @op_unknown(%x: tensor<8x4xf32>) {
 func.func @op_entry(%x: tensor<8xf32>) attributes {muir.entry = 1 : i64} {
   return
 }
+
+// -----
+
+// expected-error@+1 {{'muir.grid' op expected at most 1048576 devices (the product of the sizes)}}
+muir.grid @world axes = ["dp", "pp"] shape = [4294967296, 4294967296]
