@@ -22,7 +22,10 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <vector>
 #include <optional>
 #include <string>
 
@@ -86,35 +89,69 @@ readBoundedFile(llvm::StringRef path, std::string &error,
       return std::move(*buffer);
     }
   }
-  // A device or pipe: read in chunks, stopping at the limit.
-  llvm::SmallString<0> data;
-  constexpr size_t kChunk = 1 << 16;
+  // A device or pipe: read in chunks of 1 MiB, stopping at the limit. The
+  // chunks are kept apart (no reallocation doubling the memory) and put
+  // together once the end is reached. They come from malloc, which returns
+  // null when memory runs out (operator new would call LLVM's handler,
+  // which aborts): an error, not a crash.
+  constexpr size_t kChunk = size_t(1) << 20;
+  struct Free {
+    void operator()(char *p) const { std::free(p); }
+  };
+  std::vector<std::unique_ptr<char, Free>> chunks;
+  size_t total = 0, last = kChunk;
+  auto finish = [&](std::unique_ptr<llvm::MemoryBuffer> result) {
+    if (!isStdin)
+      fs::closeFile(fd);
+    return result;
+  };
   while (true) {
-    size_t size = data.size();
-    data.resize_for_overwrite(size + kChunk);
+    if (last == kChunk) {
+      chunks.emplace_back(static_cast<char *>(std::malloc(kChunk)));
+      if (!chunks.back()) {
+        error = ("out of memory reading input file '" + path + "'").str();
+        return finish(nullptr);
+      }
+      last = 0;
+    }
     auto got = fs::readNativeFile(
-        fd, llvm::MutableArrayRef<char>(data.data() + size, kChunk));
+        fd, llvm::MutableArrayRef<char>(chunks.back().get() + last,
+                                        kChunk - last));
     if (!got) {
-      if (!isStdin)
-        fs::closeFile(fd);
       error = ("cannot read input file '" + path +
                "': " + llvm::toString(got.takeError()))
                   .str();
-      return nullptr;
+      return finish(nullptr);
     }
-    data.truncate(size + *got);
     if (*got == 0)
       break;
-    if (data.size() > limit) {
-      if (!isStdin)
-        fs::closeFile(fd);
-      return tooLarge();
+    last += *got;
+    total += *got;
+    if (total > limit) {
+      tooLarge();
+      return finish(nullptr);
     }
   }
-  if (!isStdin)
-    fs::closeFile(fd);
-  return llvm::MemoryBuffer::getMemBufferCopy(data,
-                                              isStdin ? "<stdin>" : path);
+  // The whole buffer: its size tried with malloc first (LLVM allocates it
+  // with operator new, whose failure aborts); the chunks are freed as they
+  // are copied.
+  std::unique_ptr<llvm::WritableMemoryBuffer> buffer;
+  if (void *probe = std::malloc(total + 64)) {
+    std::free(probe);
+    buffer = llvm::WritableMemoryBuffer::getNewUninitMemBuffer(
+        total, isStdin ? "<stdin>" : path);
+  }
+  if (!buffer) {
+    error = ("out of memory reading input file '" + path + "'").str();
+    return finish(nullptr);
+  }
+  for (size_t i = 0, at = 0; i < chunks.size(); ++i) {
+    size_t n = std::min(kChunk, total - at);
+    std::memcpy(buffer->getBufferStart() + at, chunks[i].get(), n);
+    chunks[i].reset();
+    at += n;
+  }
+  return finish(std::move(buffer));
 }
 
 /// An output file written whole or not at all: the text goes to a
