@@ -2,21 +2,35 @@
 # One entry for a fresh machine: installs what is missing, builds, then
 #   scripts/muir.sh run [muir-run args]   runs the main job (the embedded
 #                                         default example unless given input)
-#   scripts/muir.sh test                  runs every test
+#   scripts/muir.sh test                  runs every test, then the
+#                                         sanitizer subset (see below)
 #   scripts/muir.sh bench                 runs the benchmarks
 #   scripts/muir.sh build                 only sets up and builds
+#   scripts/muir.sh sanitize              builds everything with ASan and
+#                                         UBSan (build-asan/), runs the lit
+#                                         suite there
+#   scripts/muir.sh fuzz [SECONDS]        runs each fuzz target (fuzz/) for
+#                                         SECONDS (default 30)
 # Quiet when everything is already in place.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MUIR_BUILD_DIR:-$root/build}"
+# The sanitizer builds (clang, ASan + UBSan), each in its own folder:
+# build-sanitize holds the fuzz targets and the runtime's unit tests (what
+# `test` replays and `fuzz` runs), build-asan the whole project.
+sanitize_build="${MUIR_SANITIZE_BUILD_DIR:-$root/build-sanitize}"
+asan_build="${MUIR_ASAN_BUILD_DIR:-$root/build-asan}"
+fuzzers=(description_fuzzer hf_config_fuzzer npy_fuzzer state_manifest_fuzzer
+         dialect_fuzzer)
 cmd="${1:-run}"
 [ $# -gt 0 ] && shift
 
 # Debian packages the build, the runtime, the tests and the benchmarks use.
 packages=(cmake ninja-build g++ llvm-22-dev libmlir-22-dev mlir-22-tools
           libopenblas-dev libopenmpi-dev openmpi-bin libgtest-dev
-          python3 python3-numpy python3-torch pkg-config)
+          python3 python3-numpy python3-torch pkg-config
+          clang-22 libclang-rt-22-dev)
 
 setup() {
   local missing=()
@@ -34,16 +48,24 @@ setup() {
   fi
 }
 
-build() {
-  if [ ! -f "$build/build.ninja" ]; then
-    cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+# configure DIR [CMAKE ARGS]: CMake + Ninja into DIR, once.
+configure() {
+  local dir="$1"
+  shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -G Ninja -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release \
       -DMLIR_LINK_MLIR_DYLIB=ON \
-      -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit >"$build.cmake.log" 2>&1 ||
-      { cat "$build.cmake.log" >&2; exit 1; }
+      -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit "$@" >"$dir.cmake.log" 2>&1 ||
+      { cat "$dir.cmake.log" >&2; exit 1; }
   fi
-  local log
+}
+
+# compile DIR [TARGETS]: ninja, silent unless it fails.
+compile() {
+  local dir="$1" log
+  shift
   log="$(mktemp)"
-  if ! ninja -C "$build" >"$log" 2>&1; then
+  if ! ninja -C "$dir" "$@" >"$log" 2>&1; then
     cat "$log" >&2
     rm -f "$log"
     exit 1
@@ -51,12 +73,49 @@ build() {
   rm -f "$log"
 }
 
+build() {
+  configure "$build"
+  compile "$build"
+}
+
+# The sanitizer builds: clang-22 with ASan + UBSan (CMake's MUIR_SANITIZE;
+# MUIR_FUZZ adds libFuzzer's instrumentation and the targets in fuzz/).
+clang=(-DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22)
+build_sanitize() {
+  configure "$sanitize_build" "${clang[@]}" -DMUIR_FUZZ=ON
+  compile "$sanitize_build" muir-fuzzers muir-runtime-unittests
+}
+build_asan() {
+  configure "$asan_build" "${clang[@]}" -DMUIR_SANITIZE=ON
+  compile "$asan_build"
+}
+
+# Options of every run under the sanitizers (lit passes these variables on
+# to its tests): a report stops the process with its stack, symbolized.
+# allow_user_poisoning=0: LLVM's BumpPtrAllocator poisons its slabs when
+# compiled with ASan (muir's code) but not in libMLIR.so, and both allocate
+# from the same MLIRContext; libMLIR's allocations would read as poisoned.
+sanitizer_env() {
+  export ASAN_OPTIONS="allow_user_poisoning=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+  export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-22/bin/llvm-symbolizer
+}
+
+# Limits of a fuzz target's run, also when it replays: an input that takes
+# more than 10 s or 2 GB is a finding too.
+fuzz_limits=(-timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048)
+
+# Totals of the runs so far, for the closing line; status is non-zero once
+# anything failed.
+passed=0 failed=0 skipped=0 status=0
+
+# run_tests DIR: the lit suite of the build in DIR.
 run_tests() {
-  local log rc=0
+  local dir="$1" log rc=0 counts p f s
   log="$(mktemp)"
-  /usr/lib/llvm-22/bin/lit -sv "$build/test" 2>&1 | tee "$log" || rc=$?
-  # A closing line in the plain form CI reads, from lit's own summary.
-  python3 - "$log" <<'PY'
+  /usr/lib/llvm-22/bin/lit -sv "$dir/test" 2>&1 | tee "$log" || rc=$?
+  # Counts from lit's own summary.
+  counts="$(python3 - "$log" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
 def count(*names):
@@ -65,15 +124,101 @@ def count(*names):
 passed = count("Passed", "Expectedly Failed")
 failed = count("Failed", "Unexpectedly Passed", "Unresolved", "Timed Out")
 skipped = count("Unsupported", "Skipped", "Excluded")
-print("muir: %d passed, %d failed, %d skipped" % (passed, failed, skipped))
+print(passed, failed, skipped)
 PY
+)"
   rm -f "$log"
+  read -r p f s <<<"$counts"
+  passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+  [ "$rc" -eq 0 ] || status=1
+}
+
+# check NAME COMMAND...: one test of the sanitizer subset, reported as lit
+# reports its own; the output is shown only when it fails.
+check() {
+  local name="$1" log
+  shift
+  log="$(mktemp)"
+  if "$@" >"$log" 2>&1; then
+    echo "PASS: sanitizer :: $name"
+    passed=$((passed + 1))
+  else
+    tail -n 60 "$log"
+    echo "FAIL: sanitizer :: $name"
+    failed=$((failed + 1)) status=1
+  fi
+  rm -f "$log"
+}
+
+# The sanitizer subset of `test`: the runtime's unit tests, and every fuzz
+# target over its seed corpus and its kept crash inputs (a libFuzzer binary
+# given files runs each once, without fuzzing).
+run_sanitize_subset() {
+  sanitizer_env
+  check muir-runtime-unittests "$sanitize_build/bin/muir-runtime-unittests"
+  local f d inputs
+  for f in "${fuzzers[@]}"; do
+    inputs=()
+    for d in "$root/fuzz/corpus/$f" "$root/fuzz/regressions/$f"; do
+      [ -d "$d" ] &&
+        mapfile -t -O ${#inputs[@]} inputs < <(find "$d" -type f | sort)
+    done
+    # Without files a fuzz target would start fuzzing.
+    if [ ${#inputs[@]} -eq 0 ]; then
+      check "$f (no inputs in fuzz/corpus/$f)" false
+      continue
+    fi
+    check "$f (${#inputs[@]} inputs)" \
+      "$sanitize_build/bin/$f" "${fuzz_limits[@]}" "${inputs[@]}"
+  done
+}
+
+# run_fuzzers SECONDS: each fuzz target for SECONDS, one after the other.
+# New inputs go to build-sanitize/fuzz/corpus/<target> (fuzz/corpus/ holds
+# the seeds), crash inputs to build-sanitize/fuzz/artifacts/<target>/;
+# keep each, minimised, in fuzz/regressions/<target>/ with its fix.
+run_fuzzers() {
+  local seconds="$1" f work log rc=0 seeds
+  sanitizer_env
+  work="$sanitize_build/fuzz"
+  for f in "${fuzzers[@]}"; do
+    mkdir -p "$work/corpus/$f" "$work/artifacts/$f"
+    log="$work/$f.log"
+    seeds=("$root/fuzz/corpus/$f")
+    [ -d "$root/fuzz/regressions/$f" ] && seeds+=("$root/fuzz/regressions/$f")
+    if "$sanitize_build/bin/$f" "${fuzz_limits[@]}" -max_total_time="$seconds" \
+         -print_final_stats=1 -artifact_prefix="$work/artifacts/$f/" \
+         "$work/corpus/$f" "${seeds[@]}" >"$log" 2>&1; then
+      echo "muir fuzz: $f: $(sed -n 's/^stat::number_of_executed_units: *//p' \
+        "$log") runs in ${seconds} s, nothing found"
+    else
+      tail -n 40 "$log"
+      echo "muir fuzz: $f: FOUND a problem (log $log," \
+           "input in $work/artifacts/$f/)"
+      rc=1
+    fi
+  done
   return $rc
+}
+
+# The closing line CI reads; non-zero when anything failed.
+closing() {
+  echo "muir: $passed passed, $failed failed, $skipped skipped"
+  [ "$status" -eq 0 ] && [ "$failed" -eq 0 ]
 }
 
 case "$cmd" in
   run)   setup; build; exec "$build/bin/muir-run" "$@" ;;
-  test)  setup; build; run_tests ;;
+  test)  setup; build; run_tests "$build"
+         # A failed sanitizer build is one failed test: the closing line
+         # still comes.
+         if (build_sanitize); then
+           run_sanitize_subset
+         else
+           echo "FAIL: sanitizer :: build ($sanitize_build)"
+           failed=$((failed + 1)) status=1
+         fi
+         closing ;;
   bench) setup; build
          /usr/bin/python3 "$root/bench/run.py" --build "$build" "$@"
          echo
@@ -89,5 +234,15 @@ case "$cmd" in
          echo
          exec /usr/bin/python3 "$root/bench/ns_modes.py" --build "$build" ;;
   build) setup; build ;;
-  *) echo "usage: scripts/muir.sh run|test|bench|build [args]" >&2; exit 2 ;;
+  sanitize) setup; build_asan; sanitizer_env
+            # OpenMPI leaves its state to the end of each rank's process
+            # (in MCA components it has unloaded, out of reach of a
+            # suppression): no leak checks in this run. The fuzz targets
+            # and the runtime's unit tests (`test`) still check leaks.
+            ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
+              run_tests "$asan_build"
+            closing ;;
+  fuzz)  setup; build_sanitize; run_fuzzers "${1:-30}" ;;
+  *) echo "usage: scripts/muir.sh run|test|bench|build|sanitize|fuzz [args]" >&2
+     exit 2 ;;
 esac

@@ -260,11 +260,12 @@ LogicalResult scaleKernel(Operation *at, Value in, Value ss, Value out,
   Value sum = memref::LoadOp::create(ib, loc, s, ValueRange{item});
   if (!sum.getType().isF64())
     sum = arith::ExtFOp::create(ib, loc, ib.getF64Type(), sum);
-  Value denom = arith::AddFOp::create(
-      ib, loc, sqrtRn(ib, loc, sum),
-      arith::ConstantOp::create(
-          ib, loc,
-          ib.getF64FloatAttr(static_cast<double>(static_cast<float>(eps)))));
+  // One statement per op: the order in which a call's arguments are
+  // evaluated is unspecified (g++ and clang differ), the IR's must not be.
+  double epsF32 = static_cast<float>(eps);
+  Value eps64 = arith::ConstantOp::create(ib, loc, ib.getF64FloatAttr(epsF32));
+  Value root = sqrtRn(ib, loc, sum);
+  Value denom = arith::AddFOp::create(ib, loc, root, eps64);
   Value scale = arith::TruncFOp::create(
       ib, loc, ib.getF32Type(),
       arith::DivFOp::create(

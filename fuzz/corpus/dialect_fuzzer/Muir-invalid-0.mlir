@@ -1,0 +1,1 @@
+muir.grid @g axes = [] shape = []
