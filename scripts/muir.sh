@@ -232,6 +232,8 @@ case "$cmd" in
          echo
          /usr/bin/python3 "$root/bench/determinism.py" --build "$build"
          echo
+         /usr/bin/python3 "$root/bench/check_finite.py" --build "$build"
+         echo
          exec /usr/bin/python3 "$root/bench/ns_modes.py" --build "$build" ;;
   build) setup; build ;;
   sanitize) setup; build_asan; sanitizer_env
