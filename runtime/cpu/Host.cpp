@@ -635,8 +635,9 @@ int checkShapeArgs(const std::string &path, int32_t rank, const int64_t *shape,
   return 0;
 }
 
-// Writes a complete .npy file at exactly `file` (no renaming). On failure
-// the partial file is removed.
+// Writes a complete .npy file at exactly `file`, a temporary that must not
+// exist yet (O_EXCL: a file of the user's by that name is never
+// truncated). On failure the partial file is removed.
 int writeNpyFile(const std::string &file, const float *data, int32_t rank,
                  const int64_t *shape) {
   int64_t numel = 0;
@@ -645,7 +646,7 @@ int writeNpyFile(const std::string &file, const float *data, int32_t rank,
   if (numel > 0 && !data)
     return fail(file + ": null data");
   std::string pre = npyPreamble(rank, shape);
-  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0)
     return fail(file + ": cannot create: " + errnoText(errno));
   bool ok = writeFull(fd, pre.data(), pre.size()) &&
