@@ -214,10 +214,17 @@ llvm::Expected<std::string> mlir::muir::state::fileHash(StringRef p) {
       llvm::xxh3_64bits(llvm::arrayRefFromStringRef((*buf)->getBuffer())));
 }
 
-llvm::Error mlir::muir::state::checkSaveTarget(StringRef dir) {
+llvm::Error mlir::muir::state::checkSaveTarget(StringRef given) {
   auto refuse = [&](const Twine &why) {
-    return error("--save-state '" + dir + "': " + why);
+    return error("--save-state '" + given + "': " + why);
   };
+  // "s/" is "s" (a trailing slash would make lstat follow a link); the
+  // state is a directory of its own, not "." or "..", which cannot be
+  // renamed.
+  StringRef dir = given.rtrim('/');
+  if (dir.empty() || path::filename(dir) == "." || path::filename(dir) == "..")
+    return refuse("give the state's directory by its name (not '.', '..' "
+                  "or '/')");
   fs::file_status st;
   if (fs::status(dir, st, /*follow=*/false)) {
     // Nothing there: the parent must take the new state.
@@ -286,6 +293,12 @@ mlir::muir::state::checkState(StringRef dir, const StepIdentity &identity,
     auto want = manifest->tensors.find(name);
     if (want == manifest->tensors.end())
       return refuse("it has no tensor '" + name + "'");
+    // A state's files are its own: a link (to /dev/zero, say) is refused,
+    // not followed.
+    fs::file_status st;
+    if (!fs::status(inDir(dir, name + ".npy"), st, /*follow=*/false) &&
+        !fs::is_regular_file(st))
+      return refuse("'" + name + ".npy' is not a regular file");
     auto got = fileHash(inDir(dir, name + ".npy"));
     if (!got) {
       llvm::consumeError(got.takeError());
@@ -306,11 +319,12 @@ mlir::muir::state::checkState(StringRef dir, const StepIdentity &identity,
 }
 
 llvm::Error mlir::muir::state::saveState(const MuirRtContext *ctx,
-                                         StringRef dir,
+                                         StringRef given,
                                          const StepIdentity &identity,
                                          int64_t step) {
-  if (llvm::Error e = checkSaveTarget(dir))
+  if (llvm::Error e = checkSaveTarget(given))
     return e;
+  StringRef dir = given.rtrim('/');
   auto fail = [&](const Twine &why) {
     return error("cannot save the state to '" + dir + "': " + why);
   };
@@ -322,6 +336,8 @@ llvm::Error mlir::muir::state::saveState(const MuirRtContext *ctx,
   llvm::SmallString<256> tmp;
   if (std::error_code ec = fs::createUniqueDirectory(prefix + ".new", tmp))
     return fail(ec.message());
+  // As mkdir would make it (createUniqueDirectory leaves out others).
+  fs::setPermissions(tmp, fs::all_read | fs::all_exe | fs::owner_write);
   llvm::scope_exit removeTmp([&] {
     if (!tmp.empty())
       fs::remove_directories(tmp);

@@ -116,15 +116,6 @@ struct Job {
   double weight = 0;
 };
 
-/// Whether a function was written per rank: an argument has its rank's
-/// shape and says how it splits (`muir.split`).
-bool isPerRank(func::FuncOp func) {
-  for (unsigned i = 0; i < func.getNumArguments(); ++i)
-    if (func.getArgAttr(i, "muir.split"))
-      return true;
-  return false;
-}
-
 struct DistributePass
     : public mlir::muir::impl::MuirDistributeBase<DistributePass> {
   using Base::Base;
@@ -148,10 +139,13 @@ struct DistributePass
     model = NSCostModel(profile, ranks);
     gridRef = FlatSymbolRefAttr::get(grid.getSymNameAttr());
     for (auto func : module.getOps<func::FuncOp>()) {
-      // A per-rank program already (distributed before, an exec entry, or
-      // written per rank with muir.split): its shapes are the rank's own.
+      // A per-rank program already (distributed before, or an exec
+      // entry): its shapes are the rank's own. (Arguments written per rank,
+      // with `muir.split` and no `muir.shards`, are left as they are by
+      // distribute() itself; the importer gives trained MoE layers' tensors
+      // such shapes beside sharded ones.)
       if (func.isExternal() || func->hasAttr("muir.per_rank") ||
-          func->hasAttr("muir.entry") || isPerRank(func))
+          func->hasAttr("muir.entry"))
         continue;
       if (failed(distribute(func)))
         return signalPassFailure();

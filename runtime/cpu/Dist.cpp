@@ -833,19 +833,19 @@ extern "C" void muirrt_dist_barrier(void) {
 }
 
 // Control, not data: not counted in the collectives' counters.
-extern "C" int32_t muirrt_dist_any(int32_t mine) {
-  int32_t any = mine != 0;
+extern "C" int32_t muirrt_dist_first(int32_t mine) {
+  int32_t first = mine ? state.rank : INT32_MAX;
 #if MUIR_RT_HAVE_MPI
   if (state.ready && state.size > 1) {
     // Under the watchdog: a rank that never comes must not hang the others.
-    guardedCollective("muirrt_dist_any", [&] {
-      checkMpi(MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT32_T, MPI_MAX,
+    guardedCollective("muirrt_dist_first", [&] {
+      checkMpi(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT32_T, MPI_MIN,
                              state.world),
                "MPI_Allreduce");
     });
   }
 #endif
-  return any;
+  return first == INT32_MAX ? -1 : first;
 }
 
 // Frees our communicators; finalizes MPI only if muirrt_dist_init

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -212,7 +213,8 @@ bool writeFull(int fd, const void *buf, size_t size) {
 
 // mkdir -p. Existing directories are fine; an existing non-directory is an
 // error naming the offending prefix.
-int makeDirs(const std::string &dir) {
+int makeDirs(const std::string &dir,
+             std::vector<std::string> *created = nullptr) {
   if (dir.empty())
     return fail("empty directory path");
   std::string prefix;
@@ -232,9 +234,13 @@ int makeDirs(const std::string &dir) {
                     "': " + errnoText(ENOTDIR));
       continue;
     }
-    if (::mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST)
+    if (::mkdir(prefix.c_str(), 0777) == 0) {
+      if (created)
+        created->push_back(prefix);
+    } else if (errno != EEXIST) {
       return fail("cannot create directory '" + prefix +
                   "': " + errnoText(errno));
+    }
   }
   return 0;
 }
@@ -336,8 +342,19 @@ int checkDumpTarget(const std::string &base, const std::string &name,
   }
 }
 
+// A name beside `path` for a temporary or a kept previous file: the pid and
+// a counter of this process, so that names never repeat within a process;
+// a leftover of another process that had the same pid is skipped by the
+// callers, which create these files exclusively and try the next name.
+std::string sideName(const std::string &path, const char *what) {
+  static std::atomic<uint64_t> counter{0};
+  return path + "." + what + "." +
+         std::to_string(static_cast<long long>(::getpid())) + "." +
+         std::to_string(counter++);
+}
+
 std::string tempPathFor(const std::string &path) {
-  return path + ".tmp." + std::to_string(static_cast<long long>(::getpid()));
+  return sideName(path, "tmp");
 }
 
 //===----------------------------------------------------------------------===//
@@ -664,6 +681,19 @@ int writeNpyFile(const std::string &file, const float *data, int32_t rank,
   return 0;
 }
 
+// Writes the tensor to a new temporary beside `path` (its name in `tmp`),
+// skipping names a leftover of another process already holds.
+int writeTemp(const std::string &path, const float *data, int32_t rank,
+              const int64_t *shape, std::string &tmp) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    tmp = tempPathFor(path);
+    int err = 0;
+    if (entryAt(tmp, err) == Entry::None && err == ENOENT)
+      return writeNpyFile(tmp, data, rank, shape);
+  }
+  return fail(path + ": cannot find a free name for a temporary beside it");
+}
+
 int renameInto(const std::string &tmp, const std::string &path) {
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
@@ -971,24 +1001,37 @@ extern "C" int muirrt_check_dump(const char *dir, const char *const *names,
 }
 
 extern "C" int muirrt_dump_dir(const MuirRtContext *ctx, const char *dir) {
-  // Temporaries written so far, the folders this call created, and the
-  // previous files kept (hard links) until every new one is in place.
+  // Temporaries written so far (temporary, final path), the folders this
+  // call created, and each previous file's second name until every new
+  // file is in place: a hard link (the file stays where it was) or, where
+  // the file system has none, the file itself moved aside.
+  struct Kept {
+    std::string path;
+    bool moved = false;
+  };
   std::vector<std::pair<std::string, std::string>> pending;
-  std::vector<std::string> created, backups;
+  std::vector<std::string> created;
+  std::vector<Kept> kept;
   size_t renamed = 0;
   auto rollBack = [&] {
     // Files already renamed into place go back to their previous version
-    // (or away, if there was none); temporaries and new folders go.
-    for (size_t i = 0; i < renamed; ++i) {
-      if (!backups[i].empty())
-        ::rename(backups[i].c_str(), pending[i].second.c_str());
-      else
-        ::unlink(pending[i].second.c_str());
-    }
-    for (size_t i = renamed; i < pending.size(); ++i) {
+    // (or away, if there was none); a previous file moved aside goes back;
+    // temporaries, second names and new folders go.
+    for (size_t i = 0; i < pending.size(); ++i) {
+      const Kept *k = i < kept.size() && !kept[i].path.empty() ? &kept[i]
+                                                                : nullptr;
+      if (i < renamed) {
+        if (k)
+          ::rename(k->path.c_str(), pending[i].second.c_str());
+        else
+          ::unlink(pending[i].second.c_str());
+        continue;
+      }
       ::unlink(pending[i].first.c_str());
-      if (i < backups.size() && !backups[i].empty())
-        ::unlink(backups[i].c_str());
+      if (k && k->moved)
+        ::rename(k->path.c_str(), pending[i].second.c_str());
+      else if (k)
+        ::unlink(k->path.c_str());
     }
     for (auto it = created.rbegin(); it != created.rend(); ++it)
       ::rmdir(it->c_str());
@@ -1005,12 +1048,8 @@ extern "C" int muirrt_dump_dir(const MuirRtContext *ctx, const char *dir) {
     for (const Tensor &t : ctx->tensors)
       if (int rc = checkDumpTarget(base, t.name, &missing))
         return rc;
-    int err = 0;
-    if (entryAt(base, err) == Entry::None && err == ENOENT) {
-      if (int rc = makeDirs(base))
-        return rc;
-      created.push_back(base);
-    }
+    if (int rc = makeDirs(base, &created))
+      return rc;
     for (const std::string &d : missing) {
       if (::mkdir(d.c_str(), 0777) == 0)
         created.push_back(d);
@@ -1022,27 +1061,42 @@ extern "C" int muirrt_dump_dir(const MuirRtContext *ctx, const char *dir) {
     // Phase 1: every tensor to a temporary next to its final name, so a
     // failure (full disk, bad folder) leaves the previous dump untouched.
     for (const Tensor &t : ctx->tensors) {
-      std::string path = joinPath(base, t.name + ".npy");
-      std::string tmp = tempPathFor(path);
-      if (int rc = writeNpyFile(tmp, t.data.get(), t.rank, t.shape))
+      std::string path = joinPath(base, t.name + ".npy"), tmp;
+      if (int rc = writeTemp(path, t.data.get(), t.rank, t.shape, tmp))
         return rc;
       pending.emplace_back(tmp, path);
     }
 
-    // Phase 2: keep each previous file under a second name (a hard link),
-    // then rename() the new one over it; a failure puts every previous
-    // file back, so the dump is all new or all old.
-    backups.assign(pending.size(), "");
+    // Phase 2: keep each previous file under a second name, then rename()
+    // the new one over it; a failure puts every previous file back, so the
+    // dump is all new or all old.
+    kept.assign(pending.size(), Kept());
+    int err = 0;
     for (size_t i = 0; i < pending.size(); ++i) {
       const std::string &path = pending[i].second;
       if (entryAt(path, err) != Entry::File)
         continue;
-      std::string keep = path + ".old." +
-                         std::to_string(static_cast<long long>(::getpid()));
-      if (::link(path.c_str(), keep.c_str()) != 0)
-        return fail(path + ": cannot keep the previous file: " +
-                    errnoText(errno));
-      backups[i] = keep;
+      std::string keep;
+      for (int attempt = 0; attempt < 100 && keep.empty(); ++attempt) {
+        std::string name = sideName(path, "old");
+        if (::link(path.c_str(), name.c_str()) == 0) {
+          keep = name;
+        } else if (errno == EEXIST) {
+          continue;
+        } else if (entryAt(name, err) == Entry::None && err == ENOENT &&
+                   ::rename(path.c_str(), name.c_str()) == 0) {
+          // No hard links here: the file itself moves aside.
+          keep = name;
+          kept[i].moved = true;
+        } else {
+          return fail(path + ": cannot keep the previous file: " +
+                      errnoText(errno));
+        }
+      }
+      if (keep.empty())
+        return fail(path + ": cannot find a free name to keep the previous "
+                           "file under");
+      kept[i].path = keep;
     }
     for (; renamed < pending.size(); ++renamed)
       if (::rename(pending[renamed].first.c_str(),
@@ -1050,9 +1104,9 @@ extern "C" int muirrt_dump_dir(const MuirRtContext *ctx, const char *dir) {
         return fail(pending[renamed].second + ": cannot rename '" +
                     pending[renamed].first +
                     "' into place: " + errnoText(errno));
-    for (const std::string &keep : backups)
-      if (!keep.empty())
-        ::unlink(keep.c_str());
+    for (const Kept &k : kept)
+      if (!k.path.empty())
+        ::unlink(k.path.c_str());
     return 0;
   });
   if (rc != 0)
@@ -1103,9 +1157,8 @@ extern "C" int muirrt_npy_write_atomic(const char *path, const float *data,
   return guarded([&]() -> int {
     if (!path || !*path)
       return fail("muirrt_npy_write_atomic: empty path");
-    std::string p = path;
-    std::string tmp = tempPathFor(p);
-    if (int rc = writeNpyFile(tmp, data, rank, shape))
+    std::string p = path, tmp;
+    if (int rc = writeTemp(p, data, rank, shape, tmp))
       return rc;
     return renameInto(tmp, p);
   });

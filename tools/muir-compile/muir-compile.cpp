@@ -339,6 +339,10 @@ int main(int argc, char **argv) {
       distribute.dpAssign = pipeline.dpAssign;
       pm.addPass(muir::createMuirDistribute(distribute));
       pm.addPass(muir::createMuirDecomposeOptimizers());
+      // As the to-exec pipeline does, so that planned IR, run, gives the
+      // description's bits.
+      if (pipeline.batch)
+        pm.addPass(muir::createMuirBatchNewtonSchulz());
       pm.addPass(muir::createMuirExpandNewtonSchulz());
     } else if (emit == Emit::Exec || emit == Emit::LLVM ||
                emit == Emit::PTX || emit == Emit::Object) {

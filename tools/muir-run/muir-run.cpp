@@ -47,6 +47,8 @@
 #include <chrono>
 #include <cmath>
 #include <fcntl.h>
+#include <fstream>
+#include <sys/prctl.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <csignal>
@@ -403,11 +405,13 @@ static void killTree(pid_t parent) {
     pid_t pid = 0;
     if (name.getAsInteger(10, pid))
       continue;
-    auto stat = llvm::MemoryBuffer::getFile(it->path() + "/stat");
-    if (!stat)
+    // /proc files report size 0: read them as a stream.
+    std::ifstream in(it->path() + "/stat");
+    std::string line;
+    if (!std::getline(in, line))
       continue;
     // "pid (comm) state ppid ...": the command may hold spaces.
-    StringRef text = (*stat)->getBuffer();
+    StringRef text = line;
     SmallVector<StringRef> fields;
     text.drop_front(text.rfind(')') + 1).split(fields, ' ', -1, false);
     pid_t ppid = 0;
@@ -419,8 +423,11 @@ static void killTree(pid_t parent) {
 }
 
 namespace {
-/// Passes mpirun's stderr through, line by line, without its framed
-/// banners.
+/// Passes mpirun's stderr through, line by line, without the banners
+/// (framed by lines of dashes) that only repeat what a rank said: that a
+/// rank exited non-zero, which its own message explains. A rank ended by a
+/// signal is named in one line; any other banner (mpirun's own trouble)
+/// passes through whole.
 class StderrFilter {
 public:
   void feed(StringRef chunk) {
@@ -435,6 +442,9 @@ public:
     if (!pending.empty())
       line(pending);
     pending.clear();
+    if (inBanner)
+      endBanner();
+    inBanner = false;
   }
 
 private:
@@ -446,7 +456,7 @@ private:
       return;
     }
     if (inBanner) {
-      banner += text.str() + " ";
+      banner += text.str() + "\n";
       return;
     }
     llvm::errs() << text << "\n";
@@ -461,10 +471,15 @@ private:
     if (at != StringRef::npos && sig != StringRef::npos) {
       StringRef rank = b.substr(at + 13).take_while(llvm::isDigit);
       StringRef what = b.substr(sig + 17).take_until(
-          [](char c) { return c == '.'; });
+          [](char c) { return c == '.' || c == '\n'; });
       llvm::WithColor::error(llvm::errs(), "muir-run")
           << "rank " << rank << " ended on signal " << what.rtrim() << "\n";
+    } else if (!b.contains("Primary job  terminated normally") &&
+               !b.contains("exited with non-zero status")) {
+      std::string dashes(74, '-');
+      llvm::errs() << dashes << "\n" << b << dashes << "\n";
     }
+    llvm::errs().flush();
     banner.clear();
   }
 
@@ -1242,11 +1257,13 @@ int main(int argc, char **argv) {
   bool hasLoss = llvm::any_of(observations, [](const auto &kv) {
     return StringRef(kv.second.label).starts_with("loss ");
   });
-  // The first NaN or infinity in this rank's tensors of `role`: the
-  // tensor's name, the element's index and value (index -1: none).
-  auto firstNonFinite = [&](MuirRtContext *ctx, int32_t role) {
+  // The first NaN or infinity in this rank's tensors whose role is in
+  // `roles` (a trained layer's computed gradients aside): the tensor's name,
+  // the element's index and value (index -1: none).
+  auto firstNonFinite = [&](MuirRtContext *ctx,
+                            std::initializer_list<int32_t> roles) {
     for (int32_t i = 0; i < muirrt_tensor_count(ctx); ++i) {
-      if (muirrt_tensor_role(ctx, i) != role ||
+      if (!llvm::is_contained(roles, muirrt_tensor_role(ctx, i)) ||
           computedGrads.count(muirrt_tensor_name(ctx, i)))
         continue;
       const float *d = muirrt_tensor_data(ctx, i);
@@ -1257,29 +1274,40 @@ int main(int argc, char **argv) {
     }
     return std::make_pair(std::string(), std::make_pair(int64_t(-1), 0.0f));
   };
-  // Every rank looks (`find`); if any found a non-finite value, the ranks
-  // that did say where, and all of them stop.
-  auto stopOnNonFinite = [&](int64_t step, StringRef when, StringRef what,
-                             auto find) {
+  // Every rank looks (`find`); if any found a non-finite value, the
+  // lowest such rank says where (one line, also when every rank holds the
+  // same values) and all of them stop: "rank R, step S: <what> 'name'
+  // holds nan at element k; stopped <when>, nothing written".
+  auto stopOnNonFinite = [&](int64_t step, StringRef what, StringRef when,
+                             bool element, auto find) {
     auto [name, where] = find();
-    bool mine = where.first >= 0;
-    if (!muirrt_dist_any(mine))
+    int32_t first = muirrt_dist_first(where.first >= 0);
+    if (first < 0)
       return false;
-    if (mine) {
+    if (first == rank) {
       float v = where.second;
       llvm::WithColor::error(llvm::errs(), "muir-run")
           << "rank " << rank << ", step " << step << ": " << what << " '"
-          << name << "' holds " << (std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf")
-          << (what == "gradient"
-                  ? " at element " + std::to_string(where.first) +
-                        (devices > 1 ? " of the rank's part" : "")
-                  : std::string())
+          << name << "' holds "
+          << (std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf")
+          << (element ? " at element " + std::to_string(where.first) +
+                            (devices > 1 ? " of the rank's part" : "")
+                      : std::string())
           << "; stopped " << when
           << ", nothing written (--check-finite=false turns this check "
              "off)\n";
     }
     return true;
   };
+  // What was loaded (--load, --resume) is checked once, every tensor.
+  if (checkFinite && loaded > 0 &&
+      stopOnNonFinite(firstStep, "loaded tensor", "before the step", true,
+                      [&] {
+                        return firstNonFinite(
+                            rt, {MUIRRT_ROLE_PARAM, MUIRRT_ROLE_GRAD,
+                                 MUIRRT_ROLE_STATE, MUIRRT_ROLE_DATA});
+                      }))
+    return 1;
 
   // Per-step snapshots of the parameters give the update norms.
   std::vector<std::vector<float>> before(count);
@@ -1317,8 +1345,8 @@ int main(int argc, char **argv) {
     // Non-finite gradients stop the run before the step applies them
     // (host tensors; on the GPU they were checked before the upload).
     if (checkFinite && (!cuda || step == firstStep) &&
-        stopOnNonFinite(step, "before the step", "gradient", [&] {
-          return firstNonFinite(rt, MUIRRT_ROLE_GRAD);
+        stopOnNonFinite(step, "gradient", "before the step", true, [&] {
+          return firstNonFinite(rt, {MUIRRT_ROLE_GRAD});
         }))
       return 1;
     checkMs += msSince(start);
@@ -1353,7 +1381,8 @@ int main(int argc, char **argv) {
     // anything is written.
     auto lossCheck = std::chrono::steady_clock::now();
     if (checkFinite && hasLoss &&
-        stopOnNonFinite(step, "after the step", "loss of MoE layer", [&] {
+        stopOnNonFinite(step, "loss of MoE layer", "after the step", false,
+                        [&] {
           for (auto &[slot, obs] : observations) {
             int64_t numel = 0;
             const float *data = cuda ? cudaLib.observation(slot, &numel)
@@ -1432,6 +1461,15 @@ int main(int argc, char **argv) {
 
   if (cuda && !copyBack())
     return fail(Twine("--target=cuda: ") + cudaLib.lastError());
+  // Nothing non-finite is written: the parameters and their optimizer
+  // state after the last step (a finite gradient can still overflow).
+  if (checkFinite && (!dumpDir.empty() || !saveState.empty()) &&
+      stopOnNonFinite(firstStep + numSteps - 1, "updated tensor",
+                      "after the step", true, [&] {
+                        return firstNonFinite(
+                            rt, {MUIRRT_ROLE_PARAM, MUIRRT_ROLE_STATE});
+                      }))
+    return 1;
 
   if (commStats) {
     // Before the dump, whose gathers are counted too. Rank 0 prints every

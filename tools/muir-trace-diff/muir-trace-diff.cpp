@@ -102,7 +102,8 @@ int error(const Twine &msg) {
 }
 
 /// Reads one file into `t`; an empty string on success, else why not.
-std::string readFile(StringRef path, Trace &t) {
+/// Reads one rank's file (`rank`: the rank its records must be of).
+std::string readFile(StringRef path, int64_t rank, Trace &t) {
   std::string why;
   auto buf = mlir::muir::readBoundedFile(path, why);
   if (!buf)
@@ -112,8 +113,7 @@ std::string readFile(StringRef path, Trace &t) {
   if (lines.empty() || !lines.front().starts_with(kHeader))
     return path.str() + ": not a fingerprint trace (no '" + kHeader.str() +
            "' header line; write one with muir-run --trace-fingerprints)";
-  if (lines.size() == 1)
-    return path.str() + ": the trace holds no op executions";
+  size_t records = 0;
   for (auto [n, line] : llvm::enumerate(lines)) {
     if (line.starts_with("#"))
       continue;
@@ -127,19 +127,22 @@ std::string readFile(StringRef path, Trace &t) {
       f[5] = StringRef(first.data(), last.end() - first.data());
       f.erase(f.begin() + 6, f.end() - 5);
     }
-    int64_t step, rank, seq, op, index, bytes;
+    int64_t step, recordRank, seq, op, index, bytes;
     std::string where = path.str() + ":" + std::to_string(n + 1) + ": ";
     if (f.size() != 11 || f[0].getAsInteger(10, step) ||
-        f[1].getAsInteger(10, rank) || f[2].getAsInteger(10, seq) ||
+        f[1].getAsInteger(10, recordRank) || f[2].getAsInteger(10, seq) ||
         f[3].getAsInteger(10, op) || f[7].getAsInteger(10, index) ||
         f[9].getAsInteger(10, bytes) || (f[6] != "in" && f[6] != "out") ||
-        step < 0 || rank < 0 || seq < 0 || index < 0 || bytes < 0)
+        step < 0 || recordRank < 0 || seq < 0 || index < 0 || bytes < 0)
       return where + "not a trace line: " + line.str();
+    if (recordRank != rank)
+      return where + "a record of rank " + std::to_string(recordRank) +
+             " in the trace of rank " + std::to_string(rank);
     if (auto want = typeBytes(f[8]); want && *want != bytes)
       return where + "the byte count " + std::to_string(bytes) +
              " is not the size of " + f[8].str() + " (" +
              std::to_string(*want) + ")";
-    Exec &e = t[{step, seq, rank}];
+    Exec &e = t[{step, seq, recordRank}];
     if (e.opId >= 0 && (e.opId != op || e.name != f[4]))
       return where + "execution " + std::to_string(seq) + " of step " +
              std::to_string(step) + " on rank " + std::to_string(rank) +
@@ -147,8 +150,16 @@ std::string readFile(StringRef path, Trace &t) {
     e.opId = op;
     e.name = f[4].str();
     e.loc = f[5].str();
-    (f[6] == "in" ? e.in : e.out)[index] = {f[8].str(), bytes, f[10].str()};
+    auto &buffers = f[6] == "in" ? e.in : e.out;
+    if (!buffers.emplace(index, Buffer{f[8].str(), bytes, f[10].str()})
+             .second)
+      return where + "a second record of " + f[6].str() + " operand " +
+             std::to_string(index) + " of execution " + std::to_string(seq) +
+             " of step " + std::to_string(step);
+    ++records;
   }
+  if (!records)
+    return path.str() + ": the trace holds no op executions";
   return "";
 }
 
@@ -157,13 +168,13 @@ std::string readTrace(StringRef base, Trace &t, int64_t &ranks) {
   ranks = 0;
   if (sys::fs::exists(base) && !sys::fs::is_directory(base)) {
     ranks = 1;
-    return readFile(base, t);
+    return readFile(base, 0, t);
   }
   for (;; ++ranks) {
     std::string path = (base + ".rank" + Twine(ranks)).str();
     if (!sys::fs::exists(path))
       break;
-    if (std::string why = readFile(path, t); !why.empty())
+    if (std::string why = readFile(path, ranks, t); !why.empty())
       return why;
   }
   if (ranks == 0)
@@ -273,7 +284,8 @@ int main(int argc, char **argv) {
   int64_t step = std::get<0>(*found), seq = std::get<1>(*found),
           rank = std::get<2>(*found);
   outs() << "around it on rank " << rank << ":\n";
-  for (int64_t s = seq - context; s <= seq + static_cast<int64_t>(context);
+  int64_t around = std::min<int64_t>(context, 1000);
+  for (int64_t s = std::max<int64_t>(0, seq - around); s <= seq + around;
        ++s) {
     Key k{step, s, rank};
     auto ia = a.find(k), ib = b.find(k);

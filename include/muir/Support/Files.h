@@ -157,7 +157,10 @@ readBoundedFile(llvm::StringRef path, std::string &error,
 /// An output file written whole or not at all: the text goes to a
 /// temporary beside `path`, which commit() renames over it; an error, or
 /// the object's end without commit(), removes the temporary and leaves
-/// what was at `path` as it was. "-" is stdout.
+/// what was at `path` as it was. "-" is stdout. A symbolic link is
+/// followed (the file it names is replaced, the link stays); a device, a
+/// pipe or a socket (/dev/null) is written directly, as it cannot be
+/// replaced.
 class AtomicOutput {
 public:
   static std::unique_ptr<AtomicOutput> open(llvm::StringRef path,
@@ -169,13 +172,32 @@ public:
           1, /*shouldClose=*/false, /*unbuffered=*/false);
       return out;
     }
-    if (llvm::sys::fs::is_directory(path)) {
-      error = ("cannot write '" + path + "': " +
-               std::make_error_code(std::errc::is_a_directory).message())
-                  .str();
+    namespace fs = llvm::sys::fs;
+    auto cannot = [&](const llvm::Twine &why) {
+      error = ("cannot write '" + path + "': " + why).str();
       return nullptr;
+    };
+    llvm::SmallString<256> target(path);
+    fs::file_status status;
+    if (!fs::status(path, status, /*follow=*/false)) {
+      if (fs::is_symlink_file(status) && fs::real_path(path, target))
+        return cannot("it is a symbolic link to nothing");
+      if (fs::status(target, status))
+        return cannot("cannot stat it");
+      if (fs::is_directory(status))
+        return cannot(
+            std::make_error_code(std::errc::is_a_directory).message());
+      if (!fs::is_regular_file(status)) {
+        std::error_code ec;
+        out->stream = std::make_unique<llvm::raw_fd_ostream>(
+            target, ec, fs::OF_None);
+        if (ec)
+          return cannot(ec.message());
+        return out;
+      }
     }
-    auto temp = llvm::sys::fs::TempFile::create(path + ".tmp-%%%%%%");
+    out->path = std::string(target);
+    auto temp = fs::TempFile::create(target + ".tmp-%%%%%%");
     if (!temp) {
       error = ("cannot write '" + path +
                "': " + llvm::toString(temp.takeError()))
@@ -216,8 +238,11 @@ public:
   }
 
   ~AtomicOutput() {
-    if (stream)
+    // The stream first: it may still flush into the temporary's file.
+    if (stream) {
       stream->clear_error();
+      stream.reset();
+    }
     if (temp)
       llvm::consumeError(temp->discard());
   }

@@ -332,9 +332,9 @@ int64_t muirrt_dist_coord(int32_t axis);
 int64_t muirrt_dist_group_size(int64_t axes_mask);
 int64_t muirrt_dist_group_rank(int64_t axes_mask);
 void muirrt_dist_barrier(void);
-/* Whether `mine` is non-zero on any rank of the run (every rank calls it;
- * a control exchange, not counted by muirrt_comm_*). */
-int32_t muirrt_dist_any(int32_t mine);
+/* The lowest world rank whose `mine` is non-zero, or -1 if none (every
+ * rank calls it; a control exchange, not counted by muirrt_comm_*). */
+int32_t muirrt_dist_first(int32_t mine);
 void muirrt_dist_finalize(void);
 
 /* A deterministic all_reduce of count floats over g ranks scatters slices
