@@ -36,13 +36,6 @@ using llvm::Twine;
 
 namespace {
 
-std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx",
-                static_cast<unsigned long long>(v));
-  return buf;
-}
-
 llvm::Error error(const Twine &message) {
   return llvm::createStringError(message);
 }
@@ -203,6 +196,13 @@ mlir::muir::state::differences(const StepIdentity &saved,
                   "parameters) differs from the one saved (hash " +
                   saved.stepHash + ", this run's " + now.stepHash + ")");
   return out;
+}
+
+std::string mlir::muir::state::hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx",
+                static_cast<unsigned long long>(v));
+  return buf;
 }
 
 llvm::Expected<std::string> mlir::muir::state::fileHash(StringRef p) {

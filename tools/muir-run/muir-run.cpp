@@ -578,12 +578,7 @@ static int relaunchUnderMPI(int argc, char **argv) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
-static std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx",
-                static_cast<unsigned long long>(v));
-  return buf;
-}
+using muir::state::hex64;
 
 // The CUDA runtime (libmuir_rt_cuda.so), loaded only for --target=cuda so
 // that the CPU path never needs CUDA's libraries or a driver.

@@ -64,6 +64,10 @@ std::string printManifest(const Manifest &manifest);
 std::vector<std::string> differences(const StepIdentity &saved,
                                      const StepIdentity &now);
 
+/// A 64-bit hash as the manifest (and muir-run's traces) write it: 16
+/// hexadecimal digits.
+std::string hex64(uint64_t value);
+
 /// The hash of a file's bytes as the manifest records it.
 llvm::Expected<std::string> fileHash(llvm::StringRef path);
 
