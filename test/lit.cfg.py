@@ -43,6 +43,12 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PYTHONPATH",
                              os.path.join(config.test_source_root, "lib"),
                              append_path=True)
+# The Python package (python/muir) over the step library of this build.
+llvm_config.with_environment("PYTHONPATH",
+                             os.path.join(os.path.dirname(
+                                 config.test_source_root), "python"),
+                             append_path=True)
+llvm_config.with_environment("MUIR_BUILD_DIR", config.muir_obj_root)
 
 # Python test helpers (numpy references) are not tests themselves.
 config.excludes.append("__pycache__")

@@ -148,8 +148,8 @@ LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
     return success();
   }
   if (name == "muir.role")
-    return checkOneOf(op, attr, {"param", "grad", "state", "data", "step"},
-                      "(the tensor's role)");
+    return checkOneOf(op, attr, {"param", "grad", "state", "data", "step", "hyper"},
+                      "(the argument's role)");
   if (name == "muir.kind")
     return checkOneOf(op, attr,
                       {"attention", "mlp", "expert", "router", "embedding",
@@ -178,10 +178,19 @@ LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
              << arg << ": 'muir.init_std' must be a positive finite float";
     return success();
   }
+  if (name == "muir.default") {
+    auto f = dyn_cast<FloatAttr>(value);
+    if (!f || !f.getType().isF64() || !(f.getValueAsDouble() >= 0) ||
+        !std::isfinite(f.getValueAsDouble()))
+      return op->emitError("argument ")
+             << arg << ": 'muir.default' must be a finite f64 >= 0 (a "
+             << "hyperparameter's default value)";
+    return success();
+  }
   return unknownAttribute(op, attr, "argument",
                           {"muir.name", "muir.role", "muir.kind",
                            "muir.dtype", "muir.split", "muir.shards",
-                           "muir.folding", "muir.init_std"});
+                           "muir.folding", "muir.init_std", "muir.default"});
 }
 
 LogicalResult MuirDialect::verifyRegionResultAttribute(Operation *op,

@@ -197,8 +197,19 @@ int64_t GridOp::getNumDevices() {
 // Optimizer ops
 //===----------------------------------------------------------------------===//
 
+/// Run-time hyperparameters: none, or the learning rate and the weight
+/// decay.
+static LogicalResult verifyHyper(Operation *op, ValueRange hyper) {
+  if (hyper.empty() || hyper.size() == 2)
+    return success();
+  return op->emitOpError("expected hyper(lr, weight_decay) (two f64 "
+                         "values) or none, got ")
+         << hyper.size() << " values";
+}
+
 LogicalResult MuonUpdateOp::verify() {
-  if (failed(verifyMatrixRank(*this, getParam().getType(), "param")) ||
+  if (failed(verifyHyper(*this, getHyper())) ||
+      failed(verifyMatrixRank(*this, getParam().getType(), "param")) ||
       failed(verifyRange(*this, "lr", getLr().convertToDouble(), 0, true,
                          kInf, false)) ||
       failed(verifyRange(*this, "beta", getBeta().convertToDouble(), 0, true,
@@ -232,6 +243,7 @@ LogicalResult MuonUpdateOp::verify() {
 
 LogicalResult AdamWUpdateOp::verify() {
   return success(
+      succeeded(verifyHyper(*this, getHyper())) &&
       succeeded(verifyRange(*this, "lr", getLr().convertToDouble(), 0, true,
                             kInf, false)) &&
       succeeded(verifyRange(*this, "beta1", getBeta1().convertToDouble(), 0,
@@ -251,7 +263,8 @@ LogicalResult MomentumOp::verify() {
 }
 
 LogicalResult ApplyUpdateOp::verify() {
-  if (failed(verifyRange(*this, "lr", getLr().convertToDouble(), 0, true,
+  if (failed(verifyHyper(*this, getHyper())) ||
+      failed(verifyRange(*this, "lr", getLr().convertToDouble(), 0, true,
                          kInf, false)))
     return failure();
   return verifyRange(*this, "weight_decay",

@@ -88,9 +88,15 @@ def Muir_MuonUpdateOp : Muir_Op<"muon_update", [Pure,
     `muir-decompose-optimizers` expands the op into `muir.momentum`,
     `muir.newton_schulz` and `muir.apply_update` (per row block, joined
     with `tensor.concat`).
+
+    Run-time hyperparameters: with `hyper(%lr, %wd)` (two f64 scalars,
+    typically arguments of the step with `muir.role = "hyper"`) the
+    learning rate and weight decay are read when the step runs, and the
+    `lr` and `weight_decay` attributes are only the defaults a runner
+    passes when the caller gives none.
   }];
   let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$grad,
-      Muir_F32Tensor:$momentum_buffer,
+      Muir_F32Tensor:$momentum_buffer, Variadic<F64>:$hyper,
       F64Attr:$lr,
       DefaultValuedAttr<F64Attr, "0.95">:$beta,
       DefaultValuedAttr<Muir_MomentumKindAttr, "MomentumKind::ema">:$momentum_kind,
@@ -106,7 +112,8 @@ def Muir_MuonUpdateOp : Muir_Op<"muon_update", [Pure,
   let results = (outs Muir_F32Tensor:$new_param,
                       Muir_F32Tensor:$new_momentum_buffer);
   let assemblyFormat = [{
-    $param `,` $grad `,` $momentum_buffer attr-dict `:` type($param)
+    $param `,` $grad `,` $momentum_buffer (`hyper` `(` $hyper^ `)`)?
+    attr-dict `:` type($param)
   }];
   let hasVerifier = 1;
 }
@@ -125,9 +132,13 @@ def Muir_AdamWUpdateOp : Muir_Op<"adamw_update", [Pure,
     W' = W * (1 - lr * weight_decay)
          - lr * (m' / (1 - beta1^t)) / (sqrt(v' / (1 - beta2^t)) + eps)
     ```
+
+    With `hyper(%lr, %wd)` the learning rate and weight decay are read at
+    run time (as for `muir.muon_update`); the attributes are the defaults.
   }];
   let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$grad,
       Muir_F32Tensor:$exp_avg, Muir_F32Tensor:$exp_avg_sq, I64:$step,
+      Variadic<F64>:$hyper,
       F64Attr:$lr,
       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
@@ -136,8 +147,8 @@ def Muir_AdamWUpdateOp : Muir_Op<"adamw_update", [Pure,
   let results = (outs Muir_F32Tensor:$new_param, Muir_F32Tensor:$new_exp_avg,
                       Muir_F32Tensor:$new_exp_avg_sq);
   let assemblyFormat = [{
-    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `step` $step attr-dict
-    `:` type($param)
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `step` $step
+    (`hyper` `(` $hyper^ `)`)? attr-dict `:` type($param)
   }];
   let hasVerifier = 1;
 }
@@ -165,13 +176,14 @@ def Muir_ApplyUpdateOp : Muir_Op<"apply_update", [Pure,
   let summary = "W' = W * (1 - lr * weight_decay) - lr * scale * U";
   let description = [{
     The element-wise tail of `muir.muon_update`: decoupled weight decay and
-    the scaled step along the orthogonalised update U.
+    the scaled step along the orthogonalised update U. With `hyper(%lr,
+    %wd)` the learning rate and weight decay are read at run time.
   }];
   let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$update,
-      F64Attr:$lr, F64Attr:$scale, F64Attr:$weight_decay);
+      Variadic<F64>:$hyper, F64Attr:$lr, F64Attr:$scale, F64Attr:$weight_decay);
   let results = (outs Muir_F32Tensor:$new_param);
   let assemblyFormat = [{
-    $param `,` $update attr-dict `:` type($param)
+    $param `,` $update (`hyper` `(` $hyper^ `)`)? attr-dict `:` type($param)
   }];
   let hasVerifier = 1;
 }

@@ -64,6 +64,41 @@ private:
   Value f32(double v) {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
   }
+  Value constF64(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(v));
+  }
+  /// An update's learning rate (f64) and its decay factor 1 - lr * wd
+  /// (rounded to f32): from the run-time `hyper(lr, wd)` operands where
+  /// the op has them, else from its attributes. Both are computed in f64
+  /// and rounded once, so a run-time value gives bitwise what the same
+  /// constant does.
+  struct Hyper {
+    FunctionLowering &l;
+    Value lr, decay;
+    /// lr * factor, rounded to f32.
+    Value times(double factor) {
+      if (auto c = lr.getDefiningOp<arith::ConstantOp>())
+        return l.f32(cast<FloatAttr>(c.getValue()).getValueAsDouble() *
+                     factor);
+      return arith::TruncFOp::create(
+          l.b, l.loc, l.b.getF32Type(),
+          arith::MulFOp::create(l.b, l.loc, lr, l.constF64(factor)));
+    }
+  };
+  Hyper hyper(ValueRange operands, FloatAttr lrAttr, FloatAttr wdAttr) {
+    if (operands.empty()) {
+      double lr = lrAttr.getValueAsDouble();
+      return {*this, constF64(lr),
+              f32(1.0 - lr * wdAttr.getValueAsDouble())};
+    }
+    Value lr = map.lookupOrDefault(operands[0]);
+    Value wd = map.lookupOrDefault(operands[1]);
+    Value decay = arith::TruncFOp::create(
+        b, loc, b.getF32Type(),
+        arith::SubFOp::create(b, loc, constF64(1.0),
+                              arith::MulFOp::create(b, loc, lr, wd)));
+    return {*this, lr, decay};
+  }
   void elementwise(ValueRange ins, ValueRange outs,
                    function_ref<SmallVector<Value>(OpBuilder &, Location,
                                                    ValueRange)>
@@ -89,11 +124,11 @@ LogicalResult FunctionLowering::checkSignature() {
     auto tensor = dyn_cast<RankedTensorType>(t);
     bool ok = (tensor && tensor.hasStaticShape() &&
                tensor.getElementType().isF32()) ||
-              t.isInteger(64);
+              t.isInteger(64) || t.isF64();
     if (!ok)
       return func.emitOpError("argument ")
-             << i << ": expected a static f32 tensor or the i64 step, got "
-             << t;
+             << i << ": expected a static f32 tensor, the i64 step or an "
+             << "f64 hyperparameter, got " << t;
     if (tensor && !func.getArgAttrOfType<StringAttr>(i, "muir.name"))
       return func.emitOpError("argument ")
              << i << ": expected a 'muir.name' attribute naming the tensor";
@@ -214,9 +249,10 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
 
   if (auto apply = dyn_cast<ApplyUpdateOp>(op)) {
     Value p = output(apply.getNewParam());
-    double lr = f64(apply.getLrAttr());
-    Value decay = f32(1.0 - lr * f64(apply.getWeightDecayAttr()));
-    Value step = f32(lr * f64(apply.getScaleAttr()));
+    Hyper h = hyper(apply.getHyper(), apply.getLrAttr(),
+                    apply.getWeightDecayAttr());
+    Value decay = h.decay;
+    Value step = h.times(f64(apply.getScaleAttr()));
     elementwise({in(apply.getParam()), in(apply.getUpdate())}, {p},
                 [&](OpBuilder &nb, Location nl, ValueRange a) {
                   Value kept = arith::MulFOp::create(nb, nl, a[0], decay);
@@ -229,8 +265,9 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
   }
 
   if (auto adam = dyn_cast<AdamWUpdateOp>(op)) {
-    double lr = f64(adam.getLrAttr()), beta1 = f64(adam.getBeta1Attr()),
-           beta2 = f64(adam.getBeta2Attr());
+    double beta1 = f64(adam.getBeta1Attr()), beta2 = f64(adam.getBeta2Attr());
+    Hyper h = hyper(adam.getHyper(), adam.getLrAttr(),
+                    adam.getWeightDecayAttr());
     // Bias corrections from the run-time step t, in f64:
     // step_size = lr / (1 - beta1^t), bc2_sqrt = sqrt(1 - beta2^t).
     Value t = arith::SIToFPOp::create(b, loc, b.getF64Type(),
@@ -245,10 +282,10 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
         b, loc, one, math::PowFOp::create(b, loc, cst64(beta2), t));
     Value stepSize = arith::TruncFOp::create(
         b, loc, b.getF32Type(),
-        arith::DivFOp::create(b, loc, cst64(lr), bc1));
+        arith::DivFOp::create(b, loc, h.lr, bc1));
     Value bc2Sqrt = arith::TruncFOp::create(
         b, loc, b.getF32Type(), math::SqrtOp::create(b, loc, bc2));
-    Value decay = f32(1.0 - lr * f64(adam.getWeightDecayAttr()));
+    Value decay = h.decay;
     Value cB1 = f32(beta1), c1mB1 = f32(1.0 - beta1), cB2 = f32(beta2),
           c1mB2 = f32(1.0 - beta2), eps = f32(f64(adam.getEpsAttr()));
     Value p = output(adam.getNewParam());

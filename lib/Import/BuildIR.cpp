@@ -368,7 +368,7 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
   };
   SmallVector<Type> argTypes;
   SmallVector<DictionaryAttr> argAttrs;
-  SmallVector<std::pair<const Parameter *, Assignment>> plan;
+  std::vector<std::pair<const Parameter *, Assignment>> plan;
   SmallVector<unsigned> firstArg;
   bool needsStep = false;
   auto f32 = b.getF32Type();
@@ -477,6 +477,30 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
     argAttrs.push_back(b.getDictionaryAttr(
         {b.getNamedAttr("muir.role", b.getStringAttr("step"))}));
   }
+  // Run-time hyperparameters: each group's learning rate and weight decay,
+  // one f64 argument per value some parameter uses, in order of first use
+  // ("muon.lr", "adamw.weight_decay", "overrides.1.lr", ...). The
+  // description's value is the default a runner passes (muir.default).
+  llvm::StringMap<unsigned> hyperArgs;
+  auto hyperArg = [&](const std::string &name, double value) {
+    auto [it, added] = hyperArgs.try_emplace(name, argTypes.size());
+    if (added) {
+      argTypes.push_back(b.getF64Type());
+      argAttrs.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("muir.name", b.getStringAttr(name)),
+           b.getNamedAttr("muir.role", b.getStringAttr("hyper")),
+           b.getNamedAttr("muir.default", b.getF64FloatAttr(value))}));
+    }
+    return it->second;
+  };
+  SmallVector<std::pair<unsigned, unsigned>> hyperOf;
+  for (auto &[p, a] : plan) {
+    bool muon = a.optimizer == Optimizer::Muon;
+    hyperOf.push_back(
+        {hyperArg(a.lrGroup + ".lr", muon ? a.muon.lr : a.adamw.lr),
+         hyperArg(a.weightDecayGroup + ".weight_decay",
+                  muon ? a.muon.weightDecay : a.adamw.weightDecay)});
+  }
 
   // Results: the updated parameter and state, in argument order.
   SmallVector<Type> resultTypes;
@@ -580,6 +604,8 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       return body->getArgument(firstArg[i] + k);
     };
     auto type = cast<RankedTensorType>(arg(0).getType());
+    SmallVector<Value, 2> hyper = {body->getArgument(hyperOf[i].first),
+                                   body->getArgument(hyperOf[i].second)};
     if (a.optimizer == Optimizer::Muon) {
       const MuonSettings &m = a.muon;
       auto schedule = *symbolizeNSSchedule(m.schedule);
@@ -587,7 +613,8 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       if (schedule == NSSchedule::custom)
         coeffs = b.getDenseF64ArrayAttr(m.coefficients);
       auto op = MuonUpdateOp::create(
-          b, ploc, type, type, arg(0), arg(1), arg(2), b.getF64FloatAttr(m.lr),
+          b, ploc, type, type, arg(0), arg(1), arg(2), hyper,
+          b.getF64FloatAttr(m.lr),
           b.getF64FloatAttr(m.beta),
           MomentumKindAttr::get(&ctx, *symbolizeMomentumKind(m.momentumKind)),
           b.getBoolAttr(m.nesterov), b.getF64FloatAttr(m.weightDecay),
@@ -608,7 +635,7 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       const AdamWSettings &w = a.adamw;
       auto op = AdamWUpdateOp::create(
           b, ploc, type, type, type, arg(0), arg(1), arg(2), arg(3),
-          body->getArgument(stepArg), b.getF64FloatAttr(w.lr),
+          body->getArgument(stepArg), hyper, b.getF64FloatAttr(w.lr),
           b.getF64FloatAttr(w.beta1), b.getF64FloatAttr(w.beta2),
           b.getF64FloatAttr(w.eps), b.getF64FloatAttr(w.weightDecay));
       results.push_back(op.getNewParam());

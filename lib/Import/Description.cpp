@@ -1219,7 +1219,8 @@ Assignment mlir::muir::desc::assignOptimizer(const Description &d,
   a.optimizer = matrix ? Optimizer::Muon : Optimizer::AdamW;
   a.muon = d.muon;
   a.adamw = d.adamw;
-  for (const Override &o : d.overrides) {
+  std::string lrOverride, weightDecayOverride;
+  for (auto [k, o] : llvm::enumerate(d.overrides)) {
     if (o.pattern.empty() || !matches(o, p.name))
       continue;
     if (o.optimizer)
@@ -1227,10 +1228,12 @@ Assignment mlir::muir::desc::assignOptimizer(const Description &d,
     if (o.lr) {
       a.muon.lr = *o.lr;
       a.adamw.lr = *o.lr;
+      lrOverride = "overrides." + std::to_string(k);
     }
     if (o.weightDecay) {
       a.muon.weightDecay = *o.weightDecay;
       a.adamw.weightDecay = *o.weightDecay;
+      weightDecayOverride = "overrides." + std::to_string(k);
     }
     if (o.nsSteps)
       a.muon.nsSteps = *o.nsSteps;
@@ -1241,6 +1244,10 @@ Assignment mlir::muir::desc::assignOptimizer(const Description &d,
   if (a.optimizer == Optimizer::Muon && p.shape.size() != 2 &&
       p.shape.size() != 3)
     a.optimizer = Optimizer::AdamW;
+  std::string base = a.optimizer == Optimizer::Muon ? "muon" : "adamw";
+  a.lrGroup = lrOverride.empty() ? base : lrOverride;
+  a.weightDecayGroup =
+      weightDecayOverride.empty() ? base : weightDecayOverride;
   return a;
 }
 

@@ -94,7 +94,7 @@ struct DecomposeOptimizersPass
         double scale = getUpdateScale(op.getScaleMode(), extra,
                                       whole ? m : rows, n);
         return ApplyUpdateOp::create(b, loc, blockType, p, ns.getResult(),
-                                     op.getLrAttr(), b.getF64FloatAttr(scale),
+                                     op.getHyper(), op.getLrAttr(), b.getF64FloatAttr(scale),
                                      op.getWeightDecayAttr());
       };
       Value newParam;

@@ -515,7 +515,7 @@ struct DistributePass
     double extra = op.getScaleExtra().convertToDouble();
     auto apply = [&](Value p, Value x, double scale) -> Value {
       auto a = ApplyUpdateOp::create(b, loc, p.getType(), p, x,
-                                     op.getLrAttr(), b.getF64FloatAttr(scale),
+                                     op.getHyper(), op.getLrAttr(), b.getF64FloatAttr(scale),
                                      op.getWeightDecayAttr());
       // The decision stays visible in the planned IR.
       if (job.matrixSplit)

@@ -816,6 +816,62 @@ extern "C" int muirrt_cuda_dist_init(const int64_t *sizes, int32_t num_axes) {
   return 0;
 }
 
+/// NCCL from a unique id the caller distributed (a PyTorch job through its
+/// own process group): rank 0 makes it with muirrt_cuda_unique_id.
+extern "C" int muirrt_cuda_unique_id(void *out) {
+  if (muirrt_cuda_init(-1) != 0)
+    return -1;
+  ncclResult_t r = ncclGetUniqueId(static_cast<ncclUniqueId *>(out));
+  if (r != ncclSuccess)
+    return fail(std::string("ncclGetUniqueId: ") + ncclGetErrorString(r));
+  return 0;
+}
+
+extern "C" int muirrt_cuda_dist_init_with_id(const int64_t *sizes,
+                                             int32_t num_axes, int64_t rank,
+                                             int64_t size, const void *id) {
+  if (muirrt_cuda_init(-1) != 0)
+    return -1;
+  state.sizes.assign(sizes, sizes + num_axes);
+  int64_t world = 1;
+  for (int64_t s : state.sizes)
+    world *= s;
+  if (size != world)
+    return fail("the grid has " + std::to_string(world) + " ranks but " +
+                std::to_string(size) + " processes run");
+  state.rank = rank;
+  state.worldSize = size;
+  state.coords.assign(state.sizes.size(), 0);
+  for (size_t i = state.sizes.size(), r = rank; i-- > 0;) {
+    state.coords[i] = static_cast<int64_t>(r) % state.sizes[i];
+    r /= state.sizes[i];
+  }
+  if (size == 1)
+    return 0;
+  ncclUniqueId nid;
+  std::memcpy(&nid, id, sizeof(nid));
+  ncclResult_t r = ncclCommInitRank(&state.world, static_cast<int>(size), nid,
+                                    static_cast<int>(rank));
+  if (r != ncclSuccess)
+    return fail(std::string("ncclCommInitRank: ") + ncclGetErrorString(r));
+  return 0;
+}
+
+/// Runs later steps on `stream` (a cudaStream_t of the caller's; null: the
+/// runtime's own).
+extern "C" void muirrt_cuda_set_stream(void *stream) {
+  if (muirrt_cuda_init(-1) != 0)
+    return;
+  static cudaStream_t own = nullptr;
+  if (!own)
+    own = state.stream;
+  cudaStream_t next = stream ? static_cast<cudaStream_t>(stream) : own;
+  if (next == state.stream)
+    return;
+  state.stream = next;
+  cublasSetStream(state.blas, state.stream);
+}
+
 extern "C" void muirrt_cuda_dist_finalize(void) {
   for (auto &[mask, g] : state.groups)
     if (g.comm)

@@ -185,6 +185,11 @@ struct Assignment {
   Optimizer optimizer;
   MuonSettings muon;   ///< valid when optimizer == Muon
   AdamWSettings adamw; ///< valid when optimizer == AdamW
+  /// Where the learning rate and the weight decay come from, naming the
+  /// step's run-time hyperparameters ("<group>.lr", "<group>.weight_decay"):
+  /// "muon" or "adamw" (the optimizer's settings) or "overrides.<k>" (the
+  /// last override that sets the value, k counted from 0).
+  std::string lrGroup, weightDecayGroup;
 };
 
 /// Default policy (Muon for 2-D hidden matrices and 3-D expert stacks, AdamW

@@ -108,6 +108,16 @@ int muirrt_cuda_dist_init(const int64_t *sizes, int32_t num_axes);
 int muirrt_cuda_exchange_unique_id(int64_t rank, int64_t world, void *id);
 void muirrt_cuda_dist_finalize(void);
 
+/* NCCL from a unique id the caller distributes (e.g. a PyTorch job through
+ * its own process group): rank 0 makes the 128 bytes with
+ * muirrt_cuda_unique_id, every rank passes them with its rank and the
+ * world size. */
+int muirrt_cuda_unique_id(void *id);
+int muirrt_cuda_dist_init_with_id(const int64_t *sizes, int32_t num_axes,
+                                  int64_t rank, int64_t size, const void *id);
+/* Later steps run on `stream` (a cudaStream_t; NULL: the runtime's own). */
+void muirrt_cuda_set_stream(void *stream);
+
 /* The last data observed in `slot` (host memory, valid after
  * muirrt_cuda_synchronize), or NULL; *numel receives its length. */
 const float *muirrt_cuda_observation(int64_t slot, int64_t *numel);

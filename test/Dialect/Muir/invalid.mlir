@@ -1165,7 +1165,7 @@ func.func @capacity_group(%i: tensor<6x2xi64>, %w: tensor<6x2xf32>) {
 
 // The discardable muir.* attributes (MuirDialect.cpp): one case per kind.
 
-// expected-error@+1 {{'muir.role' (the tensor's role) must be one of: param, grad, state, data, step; got "bogus"}}
+// expected-error@+1 {{'muir.role' (the argument's role) must be one of: param, grad, state, data, step, hyper; got "bogus"}}
 func.func @arg_role(%x: tensor<8xf32> {muir.name = "x", muir.role = "bogus"}) {
   return
 }

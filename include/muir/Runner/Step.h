@@ -1,0 +1,268 @@
+//===- Step.h - a compiled training step a program calls --------*- C++ -*-===//
+//
+// The step library's core: compiles a description or muir IR for a target,
+// JIT-compiles it, and runs it on tensors the caller binds (its own memory,
+// never copied). muir-run and the C API (muir/Step.h) are its clients.
+//
+// Two phases, so that a launcher can check everything before mpirun
+// starts: `Step::load` parses and lowers to exec IR and reads the
+// arguments; `Step::prepare` joins the ranks (MPI, NCCL) and JIT-compiles.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MUIR_RUNNER_STEP_H
+#define MUIR_RUNNER_STEP_H
+
+#include "muir/Passes.h"
+#include "muir/Runner/State.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class ExecutionEngine;
+namespace muir::runner {
+
+/// How a step compiles and runs.
+struct StepOptions {
+  PipelineOptions pipeline{};
+  TargetOptions target{Target::Cpu, "sm_90", "+ptx80"};
+  bool cudaBf16 = false;
+  bool cudaGraph = true;
+  bool cudaCublasGrouped = false;
+  bool deterministic = true;
+  /// Record every executed op's buffers' hashes (muir-run
+  /// --trace-fingerprints).
+  bool trace = false;
+  /// The CUDA runtime library (empty: MUIR_CUDA_RUNTIME, else
+  /// lib/libmuir_rt_cuda.so beside the running program's bin/ or beside
+  /// the step library).
+  std::string cudaRuntime;
+  /// NCCL from a unique id the caller distributes (hex, 256 digits), with
+  /// this process's rank and the world size; empty: MPI or torchrun's
+  /// environment.
+  std::string ncclId;
+  int64_t ncclRank = -1, ncclWorld = -1;
+  /// The flags that change the step's program or bits, for a saved
+  /// state's identity.
+  std::map<std::string, std::string> identity;
+
+  /// Reads "name=value" items separated by spaces (the C API's spelling;
+  /// see muir/Step.h). An error names the item.
+  static llvm::Expected<StepOptions> parse(llvm::StringRef text);
+};
+
+/// A dimension of a tensor split over the group of a grid axis.
+struct Split {
+  int64_t dim;
+  int64_t mask; ///< the axes as a runtime axes mask (folding in bit 48)
+};
+
+/// One argument of the step.
+struct Argument {
+  std::string name;
+  int32_t role = 0; ///< MUIR_ROLE_* of muir/Step.h
+  llvm::SmallVector<int64_t> shape;       ///< this rank's part
+  llvm::SmallVector<int64_t> globalShape; ///< the whole tensor
+  llvm::SmallVector<Split> splits;
+  double defaultValue = 0; ///< hyperparameters
+  int32_t hyperIndex = -1; ///< hyperparameters: index into run()'s values
+  bool updated = false;
+  double initStd = 0; ///< seeded data's standard deviation (0: 1)
+  bool isTensor() const { return role <= 3; }
+  int64_t numel() const;
+};
+
+/// A grid's axes (the first is the run's; later ones fold the same ranks).
+struct Folding {
+  std::string name;
+  llvm::SmallVector<std::string> axes;
+  llvm::SmallVector<int64_t> sizes;
+};
+
+/// An observation slot: a Newton-Schulz output ("name" or "name[r0:r1]")
+/// or a trained MoE layer's loss ("loss <layer>").
+struct Observation {
+  std::string label;
+  llvm::SmallVector<int64_t> shape;
+};
+
+class Step {
+public:
+  ~Step();
+
+  /// Parses `source` (a description when `filename` ends in .yaml, .yml or
+  /// .json, else muir IR) and lowers it to exec IR. Diagnostics go to
+  /// `diagnostics` with file:line:col; the error's message is empty when
+  /// they said everything.
+  static llvm::Expected<std::unique_ptr<Step>>
+  load(llvm::StringRef source, llvm::StringRef filename,
+       const StepOptions &options, llvm::raw_ostream &diagnostics);
+
+  /// Joins the ranks (under mpirun: the job's MPI world; NCCL on CUDA) and
+  /// JIT-compiles. Call once, on every rank.
+  llvm::Error prepare();
+
+  /// load + prepare.
+  static llvm::Expected<std::unique_ptr<Step>>
+  compile(llvm::StringRef source, llvm::StringRef filename,
+          const StepOptions &options, llvm::raw_ostream &diagnostics);
+
+  const std::vector<Argument> &arguments() const { return args; }
+  int32_t find(llvm::StringRef name) const;
+  int32_t numHyper() const { return static_cast<int32_t>(hyperArgs.size()); }
+  /// The hyperparameters' defaults, in hyperIndex order.
+  std::vector<double> defaultHyper() const;
+  /// The step counter is read (AdamW's bias corrections).
+  bool readsCounter() const { return counterUsed; }
+
+  /// The grid's devices (1 without a grid) and this process's rank.
+  int64_t devices() const { return numDevices; }
+  int64_t rank() const;
+  const std::vector<Folding> &foldings() const { return grids; }
+  const std::map<int64_t, Observation> &observations() const { return obs; }
+  /// What a saved state is for (the step's IR as given, grid, flags).
+  const state::StepIdentity &identity() const { return id; }
+  /// Gradients the step computes itself (a trained MoE layer's).
+  bool computesGradient(llvm::StringRef name) const {
+    return computedGrads.count(name.str()) != 0;
+  }
+  bool cuda() const { return options.target.target == Target::Cuda; }
+  /// "NVIDIA H200, bf16 products, CUDA graph" (CUDA only).
+  std::string deviceDescription() const;
+
+  /// Binds tensor argument `index` to the caller's memory (host or device
+  /// pointer by target), used in place by every run until bound again.
+  llvm::Error bind(int32_t index, void *data);
+
+  /// Runs one step. `hyper` holds numHyper() values (empty: defaults). On
+  /// the CUDA target `stream` (a cudaStream_t, null: the runtime's) gets
+  /// the step, and `wait` says whether to wait for it.
+  llvm::Error run(int64_t counter, llvm::ArrayRef<double> hyper,
+                  void *stream = nullptr, bool wait = true);
+
+  /// An observation's data after a run (host memory), or null.
+  const float *observation(int64_t slot, int64_t &numel) const;
+
+  /// Device memory (CUDA target), null on failure with `error` set.
+  void *deviceAlloc(size_t bytes, std::string &error);
+  void deviceFree(void *p);
+  llvm::Error copyToDevice(void *dst, const void *src, size_t bytes);
+  llvm::Error copyToHost(void *dst, const void *src, size_t bytes);
+
+  /// Fingerprint trace records since the start, as muir-run writes them
+  /// (one line per buffer of each executed op).
+  llvm::Error writeTrace(llvm::StringRef path) const;
+
+private:
+  Step();
+  llvm::Error readArguments();
+
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+  StepOptions options;
+  std::vector<Argument> args;
+  std::vector<int32_t> hyperArgs; ///< argument index per hyperIndex
+  std::vector<void *> bound;
+  std::vector<Folding> grids;
+  int64_t numDevices = 1;
+  std::map<int64_t, Observation> obs;
+  std::set<std::string> computedGrads;
+  state::StepIdentity id;
+  std::string entryName;
+  bool counterUsed = false, hyperUsed = false, prepared = false;
+  bool captured = false;
+  int64_t runs = 0;
+};
+
+/// Tensors the runtime owns for a step, as muir-run runs it: each whole
+/// (what --load reads, the seed fills, --dump and --save-state write,
+/// identical on every rank) and as this rank's part, which the step is
+/// bound to (host memory; a CUDA run copies it to the device).
+class HostTensors {
+public:
+  explicit HostTensors(Step &step);
+  ~HostTensors();
+  /// Adds every tensor argument; an error names the tensor.
+  llvm::Error create();
+
+  /// Reads DIR/<name>.npy for the tensors it finds (whole tensors).
+  llvm::Error load(llvm::StringRef dir, int32_t &loaded);
+  /// Fills what was not loaded from `seed`.
+  void seed(uint64_t seed);
+  /// Whole tensors -> this rank's parts (rank-local slicing).
+  void scatter();
+  /// Parts -> whole tensors (all-gathers: every rank must call it).
+  void gather();
+  /// Binds the step to the parts (host), or to device copies (CUDA).
+  llvm::Error bind();
+  /// CUDA: the parts back from the device (no-op on the CPU).
+  llvm::Error download();
+
+  llvm::Error dump(llvm::StringRef dir) const;
+  llvm::Error save(llvm::StringRef dir, int64_t step) const;
+
+  /// The first NaN or infinity in this rank's tensors whose role is in
+  /// `roles` (the gradients a step computes itself aside): tensor name,
+  /// element index and value; index -1 when none.
+  struct NonFinite {
+    std::string name;
+    int64_t index = -1;
+    float value = 0;
+  };
+  NonFinite firstNonFinite(std::initializer_list<int32_t> roles) const;
+
+  /// Rank 0 prints one step's table: each parameter's shape, the worst
+  /// orthogonality error of its Newton-Schulz outputs, |dW| against the
+  /// snapshot taken by `snapshot()` and |W|; and trained layers' losses.
+  void snapshot();
+  void printStep(llvm::raw_ostream &os) const;
+
+  int32_t count() const;
+  int32_t numParams() const;
+  /// Muon parameters (those with Newton-Schulz observations).
+  int32_t numMuon() const;
+
+private:
+  Step &step;
+  struct MuirRtContext *local = nullptr, *whole = nullptr;
+  std::vector<int32_t> localIndex, wholeIndex; ///< per argument, -1: none
+  std::vector<void *> device;
+  std::vector<std::vector<float>> before;
+};
+
+/// Rank 0 prints every rank's communication and compute counters (bytes
+/// and collectives per grid-axis group, GEMM calls and flops), gathered
+/// over the grid, then resets them. Every rank must call it.
+void printCommStats(const Step &step, llvm::raw_ostream &os);
+
+/// The number of ranks in the group of a runtime axes mask, from the
+/// grids alone (no runtime needed).
+int64_t groupSize(llvm::ArrayRef<Folding> grids, int64_t mask);
+
+/// A new NCCL unique id (hex) for StepOptions::ncclId, made by rank 0 and
+/// distributed by the caller.
+llvm::Expected<std::string> ncclUniqueId(llvm::StringRef cudaRuntime = "");
+
+/// Under mpirun (OMPI_COMM_WORLD_SIZE set).
+bool underMPI();
+
+/// Starts `argv` again as `mpirun -n ranks argv...`, forwarding SIGINT,
+/// SIGTERM and SIGHUP (and killing what is left 5 s later), passing the
+/// ranks' stderr through without mpirun's banners that only repeat a
+/// rank's non-zero exit. Returns the exit status for the launcher.
+int relaunchUnderMPI(int ranks, int argc, char **argv, llvm::StringRef tool);
+
+} // namespace muir::runner
+} // namespace mlir
+
+#endif // MUIR_RUNNER_STEP_H

@@ -1,0 +1,117 @@
+/*===- muir/Step.h - muir's step library, C API -------------------*- C -*-===*
+ *
+ * A compiled optimizer step that a training loop calls on its own tensors.
+ *
+ *   MuirStep *s = muir_step_compile(text, size, "model.yaml", "target=cpu");
+ *   for (i = 0; i < muir_step_num_arguments(s); ++i) {
+ *     muir_step_argument(s, i, &a);           (name, role, shape)
+ *     if (a.role <= MUIR_ROLE_DATA) muir_step_bind(s, i, my_pointer[i]);
+ *   }
+ *   muir_step_run(s, step, hyper, num_hyper, stream);   (every step)
+ *   muir_step_close(s);
+ *
+ * Bound tensors are the caller's memory (host pointers on the CPU target,
+ * device pointers on the CUDA target), contiguous row-major float32 of the
+ * argument's shape, and updated in place: the library never copies,
+ * reallocates or keeps them beyond the call. Hyperparameters (each optimizer
+ * group's learning rate and weight decay) are read at every run.
+ *
+ * Every function that can fail returns NULL or a non-zero status and leaves
+ * a message for muir_step_last_error(); none exits or aborts the process.
+ * Under mpirun (OMPI_COMM_WORLD_SIZE set) the step's ranks are the job's MPI
+ * world: every rank compiles the same source and runs the same steps.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef MUIR_STEP_H
+#define MUIR_STEP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct MuirStep MuirStep;
+
+/* What an argument of the step is. */
+enum MuirArgumentRole {
+  MUIR_ROLE_PARAM = 0,  /* a parameter, updated in place */
+  MUIR_ROLE_GRAD = 1,   /* its gradient, read (a trained MoE layer's: written) */
+  MUIR_ROLE_STATE = 2,  /* optimizer state (momentum, exp_avg, exp_avg_sq) */
+  MUIR_ROLE_DATA = 3,   /* training data a trained MoE layer reads */
+  MUIR_ROLE_COUNTER = 4, /* the 1-based step counter (int64, not bound) */
+  MUIR_ROLE_HYPER = 5   /* a hyperparameter (double, not bound) */
+};
+
+typedef struct MuirStepArgument {
+  /* Tensors: "mlp.up", "mlp.up.grad", "mlp.up.momentum", "x.exp_avg", ...;
+   * hyperparameters: "<group>.lr" and "<group>.weight_decay" with group
+   * "muon", "adamw" or "overrides.<k>" (the k-th override that sets it);
+   * the counter: "step". */
+  const char *name;
+  int32_t role;            /* enum MuirArgumentRole */
+  int32_t rank;            /* tensors: number of dimensions; scalars: 0 */
+  const int64_t *shape;    /* this rank's part of the tensor */
+  const int64_t *global_shape; /* the whole tensor (equal without splits) */
+  double default_value;    /* hyperparameters: the description's value */
+  int32_t hyper_index;     /* hyperparameters: index into run's `hyper` */
+  int32_t updated;         /* 1 when the step writes the tensor */
+} MuirStepArgument;
+
+/* "muir 0.1.0 (<git commit>)". */
+const char *muir_step_version(void);
+
+/* Why the last failing call on this thread failed. */
+const char *muir_step_last_error(void);
+
+/* Compiles a step from `size` bytes of `source`: a description (YAML or
+ * JSON) when `filename` ends in .yaml, .yml or .json, else muir IR (high,
+ * planned or exec). `filename` names the source in error messages. `options`
+ * (NULL or "") holds "name=value" items separated by spaces:
+ *   target=cpu|cuda  ns-mode=auto|duplicated|distributed|resharded|blockwise
+ *   dp-assign=greedy|round-robin  syrk=BOOL  batch=BOOL
+ *   fuse-syrk-all-reduce=BOOL  syrk-chunk-rows=N  cuda-arch=sm_90
+ *   cuda-bf16=BOOL  cuda-graph=BOOL  deterministic=BOOL  probes=BOOL
+ * Returns NULL on error. */
+MuirStep *muir_step_compile(const char *source, size_t size,
+                            const char *filename, const char *options);
+
+int32_t muir_step_num_arguments(const MuirStep *step);
+/* Fills `out` (valid until muir_step_close); non-zero if out of range. */
+int muir_step_argument(const MuirStep *step, int32_t index,
+                       MuirStepArgument *out);
+/* The index of the argument named `name`, or -1. */
+int32_t muir_step_find(const MuirStep *step, const char *name);
+/* How many hyperparameters muir_step_run takes. */
+int32_t muir_step_num_hyper(const MuirStep *step);
+/* This process's rank and the number of ranks (1 outside mpirun). */
+int32_t muir_step_rank(const MuirStep *step);
+int32_t muir_step_world_size(const MuirStep *step);
+
+/* Binds tensor argument `index` to `data` (the caller's memory, used in
+ * place at every run until bound again). */
+int muir_step_bind(MuirStep *step, int32_t index, void *data);
+
+/* Runs one step: `counter` is the 1-based step number (AdamW's bias
+ * corrections); `hyper` holds muir_step_num_hyper values in hyper_index
+ * order (NULL: the defaults); `stream` is a cudaStream_t for the CUDA
+ * target (NULL: the runtime's). Every tensor argument must be bound. On the
+ * CUDA target the step is enqueued on the stream and the call returns
+ * without waiting for it. */
+int muir_step_run(MuirStep *step, int64_t counter, const double *hyper,
+                  int32_t num_hyper, void *stream);
+
+/* CUDA target with several ranks: rank 0 makes an NCCL unique id (256 hex
+ * digits and a NUL into `hex`, 257 bytes), the caller distributes it (e.g.
+ * through torch.distributed), and every rank compiles with
+ * "nccl-id=<hex> nccl-rank=R nccl-world=N". */
+int muir_step_nccl_unique_id(char *hex);
+
+void muir_step_close(MuirStep *step);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MUIR_STEP_H */

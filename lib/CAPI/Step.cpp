@@ -1,0 +1,138 @@
+//===- Step.cpp - the C API (muir/Step.h) over muir::runner::Step ---------===//
+//
+// The C API of the step library: error strings instead of exits, plain
+// structs for the arguments. Every entry point catches what the C++ side
+// reports (llvm::Error, diagnostics) and keeps it for
+// muir_step_last_error().
+//
+//===----------------------------------------------------------------------===//
+#include "muir/Step.h"
+
+#include "muir/Runner/Step.h"
+#include "muir/Version.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+using namespace mlir::muir::runner;
+
+struct MuirStep {
+  std::unique_ptr<Step> step;
+};
+
+static thread_local std::string lastError;
+
+static int failWith(llvm::Error e, const std::string &prefix = "") {
+  std::string msg = llvm::toString(std::move(e));
+  lastError = prefix.empty() ? msg
+              : msg.empty()  ? prefix
+                             : prefix + "\n" + msg;
+  return 1;
+}
+
+extern "C" {
+
+const char *muir_step_version(void) { return MUIR_VERSION_STRING; }
+
+const char *muir_step_last_error(void) { return lastError.c_str(); }
+
+MuirStep *muir_step_compile(const char *source, size_t size,
+                            const char *filename, const char *options) {
+  if (!source || !filename) {
+    lastError = "muir_step_compile: source and filename are required";
+    return nullptr;
+  }
+  auto parsed = StepOptions::parse(options ? options : "");
+  if (!parsed) {
+    failWith(parsed.takeError());
+    return nullptr;
+  }
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  auto step = Step::compile(llvm::StringRef(source, size), filename, *parsed,
+                            os);
+  if (!step) {
+    // Diagnostics (file:line:col) first, then the error's own line.
+    failWith(step.takeError(), llvm::StringRef(diagnostics).rtrim().str());
+    return nullptr;
+  }
+  return new MuirStep{std::move(*step)};
+}
+
+int32_t muir_step_num_arguments(const MuirStep *step) {
+  return step ? static_cast<int32_t>(step->step->arguments().size()) : 0;
+}
+
+int muir_step_argument(const MuirStep *step, int32_t index,
+                       MuirStepArgument *out) {
+  if (!step || !out || index < 0 ||
+      static_cast<size_t>(index) >= step->step->arguments().size()) {
+    lastError = "muir_step_argument: index out of range";
+    return 1;
+  }
+  const Argument &a = step->step->arguments()[index];
+  out->name = a.name.c_str();
+  out->role = a.role;
+  out->rank = static_cast<int32_t>(a.shape.size());
+  out->shape = a.shape.data();
+  out->global_shape = a.globalShape.data();
+  out->default_value = a.defaultValue;
+  out->hyper_index = a.hyperIndex;
+  out->updated = a.updated;
+  return 0;
+}
+
+int32_t muir_step_find(const MuirStep *step, const char *name) {
+  return step && name ? step->step->find(name) : -1;
+}
+
+int32_t muir_step_num_hyper(const MuirStep *step) {
+  return step ? step->step->numHyper() : 0;
+}
+
+int32_t muir_step_rank(const MuirStep *step) {
+  return step ? static_cast<int32_t>(step->step->rank()) : 0;
+}
+
+int32_t muir_step_world_size(const MuirStep *step) {
+  return step ? static_cast<int32_t>(step->step->devices()) : 1;
+}
+
+int muir_step_bind(MuirStep *step, int32_t index, void *data) {
+  if (!step) {
+    lastError = "muir_step_bind: no step";
+    return 1;
+  }
+  if (llvm::Error e = step->step->bind(index, data))
+    return failWith(std::move(e));
+  return 0;
+}
+
+int muir_step_run(MuirStep *step, int64_t counter, const double *hyper,
+                  int32_t num_hyper, void *stream) {
+  if (!step) {
+    lastError = "muir_step_run: no step";
+    return 1;
+  }
+  llvm::ArrayRef<double> values;
+  if (hyper)
+    values = llvm::ArrayRef<double>(hyper, num_hyper);
+  if (llvm::Error e = step->step->run(counter, values, stream,
+                                      /*wait=*/stream == nullptr))
+    return failWith(std::move(e));
+  return 0;
+}
+
+int muir_step_nccl_unique_id(char *hex) {
+  auto id = ncclUniqueId();
+  if (!id)
+    return failWith(id.takeError());
+  std::copy(id->begin(), id->end(), hex);
+  hex[id->size()] = '\0';
+  return 0;
+}
+
+void muir_step_close(MuirStep *step) { delete step; }
+
+} // extern "C"

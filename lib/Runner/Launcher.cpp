@@ -1,0 +1,239 @@
+//===- Launcher.cpp - a tool's ranks under mpirun -------------------------===//
+//
+// `--ranks N`: the tool starts itself again under mpirun, forwards signals,
+// and filters mpirun's banners from the ranks' stderr.
+//
+//===----------------------------------------------------------------------===//
+#include "muir/Runner/Step.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/WithColor.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <poll.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using llvm::StringRef;
+using llvm::SmallVector;
+using llvm::Twine;
+
+/// Starts this very command line again as `mpirun -n N muir-run ...`; each
+/// rank then sees OMPI_COMM_WORLD_SIZE and runs its part. OpenBLAS threads
+/// are divided among the ranks unless the environment sets them.
+///
+/// SIGINT, SIGTERM and SIGHUP are passed on to mpirun, which ends its
+/// ranks; if it has not ended within kStopSeconds, its ranks and it are
+/// killed, so that no process of the run outlives muir-run by more.
+///
+/// mpirun's own banners (framed by lines of dashes on its stderr) would
+/// bury the ranks' messages: they are dropped, except that a rank ended by
+/// a signal is named in one line.
+static volatile sig_atomic_t launchedPid = 0;
+static volatile sig_atomic_t stopSignal = 0;
+
+static void forwardSignal(int sig) {
+  stopSignal = sig;
+  if (launchedPid > 0)
+    ::kill(static_cast<pid_t>(launchedPid), sig);
+}
+
+/// Kills `parent`'s children (mpirun's ranks have process groups of
+/// their own), then `parent`.
+static void killTree(pid_t parent) {
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it("/proc", ec), end;
+       it != end && !ec; it.increment(ec)) {
+    StringRef name = llvm::sys::path::filename(it->path());
+    pid_t pid = 0;
+    if (name.getAsInteger(10, pid))
+      continue;
+    // /proc files report size 0: read them as a stream.
+    std::ifstream in(it->path() + "/stat");
+    std::string line;
+    if (!std::getline(in, line))
+      continue;
+    // "pid (comm) state ppid ...": the command may hold spaces.
+    StringRef text = line;
+    SmallVector<StringRef> fields;
+    text.drop_front(text.rfind(')') + 1).split(fields, ' ', -1, false);
+    pid_t ppid = 0;
+    if (fields.size() > 1 && !fields[1].getAsInteger(10, ppid) &&
+        ppid == parent)
+      ::kill(pid, SIGKILL);
+  }
+  ::kill(parent, SIGKILL);
+}
+
+namespace {
+/// Passes mpirun's stderr through, line by line, without the banners
+/// (framed by lines of dashes) that only repeat what a rank said: that a
+/// rank exited non-zero, which its own message explains. A rank ended by a
+/// signal is named in one line; any other banner (mpirun's own trouble)
+/// passes through whole.
+class StderrFilter {
+public:
+  explicit StderrFilter(StringRef tool) : tool(tool) {}
+  void feed(StringRef chunk) {
+    pending += chunk.str();
+    size_t nl;
+    while ((nl = pending.find('\n')) != std::string::npos) {
+      line(StringRef(pending).take_front(nl));
+      pending.erase(0, nl + 1);
+    }
+  }
+  void finish() {
+    if (!pending.empty())
+      line(pending);
+    pending.clear();
+    if (inBanner)
+      endBanner();
+    inBanner = false;
+  }
+
+private:
+  void line(StringRef text) {
+    if (text.size() >= 10 && text.find_first_not_of('-') == StringRef::npos) {
+      if (inBanner)
+        endBanner();
+      inBanner = !inBanner;
+      return;
+    }
+    if (inBanner) {
+      banner += text.str() + "\n";
+      return;
+    }
+    llvm::errs() << text << "\n";
+    llvm::errs().flush();
+  }
+  void endBanner() {
+    // "mpirun noticed that process rank 1 with PID 0 on node x exited on
+    // signal 9 (Killed)."
+    StringRef b = banner;
+    size_t at = b.find("process rank ");
+    size_t sig = b.find("exited on signal ");
+    if (at != StringRef::npos && sig != StringRef::npos) {
+      StringRef rank = b.substr(at + 13).take_while(llvm::isDigit);
+      StringRef what = b.substr(sig + 17).take_until(
+          [](char c) { return c == '.' || c == '\n'; });
+      llvm::WithColor::error(llvm::errs(), tool)
+          << "rank " << rank << " ended on signal " << what.rtrim() << "\n";
+    } else if (!b.contains("Primary job  terminated normally") &&
+               !b.contains("exited with non-zero status")) {
+      std::string dashes(74, '-');
+      llvm::errs() << dashes << "\n" << b << dashes << "\n";
+    }
+    llvm::errs().flush();
+    banner.clear();
+  }
+
+  std::string pending, banner;
+  bool inBanner = false;
+  StringRef tool;
+};
+} // namespace
+
+int mlir::muir::runner::relaunchUnderMPI(int numRanks, int argc, char **argv,
+                                         StringRef tool) {
+  auto fail = [&](const Twine &msg) {
+    llvm::WithColor::error(llvm::errs(), tool) << msg << "\n";
+    return 1;
+  };
+  constexpr int kStopSeconds = 5;
+  auto mpirun = llvm::sys::findProgramByName("mpirun");
+  if (!mpirun)
+    return fail("--ranks " + Twine(numRanks) +
+                " needs mpirun (Debian: openmpi-bin)");
+  std::string self = llvm::sys::fs::getMainExecutable(
+      argv[0], reinterpret_cast<void *>(&killTree));
+  std::string ranks = std::to_string(numRanks);
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::string threads =
+      "OPENBLAS_NUM_THREADS=" +
+      std::string(getenv("OPENBLAS_NUM_THREADS")
+                      ? getenv("OPENBLAS_NUM_THREADS")
+                      : std::to_string(std::max(1u, cores / numRanks)));
+  std::vector<std::string> cmd = {*mpirun, "-n", ranks, "--oversubscribe",
+                                  "--bind-to", "none", "-x", threads};
+  if (geteuid() == 0)
+    cmd.push_back("--allow-run-as-root");
+  cmd.push_back(self);
+  for (int i = 1; i < argc; ++i)
+    cmd.push_back(argv[i]);
+  std::vector<char *> cargv;
+  for (std::string &a : cmd)
+    cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+
+  struct sigaction action = {};
+  action.sa_handler = forwardSignal;
+  sigemptyset(&action.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP})
+    ::sigaction(sig, &action, nullptr);
+  int errPipe[2];
+  if (::pipe2(errPipe, O_CLOEXEC) != 0)
+    return fail("cannot run mpirun: " + Twine(std::strerror(errno)));
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = ::fork();
+  if (pid < 0)
+    return fail("cannot run mpirun: " + Twine(std::strerror(errno)));
+  if (pid == 0) {
+    ::dup2(errPipe[1], STDERR_FILENO);
+    ::execv(cargv[0], cargv.data());
+    std::fprintf(stderr, "%s: error: cannot run %s: %s\n", tool.str().c_str(),
+                 cargv[0], std::strerror(errno));
+    std::_Exit(127);
+  }
+  launchedPid = pid;
+  ::close(errPipe[1]);
+  StderrFilter filter(tool);
+  auto drain = [&](int timeoutMs) {
+    struct pollfd pfd = {errPipe[0], POLLIN, 0};
+    if (::poll(&pfd, 1, timeoutMs) <= 0)
+      return false;
+    char buf[4096];
+    ssize_t n = ::read(errPipe[0], buf, sizeof(buf));
+    if (n > 0)
+      filter.feed(StringRef(buf, n));
+    return n > 0;
+  };
+  int status = 0;
+  auto stopAt = std::chrono::steady_clock::time_point::max();
+  while (true) {
+    pid_t got = ::waitpid(pid, &status, WNOHANG);
+    if (got == pid)
+      break;
+    if (got < 0 && errno != EINTR)
+      return fail("waiting for mpirun: " + Twine(std::strerror(errno)));
+    if (stopSignal && stopAt == std::chrono::steady_clock::time_point::max())
+      stopAt = std::chrono::steady_clock::now() +
+               std::chrono::seconds(kStopSeconds);
+    if (std::chrono::steady_clock::now() > stopAt) {
+      killTree(pid);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    drain(50);
+  }
+  // What the ranks wrote last (the pipe closes when the last one ends).
+  while (drain(stopSignal ? 100 : 1000))
+    ;
+  filter.finish();
+  ::close(errPipe[0]);
+  if (stopSignal)
+    return 128 + stopSignal;
+  if (WIFSIGNALED(status))
+    return 128 + WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+

@@ -1,0 +1,894 @@
+//===- Step.cpp - a compiled training step a program calls ----------------===//
+//
+// Parse (description or IR) -> exec IR -> arguments; then join the ranks
+// and JIT-compile; then run on bound memory. See muir/Runner/Step.h.
+//
+//===----------------------------------------------------------------------===//
+#include "muir/Runner/Step.h"
+
+#include "muir/Driver/Diagnostics.h"
+#include "muir/Driver/PipelineFlags.h"
+#include "muir/Import/Description.h"
+#include "muir/Step.h"
+#include "muir/Support/Files.h"
+#include "muir/Support/Limits.h"
+#include "muir/Version.h"
+#include "muir-rt/Runtime.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/xxhash.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <mutex>
+
+using namespace mlir;
+using namespace mlir::muir;
+using namespace mlir::muir::runner;
+using llvm::StringRef;
+using llvm::Twine;
+
+static llvm::Error error(const Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+bool runner::underMPI() { return getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
+
+int64_t Argument::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+int64_t runner::groupSize(llvm::ArrayRef<Folding> grids, int64_t mask) {
+  size_t f = static_cast<size_t>(mask >> 48);
+  if (f >= grids.size())
+    return 1;
+  int64_t size = 1;
+  for (auto [i, s] : llvm::enumerate(grids[f].sizes))
+    if (mask & (int64_t(1) << i))
+      size *= s;
+  return size;
+}
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
+  StepOptions o;
+  o.pipeline.probeUpdates = false;
+  llvm::SmallVector<StringRef> items;
+  text.split(items, ' ', -1, false);
+  for (StringRef item : items) {
+    item = item.trim();
+    if (item.empty())
+      continue;
+    auto [key, value] = item.split('=');
+    auto boolean = [&](bool &out) -> llvm::Error {
+      if (value == "true" || value == "1")
+        out = true;
+      else if (value == "false" || value == "0")
+        out = false;
+      else
+        return error("option '" + item + "': expected true or false");
+      return llvm::Error::success();
+    };
+    auto integer = [&](int64_t &out) -> llvm::Error {
+      if (value.getAsInteger(10, out))
+        return error("option '" + item + "': expected an integer");
+      return llvm::Error::success();
+    };
+    llvm::Error e = llvm::Error::success();
+    if (key == "target") {
+      if (value != "cpu" && value != "cuda")
+        return error("option '" + item + "': expected cpu or cuda");
+      o.target.target = value == "cuda" ? Target::Cuda : Target::Cpu;
+    } else if (key == "ns-mode") {
+      std::optional<NSModeOption> m;
+      for (NSModeOption v :
+           {NSModeOption::Auto, NSModeOption::Duplicated,
+            NSModeOption::Distributed, NSModeOption::Resharded,
+            NSModeOption::Blockwise})
+        if (stringify(v) == value)
+          m = v;
+      if (!m)
+        return error("option '" + item +
+                     "': expected auto, duplicated, distributed, resharded "
+                     "or blockwise");
+      o.pipeline.nsMode = *m;
+    } else if (key == "dp-assign") {
+      auto d = symbolizeDpAssign(value);
+      if (!d)
+        return error("option '" + item + "': unknown dp-assign policy");
+      o.pipeline.dpAssign = *d;
+    } else if (key == "syrk") {
+      e = boolean(o.pipeline.syrk);
+    } else if (key == "batch") {
+      e = boolean(o.pipeline.batch);
+    } else if (key == "fuse-syrk-all-reduce") {
+      e = boolean(o.pipeline.fuseAllReduce);
+    } else if (key == "syrk-chunk-rows") {
+      e = integer(o.pipeline.chunkRows);
+    } else if (key == "probes") {
+      e = boolean(o.pipeline.probeUpdates);
+    } else if (key == "cuda-arch") {
+      int ptx = PipelineFlags::ptxVersion(value);
+      if (!ptx)
+        return error("option '" + item + "': expected sm_80 or newer");
+      o.target.cudaArch = value.str();
+      o.target.ptxFeatures = "+ptx" + std::to_string(ptx);
+    } else if (key == "cuda-bf16") {
+      e = boolean(o.cudaBf16);
+    } else if (key == "cuda-graph") {
+      e = boolean(o.cudaGraph);
+    } else if (key == "deterministic") {
+      e = boolean(o.deterministic);
+    } else if (key == "nccl-id") {
+      o.ncclId = value.str();
+    } else if (key == "nccl-rank") {
+      e = integer(o.ncclRank);
+    } else if (key == "nccl-world") {
+      e = integer(o.ncclWorld);
+    } else {
+      return error("unknown option '" + key +
+                   "' (see muir/Step.h for the options)");
+    }
+    if (e)
+      return std::move(e);
+  }
+  if (!o.ncclId.empty() && (o.ncclRank < 0 || o.ncclWorld < 1 ||
+                            o.ncclRank >= o.ncclWorld))
+    return error("nccl-id needs nccl-rank and nccl-world (0 <= rank < "
+                 "world)");
+  o.identity = {{"ns-mode", stringify(o.pipeline.nsMode).str()},
+                {"target", stringify(o.target.target).str()}};
+  return o;
+}
+
+//===----------------------------------------------------------------------===//
+// The CUDA runtime, loaded only for the CUDA target
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct CudaLib {
+  void *handle = nullptr;
+  int (*init)(int) = nullptr;
+  const char *(*lastError)() = nullptr;
+  const char *(*deviceName)() = nullptr;
+  int (*distInit)(const int64_t *, int32_t) = nullptr;
+  int (*distInitWithId)(const int64_t *, int32_t, int64_t, int64_t,
+                        const void *) = nullptr;
+  void (*distFinalize)() = nullptr;
+  void (*setDeterministic)(int32_t) = nullptr;
+  void (*setPrecision)(int32_t) = nullptr;
+  void (*setGroupedGemm)(int32_t) = nullptr;
+  void (*setStream)(void *) = nullptr;
+  int (*alloc)(void **, size_t) = nullptr;
+  int (*free)(void *) = nullptr;
+  int (*toDevice)(void *, const void *, size_t) = nullptr;
+  int (*toHost)(void *, const void *, size_t) = nullptr;
+  int (*synchronize)() = nullptr;
+  int (*graphBegin)() = nullptr;
+  int (*graphEnd)() = nullptr;
+  int (*graphLaunch)() = nullptr;
+  const float *(*observation)(int64_t, int64_t *) = nullptr;
+
+  /// Loads the library; an empty string on success, else why not.
+  std::string load(StringRef explicitPath) {
+    std::string path = explicitPath.str();
+    if (path.empty()) {
+      if (const char *env = getenv("MUIR_CUDA_RUNTIME")) {
+        path = env;
+      } else {
+        // lib/ beside the step library (or the program linking it).
+        Dl_info info;
+        SmallString<256> p;
+        if (dladdr(reinterpret_cast<void *>(&muirrt_sgemm), &info) &&
+            info.dli_fname)
+          p = llvm::sys::path::parent_path(info.dli_fname);
+        if (llvm::sys::path::filename(p) == "bin")
+          p = llvm::sys::path::parent_path(p), llvm::sys::path::append(p, "lib");
+        llvm::sys::path::append(p, "libmuir_rt_cuda.so");
+        path = p.str().str();
+      }
+    }
+    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+      return std::string("cannot load the CUDA runtime: ") + dlerror() +
+             " (build with the CUDA toolkit, or set MUIR_CUDA_RUNTIME)";
+    std::string missing;
+    auto sym = [&](const char *name, auto &fn) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+          dlsym(handle, name));
+      if (!fn)
+        missing += std::string(missing.empty() ? "" : ", ") + name;
+    };
+    sym("muirrt_cuda_init", init);
+    sym("muirrt_cuda_last_error", lastError);
+    sym("muirrt_cuda_device_name", deviceName);
+    sym("muirrt_cuda_dist_init", distInit);
+    sym("muirrt_cuda_dist_init_with_id", distInitWithId);
+    sym("muirrt_cuda_dist_finalize", distFinalize);
+    sym("muirrt_cuda_set_deterministic", setDeterministic);
+    sym("muirrt_cuda_set_precision", setPrecision);
+    sym("muirrt_cuda_set_grouped_gemm", setGroupedGemm);
+    sym("muirrt_cuda_set_stream", setStream);
+    sym("muirrt_cuda_alloc", alloc);
+    sym("muirrt_cuda_free", free);
+    sym("muirrt_cuda_copy_to_device", toDevice);
+    sym("muirrt_cuda_copy_to_host", toHost);
+    sym("muirrt_cuda_synchronize", synchronize);
+    sym("muirrt_cuda_graph_begin", graphBegin);
+    sym("muirrt_cuda_graph_end", graphEnd);
+    sym("muirrt_cuda_graph_launch", graphLaunch);
+    sym("muirrt_cuda_observation", observation);
+    if (!missing.empty())
+      return path + " lacks " + missing;
+    return "";
+  }
+
+  /// JIT symbols: the module's muirrt_cuda_* declarations and MLIR's
+  /// mgpu* launch ABI (called by the translated gpu.launch_func).
+  void registerSymbols(ExecutionEngine &engine,
+                       const std::vector<std::string> &names) {
+    engine.registerSymbols([&](llvm::orc::MangleAndInterner interner) {
+      llvm::orc::SymbolMap map;
+      std::vector<std::string> all = names;
+      for (const char *n :
+           {"mgpuModuleLoad", "mgpuModuleLoadJIT", "mgpuModuleUnload",
+            "mgpuModuleGetFunction", "mgpuLaunchKernel", "mgpuStreamCreate",
+            "mgpuStreamDestroy", "mgpuStreamSynchronize", "mgpuMemAlloc",
+            "mgpuMemFree", "mgpuMemcpy"})
+        all.push_back(n);
+      for (const std::string &n : all)
+        if (void *fn = dlsym(handle, n.c_str()))
+          map[interner(n)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                              llvm::JITSymbolFlags::Exported};
+      return map;
+    });
+  }
+};
+
+/// The CPU runtime's entry points the exec IR calls.
+void registerRuntimeSymbols(ExecutionEngine &engine) {
+  engine.registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap map;
+    auto add = [&](const char *name, auto *fn) {
+      map[interner(name)] = {
+          llvm::orc::ExecutorAddr::fromPtr(reinterpret_cast<void *>(fn)),
+          llvm::JITSymbolFlags::Exported};
+    };
+#define MUIR_RT_SYMBOL(name) add(#name, &name);
+    MUIR_RT_SYMBOL(muirrt_sgemm)
+    MUIR_RT_SYMBOL(muirrt_ssyrk)
+    MUIR_RT_SYMBOL(muirrt_frobenius_normalize)
+    MUIR_RT_SYMBOL(muirrt_transpose)
+    MUIR_RT_SYMBOL(muirrt_sum_squares)
+    MUIR_RT_SYMBOL(muirrt_scale_by_norm)
+    MUIR_RT_SYMBOL(muirrt_observe)
+    MUIR_RT_SYMBOL(muirrt_all_reduce)
+    MUIR_RT_SYMBOL(muirrt_all_gather)
+    MUIR_RT_SYMBOL(muirrt_all_gatherv)
+    MUIR_RT_SYMBOL(muirrt_reduce_scatter)
+    MUIR_RT_SYMBOL(muirrt_all_to_all)
+    MUIR_RT_SYMBOL(muirrt_all_to_allv)
+    MUIR_RT_SYMBOL(muirrt_ssyrk_rows)
+    MUIR_RT_SYMBOL(muirrt_route)
+    MUIR_RT_SYMBOL(muirrt_grouped_gemm)
+    MUIR_RT_SYMBOL(muirrt_grouped_gemm_wgrad)
+    MUIR_RT_SYMBOL(muirrt_route_grad)
+    MUIR_RT_SYMBOL(muirrt_mse_loss)
+    MUIR_RT_SYMBOL(muirrt_trace_buffer)
+    MUIR_RT_SYMBOL(muirrt_capacity)
+    MUIR_RT_SYMBOL(muirrt_moe_dispatch)
+    MUIR_RT_SYMBOL(muirrt_moe_combine)
+    MUIR_RT_SYMBOL(muirrt_moe_combine_weights_grad)
+    MUIR_RT_SYMBOL(muirrt_triangle_all_reduce_start)
+    MUIR_RT_SYMBOL(muirrt_triangle_all_reduce_wait)
+    MUIR_RT_SYMBOL(muirrt_dist_group_rank)
+    MUIR_RT_SYMBOL(muirrt_broadcast)
+    MUIR_RT_SYMBOL(muirrt_all_slice)
+#undef MUIR_RT_SYMBOL
+    return map;
+  });
+}
+
+int32_t roleOf(StringRef name, StringAttr explicitRole) {
+  StringRef role = explicitRole ? explicitRole.getValue() : "";
+  if (role == "data")
+    return MUIR_ROLE_DATA;
+  if (role == "hyper")
+    return MUIR_ROLE_HYPER;
+  if (role == "grad" || (role.empty() && name.ends_with(".grad")))
+    return MUIR_ROLE_GRAD;
+  if (role == "state" ||
+      (role.empty() &&
+       (name.ends_with(".momentum") || name.ends_with(".exp_avg") ||
+        name.ends_with(".exp_avg_sq"))))
+    return MUIR_ROLE_STATE;
+  return MUIR_ROLE_PARAM;
+}
+
+/// The run's grid and its foldings as text ("dp=2,tp=2; @moe: edp=1,ep=2")
+/// for a saved state's identity.
+std::string gridText(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  bool first = true;
+  for (auto grid : module.getOps<GridOp>()) {
+    if (!first)
+      os << "; @" << grid.getSymName() << ": ";
+    first = false;
+    for (auto [i, pair] :
+         llvm::enumerate(llvm::zip(grid.getAxes(), grid.getShape())))
+      os << (i ? "," : "") << cast<StringAttr>(std::get<0>(pair)).getValue()
+         << "=" << std::get<1>(pair);
+  }
+  // No grid: one device, as the runtime runs it.
+  return text.empty() ? "dp=1" : text;
+}
+
+/// Once per process: LLVM's native target and MLIR's passes.
+void initialiseLLVM() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    registerAllPasses();
+  });
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Step
+//===----------------------------------------------------------------------===//
+
+struct TracedOp {
+  std::string name, loc;
+  std::map<int64_t, std::string> types; // operand index -> type
+};
+
+struct Step::Impl {
+  DialectRegistry registry;
+  std::unique_ptr<MLIRContext> context;
+  llvm::SourceMgr sourceMgr;
+  OwningOpRef<ModuleOp> module;
+  std::unique_ptr<ExecutionEngine> engine;
+  CudaLib cudaLib;
+  bool distStarted = false, cudaDistStarted = false;
+  std::map<int64_t, TracedOp> tracedOps;
+  std::vector<int64_t> counterValue{0};
+  std::vector<double> hyperValues;
+};
+
+Step::Step() : impl(std::make_unique<Impl>()) {}
+
+Step::~Step() {
+  // The JIT's code goes before the runtimes it calls are finalised.
+  impl->engine.reset();
+  if (impl->cudaDistStarted)
+    impl->cudaLib.distFinalize();
+  if (impl->distStarted)
+    muirrt_dist_finalize();
+}
+
+llvm::Expected<std::unique_ptr<Step>>
+Step::load(StringRef source, StringRef filename, const StepOptions &options,
+           llvm::raw_ostream &diagnostics) {
+  initialiseLLVM();
+  std::unique_ptr<Step> step(new Step());
+  step->options = options;
+  Impl &I = *step->impl;
+  registerMuirDialects(I.registry);
+  I.context = std::make_unique<MLIRContext>(I.registry);
+  MLIRContext &context = *I.context;
+  // Diagnostics point at the description (file:line:col); a whole step's
+  // function printed after a note would bury them.
+  context.printOpOnDiagnostic(false);
+  ExcerptDiagnosticHandler handler(I.sourceMgr, &context, diagnostics);
+  I.sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(source, filename), llvm::SMLoc());
+  StringRef ext = llvm::sys::path::extension(filename);
+  OwningOpRef<ModuleOp> &module = I.module;
+  if (ext == ".yaml" || ext == ".yml" || ext == ".json") {
+    auto desc = desc::parseDescription(I.sourceMgr, 1);
+    if (failed(desc))
+      return error("");
+    module = desc::buildModule(context, *desc);
+    if (module && failed(verify(*module)))
+      return error("");
+  } else {
+    module = parseSourceFile<ModuleOp>(I.sourceMgr, &context);
+  }
+  if (!module)
+    return error("");
+
+  Stage stage = detectStage(*module);
+  if (stage == Stage::LLVM)
+    return error("the input is LLVM-dialect IR (muir-compile --emit=llvm), "
+                 "which cannot be bound to tensors; give the description "
+                 "or the exec IR (--emit=exec)");
+  // What a saved state is for: the step's IR as parsed or built (grid,
+  // shapes, settings), the grid, the compile flags.
+  {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os, OpPrintingFlags().enableDebugInfo(false));
+    step->id.stepHash =
+        state::hex64(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(text)));
+    step->id.grid = gridText(*module);
+    step->id.flags = options.identity;
+    step->id.build = MUIR_VERSION_STRING;
+  }
+  // Gradients the step computes itself (a trained MoE layer's, returned
+  // with muir.updates).
+  for (auto f : module->getOps<func::FuncOp>()) {
+    std::set<std::string> grads;
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      if (auto name = f.getArgAttrOfType<StringAttr>(i, "muir.name"))
+        if (roleOf(name, f.getArgAttrOfType<StringAttr>(i, "muir.role")) ==
+            MUIR_ROLE_GRAD)
+          grads.insert(name.str());
+    for (unsigned r = 0; r < f.getNumResults(); ++r)
+      if (auto name = f.getResultAttrOfType<StringAttr>(r, "muir.updates"))
+        if (grads.count(name.str()))
+          step->computedGrads.insert(name.str());
+  }
+  if (stage != Stage::Exec) {
+    PassManager toExec(&context);
+    buildToExecPipeline(toExec, options.pipeline);
+    if (failed(toExec.run(*module)))
+      return error("");
+  }
+  if (llvm::Error e = step->readArguments())
+    return std::move(e);
+  return step;
+}
+
+llvm::Error Step::readArguments() {
+  ModuleOp module = *impl->module;
+  func::FuncOp entry;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f->hasAttr("muir.entry")) {
+      if (entry)
+        return error("more than one entry function ('" + entry.getName() +
+                     "' and '" + f.getName() + "')");
+      entry = f;
+    }
+  if (!entry)
+    return error("no entry function: expected a function whose arguments "
+                 "carry 'muir.name'");
+  entryName = entry.getName().str();
+
+  // The run's ranks are the devices of the module's first grid; later
+  // grids fold the same ranks into other axes (MoE: edp x ep).
+  for (auto grid : module.getOps<GridOp>()) {
+    Folding f;
+    f.name = grid.getSymName().str();
+    for (auto [name, size] : llvm::zip(grid.getAxes(), grid.getShape())) {
+      f.axes.push_back(cast<StringAttr>(name).getValue().str());
+      f.sizes.push_back(size);
+    }
+    grids.push_back(std::move(f));
+  }
+  numDevices = 1;
+  if (!grids.empty())
+    for (int64_t size : grids.front().sizes)
+      if (size < 1 || llvm::MulOverflow(numDevices, size, numDevices) ||
+          numDevices > kMaxDevices)
+        return error("the grid " + id.grid + " has more than " +
+                     Twine(kMaxDevices) + " devices");
+
+  std::set<std::string> updatedNames;
+  for (unsigned r = 0; r < entry.getNumResults(); ++r)
+    if (auto name = entry.getResultAttrOfType<StringAttr>(r, "muir.updates"))
+      updatedNames.insert(name.str());
+  for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
+    Type t = entry.getArgument(i).getType();
+    Argument a;
+    auto name = entry.getArgAttrOfType<StringAttr>(i, "muir.name");
+    if (auto mt = dyn_cast<MemRefType>(t)) {
+      if (!name)
+        return error("entry argument " + Twine(i) + " has no muir.name");
+      a.name = name.str();
+      a.role = roleOf(a.name, entry.getArgAttrOfType<StringAttr>(i,
+                                                                 "muir.role"));
+      a.shape.assign(mt.getShape().begin(), mt.getShape().end());
+      a.globalShape = a.shape;
+      // The entry stores written results in place; a trained layer's
+      // computed gradients are written too.
+      a.updated = updatedNames.count(a.name) || computedGrads.count(a.name);
+      if (auto splits = entry.getArgAttrOfType<ArrayAttr>(i, "muir.split")) {
+        for (Attribute attr : splits) {
+          auto [axisText, dimText] =
+              cast<StringAttr>(attr).getValue().split(':');
+          // "axis" on the run's grid, "grid.axis" on another folding;
+          // "a+b" splits the dimension over both axes (row-major).
+          size_t f = 0;
+          StringRef axisList = axisText;
+          if (axisText.contains('.')) {
+            auto [gridName, rest] = axisText.split('.');
+            f = grids.size();
+            for (size_t g = 0; g < grids.size(); ++g)
+              if (grids[g].name == gridName)
+                f = g;
+            axisList = rest;
+          }
+          int64_t dim = -1, bits = 0;
+          const SmallVector<std::string> *axes =
+              f < grids.size() ? &grids[f].axes : nullptr;
+          bool bad = !axes || dimText.getAsInteger(10, dim) || dim < 0 ||
+                     dim >= mt.getRank();
+          SmallVector<StringRef> names;
+          axisList.split(names, '+');
+          for (StringRef axis : names) {
+            auto it = axes ? llvm::find(*axes, axis.str()) : nullptr;
+            if (!axes || it == axes->end())
+              bad = true;
+            else
+              bits |= int64_t(1) << (it - axes->begin());
+          }
+          if (bad)
+            return error("tensor '" + a.name + "': bad muir.split entry '" +
+                         cast<StringAttr>(attr).getValue() +
+                         "' (expected axis:dim with an axis of the run's "
+                         "grid, or grid.axis:dim for another folding; "
+                         "axes joined by '+' split one dim over all)");
+          for (const Split &other : a.splits)
+            if (other.dim == dim)
+              return error("tensor '" + a.name + "' is split twice on dim " +
+                           Twine(dim));
+          int64_t mask = bits | (static_cast<int64_t>(f) << 48);
+          a.splits.push_back({dim, mask});
+          a.globalShape[dim] *= groupSize(grids, mask);
+        }
+      }
+      // `muir.init_std`: the seeded values' standard deviation.
+      if (auto std = entry.getArgAttrOfType<FloatAttr>(i, "muir.init_std"))
+        a.initStd = std.getValueAsDouble();
+    } else if (t.isInteger(64)) {
+      a.name = "step";
+      a.role = MUIR_ROLE_COUNTER;
+      counterUsed |= !entry.getArgument(i).use_empty();
+    } else if (t.isF64()) {
+      if (!name)
+        return error("entry argument " + Twine(i) +
+                     " (f64) has no muir.name naming the hyperparameter");
+      a.name = name.str();
+      a.role = MUIR_ROLE_HYPER;
+      if (auto d = entry.getArgAttrOfType<FloatAttr>(i, "muir.default"))
+        a.defaultValue = d.getValueAsDouble();
+      a.hyperIndex = static_cast<int32_t>(hyperArgs.size());
+      hyperArgs.push_back(static_cast<int32_t>(args.size()));
+      hyperUsed |= !entry.getArgument(i).use_empty();
+    } else {
+      return error("entry argument " + Twine(i) + " has unsupported type");
+    }
+    args.push_back(std::move(a));
+  }
+  bound.assign(args.size(), nullptr);
+  module.walk([&](muir_exec::ObserveOp op) {
+    auto t = cast<MemRefType>(op.getInput().getType());
+    obs[op.getSlot()] = {op.getLabel().str(),
+                         SmallVector<int64_t>(t.getShape())};
+  });
+  return llvm::Error::success();
+}
+
+int32_t Step::find(StringRef name) const {
+  for (auto [i, a] : llvm::enumerate(args))
+    if (a.name == name)
+      return static_cast<int32_t>(i);
+  return -1;
+}
+
+std::vector<double> Step::defaultHyper() const {
+  std::vector<double> values;
+  for (int32_t i : hyperArgs)
+    values.push_back(args[i].defaultValue);
+  return values;
+}
+
+int64_t Step::rank() const { return muirrt_dist_rank(); }
+
+llvm::Error Step::prepare() {
+  if (prepared)
+    return error("the step is prepared already");
+  prepared = true;
+  Impl &I = *impl;
+  MLIRContext &context = *I.context;
+  ModuleOp module = *I.module;
+  ExcerptDiagnosticHandler handler(I.sourceMgr, &context, llvm::errs());
+
+  // Fingerprint tracing: a muir_exec.trace around every executed op; the
+  // ops' names, locations and operand types are kept for the trace file.
+  if (options.trace) {
+    PassManager pm(&context);
+    pm.addPass(createMuirTraceBuffers());
+    if (failed(pm.run(module)))
+      return error("cannot add the fingerprint trace");
+    module.walk([&](muir_exec::TraceOp t) {
+      TracedOp &op = I.tracedOps[t.getOpId()];
+      op.name = t.getOp().str();
+      op.loc = t.getLoc().str();
+      std::string type;
+      llvm::raw_string_ostream os(type);
+      os << t.getBuffer().getType();
+      // One token in the trace line.
+      llvm::erase(type, ' ');
+      op.types[t.getIndex()] = type;
+    });
+  }
+
+  // The ranks: the job's MPI world (or none for one device).
+  if (numDevices > 1 || underMPI()) {
+    SmallVector<int64_t> sizes =
+        grids.empty() ? SmallVector<int64_t>{1} : grids.front().sizes;
+    if (muirrt_dist_init(sizes.size(), sizes.data()))
+      return error(muirrt_last_error());
+    I.distStarted = true;
+    for (size_t f = 1; f < grids.size(); ++f)
+      if (muirrt_dist_add_folding(grids[f].sizes.size(),
+                                  grids[f].sizes.data()) !=
+          static_cast<int32_t>(f))
+        return error("grid @" + grids[f].name + ": " + muirrt_last_error());
+  }
+  muirrt_set_deterministic(options.deterministic);
+
+  func::FuncOp entry;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f->hasAttr("muir.entry"))
+      entry = f;
+  dropMuirArgAttrs(entry);
+  PassManager toLLVM(&context);
+  buildExecToLLVMPipeline(toLLVM, options.target);
+  if (failed(toLLVM.run(module)))
+    return error("lowering to LLVM failed");
+
+  std::vector<std::string> cudaNames;
+  if (cuda()) {
+    CudaLib &cl = I.cudaLib;
+    if (std::string why = cl.load(options.cudaRuntime); !why.empty())
+      return error("--target=cuda: " + why);
+    if (cl.init(-1))
+      return error(Twine("--target=cuda: no usable GPU: ") + cl.lastError());
+    SmallVector<int64_t> sizes =
+        grids.empty() ? SmallVector<int64_t>{1} : grids.front().sizes;
+    int failed;
+    if (!options.ncclId.empty()) {
+      std::string bytes;
+      if (options.ncclId.size() % 2 ||
+          !llvm::tryGetFromHex(options.ncclId, bytes))
+        return error("nccl-id: expected hexadecimal digits");
+      failed = cl.distInitWithId(sizes.data(),
+                                 static_cast<int32_t>(sizes.size()),
+                                 options.ncclRank, options.ncclWorld,
+                                 bytes.data());
+    } else {
+      failed = cl.distInit(sizes.data(), static_cast<int32_t>(sizes.size()));
+    }
+    if (failed)
+      return error(Twine("--target=cuda: NCCL: ") + cl.lastError());
+    I.cudaDistStarted = true;
+    cl.setDeterministic(options.deterministic);
+    cl.setPrecision(options.cudaBf16);
+    cl.setGroupedGemm(options.cudaCublasGrouped);
+    module.walk([&](LLVM::LLVMFuncOp f) {
+      if (f.isExternal() && f.getName().starts_with("muirrt_cuda_"))
+        cudaNames.push_back(f.getName().str());
+    });
+  }
+  // The optimizer needs the host's target machine: without it LLVM's cost
+  // model knows no vector registers and the fused element-wise kernels stay
+  // scalar.
+  auto hostBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!hostBuilder)
+    return error("cannot detect the host target: " +
+                 llvm::toString(hostBuilder.takeError()));
+  auto optimizerTM = hostBuilder->createTargetMachine();
+  auto engineTM = hostBuilder->createTargetMachine();
+  if (!optimizerTM || !engineTM)
+    return error("cannot create a target machine for the host");
+  auto transformer = makeOptimizingTransformer(3, 0, optimizerTM->get());
+  ExecutionEngineOptions engineOptions;
+  engineOptions.transformer = transformer;
+  auto engine =
+      ExecutionEngine::create(module, engineOptions, std::move(*engineTM));
+  if (!engine)
+    return error("JIT compilation failed: " +
+                 llvm::toString(engine.takeError()));
+  I.engine = std::move(*engine);
+  registerRuntimeSymbols(*I.engine);
+  if (cuda())
+    I.cudaLib.registerSymbols(*I.engine, cudaNames);
+  I.engine->initialize();
+  // The JIT materialises code on first lookup; do it here so that the
+  // first step's time is the step's, not the compiler's.
+  if (auto fn = I.engine->lookupPacked(entryName); !fn)
+    return error("JIT compilation failed: " + llvm::toString(fn.takeError()));
+  I.hyperValues = defaultHyper();
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Step>>
+Step::compile(StringRef source, StringRef filename, const StepOptions &options,
+              llvm::raw_ostream &diagnostics) {
+  auto step = load(source, filename, options, diagnostics);
+  if (!step)
+    return step.takeError();
+  if (llvm::Error e = (*step)->prepare())
+    return std::move(e);
+  return step;
+}
+
+llvm::Error Step::bind(int32_t index, void *data) {
+  if (index < 0 || static_cast<size_t>(index) >= args.size())
+    return error("argument index " + Twine(index) + " out of range (the "
+                 "step has " + Twine(args.size()) + " arguments)");
+  if (!args[index].isTensor())
+    return error("argument '" + args[index].name +
+                 "' is a scalar: give it to run(), not bind()");
+  if (!data && args[index].numel() > 0)
+    return error("argument '" + args[index].name + "': null data");
+  bound[index] = data;
+  return llvm::Error::success();
+}
+
+llvm::Error Step::run(int64_t counter, llvm::ArrayRef<double> hyper,
+                      void *stream, bool wait) {
+  Impl &I = *impl;
+  if (!prepared || !I.engine)
+    return error("the step is not compiled (prepare() failed or was not "
+                 "called)");
+  if (!hyper.empty() && hyper.size() != hyperArgs.size())
+    return error("expected " + Twine(hyperArgs.size()) +
+                 " hyperparameters, got " + Twine(hyper.size()));
+  for (auto [i, a] : llvm::enumerate(args))
+    if (a.isTensor() && !bound[i] && a.numel() > 0)
+      return error("tensor '" + a.name + "' is not bound");
+  for (auto [k, v] : llvm::enumerate(hyper))
+    if (!std::isfinite(v) || v < 0)
+      return error("hyperparameter '" + args[hyperArgs[k]].name +
+                   "' must be finite and >= 0, got " + std::to_string(v));
+  if (!hyper.empty())
+    I.hyperValues.assign(hyper.begin(), hyper.end());
+  I.counterValue[0] = counter;
+  SmallVector<void *> packed;
+  for (auto [i, a] : llvm::enumerate(args)) {
+    if (a.isTensor())
+      packed.push_back(&bound[i]);
+    else if (a.role == MUIR_ROLE_COUNTER)
+      packed.push_back(I.counterValue.data());
+    else
+      packed.push_back(&I.hyperValues[a.hyperIndex]);
+  }
+  ++runs;
+  if (!cuda()) {
+    if (llvm::Error err = I.engine->invokePacked(entryName, packed))
+      return error("execution failed: " + llvm::toString(std::move(err)));
+    return llvm::Error::success();
+  }
+  CudaLib &cl = I.cudaLib;
+  cl.setStream(stream);
+  // The first step runs op by op (it creates communicators and scratch);
+  // later ones replay one CUDA graph. A step that reads its counter or
+  // hyperparameters is captured again each run (they are kernel
+  // arguments) and the graph updated in place.
+  bool graph = options.cudaGraph && !options.cudaCublasGrouped && runs > 1;
+  if (graph && (!captured || counterUsed || hyperUsed)) {
+    if (cl.graphBegin())
+      return error(Twine("--target=cuda: ") + cl.lastError());
+    if (llvm::Error err = I.engine->invokePacked(entryName, packed))
+      return error("execution failed: " + llvm::toString(std::move(err)));
+    if (cl.graphEnd())
+      return error(Twine("--target=cuda: ") + cl.lastError());
+    captured = true;
+  }
+  if (graph) {
+    if (cl.graphLaunch())
+      return error(Twine("--target=cuda: ") + cl.lastError());
+  } else if (llvm::Error err = I.engine->invokePacked(entryName, packed)) {
+    return error("execution failed: " + llvm::toString(std::move(err)));
+  }
+  if (wait && cl.synchronize())
+    return error(Twine("--target=cuda: ") + cl.lastError());
+  return llvm::Error::success();
+}
+
+const float *Step::observation(int64_t slot, int64_t &numel) const {
+  numel = 0;
+  return cuda() ? impl->cudaLib.observation(slot, &numel)
+                : muirrt_observation(slot, &numel);
+}
+
+std::string Step::deviceDescription() const {
+  if (!cuda())
+    return "";
+  return std::string(impl->cudaLib.deviceName()) +
+         (options.cudaBf16 ? ", bf16 products" : ", fp32 products") +
+         (options.cudaGraph && !options.cudaCublasGrouped ? ", CUDA graph"
+                                                          : "") +
+         (options.cudaCublasGrouped ? ", cuBLAS grouped GEMM" : "");
+}
+
+void *Step::deviceAlloc(size_t bytes, std::string &why) {
+  void *p = nullptr;
+  if (impl->cudaLib.alloc(&p, bytes)) {
+    why = impl->cudaLib.lastError();
+    return nullptr;
+  }
+  return p;
+}
+
+void Step::deviceFree(void *p) {
+  if (p)
+    impl->cudaLib.free(p);
+}
+
+llvm::Error Step::copyToDevice(void *dst, const void *src, size_t bytes) {
+  if (impl->cudaLib.toDevice(dst, src, bytes))
+    return error(Twine("--target=cuda: ") + impl->cudaLib.lastError());
+  return llvm::Error::success();
+}
+
+llvm::Error Step::copyToHost(void *dst, const void *src, size_t bytes) {
+  if (impl->cudaLib.toHost(dst, src, bytes))
+    return error(Twine("--target=cuda: ") + impl->cudaLib.lastError());
+  return llvm::Error::success();
+}
+
+llvm::Error Step::writeTrace(StringRef path) const {
+  // Written whole or not at all.
+  std::string why;
+  auto out = AtomicOutput::open(path, why);
+  if (!out)
+    return error("cannot write the trace: " + why);
+  llvm::raw_fd_ostream &os = out->os();
+  os << "# muir fingerprint trace: step rank seq op_id name loc in|out "
+        "operand type bytes hash\n";
+  int64_t r = rank();
+  const MuirRtTraceRecord *rec = muirrt_trace_records();
+  for (int64_t i = 0, n = muirrt_trace_count(); i < n; ++i) {
+    const MuirRtTraceRecord &t = rec[i];
+    auto found = impl->tracedOps.find(t.op_id);
+    TracedOp none;
+    const TracedOp &op = found == impl->tracedOps.end() ? none
+                                                        : found->second;
+    auto type = op.types.find(t.index);
+    os << t.step << " " << r << " " << t.seq << " " << t.op_id << " "
+       << op.name << " " << op.loc << " " << (t.output ? "out" : "in") << " "
+       << t.index << " " << (type == op.types.end() ? "?" : type->second)
+       << " " << t.bytes << " " << state::hex64(t.hash) << "\n";
+  }
+  if (!out->commit(why))
+    return error("cannot write the trace: " + why);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::string> runner::ncclUniqueId(StringRef cudaRuntime) {
+  CudaLib cl;
+  if (std::string why = cl.load(cudaRuntime); !why.empty())
+    return error(why);
+  auto make = reinterpret_cast<int (*)(void *)>(
+      dlsym(cl.handle, "muirrt_cuda_unique_id"));
+  char id[128];
+  if (!make)
+    return error("the CUDA runtime lacks muirrt_cuda_unique_id");
+  if (make(id))
+    return error(cl.lastError());
+  return llvm::toHex(StringRef(id, sizeof(id)), /*LowerCase=*/true);
+}
