@@ -237,3 +237,23 @@ int mlir::muir::runner::relaunchUnderMPI(int numRanks, int argc, char **argv,
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+/// Test-only fault injection for the fault tests: MUIR_TEST_FAULT =
+/// "kill:R:S" makes rank R die (SIGKILL) before step S, "hang:R:S" makes it
+/// stop taking part (sleep) there.
+void mlir::muir::runner::testFault(int64_t rank, int64_t step) {
+  const char *spec = getenv("MUIR_TEST_FAULT");
+  if (!spec)
+    return;
+  SmallVector<StringRef> parts;
+  StringRef(spec).split(parts, ':');
+  int64_t r = -1, s = -1;
+  if (parts.size() != 3 || parts[1].getAsInteger(10, r) ||
+      parts[2].getAsInteger(10, s) || r != rank || s != step)
+    return;
+  if (parts[0] == "kill")
+    ::raise(SIGKILL);
+  if (parts[0] == "hang")
+    for (;;)
+      ::sleep(1000);
+}
+

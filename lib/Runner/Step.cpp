@@ -402,6 +402,14 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
   ExcerptDiagnosticHandler handler(I.sourceMgr, &context, diagnostics);
   I.sourceMgr.AddNewSourceBuffer(
       llvm::MemoryBuffer::getMemBufferCopy(source, filename), llvm::SMLoc());
+  // The description reader reports through the source manager: to the same
+  // stream (a library's caller gets them as its error).
+  I.sourceMgr.setDiagHandler(
+      [](const llvm::SMDiagnostic &d, void *os) {
+        d.print(nullptr, *static_cast<llvm::raw_ostream *>(os),
+                /*ShowColors=*/false);
+      },
+      &diagnostics);
   StringRef ext = llvm::sys::path::extension(filename);
   OwningOpRef<ModuleOp> &module = I.module;
   if (ext == ".yaml" || ext == ".yml" || ext == ".json") {
@@ -422,6 +430,15 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
     return error("the input is LLVM-dialect IR (muir-compile --emit=llvm), "
                  "which cannot be bound to tensors; give the description "
                  "or the exec IR (--emit=exec)");
+  for (const std::string &flag : options.given) {
+    bool distributeOnly = flag == "ns-mode" || flag == "dp-assign";
+    if (stage == Stage::Exec || (stage == Stage::Planned && distributeOnly))
+      return error("--" + flag + " has no effect on " +
+                   (stage == Stage::Exec ? "exec IR, which is compiled"
+                                         : "planned IR, which is "
+                                           "distributed") +
+                   " already; give it to muir-compile with the description");
+  }
   // What a saved state is for: the step's IR as parsed or built (grid,
   // shapes, settings), the grid, the compile flags.
   {
@@ -605,14 +622,14 @@ std::vector<double> Step::defaultHyper() const {
 
 int64_t Step::rank() const { return muirrt_dist_rank(); }
 
-llvm::Error Step::prepare() {
+llvm::Error Step::prepare(llvm::raw_ostream &diagnostics) {
   if (prepared)
     return error("the step is prepared already");
   prepared = true;
   Impl &I = *impl;
   MLIRContext &context = *I.context;
   ModuleOp module = *I.module;
-  ExcerptDiagnosticHandler handler(I.sourceMgr, &context, llvm::errs());
+  ExcerptDiagnosticHandler handler(I.sourceMgr, &context, diagnostics);
 
   // Fingerprint tracing: a muir_exec.trace around every executed op; the
   // ops' names, locations and operand types are kept for the trace file.
@@ -730,7 +747,7 @@ Step::compile(StringRef source, StringRef filename, const StepOptions &options,
   auto step = load(source, filename, options, diagnostics);
   if (!step)
     return step.takeError();
-  if (llvm::Error e = (*step)->prepare())
+  if (llvm::Error e = (*step)->prepare(diagnostics))
     return std::move(e);
   return step;
 }

@@ -194,6 +194,18 @@ HostTensors::firstNonFinite(std::initializer_list<int32_t> roles) const {
   return {};
 }
 
+HostTensors::NonFinite HostTensors::nonFiniteLoss() const {
+  for (auto &[slot, obs] : step.observations()) {
+    int64_t numel = 0;
+    const float *data = step.observation(slot, numel);
+    StringRef label = obs.label;
+    if (data && numel > 0 && label.consume_front("loss ") &&
+        !std::isfinite(data[0]))
+      return {label.str(), 0, data[0]};
+  }
+  return {};
+}
+
 int32_t HostTensors::count() const { return muirrt_tensor_count(local); }
 
 int32_t HostTensors::numParams() const {

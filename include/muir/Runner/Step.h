@@ -52,6 +52,10 @@ struct StepOptions {
   /// environment.
   std::string ncclId;
   int64_t ncclRank = -1, ncclWorld = -1;
+  /// The compile options the user gave explicitly ("ns-mode", "syrk", ...,
+  /// "no-probes"): refused for exec IR, which is compiled already, and
+  /// ns-mode / dp-assign for planned IR, which is distributed.
+  std::vector<std::string> given;
   /// The flags that change the step's program or bits, for a saved
   /// state's identity.
   std::map<std::string, std::string> identity;
@@ -109,8 +113,8 @@ public:
        const StepOptions &options, llvm::raw_ostream &diagnostics);
 
   /// Joins the ranks (under mpirun: the job's MPI world; NCCL on CUDA) and
-  /// JIT-compiles. Call once, on every rank.
-  llvm::Error prepare();
+  /// JIT-compiles. Call once, on every rank. Diagnostics as for load().
+  llvm::Error prepare(llvm::raw_ostream &diagnostics);
 
   /// load + prepare.
   static llvm::Expected<std::unique_ptr<Step>>
@@ -220,6 +224,9 @@ public:
     float value = 0;
   };
   NonFinite firstNonFinite(std::initializer_list<int32_t> roles) const;
+  /// A trained MoE layer's loss that is not finite after a run (index 0),
+  /// or none (index -1).
+  NonFinite nonFiniteLoss() const;
 
   /// Rank 0 prints one step's table: each parameter's shape, the worst
   /// orthogonality error of its Newton-Schulz outputs, |dW| against the
@@ -245,6 +252,38 @@ private:
 /// over the grid, then resets them. Every rank must call it.
 void printCommStats(const Step &step, llvm::raw_ostream &os);
 
+/// A flag or role and the path it names ("--dump", "out/").
+using NamedPath = std::pair<std::string, std::string>;
+/// No output may be an input or another output (through links and `..`
+/// too), except the `allowed` pair (output flag, input name): --save-state
+/// into the state being resumed replaces it atomically.
+llvm::Error checkDistinctPaths(llvm::ArrayRef<NamedPath> inputs,
+                               llvm::ArrayRef<NamedPath> outputs,
+                               NamedPath allowed);
+/// `ranks` processes run the step's grid.
+llvm::Error checkRanks(const Step &step, int64_t ranks);
+/// `dir` is a directory that can be read ("--load: cannot open ...").
+llvm::Error checkLoadDir(llvm::StringRef flag, llvm::StringRef dir);
+/// FILE (FILE.rank<R> with several ranks) can be written at the end.
+llvm::Error checkTraceTarget(llvm::StringRef file, int64_t ranks);
+/// Every tensor's DIR/<name>.npy can be replaced (muirrt_check_dump).
+llvm::Error checkDumpTarget(llvm::StringRef dir, const Step &step);
+
+/// The learning-rate factor of steps first..last (1-based) from a
+/// schedule: "constant"; "cosine:W:T[:MIN]" (linear warmup s / W for
+/// s <= W, then MIN + (1 - MIN) (1 + cos(pi (s - W) / (T - W))) / 2, MIN
+/// from step T on); "file:PATH" (one factor per line, line s for step s).
+llvm::Expected<std::vector<double>> lrSchedule(llvm::StringRef spec,
+                                               int64_t first, int64_t last);
+
+/// Whether any rank found a NaN or infinity (`found` is this rank's); the
+/// lowest such rank reports it in one line ("rank R, step S: <what> 'name'
+/// holds nan at element k; stopped <when>, nothing written"). Every rank
+/// must call it.
+bool stopOnNonFinite(const Step &step, llvm::StringRef tool, int64_t at,
+                     llvm::StringRef what, llvm::StringRef when,
+                     const HostTensors::NonFinite &found, bool element);
+
 /// The number of ranks in the group of a runtime axes mask, from the
 /// grids alone (no runtime needed).
 int64_t groupSize(llvm::ArrayRef<Folding> grids, int64_t mask);
@@ -252,6 +291,11 @@ int64_t groupSize(llvm::ArrayRef<Folding> grids, int64_t mask);
 /// A new NCCL unique id (hex) for StepOptions::ncclId, made by rank 0 and
 /// distributed by the caller.
 llvm::Expected<std::string> ncclUniqueId(llvm::StringRef cudaRuntime = "");
+
+/// Test-only fault injection for the fault tests: MUIR_TEST_FAULT =
+/// "kill:R:S" makes rank R die (SIGKILL) before step S, "hang:R:S" makes it
+/// stop taking part (sleep) there.
+void testFault(int64_t rank, int64_t step);
 
 /// Under mpirun (OMPI_COMM_WORLD_SIZE set).
 bool underMPI();
