@@ -59,6 +59,8 @@ struct Arg {
   std::string name, role;
   std::vector<int64_t> shape;
   bool isStep = false;
+  bool isHyper = false; // a learning rate or weight decay (f64)
+  double value = 0;     // its default, passed at every step
   int64_t numel() const {
     int64_t n = 1;
     for (int64_t d : shape)
@@ -96,7 +98,10 @@ std::vector<Arg> parseManifest(const char *text, std::vector<Loss> &losses) {
     a.name = name;
     a.role = role;
     a.isStep = type == "i64";
-    if (!a.isStep && shape != "scalar") {
+    a.isHyper = type == "f64";
+    if (a.isHyper && !(f >> a.value))
+      die("malformed manifest line: " + line);
+    if (!a.isStep && !a.isHyper && shape != "scalar") {
       std::istringstream dims(shape);
       std::string d;
       while (std::getline(dims, d, 'x'))
@@ -286,6 +291,8 @@ int main(int argc, char **argv) {
       readsStep = a.role == "step";
       continue;
     }
+    if (a.isHyper)
+      continue;
     std::vector<float> host(static_cast<size_t>(a.numel()), 0.0f);
     if (!loadDir.empty() && readNpy(loadDir + "/" + a.name + ".npy", a, host)) {
       ++loaded;
@@ -311,8 +318,9 @@ int main(int argc, char **argv) {
   for (int s = 1; s <= steps; ++s) {
     counter = s;
     for (size_t i = 0; i < args.size(); ++i)
-      slots[i] = args[i].isStep ? static_cast<void *>(&counter)
-                                : static_cast<void *>(&device[i]);
+      slots[i] = args[i].isStep    ? static_cast<void *>(&counter)
+                 : args[i].isHyper ? static_cast<void *>(&args[i].value)
+                                   : static_cast<void *>(&device[i]);
     bool replay = graph && s > 1;
     if (replay && (s == 2 || readsStep)) {
       if (graphBegin())
@@ -351,7 +359,7 @@ int main(int argc, char **argv) {
   }
   if (!dumpDir.empty()) {
     for (size_t i = 0; i < args.size(); ++i) {
-      if (args[i].isStep)
+      if (args[i].isStep || args[i].isHyper)
         continue;
       std::vector<float> host(static_cast<size_t>(args[i].numel()));
       if (toHost(host.data(), device[i], host.size() * sizeof(float)))

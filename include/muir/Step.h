@@ -73,9 +73,21 @@ const char *muir_step_last_error(void);
  *   dp-assign=greedy|round-robin  syrk=BOOL  batch=BOOL
  *   fuse-syrk-all-reduce=BOOL  syrk-chunk-rows=N  cuda-arch=sm_90
  *   cuda-bf16=BOOL  cuda-graph=BOOL  deterministic=BOOL  probes=BOOL
+ *   cache-dir=DIR   (CPU target: keep the compiled step in DIR as a shared
+ *                   library named by a hash of the source, the options, this
+ *                   build and the host CPU; compiling the same step again
+ *                   loads it without compiling; needs `cc` to link it)
+ *   nccl-id=HEX nccl-rank=R nccl-world=N  (CUDA, several ranks: see
+ *                   muir_step_nccl_unique_id)
  * Returns NULL on error. */
 MuirStep *muir_step_compile(const char *source, size_t size,
                             const char *filename, const char *options);
+
+/* Opens a step compiled ahead of time: a shared library that cache-dir
+ * wrote (muir-step-<hash>.so). `options` as for muir_step_compile (those
+ * that choose the program are in the library already; deterministic and
+ * the NCCL ones apply). No compiler runs. NULL on error. */
+MuirStep *muir_step_open(const char *path, const char *options);
 
 int32_t muir_step_num_arguments(const MuirStep *step);
 /* Fills `out` (valid until muir_step_close); non-zero if out of range. */

@@ -60,6 +60,24 @@ MuirStep *muir_step_compile(const char *source, size_t size,
   return new MuirStep{std::move(*step)};
 }
 
+MuirStep *muir_step_open(const char *path, const char *options) {
+  if (!path) {
+    lastError = "muir_step_open: a path is required";
+    return nullptr;
+  }
+  auto parsed = StepOptions::parse(options ? options : "");
+  if (!parsed) {
+    failWith(parsed.takeError());
+    return nullptr;
+  }
+  auto step = Step::open(path, *parsed);
+  if (!step) {
+    failWith(step.takeError());
+    return nullptr;
+  }
+  return new MuirStep{std::move(*step)};
+}
+
 int32_t muir_step_num_arguments(const MuirStep *step) {
   return step ? static_cast<int32_t>(step->step->arguments().size()) : 0;
 }

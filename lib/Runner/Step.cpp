@@ -29,6 +29,10 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/xxhash.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Program.h"
+#include "llvm/TargetParser/Host.h"
 
 #include <cstdlib>
 #include <dlfcn.h>
@@ -137,6 +141,8 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
       e = boolean(o.cudaGraph);
     } else if (key == "deterministic") {
       e = boolean(o.deterministic);
+    } else if (key == "cache-dir") {
+      o.cacheDir = value.str();
     } else if (key == "nccl-id") {
       o.ncclId = value.str();
     } else if (key == "nccl-rank") {
@@ -373,6 +379,12 @@ struct Step::Impl {
   std::map<int64_t, TracedOp> tracedOps;
   std::vector<int64_t> counterValue{0};
   std::vector<double> hyperValues;
+  // The source as given (the cache's key).
+  std::string sourceText, filename;
+  // A cached step: its library and packed entry.
+  void *library = nullptr;
+  void (*packedEntry)(void **) = nullptr;
+  std::string cachedPath;
 };
 
 Step::Step() : impl(std::make_unique<Impl>()) {}
@@ -380,6 +392,8 @@ Step::Step() : impl(std::make_unique<Impl>()) {}
 Step::~Step() {
   // The JIT's code goes before the runtimes it calls are finalised.
   impl->engine.reset();
+  if (impl->library)
+    dlclose(impl->library);
   if (impl->cudaDistStarted)
     impl->cudaLib.distFinalize();
   if (impl->distStarted)
@@ -393,6 +407,8 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
   std::unique_ptr<Step> step(new Step());
   step->options = options;
   Impl &I = *step->impl;
+  I.sourceText = source.str();
+  I.filename = filename.str();
   registerMuirDialects(I.registry);
   I.context = std::make_unique<MLIRContext>(I.registry);
   MLIRContext &context = *I.context;
@@ -461,10 +477,15 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
             MUIR_ROLE_GRAD)
           grads.insert(name.str());
     for (unsigned r = 0; r < f.getNumResults(); ++r)
-      if (auto name = f.getResultAttrOfType<StringAttr>(r, "muir.updates"))
+      if (auto name = f.getResultAttrOfType<StringAttr>(r, "muir.updates")) {
+        step->updatedNames.insert(name.str());
         if (grads.count(name.str()))
           step->computedGrads.insert(name.str());
+      }
   }
+  // Exec IR updates in place and names no results: its parameters and
+  // state are what a step writes.
+  step->updatesByRole = stage == Stage::Exec;
   if (stage != Stage::Exec) {
     PassManager toExec(&context);
     buildToExecPipeline(toExec, options.pipeline);
@@ -510,10 +531,6 @@ llvm::Error Step::readArguments() {
         return error("the grid " + id.grid + " has more than " +
                      Twine(kMaxDevices) + " devices");
 
-  std::set<std::string> updatedNames;
-  for (unsigned r = 0; r < entry.getNumResults(); ++r)
-    if (auto name = entry.getResultAttrOfType<StringAttr>(r, "muir.updates"))
-      updatedNames.insert(name.str());
   for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
     Type t = entry.getArgument(i).getType();
     Argument a;
@@ -528,7 +545,9 @@ llvm::Error Step::readArguments() {
       a.globalShape = a.shape;
       // The entry stores written results in place; a trained layer's
       // computed gradients are written too.
-      a.updated = updatedNames.count(a.name) || computedGrads.count(a.name);
+      a.updated = updatesByRole ? a.role == MUIR_ROLE_PARAM ||
+                                      a.role == MUIR_ROLE_STATE
+                                : updatedNames.count(a.name) != 0;
       if (auto splits = entry.getArgAttrOfType<ArrayAttr>(i, "muir.split")) {
         for (Attribute attr : splits) {
           auto [axisText, dimText] =
@@ -622,6 +641,8 @@ std::vector<double> Step::defaultHyper() const {
 
 int64_t Step::rank() const { return muirrt_dist_rank(); }
 
+bool Step::cached() const { return impl->packedEntry != nullptr; }
+
 llvm::Error Step::prepare(llvm::raw_ostream &diagnostics) {
   if (prepared)
     return error("the step is prepared already");
@@ -651,6 +672,304 @@ llvm::Error Step::prepare(llvm::raw_ostream &diagnostics) {
     });
   }
 
+  if (llvm::Error e = joinRanks())
+    return e;
+
+  std::string manifest;
+  if (cacheable())
+    manifest = entryManifest(module, entryName);
+  func::FuncOp entry;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f->hasAttr("muir.entry"))
+      entry = f;
+  dropMuirArgAttrs(entry);
+  PassManager toLLVM(&context);
+  buildExecToLLVMPipeline(toLLVM, options.target);
+  if (failed(toLLVM.run(module)))
+    return error("lowering to LLVM failed");
+  if (cacheable())
+    return writeCache(manifest);
+  return startEngine();
+}
+
+//===----------------------------------------------------------------------===//
+// The compiled-step cache: a shared library per step, loaded with dlopen
+//===----------------------------------------------------------------------===//
+
+/// The shared library this code is in (empty when it is linked into an
+/// executable, whose symbols a cached library could not bind to).
+static std::string selfLibrary() {
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<void *>(&selfLibrary), &info) ||
+      !info.dli_fname)
+    return "";
+  std::string path = info.dli_fname;
+  std::string exe = llvm::sys::fs::getMainExecutable(
+      nullptr, reinterpret_cast<void *>(&selfLibrary));
+  if (!StringRef(path).ends_with(".so") || samePath(path, exe))
+    return "";
+  return path;
+}
+
+bool Step::cacheable() const {
+  return !options.cacheDir.empty() && !cuda() && !options.trace &&
+         !selfLibrary().empty();
+}
+
+/// What the cached library depends on: the source, the options that change
+/// the program, the build (this library's file, size and time), the host.
+static std::string cacheKey(StringRef source, StringRef filename,
+                            const StepOptions &o) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  const PipelineOptions &p = o.pipeline;
+  os << MUIR_VERSION_STRING << "\0" << source << "\0"
+     << llvm::sys::path::extension(filename) << "\0" << p.probeUpdates
+     << stringify(p.nsMode) << stringify(p.dpAssign) << p.syrk << p.batch
+     << p.fuseAllReduce << p.chunkRows << "\0" << stringify(o.target.target)
+     << "\0" << llvm::sys::getHostCPUName() << "\0";
+  for (const auto &[feature, on] : llvm::sys::getHostCPUFeatures())
+    os << (on ? "+" : "-") << feature;
+  std::string self = selfLibrary();
+  llvm::sys::fs::file_status st;
+  if (!self.empty() && !llvm::sys::fs::status(self, st))
+    os << "\0" << self << st.getSize()
+       << st.getLastModificationTime().time_since_epoch().count();
+  return state::hex64(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(text)));
+}
+
+static std::string cachePath(StringRef dir, StringRef key) {
+  SmallString<256> p(dir);
+  llvm::sys::path::append(p, "muir-step-" + key + ".so");
+  return p.str().str();
+}
+
+std::string Step::metadata() const {
+  llvm::json::Array arguments, observations, gridList;
+  for (const Argument &a : args) {
+    llvm::json::Array splits;
+    for (const Split &sp : a.splits)
+      splits.push_back(llvm::json::Array{sp.dim, sp.mask});
+    arguments.push_back(llvm::json::Object{
+        {"name", a.name},
+        {"role", a.role},
+        {"shape", llvm::json::Array(a.shape)},
+        {"global_shape", llvm::json::Array(a.globalShape)},
+        {"splits", std::move(splits)},
+        {"default", a.defaultValue},
+        {"hyper_index", a.hyperIndex},
+        {"updated", a.updated},
+        {"init_std", a.initStd}});
+  }
+  for (const auto &[slot, o] : obs)
+    observations.push_back(llvm::json::Object{
+        {"slot", slot}, {"label", o.label}, {"shape", llvm::json::Array(o.shape)}});
+  for (const Folding &f : grids)
+    gridList.push_back(llvm::json::Object{{"name", f.name},
+                                       {"axes", llvm::json::Array(f.axes)},
+                                       {"sizes", llvm::json::Array(f.sizes)}});
+  llvm::json::Object flags;
+  for (const auto &[k, v] : id.flags)
+    flags[k] = v;
+  llvm::json::Object root{
+      {"format", "muir-step-1"},
+      {"entry", entryName},
+      {"devices", numDevices},
+      {"arguments", std::move(arguments)},
+      {"observations", std::move(observations)},
+      {"grids", std::move(gridList)},
+      {"computed_grads",
+       llvm::json::Array(std::vector<std::string>(computedGrads.begin(),
+                                                  computedGrads.end()))},
+      {"counter_used", counterUsed},
+      {"hyper_used", hyperUsed},
+      {"identity", llvm::json::Object{{"step", id.stepHash},
+                                      {"grid", id.grid},
+                                      {"build", id.build},
+                                      {"flags", std::move(flags)}}}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(root));
+  return text;
+}
+
+llvm::Error Step::readMetadata(StringRef text) {
+  auto bad = [&](const Twine &why) {
+    return error("the cached step's metadata is damaged (" + why +
+                 "); delete the cache file");
+  };
+  auto parsed = llvm::json::parse(text);
+  if (!parsed)
+    return bad(llvm::toString(parsed.takeError()));
+  const llvm::json::Object *root = parsed->getAsObject();
+  if (!root || root->getString("format") != "muir-step-1")
+    return bad("not muir-step-1");
+  auto ints = [](const llvm::json::Array *a) {
+    SmallVector<int64_t> out;
+    for (const llvm::json::Value &v : a ? *a : llvm::json::Array())
+      out.push_back(v.getAsInteger().value_or(0));
+    return out;
+  };
+  entryName = root->getString("entry").value_or("").str();
+  numDevices = root->getInteger("devices").value_or(1);
+  counterUsed = root->getBoolean("counter_used").value_or(true);
+  hyperUsed = root->getBoolean("hyper_used").value_or(true);
+  const llvm::json::Array *list = root->getArray("arguments");
+  if (!list)
+    return bad("no arguments");
+  for (const llvm::json::Value &v : *list) {
+    const llvm::json::Object *o = v.getAsObject();
+    if (!o)
+      return bad("an argument is not an object");
+    Argument a;
+    a.name = o->getString("name").value_or("").str();
+    a.role = static_cast<int32_t>(o->getInteger("role").value_or(0));
+    a.shape = ints(o->getArray("shape"));
+    a.globalShape = ints(o->getArray("global_shape"));
+    if (const llvm::json::Array *splits = o->getArray("splits"))
+      for (const llvm::json::Value &sp : *splits) {
+        SmallVector<int64_t> pair = ints(sp.getAsArray());
+        if (pair.size() != 2)
+          return bad("a split is not [dim, mask]");
+        a.splits.push_back({pair[0], pair[1]});
+      }
+    a.defaultValue = o->getNumber("default").value_or(0);
+    a.hyperIndex = static_cast<int32_t>(o->getInteger("hyper_index").value_or(-1));
+    a.updated = o->getBoolean("updated").value_or(false);
+    a.initStd = o->getNumber("init_std").value_or(0);
+    if (a.role == MUIR_ROLE_HYPER)
+      hyperArgs.push_back(static_cast<int32_t>(args.size()));
+    args.push_back(std::move(a));
+  }
+  if (const llvm::json::Array *list = root->getArray("observations"))
+    for (const llvm::json::Value &v : *list)
+      if (const llvm::json::Object *o = v.getAsObject())
+        obs[o->getInteger("slot").value_or(0)] = {
+            o->getString("label").value_or("").str(),
+            ints(o->getArray("shape"))};
+  if (const llvm::json::Array *list = root->getArray("grids"))
+    for (const llvm::json::Value &v : *list)
+      if (const llvm::json::Object *o = v.getAsObject()) {
+        Folding f;
+        f.name = o->getString("name").value_or("").str();
+        if (const llvm::json::Array *axes = o->getArray("axes"))
+          for (const llvm::json::Value &a : *axes)
+            f.axes.push_back(a.getAsString().value_or("").str());
+        f.sizes = ints(o->getArray("sizes"));
+        grids.push_back(std::move(f));
+      }
+  if (const llvm::json::Array *list = root->getArray("computed_grads"))
+    for (const llvm::json::Value &v : *list)
+      computedGrads.insert(v.getAsString().value_or("").str());
+  if (const llvm::json::Object *o = root->getObject("identity")) {
+    id.stepHash = o->getString("step").value_or("").str();
+    id.grid = o->getString("grid").value_or("").str();
+    id.build = o->getString("build").value_or("").str();
+    if (const llvm::json::Object *flags = o->getObject("flags"))
+      for (const auto &[k, v] : *flags)
+        id.flags[k.str()] = v.getAsString().value_or("").str();
+  }
+  bound.assign(args.size(), nullptr);
+  return llvm::Error::success();
+}
+
+llvm::Error Step::writeCache(StringRef manifest) {
+  Impl &I = *impl;
+  ModuleOp module = *I.module;
+  if (failed(addPackedEntry(module, entryName, manifest, metadata())))
+    return error("cannot add the packed entry");
+  std::error_code ec = llvm::sys::fs::create_directories(options.cacheDir);
+  if (ec)
+    return error("cache-dir '" + options.cacheDir + "': " + ec.message());
+  // Object and library under temporary names, the library renamed into
+  // place: a concurrent process sees a whole library or none.
+  SmallString<256> object, library;
+  int fd;
+  if ((ec = llvm::sys::fs::createUniqueFile(
+           options.cacheDir + "/muir-step-%%%%%%%%.o", fd, object)))
+    return error("cache-dir '" + options.cacheDir + "': " + ec.message());
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    if (std::string why = emitObject(module, "native", os); !why.empty())
+      return error(why);
+  }
+  llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(object); });
+  library = object;
+  llvm::sys::path::replace_extension(library, ".so.tmp");
+  auto cc = llvm::sys::findProgramByName("cc");
+  if (!cc)
+    return error("caching the compiled step needs a C compiler driver (cc) "
+                 "to link it; install one (Debian: gcc) or leave cache-dir "
+                 "out");
+  std::string self = selfLibrary();
+  SmallString<256> selfDir(self);
+  llvm::sys::path::remove_filename(selfDir);
+  // The step's runtime calls bind to this very library.
+  std::vector<std::string> argv = {*cc,
+                                   "-shared",
+                                   "-o",
+                                   library.str().str(),
+                                   object.str().str(),
+                                   self,
+                                   "-Wl,-rpath," + selfDir.str().str(),
+                                   "-lm"};
+  std::vector<StringRef> refs(argv.begin(), argv.end());
+  std::string why;
+  if (llvm::sys::ExecuteAndWait(*cc, refs, std::nullopt, {}, 0, 0, &why) !=
+      0) {
+    llvm::sys::fs::remove(library);
+    return error("linking the cached step failed" +
+                 (why.empty() ? std::string() : ": " + why));
+  }
+  std::string path = cachePath(options.cacheDir, cacheKey(I.sourceText,
+                                                          I.filename,
+                                                          options));
+  if ((ec = llvm::sys::fs::rename(library, path))) {
+    llvm::sys::fs::remove(library);
+    return error("cache-dir: " + ec.message());
+  }
+  return openLibrary(path);
+}
+
+llvm::Error Step::openLibrary(StringRef path) {
+  Impl &I = *impl;
+  I.library = dlopen(path.str().c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!I.library)
+    return error(Twine("cannot load the cached step: ") + dlerror());
+  I.packedEntry = reinterpret_cast<void (*)(void **)>(
+      dlsym(I.library, "muir_step_packed"));
+  if (!I.packedEntry)
+    return error("the cached step " + path + " lacks muir_step_packed");
+  I.cachedPath = path.str();
+  I.hyperValues = defaultHyper();
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Step>>
+Step::open(StringRef path, const StepOptions &options) {
+  std::unique_ptr<Step> step(new Step());
+  step->options = options;
+  step->impl->library = dlopen(path.str().c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!step->impl->library)
+    return error(Twine("cannot load the cached step: ") + dlerror());
+  auto *text = reinterpret_cast<const char *>(
+      dlsym(step->impl->library, "muir_step_metadata"));
+  if (!text)
+    return error("the cached step " + path + " lacks muir_step_metadata");
+  if (llvm::Error e = step->readMetadata(text))
+    return std::move(e);
+  dlclose(step->impl->library);
+  step->impl->library = nullptr;
+  step->prepared = true;
+  if (llvm::Error e = step->joinRanks())
+    return std::move(e);
+  if (llvm::Error e = step->openLibrary(path))
+    return std::move(e);
+  return step;
+}
+
+llvm::Error Step::joinRanks() {
+  Impl &I = *impl;
   // The ranks: the job's MPI world (or none for one device).
   if (numDevices > 1 || underMPI()) {
     SmallVector<int64_t> sizes =
@@ -665,17 +984,12 @@ llvm::Error Step::prepare(llvm::raw_ostream &diagnostics) {
         return error("grid @" + grids[f].name + ": " + muirrt_last_error());
   }
   muirrt_set_deterministic(options.deterministic);
+  return llvm::Error::success();
+}
 
-  func::FuncOp entry;
-  for (auto f : module.getOps<func::FuncOp>())
-    if (f->hasAttr("muir.entry"))
-      entry = f;
-  dropMuirArgAttrs(entry);
-  PassManager toLLVM(&context);
-  buildExecToLLVMPipeline(toLLVM, options.target);
-  if (failed(toLLVM.run(module)))
-    return error("lowering to LLVM failed");
-
+llvm::Error Step::startEngine() {
+  Impl &I = *impl;
+  ModuleOp module = *I.module;
   std::vector<std::string> cudaNames;
   if (cuda()) {
     CudaLib &cl = I.cudaLib;
@@ -744,6 +1058,19 @@ llvm::Error Step::prepare(llvm::raw_ostream &diagnostics) {
 llvm::Expected<std::unique_ptr<Step>>
 Step::compile(StringRef source, StringRef filename, const StepOptions &options,
               llvm::raw_ostream &diagnostics) {
+  // A cached library of this very step (source, options, build, host)
+  // needs no compiler; a damaged one is compiled again.
+  if (!options.cacheDir.empty() && options.target.target == Target::Cpu &&
+      !options.trace && !selfLibrary().empty()) {
+    std::string path =
+        cachePath(options.cacheDir, cacheKey(source, filename, options));
+    if (llvm::sys::fs::exists(path)) {
+      auto cached = open(path, options);
+      if (cached)
+        return cached;
+      llvm::consumeError(cached.takeError());
+    }
+  }
   auto step = load(source, filename, options, diagnostics);
   if (!step)
     return step.takeError();
@@ -768,7 +1095,7 @@ llvm::Error Step::bind(int32_t index, void *data) {
 llvm::Error Step::run(int64_t counter, llvm::ArrayRef<double> hyper,
                       void *stream, bool wait) {
   Impl &I = *impl;
-  if (!prepared || !I.engine)
+  if (!prepared || (!I.engine && !I.packedEntry))
     return error("the step is not compiled (prepare() failed or was not "
                  "called)");
   if (!hyper.empty() && hyper.size() != hyperArgs.size())
@@ -794,6 +1121,10 @@ llvm::Error Step::run(int64_t counter, llvm::ArrayRef<double> hyper,
       packed.push_back(&I.hyperValues[a.hyperIndex]);
   }
   ++runs;
+  if (I.packedEntry) {
+    I.packedEntry(packed.data());
+    return llvm::Error::success();
+  }
   if (!cuda()) {
     if (llvm::Error err = I.engine->invokePacked(entryName, packed))
       return error("execution failed: " + llvm::toString(std::move(err)));

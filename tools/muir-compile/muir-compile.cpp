@@ -10,6 +10,7 @@
 #include "muir/Import/Description.h"
 #include "muir/Driver/PipelineFlags.h"
 #include "muir/Passes.h"
+#include "muir/Runner/Step.h"
 #include "muir/Support/Files.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -24,8 +25,11 @@
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -71,7 +75,7 @@ static cl::opt<Emit> emit(
                clEnumValN(Emit::PTX, "ptx", "the PTX of the generated "
                                             "kernels (--target=cuda)"),
                clEnumValN(Emit::Object, "object",
-                          "an x86-64 object file (PIC) of the step, with "
+                          "an object file (PIC, for --march) of the step, with "
                           "muir_step_packed(void **args) and the argument "
                           "list muir_step_manifest (see docs)"),
                clEnumValN(Emit::None, "none", "no IR, only the report")),
@@ -86,6 +90,14 @@ static cl::opt<std::string>
                cl::value_desc("FILE"), cl::init(""),
     cl::cat(muir::muirFlagCategory()));
 static muir::PipelineFlags flags;
+static cl::opt<std::string> march(
+    "march",
+    cl::desc("with --emit=object, the CPU the object's host code is "
+             "optimised for: 'native' (this machine's CPU and features, as "
+             "muir-run's JIT), 'x86-64' (any), or an LLVM CPU name such as "
+             "'znver4' or 'sapphirerapids'"),
+    cl::value_desc("CPU"), cl::init("native"),
+    cl::cat(muir::muirFlagCategory()));
 static cl::opt<muir::Machine>
     machine("machine", cl::desc("the cost model's machine profile"),
             cl::init(muir::Machine::Cpu), muir::machineValues(),
@@ -101,125 +113,6 @@ static cl::opt<bool> timing("timing",
 static int fail(const Twine &msg) {
   llvm::WithColor::error(llvm::errs(), "muir-compile") << msg << "\n";
   return 1;
-}
-
-/// The entry's arguments, one line each: "<index> <name> <role> <shape>
-/// f32" for a buffer (shape "4x8", "scalar" for rank 0) and "<index> step
-/// step|step-unused scalar i64" for the step counter; then one line
-/// "loss <slot> <layer>" for each trained MoE layer's observed loss (the
-/// runtime's observation slot). Read from the exec IR.
-static std::string entryManifest(ModuleOp module, std::string &entryName) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  for (auto f : module.getOps<func::FuncOp>()) {
-    if (!f->hasAttr("muir.entry"))
-      continue;
-    entryName = f.getName().str();
-    for (unsigned i = 0; i < f.getNumArguments(); ++i) {
-      Type t = f.getArgument(i).getType();
-      auto name = f.getArgAttrOfType<StringAttr>(i, "muir.name");
-      auto role = f.getArgAttrOfType<StringAttr>(i, "muir.role");
-      if (auto mt = dyn_cast<MemRefType>(t)) {
-        os << i << " " << (name ? name.getValue() : "?") << " "
-           << (role ? role.getValue() : "?") << " ";
-        if (mt.getRank() == 0)
-          os << "scalar";
-        llvm::interleave(mt.getShape(), os, "x");
-        os << " f32\n";
-      } else {
-        // "step-unused": the step does not read its counter, so a captured
-        // CUDA graph can be replayed as it is.
-        os << i << " step "
-           << (f.getArgument(i).use_empty() ? "step-unused" : "step")
-           << " scalar i64\n";
-      }
-    }
-  }
-  module.walk([&](muir_exec::ObserveOp op) {
-    StringRef label = op.getLabel();
-    if (label.consume_front("loss "))
-      os << "loss " << op.getSlot() << " " << label << "\n";
-  });
-  return text;
-}
-
-/// Adds muir_step_packed(void **args), which calls the entry with *args[i]
-/// as its i-th argument, and muir_step_manifest, the manifest's text.
-static LogicalResult addPackedEntry(ModuleOp module, StringRef entryName,
-                                    StringRef manifest) {
-  auto entry = module.lookupSymbol<LLVM::LLVMFuncOp>(entryName);
-  if (!entry)
-    return module.emitError("no entry function '") << entryName << "'";
-  // The muir.* argument attributes are in the manifest.
-  muir::dropMuirArgAttrs(entry);
-  // The entry keeps its name but binds inside the shared library it is
-  // linked into: a plain global `step` lost to libc's step(3) (regexp.h),
-  // which the packed entry called instead on the first GPU run.
-  entry.setVisibility_(LLVM::Visibility::Hidden);
-  MLIRContext *ctx = module.getContext();
-  Location loc = entry.getLoc();
-  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  auto ptr = LLVM::LLVMPointerType::get(ctx);
-  auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
-                                            {ptr});
-  auto packed = LLVM::LLVMFuncOp::create(b, loc, "muir_step_packed", fnType);
-  Block *body = packed.addEntryBlock(b);
-  b.setInsertionPointToStart(body);
-  SmallVector<Value> values;
-  for (auto [i, type] :
-       llvm::enumerate(entry.getFunctionType().getParams())) {
-    Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, body->getArgument(0),
-                                     ArrayRef<LLVM::GEPArg>{int32_t(i)});
-    Value argPtr = LLVM::LoadOp::create(b, loc, ptr, slot);
-    values.push_back(LLVM::LoadOp::create(b, loc, type, argPtr));
-  }
-  LLVM::CallOp::create(b, loc, entry, values);
-  LLVM::ReturnOp::create(b, loc, ValueRange{});
-  b.setInsertionPointToEnd(module.getBody());
-  std::string text = manifest.str();
-  text.push_back('\0');
-  auto type = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), text.size());
-  LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true,
-                         LLVM::Linkage::External, "muir_step_manifest",
-                         b.getStringAttr(text));
-  return success();
-}
-
-/// The module as a relocatable x86-64 object (generic CPU, PIC), optimised
-/// at O3.
-static std::string emitObject(ModuleOp module, llvm::raw_pwrite_stream &os) {
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(module, llvmContext);
-  if (!llvmModule)
-    return "cannot translate the module to LLVM IR";
-  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
-  std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple,
-                                                                  error);
-  if (!target)
-    return error;
-  llvm::TargetOptions options;
-  // The kernels' module loads run as constructors: .init_array, as every
-  // current ELF linker and loader expects.
-  options.UseInitArray = true;
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, "x86-64", "", options, llvm::Reloc::PIC_));
-  if (!tm)
-    return "cannot create a target machine for " + triple.str();
-  llvmModule->setTargetTriple(triple);
-  llvmModule->setDataLayout(tm->createDataLayout());
-  if (llvm::Error e = makeOptimizingTransformer(3, 0, tm.get())(
-          llvmModule.get()))
-    return llvm::toString(std::move(e));
-  llvm::legacy::PassManager passes;
-  if (tm->addPassesToEmitFile(passes, os, nullptr,
-                              llvm::CodeGenFileType::ObjectFile))
-    return "the target cannot emit object files";
-  passes.run(*llvmModule);
-  return "";
 }
 
 int main(int argc, char **argv) {
@@ -351,13 +244,13 @@ int main(int argc, char **argv) {
     if (failed(pm.run(*module)))
       return 1;
     if (emit == Emit::LLVM || emit == Emit::PTX || emit == Emit::Object) {
-      manifest = entryManifest(*module, entryName);
+      manifest = muir::runner::entryManifest(*module, entryName);
       PassManager toLLVM(&context);
       muir::buildExecToLLVMPipeline(toLLVM, flags.targetOptions());
       if (failed(toLLVM.run(*module)))
         return 1;
       if (emit == Emit::Object &&
-          failed(addPackedEntry(*module, entryName, manifest)))
+          failed(muir::runner::addPackedEntry(*module, entryName, manifest)))
         return 1;
     }
     phase("lowered");
@@ -391,7 +284,8 @@ int main(int argc, char **argv) {
   }
   bool stdoutTaken = (irOut && outputFile == "-") || reportFile == "-";
   if (irOut && module && emit == Emit::Object) {
-    if (std::string why = emitObject(*module, irOut->os()); !why.empty())
+    if (std::string why = muir::runner::emitObject(*module, march, irOut->os());
+        !why.empty())
       return fail(why);
   } else if (irOut && module && emit == Emit::PTX) {
     // Each kernel module's PTX, as embedded in its gpu.binary.

@@ -52,6 +52,11 @@ struct StepOptions {
   /// environment.
   std::string ncclId;
   int64_t ncclRank = -1, ncclWorld = -1;
+  /// Keep the compiled step (CPU target, from the C API's shared library)
+  /// in DIR as a shared library named by a hash of the source, the options,
+  /// the build and the host CPU; a later compile of the same step loads it
+  /// without compiling. Empty: no cache.
+  std::string cacheDir;
   /// The compile options the user gave explicitly ("ns-mode", "syrk", ...,
   /// "no-probes"): refused for exec IR, which is compiled already, and
   /// ns-mode / dp-assign for planned IR, which is distributed.
@@ -121,9 +126,17 @@ public:
   compile(llvm::StringRef source, llvm::StringRef filename,
           const StepOptions &options, llvm::raw_ostream &diagnostics);
 
+  /// Opens a step compiled ahead of time: a shared library the cache
+  /// wrote (muir-step-<hash>.so, with its muir_step_metadata), and joins
+  /// the ranks. No compiler runs.
+  static llvm::Expected<std::unique_ptr<Step>>
+  open(llvm::StringRef path, const StepOptions &options);
+
   const std::vector<Argument> &arguments() const { return args; }
   int32_t find(llvm::StringRef name) const;
   int32_t numHyper() const { return static_cast<int32_t>(hyperArgs.size()); }
+  /// Whether the step was loaded from (or written to) the cache.
+  bool cached() const;
   /// The hyperparameters' defaults, in hyperIndex order.
   std::vector<double> defaultHyper() const;
   /// The step counter is read (AdamW's bias corrections).
@@ -170,6 +183,14 @@ public:
 private:
   Step();
   llvm::Error readArguments();
+  llvm::Error joinRanks();
+  llvm::Error startEngine();
+  bool cacheable() const;
+  std::string metadata() const;
+  llvm::Error readMetadata(llvm::StringRef text);
+  llvm::Error writeCache(llvm::StringRef manifest);
+  llvm::Error openLibrary(llvm::StringRef path);
+
 
   struct Impl;
   std::unique_ptr<Impl> impl;
@@ -181,6 +202,8 @@ private:
   int64_t numDevices = 1;
   std::map<int64_t, Observation> obs;
   std::set<std::string> computedGrads;
+  std::set<std::string> updatedNames; ///< results' muir.updates
+  bool updatesByRole = false;
   state::StepIdentity id;
   std::string entryName;
   bool counterUsed = false, hyperUsed = false, prepared = false;
@@ -251,6 +274,27 @@ private:
 /// and collectives per grid-axis group, GEMM calls and flops), gathered
 /// over the grid, then resets them. Every rank must call it.
 void printCommStats(const Step &step, llvm::raw_ostream &os);
+
+/// The entry's arguments as the text manifest of an object file, one line
+/// each: "<index> <name> <role> <shape> f32" for a buffer (shape "4x8",
+/// "scalar" for rank 0), "<index> step step|step-unused scalar i64" for the
+/// step counter and "<index> <name> hyper scalar f64 <default>" for a
+/// run-time hyperparameter; then "loss <slot> <layer>" for each trained
+/// MoE layer's observed loss. Read from the exec IR; sets `entryName`.
+std::string entryManifest(ModuleOp module, std::string &entryName);
+
+/// Adds muir_step_packed(void **args), which calls the entry (LLVM
+/// dialect) with *args[i] as its i-th argument, and the NUL-terminated
+/// globals muir_step_manifest and (when not empty) muir_step_metadata.
+LogicalResult addPackedEntry(ModuleOp module, llvm::StringRef entryName,
+                             llvm::StringRef manifest,
+                             llvm::StringRef metadata = "");
+
+/// The LLVM-dialect module as a relocatable object (PIC, O3) for `march`:
+/// "native" (the host's CPU and features, as the JIT), "x86-64", or an
+/// LLVM CPU name. Returns why not, or "".
+std::string emitObject(ModuleOp module, llvm::StringRef march,
+                       llvm::raw_pwrite_stream &os);
 
 /// A flag or role and the path it names ("--dump", "out/").
 using NamedPath = std::pair<std::string, std::string>;
