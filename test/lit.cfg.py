@@ -76,11 +76,22 @@ if not os.path.exists(os.path.join(config.muir_tools_dir,
     missing["gtest"] = "muir-runtime-unittests was not built (libgtest-dev)"
 else:
     config.available_features.add("gtest")
+# muir.torch's tests need PyTorch and NumPy in the tests' Python
+# (Debian's python3-torch).
+import subprocess
+try:
+    subprocess.run([config.python_executable, "-c", "import torch, numpy"],
+                   check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=120)
+    config.available_features.add("torch")
+except Exception:
+    missing["torch"] = ("%s cannot import torch and numpy (python3-torch)"
+                        % config.python_executable)
 # A machine set up by scripts/muir.sh has every feature but the GPU: there
 # (and in CI) a missing one is an error, not a quietly skipped test.
 required = os.environ.get("MUIR_REQUIRE_FEATURES")
 if required is None and os.environ.get("CI", "").lower() in ("1", "true"):
-    required = "mpi,gtest"
+    required = "mpi,gtest,torch"
 for feature in filter(None, (required or "").split(",")):
     if feature not in config.available_features:
         lit_config.fatal("the required test feature '%s' is missing: %s" %

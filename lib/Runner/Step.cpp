@@ -36,6 +36,7 @@
 
 #include <cstdlib>
 #include <dlfcn.h>
+#include <malloc.h>
 #include <mutex>
 
 using namespace mlir;
@@ -387,6 +388,28 @@ struct Step::Impl {
   std::string cachedPath;
 };
 
+/// The CPU runtime's ranks are the process's: every open step of a process
+/// shares them, so all must have the same grid and foldings. They are
+/// joined by the first and left at exit (MPI cannot start again once
+/// finalized, and a later step may still come).
+static std::mutex distMutex;
+static int distUsers = 0;
+static std::string distGrid;
+
+static void leaveRanks() { muirrt_dist_finalize(); }
+
+/// A CPU step allocates its Newton-Schulz temporaries at every run: glibc
+/// keeps freed blocks in the heap instead of unmapping them, so later runs
+/// reuse warm pages rather than fault in fresh ones (tiny-moe: 1.5x).
+/// MUIR_MALLOPT=0 leaves malloc alone.
+static void keepFreedMemory() {
+  const char *env = getenv("MUIR_MALLOPT");
+  if (env && StringRef(env) == "0")
+    return;
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
 Step::Step() : impl(std::make_unique<Impl>()) {}
 
 Step::~Step() {
@@ -396,8 +419,10 @@ Step::~Step() {
     dlclose(impl->library);
   if (impl->cudaDistStarted)
     impl->cudaLib.distFinalize();
-  if (impl->distStarted)
-    muirrt_dist_finalize();
+  if (impl->distStarted) {
+    std::lock_guard<std::mutex> lock(distMutex);
+    --distUsers;
+  }
 }
 
 llvm::Expected<std::unique_ptr<Step>>
@@ -674,6 +699,8 @@ llvm::Error Step::prepare(llvm::raw_ostream &diagnostics) {
 
   if (llvm::Error e = joinRanks())
     return e;
+  if (!cuda())
+    keepFreedMemory();
 
   std::string manifest;
   if (cacheable())
@@ -963,6 +990,7 @@ Step::open(StringRef path, const StepOptions &options) {
   step->prepared = true;
   if (llvm::Error e = step->joinRanks())
     return std::move(e);
+  keepFreedMemory();
   if (llvm::Error e = step->openLibrary(path))
     return std::move(e);
   return step;
@@ -972,16 +1000,37 @@ llvm::Error Step::joinRanks() {
   Impl &I = *impl;
   // The ranks: the job's MPI world (or none for one device).
   if (numDevices > 1 || underMPI()) {
-    SmallVector<int64_t> sizes =
-        grids.empty() ? SmallVector<int64_t>{1} : grids.front().sizes;
-    if (muirrt_dist_init(sizes.size(), sizes.data()))
-      return error(muirrt_last_error());
+    std::lock_guard<std::mutex> lock(distMutex);
+    std::string text;
+    for (const Folding &f : grids) {
+      text += f.name + ":";
+      for (int64_t size : f.sizes)
+        text += std::to_string(size) + ",";
+      text += ";";
+    }
+    if (distUsers > 0 && text != distGrid)
+      return error("another step of this process runs on a different grid "
+                   "(" + distGrid + " vs " + text + "); the ranks of a "
+                   "process run one grid at a time");
+    if (distUsers == 0 && distGrid.empty()) {
+      SmallVector<int64_t> sizes =
+          grids.empty() ? SmallVector<int64_t>{1} : grids.front().sizes;
+      if (muirrt_dist_init(sizes.size(), sizes.data()))
+        return error(muirrt_last_error());
+      for (size_t f = 1; f < grids.size(); ++f)
+        if (muirrt_dist_add_folding(grids[f].sizes.size(),
+                                    grids[f].sizes.data()) !=
+            static_cast<int32_t>(f))
+          return error("grid @" + grids[f].name + ": " +
+                       muirrt_last_error());
+      distGrid = text;
+      std::atexit(leaveRanks);
+    } else if (distUsers == 0 && text != distGrid) {
+      return error("this process ran steps on the grid " + distGrid +
+                   " already; the ranks of a process run one grid");
+    }
+    ++distUsers;
     I.distStarted = true;
-    for (size_t f = 1; f < grids.size(); ++f)
-      if (muirrt_dist_add_folding(grids[f].sizes.size(),
-                                  grids[f].sizes.data()) !=
-          static_cast<int32_t>(f))
-        return error("grid @" + grids[f].name + ": " + muirrt_last_error());
   }
   muirrt_set_deterministic(options.deterministic);
   return llvm::Error::success();

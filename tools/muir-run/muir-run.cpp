@@ -20,7 +20,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <malloc.h>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -181,10 +180,6 @@ int main(int argc, char **argv) {
            {"--trace-fingerprints", traceFile.getValue()}},
           {"--save-state", "--resume"}))
     return fail(llvm::toString(std::move(e)));
-  // Exec IR allocates its Newton-Schulz temporaries every step: keep freed
-  // blocks in the heap, so later steps reuse warm pages.
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
 
   std::string source = kDefaultModule, name = "<default>";
   if (!inputFile.empty()) {
