@@ -11,6 +11,11 @@
 #                                         suite there
 #   scripts/muir.sh fuzz [SECONDS]        runs each fuzz target (fuzz/) for
 #                                         SECONDS (default 30)
+#   scripts/muir.sh python [ARGS]         runs Debian's python3 with the
+#                                         `muir` package (python/) over this
+#                                         build, e.g. examples/torch/train_moe.py
+#   scripts/muir.sh env                   prints the exports that make
+#                                         `import muir` work in a shell
 # Quiet when everything is already in place.
 set -euo pipefail
 
@@ -245,6 +250,12 @@ case "$cmd" in
               run_tests "$asan_build"
             closing ;;
   fuzz)  setup; build_sanitize; run_fuzzers "${1:-30}" ;;
-  *) echo "usage: scripts/muir.sh run|test|bench|build|sanitize|fuzz [args]" >&2
+  python) setup; build
+          export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
+          export MUIR_BUILD_DIR="$build"
+          exec /usr/bin/python3 "$@" ;;
+  env)   echo "export PYTHONPATH=\"$root/python\${PYTHONPATH:+:\$PYTHONPATH}\""
+         echo "export MUIR_BUILD_DIR=\"$build\"" ;;
+  *) echo "usage: scripts/muir.sh run|test|bench|build|sanitize|fuzz|python|env [args]" >&2
      exit 2 ;;
 esac

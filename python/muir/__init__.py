@@ -1,0 +1,354 @@
+"""muir's step library from Python (ctypes over include/muir/Step.h).
+
+    import muir
+    step = muir.compile(open("model.json").read(), "model.json",
+                        {"target": "cpu"})
+    for a in step.arguments:
+        if a.is_tensor:
+            step.bind(a.index, address_of_my_float32_tensor(a))
+    step.run(counter=1, hyper=None)        # every step; hyper: the lrs...
+    step.close()
+
+The library is `$MUIR_LIBRARY` if set, else
+`$MUIR_BUILD_DIR/lib/libmuir_step.so` (MUIR_BUILD_DIR defaults to the
+`build` folder next to this package's `python` folder). It is loaded on
+first use with RTLD_GLOBAL (OpenMPI's plugins need libmpi's symbols global
+when the library initialises MPI under mpirun).
+
+A CPU step keeps glibc's freed memory in its heap (the library sets
+mallopt M_MMAP_THRESHOLD and M_TRIM_THRESHOLD to 1 GiB when it compiles
+one, as muir-run does): the step allocates its Newton-Schulz temporaries
+at every run, and with glibc's defaults the large ones are mmap'd and
+unmapped each time (tiny-moe's step: 1.5x slower). MUIR_MALLOPT=0 leaves
+malloc alone.
+
+This module needs neither NumPy nor PyTorch; `muir.torch` is the PyTorch
+optimizer and `muir.description` writes step descriptions.
+"""
+import ctypes
+import os
+import threading
+
+__all__ = ["MuirError", "Argument", "Step", "compile", "open_step",
+           "version", "nccl_unique_id", "library_path", "ROLES"]
+
+# enum MuirArgumentRole, by value.
+ROLES = ("param", "grad", "state", "data", "counter", "hyper")
+_TENSOR_ROLES = frozenset(("param", "grad", "state", "data"))
+
+
+class MuirError(RuntimeError):
+    """A failure reported by the step library (muir_step_last_error)."""
+
+
+class _CArgument(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p),
+                ("role", ctypes.c_int32),
+                ("rank", ctypes.c_int32),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("global_shape", ctypes.POINTER(ctypes.c_int64)),
+                ("default_value", ctypes.c_double),
+                ("hyper_index", ctypes.c_int32),
+                ("updated", ctypes.c_int32)]
+
+
+_lock = threading.Lock()
+_lib = None
+
+
+def _default_build_dir():
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.join(os.path.dirname(os.path.dirname(here)), "build")
+
+
+def library_path():
+    """The path the library is (or would be) loaded from."""
+    path = os.environ.get("MUIR_LIBRARY")
+    if path:
+        return path
+    build = os.environ.get("MUIR_BUILD_DIR") or _default_build_dir()
+    return os.path.join(build, "lib", "libmuir_step.so")
+
+
+def _load():
+    global _lib
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        path = library_path()
+        if not os.path.exists(path):
+            raise MuirError(
+                "muir's step library is not at %s; build muir (the "
+                "muir_step target) or set MUIR_BUILD_DIR to the build folder "
+                "or MUIR_LIBRARY to the library" % path)
+        try:
+            lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        except OSError as e:
+            raise MuirError("cannot load muir's step library %s: %s"
+                            % (path, e)) from None
+        P = ctypes.c_void_p
+        sigs = {
+            "muir_step_version": (ctypes.c_char_p, []),
+            "muir_step_last_error": (ctypes.c_char_p, []),
+            "muir_step_compile": (P, [ctypes.c_char_p, ctypes.c_size_t,
+                                      ctypes.c_char_p, ctypes.c_char_p]),
+            "muir_step_num_arguments": (ctypes.c_int32, [P]),
+            "muir_step_argument": (ctypes.c_int, [P, ctypes.c_int32,
+                                                  ctypes.POINTER(_CArgument)]),
+            "muir_step_find": (ctypes.c_int32, [P, ctypes.c_char_p]),
+            "muir_step_num_hyper": (ctypes.c_int32, [P]),
+            "muir_step_rank": (ctypes.c_int32, [P]),
+            "muir_step_world_size": (ctypes.c_int32, [P]),
+            "muir_step_bind": (ctypes.c_int, [P, ctypes.c_int32, P]),
+            "muir_step_run": (ctypes.c_int, [P, ctypes.c_int64,
+                                             ctypes.POINTER(ctypes.c_double),
+                                             ctypes.c_int32, P]),
+            "muir_step_close": (None, [P]),
+        }
+        optional = {
+            "muir_step_open": (P, [ctypes.c_char_p, ctypes.c_char_p]),
+            "muir_step_nccl_unique_id": (ctypes.c_int, [ctypes.c_char_p]),
+        }
+        for name, (restype, argtypes) in list(sigs.items()) + \
+                list(optional.items()):
+            try:
+                fn = getattr(lib, name)
+            except AttributeError:
+                if name in optional:
+                    continue
+                raise MuirError("%s does not export %s; is it muir's step "
+                                "library, and up to date?" % (path, name)) \
+                    from None
+            fn.restype = restype
+            fn.argtypes = argtypes
+        _lib = lib
+        return lib
+
+
+def _last_error(lib, what):
+    msg = lib.muir_step_last_error()
+    msg = msg.decode("utf-8", "replace") if msg else ""
+    return MuirError(msg or "%s failed (the library left no message)" % what)
+
+
+def version():
+    """The library's version string, "muir 0.1.0 (<git commit>)"."""
+    v = _load().muir_step_version()
+    return v.decode("utf-8", "replace") if v else ""
+
+
+def nccl_unique_id():
+    """A new NCCL unique id as 256 hex digits (muir_step_nccl_unique_id),
+    for the CUDA target on several ranks: rank 0 makes it, the job hands it
+    to every rank, and each compiles with the options
+    {"nccl-id": id, "nccl-rank": r, "nccl-world": n}."""
+    lib = _load()
+    fn = getattr(lib, "muir_step_nccl_unique_id", None)
+    if fn is None:
+        raise MuirError("%s has no muir_step_nccl_unique_id" % library_path())
+    buf = ctypes.create_string_buffer(257)
+    if fn(buf) != 0:
+        raise _last_error(lib, "muir_step_nccl_unique_id")
+    return buf.value.decode("ascii")
+
+
+def _format_options(options):
+    if options is None:
+        return ""
+    if isinstance(options, str):
+        return options
+    items = []
+    for key, value in options.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        key, value = str(key), str(value)
+        for part, what in ((key, "name"), (value, "value")):
+            if not part or any(c.isspace() for c in part) or \
+                    (what == "name" and "=" in part):
+                raise ValueError("bad compile option %s %r (options are "
+                                 "name=value items without spaces)"
+                                 % (what, part))
+        items.append("%s=%s" % (key, value))
+    return " ".join(items)
+
+
+class Argument:
+    """One argument of a compiled step (see MuirStepArgument)."""
+    __slots__ = ("index", "name", "role", "shape", "global_shape", "default",
+                 "hyper_index", "updated")
+
+    def __init__(self, index, name, role, shape, global_shape, default,
+                 hyper_index, updated):
+        self.index = index
+        self.name = name
+        self.role = role
+        self.shape = shape
+        self.global_shape = global_shape
+        self.default = default
+        self.hyper_index = hyper_index
+        self.updated = updated
+
+    @property
+    def is_tensor(self):
+        return self.role in _TENSOR_ROLES
+
+    @property
+    def numel(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __repr__(self):
+        if self.role == "hyper":
+            return "Argument(%d, %r, hyper[%d], default=%r)" % (
+                self.index, self.name, self.hyper_index, self.default)
+        if self.role == "counter":
+            return "Argument(%d, %r, counter)" % (self.index, self.name)
+        return "Argument(%d, %r, %s, shape=%s%s%s)" % (
+            self.index, self.name, self.role, self.shape,
+            "" if self.global_shape == self.shape
+            else ", global_shape=%s" % (self.global_shape,),
+            ", updated" if self.updated else "")
+
+
+class Step:
+    """A compiled optimizer step (muir_step_compile). Use muir.compile."""
+
+    def __init__(self, handle, lib):
+        self._handle = handle
+        self._lib = lib
+        args = []
+        for i in range(lib.muir_step_num_arguments(handle)):
+            c = _CArgument()
+            if lib.muir_step_argument(handle, i, ctypes.byref(c)) != 0:
+                err = _last_error(lib, "muir_step_argument")
+                lib.muir_step_close(handle)
+                self._handle = None
+                raise err
+            role = ROLES[c.role] if 0 <= c.role < len(ROLES) else str(c.role)
+            shape = tuple(c.shape[d] for d in range(c.rank)) \
+                if c.rank > 0 and c.shape else ()
+            gshape = tuple(c.global_shape[d] for d in range(c.rank)) \
+                if c.rank > 0 and c.global_shape else shape
+            args.append(Argument(i, c.name.decode("utf-8", "replace"), role,
+                                 shape, gshape, c.default_value,
+                                 c.hyper_index if role == "hyper" else -1,
+                                 bool(c.updated)))
+        self.arguments = args
+        self._by_name = {a.name: a for a in args}
+        self.num_hyper = lib.muir_step_num_hyper(handle)
+        self.rank = lib.muir_step_rank(handle)
+        self.world_size = lib.muir_step_world_size(handle)
+        self._hyper_buf = (ctypes.c_double * max(self.num_hyper, 1))()
+        hyper = sorted((a for a in args if a.role == "hyper"),
+                       key=lambda a: a.hyper_index)
+        self.hyper_names = [a.name for a in hyper]
+        self.hyper_defaults = [a.default for a in hyper]
+
+    # -- lifetime -------------------------------------------------------
+    def close(self):
+        """Frees the step (idempotent)."""
+        h, self._handle = getattr(self, "_handle", None), None
+        if h is not None:
+            self._lib.muir_step_close(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _h(self):
+        if self._handle is None:
+            raise MuirError("the step is closed")
+        return self._handle
+
+    # -- arguments ------------------------------------------------------
+    def find(self, name):
+        """The Argument named `name`, or None."""
+        return self._by_name.get(name)
+
+    def index(self, name):
+        """The index of the argument named `name` (KeyError if none)."""
+        i = self._lib.muir_step_find(self._h(), name.encode("utf-8"))
+        if i < 0:
+            raise KeyError("the step has no argument named %r" % name)
+        return i
+
+    def bind(self, which, address):
+        """Binds tensor argument `which` (index or name) to the caller's
+        memory at `address` (an int: a host pointer on the CPU target, a
+        device pointer on the CUDA target), used in place at every run."""
+        i = which if isinstance(which, int) else self.index(which)
+        if self._lib.muir_step_bind(self._h(), i,
+                                    ctypes.c_void_p(int(address))) != 0:
+            raise _last_error(self._lib, "muir_step_bind")
+
+    def run(self, counter=1, hyper=None, stream=None):
+        """Runs one step. `counter` is the 1-based step number (AdamW's
+        bias correction); `hyper` num_hyper floats in hyper_index order
+        (None: the description's values); `stream` a cudaStream_t as an int
+        for the CUDA target (None: the runtime's)."""
+        h = self._h()
+        if hyper is None:
+            buf, n = None, 0
+        else:
+            if len(hyper) != self.num_hyper:
+                raise ValueError("the step takes %d hyperparameters (%s), "
+                                 "got %d" % (self.num_hyper,
+                                             ", ".join(self.hyper_names),
+                                             len(hyper)))
+            buf = self._hyper_buf
+            for k, v in enumerate(hyper):
+                buf[k] = float(v)
+            n = self.num_hyper
+        s = ctypes.c_void_p(int(stream)) if stream else None
+        if self._lib.muir_step_run(h, int(counter), buf, n, s) != 0:
+            raise _last_error(self._lib, "muir_step_run")
+
+    def __repr__(self):
+        return "<muir.Step %d arguments, %d hyper, rank %d of %d>" % (
+            len(self.arguments), self.num_hyper, self.rank, self.world_size)
+
+
+def compile(source, filename="step.yaml", options=None):
+    """Compiles a description (YAML or JSON, by `filename`'s extension
+    .yaml/.yml/.json) or muir IR into a Step. `options`: None, a string of
+    "name=value" items, or a dict ({"target": "cpu", "ns-mode": "auto",
+    "cache-dir": DIR}; booleans become true/false; None values are left
+    out); the names are those of muir_step_compile (include/muir/Step.h).
+    Raises MuirError with the library's message on failure."""
+    lib = _load()
+    data = source.encode("utf-8") if isinstance(source, str) else bytes(source)
+    opts = _format_options(options)
+    h = lib.muir_step_compile(data, len(data), filename.encode("utf-8"),
+                              opts.encode("utf-8"))
+    if not h:
+        raise _last_error(lib, "muir_step_compile")
+    return Step(h, lib)
+
+
+def open_step(path, options=None):
+    """Opens a step compiled ahead of time (a muir-step-<hash>.so that the
+    cache-dir option wrote; muir_step_open). `options` as for compile (only
+    deterministic and the NCCL ones apply)."""
+    lib = _load()
+    if not hasattr(lib, "muir_step_open") or \
+            lib.muir_step_open.restype is not ctypes.c_void_p:
+        raise MuirError("%s has no muir_step_open" % library_path())
+    h = lib.muir_step_open(os.fsencode(path),
+                           _format_options(options).encode("utf-8"))
+    if not h:
+        raise _last_error(lib, "muir_step_open")
+    return Step(h, lib)

@@ -1,0 +1,127 @@
+"""Step descriptions (docs/description.md) from parameter names and shapes.
+
+    from muir.description import describe, assign
+    text = describe([("embed.weight", (1024, 256)), ("l0.q.weight", (256, 256)),
+                     ("l0.experts.up", (8, 512, 256)), ("norm.weight", (256,))],
+                    lr=0.02, adamw_lr=0.02, devices=1)
+
+The text is JSON (which muir's description reader accepts, so name the
+source `.json`): every name is quoted by `json.dumps`, whatever it holds.
+
+Which optimizer a parameter gets is decided here, in Python, and written
+into the description through the parameter's role, so the two cannot
+disagree (`assign`):
+  * a name matching one of `adamw_patterns` (Python fnmatch globs on the
+    whole name, case-sensitive: `*` also matches dots) takes AdamW;
+  * else a 2-D parameter takes Muon (role `other`), a 3-D one Muon per
+    matrix over dim 0 (role `expert`, a stack [E, out, in]);
+  * everything else takes AdamW: 1-D and 0-D (role `norm`, a 0-D one
+    described as shape [1]), rank >= 4 (role `other`).
+A forced-AdamW 2-D parameter gets role `embedding` and a 3-D one `other`,
+which take AdamW by default; no override patterns are written, so muir's
+glob dialect never has to agree with Python's.
+
+No PyTorch or NumPy here.
+"""
+import fnmatch
+import json
+
+__all__ = ["DEFAULT_ADAMW_PATTERNS", "assign", "describe", "description"]
+
+# Parameters that take AdamW whatever their shape, as Moonlight, Kimi K2 and
+# Keller Jordan's Muon do: token embeddings and the output head (the LM
+# head's rows are per-token, not a linear map Muon's geometry is for).
+DEFAULT_ADAMW_PATTERNS = (
+    "*embed*",                       # embed_tokens, tok_embeddings, embedding
+    "*wte*", "*wpe*",                # GPT-2's token and position embeddings
+    "lm_head", "lm_head.*", "*.lm_head", "*.lm_head.*",
+    "head", "head.*", "*.head", "*.head.*",
+    "output", "output.*",            # Llama's (Meta) top-level output head
+)
+
+
+def _matches(name, patterns):
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def _role(shape, optimizer):
+    rank = len(shape)
+    if optimizer == "muon":
+        return "other" if rank == 2 else "expert"
+    if rank == 2:
+        return "embedding"
+    return "norm" if rank <= 1 else "other"
+
+
+def assign(name, shape, adamw_patterns=DEFAULT_ADAMW_PATTERNS):
+    """("muon" | "adamw", role) for a parameter."""
+    if len(shape) in (2, 3) and not _matches(name, adamw_patterns):
+        optimizer = "muon"
+    else:
+        optimizer = "adamw"
+    return optimizer, _role(shape, optimizer)
+
+
+def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
+                nesterov=True, weight_decay=0.0, ns_steps=5,
+                schedule="simple", scale_mode="spectral", scale_extra=0.2,
+                ns_eps=1e-7, momentum_kind="ema", coefficients=None,
+                adamw_lr=None, adamw_betas=(0.9, 0.95), adamw_eps=1e-8,
+                adamw_weight_decay=0.0,
+                adamw_patterns=DEFAULT_ADAMW_PATTERNS):
+    """The description as a dict. `params`: (name, shape) pairs, or
+    (name, shape, "muon"|"adamw") to state the optimizer yourself.
+    `devices` ranks share Newton-Schulz out over a `dp` axis. adamw_lr None
+    means `lr`."""
+    entries = []
+    for item in params:
+        pname, shape = item[0], tuple(int(d) for d in item[1])
+        if len(item) > 2 and item[2] is not None:
+            if item[2] not in ("muon", "adamw"):
+                raise ValueError("unknown optimizer %r for %r"
+                                 % (item[2], pname))
+            if item[2] == "muon" and len(shape) not in (2, 3):
+                raise ValueError("parameter %r of shape %s cannot take Muon "
+                                 "(2-D or 3-D only)" % (pname, shape))
+            role = _role(shape, item[2])
+        else:
+            role = assign(pname, shape, adamw_patterns)[1]
+        if not pname:
+            raise ValueError("a parameter needs a non-empty name")
+        if any(d < 1 for d in shape):
+            raise ValueError("parameter %r has an empty shape %s"
+                             % (pname, shape))
+        entries.append({"name": pname, "shape": list(shape) or [1],
+                        "role": role})
+    muon = {"lr": float(lr), "momentum": float(momentum),
+            "nesterov": bool(nesterov), "momentum_kind": momentum_kind,
+            "weight_decay": float(weight_decay), "scale_mode": scale_mode,
+            "scale_extra": float(scale_extra), "ns_steps": int(ns_steps),
+            "schedule": schedule, "eps": float(ns_eps)}
+    if coefficients:
+        muon["coefficients"] = [float(c) for c in coefficients]
+    b1, b2 = adamw_betas
+    adamw = {"lr": float(lr if adamw_lr is None else adamw_lr),
+             "beta1": float(b1), "beta2": float(b2), "eps": float(adamw_eps),
+             "weight_decay": float(adamw_weight_decay)}
+    return {"name": name,
+            "grid": {"axes": {"dp": int(devices)}, "devices": int(devices)},
+            "optimizer": {"muon": muon, "adamw": adamw},
+            "parameters": entries}
+
+
+def describe(params, **settings):
+    """The description as JSON text (see `description`)."""
+    d = description(params, **settings)
+    # One setting group and one parameter a line: error messages quote
+    # short lines (file:line:col).
+    lines = ['{"name": %s,' % json.dumps(d["name"]),
+             ' "grid": %s,' % json.dumps(d["grid"]),
+             ' "optimizer": {',
+             '  "muon": %s,' % json.dumps(d["optimizer"]["muon"]),
+             '  "adamw": %s},' % json.dumps(d["optimizer"]["adamw"]),
+             ' "parameters": [']
+    lines += ["  %s," % json.dumps(p) for p in d["parameters"]]
+    lines[-1] = lines[-1].rstrip(",")
+    lines.append(" ]}")
+    return "\n".join(lines) + "\n"

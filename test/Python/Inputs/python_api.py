@@ -1,0 +1,127 @@
+"""The muir package's own API (ctypes over include/muir/Step.h), without
+PyTorch: compile a description, list its arguments, bind NumPy arrays,
+run with and without hyperparameters, errors as MuirError.
+"""
+import sys
+
+import muir
+
+assert "torch" not in sys.modules and "numpy" not in sys.modules, \
+    "import muir imported %s" % [m for m in ("torch", "numpy")
+                                 if m in sys.modules]
+print("import muir: no torch, no numpy")
+
+import numpy as np  # noqa: E402
+
+import muir_reference as ref  # noqa: E402  (test/lib)
+
+failed = []
+
+
+def check(ok, what):
+    if not ok:
+        failed.append(what)
+        print("FAIL: %s" % what)
+
+
+print("version: %s" % muir.version())
+
+SOURCE = """\
+name: api
+grid: {axes: {dp: 1}}
+optimizer:
+  muon: {lr: 0.02, momentum: 0.9, weight_decay: 0.1}
+  adamw: {lr: 0.001, beta1: 0.8, beta2: 0.9, weight_decay: 0.2}
+parameters:
+  - {name: w, shape: [6, 4]}
+  - {name: b, shape: [5], role: bias}
+"""
+step = muir.compile(SOURCE, "api.yaml", {"target": "cpu", "batch": False})
+print("rank %d world %d hyper %d" % (step.rank, step.world_size,
+                                     step.num_hyper))
+for a in step.arguments:
+    if a.role == "hyper":
+        print("argument %s hyper[%d] default %g" % (a.name, a.hyper_index,
+                                                  a.default))
+    elif a.role == "counter":
+        print("argument %s counter" % a.name)
+    else:
+        print("argument %s %s %s%s" % (a.name, a.role,
+                                       "x".join(map(str, a.shape)),
+                                       " updated" if a.updated else ""))
+check(step.find("w.momentum").role == "state", "find")
+check(step.index("b.exp_avg_sq") == step.find("b.exp_avg_sq").index,
+      "index")
+
+rng = np.random.default_rng(0)
+arrays = {}
+for a in step.arguments:
+    if a.is_tensor:
+        x = rng.standard_normal(a.shape).astype(np.float32)
+        if a.role == "state":
+            x = np.abs(x) if a.name.endswith("exp_avg_sq") else x
+        arrays[a.name] = x
+        step.bind(a.name, x.ctypes.data)
+start = {k: v.astype(np.float64) for k, v in arrays.items()}
+
+# Step 1 with the description's values, step 2 with new ones.
+hyper_names = step.hyper_names
+step.run(1)
+h = {"muon.lr": 0.05, "muon.weight_decay": 0.0, "adamw.lr": 0.003,
+     "adamw.weight_decay": 0.5}
+values = [h[n] for n in hyper_names]
+mid = {k: v.astype(np.float64) for k, v in arrays.items()}
+step.run(2, values)
+
+W1, M1 = ref.muon_update(start["w"], start["w.grad"], start["w.momentum"],
+                         lr=0.02, beta=0.9, weight_decay=0.1)
+W2, M2 = ref.muon_update(mid["w"], start["w.grad"], mid["w.momentum"],
+                         lr=0.05, beta=0.9, weight_decay=0.0)
+B1, m1, v1 = ref.adamw_update(start["b"], start["b.grad"], start["b.exp_avg"],
+                              start["b.exp_avg_sq"], 1, lr=0.001, beta1=0.8,
+                              beta2=0.9, weight_decay=0.2)
+B2, m2, v2 = ref.adamw_update(mid["b"], start["b.grad"], mid["b.exp_avg"],
+                              mid["b.exp_avg_sq"], 2, lr=0.003, beta1=0.8,
+                              beta2=0.9, weight_decay=0.5)
+for what, got, want in (("w step 1", mid["w"], W1), ("b step 1", mid["b"], B1),
+                        ("w", arrays["w"], W2), ("w.momentum",
+                                                 arrays["w.momentum"], M2),
+                        ("b", arrays["b"], B2), ("b.exp_avg",
+                                                 arrays["b.exp_avg"], m2),
+                        ("b.exp_avg_sq", arrays["b.exp_avg_sq"], v2)):
+    e = ref.rel_fro(got, want)
+    check(e < 1e-5, "%s: relative error %.3g" % (what, e))
+check(np.array_equal(arrays["w.grad"], start["w.grad"]), "w.grad changed")
+print("two steps (defaults, then hyper %s) match the reference" %
+      ", ".join("%s=%g" % (n, h[n]) for n in hyper_names))
+
+# Errors.
+def expect(what, fn, exc=muir.MuirError):
+    try:
+        fn()
+    except exc as e:
+        print("%s: %s: %s" % (what, type(e).__name__,
+                              str(e).splitlines()[0]))
+    else:
+        check(False, "%s: no error" % what)
+
+
+expect("bad key", lambda: muir.compile(SOURCE.replace("momentum:", "momentm:"),
+                                       "bad.yaml"))
+expect("bad option", lambda: muir.compile(SOURCE, "api.yaml", "target=tpu"))
+expect("bad index", lambda: step.bind(999, arrays["w"].ctypes.data))
+expect("bad name", lambda: step.bind("nope", arrays["w"].ctypes.data),
+       KeyError)
+expect("hyper count", lambda: step.run(3, [0.1]), ValueError)
+expect("option spaces", lambda: muir.compile(SOURCE, "api.yaml",
+                                             {"target": "c pu"}), ValueError)
+with muir.compile(SOURCE, "api.yaml") as other:
+    pass
+expect("closed", lambda: other.run(1))
+step.close()
+step.close()
+print("closed twice")
+if failed:
+    print("python-api: %d FAILED" % len(failed))
+    sys.exit(1)
+print("python-api: PASS")
