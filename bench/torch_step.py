@@ -21,7 +21,8 @@ fp32, on the CPU, for these parameter sets:
     its on-disk cache of compiled steps is a folder of the run's own.
   * muir-run: the same description (written by the optimizer:
     opt.description()) run by `muir-run desc.json --steps K --quiet
-    --no-probes` at OPENBLAS_NUM_THREADS=2; its min_ms.
+    --no-probes --check-finite=false` (muir.torch checks no values) at
+    OPENBLAS_NUM_THREADS=2; its min_ms.
   * eager: the same step in eager PyTorch, a loop over the parameters
     (momentum, Nesterov, NS5 on the wide form, spectral scale, decoupled
     weight decay; AdamW in place), best of --steps after a warm-up, at both
@@ -293,7 +294,7 @@ def main():
                     min(best["torch"], ms)
                 out = common.run([runner, desc, "--steps",
                                   str(args.steps + 1), "--quiet",
-                                  "--no-probes"], env=env)
+                                  "--no-probes", "--check-finite=false"], env=env)
                 ms = float(re.search(r"min_ms ([\d.]+)", out).group(1))
                 best["run"] = ms if best["run"] is None else \
                     min(best["run"], ms)

@@ -17,9 +17,21 @@
  * group's learning rate and weight decay) are read at every run.
  *
  * Every function that can fail returns NULL or a non-zero status and leaves
- * a message for muir_step_last_error(); none exits or aborts the process.
+ * a message for muir_step_last_error(); none exits or aborts the process,
+ * with one exception: with several ranks, a collective that fails, or
+ * waits longer than the runtime's watchdog (MUIR_RT_COLLECTIVE_TIMEOUT,
+ * 60 s by default) for a rank that never comes, ends the process with
+ * status 1 and a message, as an MPI error would (its peers cannot continue).
  * Under mpirun (OMPI_COMM_WORLD_SIZE set) the step's ranks are the job's MPI
  * world: every rank compiles the same source and runs the same steps.
+ *
+ * Process-wide: the ranks (every open step of a process must use the same
+ * grid; they are joined by the first and left at exit), the CUDA device and
+ * NCCL communicator (made by the first CUDA step), and the settings
+ * `deterministic`, `cuda-bf16` and the grouped-GEMM choice (the last step
+ * compiled sets them). A CPU step sets glibc's mallopt M_MMAP_THRESHOLD and
+ * M_TRIM_THRESHOLD to 1 GiB, so that its temporaries' pages stay warm
+ * between runs (MUIR_MALLOPT=0: not).
  *
  *===----------------------------------------------------------------------===*/
 #ifndef MUIR_STEP_H
@@ -44,6 +56,13 @@ enum MuirArgumentRole {
   MUIR_ROLE_HYPER = 5   /* a hyperparameter (double, not bound) */
 };
 
+/* An argument's element type. */
+enum MuirArgumentDtype {
+  MUIR_DTYPE_F32 = 0, /* tensors: float32, row-major, contiguous */
+  MUIR_DTYPE_I64 = 1, /* the step counter */
+  MUIR_DTYPE_F64 = 2  /* hyperparameters */
+};
+
 typedef struct MuirStepArgument {
   /* Tensors: "mlp.up", "mlp.up.grad", "mlp.up.momentum", "x.exp_avg", ...;
    * hyperparameters: "<group>.lr" and "<group>.weight_decay" with group
@@ -57,9 +76,10 @@ typedef struct MuirStepArgument {
   double default_value;    /* hyperparameters: the description's value */
   int32_t hyper_index;     /* hyperparameters: index into run's `hyper` */
   int32_t updated;         /* 1 when the step writes the tensor */
+  int32_t dtype;           /* enum MuirArgumentDtype */
 } MuirStepArgument;
 
-/* "muir 0.1.0 (<git commit>)". */
+/* "muir 0.1.0". */
 const char *muir_step_version(void);
 
 /* Why the last failing call on this thread failed. */
@@ -97,7 +117,8 @@ int muir_step_argument(const MuirStep *step, int32_t index,
 int32_t muir_step_find(const MuirStep *step, const char *name);
 /* How many hyperparameters muir_step_run takes. */
 int32_t muir_step_num_hyper(const MuirStep *step);
-/* This process's rank and the number of ranks (1 outside mpirun). */
+/* This process's rank, and the number of devices of the step's grid (the
+ * ranks that run it). */
 int32_t muir_step_rank(const MuirStep *step);
 int32_t muir_step_world_size(const MuirStep *step);
 
@@ -108,9 +129,11 @@ int muir_step_bind(MuirStep *step, int32_t index, void *data);
 /* Runs one step: `counter` is the 1-based step number (AdamW's bias
  * corrections); `hyper` holds muir_step_num_hyper values in hyper_index
  * order (NULL: the defaults); `stream` is a cudaStream_t for the CUDA
- * target (NULL: the runtime's). Every tensor argument must be bound. On the
- * CUDA target the step is enqueued on the stream and the call returns
- * without waiting for it. */
+ * target. Every tensor argument must be bound. On the CUDA target with a
+ * stream, the step is enqueued on it and the call returns without waiting;
+ * with NULL, the step runs on the runtime's own stream after the work
+ * queued on the legacy default stream (PyTorch's default stream), and the
+ * call waits for it. */
 int muir_step_run(MuirStep *step, int64_t counter, const double *hyper,
                   int32_t num_hyper, void *stream);
 

@@ -131,8 +131,13 @@ runner::lrSchedule(StringRef spec, int64_t first, int64_t last) {
     auto buffer = readBoundedFile(spec, why);
     if (!buffer)
       return bad(why);
+    // Line s is step s: an empty line is an error, not skipped (only the
+    // last line's newline ends the list).
     SmallVector<StringRef> lines;
-    buffer->getBuffer().split(lines, '\n', -1, false);
+    StringRef text = buffer->getBuffer();
+    text.consume_back("\n");
+    if (!text.empty())
+      text.split(lines, '\n', -1, true);
     for (auto [i, line] : llvm::enumerate(lines)) {
       double f;
       if (line.trim().getAsDouble(f) || !std::isfinite(f) || f < 0)

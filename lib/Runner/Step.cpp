@@ -142,6 +142,8 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
       e = boolean(o.cudaGraph);
     } else if (key == "deterministic") {
       e = boolean(o.deterministic);
+    } else if (key == "cuda-device") {
+      e = integer(o.cudaDevice);
     } else if (key == "cache-dir") {
       o.cacheDir = value.str();
     } else if (key == "nccl-id") {
@@ -385,7 +387,6 @@ struct Step::Impl {
   // A cached step: its library and packed entry.
   void *library = nullptr;
   void (*packedEntry)(void **) = nullptr;
-  std::string cachedPath;
 };
 
 /// The CPU runtime's ranks are the process's: every open step of a process
@@ -397,6 +398,10 @@ static int distUsers = 0;
 static std::string distGrid;
 
 static void leaveRanks() { muirrt_dist_finalize(); }
+
+/// The CUDA runtime's NCCL communicator is the process's too: made by the
+/// first CUDA step, destroyed with the last.
+static int cudaUsers = 0;
 
 /// A CPU step allocates its Newton-Schulz temporaries at every run: glibc
 /// keeps freed blocks in the heap instead of unmapping them, so later runs
@@ -417,8 +422,11 @@ Step::~Step() {
   impl->engine.reset();
   if (impl->library)
     dlclose(impl->library);
-  if (impl->cudaDistStarted)
-    impl->cudaLib.distFinalize();
+  if (impl->cudaDistStarted) {
+    std::lock_guard<std::mutex> lock(distMutex);
+    if (--cudaUsers == 0)
+      impl->cudaLib.distFinalize();
+  }
   if (impl->distStarted) {
     std::lock_guard<std::mutex> lock(distMutex);
     --distUsers;
@@ -631,8 +639,11 @@ llvm::Error Step::readArguments() {
                      " (f64) has no muir.name naming the hyperparameter");
       a.name = name.str();
       a.role = MUIR_ROLE_HYPER;
-      if (auto d = entry.getArgAttrOfType<FloatAttr>(i, "muir.default"))
-        a.defaultValue = d.getValueAsDouble();
+      auto d = entry.getArgAttrOfType<FloatAttr>(i, "muir.default");
+      if (!d)
+        return error("hyperparameter '" + a.name + "' (entry argument " +
+                     Twine(i) + ") has no muir.default");
+      a.defaultValue = d.getValueAsDouble();
       a.hyperIndex = static_cast<int32_t>(hyperArgs.size());
       hyperArgs.push_back(static_cast<int32_t>(args.size()));
       hyperUsed |= !entry.getArgument(i).use_empty();
@@ -664,9 +675,19 @@ std::vector<double> Step::defaultHyper() const {
   return values;
 }
 
-int64_t Step::rank() const { return muirrt_dist_rank(); }
+int64_t Step::rank() const {
+  if (cuda() && !underMPI()) {
+    if (options.ncclRank >= 0)
+      return options.ncclRank;
+    const char *env = getenv("RANK");
+    return env ? std::atoll(env) : 0;
+  }
+  return muirrt_dist_rank();
+}
 
 bool Step::cached() const { return impl->packedEntry != nullptr; }
+
+std::string Step::cacheError() const { return cacheFailure; }
 
 llvm::Error Step::prepare(llvm::raw_ostream &diagnostics) {
   if (prepared)
@@ -714,8 +735,14 @@ llvm::Error Step::prepare(llvm::raw_ostream &diagnostics) {
   buildExecToLLVMPipeline(toLLVM, options.target);
   if (failed(toLLVM.run(module)))
     return error("lowering to LLVM failed");
-  if (cacheable())
-    return writeCache(manifest);
+  // A step the cache cannot keep (no cc, a folder it cannot write) still
+  // runs: through the JIT.
+  if (cacheable()) {
+    llvm::Error e = writeCache(manifest);
+    if (!e)
+      return llvm::Error::success();
+    cacheFailure = llvm::toString(std::move(e));
+  }
   return startEngine();
 }
 
@@ -738,9 +765,26 @@ static std::string selfLibrary() {
   return path;
 }
 
-bool Step::cacheable() const {
-  return !options.cacheDir.empty() && !cuda() && !options.trace &&
+/// The cache keeps CPU steps without fingerprint tracing, compiled in a
+/// shared library (the cached one binds to it).
+static bool cacheableWith(const StepOptions &o) {
+  return !o.cacheDir.empty() && o.target.target == Target::Cpu && !o.trace &&
          !selfLibrary().empty();
+}
+
+bool Step::cacheable() const { return cacheableWith(options); }
+
+/// This build of the library: its file, size and time (a rebuild changes
+/// it even when the version does not).
+static std::string buildStamp() {
+  std::string self = selfLibrary();
+  llvm::sys::fs::file_status st;
+  if (self.empty() || llvm::sys::fs::status(self, st))
+    return MUIR_VERSION_STRING;
+  return (Twine(MUIR_VERSION_STRING) + " " + self + " " +
+          Twine(st.getSize()) + " " +
+          Twine(st.getLastModificationTime().time_since_epoch().count()))
+      .str();
 }
 
 /// What the cached library depends on: the source, the options that change
@@ -750,18 +794,22 @@ static std::string cacheKey(StringRef source, StringRef filename,
   std::string text;
   llvm::raw_string_ostream os(text);
   const PipelineOptions &p = o.pipeline;
-  os << MUIR_VERSION_STRING << "\0" << source << "\0"
-     << llvm::sys::path::extension(filename) << "\0" << p.probeUpdates
-     << stringify(p.nsMode) << stringify(p.dpAssign) << p.syrk << p.batch
-     << p.fuseAllReduce << p.chunkRows << "\0" << stringify(o.target.target)
-     << "\0" << llvm::sys::getHostCPUName() << "\0";
+  // Each field NUL-terminated, so that no two differ only in where one
+  // ends and the next begins.
+  auto field = [&](const Twine &value) { os << value << '\0'; };
+  field(MUIR_VERSION_STRING);
+  field(source);
+  field(llvm::sys::path::extension(filename));
+  field(Twine(p.probeUpdates) + "," + stringify(p.nsMode) + "," +
+        stringify(p.machine) + "," + stringify(p.dpAssign) + "," +
+        Twine(p.syrk) + "," + Twine(p.batch) + "," + Twine(p.fuseAllReduce) +
+        "," + Twine(p.chunkRows));
+  field(stringify(o.target.target));
+  field(llvm::sys::getHostCPUName());
   for (const auto &[feature, on] : llvm::sys::getHostCPUFeatures())
-    os << (on ? "+" : "-") << feature;
-  std::string self = selfLibrary();
-  llvm::sys::fs::file_status st;
-  if (!self.empty() && !llvm::sys::fs::status(self, st))
-    os << "\0" << self << st.getSize()
-       << st.getLastModificationTime().time_since_epoch().count();
+    os << (on ? "+" : "-") << feature << ",";
+  os << '\0';
+  field(buildStamp());
   return state::hex64(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(text)));
 }
 
@@ -800,6 +848,7 @@ std::string Step::metadata() const {
     flags[k] = v;
   llvm::json::Object root{
       {"format", "muir-step-1"},
+      {"library", buildStamp()},
       {"entry", entryName},
       {"devices", numDevices},
       {"arguments", std::move(arguments)},
@@ -831,6 +880,10 @@ llvm::Error Step::readMetadata(StringRef text) {
   const llvm::json::Object *root = parsed->getAsObject();
   if (!root || root->getString("format") != "muir-step-1")
     return bad("not muir-step-1");
+  if (root->getString("library") != buildStamp())
+    return error("the compiled step was made by another build of muir (" +
+                 root->getString("library").value_or("?") + "; this is " +
+                 buildStamp() + "); compile it again");
   auto ints = [](const llvm::json::Array *a) {
     SmallVector<int64_t> out;
     for (const llvm::json::Value &v : a ? *a : llvm::json::Array())
@@ -915,12 +968,19 @@ llvm::Error Step::writeCache(StringRef manifest) {
   if ((ec = llvm::sys::fs::createUniqueFile(
            options.cacheDir + "/muir-step-%%%%%%%%.o", fd, object)))
     return error("cache-dir '" + options.cacheDir + "': " + ec.message());
+  llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(object); });
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    if (std::string why = emitObject(module, "native", os); !why.empty())
+    std::string why = emitObject(module, "native", os);
+    os.close();
+    if (why.empty() && os.has_error())
+      why = "cannot write " + object.str().str() + ": " +
+            os.error().message();
+    // Checked: an unchecked stream error would end the process.
+    os.clear_error();
+    if (!why.empty())
       return error(why);
   }
-  llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(object); });
   library = object;
   llvm::sys::path::replace_extension(library, ".so.tmp");
   auto cc = llvm::sys::findProgramByName("cc");
@@ -967,7 +1027,6 @@ llvm::Error Step::openLibrary(StringRef path) {
       dlsym(I.library, "muir_step_packed"));
   if (!I.packedEntry)
     return error("the cached step " + path + " lacks muir_step_packed");
-  I.cachedPath = path.str();
   I.hyperValues = defaultHyper();
   return llvm::Error::success();
 }
@@ -998,8 +1057,10 @@ Step::open(StringRef path, const StepOptions &options) {
 
 llvm::Error Step::joinRanks() {
   Impl &I = *impl;
-  // The ranks: the job's MPI world (or none for one device).
-  if (numDevices > 1 || underMPI()) {
+  // The ranks: the job's MPI world (or none for one device). A CUDA step
+  // outside mpirun (torchrun, or an NCCL id from the caller) has NCCL's
+  // ranks only.
+  if (underMPI() || (numDevices > 1 && !cuda())) {
     std::lock_guard<std::mutex> lock(distMutex);
     std::string text;
     for (const Folding &f : grids) {
@@ -1044,16 +1105,20 @@ llvm::Error Step::startEngine() {
     CudaLib &cl = I.cudaLib;
     if (std::string why = cl.load(options.cudaRuntime); !why.empty())
       return error("--target=cuda: " + why);
-    if (cl.init(-1))
+    if (cl.init(static_cast<int>(options.cudaDevice)))
       return error(Twine("--target=cuda: no usable GPU: ") + cl.lastError());
     SmallVector<int64_t> sizes =
         grids.empty() ? SmallVector<int64_t>{1} : grids.front().sizes;
-    int failed;
-    if (!options.ncclId.empty()) {
+    std::lock_guard<std::mutex> lock(distMutex);
+    int failed = 0;
+    if (cudaUsers > 0) {
+      // The communicator of the process's first CUDA step serves.
+    } else if (!options.ncclId.empty()) {
       std::string bytes;
-      if (options.ncclId.size() % 2 ||
+      if (options.ncclId.size() != 256 ||
           !llvm::tryGetFromHex(options.ncclId, bytes))
-        return error("nccl-id: expected hexadecimal digits");
+        return error("nccl-id: expected the 256 hexadecimal digits of an "
+                     "NCCL unique id (muir_step_nccl_unique_id)");
       failed = cl.distInitWithId(sizes.data(),
                                  static_cast<int32_t>(sizes.size()),
                                  options.ncclRank, options.ncclWorld,
@@ -1063,6 +1128,7 @@ llvm::Error Step::startEngine() {
     }
     if (failed)
       return error(Twine("--target=cuda: NCCL: ") + cl.lastError());
+    ++cudaUsers;
     I.cudaDistStarted = true;
     cl.setDeterministic(options.deterministic);
     cl.setPrecision(options.cudaBf16);
@@ -1109,8 +1175,7 @@ Step::compile(StringRef source, StringRef filename, const StepOptions &options,
               llvm::raw_ostream &diagnostics) {
   // A cached library of this very step (source, options, build, host)
   // needs no compiler; a damaged one is compiled again.
-  if (!options.cacheDir.empty() && options.target.target == Target::Cpu &&
-      !options.trace && !selfLibrary().empty()) {
+  if (cacheableWith(options)) {
     std::string path =
         cachePath(options.cacheDir, cacheKey(source, filename, options));
     if (llvm::sys::fs::exists(path)) {
@@ -1137,6 +1202,9 @@ llvm::Error Step::bind(int32_t index, void *data) {
                  "' is a scalar: give it to run(), not bind()");
   if (!data && args[index].numel() > 0)
     return error("argument '" + args[index].name + "': null data");
+  // A captured CUDA graph holds the pointers: capture again.
+  if (bound[index] != data)
+    captured = false;
   bound[index] = data;
   return llvm::Error::success();
 }
@@ -1157,7 +1225,11 @@ llvm::Error Step::run(int64_t counter, llvm::ArrayRef<double> hyper,
     if (!std::isfinite(v) || v < 0)
       return error("hyperparameter '" + args[hyperArgs[k]].name +
                    "' must be finite and >= 0, got " + std::to_string(v));
-  if (!hyper.empty())
+  if (counter < 1)
+    return error("the step counter is 1-based, got " + Twine(counter));
+  if (hyper.empty())
+    I.hyperValues = defaultHyper();
+  else
     I.hyperValues.assign(hyper.begin(), hyper.end());
   I.counterValue[0] = counter;
   SmallVector<void *> packed;

@@ -35,6 +35,8 @@ __all__ = ["MuirError", "Argument", "Step", "compile", "open_step",
 # enum MuirArgumentRole, by value.
 ROLES = ("param", "grad", "state", "data", "counter", "hyper")
 _TENSOR_ROLES = frozenset(("param", "grad", "state", "data"))
+# enum MuirArgumentDtype, by value.
+_DTYPES = ("float32", "int64", "float64")
 
 
 class MuirError(RuntimeError):
@@ -49,7 +51,8 @@ class _CArgument(ctypes.Structure):
                 ("global_shape", ctypes.POINTER(ctypes.c_int64)),
                 ("default_value", ctypes.c_double),
                 ("hyper_index", ctypes.c_int32),
-                ("updated", ctypes.c_int32)]
+                ("updated", ctypes.c_int32),
+                ("dtype", ctypes.c_int32)]
 
 
 _lock = threading.Lock()
@@ -179,10 +182,10 @@ def _format_options(options):
 class Argument:
     """One argument of a compiled step (see MuirStepArgument)."""
     __slots__ = ("index", "name", "role", "shape", "global_shape", "default",
-                 "hyper_index", "updated")
+                 "hyper_index", "updated", "dtype")
 
     def __init__(self, index, name, role, shape, global_shape, default,
-                 hyper_index, updated):
+                 hyper_index, updated, dtype="float32"):
         self.index = index
         self.name = name
         self.role = role
@@ -191,6 +194,7 @@ class Argument:
         self.default = default
         self.hyper_index = hyper_index
         self.updated = updated
+        self.dtype = dtype     # "float32" (tensors), "int64", "float64"
 
     @property
     def is_tensor(self):
@@ -238,7 +242,9 @@ class Step:
             args.append(Argument(i, c.name.decode("utf-8", "replace"), role,
                                  shape, gshape, c.default_value,
                                  c.hyper_index if role == "hyper" else -1,
-                                 bool(c.updated)))
+                                 bool(c.updated),
+                                 _DTYPES[c.dtype] if 0 <= c.dtype < 3
+                                 else str(c.dtype)))
         self.arguments = args
         self._by_name = {a.name: a for a in args}
         self.num_hyper = lib.muir_step_num_hyper(handle)

@@ -33,8 +33,10 @@ around 0.02 for Muon) give AdamW its own lr (e.g. 3e-4).
 step(): the parameters with a gradient take part (those without are
 skipped, their state untouched, as torch optimizers do). Every one of them
 and its gradient must be float32, contiguous, on the device of the step's
-target (CPU tensors: target cpu; CUDA tensors: target cuda, run on the
-current stream) and of the shape it had when the optimizer was built;
+target (CPU tensors: target cpu; CUDA tensors: target cuda on their
+device, run on the current stream, after the work queued there; the CUDA
+path has not run on a GPU yet) and of the shape it had when the optimizer
+was built;
 otherwise step() raises ParameterError naming the parameter and updates
 nothing. The step updates the parameters' own storage (p.data_ptr() stays),
 reading p.grad; muir's step is compiled once per set of taking-part
@@ -45,10 +47,10 @@ CPU target, on disk (cache_dir below). The state lives in
 and torch.save checkpoints work and a resumed run equals the continuous one
 bitwise.
 
-Several ranks: under mpirun (OMPI_COMM_WORLD_SIZE) or with torch.distributed
-initialised, layout defaults to "dp=<world size>": Newton-Schulz is shared
-out over the ranks (each matrix on one rank, the results gathered) and every
-rank ends with the same parameters as one rank would, given the same
+Several ranks: under mpirun (OMPI_COMM_WORLD_SIZE), or on CUDA with
+torch.distributed initialised, layout defaults to "dp=<world size>":
+Newton-Schulz is shared out over the ranks (each matrix on one rank, the
+results gathered) and every rank ends with the same parameters as one rank would, given the same
 (already averaged) gradients on every rank. On the CPU target the ranks
 are the job's MPI world, so launch with mpirun. On the CUDA target under
 torchrun (torch.distributed initialised, no mpirun), rank 0 makes an NCCL
@@ -71,7 +73,6 @@ More keyword arguments (**more):
   deterministic, probes (include/muir/Step.h).
 """
 import os
-import warnings
 
 import torch
 
@@ -124,22 +125,25 @@ def _cache_dir(value):
     return value
 
 
-def _world_size():
+def _world_size(target):
+    """The job's ranks: mpirun's world; on CUDA also torch.distributed's
+    (NCCL joins those ranks); else 1 (a CPU step's ranks are MPI's)."""
     size = os.environ.get("OMPI_COMM_WORLD_SIZE")
     if size:
         return int(size)
-    try:
-        import torch.distributed as dist
-        if dist.is_available() and dist.is_initialized():
-            return dist.get_world_size()
-    except Exception:
-        pass
+    if target == "cuda":
+        try:
+            import torch.distributed as dist
+            if dist.is_available() and dist.is_initialized():
+                return dist.get_world_size()
+        except Exception:
+            pass
     return 1
 
 
-def _parse_layout(layout):
+def _parse_layout(layout, target="cpu"):
     if layout is None:
-        return _world_size()
+        return _world_size(target)
     if isinstance(layout, int) and not isinstance(layout, bool):
         devices = layout
     else:
@@ -249,7 +253,6 @@ class Muon(torch.optim.Optimizer):
         self._devices = None if layout is None else _parse_layout(layout)
         self._options = options
         self._extra = extra
-        self._adamw_patterns = tuple(adamw_patterns)
         self._cache = {}
         self._nccl = None
         self._initial = {"muon": (float(lr), float(weight_decay)),
@@ -391,41 +394,27 @@ class Muon(torch.optim.Optimizer):
         s = state["step"]
         return int(s.item()) if isinstance(s, torch.Tensor) else int(s)
 
-    def _compile(self, params, target, settings):
+    def _compile(self, params, target, settings, device):
         key = (tuple(self._info[p]["index"] for p in params), target,
-               settings)
+               device.index, settings)
         c = self._cache.get(key)
         if c is not None:
             return c
         if self._devices is None:
-            self._devices = _parse_layout(self._layout)
+            self._devices = _parse_layout(self._layout, target)
         mi, ai = self._groups()
         text = self._describe(params, settings)
         options = dict(self._options)
         options["target"] = target
         if target == "cpu" and self._cache_dir:
+            # Where the cache cannot keep the step (no C compiler to link
+            # it, a folder it cannot write), the library runs it through
+            # its JIT.
             options["cache-dir"] = self._cache_dir
+        if target == "cuda" and device.index is not None:
+            options["cuda-device"] = device.index
         options.update(self._nccl_options(target))
-        try:
-            step = muir.compile(text, self._name + ".json", options)
-        except muir.MuirError as cached_error:
-            if "cache-dir" not in options:
-                raise
-            # The cache is a convenience: without a C compiler to link the
-            # cached library, or a writable folder, compile without it.
-            del options["cache-dir"]
-            step = muir.compile(text, self._name + ".json", options)
-            warnings.warn("muir.torch.Muon: compiled without the on-disk "
-                          "cache (%s): %s" % (self._cache_dir, cached_error))
-            self._cache_dir = None
-        if step.world_size != self._devices:
-            step.close()
-            raise muir.MuirError(
-                "muir.torch.Muon: the layout has %d ranks (dp=%d) but muir's "
-                "step runs on %d; launch the job with mpirun -n %d (or pass "
-                "layout=\"dp=%d\")" % (self._devices, self._devices,
-                                       step.world_size, self._devices,
-                                       step.world_size))
+        step = muir.compile(text, self._name + ".json", options)
         by_desc = {self._info[p]["desc_name"]: p for p in params}
         binds, hyper = [], [None] * step.num_hyper
         group_of = {"muon": mi, "adamw": ai}
@@ -540,8 +529,18 @@ class Muon(torch.optim.Optimizer):
                             count + 1))
         if not batches:
             batches.append((muon, 1))
-        compiled = [(self._compile(batch, target, settings), counter, batch)
+        compiled = [(self._compile(batch, target, settings, device), counter,
+                     batch)
                     for batch, counter in batches]
+        for group in self.param_groups:
+            for key in ("lr", "weight_decay"):
+                value = float(group[key])
+                if not (value >= 0 and value < float("inf")):
+                    raise ValueError(
+                        "muir.torch.Muon: param_groups[%d] (%s) has %s %r; "
+                        "expected a finite value >= 0" % (
+                            self.param_groups.index(group),
+                            group.get("optimizer", "?"), key, value))
         for p in params:
             self._prepare_state(p, device)
         stream = None

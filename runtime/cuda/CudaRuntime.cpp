@@ -766,13 +766,40 @@ extern "C" int muirrt_cuda_exchange_unique_id(int64_t rank, int64_t world,
   }
 }
 
+/// This process's place on the grid (state.sizes): rank and coordinates;
+/// -1 when `size` processes cannot run the grid.
+static int placeOnGrid(int64_t rank, int64_t size) {
+  int64_t world = 1;
+  for (int64_t s : state.sizes)
+    world *= s;
+  if (size != world)
+    return fail("the grid has " + std::to_string(world) + " ranks but " +
+                std::to_string(size) + " processes run");
+  state.rank = rank;
+  state.worldSize = size;
+  state.coords.assign(state.sizes.size(), 0);
+  for (size_t i = state.sizes.size(), r = rank; i-- > 0;) {
+    state.coords[i] = static_cast<int64_t>(r) % state.sizes[i];
+    r /= state.sizes[i];
+  }
+  return 0;
+}
+
+/// The world communicator from the job's unique id (once per process).
+static int joinWorld(const ncclUniqueId &id, int64_t rank, int64_t size) {
+  if (state.world)
+    return fail("NCCL is initialised already in this process");
+  ncclResult_t r = ncclCommInitRank(&state.world, static_cast<int>(size), id,
+                                    static_cast<int>(rank));
+  if (r != ncclSuccess)
+    return fail(std::string("ncclCommInitRank: ") + ncclGetErrorString(r));
+  return 0;
+}
+
 extern "C" int muirrt_cuda_dist_init(const int64_t *sizes, int32_t num_axes) {
   if (muirrt_cuda_init(-1) != 0)
     return -1;
   state.sizes.assign(sizes, sizes + num_axes);
-  int64_t world = 1;
-  for (int64_t s : state.sizes)
-    world *= s;
   int rank = 0, size = 1;
   bool viaMpi = false;
 #if MUIR_RT_HAVE_MPI
@@ -788,16 +815,8 @@ extern "C" int muirrt_cuda_dist_init(const int64_t *sizes, int32_t num_axes) {
     size = std::atoi(std::getenv("WORLD_SIZE"));
     rank = std::atoi(std::getenv("RANK"));
   }
-  if (size != world)
-    return fail("the grid has " + std::to_string(world) + " ranks but " +
-                std::to_string(size) + " processes run");
-  state.rank = rank;
-  state.worldSize = size;
-  state.coords.assign(state.sizes.size(), 0);
-  for (size_t i = state.sizes.size(), r = rank; i-- > 0;) {
-    state.coords[i] = static_cast<int64_t>(r) % state.sizes[i];
-    r /= state.sizes[i];
-  }
+  if (placeOnGrid(rank, size) != 0)
+    return -1;
   if (size == 1)
     return 0;
   ncclUniqueId id;
@@ -810,10 +829,7 @@ extern "C" int muirrt_cuda_dist_init(const int64_t *sizes, int32_t num_axes) {
   } else if (muirrt_cuda_exchange_unique_id(rank, size, &id) != 0) {
     return -1;
   }
-  ncclResult_t r = ncclCommInitRank(&state.world, size, id, rank);
-  if (r != ncclSuccess)
-    return fail(std::string("ncclCommInitRank: ") + ncclGetErrorString(r));
-  return 0;
+  return joinWorld(id, rank, size);
 }
 
 /// NCCL from a unique id the caller distributed (a PyTorch job through its
@@ -833,43 +849,38 @@ extern "C" int muirrt_cuda_dist_init_with_id(const int64_t *sizes,
   if (muirrt_cuda_init(-1) != 0)
     return -1;
   state.sizes.assign(sizes, sizes + num_axes);
-  int64_t world = 1;
-  for (int64_t s : state.sizes)
-    world *= s;
-  if (size != world)
-    return fail("the grid has " + std::to_string(world) + " ranks but " +
-                std::to_string(size) + " processes run");
-  state.rank = rank;
-  state.worldSize = size;
-  state.coords.assign(state.sizes.size(), 0);
-  for (size_t i = state.sizes.size(), r = rank; i-- > 0;) {
-    state.coords[i] = static_cast<int64_t>(r) % state.sizes[i];
-    r /= state.sizes[i];
-  }
+  if (placeOnGrid(rank, size) != 0)
+    return -1;
   if (size == 1)
     return 0;
   ncclUniqueId nid;
   std::memcpy(&nid, id, sizeof(nid));
-  ncclResult_t r = ncclCommInitRank(&state.world, static_cast<int>(size), nid,
-                                    static_cast<int>(rank));
-  if (r != ncclSuccess)
-    return fail(std::string("ncclCommInitRank: ") + ncclGetErrorString(r));
-  return 0;
+  return joinWorld(nid, rank, size);
 }
 
 /// Runs later steps on `stream` (a cudaStream_t of the caller's; null: the
-/// runtime's own).
+/// runtime's own, which then first waits for the work queued on the legacy
+/// default stream: PyTorch's default stream is that one, and the runtime's
+/// own is non-blocking, so without the wait it could read gradients the
+/// backward pass is still writing).
 extern "C" void muirrt_cuda_set_stream(void *stream) {
   if (muirrt_cuda_init(-1) != 0)
     return;
   static cudaStream_t own = nullptr;
+  static cudaEvent_t legacyDone = nullptr;
   if (!own)
     own = state.stream;
   cudaStream_t next = stream ? static_cast<cudaStream_t>(stream) : own;
-  if (next == state.stream)
-    return;
-  state.stream = next;
-  cublasSetStream(state.blas, state.stream);
+  if (next != state.stream) {
+    state.stream = next;
+    cublasSetStream(state.blas, state.stream);
+  }
+  if (!stream) {
+    if (!legacyDone)
+      cudaEventCreateWithFlags(&legacyDone, cudaEventDisableTiming);
+    cudaEventRecord(legacyDone, cudaStreamLegacy);
+    cudaStreamWaitEvent(own, legacyDone, 0);
+  }
 }
 
 extern "C" void muirrt_cuda_dist_finalize(void) {

@@ -244,6 +244,13 @@ int main(int argc, char **argv) {
   auto factors = runner::lrSchedule(lrSchedule, firstStep, lastStep);
   if (!factors)
     return fail(llvm::toString(factors.takeError()));
+  if (lrSchedule != "constant" &&
+      llvm::none_of(step.arguments(), [](const runner::Argument &a) {
+        return a.hyperIndex >= 0 && StringRef(a.name).ends_with(".lr");
+      }))
+    return fail("--lr-schedule: the step has no run-time learning rate (an "
+                "f64 argument with muir.role = \"hyper\" named *.lr); its "
+                "rates are constants in the IR");
   if (launcher)
     return runner::relaunchUnderMPI(numRanks, argc, argv, "muir-run");
 

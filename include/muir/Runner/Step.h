@@ -52,6 +52,8 @@ struct StepOptions {
   /// environment.
   std::string ncclId;
   int64_t ncclRank = -1, ncclWorld = -1;
+  /// The GPU (-1: LOCAL_RANK, else 0).
+  int64_t cudaDevice = -1;
   /// Keep the compiled step (CPU target, from the C API's shared library)
   /// in DIR as a shared library named by a hash of the source, the options,
   /// the build and the host CPU; a later compile of the same step loads it
@@ -137,10 +139,11 @@ public:
   int32_t numHyper() const { return static_cast<int32_t>(hyperArgs.size()); }
   /// Whether the step was loaded from (or written to) the cache.
   bool cached() const;
+  /// Why a cacheable step could not be cached (it runs through the JIT),
+  /// or "".
+  std::string cacheError() const;
   /// The hyperparameters' defaults, in hyperIndex order.
   std::vector<double> defaultHyper() const;
-  /// The step counter is read (AdamW's bias corrections).
-  bool readsCounter() const { return counterUsed; }
 
   /// The grid's devices (1 without a grid) and this process's rank.
   int64_t devices() const { return numDevices; }
@@ -208,6 +211,7 @@ private:
   std::string entryName;
   bool counterUsed = false, hyperUsed = false, prepared = false;
   bool captured = false;
+  std::string cacheFailure;
   int64_t runs = 0;
 };
 

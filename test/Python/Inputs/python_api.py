@@ -94,6 +94,51 @@ for what, got, want in (("w step 1", mid["w"], W1), ("b step 1", mid["b"], B1),
 check(np.array_equal(arrays["w.grad"], start["w.grad"]), "w.grad changed")
 print("two steps (defaults, then hyper %s) match the reference" %
       ", ".join("%s=%g" % (n, h[n]) for n in hyper_names))
+check([a.dtype for a in step.arguments if a.role == "hyper"] ==
+      ["float64"] * 4 and step.find("w").dtype == "float32" and
+      step.find("step").dtype == "int64", "dtypes")
+
+# Without values a run takes the defaults again, not the last ones: step 3
+# with None is bitwise step 3 of a second step given the defaults.
+import os  # noqa: E402
+import tempfile  # noqa: E402
+
+def three_steps(second_hyper, third_hyper, options=None, opened=None):
+    s = opened or muir.compile(SOURCE, "api.yaml",
+                               dict({"target": "cpu", "batch": False},
+                                    **(options or {})))
+    xs = {k: v.astype(np.float64).astype(np.float32).copy()
+          for k, v in start.items()}
+    for a in s.arguments:
+        if a.is_tensor:
+            s.bind(a.index, xs[a.name].ctypes.data)
+    s.run(1)
+    s.run(2, second_hyper)
+    s.run(3, third_hyper)
+    s.close()
+    return xs
+
+defaults = [dict((a.name, a.default) for a in step.arguments
+                 if a.role == "hyper")[n] for n in hyper_names]
+after_none = three_steps(values, None)
+after_defaults = three_steps(values, defaults)
+check(all(np.array_equal(after_none[k], after_defaults[k])
+          for k in after_none), "run(None) after values: not the defaults")
+print("run without values after values: the defaults")
+
+# The cache: the library it writes opens without compiling (muir_step_open)
+# and runs bitwise as the JIT.
+cache = tempfile.mkdtemp(prefix="muir-api-cache-")
+jit = three_steps(values, None)
+cached = three_steps(values, None, {"cache-dir": cache})
+files = [f for f in os.listdir(cache) if f.endswith(".so")]
+check(len(files) == 1, "cache files: %s" % files)
+opened = three_steps(values, None,
+                     opened=muir.open_step(os.path.join(cache, files[0])))
+check(all(np.array_equal(jit[k], cached[k]) and
+          np.array_equal(jit[k], opened[k]) for k in jit),
+      "cached or opened step differs from the JIT")
+print("cached and opened steps: bitwise the JIT's")
 
 # Errors.
 def expect(what, fn, exc=muir.MuirError):
@@ -113,6 +158,8 @@ expect("bad index", lambda: step.bind(999, arrays["w"].ctypes.data))
 expect("bad name", lambda: step.bind("nope", arrays["w"].ctypes.data),
        KeyError)
 expect("hyper count", lambda: step.run(3, [0.1]), ValueError)
+expect("counter 0", lambda: step.run(0))
+expect("open a non-step", lambda: muir.open_step(os.path.join(cache, "x.so")))
 expect("option spaces", lambda: muir.compile(SOURCE, "api.yaml",
                                              {"target": "c pu"}), ValueError)
 with muir.compile(SOURCE, "api.yaml") as other:
@@ -121,6 +168,8 @@ expect("closed", lambda: other.run(1))
 step.close()
 step.close()
 print("closed twice")
+import shutil  # noqa: E402
+shutil.rmtree(cache)
 if failed:
     print("python-api: %d FAILED" % len(failed))
     sys.exit(1)

@@ -101,6 +101,13 @@ model, opt = fresh()
 opt.param_groups[0]["momentum"] = 1.5
 expect_error("momentum 1.5", model, opt, exc=muir.MuirError)
 
+# A learning rate that is not finite: refused before any state is made.
+model, opt = fresh(steps=0)
+tt.loss_of(model, 1).backward()
+opt.param_groups[1]["lr"] = float("nan")
+expect_error("lr nan", model, opt, exc=ValueError)
+fail.check(len(opt.state) == 0, "lr nan: state made before the refusal")
+
 # Parameters without a gradient are skipped: unchanged, no state.
 model, opt = fresh(steps=0)
 model.up.grad = None

@@ -7,6 +7,7 @@ reporting.
 """
 import sys
 
+import muir_reference as ref
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -71,47 +72,22 @@ def train_step(model, opt, step, set_to_none=True):
 # float64 reference of muir.muon_update and muir.adamw_update
 # ---------------------------------------------------------------------------
 
-NS_SIMPLE = (3.4445, -4.7750, 2.0315)
-
-
-def ref_newton_schulz(u, steps=5, eps=1e-7):
-    """NS5 with the simple coefficients: Frobenius normalisation, then the
-    iteration on the wide form (X X^T the small Gram matrix)."""
-    a, b, c = NS_SIMPLE
-    x = np.array(u, dtype=np.float64)
-    x = x / (np.linalg.norm(x) + eps)
-    tall = x.shape[0] > x.shape[1]
-    if tall:
-        x = x.T
-    for _ in range(steps):
-        gram = x @ x.T
-        x = a * x + (b * gram + c * gram @ gram) @ x
-    return x.T if tall else x
-
+# The float64 references of the two updates: test/lib/muir_reference.py
+# (written from the formulas of docs/description.md and
+# dialects/Muir/MuirOps.td), with muir.torch.Muon's defaults.
 
 def ref_muon(w, g, m, lr, wd, beta=0.95, nesterov=True, steps=5,
              scale_extra=0.2):
     """One Muon step (momentum ema) in float64: returns (w', m')."""
-    w, g, m = (np.asarray(t, dtype=np.float64) for t in (w, g, m))
-    m1 = beta * m + (1.0 - beta) * g
-    u = (1.0 - beta) * g + beta * m1 if nesterov else m1
-    if u.ndim == 2:
-        o = ref_newton_schulz(u, steps)
-    else:
-        o = np.stack([ref_newton_schulz(u[i], steps)
-                      for i in range(u.shape[0])])
-    scale = scale_extra * np.sqrt(max(w.shape[-2], w.shape[-1]))
-    return w * (1.0 - lr * wd) - lr * scale * o, m1
+    return ref.muon_update(w, g, m, lr, beta=beta, nesterov=nesterov,
+                           weight_decay=wd, scale_extra=scale_extra,
+                           ns_steps=steps)
 
 
 def ref_adamw(w, g, m, v, t, lr, wd, beta1=0.9, beta2=0.95, eps=1e-8):
     """One AdamW step (t 1-based) in float64: returns (w', m', v')."""
-    w, g, m, v = (np.asarray(x, dtype=np.float64) for x in (w, g, m, v))
-    m1 = beta1 * m + (1.0 - beta1) * g
-    v1 = beta2 * v + (1.0 - beta2) * g * g
-    mhat = m1 / (1.0 - beta1 ** t)
-    vhat = v1 / (1.0 - beta2 ** t)
-    return w * (1.0 - lr * wd) - lr * mhat / (np.sqrt(vhat) + eps), m1, v1
+    return ref.adamw_update(w, g, m, v, t, lr, beta1=beta1, beta2=beta2,
+                            eps=eps, weight_decay=wd)
 
 
 def rel(x, ref):
