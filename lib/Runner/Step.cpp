@@ -382,6 +382,7 @@ struct Step::Impl {
   std::map<int64_t, TracedOp> tracedOps;
   std::vector<int64_t> counterValue{0};
   std::vector<double> hyperValues;
+  std::vector<double> capturedHyper; // the values in the captured graph
   // The source as given (the cache's key).
   std::string sourceText, filename;
   // A cached step: its library and packed entry.
@@ -1254,11 +1255,14 @@ llvm::Error Step::run(int64_t counter, llvm::ArrayRef<double> hyper,
   CudaLib &cl = I.cudaLib;
   cl.setStream(stream);
   // The first step runs op by op (it creates communicators and scratch);
-  // later ones replay one CUDA graph. A step that reads its counter or
-  // hyperparameters is captured again each run (they are kernel
-  // arguments) and the graph updated in place.
+  // later ones replay one CUDA graph. A step that reads its counter is
+  // captured again each run (a kernel argument) and the graph updated in
+  // place; so is one whose hyperparameters changed since the capture.
   bool graph = options.cudaGraph && !options.cudaCublasGrouped && runs > 1;
-  if (graph && (!captured || counterUsed || hyperUsed)) {
+  // The hyperparameters are kernel arguments too: a graph captured with
+  // the same values replays as it is (a constant learning rate).
+  bool hyperChanged = hyperUsed && I.hyperValues != I.capturedHyper;
+  if (graph && (!captured || counterUsed || hyperChanged)) {
     if (cl.graphBegin())
       return error(Twine("--target=cuda: ") + cl.lastError());
     if (llvm::Error err = I.engine->invokePacked(entryName, packed))
@@ -1266,6 +1270,7 @@ llvm::Error Step::run(int64_t counter, llvm::ArrayRef<double> hyper,
     if (cl.graphEnd())
       return error(Twine("--target=cuda: ") + cl.lastError());
     captured = true;
+    I.capturedHyper = I.hyperValues;
   }
   if (graph) {
     if (cl.graphLaunch())
