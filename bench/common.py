@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 # (label, torch threads, OPENBLAS_NUM_THREADS or None for the default)
 TORCH_SETTINGS = [("torch2", 2, None), ("blas2", 1, "2")]
@@ -23,6 +24,17 @@ def run(cmd, env=None):
         sys.exit("bench: %s failed:\n%s%s" % (" ".join(cmd), p.stdout,
                                              p.stderr))
     return p.stdout
+
+
+def fastest_ms(fn, reps):
+    """The fastest of `reps` calls of fn(), in milliseconds (warm it up
+    first: the first call pays thread pools and page faults)."""
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best * 1e3
 
 
 def torch_env(blas):

@@ -29,7 +29,6 @@ import os
 import re
 import sys
 import tempfile
-import time
 
 import common
 
@@ -75,12 +74,7 @@ def torch_worker(args):
         y.backward(dy)
 
     step()
-    best = float("inf")
-    for _ in range(args.reps):
-        t0 = time.perf_counter()
-        step()
-        best = min(best, time.perf_counter() - t0)
-    print(json.dumps({"ms": best * 1e3}))
+    print(json.dumps({"ms": common.fastest_ms(step, args.reps)}))
     return 0
 
 

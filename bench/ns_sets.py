@@ -28,7 +28,6 @@ import os
 import re
 import sys
 import tempfile
-import time
 
 import common
 
@@ -67,13 +66,9 @@ def torch_worker(args):
     with torch.no_grad():
         for G in mats:
             newton_schulz(G)
-        best = float("inf")
-        for _ in range(args.reps):
-            t0 = time.perf_counter()
-            for G in mats:
-                newton_schulz(G)
-            best = min(best, time.perf_counter() - t0)
-    print(json.dumps({"ms": best * 1e3}))
+        ms = common.fastest_ms(lambda: [newton_schulz(G) for G in mats],
+                               args.reps)
+    print(json.dumps({"ms": ms}))
     return 0
 
 

@@ -23,9 +23,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
+
+import common
 
 
 def run(cmd):
@@ -51,12 +52,7 @@ def sgemm_rate(n=2048, reps=5):
     a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
     b = a.copy()
     a @ b
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - t)
-    return 2.0 * n ** 3 / best / 1e9
+    return 2.0 * n ** 3 / common.fastest_ms(lambda: a @ b, reps) / 1e6
 
 
 def main():

@@ -35,6 +35,8 @@ import sys
 import tempfile
 import time
 
+import common
+
 COEFFS = (3.4445, -4.7750, 2.0315)  # the "simple" schedule
 NS_STEPS = 5
 EPS = 1e-7
@@ -94,12 +96,8 @@ def torch_worker(args):
         for shape in args.shapes:
             G = torch.randn(*parse_shape(shape), dtype=torch.float32)
             newton_schulz(G)  # warm-up: thread pools, page faults
-            best = float("inf")
-            for _ in range(args.reps):
-                t0 = time.perf_counter()
-                newton_schulz(G)
-                best = min(best, time.perf_counter() - t0)
-            result["ms"][shape] = best * 1e3
+            result["ms"][shape] = common.fastest_ms(
+                lambda: newton_schulz(G), args.reps)
     print(json.dumps(result))
     return 0
 

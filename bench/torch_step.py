@@ -138,17 +138,13 @@ def muir_worker(args):
     opt.step()                                    # compiles
     first = time.perf_counter() - t0
     opt.step()                                    # warms the heap
-    best = float("inf")
-    for _ in range(args.steps):
-        t0 = time.perf_counter()
-        opt.step()
-        best = min(best, time.perf_counter() - t0)
+    best_ms = common.fastest_ms(opt.step, args.steps)
     assert ptrs == [p.data_ptr() for _, p in params], "parameters moved"
     if args.description:
         with open(args.description, "w") as f:
             f.write(opt.description())
     muon = len(opt.param_groups[0]["params"])
-    print(json.dumps({"ms": best * 1e3, "first_ms": first * 1e3,
+    print(json.dumps({"ms": best_ms, "first_ms": first * 1e3,
                       "muon": muon,
                       "adamw": len(opt.param_groups[1]["params"])}))
     return 0
@@ -223,12 +219,7 @@ def torch_worker(args):
                                            value=-alr)
 
     step()
-    best = float("inf")
-    for _ in range(args.steps):
-        t0 = time.perf_counter()
-        step()
-        best = min(best, time.perf_counter() - t0)
-    print(json.dumps({"ms": best * 1e3}))
+    print(json.dumps({"ms": common.fastest_ms(step, args.steps)}))
     return 0
 
 

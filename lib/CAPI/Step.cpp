@@ -31,6 +31,25 @@ static int failWith(llvm::Error e, const std::string &prefix = "") {
   return 1;
 }
 
+/// A step from `make(options, diagnostics)`, or null with the options'
+/// error, or the diagnostics (file:line:col) followed by the error's line.
+template <typename Make>
+static MuirStep *makeStep(const char *options, Make make) {
+  auto parsed = StepOptions::parse(options ? options : "");
+  if (!parsed) {
+    failWith(parsed.takeError());
+    return nullptr;
+  }
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  auto step = make(*parsed, os);
+  if (!step) {
+    failWith(step.takeError(), llvm::StringRef(diagnostics).rtrim().str());
+    return nullptr;
+  }
+  return new MuirStep{std::move(*step)};
+}
+
 extern "C" {
 
 const char *muir_step_version(void) { return MUIR_VERSION_STRING; }
@@ -43,21 +62,9 @@ MuirStep *muir_step_compile(const char *source, size_t size,
     lastError = "muir_step_compile: source and filename are required";
     return nullptr;
   }
-  auto parsed = StepOptions::parse(options ? options : "");
-  if (!parsed) {
-    failWith(parsed.takeError());
-    return nullptr;
-  }
-  std::string diagnostics;
-  llvm::raw_string_ostream os(diagnostics);
-  auto step = Step::compile(llvm::StringRef(source, size), filename, *parsed,
-                            os);
-  if (!step) {
-    // Diagnostics (file:line:col) first, then the error's own line.
-    failWith(step.takeError(), llvm::StringRef(diagnostics).rtrim().str());
-    return nullptr;
-  }
-  return new MuirStep{std::move(*step)};
+  return makeStep(options, [&](const StepOptions &o, llvm::raw_ostream &os) {
+    return Step::compile(llvm::StringRef(source, size), filename, o, os);
+  });
 }
 
 MuirStep *muir_step_open(const char *path, const char *options) {
@@ -65,17 +72,9 @@ MuirStep *muir_step_open(const char *path, const char *options) {
     lastError = "muir_step_open: a path is required";
     return nullptr;
   }
-  auto parsed = StepOptions::parse(options ? options : "");
-  if (!parsed) {
-    failWith(parsed.takeError());
-    return nullptr;
-  }
-  auto step = Step::open(path, *parsed);
-  if (!step) {
-    failWith(step.takeError());
-    return nullptr;
-  }
-  return new MuirStep{std::move(*step)};
+  return makeStep(options, [&](const StepOptions &o, llvm::raw_ostream &) {
+    return Step::open(path, o);
+  });
 }
 
 int32_t muir_step_num_arguments(const MuirStep *step) {

@@ -23,9 +23,6 @@ using llvm::SmallVector;
 using llvm::StringRef;
 using llvm::Twine;
 
-static llvm::Error error(const Twine &msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
-}
 
 llvm::Error runner::checkDistinctPaths(llvm::ArrayRef<NamedPath> inputs,
                                        llvm::ArrayRef<NamedPath> outputs,

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Runner/State.h"
+#include "muir/Runner/Step.h"
 #include "muir/Support/Files.h"
 #include "muir-rt/Runtime.h"
 
@@ -36,9 +37,7 @@ using llvm::Twine;
 
 namespace {
 
-llvm::Error error(const Twine &message) {
-  return llvm::createStringError(message);
-}
+using mlir::muir::runner::error;
 
 std::string inDir(StringRef dir, StringRef name) {
   llvm::SmallString<256> p(dir);

@@ -45,9 +45,6 @@ using namespace mlir::muir::runner;
 using llvm::StringRef;
 using llvm::Twine;
 
-static llvm::Error error(const Twine &msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
-}
 
 bool runner::underMPI() { return getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
 

@@ -21,9 +21,6 @@ using llvm::SmallVector;
 using llvm::StringRef;
 using llvm::Twine;
 
-static llvm::Error error(const Twine &msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
-}
 
 HostTensors::HostTensors(Step &step) : step(step) {}
 

@@ -32,6 +32,12 @@ namespace mlir {
 class ExecutionEngine;
 namespace muir::runner {
 
+/// The library's errors are messages (for a tool's "error:" line or the C
+/// API's muir_step_last_error).
+inline llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(message);
+}
+
 /// How a step compiles and runs.
 struct StepOptions {
   PipelineOptions pipeline{};
