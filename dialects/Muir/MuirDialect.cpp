@@ -120,6 +120,23 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("'muir.ns_why' must be a string");
     return success();
   }
+  if (name == "muir.ns_form") {
+    // muir-gram-newton-schulz's choice, on the Newton-Schulz it kept or on
+    // the last product of the Gram form it wrote.
+    if (!isa<NSFormAttr>(value))
+      return op->emitError("'muir.ns_form' must be #muir.ns_form<standard> "
+                           "or #muir.ns_form<gram>");
+    return success();
+  }
+  if (name == "muir.ns_form_cost") {
+    auto costs = dyn_cast<DenseF64ArrayAttr>(value);
+    if (!costs || costs.size() != 2 ||
+        llvm::any_of(costs.asArrayRef(), [](double c) { return !(c >= 0); }))
+      return op->emitError("'muir.ns_form_cost' must be array<f64: "
+                           "standard, gram>, the modelled seconds of both "
+                           "forms (non-negative)");
+    return success();
+  }
   if (name == "muir.dp_owner") {
     auto i = dyn_cast<IntegerAttr>(value);
     if (!i || i.getValue().isNegative())
@@ -129,7 +146,8 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
   }
   return unknownAttribute(op, attr, "operation",
                           {"muir.entry", "muir.per_rank", "muir.local",
-                           "muir.ns_mode", "muir.ns_why", "muir.dp_owner"});
+                           "muir.ns_mode", "muir.ns_why", "muir.dp_owner",
+                           "muir.ns_form", "muir.ns_form_cost"});
 }
 
 LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,

@@ -16,6 +16,17 @@ def Muir_NSSchedule : I32EnumAttr<"NSSchedule",
 }
 def Muir_NSScheduleAttr : EnumAttr<Muir_Dialect, Muir_NSSchedule, "schedule">;
 
+def Muir_NSForm : I32EnumAttr<"NSForm",
+    "how Newton-Schulz iterates: on X, or on its small Gram matrix", [
+      I32EnumAttrCase<"standard", 0>,
+      I32EnumAttrCase<"gram", 1>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::muir";
+}
+def Muir_NSFormAttr : EnumAttr<Muir_Dialect, Muir_NSForm, "ns_form"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def Muir_MomentumKind : I32EnumAttr<"MomentumKind",
     "how the momentum buffer accumulates gradients", [
       I32EnumAttrCase<"ema", 0>,

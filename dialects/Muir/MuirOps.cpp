@@ -67,6 +67,17 @@ static LogicalResult verifyMatrixRank(Operation *op, Type type,
   return success();
 }
 
+/// Products keep one precision: every operand and the result f32, or all
+/// f64.
+static LogicalResult verifySameElementType(Operation *op) {
+  Type want = cast<ShapedType>(op->getResult(0).getType()).getElementType();
+  for (Value v : op->getOperands())
+    if (cast<ShapedType>(v.getType()).getElementType() != want)
+      return op->emitOpError("expected every operand of element type ")
+             << want << " (the result's), got " << v.getType();
+  return success();
+}
+
 static LogicalResult verifyRange(Operation *op, StringRef name, double value,
                                  double lo, bool loInclusive, double hi,
                                  bool hiInclusive) {
@@ -332,6 +343,8 @@ static LogicalResult verifyAccumulator(Operation *op, Value acc, double beta,
 LogicalResult MatmulOp::verify() {
   auto at = getA().getType(), bt = getB().getType();
   auto rt = getResult().getType();
+  if (failed(verifySameElementType(*this)))
+    return failure();
   for (auto [t, name] : {std::pair{at, "lhs"}, {bt, "rhs"}, {rt, "result"}})
     if (failed(verifyMatrixRank(*this, t, name)))
       return failure();
@@ -358,7 +371,8 @@ LogicalResult MatmulOp::verify() {
 
 LogicalResult SyrkOp::verify() {
   auto at = getA().getType(), rt = getResult().getType();
-  if (failed(verifyMatrixRank(*this, at, "operand")) ||
+  if (failed(verifySameElementType(*this)) ||
+      failed(verifyMatrixRank(*this, at, "operand")) ||
       failed(verifyMatrixRank(*this, rt, "result")))
     return failure();
   if (at.getRank() != rt.getRank())
@@ -376,6 +390,17 @@ LogicalResult SyrkOp::verify() {
            << (getTranspose() ? ", transposed" : "") << "), got " << rr
            << "x" << rc;
   return verifyAccumulator(*this, getAcc(), getBeta().convertToDouble(), rt);
+}
+
+LogicalResult AddDiagonalOp::verify() {
+  auto t = getInput().getType();
+  if (failed(verifyMatrixRank(*this, t, "input")))
+    return failure();
+  int64_t r = t.getRank();
+  if (t.getDimSize(r - 2) != t.getDimSize(r - 1))
+    return emitOpError("expected square matrices, got ")
+           << t.getDimSize(r - 2) << "x" << t.getDimSize(r - 1);
+  return success();
 }
 
 LogicalResult RouteOp::verify() {

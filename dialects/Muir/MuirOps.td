@@ -16,6 +16,9 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 
 // muir compiles static shapes only: every buffer is sized at compile time.
 def Muir_F32Tensor : StaticShapeTensorOf<[F32]>;
+// Products also run in double: the Gram form of Newton-Schulz iterates on
+// its small matrices in f64 (see muir-gram-newton-schulz).
+def Muir_FloatTensor : StaticShapeTensorOf<[F32, F64]>;
 def Muir_I64Tensor : StaticShapeTensorOf<[I64]>;
 
 //===----------------------------------------------------------------------===//
@@ -262,14 +265,15 @@ def Muir_MatmulOp : Muir_Op<"matmul", [Pure]> {
     General matrix product on 2-D operands or batched 3-D operands (same
     batch size). op(X) is X or, with `transpose_a` / `transpose_b`, X^T.
     Without the accumulator operand C, beta must be 0. Newton-Schulz uses
-    the forms A = X X^T, B = b A + c A A and X' = a X + B X.
+    the forms A = X X^T, B = b A + c A A and X' = a X + B X. Operands and
+    result are all f32 or all f64.
   }];
-  let arguments = (ins Muir_F32Tensor:$a, Muir_F32Tensor:$b,
-      Optional<Muir_F32Tensor>:$acc,
+  let arguments = (ins Muir_FloatTensor:$a, Muir_FloatTensor:$b,
+      Optional<Muir_FloatTensor>:$acc,
       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
       DefaultValuedAttr<F64Attr, "0.0">:$beta,
       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
-  let results = (outs Muir_F32Tensor:$result);
+  let results = (outs Muir_FloatTensor:$result);
   let assemblyFormat = [{
     $a `,` $b (`acc` $acc^)? attr-dict `:` functional-type(operands, results)
   }];
@@ -282,15 +286,30 @@ def Muir_SyrkOp : Muir_Op<"syrk", [Pure]> {
     A is n x k (or [B, n, k]); the result is the symmetric n x n matrix
     (both triangles). With `transpose`, A is k x n and the product is
     A^T A. Costs about half the flops of the equivalent GEMM. Without the
-    accumulator operand C, beta must be 0; C must be symmetric.
+    accumulator operand C, beta must be 0; C must be symmetric. Operands
+    and result are all f32 or all f64.
   }];
-  let arguments = (ins Muir_F32Tensor:$a, Optional<Muir_F32Tensor>:$acc,
+  let arguments = (ins Muir_FloatTensor:$a, Optional<Muir_FloatTensor>:$acc,
       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
       DefaultValuedAttr<F64Attr, "0.0">:$beta, UnitAttr:$transpose);
-  let results = (outs Muir_F32Tensor:$result);
+  let results = (outs Muir_FloatTensor:$result);
   let assemblyFormat = [{
     $a (`acc` $acc^)? attr-dict `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
+}
+
+def Muir_AddDiagonalOp : Muir_Op<"add_diagonal", [Pure,
+    SameOperandsAndResultType]> {
+  let summary = "X + value * I, per matrix";
+  let description = [{
+    Adds `value` to the diagonal of each square matrix (the last two
+    dimensions) of an f32 or f64 tensor: the constant term of a matrix
+    polynomial, aI + bA + cA^2 in the Gram form of Newton-Schulz.
+  }];
+  let arguments = (ins Muir_FloatTensor:$input, F64Attr:$value);
+  let results = (outs Muir_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $value attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
 

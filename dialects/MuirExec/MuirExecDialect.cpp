@@ -62,8 +62,22 @@ static LogicalResult verifyBatch(Operation *op, int64_t a, int64_t b) {
   return success();
 }
 
+/// GEMM and SYRK run in one precision: every buffer f32, or every one f64.
+static LogicalResult verifyOneElementType(Operation *op) {
+  Type first;
+  for (Value v : op->getOperands()) {
+    Type e = cast<MemRefType>(v.getType()).getElementType();
+    if (first && e != first)
+      return op->emitOpError("expected buffers of one element type, got ")
+             << first << " and " << e;
+    first = e;
+  }
+  return success();
+}
+
 LogicalResult GemmOp::verify() {
-  if (failed(verifyStaticIdentity(*this)))
+  if (failed(verifyStaticIdentity(*this)) ||
+      failed(verifyOneElementType(*this)))
     return failure();
   auto [ab, ar, ac] = dims(getA());
   auto [bb, br, bc] = dims(getB());
@@ -100,6 +114,8 @@ static LogicalResult verifySyrkShapes(Operation *op, Value a, Value c,
 }
 
 LogicalResult SyrkOp::verify() {
+  if (failed(verifyOneElementType(*this)))
+    return failure();
   if (getAcc() && getAcc().getType() != getC().getType())
     return emitOpError("expected the accumulator of C's type ")
            << getC().getType() << ", got " << getAcc().getType();

@@ -26,6 +26,8 @@ def MuirExec_Dialect : Dialect {
 }
 
 def MuirExec_F32Buffer : MemRefRankOf<[F32], [2, 3]>;
+// GEMM and SYRK also run in double (the Gram form of Newton-Schulz).
+def MuirExec_FloatBuffer : MemRefRankOf<[F32, F64], [2, 3]>;
 def MuirExec_AnyF32Buffer : MemRefOf<[F32]>;
 
 class MuirExec_Op<string mnemonic, list<Trait> traits = []>
@@ -36,13 +38,14 @@ def MuirExec_GemmOp : MuirExec_Op<"gemm"> {
   let description = [{
     GEMM on 2-D or batched 3-D buffers; the accumulator is `acc` when
     given (C's shape; it may be C itself), else C, read when beta != 0. C
-    is written. Runs as one `muirrt_sgemm` call for the whole batch, which
-    scales the accumulator into C and lets BLAS add the product (beta 1).
+    is written. Runs as one `muirrt_sgemm` (f64 buffers: `muirrt_dgemm`)
+    call for the whole batch, which scales the accumulator into C and lets
+    BLAS add the product (beta 1). All buffers share one element type.
   }];
-  let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$a,
-      Arg<MuirExec_F32Buffer, "", [MemRead]>:$b,
-      Arg<MuirExec_F32Buffer, "", [MemRead, MemWrite]>:$c,
-      Arg<Optional<MuirExec_F32Buffer>, "", [MemRead]>:$acc,
+  let arguments = (ins Arg<MuirExec_FloatBuffer, "", [MemRead]>:$a,
+      Arg<MuirExec_FloatBuffer, "", [MemRead]>:$b,
+      Arg<MuirExec_FloatBuffer, "", [MemRead, MemWrite]>:$c,
+      Arg<Optional<MuirExec_FloatBuffer>, "", [MemRead]>:$acc,
       F64Attr:$alpha, F64Attr:$beta, UnitAttr:$transpose_a,
       UnitAttr:$transpose_b);
   let assemblyFormat = [{
@@ -57,11 +60,12 @@ def MuirExec_SyrkOp : MuirExec_Op<"syrk"> {
   let description = [{
     Symmetric rank-k update; both triangles of C are written. With
     `transpose`, C = alpha * A^T * A + beta * acc (A is k x n). The
-    accumulator (symmetric) is `acc` when given, else C.
+    accumulator (symmetric) is `acc` when given, else C. All buffers share
+    one element type (f32: `muirrt_ssyrk`, f64: `muirrt_dsyrk`).
   }];
-  let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$a,
-      Arg<MuirExec_F32Buffer, "", [MemRead, MemWrite]>:$c,
-      Arg<Optional<MuirExec_F32Buffer>, "", [MemRead]>:$acc,
+  let arguments = (ins Arg<MuirExec_FloatBuffer, "", [MemRead]>:$a,
+      Arg<MuirExec_FloatBuffer, "", [MemRead, MemWrite]>:$c,
+      Arg<Optional<MuirExec_FloatBuffer>, "", [MemRead]>:$acc,
       F64Attr:$alpha, F64Attr:$beta, UnitAttr:$transpose);
   let assemblyFormat = [{
     $a `,` $c (`acc` $acc^)? attr-dict `:` type($a) `,` type($c)

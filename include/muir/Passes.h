@@ -54,6 +54,7 @@ struct PipelineOptions {
   bool batch = true; ///< run muir-batch-newton-schulz
   bool fuseAllReduce = true; ///< run muir-fuse-syrk-all-reduce (with syrk)
   int64_t chunkRows = 0;     ///< its chunk-rows (0: from the cost model)
+  NSFormOption nsForm = NSFormOption::Auto; ///< muir-gram-newton-schulz's
 };
 
 /// High-level IR -> exec IR (decompose, expand Newton-Schulz, bufferize).

@@ -61,6 +61,53 @@ def MuirDistribute : Pass<"muir-distribute", "mlir::ModuleOp"> {
   ];
 }
 
+def MuirGramNewtonSchulz
+    : Pass<"muir-gram-newton-schulz", "mlir::ModuleOp"> {
+  let summary = "Newton-Schulz of wide or tall matrices on the small Gram "
+                "matrix, chosen per matrix by the cost model";
+  let description = [{
+    For X of m x n (m < n; a tall X as its transpose, without transposing)
+    every step X' = a X + (b A + c A^2) X with A = X X^T keeps X = Q X0 for
+    an m x m matrix Q, and A a polynomial in A0 = X0 X0^T. This pass
+    rewrites a `muir.newton_schulz` (2-D, or a batched stack) into that
+    form:
+
+    ```
+    X0 = X / (||X||_F + eps)                       (f32, as the standard form)
+    A  = X0 X0^T                                   (SYRK, in f64)
+    per step k with (a, b, c):
+      B = b A + c A A                              (SYRK with accumulator)
+      Q = a I + B (first step), else Q = a Q + B Q (GEMM)
+      A = P A P with P = a I + B: R = a A + B A, A = a R + B R (not last)
+    X = Q X0                                       (Q rounded to f32, GEMM)
+    ```
+
+    The small matrices are kept in double: in f32 the Gram matrix's small
+    eigenvalues (squares of X's singular values) fall below its rounding
+    and the iteration amplifies the loss (docs/design.md has the measured
+    errors). With `ns-form=auto` the cost model (lib/Analysis) compares
+    both forms on the machine profile and keeps the standard form unless
+    the Gram form is modelled at under 0.8 of its time; a square matrix
+    always stays standard. The choice is recorded as `muir.ns_form` (and
+    both modelled times as `muir.ns_form_cost`) on the Newton-Schulz that
+    stays, or on the Gram form's last product.
+  }];
+  let dependentDialects = ["mlir::muir::MuirDialect",
+                           "mlir::arith::ArithDialect"];
+  let options = [
+    Option<"nsForm", "ns-form", "::mlir::muir::NSFormOption",
+           /*default=*/"::mlir::muir::NSFormOption::Auto",
+           "the form of every Newton-Schulz, or auto (per matrix)",
+           "::mlir::muir::nsFormValues()">,
+    Option<"machine", "machine", "::mlir::muir::Machine",
+           /*default=*/"::mlir::muir::Machine::Cpu",
+           "machine profile of the cost model",
+           "::mlir::muir::machineValues()">,
+    Option<"syrk", "syrk", "bool", /*default=*/"true",
+           "symmetric products as muir.syrk (as muir-form-syrk would)">
+  ];
+}
+
 def MuirExpandNewtonSchulz
     : Pass<"muir-expand-newton-schulz", "mlir::ModuleOp"> {
   let summary = "expand muir.newton_schulz into normalisation and matmuls";

@@ -41,8 +41,11 @@ MachineProfile MachineProfile::get(Machine machine) {
   if (machine == Machine::Cpu) {
     // Measured here: OpenBLAS sgemm ~150 GFLOP/s on 2 cores; OpenMPI's
     // shared-memory transport ~5 GB/s with a few microseconds per message.
+    // dgemm measured 0.43 of sgemm's rate here (numpy over OpenBLAS,
+    // 1024^3: 99 against 233 GFLOP/s on 2 threads).
     Link shm{5e-6, 5e9};
-    return MachineProfile{"cpu", 150e9, {}, shm, /*ranksShareRate=*/true};
+    return MachineProfile{"cpu", 150e9, 0.43 * 150e9, {}, shm,
+                          /*ranksShareRate=*/true};
   }
   {
     // An 8-GPU HGX H200 node: NVLink 4 (~450 GB/s achieved per direction)
@@ -51,9 +54,12 @@ MachineProfile MachineProfile::get(Machine machine) {
     // rate as the CUDA runtime runs the products, measured on an H200
     // (bench/gpu/check.sh, torch.mm 8192^3): fp32 without TF32 50.9
     // TFLOP/s; bf16 inputs with fp32 accumulation (--cuda-bf16) 768.
+    // fp64 (cublasDgemm on the FP64 tensor cores): NVIDIA's 67 TFLOP/s
+    // peak, not measured here.
     Link nvlink{3e-6, 450e9}, ib{8e-6, 45e9};
     return MachineProfile{stringify(machine).str(),
                           machine == Machine::H200 ? 50.9e12 : 768e12,
+                          67e12,
                           {{"tp", nvlink},
                            {"ep", nvlink},
                            {"etp", nvlink},
@@ -218,6 +224,58 @@ NSMode NSCostModel::choose(const NSProblem &p, std::string *why) const {
     *why = s;
   }
   return mode;
+}
+
+StringRef mlir::muir::stringify(NSFormOption option) {
+  switch (option) {
+  case NSFormOption::Auto:
+    return "auto";
+  case NSFormOption::Standard:
+    return "standard";
+  case NSFormOption::Gram:
+    return "gram";
+  }
+  return "auto";
+}
+
+llvm::cl::ValuesClass mlir::muir::nsFormValues() {
+  return llvm::cl::values(
+      clEnumValN(NSFormOption::Auto, "auto",
+                 "the cost model picks the form per matrix"),
+      clEnumValN(NSFormOption::Standard, "standard",
+                 "iterate on X (m x n) in f32"),
+      clEnumValN(NSFormOption::Gram, "gram",
+                 "iterate on the min(m, n)-square Gram matrix in f64, "
+                 "touching X only at the start and the end"));
+}
+
+FormCost NSCostModel::formCost(int64_t m, int64_t n, int64_t batch,
+                               int64_t steps, bool syrk) const {
+  double r = static_cast<double>(std::min(m, n));
+  double c = static_cast<double>(std::max(m, n));
+  double k = static_cast<double>(steps), b = static_cast<double>(batch);
+  // A symmetric product of an r x q operand: r (r + 1) q with SYRK, the
+  // GEMM's 2 r^2 q without.
+  auto sym = [&](double q) { return syrk ? r * (r + 1) * q : 2 * r * r * q; };
+  FormCost f;
+  f.standardFlops = b * k * (sym(c) + sym(r) + 2 * r * r * c);
+  f.gramFp64Flops = b * (sym(c) + k * sym(r) +
+                         (k - 1) * 2 * r * r * r + (k - 1) * 4 * r * r * r);
+  f.gramFp32Flops = b * 2 * r * r * c;
+  double share = rankRate() / profile.flopsPerSecond;
+  double rate64 = profile.fp64FlopsPerSecond * share;
+  f.standardSeconds = f.standardFlops / rankRate();
+  f.gramSeconds = f.gramFp64Flops / rate64 + f.gramFp32Flops / rankRate();
+  return f;
+}
+
+bool NSCostModel::preferGram(int64_t m, int64_t n, int64_t batch,
+                             int64_t steps, bool syrk,
+                             FormCost *costs) const {
+  FormCost f = formCost(m, n, batch, steps, syrk);
+  if (costs)
+    *costs = f;
+  return m != n && f.gramSeconds < 0.8 * f.standardSeconds;
 }
 
 StringRef mlir::muir::stringify(DpAssign policy) {

@@ -198,6 +198,22 @@ LogicalResult launch(linalg::GenericOp g) {
     if (!arg.use_empty())
       mapping.map(arg, memref::LoadOp::create(ib, loc, view, ValueRange{i}));
   for (Operation &op : body.without_terminator()) {
+    // An element's index along a dimension, from the flat index (row-major
+    // over the output's shape): (i / stride) % size.
+    if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+      int64_t dim = index.getDim(), stride = 1;
+      for (int64_t d = outType.getRank() - 1; d > dim; --d)
+        stride *= outType.getDimSize(d);
+      Location l = op.getLoc();
+      Value q = arith::DivUIOp::create(
+          ib, l, i, arith::ConstantIndexOp::create(ib, l, stride));
+      mapping.map(index.getResult(),
+                  arith::RemUIOp::create(
+                      ib, l, q,
+                      arith::ConstantIndexOp::create(
+                          ib, l, outType.getDimSize(dim))));
+      continue;
+    }
     if (auto sqrt = dyn_cast<math::SqrtOp>(op);
         sqrt && (sqrt.getType().isF32() || sqrt.getType().isF64())) {
       mapping.map(sqrt.getResult(),

@@ -189,6 +189,10 @@ std::array<int64_t, 3> dims(Value v) {
                        : std::array<int64_t, 3>{1, s[0], s[1]};
 }
 
+bool isF64(Value v) {
+  return cast<MemRefType>(v.getType()).getElementType().isF64();
+}
+
 int64_t numel(Value v) {
   return cast<MemRefType>(v.getType()).getNumElements();
 }
@@ -238,19 +242,25 @@ struct ExecToRuntimeCallsPass
         auto [cb, m, n] = dims(g.getC());
         (void)cb;
         int64_t k = g.getTransposeA() ? ar : ac;
-        c.call("muirrt_sgemm",
+        // f64 buffers (the Gram form of Newton-Schulz) call dgemm with
+        // double scalars.
+        bool d = isF64(g.getC());
+        auto scalar = [&](FloatAttr v) { return d ? c.f64(v) : c.f32(v); };
+        c.call(d ? "muirrt_dgemm" : "muirrt_sgemm",
                {c.i64(batch), c.i32(g.getTransposeA()),
                 c.i32(g.getTransposeB()), c.i64(m), c.i64(n), c.i64(k),
-                c.f32(g.getAlphaAttr()), c.ptr(g.getA()), c.ptr(g.getB()),
-                c.f32(g.getBetaAttr()), c.ptr(g.getC()),
+                scalar(g.getAlphaAttr()), c.ptr(g.getA()), c.ptr(g.getB()),
+                scalar(g.getBetaAttr()), c.ptr(g.getC()),
                 c.ptrOrNull(g.getAcc())});
       } else if (auto s = dyn_cast<mx::SyrkOp>(op)) {
         auto [batch, r, cl] = dims(s.getA());
         bool t = s.getTranspose();
-        c.call("muirrt_ssyrk",
+        bool d = isF64(s.getC());
+        auto scalar = [&](FloatAttr v) { return d ? c.f64(v) : c.f32(v); };
+        c.call(d ? "muirrt_dsyrk" : "muirrt_ssyrk",
                {c.i64(batch), c.i32(t), c.i64(t ? cl : r), c.i64(t ? r : cl),
-                c.f32(s.getAlphaAttr()), c.ptr(s.getA()),
-                c.f32(s.getBetaAttr()), c.ptr(s.getC()),
+                scalar(s.getAlphaAttr()), c.ptr(s.getA()),
+                scalar(s.getBetaAttr()), c.ptr(s.getC()),
                 c.ptrOrNull(s.getAcc())});
       } else if (auto nrm = dyn_cast<mx::FrobeniusNormalizeOp>(op)) {
         auto [batch, r, cl] = dims(nrm.getInput());

@@ -376,6 +376,47 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     return success();
   }
 
+  if (auto diag = dyn_cast<AddDiagonalOp>(op)) {
+    // Element-wise with the element's indices: row == column gains value.
+    Value out = output(diag.getResult());
+    int64_t rank = diag.getType().getRank();
+    double value = f64(diag.getValueAttr());
+    elementwise({in(diag.getInput())}, {out},
+                [&](OpBuilder &nb, Location nl, ValueRange a) {
+                  Value r = linalg::IndexOp::create(nb, nl, rank - 2);
+                  Value c = linalg::IndexOp::create(nb, nl, rank - 1);
+                  Value onDiagonal = arith::CmpIOp::create(
+                      nb, nl, arith::CmpIPredicate::eq, r, c);
+                  Value v = arith::ConstantOp::create(
+                      nb, nl, FloatAttr::get(a[0].getType(), value));
+                  Value sum = arith::AddFOp::create(nb, nl, a[0], v);
+                  return SmallVector<Value>{arith::SelectOp::create(
+                      nb, nl, onDiagonal, sum, a[0])};
+                });
+    map.map(diag.getResult(), out);
+    return success();
+  }
+
+  // Precision changes of whole tensors (the Gram form's f64 copy of X and
+  // its f32 transform), element by element.
+  if (isa<arith::ExtFOp, arith::TruncFOp>(op) &&
+      isa<RankedTensorType>(op->getResult(0).getType())) {
+    Value out = output(op->getResult(0));
+    Type to = cast<RankedTensorType>(op->getResult(0).getType())
+                  .getElementType();
+    bool extend = isa<arith::ExtFOp>(op);
+    elementwise({in(op->getOperand(0))}, {out},
+                [&](OpBuilder &nb, Location nl, ValueRange a) {
+                  Value v = extend ? Value(arith::ExtFOp::create(nb, nl, to,
+                                                                 a[0]))
+                                   : Value(arith::TruncFOp::create(nb, nl, to,
+                                                                   a[0]));
+                  return SmallVector<Value>{v};
+                });
+    map.map(op->getResult(0), out);
+    return success();
+  }
+
   if (auto sw = dyn_cast<SwigluOp>(op)) {
     Value out = output(sw.getResult());
     Value one = f32(1.0);

@@ -27,6 +27,11 @@ void mlir::muir::buildToExecPipeline(OpPassManager &pm,
   pm.addPass(createMuirDecomposeOptimizers(decompose));
   if (options.batch)
     pm.addPass(createMuirBatchNewtonSchulz());
+  MuirGramNewtonSchulzOptions gram;
+  gram.nsForm = options.nsForm;
+  gram.machine = options.machine;
+  gram.syrk = options.syrk;
+  pm.addPass(createMuirGramNewtonSchulz(gram));
   pm.addPass(createMuirExpandNewtonSchulz());
   if (options.syrk) {
     pm.addPass(createMuirFormSyrk());
@@ -111,6 +116,16 @@ struct ToExecOptions : public PassPipelineOptions<ToExecOptions> {
   Option<bool> batch{*this, "batch",
                      llvm::cl::desc("same-shaped Newton-Schulz as one batch"),
                      llvm::cl::init(true)};
+  Option<NSFormOption> nsForm{
+      *this, "ns-form",
+      llvm::cl::desc("Newton-Schulz on X or on its Gram matrix"),
+      llvm::cl::init(NSFormOption::Auto), nsFormValues()};
+
+  PipelineOptions options() const {
+    PipelineOptions o{probeUpdates, nsMode, machine, dpAssign, syrk, batch};
+    o.nsForm = nsForm;
+    return o;
+  }
 };
 } // namespace
 
@@ -121,9 +136,7 @@ void mlir::muir::registerMuirPassesAndPipelines() {
       "high-level muir IR to exec IR (distribute, decompose, batch and "
       "expand Newton-Schulz, form SYRK, bufferize)",
       [](OpPassManager &pm, const ToExecOptions &o) {
-        buildToExecPipeline(pm, PipelineOptions{o.probeUpdates, o.nsMode,
-                                                 o.machine, o.dpAssign,
-                                                 o.syrk, o.batch});
+        buildToExecPipeline(pm, o.options());
       });
   PassPipelineRegistration<>(
       "muir-exec-to-llvm", "exec IR to the LLVM dialect (runtime calls, loops)",
@@ -131,9 +144,7 @@ void mlir::muir::registerMuirPassesAndPipelines() {
   PassPipelineRegistration<ToExecOptions>(
       "muir-compile-cpu", "high-level muir IR to the LLVM dialect for the CPU",
       [](OpPassManager &pm, const ToExecOptions &o) {
-        buildToExecPipeline(pm, PipelineOptions{o.probeUpdates, o.nsMode,
-                                                 o.machine, o.dpAssign,
-                                                 o.syrk, o.batch});
+        buildToExecPipeline(pm, o.options());
         buildExecToLLVMPipeline(pm);
       });
 }

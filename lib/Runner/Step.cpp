@@ -112,6 +112,15 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
                      "': expected auto, duplicated, distributed, resharded "
                      "or blockwise");
       o.pipeline.nsMode = *m;
+    } else if (key == "ns-form") {
+      std::optional<NSFormOption> f;
+      for (NSFormOption v : {NSFormOption::Auto, NSFormOption::Standard,
+                             NSFormOption::Gram})
+        if (stringify(v) == value)
+          f = v;
+      if (!f)
+        return error("option '" + item + "': expected auto, standard or gram");
+      o.pipeline.nsForm = *f;
     } else if (key == "dp-assign") {
       auto d = symbolizeDpAssign(value);
       if (!d)
@@ -161,6 +170,7 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
     return error("nccl-id needs nccl-rank and nccl-world (0 <= rank < "
                  "world)");
   o.identity = {{"ns-mode", stringify(o.pipeline.nsMode).str()},
+                {"ns-form", stringify(o.pipeline.nsForm).str()},
                 {"target", stringify(o.target.target).str()}};
   return o;
 }
@@ -281,6 +291,8 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
 #define MUIR_RT_SYMBOL(name) add(#name, &name);
     MUIR_RT_SYMBOL(muirrt_sgemm)
     MUIR_RT_SYMBOL(muirrt_ssyrk)
+    MUIR_RT_SYMBOL(muirrt_dgemm)
+    MUIR_RT_SYMBOL(muirrt_dsyrk)
     MUIR_RT_SYMBOL(muirrt_frobenius_normalize)
     MUIR_RT_SYMBOL(muirrt_transpose)
     MUIR_RT_SYMBOL(muirrt_sum_squares)
@@ -801,7 +813,7 @@ static std::string cacheKey(StringRef source, StringRef filename,
   field(Twine(p.probeUpdates) + "," + stringify(p.nsMode) + "," +
         stringify(p.machine) + "," + stringify(p.dpAssign) + "," +
         Twine(p.syrk) + "," + Twine(p.batch) + "," + Twine(p.fuseAllReduce) +
-        "," + Twine(p.chunkRows));
+        "," + Twine(p.chunkRows) + "," + stringify(p.nsForm));
   field(stringify(o.target.target));
   field(llvm::sys::getHostCPUName());
   for (const auto &[feature, on] : llvm::sys::getHostCPUFeatures())

@@ -69,12 +69,13 @@ blasint toBlas(int64_t v, const char *kernel) {
 // C = beta * acc (acc may be c): what a BLAS call then adds its product to
 // with beta 1. beta == 0 clears C, so that garbage (NaN/Inf) in an
 // uninitialised output can never leak through a 0 * NaN product.
-void scaleInto(float *c, const float *acc, int64_t count, float beta) {
-  if (beta == 0.0f) {
-    std::memset(c, 0, static_cast<size_t>(count) * sizeof(float));
+template <typename T>
+void scaleInto(T *c, const T *acc, int64_t count, T beta) {
+  if (beta == T(0)) {
+    std::memset(c, 0, static_cast<size_t>(count) * sizeof(T));
     return;
   }
-  if (acc == c && beta == 1.0f)
+  if (acc == c && beta == T(1))
     return;
   for (int64_t i = 0; i < count; ++i)
     c[i] = beta * acc[i];
@@ -85,7 +86,7 @@ constexpr int64_t kTile = 32;
 // Copies the upper triangle of the n x n row-major matrix c onto its lower
 // triangle. Tiled so that the strided (column) side of the copy stays in
 // cache.
-void mirrorUpperToLower(float *c, int64_t n) {
+template <typename T> void mirrorUpperToLower(T *c, int64_t n) {
   for (int64_t ib = 0; ib < n; ib += kTile) {
     int64_t iEnd = std::min(ib + kTile, n);
     // Lower-triangle rows [ib, iEnd) read columns [ib...] of earlier rows.
@@ -154,12 +155,35 @@ void forEachItem(int64_t batch, double itemFlops, Fn &&item) {
   openblas_set_num_threads(threads);
 }
 
-} // namespace
 
-extern "C" void muirrt_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b,
-                             int64_t m, int64_t n, int64_t k, float alpha,
-                             const float *a, const float *b, float beta,
-                             float *c, const float *acc) {
+// The BLAS products by element type.
+void blasGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n,
+              blasint k, float alpha, const float *a, blasint lda,
+              const float *b, blasint ldb, float *c, blasint ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, 1.0f, c,
+              ldc);
+}
+void blasGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n,
+              blasint k, double alpha, const double *a, blasint lda,
+              const double *b, blasint ldb, double *c, blasint ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, 1.0, c,
+              ldc);
+}
+void blasSyrk(CBLAS_TRANSPOSE t, blasint n, blasint k, float alpha,
+              const float *a, blasint lda, float *c, blasint ldc) {
+  cblas_ssyrk(CblasRowMajor, CblasUpper, t, n, k, alpha, a, lda, 1.0f, c,
+              ldc);
+}
+void blasSyrk(CBLAS_TRANSPOSE t, blasint n, blasint k, double alpha,
+              const double *a, blasint lda, double *c, blasint ldc) {
+  cblas_dsyrk(CblasRowMajor, CblasUpper, t, n, k, alpha, a, lda, 1.0, c,
+              ldc);
+}
+
+template <typename T>
+void gemm(const char *name, int64_t batch, int32_t trans_a, int32_t trans_b,
+          int64_t m, int64_t n, int64_t k, T alpha, const T *a, const T *b,
+          T beta, T *c, const T *acc) {
   if (batch <= 0 || m <= 0 || n <= 0 || k < 0)
     return;
   countGemm(2.0 * static_cast<double>(batch) * static_cast<double>(m) *
@@ -174,7 +198,6 @@ extern "C" void muirrt_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b,
     return;
   }
 
-  const char *name = "muirrt_sgemm";
   blasint bm = toBlas(m, name), bn = toBlas(n, name), bk = toBlas(k, name);
   // Leading dimensions are the row lengths of the stored (not op()) shapes.
   blasint lda = trans_a ? bm : bk;
@@ -185,18 +208,18 @@ extern "C" void muirrt_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b,
   double itemFlops = 2.0 * static_cast<double>(m) * static_cast<double>(n) *
                      static_cast<double>(k);
   forEachItem(batch, itemFlops, [&](int64_t i) {
-    float *ci = c + i * cSize;
+    T *ci = c + i * cSize;
     // beta * Acc into C in one pass (no copy, and no BLAS scaling pass),
     // then BLAS adds the product with beta 1.
     scaleInto(ci, acc + i * cSize, cSize, beta);
-    cblas_sgemm(CblasRowMajor, ta, tb, bm, bn, bk, alpha, a + i * aSize, lda,
-                b + i * bSize, ldb, 1.0f, ci, bn);
+    blasGemm(ta, tb, bm, bn, bk, alpha, a + i * aSize, lda, b + i * bSize,
+             ldb, ci, bn);
   });
 }
 
-extern "C" void muirrt_ssyrk(int64_t batch, int32_t trans, int64_t n,
-                             int64_t k, float alpha, const float *a,
-                             float beta, float *c, const float *acc) {
+template <typename T>
+void syrk(const char *name, int64_t batch, int32_t trans, int64_t n,
+          int64_t k, T alpha, const T *a, T beta, T *c, const T *acc) {
   if (batch <= 0 || n <= 0 || k < 0)
     return;
   countSyrk(static_cast<double>(batch) * static_cast<double>(n) *
@@ -210,23 +233,51 @@ extern "C" void muirrt_ssyrk(int64_t batch, int32_t trans, int64_t n,
     return;
   }
 
-  const char *name = "muirrt_ssyrk";
   blasint bn = toBlas(n, name), bk = toBlas(k, name);
   int64_t aSize = n * k;
   double itemFlops = static_cast<double>(n) * static_cast<double>(n + 1) *
                      static_cast<double>(k);
   forEachItem(batch, itemFlops, [&](int64_t i) {
-    float *ci = c + i * cSize;
+    T *ci = c + i * cSize;
     // SYRK only reads and writes the upper triangle; the lower one is
     // treated as equal to it (C symmetric) and rebuilt by the mirror.
     // (Row blocks of the triangle as GEMMs measured slower here than
     // OpenBLAS's ssyrk.)
     scaleInto(ci, acc + i * cSize, cSize, beta);
-    cblas_ssyrk(CblasRowMajor, CblasUpper,
-                trans ? CblasTrans : CblasNoTrans, bn, bk, alpha,
-                a + i * aSize, trans ? bn : bk, 1.0f, ci, bn);
+    blasSyrk(trans ? CblasTrans : CblasNoTrans, bn, bk, alpha, a + i * aSize,
+             trans ? bn : bk, ci, bn);
     mirrorUpperToLower(ci, n);
   });
+}
+
+} // namespace
+
+extern "C" void muirrt_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b,
+                             int64_t m, int64_t n, int64_t k, float alpha,
+                             const float *a, const float *b, float beta,
+                             float *c, const float *acc) {
+  gemm("muirrt_sgemm", batch, trans_a, trans_b, m, n, k, alpha, a, b, beta, c,
+       acc);
+}
+
+extern "C" void muirrt_dgemm(int64_t batch, int32_t trans_a, int32_t trans_b,
+                             int64_t m, int64_t n, int64_t k, double alpha,
+                             const double *a, const double *b, double beta,
+                             double *c, const double *acc) {
+  gemm("muirrt_dgemm", batch, trans_a, trans_b, m, n, k, alpha, a, b, beta, c,
+       acc);
+}
+
+extern "C" void muirrt_ssyrk(int64_t batch, int32_t trans, int64_t n,
+                             int64_t k, float alpha, const float *a,
+                             float beta, float *c, const float *acc) {
+  syrk("muirrt_ssyrk", batch, trans, n, k, alpha, a, beta, c, acc);
+}
+
+extern "C" void muirrt_dsyrk(int64_t batch, int32_t trans, int64_t n,
+                             int64_t k, double alpha, const double *a,
+                             double beta, double *c, const double *acc) {
+  syrk("muirrt_dsyrk", batch, trans, n, k, alpha, a, beta, c, acc);
 }
 
 extern "C" void muirrt_ssyrk_rows(int64_t batch, int32_t trans, int64_t n,

@@ -965,6 +965,50 @@ extern "C" void muirrt_cuda_ssyrk(int64_t batch, int32_t trans, int64_t n,
   muirrt_cuda_sgemm(batch, trans, !trans, n, n, k, alpha, a, a, beta, c, acc);
 }
 
+// The double products of the Gram form of Newton-Schulz (small matrices):
+// cublasDgemmStridedBatched, on the FP64 tensor cores of Hopper; the
+// symmetric product as a GEMM of A with itself, as in single precision.
+extern "C" void muirrt_cuda_dgemm(int64_t batch, int32_t trans_a,
+                                  int32_t trans_b, int64_t m, int64_t n,
+                                  int64_t k, double alpha, const double *a,
+                                  const double *b, double beta, double *c,
+                                  const double *acc) {
+  ensureReady("muirrt_cuda_dgemm");
+  if (batch <= 0 || m <= 0 || n <= 0)
+    return;
+  size_t bytes = sizeof(double) * batch * m * n;
+  if (beta != 0.0 && acc && acc != c)
+    check(cudaMemcpyAsync(c, acc, bytes, cudaMemcpyDeviceToDevice,
+                          state.stream),
+          "cudaMemcpyAsync");
+  if (k <= 0) {
+    // No product: C = beta Acc (cuBLAS rejects leading dimensions of 0).
+    if (beta == 0.0)
+      check(cudaMemsetAsync(c, 0, bytes, state.stream), "cudaMemsetAsync");
+    else
+      check(cublasDscal(state.blas, static_cast<int>(batch * m * n), &beta,
+                        c, 1),
+            "cublasDscal");
+    return;
+  }
+  // Row-major C = op(A) op(B) as column-major C^T = op(B)^T op(A)^T.
+  cublasOperation_t opB = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opA = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int64_t ldb = trans_b ? k : n, lda = trans_a ? m : k;
+  check(cublasDgemmStridedBatched(
+            state.blas, opB, opA, static_cast<int>(n), static_cast<int>(m),
+            static_cast<int>(k), &alpha, b, static_cast<int>(ldb), k * n, a,
+            static_cast<int>(lda), m * k, &beta, c, static_cast<int>(n),
+            m * n, static_cast<int>(batch)),
+        "cublasDgemmStridedBatched");
+}
+
+extern "C" void muirrt_cuda_dsyrk(int64_t batch, int32_t trans, int64_t n,
+                                  int64_t k, double alpha, const double *a,
+                                  double beta, double *c, const double *acc) {
+  muirrt_cuda_dgemm(batch, trans, !trans, n, n, k, alpha, a, a, beta, c, acc);
+}
+
 // Rows [row_begin, row_end) of the upper triangle of alpha A A^T (A n x k)
 // or alpha A^T A (trans: A k x n), as one strided-batched GEMM of the rows'
 // block against the rows from row_begin on, written at c[r][r0..n). Unlike

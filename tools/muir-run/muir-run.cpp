@@ -129,7 +129,8 @@ static int fail(const Twine &msg) {
 static std::vector<std::string> givenCompileFlags() {
   std::vector<std::string> given;
   for (const cl::Option *o : std::initializer_list<const cl::Option *>{
-           &flags.nsMode, &flags.dpAssign, &flags.syrk, &flags.batch,
+           &flags.nsMode, &flags.nsForm, &flags.dpAssign, &flags.syrk,
+           &flags.batch,
            &flags.fuseAllReduce, &flags.chunkRows, &noProbes})
     if (o->getNumOccurrences())
       given.push_back(o->ArgStr.str());

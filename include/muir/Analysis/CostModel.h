@@ -43,6 +43,7 @@ struct Link {
 struct MachineProfile {
   std::string name;
   double flopsPerSecond;           ///< fp32 matrix-multiply rate
+  double fp64FlopsPerSecond;       ///< fp64 matrix-multiply rate
   std::map<std::string, Link> axes; ///< by grid-axis name
   Link otherAxes;                   ///< axes not listed
   /// The ranks of a run share this one machine's rate (the CPU profile: N
@@ -74,6 +75,26 @@ StringRef stringify(NSModeOption option);
 std::optional<NSMode> fixedMode(NSModeOption option);
 /// The values the ns-mode flags and pass options accept.
 llvm::cl::ValuesClass nsModeValues();
+
+/// The form of one Newton-Schulz (muir-gram-newton-schulz's ns-form
+/// option): standard iterates on X; gram on the small Gram matrix, in
+/// double; auto lets the cost model choose per matrix.
+enum class NSFormOption { Auto, Standard, Gram };
+StringRef stringify(NSFormOption option);
+/// The values the ns-form flags and pass options accept.
+llvm::cl::ValuesClass nsFormValues();
+
+/// The modelled seconds of both forms for `batch` m x n matrices and
+/// `steps` steps on one rank (`syrk`: symmetric products as SYRK).
+///  - standard: per step the Gram matrix (SYRK), b A + c A A (SYRK) and
+///    B X + a X (GEMM), in f32;
+///  - gram: A0 = X X^T once (SYRK, f64), per step b A + c A A (SYRK, f64),
+///    Q <- P Q (GEMM, f64, not the first step) and A <- P A P (two GEMMs,
+///    f64, not the last step), then X = Q X0 (GEMM, f32).
+struct FormCost {
+  double standardSeconds = 0, gramSeconds = 0;
+  double standardFlops = 0, gramFp64Flops = 0, gramFp32Flops = 0;
+};
 
 struct ModeCost {
   double seconds = 0, computeSeconds = 0, commSeconds = 0;
@@ -113,6 +134,16 @@ public:
 
   /// The cheaper exact mode and a one-line reason.
   NSMode choose(const NSProblem &p, std::string *why = nullptr) const;
+
+  /// What each form of Newton-Schulz costs on one rank.
+  FormCost formCost(int64_t m, int64_t n, int64_t batch, int64_t steps,
+                    bool syrk = true) const;
+  /// The form `auto` picks: gram when the model puts it below 0.8 of the
+  /// standard form's time (the margin covers what the model leaves out:
+  /// the f64 copy of X and more, smaller calls). A square matrix never
+  /// gains. `costs` receives both times.
+  bool preferGram(int64_t m, int64_t n, int64_t batch, int64_t steps,
+                  bool syrk = true, FormCost *costs = nullptr) const;
 
   const MachineProfile &getProfile() const { return profile; }
 

@@ -31,6 +31,12 @@ struct PipelineFlags {
       "ns-mode", llvm::cl::desc("Newton-Schulz of split matrices"),
       llvm::cl::init(NSModeOption::Auto), nsModeValues(),
       llvm::cl::cat(muirFlagCategory())};
+  llvm::cl::opt<NSFormOption> nsForm{
+      "ns-form",
+      llvm::cl::desc("Newton-Schulz on X, or on its small Gram matrix (in "
+                     "f64; X is read only at the start and the end)"),
+      llvm::cl::init(NSFormOption::Auto), nsFormValues(),
+      llvm::cl::cat(muirFlagCategory())};
   llvm::cl::opt<DpAssign> dpAssign{
       "dp-assign",
       llvm::cl::desc("Newton-Schulz over the data-parallel axis"),
@@ -104,14 +110,16 @@ struct PipelineFlags {
   }
 
   PipelineOptions options(bool probeUpdates, Machine machine) const {
-    return PipelineOptions{probeUpdates, nsMode, machine,  dpAssign,
-                           syrk,         batch,  fuseAllReduce, chunkRows};
+    return PipelineOptions{probeUpdates, nsMode, machine,       dpAssign,
+                           syrk,         batch,  fuseAllReduce, chunkRows,
+                           nsForm};
   }
 
   /// The flags that change the step's program or its bits, by name, for
   /// a saved state's identity.
   std::map<std::string, std::string> identity() const {
     return {{"ns-mode", stringify(nsMode).str()},
+            {"ns-form", stringify(nsForm).str()},
             {"dp-assign", stringify(dpAssign).str()},
             {"syrk", syrk ? "true" : "false"},
             {"batch", batch ? "true" : "false"},

@@ -144,6 +144,14 @@ void muirrt_cuda_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b,
 void muirrt_cuda_ssyrk(int64_t batch, int32_t trans, int64_t n, int64_t k,
                        float alpha, const float *a, float beta, float *c,
                        const float *acc);
+/* The double products (the Gram form of Newton-Schulz), as the CPU's. */
+void muirrt_cuda_dgemm(int64_t batch, int32_t trans_a, int32_t trans_b,
+                       int64_t m, int64_t n, int64_t k, double alpha,
+                       const double *a, const double *b, double beta,
+                       double *c, const double *acc);
+void muirrt_cuda_dsyrk(int64_t batch, int32_t trans, int64_t n, int64_t k,
+                       double alpha, const double *a, double beta, double *c,
+                       const double *acc);
 /* As muirrt_ssyrk_rows, except that the chunk's diagonal block is also
  * written below its diagonal (the exchange's wait mirrors over it). */
 void muirrt_cuda_ssyrk_rows(int64_t batch, int32_t trans, int64_t n,

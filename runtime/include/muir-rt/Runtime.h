@@ -36,6 +36,11 @@ void muirrt_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b, int64_t m,
                   int64_t n, int64_t k, float alpha, const float *a,
                   const float *b, float beta, float *c, const float *acc);
 
+/* muirrt_sgemm in double (the Gram form of Newton-Schulz). */
+void muirrt_dgemm(int64_t batch, int32_t trans_a, int32_t trans_b, int64_t m,
+                  int64_t n, int64_t k, double alpha, const double *a,
+                  const double *b, double beta, double *c, const double *acc);
+
 /* C[i] = alpha * A[i] * A[i]^T + beta * Acc[i]; A is n x k (with trans, A
  * is k x n and the product A^T A), C is n x n, all contiguous row-major; the
  * accumulator (`acc`, or C when NULL) is symmetric. Computed with a
@@ -44,6 +49,11 @@ void muirrt_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b, int64_t m,
 void muirrt_ssyrk(int64_t batch, int32_t trans, int64_t n, int64_t k,
                   float alpha, const float *a, float beta, float *c,
                   const float *acc);
+
+/* muirrt_ssyrk in double (the Gram form of Newton-Schulz). */
+void muirrt_dsyrk(int64_t batch, int32_t trans, int64_t n, int64_t k,
+                  double alpha, const double *a, double beta, double *c,
+                  const double *acc);
 
 /* Rows [row_begin, row_end) of the upper triangle of alpha * A A^T (A^T A
  * with trans), for each of `batch` items: c[r][j] for row_begin <= r <

@@ -1232,3 +1232,35 @@ func.func @op_entry(%x: tensor<8xf32>) attributes {muir.entry = 1 : i64} {
 
 // expected-error@+1 {{'muir.grid' op expected at most 1048576 devices (the product of the sizes)}}
 muir.grid @world axes = ["dp", "pp"] shape = [4294967296, 4294967296]
+
+// -----
+
+func.func @add_diagonal_not_square(%x: tensor<4x6xf64>) -> tensor<4x6xf64> {
+  // expected-error@+1 {{'muir.add_diagonal' op expected square matrices, got 4x6}}
+  %0 = muir.add_diagonal %x, 1.0 : tensor<4x6xf64>
+  return %0 : tensor<4x6xf64>
+}
+
+// -----
+
+func.func @matmul_mixed_precision(%a: tensor<4x4xf64>, %b: tensor<4x4xf32>) -> tensor<4x4xf64> {
+  // expected-error@+1 {{'muir.matmul' op expected every operand of element type 'f64' (the result's), got 'tensor<4x4xf32>'}}
+  %0 = muir.matmul %a, %b : (tensor<4x4xf64>, tensor<4x4xf32>) -> tensor<4x4xf64>
+  return %0 : tensor<4x4xf64>
+}
+
+// -----
+
+func.func @ns_form_not_typed(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error@+1 {{'muir.ns_form' must be #muir.ns_form<standard> or #muir.ns_form<gram>}}
+  %0 = muir.newton_schulz %x steps(5) schedule(simple) {muir.ns_form = "gram"} : tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @ns_form_cost_length(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error@+1 {{'muir.ns_form_cost' must be array<f64: standard, gram>}}
+  %0 = muir.newton_schulz %x steps(5) schedule(simple) {muir.ns_form_cost = array<f64: 1.0>} : tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}

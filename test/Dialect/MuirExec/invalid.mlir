@@ -69,15 +69,15 @@ func.func @gemm_rank_mismatch_empty_stack(%a: memref<4x8xf32>, %b: memref<0x8x6x
 // -----
 
 func.func @gemm_rank1(%a: memref<8xf32>, %b: memref<8x6xf32>, %c: memref<4x6xf32>) {
-  // expected-error@+1 {{'muir_exec.gemm' op operand #0 must be 2D/3D memref of 32-bit float values, but got 'memref<8xf32>'}}
+  // expected-error@+1 {{'muir_exec.gemm' op operand #0 must be 2D/3D memref of 32-bit float or 64-bit float values, but got 'memref<8xf32>'}}
   muir_exec.gemm %a, %b, %c {alpha = 1.0, beta = 0.0} : memref<8xf32>, memref<8x6xf32>, memref<4x6xf32>
   return
 }
 
 // -----
 
-func.func @gemm_f64(%a: memref<4x8xf64>, %b: memref<8x6xf32>, %c: memref<4x6xf32>) {
-  // expected-error@+1 {{'muir_exec.gemm' op operand #0 must be 2D/3D memref of 32-bit float values, but got 'memref<4x8xf64>'}}
+func.func @gemm_mixed(%a: memref<4x8xf64>, %b: memref<8x6xf32>, %c: memref<4x6xf32>) {
+  // expected-error@+1 {{'muir_exec.gemm' op expected buffers of one element type, got 'f64' and 'f32'}}
   muir_exec.gemm %a, %b, %c {alpha = 1.0, beta = 0.0} : memref<4x8xf64>, memref<8x6xf32>, memref<4x6xf32>
   return
 }

@@ -1,0 +1,142 @@
+//===- GramNewtonSchulz.cpp - Newton-Schulz on the small Gram matrix ------===//
+//
+// For a wide X (m < n) every Newton-Schulz step X' = a X + (b A + c A^2) X
+// with A = X X^T keeps X = Q X0 for an m x m matrix Q, and A stays a
+// polynomial in A0 = X0 X0^T: with P = a I + b A + c A^2, Q <- P Q and
+// A <- P A P. All iterations run on m x m matrices; X0 is read twice (A0
+// and the final X = Q X0). A tall X is handled as its transpose without
+// transposing: A0 = X0^T X0 and X = X0 Q.
+//
+// The small matrices are kept in f64. In f32 the Gram matrix's eigenvalues
+// are the squares of X's singular values, so a direction with singular
+// value 1e-4 sits at the f32 rounding of A0 and the iteration, which
+// amplifies small directions by up to prod(a), carries that rounding into
+// Q (measured in docs/design.md: 20-40x the standard form's error on
+// ill-conditioned inputs, 2-4x with one restart; in f64, within 1.2x).
+//
+// With ns-form=auto the cost model chooses per matrix (shape, batch,
+// steps, machine profile); the choice is recorded on the op it leaves.
+//
+//===----------------------------------------------------------------------===//
+#include "muir/Analysis/CostModel.h"
+#include "muir/Passes.h"
+
+namespace mlir::muir {
+#define GEN_PASS_DEF_MUIRGRAMNEWTONSCHULZ
+#include "muir/Passes.h.inc"
+} // namespace mlir::muir
+
+using namespace mlir;
+using namespace mlir::muir;
+
+namespace {
+
+RankedTensorType withElement(RankedTensorType t, Type element) {
+  return RankedTensorType::get(t.getShape(), element);
+}
+
+RankedTensorType square(RankedTensorType t, int64_t r, Type element) {
+  SmallVector<int64_t> shape(t.getShape());
+  shape[shape.size() - 2] = r;
+  shape[shape.size() - 1] = r;
+  return RankedTensorType::get(shape, element);
+}
+
+/// The Gram form of `op`; returns its result and the last product (which
+/// carries the choice).
+std::pair<Value, Operation *> gramForm(OpBuilder &b, NewtonSchulzOp op,
+                                       bool syrk) {
+  Location loc = op.getLoc();
+  auto type = op.getInput().getType();
+  int64_t rank = type.getRank();
+  int64_t m = type.getDimSize(rank - 2), n = type.getDimSize(rank - 1);
+  bool tall = m > n;
+  int64_t r = std::min(m, n);
+  Type f64 = b.getF64Type();
+  auto gram = square(type, r, f64);
+  auto num = [&](double v) { return b.getF64FloatAttr(v); };
+  UnitAttr no, yes = b.getUnitAttr();
+
+  Value x0 = FrobeniusNormalizeOp::create(b, loc, type, op.getInput(),
+                                          op.getEpsAttr());
+  Value xd = arith::ExtFOp::create(b, loc, withElement(type, f64), x0);
+  // alpha * S S^T + beta * acc of a symmetric S (S^T S with transpose), or
+  // of an X-shaped operand: a SYRK, or the GEMM when SYRK is off.
+  auto symmetric = [&](Value s, bool transpose, Value acc,
+                       double beta) -> Value {
+    if (syrk)
+      return SyrkOp::create(b, loc, gram, s, acc, num(1.0), num(beta),
+                            transpose ? yes : no);
+    return MatmulOp::create(b, loc, gram, s, s, acc, num(1.0), num(beta),
+                            transpose ? yes : no, transpose ? no : yes);
+  };
+  Value a = symmetric(xd, tall, Value(), 0.0);
+  Value q;
+  auto steps = op.getStepCoefficients();
+  for (auto [k, abc] : llvm::enumerate(steps)) {
+    auto [ca, cb, cc] = abc;
+    // B = c A A + b A (A symmetric: A A = A A^T).
+    Value bm;
+    if (syrk)
+      bm = SyrkOp::create(b, loc, gram, a, a, num(cc), num(cb), no);
+    else
+      bm = MatmulOp::create(b, loc, gram, a, a, a, num(cc), num(cb), no, no);
+    // Q <- P Q = a Q + B Q; the first P is a I + B.
+    q = k == 0 ? Value(AddDiagonalOp::create(b, loc, bm, num(ca)))
+               : Value(MatmulOp::create(b, loc, gram, bm, q, q, num(1.0),
+                                        num(ca), no, no));
+    if (k + 1 == steps.size())
+      break;
+    // A <- P A P: R = P A = a A + B A, then P R = a R + B R.
+    Value pa = MatmulOp::create(b, loc, gram, bm, a, a, num(1.0), num(ca),
+                                no, no);
+    a = MatmulOp::create(b, loc, gram, bm, pa, pa, num(1.0), num(ca), no, no);
+  }
+  Value qf = arith::TruncFOp::create(b, loc, square(type, r, b.getF32Type()),
+                                     q);
+  auto last = tall ? MatmulOp::create(b, loc, type, x0, qf, Value(),
+                                      num(1.0), num(0.0), no, no)
+                   : MatmulOp::create(b, loc, type, qf, x0, Value(),
+                                      num(1.0), num(0.0), no, no);
+  return {last.getResult(), last};
+}
+
+struct GramNewtonSchulzPass
+    : public mlir::muir::impl::MuirGramNewtonSchulzBase<GramNewtonSchulzPass> {
+  using MuirGramNewtonSchulzBase::MuirGramNewtonSchulzBase;
+
+  void runOnOperation() override {
+    NSCostModel model(MachineProfile::get(machine));
+    SmallVector<NewtonSchulzOp> ops;
+    getOperation().walk([&](NewtonSchulzOp op) { ops.push_back(op); });
+    for (NewtonSchulzOp op : ops) {
+      auto type = op.getInput().getType();
+      int64_t rank = type.getRank();
+      int64_t m = type.getDimSize(rank - 2), n = type.getDimSize(rank - 1);
+      int64_t batch = rank == 3 ? type.getDimSize(0) : 1;
+      FormCost cost;
+      bool gram = model.preferGram(m, n, batch, op.getSteps(), syrk, &cost);
+      if (nsForm != NSFormOption::Auto)
+        gram = nsForm == NSFormOption::Gram;
+      OpBuilder b(op);
+      auto record = [&](Operation *on) {
+        on->setAttr("muir.ns_form",
+                    NSFormAttr::get(&getContext(),
+                                    gram ? NSForm::gram : NSForm::standard));
+        on->setAttr("muir.ns_form_cost",
+                    b.getDenseF64ArrayAttr(
+                        {cost.standardSeconds, cost.gramSeconds}));
+      };
+      if (!gram) {
+        record(op);
+        continue;
+      }
+      auto [result, last] = gramForm(b, op, syrk);
+      record(last);
+      op.getResult().replaceAllUsesWith(result);
+      op.erase();
+    }
+  }
+};
+
+} // namespace
