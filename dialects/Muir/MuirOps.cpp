@@ -366,12 +366,18 @@ LogicalResult MatmulOp::verify() {
   if (rr != m || rc != n)
     return emitOpError("expected result matrix ")
            << m << "x" << n << ", got " << rr << "x" << rc;
+  if (getSymmetric() && (m != n || m != ka))
+    return emitOpError("a symmetric product needs square operands, got ")
+           << m << "x" << ka << " times " << kb << "x" << n;
   return verifyAccumulator(*this, getAcc(), getBeta().convertToDouble(), rt);
 }
 
 LogicalResult SyrkOp::verify() {
   auto at = getA().getType(), rt = getResult().getType();
-  if (failed(verifySameElementType(*this)) ||
+  // An f32 operand may accumulate into f64 (the Gram form's A0).
+  bool mixed = at.getElementType().isF32() && rt.getElementType().isF64() &&
+               (!getAcc() || getAcc().getType() == rt);
+  if ((!mixed && failed(verifySameElementType(*this))) ||
       failed(verifyMatrixRank(*this, at, "operand")) ||
       failed(verifyMatrixRank(*this, rt, "result")))
     return failure();
@@ -390,6 +396,48 @@ LogicalResult SyrkOp::verify() {
            << (getTranspose() ? ", transposed" : "") << "), got " << rr
            << "x" << rc;
   return verifyAccumulator(*this, getAcc(), getBeta().convertToDouble(), rt);
+}
+
+/// A [B] or [1] vector of one scalar per matrix of `matrices`.
+static LogicalResult verifyPerMatrix(Operation *op, RankedTensorType matrices,
+                                     RankedTensorType scale) {
+  int64_t batch = matrices.getRank() == 3 ? matrices.getDimSize(0) : 1;
+  if (scale.getRank() != 1 || scale.getDimSize(0) != batch)
+    return op->emitOpError("expected one scale per matrix, tensor<")
+           << batch << "xf64>, got " << scale;
+  return success();
+}
+
+LogicalResult SymmetricAllReduceOp::verify() {
+  auto t = getInput().getType();
+  if (failed(verifyMatrixRank(*this, t, "input")))
+    return failure();
+  if (t.getDimSize(t.getRank() - 2) != t.getDimSize(t.getRank() - 1))
+    return emitOpError("expected square (symmetric) matrices, got ")
+           << t.getDimSize(t.getRank() - 2) << "x"
+           << t.getDimSize(t.getRank() - 1);
+  return success();
+}
+
+LogicalResult TraceNormalizeOp::verify() {
+  auto t = getInput().getType();
+  if (failed(verifyMatrixRank(*this, t, "input")))
+    return failure();
+  if (t.getDimSize(t.getRank() - 2) != t.getDimSize(t.getRank() - 1))
+    return emitOpError("expected square (Gram) matrices, got ")
+           << t.getDimSize(t.getRank() - 2) << "x"
+           << t.getDimSize(t.getRank() - 1);
+  return verifyPerMatrix(*this, t, getScale().getType());
+}
+
+LogicalResult ScaleMatricesOp::verify() {
+  auto t = getInput().getType();
+  if (failed(verifyMatrixRank(*this, t, "input")))
+    return failure();
+  if (getResult().getType().getShape() != t.getShape())
+    return emitOpError("expected a result of the input's shape, got ")
+           << getResult().getType();
+  return verifyPerMatrix(*this, t, getScale().getType());
 }
 
 LogicalResult AddDiagonalOp::verify() {
@@ -646,6 +694,7 @@ static LogicalResult verifyResizedDim(Operation *op, RankedTensorType in,
     return getGridOp().getGroupSize(getGridAxes());                            \
   }
 MUIR_COLLECTIVE_GRID(AllReduceOp)
+MUIR_COLLECTIVE_GRID(SymmetricAllReduceOp)
 MUIR_COLLECTIVE_GRID(AllGatherOp)
 MUIR_COLLECTIVE_GRID(AllGatherVOp)
 MUIR_COLLECTIVE_GRID(ReduceScatterOp)
@@ -661,6 +710,11 @@ MUIR_COLLECTIVE_GRID(CombineWeightsGradOp)
 #undef MUIR_COLLECTIVE_GRID
 
 LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyGridAxes(*this, getGridAttr(), getGridAxes(), symbols);
+}
+
+LogicalResult
+SymmetricAllReduceOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return verifyGridAxes(*this, getGridAttr(), getGridAxes(), symbols);
 }
 

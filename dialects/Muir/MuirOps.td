@@ -266,13 +266,16 @@ def Muir_MatmulOp : Muir_Op<"matmul", [Pure]> {
     batch size). op(X) is X or, with `transpose_a` / `transpose_b`, X^T.
     Without the accumulator operand C, beta must be 0. Newton-Schulz uses
     the forms A = X X^T, B = b A + c A A and X' = a X + B X. Operands and
-    result are all f32 or all f64.
+    result are all f32 or all f64. `symmetric` states that the result is
+    symmetric (square operands that commute, as polynomials in one
+    symmetric matrix do, and a symmetric accumulator): the runtime may
+    compute one triangle and mirror it.
   }];
   let arguments = (ins Muir_FloatTensor:$a, Muir_FloatTensor:$b,
       Optional<Muir_FloatTensor>:$acc,
       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
       DefaultValuedAttr<F64Attr, "0.0">:$beta,
-      UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+      UnitAttr:$transpose_a, UnitAttr:$transpose_b, UnitAttr:$symmetric);
   let results = (outs Muir_FloatTensor:$result);
   let assemblyFormat = [{
     $a `,` $b (`acc` $acc^)? attr-dict `:` functional-type(operands, results)
@@ -287,7 +290,9 @@ def Muir_SyrkOp : Muir_Op<"syrk", [Pure]> {
     (both triangles). With `transpose`, A is k x n and the product is
     A^T A. Costs about half the flops of the equivalent GEMM. Without the
     accumulator operand C, beta must be 0; C must be symmetric. Operands
-    and result are all f32 or all f64.
+    and result are all f32 or all f64, except that an f32 A may give an
+    f64 result: the products accumulated in double (the Gram matrix of the
+    Gram form of Newton-Schulz).
   }];
   let arguments = (ins Muir_FloatTensor:$a, Optional<Muir_FloatTensor>:$acc,
       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
@@ -295,6 +300,43 @@ def Muir_SyrkOp : Muir_Op<"syrk", [Pure]> {
   let results = (outs Muir_FloatTensor:$result);
   let assemblyFormat = [{
     $a (`acc` $acc^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Muir_TraceNormalizeOp : Muir_Op<"trace_normalize", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "a Gram matrix normalised as its X would be, and the scale";
+  let description = [{
+    For each square matrix A = X X^T (f64, the last two dimensions) with
+    s = 1 / (sqrt(trace(A)) + eps): `result` = s^2 A, the Gram matrix of
+    the Frobenius-normalised X / (||X||_F + eps), and `scale` = s (a [B]
+    or [1] vector), the factor X itself takes. The trace is summed in
+    order in double.
+  }];
+  let arguments = (ins StaticShapeTensorOf<[F64]>:$input,
+                   DefaultValuedAttr<F64Attr, "1.0e-7">:$eps);
+  let results = (outs StaticShapeTensorOf<[F64]>:$result,
+                      StaticShapeTensorOf<[F64]>:$scale);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result) `,` type($scale)
+  }];
+  let hasVerifier = 1;
+}
+
+def Muir_ScaleMatricesOp : Muir_Op<"scale_matrices", [Pure]> {
+  let summary = "each matrix times its own scalar, rounded once";
+  let description = [{
+    result[b] = scale[b] * input[b] for each matrix (the last two
+    dimensions) of an f64 tensor, rounded to the result's element type
+    (f32 or f64) once; `scale` is a [B] or [1] f64 vector.
+  }];
+  let arguments = (ins StaticShapeTensorOf<[F64]>:$input,
+                   StaticShapeTensorOf<[F64]>:$scale);
+  let results = (outs Muir_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale attr-dict `:` type($input) `,` type($scale) `->`
+    type($result)
   }];
   let hasVerifier = 1;
 }
@@ -587,6 +629,25 @@ def Muir_AllReduceOp : Muir_CollectiveOp<"all_reduce", [Pure,
     $input `on` $grid `axes` `=` $grid_axes (`reduction` `=` $reduction^)?
     attr-dict `:` type($input)
   }];
+}
+
+def Muir_SymmetricAllReduceOp : Muir_CollectiveOp<"symmetric_all_reduce",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "the group's sum of symmetric f64 matrices, by triangles";
+  let description = [{
+    Every rank of the group receives the sum of the group's symmetric
+    matrices (f64, the last two dimensions square; a stack sums matrix by
+    matrix). Only each matrix's packed upper triangle, s (s + 1) / 2
+    doubles, travels; the sum runs in group-rank order, so results do not
+    depend on timing. The Gram form of distributed Newton-Schulz sends its
+    Gram matrix this way once per step.
+  }];
+  let arguments = !con(commonArgs, (ins StaticShapeTensorOf<[F64]>:$input));
+  let results = (outs StaticShapeTensorOf<[F64]>:$result);
+  let assemblyFormat = [{
+    $input `on` $grid `axes` `=` $grid_axes attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
 }
 
 def Muir_AllGatherOp : Muir_CollectiveOp<"all_gather", [Pure]> {

@@ -94,6 +94,10 @@ LogicalResult GemmOp::verify() {
   if (getAcc() && getAcc().getType() != getC().getType())
     return emitOpError("expected the accumulator of C's type ")
            << getC().getType() << ", got " << getAcc().getType();
+  if (getSymmetric() &&
+      (cr != cc || ka != cr ||
+       !cast<MemRefType>(getC().getType()).getElementType().isF64()))
+    return emitOpError("a symmetric product needs square f64 operands");
   return success();
 }
 
@@ -114,7 +118,10 @@ static LogicalResult verifySyrkShapes(Operation *op, Value a, Value c,
 }
 
 LogicalResult SyrkOp::verify() {
-  if (failed(verifyOneElementType(*this)))
+  bool mixed =
+      cast<MemRefType>(getA().getType()).getElementType().isF32() &&
+      cast<MemRefType>(getC().getType()).getElementType().isF64();
+  if (!mixed && failed(verifyOneElementType(*this)))
     return failure();
   if (getAcc() && getAcc().getType() != getC().getType())
     return emitOpError("expected the accumulator of C's type ")

@@ -41,13 +41,16 @@ def MuirExec_GemmOp : MuirExec_Op<"gemm"> {
     is written. Runs as one `muirrt_sgemm` (f64 buffers: `muirrt_dgemm`)
     call for the whole batch, which scales the accumulator into C and lets
     BLAS add the product (beta 1). All buffers share one element type.
+    `symmetric` (square f64 operands whose product and accumulator are
+    symmetric) calls `muirrt_dgemm_sym`, which computes the upper triangle
+    in blocks of rows and mirrors it.
   }];
   let arguments = (ins Arg<MuirExec_FloatBuffer, "", [MemRead]>:$a,
       Arg<MuirExec_FloatBuffer, "", [MemRead]>:$b,
       Arg<MuirExec_FloatBuffer, "", [MemRead, MemWrite]>:$c,
       Arg<Optional<MuirExec_FloatBuffer>, "", [MemRead]>:$acc,
       F64Attr:$alpha, F64Attr:$beta, UnitAttr:$transpose_a,
-      UnitAttr:$transpose_b);
+      UnitAttr:$transpose_b, UnitAttr:$symmetric);
   let assemblyFormat = [{
     $a `,` $b `,` $c (`acc` $acc^)? attr-dict `:` type($a) `,` type($b) `,`
     type($c) (`,` type($acc)^)?
@@ -61,7 +64,8 @@ def MuirExec_SyrkOp : MuirExec_Op<"syrk"> {
     Symmetric rank-k update; both triangles of C are written. With
     `transpose`, C = alpha * A^T * A + beta * acc (A is k x n). The
     accumulator (symmetric) is `acc` when given, else C. All buffers share
-    one element type (f32: `muirrt_ssyrk`, f64: `muirrt_dsyrk`).
+    one element type (f32: `muirrt_ssyrk`, f64: `muirrt_dsyrk`), except
+    that an f32 A may accumulate into f64 C (`muirrt_ssyrk_f64`).
   }];
   let arguments = (ins Arg<MuirExec_FloatBuffer, "", [MemRead]>:$a,
       Arg<MuirExec_FloatBuffer, "", [MemRead, MemWrite]>:$c,
@@ -72,6 +76,36 @@ def MuirExec_SyrkOp : MuirExec_Op<"syrk"> {
     (`,` type($acc)^)?
   }];
   let hasVerifier = 1;
+}
+
+def MuirExec_TraceNormalizeOp : MuirExec_Op<"trace_normalize"> {
+  let summary = "out = s^2 in, scale = s = 1 / (sqrt(trace(in)) + eps)";
+  let description = [{
+    Per square f64 matrix (muir.trace_normalize); the trace summed in
+    order in double. Runtime: muirrt_trace_normalize.
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[F64], [2, 3]>, "", [MemRead]>:$input,
+      Arg<MemRefRankOf<[F64], [2, 3]>, "", [MemWrite]>:$output,
+      Arg<MemRefRankOf<[F64], [1]>, "", [MemWrite]>:$scale, F64Attr:$eps);
+  let assemblyFormat = [{
+    $input `,` $output `,` $scale attr-dict `:` type($input) `,`
+    type($output) `,` type($scale)
+  }];
+}
+
+def MuirExec_ScaleMatricesOp : MuirExec_Op<"scale_matrices"> {
+  let summary = "out[b] = scale[b] * in[b], rounded once to out's type";
+  let description = [{
+    f64 matrices times one f64 scalar each, into f32 or f64
+    (muir.scale_matrices). Runtime: muirrt_scale_matrices_f32 / _f64.
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[F64], [2, 3]>, "", [MemRead]>:$input,
+      Arg<MemRefRankOf<[F64], [1]>, "", [MemRead]>:$scale,
+      Arg<MuirExec_FloatBuffer, "", [MemWrite]>:$output);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $output attr-dict `:` type($input) `,`
+    type($scale) `,` type($output)
+  }];
 }
 
 def MuirExec_FrobeniusNormalizeOp : MuirExec_Op<"frobenius_normalize"> {
@@ -160,6 +194,19 @@ def MuirExec_AllReduceOp : MuirExec_CollectiveOp<"all_reduce"> {
   let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
       Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output, I64Attr:$axes_mask,
       I32Attr:$reduction);
+}
+
+def MuirExec_SymmetricAllReduceOp
+    : MuirExec_CollectiveOp<"symmetric_all_reduce"> {
+  let summary = "the group's sum of symmetric f64 matrices, by triangles";
+  let description = [{
+    muir.symmetric_all_reduce: packed upper triangles travel, the sum runs
+    in group-rank order, both triangles of the output are written.
+    Runtime: muirrt_symmetric_all_reduce.
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[F64], [2, 3]>, "", [MemRead]>:$input,
+      Arg<MemRefRankOf<[F64], [2, 3]>, "", [MemWrite]>:$output,
+      I64Attr:$axes_mask);
 }
 
 def MuirExec_AllGatherOp : MuirExec_CollectiveOp<"all_gather"> {

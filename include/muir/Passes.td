@@ -57,7 +57,14 @@ def MuirDistribute : Pass<"muir-distribute", "mlir::ModuleOp"> {
            "share Newton-Schulz of matrices out among the data-parallel "
            "ranks", "::mlir::muir::dpAssignValues()">,
     Option<"dpAxis", "dp-axis", "std::string", /*default=*/"\"dp\"",
-           "the grid axis of data parallelism">
+           "the grid axis of data parallelism">,
+    Option<"nsForm", "ns-form", "::mlir::muir::NSFormOption",
+           /*default=*/"::mlir::muir::NSFormOption::Auto",
+           "the form of distributed and resharded Newton-Schulz: the Gram "
+           "matrix all-reduced every step (standard), or once (gram), or "
+           "the cost model's choice (auto)", "::mlir::muir::nsFormValues()">,
+    Option<"syrk", "syrk", "bool", /*default=*/"true",
+           "symmetric products of the Gram form as muir.syrk">
   ];
 }
 
@@ -73,19 +80,19 @@ def MuirGramNewtonSchulz
     form:
 
     ```
-    X0 = X / (||X||_F + eps)                       (f32, as the standard form)
-    A  = X0 X0^T                                   (SYRK, in f64)
+    A0 = X X^T                 (SYRK of f32 X, products summed in f64)
+    s  = 1 / (sqrt(trace(A0)) + eps);  A = s^2 A0  (X0 = s X normalised)
     per step k with (a, b, c):
       B = b A + c A A                              (SYRK with accumulator)
       Q = a I + B (first step), else Q = a Q + B Q (GEMM)
-      A = P A P with P = a I + B: R = a A + B A, A = a R + B R (not last)
-    X = Q X0                                       (Q rounded to f32, GEMM)
+      A = P A P = A P^2, P^2 = B B + 2 a B + a^2 I  (SYRK, GEMM; not last)
+    X = (s Q) X                (s Q rounded to f32 once, GEMM)
     ```
 
     The small matrices are kept in double: in f32 the Gram matrix's small
     eigenvalues (squares of X's singular values) fall below its rounding
-    and the iteration amplifies the loss (docs/design.md has the measured
-    errors). With `ns-form=auto` the cost model (lib/Analysis) compares
+    and the iteration amplifies the loss (docs/gram-newton-schulz.md has
+    the measured errors). With `ns-form=auto` the cost model (lib/Analysis) compares
     both forms on the machine profile and keeps the standard form unless
     the Gram form is modelled at under 0.8 of its time; a square matrix
     always stays standard. The choice is recorded as `muir.ns_form` (and

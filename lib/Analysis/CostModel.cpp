@@ -44,7 +44,7 @@ MachineProfile MachineProfile::get(Machine machine) {
     // dgemm measured 0.43 of sgemm's rate here (numpy over OpenBLAS,
     // 1024^3: 99 against 233 GFLOP/s on 2 threads).
     Link shm{5e-6, 5e9};
-    return MachineProfile{"cpu", 150e9, 0.43 * 150e9, {}, shm,
+    return MachineProfile{"cpu",        150e9, 0.43 * 150e9, 0.6, {}, shm,
                           /*ranksShareRate=*/true};
   }
   {
@@ -60,6 +60,7 @@ MachineProfile MachineProfile::get(Machine machine) {
     return MachineProfile{stringify(machine).str(),
                           machine == Machine::H200 ? 50.9e12 : 768e12,
                           67e12,
+                          1.0,
                           {{"tp", nvlink},
                            {"ep", nvlink},
                            {"etp", nvlink},
@@ -195,35 +196,95 @@ ModeCost NSCostModel::resharded(const NSProblem &p) const {
   return c;
 }
 
-NSMode NSCostModel::choose(const NSProblem &p, std::string *why) const {
-  ModeCost dup = duplicated(p), dist = distributed(p);
-  NSMode mode = dist.seconds < dup.seconds ? NSMode::Distributed
-                                           : NSMode::Duplicated;
-  double best = std::min(dup.seconds, dist.seconds);
+ModeCost NSCostModel::distributedGram(const NSProblem &p) const {
+  ModeCost c;
+  const Link &l = profile.link(p.axis);
+  double g = static_cast<double>(p.group);
+  double s = p.splitDim == 0 ? p.n : p.m;
+  double k = (p.splitDim == 0 ? p.m : p.n) / g; // the local slice
+  double b = static_cast<double>(p.batch), steps = double(p.steps);
+  c.commBytes = 2 * (g - 1) / g * 8.0 * s * (s + 1) / 2 * b;
+  c.commSeconds =
+      p.group > 1 ? 2 * (g - 1) * l.alpha + c.commBytes / l.beta : 0;
+  // A0 of the slice (SYRK into f64), the iteration on s x s (as
+  // formCost's), the slice times Q (f32).
+  double sym = s * (s + 1) * s;
+  double symGemm =
+      2 * s * s * s * (s >= 128 ? profile.symmetricGemmShare : 1);
+  double fp64 = b * (s * (s + 1) * k + steps * sym +
+                     (steps - 1) * (symGemm + sym + symGemm));
+  double fp32 = b * 2 * s * s * k;
+  double share = rankRate() / profile.flopsPerSecond;
+  c.flops = fp64 + fp32;
+  c.computeSeconds =
+      fp64 / (profile.fp64FlopsPerSecond * share) + fp32 / rankRate();
+  c.seconds = c.commSeconds + c.computeSeconds;
+  return c;
+}
+
+ModeCost NSCostModel::reshardedGram(const NSProblem &p) const {
+  NSProblem flipped = p;
+  flipped.splitDim = 1 - p.splitDim;
+  ModeCost c = distributedGram(flipped);
+  ModeCost moves = resharded(p), plain = distributed(flipped);
+  // The two all_to_all of resharded(), on top.
+  c.commBytes += moves.commBytes - plain.commBytes;
+  c.commSeconds += moves.commSeconds - plain.commSeconds;
+  c.seconds = c.commSeconds + c.computeSeconds;
+  return c;
+}
+
+NSMode NSCostModel::choose(const NSProblem &p, std::string *why,
+                           NSFormOption form, bool *gram) const {
+  // Each candidate: its mode, whether it is the Gram form, its cost.
+  struct Candidate {
+    NSMode mode;
+    bool gram;
+    ModeCost cost;
+  };
+  std::vector<Candidate> all = {{NSMode::Duplicated, false, duplicated(p)}};
+  bool standard = form != NSFormOption::Gram;
+  bool gramForm = form != NSFormOption::Standard;
+  if (standard)
+    all.push_back({NSMode::Distributed, false, distributed(p)});
+  if (gramForm)
+    all.push_back({NSMode::Distributed, true, distributedGram(p)});
   // Split on the smaller dimension, the Gram matrix is over the larger one:
   // moving the split to the larger dimension first may pay.
   int64_t split = p.splitDim == 0 ? p.m : p.n;
   int64_t other = p.splitDim == 0 ? p.n : p.m;
-  std::optional<ModeCost> re;
   if (split < other && canReshard(p)) {
-    re = resharded(p);
-    if (re->seconds < best)
-      mode = NSMode::Resharded;
+    if (standard)
+      all.push_back({NSMode::Resharded, false, resharded(p)});
+    if (gramForm)
+      all.push_back({NSMode::Resharded, true, reshardedGram(p)});
   }
+  const Candidate *best = &all.front();
+  for (const Candidate &c : all)
+    if (c.cost.seconds < best->cost.seconds)
+      best = &c;
+  if (gram)
+    *gram = best->gram;
   if (why) {
     std::string s;
     llvm::raw_string_ostream os(s);
-    os << llvm::format("duplicated %.3g ms (gather %.3g MB), distributed "
-                       "%.3g ms (Gram all-reduces %.3g MB)",
-                       dup.seconds * 1e3, dup.commBytes / 1e6,
-                       dist.seconds * 1e3, dist.commBytes / 1e6);
-    if (re)
-      os << llvm::format(", resharded %.3g ms (all_to_all and Gram %.3g MB)",
-                         re->seconds * 1e3, re->commBytes / 1e6);
+    for (const Candidate &c : all) {
+      if (&c != &all.front())
+        os << ", ";
+      const char *what = c.mode == NSMode::Duplicated ? "gather"
+                         : c.gram ? (c.mode == NSMode::Resharded
+                                         ? "all_to_all and one Gram"
+                                         : "one Gram all-reduce")
+                         : c.mode == NSMode::Resharded ? "all_to_all and Gram"
+                                                       : "Gram all-reduces";
+      os << stringify(c.mode) << (c.gram ? " (gram)" : "")
+         << llvm::format(" %.3g ms (%s %.3g MB)", c.cost.seconds * 1e3, what,
+                         c.cost.commBytes / 1e6);
+    }
     os << " on " << profile.name;
     *why = s;
   }
-  return mode;
+  return best->mode;
 }
 
 StringRef mlir::muir::stringify(NSFormOption option) {
@@ -259,8 +320,11 @@ FormCost NSCostModel::formCost(int64_t m, int64_t n, int64_t batch,
   auto sym = [&](double q) { return syrk ? r * (r + 1) * q : 2 * r * r * q; };
   FormCost f;
   f.standardFlops = b * k * (sym(c) + sym(r) + 2 * r * r * c);
-  f.gramFp64Flops = b * (sym(c) + k * sym(r) +
-                         (k - 1) * 2 * r * r * r + (k - 1) * 4 * r * r * r);
+  // Q <- P Q and A P^2 are products known symmetric (muirrt_dgemm_sym
+  // from 128 rows on).
+  double symGemm = 2 * r * r * r * (r >= 128 ? profile.symmetricGemmShare : 1);
+  f.gramFp64Flops = b * (sym(c) + k * sym(r) + (k - 1) * symGemm +
+                         (k - 1) * (sym(r) + symGemm));
   f.gramFp32Flops = b * 2 * r * r * c;
   double share = rankRate() / profile.flopsPerSecond;
   double rate64 = profile.fp64FlopsPerSecond * share;

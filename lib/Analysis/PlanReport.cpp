@@ -22,6 +22,10 @@ double mlir::muir::nsFlopsPerformed(int64_t m, int64_t n, int64_t steps,
   return steps * (r * (r + 1) * c + r * (r + 1) * r + 2 * r * r * c);
 }
 
+int64_t mlir::muir::nsCalls(int64_t steps, bool gram) {
+  return gram ? 2 + 2 * steps + 3 * (steps - 1) + 2 : 1 + 3 * steps;
+}
+
 // The bytes a rank at group rank r sends in an all_reduce of count floats
 // over g ranks, as the runtime counts them (runtime/cpu/Dist.cpp): its
 // whole piece to every peer, or, where muirrt_all_reduce_scatters, all but
@@ -207,6 +211,7 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
     if (owner >= 0)
       (fsdp ? fsFloats : lwFloats)[static_cast<size_t>(owner)] += local;
     NSMode mode = NSMode::Duplicated;
+    bool gramMode = false; // distributed/resharded in the Gram form
     if (muon && !matrixSplits.empty()) {
       auto [split, g] = matrixSplits.front();
       NSProblem problem{m, n, localMatrices, a.muon.nsSteps,
@@ -231,8 +236,19 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
                   "matrix whose other dimension the group divides";
           return failure();
         }
+        // As muir-distribute: the form of a requested mode.
+        if (matrixSplits.size() == 1 &&
+            (mode == NSMode::Distributed || mode == NSMode::Resharded)) {
+          bool re = mode == NSMode::Resharded;
+          gramMode = options.nsForm == NSFormOption::Gram ||
+                     (options.nsForm == NSFormOption::Auto &&
+                      (re ? model.reshardedGram(problem).seconds <
+                                model.resharded(problem).seconds
+                          : model.distributedGram(problem).seconds <
+                                model.distributed(problem).seconds));
+        }
       } else if (matrixSplits.size() == 1) {
-        mode = model.choose(problem, &why);
+        mode = model.choose(problem, &why, options.nsForm, &gramMode);
         // As muir-distribute: stacks are not re-sharded.
         if (mode == NSMode::Resharded && rank != 2)
           mode = NSMode::Duplicated;
@@ -241,9 +257,11 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
       }
       double seconds;
       if (mode == NSMode::Distributed) {
-        seconds = model.distributed(problem).seconds;
+        seconds = gramMode ? model.distributedGram(problem).seconds
+                           : model.distributed(problem).seconds;
       } else if (mode == NSMode::Resharded) {
-        seconds = model.resharded(problem).seconds;
+        seconds = gramMode ? model.reshardedGram(problem).seconds
+                           : model.resharded(problem).seconds;
       } else if (mode == NSMode::Blockwise) {
         // Local NS of the block only, no communication.
         int64_t lm = m, ln = n;
@@ -284,6 +302,21 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
           c.runtimeCalls += 2;
         }
         double sDim = rowsSplit ? n : m, k = rowsSplit ? m : n;
+        if (gramMode) {
+          // The Gram form: the slice's raw Gram matrix (SYRK into f64),
+          // one packed f64 triangle to each of the g - 1 peers, the s x s
+          // iteration, the slice times s Q.
+          ModeCost gc = model.distributedGram(NSProblem{
+              rowsSplit ? int64_t(k) : int64_t(sDim),
+              rowsSplit ? int64_t(sDim) : int64_t(k), 1, a.muon.nsSteps,
+              rowsSplit ? 0 : 1, g, split->axis});
+          c.nsFlops += localMatrices * gc.flops;
+          int64_t s = static_cast<int64_t>(sDim);
+          c.collectiveBytes[split->axis] +=
+              localMatrices * (s * (s + 1) / 2) * 8 * (g - 1);
+          c.runtimeCalls += 1 + 1 + nsCalls(a.muon.nsSteps, true);
+          continue;
+        }
         // Per step: the local Gram matrix (s x s over k / g), B = b G + c G G
         // and X' = a X + B X; with SYRK the first two are symmetric rank-k
         // updates.
@@ -327,7 +360,24 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
       // one block, the body or a dp owner's case, with equal shape and
       // settings).
       auto noteNS = [&, owner = owner](int64_t rows, int64_t cols) {
-        int64_t chain = 1 + 3 * a.muon.nsSteps;
+        // The form muir-gram-newton-schulz picks (batching changes both
+        // forms' costs alike, so the choice per matrix is the batch's).
+        FormCost fc;
+        bool gram = model.preferGram(rows, cols, 1, a.muon.nsSteps,
+                                     options.syrk, &fc);
+        if (options.nsForm != NSFormOption::Auto)
+          gram = options.nsForm == NSFormOption::Gram;
+        c.nsFlops += localMatrices *
+                     (gram ? fc.gramFp64Flops + fc.gramFp32Flops
+                           : nsFlopsPerformed(rows, cols, a.muon.nsSteps,
+                                              options.syrk));
+        if (!llvm::any_of(r.forms, [&](const FormPlan &f) {
+              return f.name == p.name && f.rows == rows && f.cols == cols;
+            }))
+          r.forms.push_back({p.name, rows, cols, gram,
+                             options.nsForm != NSFormOption::Auto,
+                             fc.standardSeconds, fc.gramSeconds});
+        int64_t chain = nsCalls(a.muon.nsSteps, gram);
         std::string key;
         llvm::raw_string_ostream os(key);
         os << (owner >= 0 ? "case" : "body") << " " << rows << "x" << cols
@@ -344,8 +394,6 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
         int64_t lm = m, ln = n;
         for (auto [split, g] : matrixSplits)
           (split->dim == rank - 2 ? lm : ln) /= g;
-        c.nsFlops += localMatrices * nsFlopsPerformed(lm, ln, a.muon.nsSteps,
-                                                      options.syrk);
         noteNS(lm, ln);
         continue;
       }
@@ -355,11 +403,8 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
       SmallVector<int64_t> blocks = {m};
       if (a.muon.splitFused && !p.splitRows.empty() && rank == 2)
         blocks.assign(p.splitRows.begin(), p.splitRows.end());
-      for (int64_t rows : blocks) {
-        c.nsFlops += localMatrices * nsFlopsPerformed(rows, n, a.muon.nsSteps,
-                                                      options.syrk);
+      for (int64_t rows : blocks)
         noteNS(rows, n);
-      }
       // Gathers one split dimension after another: each sends what this
       // rank holds by then to g - 1 peers; the slices back are local.
       int64_t held = nsLocal;
@@ -519,6 +564,18 @@ void PlanReport::writeJSON(llvm::raw_ostream &os) const {
           j.attribute("dp_owner", mp.dpOwner);
         });
     });
+    j.attributeArray("ns_forms", [&] {
+      for (const FormPlan &f : forms)
+        j.object([&] {
+          j.attribute("name", f.name);
+          j.attribute("rows", f.rows);
+          j.attribute("cols", f.cols);
+          j.attribute("form", f.gram ? "gram" : "standard");
+          j.attribute("why", f.requested ? "requested" : "cost model");
+          j.attribute("standard_ms", f.standardSeconds * 1e3);
+          j.attribute("gram_ms", f.gramSeconds * 1e3);
+        });
+    });
     j.attributeObject("dp_assignment", [&] {
       j.attribute("axis", dp.axis);
       j.attribute("ranks", dp.ranks);
@@ -610,6 +667,29 @@ void PlanReport::printTable(llvm::raw_ostream &os) const {
       os << "  " << top[i]->name << ": " << stringify(top[i]->mode) << ", "
          << llvm::format("%.3g", top[i]->modelledSeconds * 1e3) << " ms ("
          << top[i]->why << ")\n";
+  }
+  if (!forms.empty()) {
+    // Newton-Schulz forms; the matrices in the Gram form listed (at most
+    // 5, the largest modelled gain first).
+    std::vector<const FormPlan *> gram;
+    for (const FormPlan &f : forms)
+      if (f.gram)
+        gram.push_back(&f);
+    os << "Newton-Schulz form (" << machine << " cost model"
+       << (forms.front().requested ? ", requested" : "") << "): gram "
+       << gram.size() << ", standard " << forms.size() - gram.size()
+       << "\n";
+    std::stable_sort(gram.begin(), gram.end(), [](auto *a, auto *b) {
+      return a->standardSeconds - a->gramSeconds >
+             b->standardSeconds - b->gramSeconds;
+    });
+    for (size_t i = 0; i < std::min<size_t>(5, gram.size()); ++i)
+      os << "  " << gram[i]->name << " " << gram[i]->rows << "x"
+         << gram[i]->cols << ": gram "
+         << llvm::format("%.3g", gram[i]->gramSeconds * 1e3)
+         << " ms against standard "
+         << llvm::format("%.3g", gram[i]->standardSeconds * 1e3)
+         << " ms a matrix\n";
   }
   if (!dp.owners.empty()) {
     auto ratio = [](const LoadStats &st) {

@@ -157,6 +157,8 @@ private:
 /// The exec ops the CUDA runtime (runtime/cuda) has calls for.
 bool hasCudaCall(Operation *op) {
   return isa<mx::GemmOp, mx::SyrkOp, mx::SumSquaresOp, mx::TransposeOp,
+             mx::TraceNormalizeOp, mx::ScaleMatricesOp,
+             mx::SymmetricAllReduceOp,
              mx::ObserveOp, mx::AllReduceOp, mx::AllGatherOp,
              mx::AllGatherVOp, mx::ReduceScatterOp, mx::AllToAllOp,
              mx::BroadcastOp, mx::AllSliceOp, mx::GroupRankOp,
@@ -246,7 +248,8 @@ struct ExecToRuntimeCallsPass
         // double scalars.
         bool d = isF64(g.getC());
         auto scalar = [&](FloatAttr v) { return d ? c.f64(v) : c.f32(v); };
-        c.call(d ? "muirrt_dgemm" : "muirrt_sgemm",
+        bool sym = d && g.getSymmetric();
+        c.call(sym ? "muirrt_dgemm_sym" : d ? "muirrt_dgemm" : "muirrt_sgemm",
                {c.i64(batch), c.i32(g.getTransposeA()),
                 c.i32(g.getTransposeB()), c.i64(m), c.i64(n), c.i64(k),
                 scalar(g.getAlphaAttr()), c.ptr(g.getA()), c.ptr(g.getB()),
@@ -257,11 +260,32 @@ struct ExecToRuntimeCallsPass
         bool t = s.getTranspose();
         bool d = isF64(s.getC());
         auto scalar = [&](FloatAttr v) { return d ? c.f64(v) : c.f32(v); };
-        c.call(d ? "muirrt_dsyrk" : "muirrt_ssyrk",
+        // An f32 A into f64 C: the products accumulated in double.
+        c.call(!d ? "muirrt_ssyrk"
+                  : isF64(s.getA()) ? "muirrt_dsyrk" : "muirrt_ssyrk_f64",
                {c.i64(batch), c.i32(t), c.i64(t ? cl : r), c.i64(t ? r : cl),
                 scalar(s.getAlphaAttr()), c.ptr(s.getA()),
                 scalar(s.getBetaAttr()), c.ptr(s.getC()),
                 c.ptrOrNull(s.getAcc())});
+      } else if (auto sa = dyn_cast<mx::SymmetricAllReduceOp>(op)) {
+        auto [batch, r, cl] = dims(sa.getInput());
+        (void)cl;
+        c.call("muirrt_symmetric_all_reduce",
+               {c.i64(sa.getAxesMask()), c.ptr(sa.getInput()),
+                c.ptr(sa.getOutput()), c.i64(batch), c.i64(r)});
+      } else if (auto tn = dyn_cast<mx::TraceNormalizeOp>(op)) {
+        auto [batch, r, cl] = dims(tn.getInput());
+        (void)cl;
+        c.call("muirrt_trace_normalize",
+               {c.i64(batch), c.i64(r), c.f64(tn.getEpsAttr()),
+                c.ptr(tn.getInput()), c.ptr(tn.getOutput()),
+                c.ptr(tn.getScale())});
+      } else if (auto sm = dyn_cast<mx::ScaleMatricesOp>(op)) {
+        auto [batch, r, cl] = dims(sm.getInput());
+        c.call(isF64(sm.getOutput()) ? "muirrt_scale_matrices_f64"
+                                     : "muirrt_scale_matrices_f32",
+               {c.i64(batch), c.i64(r * cl), c.ptr(sm.getInput()),
+                c.ptr(sm.getScale()), c.ptr(sm.getOutput())});
       } else if (auto nrm = dyn_cast<mx::FrobeniusNormalizeOp>(op)) {
         auto [batch, r, cl] = dims(nrm.getInput());
         c.call("muirrt_frobenius_normalize",

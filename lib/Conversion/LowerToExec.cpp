@@ -32,7 +32,8 @@ bool isElementwise(Operation *op) {
 }
 
 bool isCollective(Operation *op) {
-  return isa<AllReduceOp, AllGatherOp, AllGatherVOp, ReduceScatterOp,
+  return isa<AllReduceOp, SymmetricAllReduceOp, AllGatherOp, AllGatherVOp,
+             ReduceScatterOp,
              AllToAllOp, AllToAllVOp, BroadcastOp, AllSliceOp>(op);
 }
 
@@ -361,7 +362,8 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     mx::GemmOp::create(b, loc, in(mm.getA()), in(mm.getB()), out,
                        accOf(mm.getAcc(), mm.getBetaAttr()),
                        mm.getAlphaAttr(), mm.getBetaAttr(),
-                       mm.getTransposeAAttr(), mm.getTransposeBAttr());
+                       mm.getTransposeAAttr(), mm.getTransposeBAttr(),
+                       mm.getSymmetricAttr());
     map.map(mm.getResult(), out);
     return success();
   }
@@ -373,6 +375,23 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
                        syrk.getAlphaAttr(), syrk.getBetaAttr(),
                        syrk.getTransposeAttr());
     map.map(syrk.getResult(), out);
+    return success();
+  }
+
+  if (auto tn = dyn_cast<TraceNormalizeOp>(op)) {
+    Value out = output(tn.getResult()), scale = output(tn.getScale());
+    mx::TraceNormalizeOp::create(b, loc, in(tn.getInput()), out, scale,
+                                 tn.getEpsAttr());
+    map.map(tn.getResult(), out);
+    map.map(tn.getScale(), scale);
+    return success();
+  }
+
+  if (auto sm = dyn_cast<ScaleMatricesOp>(op)) {
+    Value out = output(sm.getResult());
+    mx::ScaleMatricesOp::create(b, loc, in(sm.getInput()), in(sm.getScale()),
+                                out);
+    map.map(sm.getResult(), out);
     return success();
   }
 
@@ -611,6 +630,8 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     if (auto ar = dyn_cast<AllReduceOp>(op)) {
       mx::AllReduceOp::create(b, loc, input, out, maskAttr,
                               reductionAttr(ar.getReduction()));
+    } else if (isa<SymmetricAllReduceOp>(op)) {
+      mx::SymmetricAllReduceOp::create(b, loc, input, out, maskAttr);
     } else if (auto ag = dyn_cast<AllGatherOp>(op)) {
       mx::AllGatherOp::create(b, loc, input, out, maskAttr,
                               ag.getGatherAxisAttr());

@@ -21,6 +21,8 @@ void mlir::muir::buildToExecPipeline(OpPassManager &pm,
   distribute.nsMode = options.nsMode;
   distribute.machine = options.machine;
   distribute.dpAssign = options.dpAssign;
+  distribute.nsForm = options.nsForm;
+  distribute.syrk = options.syrk;
   pm.addPass(createMuirDistribute(distribute));
   MuirDecomposeOptimizersOptions decompose;
   decompose.probeUpdates = options.probeUpdates;

@@ -293,12 +293,18 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
     MUIR_RT_SYMBOL(muirrt_ssyrk)
     MUIR_RT_SYMBOL(muirrt_dgemm)
     MUIR_RT_SYMBOL(muirrt_dsyrk)
+    MUIR_RT_SYMBOL(muirrt_ssyrk_f64)
+    MUIR_RT_SYMBOL(muirrt_dgemm_sym)
+    MUIR_RT_SYMBOL(muirrt_trace_normalize)
+    MUIR_RT_SYMBOL(muirrt_scale_matrices_f32)
+    MUIR_RT_SYMBOL(muirrt_scale_matrices_f64)
     MUIR_RT_SYMBOL(muirrt_frobenius_normalize)
     MUIR_RT_SYMBOL(muirrt_transpose)
     MUIR_RT_SYMBOL(muirrt_sum_squares)
     MUIR_RT_SYMBOL(muirrt_scale_by_norm)
     MUIR_RT_SYMBOL(muirrt_observe)
     MUIR_RT_SYMBOL(muirrt_all_reduce)
+    MUIR_RT_SYMBOL(muirrt_symmetric_all_reduce)
     MUIR_RT_SYMBOL(muirrt_all_gather)
     MUIR_RT_SYMBOL(muirrt_all_gatherv)
     MUIR_RT_SYMBOL(muirrt_reduce_scatter)
@@ -490,7 +496,8 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
                  "which cannot be bound to tensors; give the description "
                  "or the exec IR (--emit=exec)");
   for (const std::string &flag : options.given) {
-    bool distributeOnly = flag == "ns-mode" || flag == "dp-assign";
+    bool distributeOnly =
+        flag == "ns-mode" || flag == "dp-assign" || flag == "ns-form";
     if (stage == Stage::Exec || (stage == Stage::Planned && distributeOnly))
       return error("--" + flag + " has no effect on " +
                    (stage == Stage::Exec ? "exec IR, which is compiled"

@@ -29,6 +29,7 @@
 //===----------------------------------------------------------------------===//
 #include "muir/Analysis/CostModel.h"
 #include "muir/Passes.h"
+#include "muir/Transforms/GramForm.h"
 
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 
@@ -110,6 +111,7 @@ struct Job {
   SmallVector<Shard> nsShards; ///< splits the NS itself spans (tp modes)
   std::optional<Shard> fsdp;   ///< a dp split gathered to the owner
   NSMode mode = NSMode::Duplicated;
+  bool gram = false;        ///< distributed/resharded in the Gram form
   bool matrixSplit = false; ///< nsShards split the matrix itself
   std::string why;
   int64_t owner = -1; ///< dp group rank that orthogonalises it, -1 all
@@ -348,13 +350,34 @@ struct DistributePass
           NSProblem problem{nm, nn, batch, steps,
                             static_cast<int>(s.dim - (rank - 2)), s.group,
                             s.axis};
-          job.mode = model.choose(problem, &job.why);
+          job.mode = model.choose(problem, &job.why, nsForm, &job.gram);
         } else {
           job.why = "split on both matrix dimensions: duplicated";
         }
       } else {
         job.mode = *requested;
         job.why = "requested";
+        // The form of a requested distributed or resharded mode: as asked,
+        // or (auto) the cheaper of the two by the model.
+        if (matrixShards.size() == 1 &&
+            (job.mode == NSMode::Distributed ||
+             job.mode == NSMode::Resharded)) {
+          const Shard &s = *matrixShards.front();
+          int64_t nm = job.nsType.getDimSize(rank - 2) *
+                       (s.dim == rank - 2 ? s.group : 1);
+          int64_t nn = job.nsType.getDimSize(rank - 1) *
+                       (s.dim == rank - 1 ? s.group : 1);
+          NSProblem problem{nm, nn, batch, steps,
+                            static_cast<int>(s.dim - (rank - 2)), s.group,
+                            s.axis};
+          bool reshard = job.mode == NSMode::Resharded;
+          job.gram = nsForm == NSFormOption::Gram ||
+                     (nsForm == NSFormOption::Auto &&
+                      (reshard ? model.reshardedGram(problem).seconds <
+                                     model.resharded(problem).seconds
+                               : model.distributedGram(problem).seconds <
+                                     model.distributed(problem).seconds));
+        }
         if ((job.mode == NSMode::Distributed ||
              job.mode == NSMode::Resharded) &&
             matrixShards.size() != 1)
@@ -425,14 +448,14 @@ struct DistributePass
         if (c.dim >= type.getRank() - 2)
           s = &c;
       if (job.mode == NSMode::Distributed)
-        return distributedNS(b, loc, op, u, *s);
+        return distributedNS(b, loc, op, u, *s, job.gram);
       // Move the split to the other dimension, run distributed there, move
       // it back (2-D only: checked when the mode was chosen).
       Shard flipped = *s;
       flipped.dim = 1 - s->dim;
       bool rows = s->dim == 0;
       Value v = rows ? rowsToCols(b, loc, u, *s) : colsToRows(b, loc, u, *s);
-      Value o = distributedNS(b, loc, op, v, flipped);
+      Value o = distributedNS(b, loc, op, v, flipped, job.gram);
       return rows ? colsToRows(b, loc, o, *s) : rowsToCols(b, loc, o, *s);
     }
     // Duplicated: gather the update, orthogonalise the whole matrix on
@@ -520,6 +543,11 @@ struct DistributePass
       // The decision stays visible in the planned IR.
       if (job.matrixSplit)
         a->setAttr("muir.ns_mode", b.getStringAttr(stringify(job.mode)));
+      if (job.matrixSplit && (job.mode == NSMode::Distributed ||
+                              job.mode == NSMode::Resharded))
+        a->setAttr("muir.ns_form",
+                   NSFormAttr::get(b.getContext(), job.gram ? NSForm::gram
+                                                            : NSForm::standard));
       if (job.matrixSplit || job.fsdp)
         a->setAttr("muir.ns_why", b.getStringAttr(job.why));
       if (job.owner >= 0)
@@ -781,13 +809,55 @@ struct DistributePass
     return success();
   }
 
+  /// The Gram form of distributedNS: each rank's raw Gram matrix over the
+  /// unsplit dimension (its slice's products summed in f64) is summed over
+  /// the group once, by packed triangles; its trace is ||X||_F^2, so the
+  /// normalisation needs no collective of its own. Every rank iterates on
+  /// the s x s matrices (the same bits everywhere: the sum runs in group-
+  /// rank order) and multiplies its own slice by s Q.
+  Value distributedGramNS(OpBuilder &b, Location loc, MuonUpdateOp op,
+                          Value u, const Shard &s) {
+    auto type = cast<RankedTensorType>(u.getType());
+    int64_t rank = type.getRank();
+    bool rowsSplit = s.dim == rank - 2;
+    int64_t batch = rank == 3 ? type.getDimSize(0) : 1;
+    int64_t g = rowsSplit ? type.getDimSize(rank - 1)
+                          : type.getDimSize(rank - 2);
+    SmallVector<int64_t> gramShape(type.getShape());
+    gramShape[rank - 2] = g;
+    gramShape[rank - 1] = g;
+    Type f64 = b.getF64Type();
+    auto gram64 = RankedTensorType::get(gramShape, f64);
+    auto gram32 = RankedTensorType::get(gramShape, type.getElementType());
+    auto num = [&](double v) { return b.getF64FloatAttr(v); };
+    UnitAttr no, yes = b.getUnitAttr();
+    Value local = SyrkOp::create(b, loc, gram64, u, Value(), num(1.0),
+                                 num(0.0), rowsSplit ? yes : no);
+    Value a = SymmetricAllReduceOp::create(b, loc, gram64, s.gridRef(),
+                                           b.getStrArrayAttr({s.axis}),
+                                           local);
+    auto norm = TraceNormalizeOp::create(
+        b, loc, gram64, RankedTensorType::get({batch}, f64), a,
+        op.getEpsAttr());
+    Value q = buildGramIteration(
+        b, loc, norm.getResult(),
+        resolveSchedule(op.getSchedule(), op.getCoefficients(),
+                        op.getNsStepsAttr().getInt()),
+        syrk);
+    Value qf = ScaleMatricesOp::create(b, loc, gram32, q, norm.getScale());
+    return rowsSplit ? MatmulOp::create(b, loc, type, u, qf, Value(),
+                                        num(1.0), num(0.0), no, no)
+                     : MatmulOp::create(b, loc, type, qf, u, Value(),
+                                        num(1.0), num(0.0), no, no);
+  }
+
   /// Newton-Schulz of a matrix split on one dimension over `s`'s group,
   /// without gathering it: the squared norm and, every step, the Gram matrix
   /// over the unsplit dimension are all-reduced; the rest is local. Split
   /// rows use X <- a X + X (b G + c G G) with G = X^T X, split columns
   /// X <- a X + (b G + c G G) X with G = X X^T (the same polynomial).
   Value distributedNS(OpBuilder &b, Location loc, MuonUpdateOp op, Value u,
-                      const Shard &s) {
+                      const Shard &s, bool gram) {
     auto type = cast<RankedTensorType>(u.getType());
     int64_t rank = type.getRank();
     bool rowsSplit = s.dim == rank - 2;
@@ -795,6 +865,8 @@ struct DistributePass
     int64_t batch = rank == 3 ? type.getDimSize(0) : 1;
     auto ssType = RankedTensorType::get({batch}, f32);
     ArrayAttr axes = b.getStrArrayAttr({s.axis});
+    if (gram)
+      return distributedGramNS(b, loc, op, u, s);
     Value ss = SumSquaresOp::create(b, loc, ssType, u);
     ss = AllReduceOp::create(b, loc, ssType, s.gridRef(), axes, ss,
                              ReductionKindAttr::get(b.getContext(),

@@ -3,15 +3,17 @@
 // For a wide X (m < n) every Newton-Schulz step X' = a X + (b A + c A^2) X
 // with A = X X^T keeps X = Q X0 for an m x m matrix Q, and A stays a
 // polynomial in A0 = X0 X0^T: with P = a I + b A + c A^2, Q <- P Q and
-// A <- P A P. All iterations run on m x m matrices; X0 is read twice (A0
+// A <- P A P. All iterations run on m x m matrices; X is read twice (A0
 // and the final X = Q X0). A tall X is handled as its transpose without
-// transposing: A0 = X0^T X0 and X = X0 Q.
+// transposing: A0 = X0^T X0 and X = X0 Q. The Frobenius normalisation
+// happens on A0 (its trace is ||X||_F^2) and on Q, so X0 is never
+// written out.
 //
 // The small matrices are kept in f64. In f32 the Gram matrix's eigenvalues
 // are the squares of X's singular values, so a direction with singular
 // value 1e-4 sits at the f32 rounding of A0 and the iteration, which
 // amplifies small directions by up to prod(a), carries that rounding into
-// Q (measured in docs/design.md: 20-40x the standard form's error on
+// Q (docs/gram-newton-schulz.md: 20-500x the standard form's error on
 // ill-conditioned inputs, 2-4x with one restart; in f64, within 1.2x).
 //
 // With ns-form=auto the cost model chooses per matrix (shape, batch,
@@ -20,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 #include "muir/Analysis/CostModel.h"
 #include "muir/Passes.h"
+#include "muir/Transforms/GramForm.h"
 
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIRGRAMNEWTONSCHULZ
@@ -28,6 +31,42 @@ namespace mlir::muir {
 
 using namespace mlir;
 using namespace mlir::muir;
+
+Value mlir::muir::buildGramIteration(OpBuilder &b, Location loc, Value a,
+                                     ArrayRef<std::array<double, 3>> steps,
+                                     bool syrk) {
+  auto gram = cast<RankedTensorType>(a.getType());
+  auto num = [&](double v) { return b.getF64FloatAttr(v); };
+  UnitAttr no, yes = b.getUnitAttr();
+  Value q;
+  for (auto [k, abc] : llvm::enumerate(steps)) {
+    auto [ca, cb, cc] = abc;
+    // B = c A A + b A (A symmetric: A A = A A^T).
+    Value bm;
+    if (syrk)
+      bm = SyrkOp::create(b, loc, gram, a, a, num(cc), num(cb), no);
+    else
+      bm = MatmulOp::create(b, loc, gram, a, a, a, num(cc), num(cb), no, no);
+    // Q <- P Q = a Q + B Q; the first P is a I + B.
+    q = k == 0 ? Value(AddDiagonalOp::create(b, loc, bm, num(ca)))
+               : Value(MatmulOp::create(b, loc, gram, bm, q, q, num(1.0),
+                                        num(ca), no, no, yes));
+    if (k + 1 == steps.size())
+      break;
+    // A <- P A P = A P^2 (P and A commute, both polynomials in A0), with
+    // P^2 = B B + 2 a B + a^2 I symmetric: a SYRK and one GEMM (3 m^3
+    // instead of two GEMMs' 4 m^3).
+    Value p2 = syrk ? Value(SyrkOp::create(b, loc, gram, bm, bm, num(1.0),
+                                           num(2 * ca), no))
+                    : Value(MatmulOp::create(b, loc, gram, bm, bm, bm,
+                                             num(1.0), num(2 * ca), no, no,
+                                             yes));
+    p2 = AddDiagonalOp::create(b, loc, p2, num(ca * ca));
+    a = MatmulOp::create(b, loc, gram, a, p2, Value(), num(1.0), num(0.0), no,
+                         no, yes);
+  }
+  return q;
+}
 
 namespace {
 
@@ -57,47 +96,34 @@ std::pair<Value, Operation *> gramForm(OpBuilder &b, NewtonSchulzOp op,
   auto num = [&](double v) { return b.getF64FloatAttr(v); };
   UnitAttr no, yes = b.getUnitAttr();
 
-  Value x0 = FrobeniusNormalizeOp::create(b, loc, type, op.getInput(),
-                                          op.getEpsAttr());
-  Value xd = arith::ExtFOp::create(b, loc, withElement(type, f64), x0);
-  // alpha * S S^T + beta * acc of a symmetric S (S^T S with transpose), or
-  // of an X-shaped operand: a SYRK, or the GEMM when SYRK is off.
-  auto symmetric = [&](Value s, bool transpose, Value acc,
-                       double beta) -> Value {
-    if (syrk)
-      return SyrkOp::create(b, loc, gram, s, acc, num(1.0), num(beta),
-                            transpose ? yes : no);
-    return MatmulOp::create(b, loc, gram, s, s, acc, num(1.0), num(beta),
-                            transpose ? yes : no, transpose ? no : yes);
-  };
-  Value a = symmetric(xd, tall, Value(), 0.0);
-  Value q;
-  auto steps = op.getStepCoefficients();
-  for (auto [k, abc] : llvm::enumerate(steps)) {
-    auto [ca, cb, cc] = abc;
-    // B = c A A + b A (A symmetric: A A = A A^T).
-    Value bm;
-    if (syrk)
-      bm = SyrkOp::create(b, loc, gram, a, a, num(cc), num(cb), no);
-    else
-      bm = MatmulOp::create(b, loc, gram, a, a, a, num(cc), num(cb), no, no);
-    // Q <- P Q = a Q + B Q; the first P is a I + B.
-    q = k == 0 ? Value(AddDiagonalOp::create(b, loc, bm, num(ca)))
-               : Value(MatmulOp::create(b, loc, gram, bm, q, q, num(1.0),
-                                        num(ca), no, no));
-    if (k + 1 == steps.size())
-      break;
-    // A <- P A P: R = P A = a A + B A, then P R = a R + B R.
-    Value pa = MatmulOp::create(b, loc, gram, bm, a, a, num(1.0), num(ca),
-                                no, no);
-    a = MatmulOp::create(b, loc, gram, bm, pa, pa, num(1.0), num(ca), no, no);
+  // A0 of the input as it is, its products accumulated in double (the
+  // GEMM of an f64 copy without SYRK), then normalised on the small matrix:
+  // trace(A0) = ||X||_F^2, so A0 s^2 is the Gram matrix of the normalised
+  // X0 = s X with s = 1 / (||X||_F + eps), and X itself is touched again
+  // only by the last product.
+  Value x = op.getInput();
+  Value a;
+  if (syrk) {
+    a = SyrkOp::create(b, loc, gram, x, Value(), num(1.0), num(0.0),
+                       tall ? yes : no);
+  } else {
+    Value xd = arith::ExtFOp::create(b, loc, withElement(type, f64), x);
+    a = MatmulOp::create(b, loc, gram, xd, xd, Value(), num(1.0), num(0.0),
+                         tall ? yes : no, tall ? no : yes);
   }
-  Value qf = arith::TruncFOp::create(b, loc, square(type, r, b.getF32Type()),
-                                     q);
-  auto last = tall ? MatmulOp::create(b, loc, type, x0, qf, Value(),
-                                      num(1.0), num(0.0), no, no)
-                   : MatmulOp::create(b, loc, type, qf, x0, Value(),
-                                      num(1.0), num(0.0), no, no);
+  int64_t batch = rank == 3 ? type.getDimSize(0) : 1;
+  auto norm = TraceNormalizeOp::create(
+      b, loc, gram, RankedTensorType::get({batch}, f64), a, op.getEpsAttr());
+  a = norm.getResult();
+  Value q = buildGramIteration(b, loc, norm.getResult(),
+                               op.getStepCoefficients(), syrk);
+  // Q s (X = Q X0 = (Q s) X), rounded to f32 once.
+  Value qf = ScaleMatricesOp::create(
+      b, loc, square(type, r, b.getF32Type()), q, norm.getScale());
+  auto last = tall ? MatmulOp::create(b, loc, type, x, qf, Value(), num(1.0),
+                                      num(0.0), no, no)
+                   : MatmulOp::create(b, loc, type, qf, x, Value(), num(1.0),
+                                      num(0.0), no, no);
   return {last.getResult(), last};
 }
 

@@ -931,6 +931,61 @@ extern "C" void muirrt_all_reduce(int64_t axes_mask, int32_t op,
   });
 }
 
+// Packed upper triangles of `batch` n x n double matrices travel to every
+// member (an allgather of the pieces), each member sums them in group-rank
+// order and unpacks the sum into both triangles. Bytes: the rank's packed
+// triangles to each of the g - 1 others.
+extern "C" void muirrt_symmetric_all_reduce(int64_t axes_mask,
+                                            const double *in, double *out,
+                                            int64_t batch, int64_t n) {
+  const char *fn = "muirrt_symmetric_all_reduce";
+  guardedCollective(fn, [&] {
+    checkNonNegative(fn, "batch", batch);
+    checkNonNegative(fn, "n", n);
+    int64_t tri = n * (n + 1) / 2, count = mul(fn, batch, tri);
+    checkPointer(fn, "input", in, batch * n * n);
+    checkPointer(fn, "output", out, batch * n * n);
+    Group g = groupFor(fn, axes_mask);
+    agree(fn, g, axes_mask, "the matrices (batch, n)", batch, n);
+    countComm(axes_mask, count * 8 * (g.size - 1));
+    std::vector<double> packed(static_cast<size_t>(count));
+    for (int64_t b = 0; b < batch; ++b) {
+      double *p = packed.data() + b * tri;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = i; j < n; ++j)
+          *p++ = in[(b * n + i) * n + j];
+    }
+    std::vector<double> sum = packed;
+#if MUIR_RT_HAVE_MPI
+    if (g.size > 1) {
+      std::vector<double> pieces(static_cast<size_t>(count * g.size));
+      for (int64_t s = 0; s < count; s += kIntMax) {
+        int64_t c = std::min<int64_t>(kIntMax, count - s);
+        std::vector<double> part(static_cast<size_t>(c * g.size));
+        checkMpi(MPI_Allgather(packed.data() + s, asInt(c), MPI_DOUBLE,
+                               part.data(), asInt(c), MPI_DOUBLE, g.comm),
+                 "MPI_Allgather");
+        for (int64_t i = 0; i < c; ++i) {
+          double acc = part[static_cast<size_t>(i)];
+          for (int64_t r = 1; r < g.size; ++r)
+            acc += part[static_cast<size_t>(r * c + i)];
+          sum[static_cast<size_t>(s + i)] = acc;
+        }
+      }
+    }
+#endif
+    for (int64_t b = 0; b < batch; ++b) {
+      const double *p = sum.data() + b * tri;
+      double *o = out + b * n * n;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = i; j < n; ++j) {
+          o[i * n + j] = *p;
+          o[j * n + i] = *p++;
+        }
+    }
+  });
+}
+
 extern "C" void muirrt_all_gather(int64_t axes_mask, const float *in,
                                   float *out, int64_t outer, int64_t inner) {
   const char *fn = "muirrt_all_gather";

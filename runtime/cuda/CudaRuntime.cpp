@@ -46,6 +46,24 @@
 
 extern "C" {
 size_t muirrt_cuda_detail_squares_scratch(int64_t batch);
+cudaError_t muirrt_cuda_detail_to_f64(const float *in, int64_t n, double *out,
+                                      cudaStream_t stream);
+cudaError_t muirrt_cuda_detail_pack_upper(const double *in, int64_t batch,
+                                          int64_t n, double *out,
+                                          cudaStream_t stream);
+cudaError_t muirrt_cuda_detail_sum_unpack(const double *pieces, int64_t g,
+                                          int64_t batch, int64_t n,
+                                          double *out, cudaStream_t stream);
+cudaError_t muirrt_cuda_detail_trace_normalize(const double *in,
+                                               int64_t batch, int64_t n,
+                                               double eps, double *out,
+                                               double *scale,
+                                               cudaStream_t stream);
+cudaError_t muirrt_cuda_detail_scale_matrices(const double *in,
+                                              const double *scale,
+                                              int64_t batch, int64_t count,
+                                              void *out, int32_t to_f32,
+                                              cudaStream_t stream);
 cudaError_t muirrt_cuda_detail_sum_squares(const float *in, int64_t batch,
                                            int64_t numel, float *ss,
                                            double *ssDouble, double *scratch,
@@ -1003,10 +1021,70 @@ extern "C" void muirrt_cuda_dgemm(int64_t batch, int32_t trans_a,
         "cublasDgemmStridedBatched");
 }
 
+// cuBLAS computes the whole product (as fast on Hopper's FP64 tensor cores).
+extern "C" void muirrt_cuda_dgemm_sym(int64_t batch, int32_t trans_a,
+                                      int32_t trans_b, int64_t m, int64_t n,
+                                      int64_t k, double alpha, const double *a,
+                                      const double *b, double beta, double *c,
+                                      const double *acc) {
+  muirrt_cuda_dgemm(batch, trans_a, trans_b, m, n, k, alpha, a, b, beta, c,
+                    acc);
+}
+
 extern "C" void muirrt_cuda_dsyrk(int64_t batch, int32_t trans, int64_t n,
                                   int64_t k, double alpha, const double *a,
                                   double beta, double *c, const double *acc) {
   muirrt_cuda_dgemm(batch, trans, !trans, n, n, k, alpha, a, a, beta, c, acc);
+}
+
+// f32 A into f64 C: A converted to double in the runtime's scratch, then
+// the double product.
+extern "C" void muirrt_cuda_ssyrk_f64(int64_t batch, int32_t trans,
+                                      int64_t n, int64_t k, double alpha,
+                                      const float *a, double beta, double *c,
+                                      const double *acc) {
+  ensureReady("muirrt_cuda_ssyrk_f64");
+  int64_t count = batch * n * k;
+  if (count <= 0) {
+    muirrt_cuda_dgemm(batch, trans, !trans, n, n, k, alpha, nullptr, nullptr,
+                      beta, c, acc);
+    return;
+  }
+  auto *wide = static_cast<double *>(
+      scratch(sizeof(double) * count, "muirrt_cuda_ssyrk_f64"));
+  check(muirrt_cuda_detail_to_f64(a, count, wide, state.stream),
+        "the f64 copy kernel");
+  muirrt_cuda_dgemm(batch, trans, !trans, n, n, k, alpha, wide, wide, beta, c,
+                    acc);
+}
+
+extern "C" void muirrt_cuda_trace_normalize(int64_t batch, int64_t n,
+                                            double eps, const double *in,
+                                            double *out, double *scale) {
+  ensureReady("muirrt_cuda_trace_normalize");
+  check(muirrt_cuda_detail_trace_normalize(in, batch, n, eps, out, scale,
+                                           state.stream),
+        "the trace normalisation kernel");
+}
+
+extern "C" void muirrt_cuda_scale_matrices_f32(int64_t batch, int64_t count,
+                                               const double *in,
+                                               const double *scale,
+                                               float *out) {
+  ensureReady("muirrt_cuda_scale_matrices_f32");
+  check(muirrt_cuda_detail_scale_matrices(in, scale, batch, count, out, 1,
+                                          state.stream),
+        "the matrix scaling kernel");
+}
+
+extern "C" void muirrt_cuda_scale_matrices_f64(int64_t batch, int64_t count,
+                                               const double *in,
+                                               const double *scale,
+                                               double *out) {
+  ensureReady("muirrt_cuda_scale_matrices_f64");
+  check(muirrt_cuda_detail_scale_matrices(in, scale, batch, count, out, 0,
+                                          state.stream),
+        "the matrix scaling kernel");
 }
 
 // Rows [row_begin, row_end) of the upper triangle of alpha A A^T (A n x k)
@@ -1538,6 +1616,36 @@ extern "C" void muirrt_cuda_all_reduce(int64_t axes_mask, int32_t op,
   check(muirrt_cuda_detail_reduce_ordered(pieces, g.size, count, op, out,
                                           state.stream),
         "ordered sum kernel");
+}
+
+// Packed triangles gathered from every member (ncclAllGather), summed in
+// group-rank order and unpacked on the device: the same bits on every rank
+// and run (as the CPU runtime's).
+extern "C" void muirrt_cuda_symmetric_all_reduce(int64_t axes_mask,
+                                                 const double *in,
+                                                 double *out, int64_t batch,
+                                                 int64_t n) {
+  const char *fn = "muirrt_cuda_symmetric_all_reduce";
+  ensureReady(fn);
+  Group &g = groupFor(axes_mask, fn);
+  int64_t count = batch * n * (n + 1) / 2;
+  state.bytesSent += count * 8 * (g.size - 1);
+  if (count <= 0)
+    return;
+  auto *buf = static_cast<double *>(
+      scratch(sizeof(double) * count * (g.size + 1), fn));
+  double *packed = buf, *pieces = buf + count;
+  check(muirrt_cuda_detail_pack_upper(in, batch, n, packed, state.stream),
+        "the triangle packing kernel");
+  if (g.size > 1)
+    check(ncclAllGather(packed, pieces, static_cast<size_t>(count),
+                        ncclDouble, g.comm, state.stream),
+          "ncclAllGather");
+  else
+    pieces = packed;
+  check(muirrt_cuda_detail_sum_unpack(pieces, g.size, batch, n, out,
+                                      state.stream),
+        "the ordered triangle sum kernel");
 }
 
 namespace {

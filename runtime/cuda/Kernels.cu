@@ -118,6 +118,78 @@ __global__ void toBf16(const float *in, int64_t n, __nv_bfloat16 *out) {
     out[i] = __float2bfloat16_rn(in[i]);
 }
 
+// out[i] = in[i] as double (exact).
+__global__ void toF64(const float *in, int64_t n, double *out) {
+  for (int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * kThreads)
+    out[i] = static_cast<double>(in[i]);
+}
+
+// One block per n x n matrix: s = 1 / (sqrt(trace) + eps), the trace
+// summed in order by one thread; then out = s^2 in by all.
+__global__ void traceNormalize(const double *in, int64_t batch, int64_t n,
+                               double eps, double *out, double *scale) {
+  __shared__ double s;
+  for (int64_t b = blockIdx.x; b < batch; b += gridDim.x) {
+    const double *a = in + b * n * n;
+    if (threadIdx.x == 0) {
+      double trace = 0;
+      for (int64_t i = 0; i < n; ++i)
+        trace += a[i * n + i];
+      s = 1.0 / (sqrt(trace > 0 ? trace : 0.0) + eps);
+      scale[b] = s;
+    }
+    __syncthreads();
+    double s2 = s * s;
+    for (int64_t i = threadIdx.x; i < n * n; i += blockDim.x)
+      out[b * n * n + i] = s2 * a[i];
+    __syncthreads();
+  }
+}
+
+// out[i] = scale[i / count] * in[i], rounded once to T.
+template <typename T>
+__global__ void scaleMatrices(const double *in, const double *scale,
+                              int64_t total, int64_t count, T *out) {
+  for (int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * kThreads)
+    out[i] = static_cast<T>(scale[i / count] * in[i]);
+}
+
+// The packed upper triangle's offset of (i, j), i <= j, in an n x n matrix.
+__device__ int64_t packedOffset(int64_t i, int64_t j, int64_t n) {
+  return i * n - i * (i - 1) / 2 + (j - i);
+}
+
+// The upper triangles of `batch` n x n matrices, packed row by row.
+__global__ void packUpper(const double *in, int64_t batch, int64_t n,
+                          double *out) {
+  int64_t total = batch * n * n, tri = n * (n + 1) / 2;
+  for (int64_t t = blockIdx.x * int64_t(kThreads) + threadIdx.x; t < total;
+       t += int64_t(gridDim.x) * kThreads) {
+    int64_t b = t / (n * n), i = (t / n) % n, j = t % n;
+    if (i <= j)
+      out[b * tri + packedOffset(i, j, n)] = in[t];
+  }
+}
+
+// out[b][i][j] = the group-rank-order sum of the g members' packed pieces
+// (pieces[r] is member r's `batch` triangles), both triangles written.
+__global__ void sumUnpack(const double *pieces, int64_t g, int64_t batch,
+                          int64_t n, double *out) {
+  int64_t total = batch * n * n, tri = n * (n + 1) / 2;
+  for (int64_t t = blockIdx.x * int64_t(kThreads) + threadIdx.x; t < total;
+       t += int64_t(gridDim.x) * kThreads) {
+    int64_t b = t / (n * n), i = (t / n) % n, j = t % n;
+    int64_t at = b * tri + (i <= j ? packedOffset(i, j, n)
+                                   : packedOffset(j, i, n));
+    double acc = pieces[at];
+    for (int64_t r = 1; r < g; ++r)
+      acc += pieces[r * batch * tri + at];
+    out[t] = acc;
+  }
+}
+
 // Items of a batch on grid y, at most 65535 blocks (the kernels loop).
 unsigned itemsFor(int64_t batch) {
   return static_cast<unsigned>(batch < 65535 ? batch : 65535);
@@ -180,6 +252,59 @@ cudaError_t muirrt_cuda_detail_to_bf16(const float *in, int64_t n, void *out,
   if (n > 0)
     toBf16<<<gridFor(n), kThreads, 0, stream>>>(
         in, n, static_cast<__nv_bfloat16 *>(out));
+  return cudaGetLastError();
+}
+
+cudaError_t muirrt_cuda_detail_pack_upper(const double *in, int64_t batch,
+                                          int64_t n, double *out,
+                                          cudaStream_t stream) {
+  if (batch * n > 0)
+    packUpper<<<gridFor(batch * n * n), kThreads, 0, stream>>>(in, batch, n,
+                                                               out);
+  return cudaGetLastError();
+}
+
+cudaError_t muirrt_cuda_detail_sum_unpack(const double *pieces, int64_t g,
+                                          int64_t batch, int64_t n,
+                                          double *out, cudaStream_t stream) {
+  if (batch * n > 0)
+    sumUnpack<<<gridFor(batch * n * n), kThreads, 0, stream>>>(pieces, g,
+                                                               batch, n, out);
+  return cudaGetLastError();
+}
+
+cudaError_t muirrt_cuda_detail_to_f64(const float *in, int64_t n, double *out,
+                                      cudaStream_t stream) {
+  if (n > 0)
+    toF64<<<gridFor(n), kThreads, 0, stream>>>(in, n, out);
+  return cudaGetLastError();
+}
+
+cudaError_t muirrt_cuda_detail_trace_normalize(const double *in,
+                                               int64_t batch, int64_t n,
+                                               double eps, double *out,
+                                               double *scale,
+                                               cudaStream_t stream) {
+  if (batch > 0)
+    traceNormalize<<<itemsFor(batch), kThreads, 0, stream>>>(in, batch, n,
+                                                             eps, out, scale);
+  return cudaGetLastError();
+}
+
+cudaError_t muirrt_cuda_detail_scale_matrices(const double *in,
+                                              const double *scale,
+                                              int64_t batch, int64_t count,
+                                              void *out, int32_t to_f32,
+                                              cudaStream_t stream) {
+  int64_t total = batch * count;
+  if (total <= 0)
+    return cudaGetLastError();
+  if (to_f32)
+    scaleMatrices<float><<<gridFor(total), kThreads, 0, stream>>>(
+        in, scale, total, count, static_cast<float *>(out));
+  else
+    scaleMatrices<double><<<gridFor(total), kThreads, 0, stream>>>(
+        in, scale, total, count, static_cast<double *>(out));
   return cudaGetLastError();
 }
 

@@ -4,6 +4,7 @@
 // RUN: muir-opt %s --muir-distribute=machine=h200 | FileCheck %s --check-prefix=AUTO-H200
 // RUN: muir-opt %s --muir-distribute=machine=h200-bf16 | FileCheck %s --check-prefix=AUTO-H200-BF16
 // RUN: muir-opt %s --muir-distribute=ns-mode=resharded | FileCheck %s --check-prefix=RESH
+// RUN: muir-opt %s --muir-distribute="ns-mode=distributed ns-form=gram" | FileCheck %s --check-prefix=GRAM
 
 // A 256x1024 matrix split by columns over tp=4 (local 256x256).
 muir.grid @world axes = ["tp"] shape = [4]
@@ -31,15 +32,31 @@ muir.grid @world axes = ["tp"] shape = [4]
 
 // The cost model picks per machine and keeps its reason on the update: on
 // this CPU the distributed mode's split Gram work wins over gathering and
-// orthogonalising the whole matrix on every rank; on an H200 node, where
-// compute is cheap and each all-reduce costs latency, duplicated wins.
-// AUTO: muir.apply_update {{.*}}muir.ns_mode = "distributed", muir.ns_why = "duplicated {{.*}} ms (gather 0.786 MB), distributed {{.*}} ms (Gram all-reduces 0.987 MB) on cpu"
-// AUTO-H200: muir.ns_mode = "duplicated", muir.ns_why = "{{.*}} on h200"
+// orthogonalising the whole matrix on every rank (and its standard form
+// over the Gram form, whose s x s iteration runs in f64 at 0.43 of the f32
+// rate here); on an H200 node, where compute is cheap and each all-reduce
+// costs latency, the Gram form's single all-reduce wins (0.0261 ms against
+// duplicated's 0.0404).
+// AUTO: muir.apply_update {{.*}}muir.ns_form = #muir.ns_form<standard>, muir.ns_mode = "distributed", muir.ns_why = "duplicated {{.*}} ms (gather 0.786 MB), distributed {{.*}} ms (Gram all-reduces 0.987 MB), distributed (gram) {{.*}} ms (one Gram all-reduce 0.395 MB) on cpu"
+// AUTO-H200: muir.ns_form = #muir.ns_form<gram>, muir.ns_mode = "distributed", muir.ns_why = "{{.*}} on h200"
 // The profiles' rates are cuBLAS's as the CUDA runtime runs the products,
 // measured on an H200: 50.9 TFLOP/s fp32, 768 bf16 (1.5 GFLOP: 30 and 2 us
 // of the duplicated mode's 40 and 13).
 // AUTO-H200: muir.ns_why = "duplicated 0.0404 ms
 // AUTO-H200-BF16: muir.ns_mode = "duplicated", muir.ns_why = "duplicated 0.0127 ms {{.*}} on h200-bf16"
+// Distributed in the Gram form: the local slice's raw Gram matrix with its
+// products summed in f64, one packed all-reduce of it (no norm all-reduce:
+// its trace is the squared norm), the 256x256 iteration on every rank, the
+// slice times s Q.
+// GRAM-LABEL: func.func @step
+// GRAM-NOT: muir.all_reduce
+// GRAM: %[[A0:.+]] = muir.syrk %[[U:[^ ]+]] : (tensor<256x256xf32>) -> tensor<256x256xf64>
+// GRAM: %[[A:.+]] = muir.symmetric_all_reduce %[[A0]] on @world axes = ["tp"] : tensor<256x256xf64>
+// GRAM: %{{.+}}, %[[S:.+]] = muir.trace_normalize %[[A]]
+// GRAM: %[[Q:.+]] = muir.scale_matrices %{{.+}}, %[[S]] : tensor<256x256xf64>, tensor<1xf64> -> tensor<256x256xf32>
+// GRAM: %[[X:.+]] = muir.matmul %[[Q]], %[[U]] : (tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>
+// GRAM: muir.apply_update %{{.*}}, %[[X]] {{.*}}muir.ns_form = #muir.ns_form<gram>, muir.ns_mode = "distributed"
+// GRAM-NOT: muir.all_reduce
 func.func @step(%w: tensor<256x1024xf32> {muir.name = "w", muir.shards = ["tp_row@tp:1"]},
                 %g: tensor<256x1024xf32> {muir.name = "w.grad", muir.shards = ["tp_row@tp:1"]},
                 %m: tensor<256x1024xf32> {muir.name = "w.momentum", muir.shards = ["tp_row@tp:1"]})
@@ -55,7 +72,7 @@ func.func @step(%w: tensor<256x1024xf32> {muir.name = "w", muir.shards = ["tp_ro
 // AUTO-LABEL: func.func @smaller
 // AUTO: muir.all_to_all
 // AUTO: muir.all_reduce {{.*}} : tensor<256x256xf32>
-// AUTO: muir.apply_update {{.*}}muir.ns_mode = "resharded", muir.ns_why = "duplicated {{.*}} ms (gather 0.786 MB), distributed {{.*}} ms (Gram all-reduces 15.7 MB), resharded {{.*}} ms (all_to_all and Gram {{.*}} MB) on cpu"
+// AUTO: muir.apply_update {{.*}}muir.ns_mode = "resharded", muir.ns_why = "duplicated {{.*}} ms (gather 0.786 MB), distributed {{.*}} ms (Gram all-reduces 15.7 MB), distributed (gram) {{.*}} ms (one Gram all-reduce 6.3 MB), resharded {{.*}} ms (all_to_all and Gram {{.*}} MB), resharded (gram) {{.*}} ms (all_to_all and one Gram {{.*}} MB) on cpu"
 // Requested: column blocks of the own rows stacked and exchanged, the
 // distributed steps on the 256x256 row shard, and the way back.
 // RESH-LABEL: func.func @smaller

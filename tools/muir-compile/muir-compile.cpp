@@ -230,12 +230,19 @@ int main(int argc, char **argv) {
       distribute.nsMode = pipeline.nsMode;
       distribute.machine = pipeline.machine;
       distribute.dpAssign = pipeline.dpAssign;
+      distribute.nsForm = pipeline.nsForm;
+      distribute.syrk = pipeline.syrk;
       pm.addPass(muir::createMuirDistribute(distribute));
       pm.addPass(muir::createMuirDecomposeOptimizers());
       // As the to-exec pipeline does, so that planned IR, run, gives the
       // description's bits.
       if (pipeline.batch)
         pm.addPass(muir::createMuirBatchNewtonSchulz());
+      muir::MuirGramNewtonSchulzOptions gram;
+      gram.nsForm = pipeline.nsForm;
+      gram.machine = pipeline.machine;
+      gram.syrk = pipeline.syrk;
+      pm.addPass(muir::createMuirGramNewtonSchulz(gram));
       pm.addPass(muir::createMuirExpandNewtonSchulz());
     } else if (emit == Emit::Exec || emit == Emit::LLVM ||
                emit == Emit::PTX || emit == Emit::Object) {
@@ -262,7 +269,7 @@ int main(int argc, char **argv) {
       muir::ReportOptions{pipeline.nsMode, pipeline.machine,
                           pipeline.dpAssign, pipeline.syrk,
                           pipeline.fuseAllReduce, pipeline.chunkRows,
-                          pipeline.batch},
+                          pipeline.batch, pipeline.nsForm},
       reportError);
   if (failed(planned))
     return fail(reportError);

@@ -44,6 +44,10 @@ struct MachineProfile {
   std::string name;
   double flopsPerSecond;           ///< fp32 matrix-multiply rate
   double fp64FlopsPerSecond;       ///< fp64 matrix-multiply rate
+  /// The share of a GEMM's flops a product known symmetric costs (the CPU
+  /// runtime computes the upper triangle in blocks of rows; cuBLAS the
+  /// whole product).
+  double symmetricGemmShare = 1.0;
   std::map<std::string, Link> axes; ///< by grid-axis name
   Link otherAxes;                   ///< axes not listed
   /// The ranks of a run share this one machine's rate (the CPU profile: N
@@ -89,8 +93,9 @@ llvm::cl::ValuesClass nsFormValues();
 ///  - standard: per step the Gram matrix (SYRK), b A + c A A (SYRK) and
 ///    B X + a X (GEMM), in f32;
 ///  - gram: A0 = X X^T once (SYRK, f64), per step b A + c A A (SYRK, f64),
-///    Q <- P Q (GEMM, f64, not the first step) and A <- P A P (two GEMMs,
-///    f64, not the last step), then X = Q X0 (GEMM, f32).
+///    Q <- P Q (GEMM, f64, not the first step) and A <- A P^2 (P^2 by
+///    SYRK, then a GEMM, f64, not the last step), then X = Q X0 (GEMM,
+///    f32).
 struct FormCost {
   double standardSeconds = 0, gramSeconds = 0;
   double standardFlops = 0, gramFp64Flops = 0, gramFp32Flops = 0;
@@ -129,11 +134,24 @@ public:
   ModeCost duplicated(const NSProblem &p) const;
   ModeCost distributed(const NSProblem &p) const;
   ModeCost resharded(const NSProblem &p) const;
+  /// The distributed mode in the Gram form: the split dimension's partial
+  /// Gram matrices (raw, f64) summed once over the group, by packed
+  /// triangles (muir.symmetric_all_reduce: 8 s (s + 1) / 2 bytes to each
+  /// peer, no separate norm), the iteration on s x s redundantly on every
+  /// rank, then the own slice times Q.
+  ModeCost distributedGram(const NSProblem &p) const;
+  /// Resharded, then the distributed Gram form.
+  ModeCost reshardedGram(const NSProblem &p) const;
   /// A 2-D matrix whose other dimension the group divides.
   static bool canReshard(const NSProblem &p);
 
-  /// The cheaper exact mode and a one-line reason.
-  NSMode choose(const NSProblem &p, std::string *why = nullptr) const;
+  /// The cheaper exact mode and a one-line reason. `form` says which
+  /// forms distributed and resharded may take (auto: both, priced
+  /// against each other); `gram` receives whether the chosen one is the
+  /// Gram form.
+  NSMode choose(const NSProblem &p, std::string *why = nullptr,
+                NSFormOption form = NSFormOption::Standard,
+                bool *gram = nullptr) const;
 
   /// What each form of Newton-Schulz costs on one rank.
   FormCost formCost(int64_t m, int64_t n, int64_t batch, int64_t steps,

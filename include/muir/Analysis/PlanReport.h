@@ -67,6 +67,18 @@ struct ReportOptions {
   bool fuseAllReduce = true; ///< packed Gram all-reduces (with syrk)
   int64_t chunkRows = 0; ///< their rows per chunk; 0: the cost model's
   bool batch = true; ///< muir-batch-newton-schulz
+  NSFormOption nsForm = NSFormOption::Auto; ///< muir-gram-newton-schulz's
+};
+
+/// The form one Muon parameter's Newton-Schulz runs in (of the matrices a
+/// rank orthogonalises whole, or its block of a blockwise split), as
+/// muir-gram-newton-schulz picks it, with both modelled times per matrix.
+struct FormPlan {
+  std::string name;
+  int64_t rows = 0, cols = 0;
+  bool gram = false;
+  bool requested = false; ///< --ns-form=standard|gram, not the model
+  double standardSeconds = 0, gramSeconds = 0;
 };
 
 /// One MoE layer trained in the step (`training`), per rank: the
@@ -90,6 +102,7 @@ struct PlanReport {
   std::vector<std::string> axes;
   std::vector<RankCost> ranks;
   std::vector<MatrixPlan> matrices; ///< split Muon matrices only
+  std::vector<FormPlan> forms;      ///< Newton-Schulz not run distributed
   std::string machine;
   DpAssignment dp; ///< empty owners when nothing is shared out
 
@@ -108,6 +121,11 @@ double nsFlops(int64_t m, int64_t n, int64_t steps);
 /// Gram matrix and A A are symmetric rank-k updates, r (r + 1) c and
 /// r (r + 1) r, and B X stays a GEMM, 2 r^2 c.
 double nsFlopsPerformed(int64_t m, int64_t n, int64_t steps, bool syrk);
+/// The runtime calls of one Newton-Schulz op: the normalisation and 3 a
+/// step in the standard form; in the Gram form A0, its normalisation, 2 a
+/// step (B, Q), 3 a step but the last (P^2, its diagonal, A P^2), the
+/// scaled f32 copy of Q and the product.
+int64_t nsCalls(int64_t steps, bool gram);
 
 } // namespace mlir::muir
 

@@ -152,6 +152,24 @@ void muirrt_cuda_dgemm(int64_t batch, int32_t trans_a, int32_t trans_b,
 void muirrt_cuda_dsyrk(int64_t batch, int32_t trans, int64_t n, int64_t k,
                        double alpha, const double *a, double beta, double *c,
                        const double *acc);
+void muirrt_cuda_dgemm_sym(int64_t batch, int32_t trans_a, int32_t trans_b,
+                           int64_t m, int64_t n, int64_t k, double alpha,
+                           const double *a, const double *b, double beta,
+                           double *c, const double *acc);
+void muirrt_cuda_symmetric_all_reduce(int64_t axes_mask, const double *in,
+                                      double *out, int64_t batch, int64_t n);
+void muirrt_cuda_ssyrk_f64(int64_t batch, int32_t trans, int64_t n, int64_t k,
+                           double alpha, const float *a, double beta,
+                           double *c, const double *acc);
+void muirrt_cuda_trace_normalize(int64_t batch, int64_t n, double eps,
+                                 const double *in, double *out,
+                                 double *scale);
+void muirrt_cuda_scale_matrices_f32(int64_t batch, int64_t count,
+                                    const double *in, const double *scale,
+                                    float *out);
+void muirrt_cuda_scale_matrices_f64(int64_t batch, int64_t count,
+                                    const double *in, const double *scale,
+                                    double *out);
 /* As muirrt_ssyrk_rows, except that the chunk's diagonal block is also
  * written below its diagonal (the exchange's wait mirrors over it). */
 void muirrt_cuda_ssyrk_rows(int64_t batch, int32_t trans, int64_t n,

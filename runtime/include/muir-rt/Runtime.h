@@ -41,6 +41,13 @@ void muirrt_dgemm(int64_t batch, int32_t trans_a, int32_t trans_b, int64_t m,
                   int64_t n, int64_t k, double alpha, const double *a,
                   const double *b, double beta, double *c, const double *acc);
 
+/* muirrt_dgemm of square matrices whose product (and accumulator) is
+ * known symmetric: computes the upper triangle and mirrors it. */
+void muirrt_dgemm_sym(int64_t batch, int32_t trans_a, int32_t trans_b,
+                      int64_t m, int64_t n, int64_t k, double alpha,
+                      const double *a, const double *b, double beta,
+                      double *c, const double *acc);
+
 /* C[i] = alpha * A[i] * A[i]^T + beta * Acc[i]; A is n x k (with trans, A
  * is k x n and the product A^T A), C is n x n, all contiguous row-major; the
  * accumulator (`acc`, or C when NULL) is symmetric. Computed with a
@@ -54,6 +61,27 @@ void muirrt_ssyrk(int64_t batch, int32_t trans, int64_t n, int64_t k,
 void muirrt_dsyrk(int64_t batch, int32_t trans, int64_t n, int64_t k,
                   double alpha, const double *a, double beta, double *c,
                   const double *acc);
+
+/* muirrt_ssyrk of an f32 A into f64 C: the products accumulated in double
+ * (A converted a block at a time; the Gram form's A0 = X X^T). */
+void muirrt_ssyrk_f64(int64_t batch, int32_t trans, int64_t n, int64_t k,
+                      double alpha, const float *a, double beta, double *c,
+                      const double *acc);
+
+/* Per n x n double matrix A of `batch`: s = 1 / (sqrt(trace(A)) + eps)
+ * (trace summed in order; a negative rounding counts as 0), out = s^2 A,
+ * scale[b] = s (muir.trace_normalize). */
+void muirrt_trace_normalize(int64_t batch, int64_t n, double eps,
+                            const double *in, double *out, double *scale);
+
+/* out[b] = scale[b] * in[b] for `batch` matrices of `count` doubles,
+ * rounded once to float (_f32) or kept in double (_f64). */
+void muirrt_scale_matrices_f32(int64_t batch, int64_t count,
+                               const double *in, const double *scale,
+                               float *out);
+void muirrt_scale_matrices_f64(int64_t batch, int64_t count,
+                               const double *in, const double *scale,
+                               double *out);
 
 /* Rows [row_begin, row_end) of the upper triangle of alpha * A A^T (A^T A
  * with trans), for each of `batch` items: c[r][j] for row_begin <= r <
@@ -368,6 +396,13 @@ static inline int64_t muirrt_triangle_rows_floats(int64_t n, int64_t r0,
  * order, independent of timing, so results are reproducible. */
 void muirrt_all_reduce(int64_t axes_mask, int32_t op, const float *in,
                        float *out, int64_t count);
+
+/* The group's sum of `batch` symmetric n x n double matrices: only packed
+ * upper triangles travel (n (n + 1) / 2 doubles each, to every peer), the
+ * sum runs in group-rank order, both triangles of `out` are written
+ * (muir.symmetric_all_reduce). */
+void muirrt_symmetric_all_reduce(int64_t axes_mask, const double *in,
+                                 double *out, int64_t batch, int64_t n);
 
 /* Gathers along one dimension of row-major tensors: `in` is
  * [outer, inner] (the tensor seen as `outer` rows of `inner` contiguous

@@ -1264,3 +1264,19 @@ func.func @ns_form_cost_length(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
   %0 = muir.newton_schulz %x steps(5) schedule(simple) {muir.ns_form_cost = array<f64: 1.0>} : tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
+
+// -----
+
+func.func @trace_normalize_scale_shape(%a: tensor<3x4x4xf64>) -> tensor<3x4x4xf64> {
+  // expected-error@+1 {{'muir.trace_normalize' op expected one scale per matrix, tensor<3xf64>, got 'tensor<1xf64>'}}
+  %r, %s = muir.trace_normalize %a : tensor<3x4x4xf64> -> tensor<3x4x4xf64>, tensor<1xf64>
+  return %r : tensor<3x4x4xf64>
+}
+
+// -----
+
+func.func @symmetric_not_square(%a: tensor<4x8xf64>, %b: tensor<8x4xf64>) -> tensor<4x4xf64> {
+  // expected-error@+1 {{'muir.matmul' op a symmetric product needs square operands, got 4x8 times 8x4}}
+  %0 = muir.matmul %a, %b {symmetric} : (tensor<4x8xf64>, tensor<8x4xf64>) -> tensor<4x4xf64>
+  return %0 : tensor<4x4xf64>
+}

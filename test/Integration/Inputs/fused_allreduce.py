@@ -1,5 +1,8 @@
 """The fused SYRK + packed-triangle all-reduce against the unfused pair.
 
+(Every run --ns-form=standard: the standard form's modes; the Gram form's
+distributed mode has gram_distributed.py.)
+
 A step with two Muon matrices split over tp=2 (q_proj 128x32 by rows,
 o_proj 32x128 by columns: Gram matrices of s = 32) runs 2 steps in the
 distributed mode on 2 ranks, with --fuse-syrk-all-reduce=false and fused
@@ -54,7 +57,7 @@ run = muirtest.check_output
 def step(tp2, inp, out, extra):
     text = run([args.muir_run, tp2, "--ranks", "2", "--steps", str(STEPS),
                 "--load", inp, "--dump", out, "--quiet", "--comm-stats",
-                "--ns-mode", "distributed"] + extra)
+                "--ns-mode", "distributed", "--ns-form", "standard"] + extra)
     sent, _ = muirtest.comm_stats(text)
     return muirtest.read_dump(out), {r: b for (r, axes), b in sent.items()
                                      if axes == "tp"}
@@ -117,7 +120,7 @@ run([compiler, os.path.join(tmp, "random.yaml"), "--layout", "tp=4",
 def step4(out, extra):
     text = run([args.muir_run, tp4, "--ranks", "4", "--steps", str(STEPS),
                 "--load", inp, "--dump", out, "--quiet", "--comm-stats",
-                "--ns-mode", "distributed"] + extra)
+                "--ns-mode", "distributed", "--ns-form", "standard"] + extra)
     sent, _ = muirtest.comm_stats(text)
     return muirtest.read_dump(out), {r: b for (r, axes), b in sent.items()
                                      if axes == "tp"}
@@ -131,6 +134,7 @@ want4 = STEPS * 2 * (4 * (G4 - 1) + 5 * (4 * (S * S - slice4)
                                          + slice4 * 4 * (G4 - 1)))
 import json
 report4 = json.loads(run([compiler, tp4, "--ns-mode", "distributed",
+                          "--ns-form", "standard",
                           "--fuse-syrk-all-reduce=false", "--emit=none",
                           "--quiet", "--report=-"]))
 same4 = all(np.array_equal(unfused4[n], fused4[n]) for n in SHAPES)

@@ -1,5 +1,8 @@
 """Tensor-parallel Newton-Schulz modes against the single-rank step.
 
+(Every run --ns-form=standard: the standard form's modes; the Gram form's
+distributed mode has gram_distributed.py.)
+
 A step with column-parallel q_proj (64x32) and up_proj (32x64: split on its
 smaller dimension) and row-parallel o_proj (32x64) Muon matrices, a norm
 (AdamW) and an expert stack runs for 2 steps on 1 rank and, compiled
@@ -80,7 +83,7 @@ run = muirtest.check_output
 def step(yaml, ranks, mode, out):
     cmd = [args.muir_run, yaml, "--steps", str(STEPS), "--load", inp,
            "--dump", out, "--quiet", "--comm-stats", "--ns-mode", mode,
-           "--dp-assign", "replicated"]
+           "--ns-form", "standard", "--dp-assign", "replicated"]
     if ranks > 1:
         cmd += ["--ranks", str(ranks)]
     sent, _ = muirtest.comm_stats(run(cmd))
@@ -115,7 +118,8 @@ for layout, ranks in [("tp=2", 2), ("dp=2,tp=2", 4)]:
         # lib/Analysis/PlanReport.cpp).
         import json
         report = json.loads(run([compiler, desc, "--layout", layout,
-                                 "--ns-mode", mode, "--dp-assign", "replicated",
+                                 "--ns-mode", mode, "--ns-form", "standard",
+                                 "--dp-assign", "replicated",
                                  "--emit=none", "--quiet",
                                  "--report=-"]))
         for r in range(ranks):
