@@ -39,8 +39,9 @@ def run(cmd):
 
 
 def step(runner, yaml, steps, extra):
+    # The standard form throughout (the Gram form has bench/gram_ns.py).
     out = run([runner, yaml, "--steps", str(steps), "--no-probes",
-               "--comm-stats", "--quiet"] + extra)
+               "--comm-stats", "--quiet", "--ns-form=standard"] + extra)
     ms = float(out.split("min_ms")[1].split()[0])
     f = [l for l in out.splitlines() if l.startswith("compute: rank 0")][0]
     f = f.split()
@@ -125,7 +126,8 @@ def main():
                              ("unfused", ["--fuse-syrk-all-reduce=false"])]:
             out = run([runner, e2, "--ranks", "2", "--steps",
                        str(args.steps), "--no-probes", "--comm-stats",
-                       "--quiet", "--ns-mode", "distributed"] + extra)
+                       "--quiet", "--ns-mode", "distributed",
+                       "--ns-form=standard"] + extra)
             ms = float(out.split("min_ms")[1].split()[0])
             sent = [int(l.split()[6]) for l in out.splitlines()
                     if l.startswith("comm: rank 0 axes tp ")][0]
