@@ -369,6 +369,9 @@ LogicalResult MatmulOp::verify() {
   if (getSymmetric() && (m != n || m != ka))
     return emitOpError("a symmetric product needs square operands, got ")
            << m << "x" << ka << " times " << kb << "x" << n;
+  if (getSymmetric() && !rt.getElementType().isF64())
+    return emitOpError("a symmetric product runs in f64, got ")
+           << rt.getElementType();
   return verifyAccumulator(*this, getAcc(), getBeta().convertToDouble(), rt);
 }
 
@@ -420,6 +423,9 @@ LogicalResult SymmetricAllReduceOp::verify() {
 }
 
 LogicalResult TraceNormalizeOp::verify() {
+  if (failed(verifyRange(*this, "eps", getEps().convertToDouble(), 0.0,
+                         false, kInf, false)))
+    return failure();
   auto t = getInput().getType();
   if (failed(verifyMatrixRank(*this, t, "input")))
     return failure();

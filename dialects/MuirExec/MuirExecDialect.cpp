@@ -129,6 +129,67 @@ LogicalResult SyrkOp::verify() {
   return verifySyrkShapes(*this, getA(), getC(), getTranspose());
 }
 
+/// Square matrices (or a stack) in `input`, `output` of the same shape, and
+/// `scale` (when given) one value per matrix: what the runtime sizes from
+/// the input.
+/// Every buffer static and contiguous (the scale vector's rank differs, so
+/// not verifyStaticIdentity's equal ranks).
+static LogicalResult verifyContiguous(Operation *op) {
+  for (Value v : op->getOperands()) {
+    auto t = cast<MemRefType>(v.getType());
+    if (!t.hasStaticShape() || !t.getLayout().isIdentity())
+      return op->emitOpError("expected static, contiguous buffers, got ")
+             << t;
+  }
+  return success();
+}
+
+static LogicalResult verifySquareMatrices(Operation *op, Value input,
+                                          Value output, Value scale) {
+  if (failed(verifyContiguous(op)))
+    return failure();
+  auto in = cast<MemRefType>(input.getType());
+  auto out = cast<MemRefType>(output.getType());
+  auto [b, r, c] = dims(input);
+  b = in.getRank() == 3 ? b : 1; // one scale for a plain matrix
+  if (r != c)
+    return op->emitOpError("expected square matrices, got ")
+           << r << "x" << c;
+  if (in.getShape() != out.getShape())
+    return op->emitOpError("expected the output of the input's shape, got ")
+           << out;
+  if (scale && cast<MemRefType>(scale.getType()).getShape() !=
+                   ArrayRef<int64_t>{b})
+    return op->emitOpError("expected one scale per matrix (")
+           << b << "), got " << scale.getType();
+  return success();
+}
+
+LogicalResult TraceNormalizeOp::verify() {
+  return verifySquareMatrices(*this, getInput(), getOutput(), getScale());
+}
+
+LogicalResult ScaleMatricesOp::verify() {
+  if (failed(verifyContiguous(*this)))
+    return failure();
+  auto [b, r, c] = dims(getInput());
+  (void)r, (void)c;
+  b = cast<MemRefType>(getInput().getType()).getRank() == 3 ? b : 1;
+  if (cast<MemRefType>(getInput().getType()).getShape() !=
+      cast<MemRefType>(getOutput().getType()).getShape())
+    return emitOpError("expected the output of the input's shape, got ")
+           << getOutput().getType();
+  if (cast<MemRefType>(getScale().getType()).getShape() !=
+      ArrayRef<int64_t>{b})
+    return emitOpError("expected one scale per matrix (")
+           << b << "), got " << getScale().getType();
+  return success();
+}
+
+LogicalResult SymmetricAllReduceOp::verify() {
+  return verifySquareMatrices(*this, getInput(), getOutput(), Value());
+}
+
 LogicalResult SyrkRowsOp::verify() {
   return verifySyrkShapes(*this, getA(), getC(), getTranspose());
 }

@@ -91,6 +91,7 @@ def MuirExec_TraceNormalizeOp : MuirExec_Op<"trace_normalize"> {
     $input `,` $output `,` $scale attr-dict `:` type($input) `,`
     type($output) `,` type($scale)
   }];
+  let hasVerifier = 1;
 }
 
 def MuirExec_ScaleMatricesOp : MuirExec_Op<"scale_matrices"> {
@@ -106,6 +107,7 @@ def MuirExec_ScaleMatricesOp : MuirExec_Op<"scale_matrices"> {
     $input `,` $scale `,` $output attr-dict `:` type($input) `,`
     type($scale) `,` type($output)
   }];
+  let hasVerifier = 1;
 }
 
 def MuirExec_FrobeniusNormalizeOp : MuirExec_Op<"frobenius_normalize"> {
@@ -207,6 +209,7 @@ def MuirExec_SymmetricAllReduceOp
   let arguments = (ins Arg<MemRefRankOf<[F64], [2, 3]>, "", [MemRead]>:$input,
       Arg<MemRefRankOf<[F64], [2, 3]>, "", [MemWrite]>:$output,
       I64Attr:$axes_mask);
+  let hasVerifier = 1;
 }
 
 def MuirExec_AllGatherOp : MuirExec_CollectiveOp<"all_gather"> {

@@ -1,6 +1,7 @@
 //===- CostModel.cpp - choosing how Newton-Schulz runs across ranks -------===//
 #include "muir/Analysis/CostModel.h"
 #include "muir/Analysis/PlanReport.h"
+#include "muir-rt/Runtime.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -44,7 +45,7 @@ MachineProfile MachineProfile::get(Machine machine) {
     // dgemm measured 0.43 of sgemm's rate here (numpy over OpenBLAS,
     // 1024^3: 99 against 233 GFLOP/s on 2 threads).
     Link shm{5e-6, 5e9};
-    return MachineProfile{"cpu",        150e9, 0.43 * 150e9, 0.6, {}, shm,
+    return MachineProfile{"cpu",        150e9, 0.43 * 150e9, true, {}, shm,
                           /*ranksShareRate=*/true};
   }
   {
@@ -60,7 +61,7 @@ MachineProfile MachineProfile::get(Machine machine) {
     return MachineProfile{stringify(machine).str(),
                           machine == Machine::H200 ? 50.9e12 : 768e12,
                           67e12,
-                          1.0,
+                          false,
                           {{"tp", nvlink},
                            {"ep", nvlink},
                            {"etp", nvlink},
@@ -202,17 +203,16 @@ ModeCost NSCostModel::distributedGram(const NSProblem &p) const {
   double g = static_cast<double>(p.group);
   double s = p.splitDim == 0 ? p.n : p.m;
   double k = (p.splitDim == 0 ? p.m : p.n) / g; // the local slice
-  double b = static_cast<double>(p.batch), steps = double(p.steps);
-  c.commBytes = 2 * (g - 1) / g * 8.0 * s * (s + 1) / 2 * b;
-  c.commSeconds =
-      p.group > 1 ? 2 * (g - 1) * l.alpha + c.commBytes / l.beta : 0;
-  // A0 of the slice (SYRK into f64), the iteration on s x s (as
-  // formCost's), the slice times Q (f32).
-  double sym = s * (s + 1) * s;
-  double symGemm =
-      2 * s * s * s * (s >= 128 ? profile.symmetricGemmShare : 1);
-  double fp64 = b * (s * (s + 1) * k + steps * sym +
-                     (steps - 1) * (symGemm + sym + symGemm));
+  double b = static_cast<double>(p.batch);
+  // The packed triangles go whole to every peer (an allgather, then the
+  // ordered sum), as the runtime counts them.
+  c.commBytes = (g - 1) * 8.0 * s * (s + 1) / 2 * b;
+  c.commSeconds = p.group > 1 ? (g - 1) * l.alpha + c.commBytes / l.beta : 0;
+  // A0 of the slice (SYRK into f64), the iteration on s x s, the slice
+  // times Q (f32).
+  double fp64 = b * (s * (s + 1) * k +
+                     gramIterationFlops(static_cast<int64_t>(s), p.steps,
+                                        /*syrk=*/true));
   double fp32 = b * 2 * s * s * k;
   double share = rankRate() / profile.flopsPerSecond;
   c.flops = fp64 + fp32;
@@ -242,9 +242,20 @@ NSMode NSCostModel::choose(const NSProblem &p, std::string *why,
     bool gram;
     ModeCost cost;
   };
-  std::vector<Candidate> all = {{NSMode::Duplicated, false, duplicated(p)}};
   bool standard = form != NSFormOption::Gram;
   bool gramForm = form != NSFormOption::Standard;
+  // Duplicated runs the whole matrix on every rank, in the form
+  // muir-gram-newton-schulz then picks for it.
+  ModeCost dup = duplicated(p);
+  FormCost whole = formCost(p.m, p.n, p.batch, p.steps);
+  bool dupGram = form == NSFormOption::Gram ||
+                 (gramForm && preferGram(p.m, p.n, p.batch, p.steps));
+  if (dupGram) {
+    dup.flops = whole.gramFp64Flops + whole.gramFp32Flops;
+    dup.computeSeconds = whole.gramSeconds;
+    dup.seconds = dup.commSeconds + dup.computeSeconds;
+  }
+  std::vector<Candidate> all = {{NSMode::Duplicated, dupGram, dup}};
   if (standard)
     all.push_back({NSMode::Distributed, false, distributed(p)});
   if (gramForm)
@@ -264,7 +275,7 @@ NSMode NSCostModel::choose(const NSProblem &p, std::string *why,
     if (c.cost.seconds < best->cost.seconds)
       best = &c;
   if (gram)
-    *gram = best->gram;
+    *gram = best->gram && best->mode != NSMode::Duplicated;
   if (why) {
     std::string s;
     llvm::raw_string_ostream os(s);
@@ -277,7 +288,8 @@ NSMode NSCostModel::choose(const NSProblem &p, std::string *why,
                                          : "one Gram all-reduce")
                          : c.mode == NSMode::Resharded ? "all_to_all and Gram"
                                                        : "Gram all-reduces";
-      os << stringify(c.mode) << (c.gram ? " (gram)" : "")
+      os << stringify(c.mode)
+         << (c.gram && c.mode != NSMode::Duplicated ? " (gram)" : "")
          << llvm::format(" %.3g ms (%s %.3g MB)", c.cost.seconds * 1e3, what,
                          c.cost.commBytes / 1e6);
     }
@@ -310,6 +322,37 @@ llvm::cl::ValuesClass mlir::muir::nsFormValues() {
                  "touching X only at the start and the end"));
 }
 
+std::optional<NSFormOption> mlir::muir::symbolizeNSFormOption(StringRef name) {
+  return llvm::StringSwitch<std::optional<NSFormOption>>(name)
+      .Case("auto", NSFormOption::Auto)
+      .Case("standard", NSFormOption::Standard)
+      .Case("gram", NSFormOption::Gram)
+      .Default(std::nullopt);
+}
+
+double NSCostModel::gramIterationFlops(int64_t s, int64_t steps,
+                                       bool syrk) const {
+  double r = static_cast<double>(s), k = static_cast<double>(steps);
+  double sym = syrk ? r * (r + 1) * r : 2 * r * r * r;
+  // Q <- P Q and A P^2: products known symmetric.
+  double symGemm = profile.triangularSymmetricGemm
+                       ? muirrt_symmetric_gemm_flops(s, s)
+                       : 2 * r * r * r;
+  // Per step A A (B); after the first Q <- P Q; before the last P^2, A P^2.
+  return k * sym + (k - 1) * symGemm + (k - 1) * (sym + symGemm);
+}
+
+bool NSCostModel::gramForMode(NSMode mode, const NSProblem &p,
+                              NSFormOption form) const {
+  if (mode != NSMode::Distributed && mode != NSMode::Resharded)
+    return false;
+  if (form != NSFormOption::Auto)
+    return form == NSFormOption::Gram;
+  return mode == NSMode::Resharded
+             ? reshardedGram(p).seconds < resharded(p).seconds
+             : distributedGram(p).seconds < distributed(p).seconds;
+}
+
 FormCost NSCostModel::formCost(int64_t m, int64_t n, int64_t batch,
                                int64_t steps, bool syrk) const {
   double r = static_cast<double>(std::min(m, n));
@@ -320,11 +363,8 @@ FormCost NSCostModel::formCost(int64_t m, int64_t n, int64_t batch,
   auto sym = [&](double q) { return syrk ? r * (r + 1) * q : 2 * r * r * q; };
   FormCost f;
   f.standardFlops = b * k * (sym(c) + sym(r) + 2 * r * r * c);
-  // Q <- P Q and A P^2 are products known symmetric (muirrt_dgemm_sym
-  // from 128 rows on).
-  double symGemm = 2 * r * r * r * (r >= 128 ? profile.symmetricGemmShare : 1);
-  f.gramFp64Flops = b * (sym(c) + k * sym(r) + (k - 1) * symGemm +
-                         (k - 1) * (sym(r) + symGemm));
+  f.gramFp64Flops =
+      b * (sym(c) + gramIterationFlops(std::min(m, n), steps, syrk));
   f.gramFp32Flops = b * 2 * r * r * c;
   double share = rankRate() / profile.flopsPerSecond;
   double rate64 = profile.fp64FlopsPerSecond * share;

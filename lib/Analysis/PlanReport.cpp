@@ -237,16 +237,8 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
           return failure();
         }
         // As muir-distribute: the form of a requested mode.
-        if (matrixSplits.size() == 1 &&
-            (mode == NSMode::Distributed || mode == NSMode::Resharded)) {
-          bool re = mode == NSMode::Resharded;
-          gramMode = options.nsForm == NSFormOption::Gram ||
-                     (options.nsForm == NSFormOption::Auto &&
-                      (re ? model.reshardedGram(problem).seconds <
-                                model.resharded(problem).seconds
-                          : model.distributedGram(problem).seconds <
-                                model.distributed(problem).seconds));
-        }
+        if (matrixSplits.size() == 1)
+          gramMode = model.gramForMode(mode, problem, options.nsForm);
       } else if (matrixSplits.size() == 1) {
         mode = model.choose(problem, &why, options.nsForm, &gramMode);
         // As muir-distribute: stacks are not re-sharded.

@@ -248,7 +248,7 @@ struct ExecToRuntimeCallsPass
         // double scalars.
         bool d = isF64(g.getC());
         auto scalar = [&](FloatAttr v) { return d ? c.f64(v) : c.f32(v); };
-        bool sym = d && g.getSymmetric();
+        bool sym = g.getSymmetric(); // f64 (verified)
         c.call(sym ? "muirrt_dgemm_sym" : d ? "muirrt_dgemm" : "muirrt_sgemm",
                {c.i64(batch), c.i32(g.getTransposeA()),
                 c.i32(g.getTransposeB()), c.i64(m), c.i64(n), c.i64(k),

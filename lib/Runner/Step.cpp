@@ -113,11 +113,7 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
                      "or blockwise");
       o.pipeline.nsMode = *m;
     } else if (key == "ns-form") {
-      std::optional<NSFormOption> f;
-      for (NSFormOption v : {NSFormOption::Auto, NSFormOption::Standard,
-                             NSFormOption::Gram})
-        if (stringify(v) == value)
-          f = v;
+      std::optional<NSFormOption> f = symbolizeNSFormOption(value);
       if (!f)
         return error("option '" + item + "': expected auto, standard or gram");
       o.pipeline.nsForm = *f;

@@ -341,16 +341,9 @@ struct DistributePass
       }
       if (!requested) {
         if (matrixShards.size() == 1) {
-          const Shard &s = *matrixShards.front();
-          // The model sees the matrix the NS spans (after an FSDP gather).
-          int64_t nm = job.nsType.getDimSize(rank - 2) *
-                       (s.dim == rank - 2 ? s.group : 1);
-          int64_t nn = job.nsType.getDimSize(rank - 1) *
-                       (s.dim == rank - 1 ? s.group : 1);
-          NSProblem problem{nm, nn, batch, steps,
-                            static_cast<int>(s.dim - (rank - 2)), s.group,
-                            s.axis};
-          job.mode = model.choose(problem, &job.why, nsForm, &job.gram);
+          job.mode = model.choose(
+              problemOf(job, *matrixShards.front(), batch, steps), &job.why,
+              nsForm, &job.gram);
         } else {
           job.why = "split on both matrix dimensions: duplicated";
         }
@@ -359,25 +352,10 @@ struct DistributePass
         job.why = "requested";
         // The form of a requested distributed or resharded mode: as asked,
         // or (auto) the cheaper of the two by the model.
-        if (matrixShards.size() == 1 &&
-            (job.mode == NSMode::Distributed ||
-             job.mode == NSMode::Resharded)) {
-          const Shard &s = *matrixShards.front();
-          int64_t nm = job.nsType.getDimSize(rank - 2) *
-                       (s.dim == rank - 2 ? s.group : 1);
-          int64_t nn = job.nsType.getDimSize(rank - 1) *
-                       (s.dim == rank - 1 ? s.group : 1);
-          NSProblem problem{nm, nn, batch, steps,
-                            static_cast<int>(s.dim - (rank - 2)), s.group,
-                            s.axis};
-          bool reshard = job.mode == NSMode::Resharded;
-          job.gram = nsForm == NSFormOption::Gram ||
-                     (nsForm == NSFormOption::Auto &&
-                      (reshard ? model.reshardedGram(problem).seconds <
-                                     model.resharded(problem).seconds
-                               : model.distributedGram(problem).seconds <
-                                     model.distributed(problem).seconds));
-        }
+        if (matrixShards.size() == 1)
+          job.gram = model.gramForMode(
+              job.mode, problemOf(job, *matrixShards.front(), batch, steps),
+              nsForm);
         if ((job.mode == NSMode::Distributed ||
              job.mode == NSMode::Resharded) &&
             matrixShards.size() != 1)
@@ -414,6 +392,19 @@ struct DistributePass
     }
     jobs.push_back(std::move(job));
     return success();
+  }
+
+  /// The cost model's view of a job's matrix split over `s`: the matrix
+  /// the NS spans (after an FSDP gather).
+  static NSProblem problemOf(const Job &job, const Shard &s, int64_t batch,
+                             int64_t steps) {
+    int64_t rank = job.nsType.getRank();
+    int64_t nm = job.nsType.getDimSize(rank - 2) *
+                 (s.dim == rank - 2 ? s.group : 1);
+    int64_t nn = job.nsType.getDimSize(rank - 1) *
+                 (s.dim == rank - 1 ? s.group : 1);
+    return NSProblem{nm, nn, batch, steps,
+                     static_cast<int>(s.dim - (rank - 2)), s.group, s.axis};
   }
 
   /// Newton-Schulz of `u` (of type job.nsType) as the job's mode runs it,
@@ -831,8 +822,18 @@ struct DistributePass
     auto gram32 = RankedTensorType::get(gramShape, type.getElementType());
     auto num = [&](double v) { return b.getF64FloatAttr(v); };
     UnitAttr no, yes = b.getUnitAttr();
-    Value local = SyrkOp::create(b, loc, gram64, u, Value(), num(1.0),
-                                 num(0.0), rowsSplit ? yes : no);
+    // The GEMM of an f64 copy when SYRK is off, as on one rank.
+    Value local;
+    if (syrk) {
+      local = SyrkOp::create(b, loc, gram64, u, Value(), num(1.0), num(0.0),
+                             rowsSplit ? yes : no);
+    } else {
+      Value ud = arith::ExtFOp::create(
+          b, loc, RankedTensorType::get(type.getShape(), f64), u);
+      local = MatmulOp::create(b, loc, gram64, ud, ud, Value(), num(1.0),
+                               num(0.0), rowsSplit ? yes : no,
+                               rowsSplit ? no : yes);
+    }
     Value a = SymmetricAllReduceOp::create(b, loc, gram64, s.gridRef(),
                                            b.getStrArrayAttr({s.axis}),
                                            local);

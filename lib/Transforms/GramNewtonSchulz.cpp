@@ -13,8 +13,8 @@
 // are the squares of X's singular values, so a direction with singular
 // value 1e-4 sits at the f32 rounding of A0 and the iteration, which
 // amplifies small directions by up to prod(a), carries that rounding into
-// Q (docs/gram-newton-schulz.md: 20-500x the standard form's error on
-// ill-conditioned inputs, 2-4x with one restart; in f64, within 1.2x).
+// Q (docs/gram-newton-schulz.md: 41-593x the standard form's error on
+// ill-conditioned inputs, 2.3-3.8x with one restart; in f64, within 1.3x).
 //
 // With ns-form=auto the cost model chooses per matrix (shape, batch,
 // steps, machine profile); the choice is recorded on the op it leaves.

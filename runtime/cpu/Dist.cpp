@@ -943,8 +943,9 @@ extern "C" void muirrt_symmetric_all_reduce(int64_t axes_mask,
     checkNonNegative(fn, "batch", batch);
     checkNonNegative(fn, "n", n);
     int64_t tri = n * (n + 1) / 2, count = mul(fn, batch, tri);
-    checkPointer(fn, "input", in, batch * n * n);
-    checkPointer(fn, "output", out, batch * n * n);
+    int64_t whole = mul(fn, batch, mul(fn, n, n));
+    checkPointer(fn, "input", in, whole);
+    checkPointer(fn, "output", out, whole);
     Group g = groupFor(fn, axes_mask);
     agree(fn, g, axes_mask, "the matrices (batch, n)", batch, n);
     countComm(axes_mask, count * 8 * (g.size - 1));
@@ -958,10 +959,13 @@ extern "C" void muirrt_symmetric_all_reduce(int64_t axes_mask,
     std::vector<double> sum = packed;
 #if MUIR_RT_HAVE_MPI
     if (g.size > 1) {
-      std::vector<double> pieces(static_cast<size_t>(count * g.size));
-      for (int64_t s = 0; s < count; s += kIntMax) {
-        int64_t c = std::min<int64_t>(kIntMax, count - s);
-        std::vector<double> part(static_cast<size_t>(c * g.size));
+      // Chunks of the pieces as the float collectives take them (the
+      // runtime's chunk of floats, in doubles).
+      int64_t chunk = std::max<int64_t>(1, pieceChunk(g.size) / 2);
+      std::vector<double> part(static_cast<size_t>(
+          std::min(chunk, count) * g.size));
+      for (int64_t s = 0; s < count; s += chunk) {
+        int64_t c = std::min(chunk, count - s);
         checkMpi(MPI_Allgather(packed.data() + s, asInt(c), MPI_DOUBLE,
                                part.data(), asInt(c), MPI_DOUBLE, g.comm),
                  "MPI_Allgather");

@@ -286,11 +286,8 @@ extern "C" void muirrt_dgemm_sym(int64_t batch, int32_t trans_a,
     return;
   if (!acc)
     acc = c;
-  int64_t block = std::max<int64_t>(128, (n + 3) / 4);
-  double flops = 0;
-  for (int64_t r0 = 0; r0 < n; r0 += block)
-    flops += 2.0 * double(std::min(block, n - r0)) * double(n - r0) *
-             double(k);
+  int64_t block = muirrt_symmetric_gemm_block(n);
+  double flops = muirrt_symmetric_gemm_flops(n, k);
   countGemm(double(batch) * flops);
   blasint bn = toBlas(n, name), bk = toBlas(k, name);
   int64_t size = n * n, aSize = n * k, bSize = k * n;
@@ -363,6 +360,9 @@ extern "C" void muirrt_ssyrk_f64(int64_t batch, int32_t trans, int64_t n,
 extern "C" void muirrt_trace_normalize(int64_t batch, int64_t n, double eps,
                                        const double *in, double *out,
                                        double *scale) {
+  if (batch < 0 || n < 0 || (batch * n > 0 && (!in || !out || !scale)))
+    muirrt_abort_run("muirrt_trace_normalize",
+                     "negative sizes or a null buffer");
   for (int64_t b = 0; b < batch; ++b) {
     const double *a = in + b * n * n;
     double trace = 0;
@@ -381,6 +381,9 @@ extern "C" void muirrt_trace_normalize(int64_t batch, int64_t n, double eps,
 extern "C" void muirrt_scale_matrices_f32(int64_t batch, int64_t count,
                                           const double *in,
                                           const double *scale, float *out) {
+  if (batch < 0 || count < 0 || (batch * count > 0 && (!in || !scale || !out)))
+    muirrt_abort_run("muirrt_scale_matrices_f32",
+                     "negative sizes or a null buffer");
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < count; ++i)
       out[b * count + i] = static_cast<float>(scale[b] * in[b * count + i]);
@@ -389,6 +392,9 @@ extern "C" void muirrt_scale_matrices_f32(int64_t batch, int64_t count,
 extern "C" void muirrt_scale_matrices_f64(int64_t batch, int64_t count,
                                           const double *in,
                                           const double *scale, double *out) {
+  if (batch < 0 || count < 0 || (batch * count > 0 && (!in || !scale || !out)))
+    muirrt_abort_run("muirrt_scale_matrices_f64",
+                     "negative sizes or a null buffer");
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < count; ++i)
       out[b * count + i] = scale[b] * in[b * count + i];

@@ -44,10 +44,10 @@ struct MachineProfile {
   std::string name;
   double flopsPerSecond;           ///< fp32 matrix-multiply rate
   double fp64FlopsPerSecond;       ///< fp64 matrix-multiply rate
-  /// The share of a GEMM's flops a product known symmetric costs (the CPU
-  /// runtime computes the upper triangle in blocks of rows; cuBLAS the
-  /// whole product).
-  double symmetricGemmShare = 1.0;
+  /// Products known symmetric compute only their upper triangle (the CPU
+  /// runtime, in blocks of rows: muirrt_symmetric_gemm_flops); else the
+  /// whole GEMM (cuBLAS).
+  bool triangularSymmetricGemm = false;
   std::map<std::string, Link> axes; ///< by grid-axis name
   Link otherAxes;                   ///< axes not listed
   /// The ranks of a run share this one machine's rate (the CPU profile: N
@@ -85,6 +85,7 @@ llvm::cl::ValuesClass nsModeValues();
 /// double; auto lets the cost model choose per matrix.
 enum class NSFormOption { Auto, Standard, Gram };
 StringRef stringify(NSFormOption option);
+std::optional<NSFormOption> symbolizeNSFormOption(StringRef name);
 /// The values the ns-form flags and pass options accept.
 llvm::cl::ValuesClass nsFormValues();
 
@@ -152,6 +153,13 @@ public:
   NSMode choose(const NSProblem &p, std::string *why = nullptr,
                 NSFormOption form = NSFormOption::Standard,
                 bool *gram = nullptr) const;
+
+  /// The form a requested distributed or resharded `mode` takes: as
+  /// `form` says, or (auto) the cheaper by the model.
+  bool gramForMode(NSMode mode, const NSProblem &p, NSFormOption form) const;
+  /// The f64 flops of the Gram form's iteration on s x s matrices
+  /// (`steps` steps, one matrix) and of its A0 over k columns.
+  double gramIterationFlops(int64_t s, int64_t steps, bool syrk) const;
 
   /// What each form of Newton-Schulz costs on one rank.
   FormCost formCost(int64_t m, int64_t n, int64_t batch, int64_t steps,

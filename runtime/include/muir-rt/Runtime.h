@@ -42,11 +42,30 @@ void muirrt_dgemm(int64_t batch, int32_t trans_a, int32_t trans_b, int64_t m,
                   const double *b, double beta, double *c, const double *acc);
 
 /* muirrt_dgemm of square matrices whose product (and accumulator) is
- * known symmetric: computes the upper triangle and mirrors it. */
+ * known symmetric: computes the upper triangle (from n = 128 on, in blocks
+ * of rows) and mirrors it. */
 void muirrt_dgemm_sym(int64_t batch, int32_t trans_a, int32_t trans_b,
                       int64_t m, int64_t n, int64_t k, double alpha,
                       const double *a, const double *b, double beta,
                       double *c, const double *acc);
+/* Rows per block of muirrt_dgemm_sym's upper triangle (from n = 128 on;
+ * smaller blocks measured slower), and the flops it performs for one
+ * n x n product over k (the cost model prices the CPU's symmetric products
+ * with it). */
+static inline int64_t muirrt_symmetric_gemm_block(int64_t n) {
+  return (n + 3) / 4 > 128 ? (n + 3) / 4 : 128;
+}
+static inline double muirrt_symmetric_gemm_flops(int64_t n, int64_t k) {
+  if (n < 128)
+    return 2.0 * (double)n * (double)n * (double)k;
+  int64_t block = muirrt_symmetric_gemm_block(n);
+  double flops = 0;
+  for (int64_t r0 = 0; r0 < n; r0 += block) {
+    int64_t rows = n - r0 < block ? n - r0 : block;
+    flops += 2.0 * (double)rows * (double)(n - r0) * (double)k;
+  }
+  return flops;
+}
 
 /* C[i] = alpha * A[i] * A[i]^T + beta * Acc[i]; A is n x k (with trans, A
  * is k x n and the product A^T A), C is n x n, all contiguous row-major; the

@@ -1280,3 +1280,19 @@ func.func @symmetric_not_square(%a: tensor<4x8xf64>, %b: tensor<8x4xf64>) -> ten
   %0 = muir.matmul %a, %b {symmetric} : (tensor<4x8xf64>, tensor<8x4xf64>) -> tensor<4x4xf64>
   return %0 : tensor<4x4xf64>
 }
+
+// -----
+
+func.func @symmetric_f32(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error@+1 {{'muir.matmul' op a symmetric product runs in f64, got 'f32'}}
+  %0 = muir.matmul %a, %b {symmetric} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @trace_normalize_eps(%a: tensor<4x4xf64>) -> tensor<4x4xf64> {
+  // expected-error@+1 {{'muir.trace_normalize' op expected eps in (0.000000e+00, inf), got 0.000000e+00}}
+  %r, %s = muir.trace_normalize %a {eps = 0.0} : tensor<4x4xf64> -> tensor<4x4xf64>, tensor<1xf64>
+  return %r : tensor<4x4xf64>
+}

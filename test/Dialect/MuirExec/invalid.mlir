@@ -286,3 +286,19 @@ func.func @observe_slot(%x: memref<8xf32>) {
   muir_exec.observe %x {label = "x", slot = -1} : memref<8xf32>
   return
 }
+
+// -----
+
+func.func @trace_normalize_scale(%a: memref<3x4x4xf64>, %o: memref<3x4x4xf64>, %s: memref<1xf64>) {
+  // expected-error@+1 {{'muir_exec.trace_normalize' op expected one scale per matrix (3), got 'memref<1xf64>'}}
+  muir_exec.trace_normalize %a, %o, %s {eps = 1.0e-7} : memref<3x4x4xf64>, memref<3x4x4xf64>, memref<1xf64>
+  return
+}
+
+// -----
+
+func.func @symmetric_all_reduce_not_square(%a: memref<4x6xf64>, %o: memref<4x6xf64>) {
+  // expected-error@+1 {{'muir_exec.symmetric_all_reduce' op expected square matrices, got 4x6}}
+  muir_exec.symmetric_all_reduce %a, %o {axes_mask = 1} : memref<4x6xf64>, memref<4x6xf64>
+  return
+}
