@@ -378,26 +378,28 @@ extern "C" void muirrt_trace_normalize(int64_t batch, int64_t n, double eps,
   }
 }
 
+namespace {
+template <typename T>
+void scaleMatrices(const char *name, int64_t batch, int64_t count,
+                   const double *in, const double *scale, T *out) {
+  if (batch < 0 || count < 0 || (batch * count > 0 && (!in || !scale || !out)))
+    muirrt_abort_run(name, "negative sizes or a null buffer");
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < count; ++i)
+      out[b * count + i] = static_cast<T>(scale[b] * in[b * count + i]);
+}
+} // namespace
+
 extern "C" void muirrt_scale_matrices_f32(int64_t batch, int64_t count,
                                           const double *in,
                                           const double *scale, float *out) {
-  if (batch < 0 || count < 0 || (batch * count > 0 && (!in || !scale || !out)))
-    muirrt_abort_run("muirrt_scale_matrices_f32",
-                     "negative sizes or a null buffer");
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t i = 0; i < count; ++i)
-      out[b * count + i] = static_cast<float>(scale[b] * in[b * count + i]);
+  scaleMatrices("muirrt_scale_matrices_f32", batch, count, in, scale, out);
 }
 
 extern "C" void muirrt_scale_matrices_f64(int64_t batch, int64_t count,
                                           const double *in,
                                           const double *scale, double *out) {
-  if (batch < 0 || count < 0 || (batch * count > 0 && (!in || !scale || !out)))
-    muirrt_abort_run("muirrt_scale_matrices_f64",
-                     "negative sizes or a null buffer");
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t i = 0; i < count; ++i)
-      out[b * count + i] = scale[b] * in[b * count + i];
+  scaleMatrices("muirrt_scale_matrices_f64", batch, count, in, scale, out);
 }
 
 extern "C" void muirrt_ssyrk_rows(int64_t batch, int32_t trans, int64_t n,

@@ -1067,24 +1067,31 @@ extern "C" void muirrt_cuda_trace_normalize(int64_t batch, int64_t n,
         "the trace normalisation kernel");
 }
 
+namespace {
+void scaleMatrices(const char *fn, int64_t batch, int64_t count,
+                   const double *in, const double *scale, void *out,
+                   bool toF32) {
+  ensureReady(fn);
+  check(muirrt_cuda_detail_scale_matrices(in, scale, batch, count, out,
+                                          toF32 ? 1 : 0, state.stream),
+        "the matrix scaling kernel");
+}
+} // namespace
+
 extern "C" void muirrt_cuda_scale_matrices_f32(int64_t batch, int64_t count,
                                                const double *in,
                                                const double *scale,
                                                float *out) {
-  ensureReady("muirrt_cuda_scale_matrices_f32");
-  check(muirrt_cuda_detail_scale_matrices(in, scale, batch, count, out, 1,
-                                          state.stream),
-        "the matrix scaling kernel");
+  scaleMatrices("muirrt_cuda_scale_matrices_f32", batch, count, in, scale,
+                out, true);
 }
 
 extern "C" void muirrt_cuda_scale_matrices_f64(int64_t batch, int64_t count,
                                                const double *in,
                                                const double *scale,
                                                double *out) {
-  ensureReady("muirrt_cuda_scale_matrices_f64");
-  check(muirrt_cuda_detail_scale_matrices(in, scale, batch, count, out, 0,
-                                          state.stream),
-        "the matrix scaling kernel");
+  scaleMatrices("muirrt_cuda_scale_matrices_f64", batch, count, in, scale,
+                out, false);
 }
 
 // Rows [row_begin, row_end) of the upper triangle of alpha A A^T (A n x k)
