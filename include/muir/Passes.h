@@ -57,7 +57,10 @@ struct PipelineOptions {
   NSFormOption nsForm = NSFormOption::Auto; ///< muir-gram-newton-schulz's
 };
 
-/// High-level IR -> exec IR (decompose, expand Newton-Schulz, bufferize).
+/// High-level IR -> planned IR (distribute, decompose, batch, Gram form,
+/// expand Newton-Schulz): the per-rank program, still on tensors.
+void buildPlannedPipeline(OpPassManager &pm, const PipelineOptions &options);
+/// High-level IR -> exec IR (the planned pipeline, SYRK, CSE, bufferize).
 void buildToExecPipeline(OpPassManager &pm, const PipelineOptions &options);
 /// The backend the exec IR is lowered for.
 struct TargetOptions {

@@ -15,8 +15,8 @@
 using namespace mlir;
 using namespace mlir::muir;
 
-void mlir::muir::buildToExecPipeline(OpPassManager &pm,
-                                     const PipelineOptions &options) {
+void mlir::muir::buildPlannedPipeline(OpPassManager &pm,
+                                      const PipelineOptions &options) {
   MuirDistributeOptions distribute;
   distribute.nsMode = options.nsMode;
   distribute.machine = options.machine;
@@ -35,6 +35,11 @@ void mlir::muir::buildToExecPipeline(OpPassManager &pm,
   gram.syrk = options.syrk;
   pm.addPass(createMuirGramNewtonSchulz(gram));
   pm.addPass(createMuirExpandNewtonSchulz());
+}
+
+void mlir::muir::buildToExecPipeline(OpPassManager &pm,
+                                     const PipelineOptions &options) {
+  buildPlannedPipeline(pm, options);
   if (options.syrk) {
     pm.addPass(createMuirFormSyrk());
     if (options.fuseAllReduce) {

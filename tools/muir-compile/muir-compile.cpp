@@ -226,24 +226,9 @@ int main(int argc, char **argv) {
     phase("high-level IR built");
     PassManager pm(&context);
     if (emit == Emit::Planned) {
-      muir::MuirDistributeOptions distribute;
-      distribute.nsMode = pipeline.nsMode;
-      distribute.machine = pipeline.machine;
-      distribute.dpAssign = pipeline.dpAssign;
-      distribute.nsForm = pipeline.nsForm;
-      distribute.syrk = pipeline.syrk;
-      pm.addPass(muir::createMuirDistribute(distribute));
-      pm.addPass(muir::createMuirDecomposeOptimizers());
-      // As the to-exec pipeline does, so that planned IR, run, gives the
+      // The to-exec pipeline's front, so that planned IR, run, gives the
       // description's bits.
-      if (pipeline.batch)
-        pm.addPass(muir::createMuirBatchNewtonSchulz());
-      muir::MuirGramNewtonSchulzOptions gram;
-      gram.nsForm = pipeline.nsForm;
-      gram.machine = pipeline.machine;
-      gram.syrk = pipeline.syrk;
-      pm.addPass(muir::createMuirGramNewtonSchulz(gram));
-      pm.addPass(muir::createMuirExpandNewtonSchulz());
+      muir::buildPlannedPipeline(pm, pipeline);
     } else if (emit == Emit::Exec || emit == Emit::LLVM ||
                emit == Emit::PTX || emit == Emit::Object) {
       muir::buildToExecPipeline(pm, pipeline);
