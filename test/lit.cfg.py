@@ -35,9 +35,10 @@ llvm_config.use_default_substitutions()
 
 tool_dirs = [config.muir_tools_dir, config.llvm_tools_dir]
 tools = ["muir-opt", "muir-run", "muir-compile", "muir-sgemm-rate",
-         "muir-trace-diff",
+         "muir-trace-diff", "muir-step-runner",
          ToolSubst("muir-runtime-unittests", unresolved="ignore"),
          ToolSubst("muir-analysis-unittests", unresolved="ignore"),
+         ToolSubst("muir-runner-unittests", unresolved="ignore"),
          ToolSubst("muir-dist-unittests", unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -45,8 +45,9 @@ export LD_LIBRARY_PATH="$libdirs:${LD_LIBRARY_PATH:-}"
   "$root/runtime/cuda/CudaRuntime.cpp" "$root/runtime/cuda/Kernels.cu" \
   "$root/runtime/cuda/MoeKernels.cu" \
   "$cublas_so" "$cublaslt_so" "$nccl_so" -o "$work/libmuir_rt_cuda.so" || exit 1
-c++ -O2 -g -rdynamic -std=c++17 "$root/bench/gpu/muir-step-runner.cpp" -ldl -pthread \
-  -o "$work/muir-step-runner" || exit 1
+c++ -O2 -g -rdynamic -std=c++17 -I "$root/include" -I "$root/runtime/include" \
+  "$root/bench/gpu/muir-step-runner.cpp" "$root/lib/Runner/StepCore.cpp" \
+  "$root/runtime/cpu/Host.cpp" -ldl -pthread -o "$work/muir-step-runner" || exit 1
 for o in "$pre"/*.o; do
   c++ -shared "$o" -o "$work/$(basename "${o%.o}").so" || exit 1
 done

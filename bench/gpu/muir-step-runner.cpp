@@ -1,189 +1,55 @@
-//===- muir-step-runner.cpp - run a compiled step on the GPU, no LLVM -----===//
+//===- muir-step-runner.cpp - run a compiled step, no LLVM ----------------===//
 //
 // Runs a step compiled ahead of time with
-//   muir-compile STEP.yaml --target=cuda --emit=object -o step.o
+//   muir-compile STEP.yaml [--target=cuda] --emit=object -o step.o
 //   c++ -shared step.o -o step.so
-// against the CUDA runtime, on a machine that has a GPU but not LLVM/MLIR
-// (the lent H200). Plain C++: both libraries are loaded with dlopen, the
-// step's arguments come from its own manifest (muir_step_manifest), and it
-// is called through muir_step_packed.
+// on a machine without LLVM/MLIR (the lent GPU machine). A client of the
+// step library's LLVM-free part: the runtime's tensors (muirrt_context:
+// .npy loading and dumping, seeding; runtime/cpu/Host.cpp) and
+// muir/Runner/StepCore.h (the manifest, the CUDA runtime, op by op then
+// CUDA graphs), compiled in from source. The runtime library is loaded
+// with dlopen, global, before the step: the step's runtime calls resolve
+// against it.
 //
-//   muir-step-runner --runtime libmuir_rt_cuda.so --step step.so
+//   muir-step-runner --runtime LIB --step step.so
 //       [--steps N] [--bf16] [--no-graph] [--grouped-gemm=cublas]
 //       [--load DIR] [--dump DIR] [--seed S]
 //
-// Tensors not loaded start as: parameters ~N(0, 0.02), gradients ~N(0, 1),
-// training data normal with standard deviation 1 / sqrt(its last dimension)
-// (Irwin-Hall approximations),
-// optimizer state 0. Step 1 runs op by op (it sets up communicators,
-// scratch and the temporaries' arena); later steps are captured as one CUDA
-// graph (again each step, updated in place, when the step reads its
-// counter) and replayed. Printed: the device, and per step the device time
-// between CUDA events around the step; then "min_ms" and "median_ms" over
-// the steps after the first.
+// LIB: libmuir_rt_cuda.so for a CUDA step; for a CPU step a library with
+// the CPU runtime (build/lib/libmuir_step.so). Tensors not loaded are
+// seeded as muir-run --seed S seeds them (the same values): parameters
+// N(0, 0.02^2), gradients N(0, 1), data N(0, its init_std^2), optimizer
+// state 0. The hyperparameters keep their defaults. On CUDA, step 1 runs
+// op by op and later steps replay one CUDA graph (captured again each step
+// when the step reads its counter). Printed: the device, per step its time
+// (CUDA: between events around the step) and trained layers' losses, then
+// "min_ms" and "median_ms" over the steps after the first.
 //
 //===----------------------------------------------------------------------===//
+#include "muir-rt/Runtime.h"
+#include "muir/Runner/StepCore.h"
+#include "muir/Step.h"
+
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <random>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
+
+using namespace muir::step;
 
 namespace {
 
 [[noreturn]] void die(const std::string &why) {
   std::fprintf(stderr, "muir-step-runner: error: %s\n", why.c_str());
   std::exit(1);
-}
-
-template <typename F> F sym(void *lib, const char *name) {
-  void *p = dlsym(lib, name);
-  if (!p)
-    die(std::string("missing symbol ") + name);
-  return reinterpret_cast<F>(p);
-}
-
-struct Arg {
-  std::string name, role;
-  std::vector<int64_t> shape;
-  bool isStep = false;
-  bool isHyper = false; // a learning rate or weight decay (f64)
-  double value = 0;     // its default, passed at every step
-  int64_t numel() const {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    return n;
-  }
-};
-
-// A trained MoE layer's loss: the runtime's observation slot.
-struct Loss {
-  int64_t slot;
-  std::string layer;
-};
-
-std::vector<Arg> parseManifest(const char *text, std::vector<Loss> &losses) {
-  std::vector<Arg> args;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream f(line);
-    if (line.rfind("loss ", 0) == 0) {
-      std::string word;
-      Loss l;
-      if (!(f >> word >> l.slot >> l.layer))
-        die("malformed manifest line: " + line);
-      losses.push_back(l);
-      continue;
-    }
-    int64_t index;
-    std::string name, role, shape, type;
-    if (!(f >> index >> name >> role >> shape >> type) ||
-        index != static_cast<int64_t>(args.size()))
-      die("malformed manifest line: " + line);
-    Arg a;
-    a.name = name;
-    a.role = role;
-    a.isStep = type == "i64";
-    a.isHyper = type == "f64";
-    if (a.isHyper && !(f >> a.value))
-      die("malformed manifest line: " + line);
-    if (!a.isStep && !a.isHyper && shape != "scalar") {
-      std::istringstream dims(shape);
-      std::string d;
-      while (std::getline(dims, d, 'x'))
-        a.shape.push_back(std::stoll(d));
-    }
-    args.push_back(a);
-  }
-  return args;
-}
-
-// float32, C order .npy files (format 1.0).
-bool readNpy(const std::string &path, const Arg &a, std::vector<float> &out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f)
-    return false;
-  char magic[8];
-  f.read(magic, 8);
-  if (std::memcmp(magic, "\x93NUMPY", 6) != 0)
-    die(path + ": not a .npy file");
-  uint16_t headerLen = 0;
-  f.read(reinterpret_cast<char *>(&headerLen), 2);
-  std::string header(headerLen, ' ');
-  f.read(&header[0], headerLen);
-  if (header.find("'<f4'") == std::string::npos ||
-      header.find("'fortran_order': False") == std::string::npos)
-    die(path + ": not a float32 C-order array");
-  out.resize(static_cast<size_t>(a.numel()));
-  f.read(reinterpret_cast<char *>(out.data()),
-         static_cast<std::streamsize>(out.size() * sizeof(float)));
-  if (!f || f.peek() != EOF)
-    die(path + ": holds another number of elements than " + a.name +
-        "'s " + std::to_string(a.numel()));
-  return true;
-}
-
-void writeNpy(const std::string &path, const Arg &a,
-              const std::vector<float> &data) {
-  std::string shape = "(";
-  for (int64_t d : a.shape)
-    shape += std::to_string(d) + ", ";
-  if (a.shape.size() > 1)
-    shape.resize(shape.size() - 2);
-  shape += ")";
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " +
-                       shape + ", }";
-  while ((10 + header.size() + 1) % 64)
-    header += ' ';
-  header += '\n';
-  std::ofstream f(path, std::ios::binary);
-  if (!f)
-    die("cannot write " + path);
-  f.write("\x93NUMPY\x01\x00", 8);
-  uint16_t len = static_cast<uint16_t>(header.size());
-  f.write(reinterpret_cast<const char *>(&len), 2);
-  f << header;
-  f.write(reinterpret_cast<const char *>(data.data()),
-          static_cast<std::streamsize>(data.size() * sizeof(float)));
-}
-
-// Approximately normal values (Irwin-Hall: the sum of four uniforms,
-// centred and scaled), from xorshift generators on all cores: a timing
-// run's billion values in a second rather than half a minute.
-void fillNormal(std::vector<float> &v, float stddev, uint64_t seed) {
-  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  size_t per = (v.size() + threads - 1) / threads;
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      uint64_t x = seed ^ (0x9E3779B97F4A7C15ull * (t + 1));
-      auto next = [&] {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        return static_cast<float>(x >> 40) * (1.0f / 16777216.0f);
-      };
-      // Variance of the sum of 4 uniforms: 4 / 12.
-      const float scale = stddev * 1.7320508f;
-      for (size_t i = t * per; i < std::min(v.size(), (t + 1) * per); ++i)
-        v[i] = (next() + next() + next() + next() - 2.0f) * scale;
-    });
-  for (std::thread &th : pool)
-    th.join();
 }
 
 } // namespace
@@ -207,7 +73,11 @@ int main(int argc, char **argv) {
   std::string runtimePath, stepPath, loadDir, dumpDir;
   int steps = 5;
   bool bf16 = false, graph = true, cublasGrouped = false;
-  unsigned seed = 0;
+  uint64_t seed = 0;
+  const char *usage =
+      "usage: muir-step-runner --runtime LIB --step STEP.so [--steps N] "
+      "[--bf16] [--no-graph] [--grouped-gemm=cublas] [--load DIR] "
+      "[--dump DIR] [--seed S]";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -215,18 +85,29 @@ int main(int argc, char **argv) {
         die(a + " needs a value");
       return argv[++i];
     };
+    auto number = [&](const std::string &text) -> long long {
+      char *end = nullptr;
+      long long v = std::strtoll(text.c_str(), &end, 10);
+      if (text.empty() || *end || v < 0)
+        die(a + ": expected a non-negative integer, got '" + text + "'");
+      return v;
+    };
+    if (a == "--help" || a == "-h") {
+      std::printf("%s\n", usage);
+      return 0;
+    }
     if (a == "--runtime")
       runtimePath = value();
     else if (a == "--step")
       stepPath = value();
     else if (a == "--steps")
-      steps = std::stoi(value());
+      steps = static_cast<int>(number(value()));
     else if (a == "--load")
       loadDir = value();
     else if (a == "--dump")
       dumpDir = value();
     else if (a == "--seed")
-      seed = static_cast<unsigned>(std::stoul(value()));
+      seed = static_cast<uint64_t>(number(value()));
     else if (a == "--bf16")
       bf16 = true;
     else if (a == "--no-graph")
@@ -234,119 +115,143 @@ int main(int argc, char **argv) {
     else if (a == "--grouped-gemm=cublas")
       cublasGrouped = true; // sizes on the host: no graph
     else
-      die("unknown argument " + a);
+      die("unknown argument " + a + "\n" + usage);
   }
   if (runtimePath.empty() || stepPath.empty() || steps < 1)
-    die("usage: muir-step-runner --runtime LIB --step STEP.so [--steps N] "
-        "[--bf16] [--no-graph] [--grouped-gemm=cublas] [--load DIR] "
-        "[--dump DIR] [--seed S]");
+    die(usage);
 
-  // The runtime first, global: the step's undefined muirrt_cuda_* and mgpu*
+  // The runtime first, global: the step's undefined muirrt_* (and mgpu*)
   // symbols resolve against it when the step is loaded.
   void *rt = dlopen(runtimePath.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (!rt)
     die(std::string("cannot load the runtime: ") + dlerror());
-  auto init = sym<int (*)(int)>(rt, "muirrt_cuda_init");
-  auto lastError = sym<const char *(*)()>(rt, "muirrt_cuda_last_error");
-  auto deviceName = sym<const char *(*)()>(rt, "muirrt_cuda_device_name");
-  auto setPrecision = sym<void (*)(int32_t)>(rt, "muirrt_cuda_set_precision");
-  auto alloc = sym<int (*)(void **, size_t)>(rt, "muirrt_cuda_alloc");
-  auto toDevice =
-      sym<int (*)(void *, const void *, size_t)>(rt, "muirrt_cuda_copy_to_device");
-  auto toHost =
-      sym<int (*)(void *, const void *, size_t)>(rt, "muirrt_cuda_copy_to_host");
-  auto synchronize = sym<int (*)()>(rt, "muirrt_cuda_synchronize");
-  auto graphBegin = sym<int (*)()>(rt, "muirrt_cuda_graph_begin");
-  auto graphEnd = sym<int (*)()>(rt, "muirrt_cuda_graph_end");
-  auto graphLaunch = sym<int (*)()>(rt, "muirrt_cuda_graph_launch");
-  auto record = sym<int (*)(int32_t)>(rt, "muirrt_cuda_event_record");
-  auto elapsed = sym<double (*)(int32_t, int32_t)>(rt, "muirrt_cuda_elapsed_ms");
-  if (init(-1))
-    die(std::string("no usable GPU: ") + lastError());
-  setPrecision(bf16);
-  // cuBLAS's grouped GEMM takes the expert sizes on the host, so its steps
-  // run op by op.
-  sym<void (*)(int32_t)>(rt, "muirrt_cuda_set_grouped_gemm")(cublasGrouped);
-  if (cublasGrouped)
+  bool cuda = dlsym(rt, "muirrt_cuda_init") != nullptr;
+  CudaRuntime cu;
+  const float *(*observation)(int64_t, int64_t *) = nullptr;
+  std::string device = "CPU";
+  if (cuda) {
+    if (std::string why = cu.load(runtimePath, /*global=*/true); !why.empty())
+      die(why);
+    if (cu.init(-1))
+      die(cu.failure("no usable GPU"));
+    cu.setDeterministic(1);
+    cu.setPrecision(bf16);
+    // cuBLAS's grouped GEMM takes the expert sizes on the host, so its
+    // steps run op by op.
+    cu.setGroupedGemm(cublasGrouped);
+    observation = cu.observation;
+    device = cu.deviceName();
+  } else {
+    auto deterministic =
+        reinterpret_cast<void (*)(int32_t)>(dlsym(rt, "muirrt_set_deterministic"));
+    observation = reinterpret_cast<const float *(*)(int64_t, int64_t *)>(
+        dlsym(rt, "muirrt_observation"));
+    if (!deterministic || !observation)
+      die(runtimePath + " is neither the CUDA runtime nor a library with the "
+                        "CPU runtime (muirrt_set_deterministic)");
+    deterministic(1);
+    keepFreedMemory();
+  }
+  if (cublasGrouped || !cuda)
     graph = false;
 
-  void *step = dlopen(stepPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!step)
+  void *stepLib = dlopen(stepPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!stepLib)
     die(std::string("cannot load the step: ") + dlerror());
-  auto packed = sym<void (*)(void **)>(step, "muir_step_packed");
-  std::vector<Loss> losses;
-  std::vector<Arg> args =
-      parseManifest(sym<const char *>(step, "muir_step_manifest"), losses);
-  auto observation = sym<const float *(*)(int64_t, int64_t *)>(
-      rt, "muirrt_cuda_observation");
+  auto packed =
+      reinterpret_cast<void (*)(void **)>(dlsym(stepLib, "muir_step_packed"));
+  auto *text =
+      reinterpret_cast<const char *>(dlsym(stepLib, "muir_step_manifest"));
+  if (!packed || !text)
+    die(stepPath + " is not a compiled step (no muir_step_packed or "
+                   "muir_step_manifest)");
+  Manifest manifest;
+  if (std::string why = parseManifest(text, manifest); !why.empty())
+    die(stepPath + ": " + why);
+  std::vector<ManifestArgument> &args = manifest.arguments;
 
-  std::mt19937_64 rng(seed);
-  std::vector<void *> device(args.size(), nullptr);
-  int64_t counter = 1;
-  bool readsStep = false;
-  int loaded = 0;
+  // The tensors, as muir-run makes them: loaded, else seeded.
+  MuirRtContext *ctx = muirrt_context_create();
+  std::vector<int32_t> index(args.size(), -1);
   for (size_t i = 0; i < args.size(); ++i) {
-    Arg &a = args[i];
-    if (a.isStep) {
-      readsStep = a.role == "step";
+    const ManifestArgument &a = args[i];
+    if (!a.isTensor())
       continue;
-    }
-    if (a.isHyper)
+    index[i] = muirrt_tensor_add(ctx, a.name.c_str(),
+                                 static_cast<int32_t>(a.shape.size()),
+                                 a.shape.data(), a.role);
+    if (index[i] < 0 ||
+        (a.initStd > 0 && muirrt_tensor_set_init_std(ctx, index[i], a.initStd)))
+      die(muirrt_last_error());
+  }
+  int32_t loaded = 0;
+  if (!loadDir.empty() && muirrt_load_dir(ctx, loadDir.c_str(), &loaded))
+    die(muirrt_last_error());
+  muirrt_init_from_seed(ctx, seed);
+
+  // CPU: the step runs on the tensors themselves; CUDA: on device copies.
+  std::vector<void *> data(args.size(), nullptr);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (index[i] < 0)
       continue;
-    std::vector<float> host(static_cast<size_t>(a.numel()), 0.0f);
-    if (!loadDir.empty() && readNpy(loadDir + "/" + a.name + ".npy", a, host)) {
-      ++loaded;
-    } else if (a.role == "param" || a.role == "grad") {
-      fillNormal(host, a.role == "param" ? 0.02f : 1.0f, rng());
-    } else if (a.role == "data" && !a.shape.empty()) {
-      // Training data (MoE tokens, teacher weights): N(0, 1 / fan-in).
-      fillNormal(host,
-                 1.0f / std::sqrt(static_cast<float>(a.shape.back())), rng());
-    }
-    if (alloc(&device[i], host.size() * sizeof(float)) ||
-        toDevice(device[i], host.data(), host.size() * sizeof(float)))
-      die(lastError());
+    float *host = muirrt_tensor_data(ctx, index[i]);
+    size_t bytes = static_cast<size_t>(args[i].numel()) * sizeof(float);
+    data[i] = host;
+    if (cuda && (cu.alloc(&data[i], bytes) ||
+                 cu.toDevice(data[i], host, bytes)))
+      die(cu.failure("copying '" + args[i].name + "' to the GPU"));
   }
   std::printf("muir-step-runner: %s, %zu arguments, %d loaded, %s products, "
               "%s%s\n",
-              deviceName(), args.size(), loaded, bf16 ? "bf16" : "fp32",
+              device.c_str(), args.size(), loaded, bf16 ? "bf16" : "fp32",
               graph ? "CUDA graph" : "op by op",
               cublasGrouped ? ", cuBLAS grouped GEMM" : "");
 
+  int64_t counter = 1;
+  std::vector<double> hyper;
   std::vector<void *> slots(args.size());
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].role == MUIR_ROLE_HYPER)
+      hyper.push_back(args[i].defaultValue);
+  for (size_t i = 0, h = 0; i < args.size(); ++i)
+    slots[i] = args[i].role == MUIR_ROLE_COUNTER ? static_cast<void *>(&counter)
+               : args[i].role == MUIR_ROLE_HYPER ? static_cast<void *>(&hyper[h++])
+                                                 : static_cast<void *>(&data[i]);
+  GraphRunner runner(cu, graph);
+  GraphRunner::Invoke invoke = [&]() -> std::string {
+    packed(slots.data());
+    return "";
+  };
   std::vector<double> times;
   for (int s = 1; s <= steps; ++s) {
     counter = s;
-    for (size_t i = 0; i < args.size(); ++i)
-      slots[i] = args[i].isStep    ? static_cast<void *>(&counter)
-                 : args[i].isHyper ? static_cast<void *>(&args[i].value)
-                                   : static_cast<void *>(&device[i]);
-    bool replay = graph && s > 1;
-    if (replay && (s == 2 || readsStep)) {
-      if (graphBegin())
-        die(lastError());
-      packed(slots.data());
-      if (graphEnd())
-        die(lastError());
-    }
-    record(0);
-    if (replay) {
-      if (graphLaunch())
-        die(lastError());
+    double ms = 0;
+    if (cuda) {
+      std::string why = runner.prepare(invoke, manifest.readsCounter(),
+                                       /*hyperUsed=*/false, hyper);
+      if (!why.empty())
+        die(why);
+      cu.eventRecord(0);
+      if (std::string why = runner.launch(invoke); !why.empty())
+        die(why);
+      cu.eventRecord(1);
+      ms = cu.elapsedMs(0, 1);
+      if (cu.synchronize())
+        die(cu.failure("step " + std::to_string(s)));
     } else {
+      auto t0 = std::chrono::steady_clock::now();
       packed(slots.data());
+      ms = std::chrono::duration<double, std::milli>(
+               std::chrono::steady_clock::now() - t0)
+               .count();
     }
-    record(1);
-    double ms = elapsed(0, 1);
-    if (synchronize())
-      die(lastError());
     std::printf("step %d: %.3f ms\n", s, ms);
     // As muir-run prints them: "  loss <layer> <value>".
-    for (const Loss &l : losses) {
+    for (const auto &[slot, layer] : manifest.losses) {
       int64_t numel = 0;
-      const float *value = observation(l.slot, &numel);
+      const float *value = observation(slot, &numel);
       if (value && numel > 0)
-        std::printf("  loss %s %.6e\n", l.layer.c_str(),
+        std::printf("  loss %s %.6e\n", layer.c_str(),
                     static_cast<double>(value[0]));
     }
     if (s > 1)
@@ -358,14 +263,14 @@ int main(int argc, char **argv) {
                 times[times.size() / 2]);
   }
   if (!dumpDir.empty()) {
-    for (size_t i = 0; i < args.size(); ++i) {
-      if (args[i].isStep || args[i].isHyper)
-        continue;
-      std::vector<float> host(static_cast<size_t>(args[i].numel()));
-      if (toHost(host.data(), device[i], host.size() * sizeof(float)))
-        die(lastError());
-      writeNpy(dumpDir + "/" + args[i].name + ".npy", args[i], host);
-    }
+    for (size_t i = 0; cuda && i < args.size(); ++i)
+      if (index[i] >= 0 &&
+          cu.toHost(muirrt_tensor_data(ctx, index[i]), data[i],
+                    static_cast<size_t>(args[i].numel()) * sizeof(float)))
+        die(cu.failure("copying '" + args[i].name + "' from the GPU"));
+    if (muirrt_dump_dir(ctx, dumpDir.c_str()))
+      die(muirrt_last_error());
   }
+  muirrt_context_destroy(ctx);
   return 0;
 }

@@ -42,7 +42,12 @@ std::string runner::entryManifest(ModuleOp module, std::string &entryName) {
         if (mt.getRank() == 0)
           os << "scalar";
         llvm::interleave(mt.getShape(), os, "x");
-        os << " f32\n";
+        os << " f32";
+        // Seeded data's standard deviation (1 without it).
+        if (auto std = f.getArgAttrOfType<FloatAttr>(i, "muir.init_std"))
+          os << " init_std=" << llvm::formatv("{0:e16}",
+                                              std.getValueAsDouble());
+        os << "\n";
       } else if (t.isF64()) {
         auto value = f.getArgAttrOfType<FloatAttr>(i, "muir.default");
         os << i << " " << (name ? name.getValue() : "?") << " hyper scalar f64 "

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Runner/Step.h"
+#include "muir/Runner/StepCore.h"
 
 #include "muir/Driver/Diagnostics.h"
 #include "muir/Driver/PipelineFlags.h"
@@ -36,7 +37,6 @@
 
 #include <cstdlib>
 #include <dlfcn.h>
-#include <malloc.h>
 #include <mutex>
 
 using namespace mlir;
@@ -176,104 +176,47 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-struct CudaLib {
-  void *handle = nullptr;
-  int (*init)(int) = nullptr;
-  const char *(*lastError)() = nullptr;
-  const char *(*deviceName)() = nullptr;
-  int (*distInit)(const int64_t *, int32_t) = nullptr;
-  int (*distInitWithId)(const int64_t *, int32_t, int64_t, int64_t,
-                        const void *) = nullptr;
-  void (*distFinalize)() = nullptr;
-  void (*setDeterministic)(int32_t) = nullptr;
-  void (*setPrecision)(int32_t) = nullptr;
-  void (*setGroupedGemm)(int32_t) = nullptr;
-  void (*setStream)(void *) = nullptr;
-  int (*alloc)(void **, size_t) = nullptr;
-  int (*free)(void *) = nullptr;
-  int (*toDevice)(void *, const void *, size_t) = nullptr;
-  int (*toHost)(void *, const void *, size_t) = nullptr;
-  int (*synchronize)() = nullptr;
-  int (*graphBegin)() = nullptr;
-  int (*graphEnd)() = nullptr;
-  int (*graphLaunch)() = nullptr;
-  const float *(*observation)(int64_t, int64_t *) = nullptr;
+using CudaRuntime = ::muir::step::CudaRuntime;
 
-  /// Loads the library; an empty string on success, else why not.
-  std::string load(StringRef explicitPath) {
-    std::string path = explicitPath.str();
-    if (path.empty()) {
-      if (const char *env = getenv("MUIR_CUDA_RUNTIME")) {
-        path = env;
-      } else {
-        // lib/ beside the step library (or the program linking it).
-        Dl_info info;
-        SmallString<256> p;
-        if (dladdr(reinterpret_cast<void *>(&muirrt_sgemm), &info) &&
-            info.dli_fname)
-          p = llvm::sys::path::parent_path(info.dli_fname);
-        if (llvm::sys::path::filename(p) == "bin")
-          p = llvm::sys::path::parent_path(p), llvm::sys::path::append(p, "lib");
-        llvm::sys::path::append(p, "libmuir_rt_cuda.so");
-        path = p.str().str();
-      }
-    }
-    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle)
-      return std::string("cannot load the CUDA runtime: ") + dlerror() +
-             " (build with the CUDA toolkit, or set MUIR_CUDA_RUNTIME)";
-    std::string missing;
-    auto sym = [&](const char *name, auto &fn) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-          dlsym(handle, name));
-      if (!fn)
-        missing += std::string(missing.empty() ? "" : ", ") + name;
-    };
-    sym("muirrt_cuda_init", init);
-    sym("muirrt_cuda_last_error", lastError);
-    sym("muirrt_cuda_device_name", deviceName);
-    sym("muirrt_cuda_dist_init", distInit);
-    sym("muirrt_cuda_dist_init_with_id", distInitWithId);
-    sym("muirrt_cuda_dist_finalize", distFinalize);
-    sym("muirrt_cuda_set_deterministic", setDeterministic);
-    sym("muirrt_cuda_set_precision", setPrecision);
-    sym("muirrt_cuda_set_grouped_gemm", setGroupedGemm);
-    sym("muirrt_cuda_set_stream", setStream);
-    sym("muirrt_cuda_alloc", alloc);
-    sym("muirrt_cuda_free", free);
-    sym("muirrt_cuda_copy_to_device", toDevice);
-    sym("muirrt_cuda_copy_to_host", toHost);
-    sym("muirrt_cuda_synchronize", synchronize);
-    sym("muirrt_cuda_graph_begin", graphBegin);
-    sym("muirrt_cuda_graph_end", graphEnd);
-    sym("muirrt_cuda_graph_launch", graphLaunch);
-    sym("muirrt_cuda_observation", observation);
-    if (!missing.empty())
-      return path + " lacks " + missing;
-    return "";
-  }
+/// Where the CUDA runtime is: `explicitPath`, else MUIR_CUDA_RUNTIME, else
+/// lib/libmuir_rt_cuda.so beside the step library (or the program linking
+/// it).
+std::string cudaRuntimePath(StringRef explicitPath) {
+  if (!explicitPath.empty())
+    return explicitPath.str();
+  if (const char *env = getenv("MUIR_CUDA_RUNTIME"))
+    return env;
+  Dl_info info;
+  SmallString<256> p;
+  if (dladdr(reinterpret_cast<void *>(&muirrt_sgemm), &info) && info.dli_fname)
+    p = llvm::sys::path::parent_path(info.dli_fname);
+  if (llvm::sys::path::filename(p) == "bin")
+    p = llvm::sys::path::parent_path(p), llvm::sys::path::append(p, "lib");
+  llvm::sys::path::append(p, "libmuir_rt_cuda.so");
+  return p.str().str();
+}
 
-  /// JIT symbols: the module's muirrt_cuda_* declarations and MLIR's
-  /// mgpu* launch ABI (called by the translated gpu.launch_func).
-  void registerSymbols(ExecutionEngine &engine,
-                       const std::vector<std::string> &names) {
-    engine.registerSymbols([&](llvm::orc::MangleAndInterner interner) {
-      llvm::orc::SymbolMap map;
-      std::vector<std::string> all = names;
-      for (const char *n :
-           {"mgpuModuleLoad", "mgpuModuleLoadJIT", "mgpuModuleUnload",
-            "mgpuModuleGetFunction", "mgpuLaunchKernel", "mgpuStreamCreate",
-            "mgpuStreamDestroy", "mgpuStreamSynchronize", "mgpuMemAlloc",
-            "mgpuMemFree", "mgpuMemcpy"})
-        all.push_back(n);
-      for (const std::string &n : all)
-        if (void *fn = dlsym(handle, n.c_str()))
-          map[interner(n)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
-                              llvm::JITSymbolFlags::Exported};
-      return map;
-    });
-  }
-};
+/// JIT symbols: the module's muirrt_cuda_* declarations and MLIR's mgpu*
+/// launch ABI (called by the translated gpu.launch_func), from the CUDA
+/// runtime.
+void registerCudaSymbols(ExecutionEngine &engine, const CudaRuntime &cuda,
+                         const std::vector<std::string> &names) {
+  engine.registerSymbols([&](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap map;
+    std::vector<std::string> all = names;
+    for (const char *n :
+         {"mgpuModuleLoad", "mgpuModuleLoadJIT", "mgpuModuleUnload",
+          "mgpuModuleGetFunction", "mgpuLaunchKernel", "mgpuStreamCreate",
+          "mgpuStreamDestroy", "mgpuStreamSynchronize", "mgpuMemAlloc",
+          "mgpuMemFree", "mgpuMemcpy"})
+      all.push_back(n);
+    for (const std::string &n : all)
+      if (void *fn = cuda.symbol(n))
+        map[interner(n)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                            llvm::JITSymbolFlags::Exported};
+    return map;
+  });
+}
 
 /// The CPU runtime's entry points the exec IR calls.
 void registerRuntimeSymbols(ExecutionEngine &engine) {
@@ -388,12 +331,12 @@ struct Step::Impl {
   llvm::SourceMgr sourceMgr;
   OwningOpRef<ModuleOp> module;
   std::unique_ptr<ExecutionEngine> engine;
-  CudaLib cudaLib;
+  CudaRuntime cudaLib;
+  std::unique_ptr<::muir::step::GraphRunner> graphs;
   bool distStarted = false, cudaDistStarted = false;
   std::map<int64_t, TracedOp> tracedOps;
   std::vector<int64_t> counterValue{0};
   std::vector<double> hyperValues;
-  std::vector<double> capturedHyper; // the values in the captured graph
   // The source as given (the cache's key).
   std::string sourceText, filename;
   // A cached step: its library and packed entry.
@@ -414,18 +357,6 @@ static void leaveRanks() { muirrt_dist_finalize(); }
 /// The CUDA runtime's NCCL communicator is the process's too: made by the
 /// first CUDA step, destroyed with the last.
 static int cudaUsers = 0;
-
-/// A CPU step allocates its Newton-Schulz temporaries at every run: glibc
-/// keeps freed blocks in the heap instead of unmapping them, so later runs
-/// reuse warm pages rather than fault in fresh ones (tiny-moe: 1.5x).
-/// MUIR_MALLOPT=0 leaves malloc alone.
-static void keepFreedMemory() {
-  const char *env = getenv("MUIR_MALLOPT");
-  if (env && StringRef(env) == "0")
-    return;
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-}
 
 Step::Step() : impl(std::make_unique<Impl>()) {}
 
@@ -734,7 +665,7 @@ llvm::Error Step::prepare(llvm::raw_ostream &diagnostics) {
   if (llvm::Error e = joinRanks())
     return e;
   if (!cuda())
-    keepFreedMemory();
+    ::muir::step::keepFreedMemory();
 
   std::string manifest;
   if (cacheable())
@@ -1062,7 +993,7 @@ Step::open(StringRef path, const StepOptions &options) {
   step->prepared = true;
   if (llvm::Error e = step->joinRanks())
     return std::move(e);
-  keepFreedMemory();
+  ::muir::step::keepFreedMemory();
   if (llvm::Error e = step->openLibrary(path))
     return std::move(e);
   return step;
@@ -1115,8 +1046,10 @@ llvm::Error Step::startEngine() {
   ModuleOp module = *I.module;
   std::vector<std::string> cudaNames;
   if (cuda()) {
-    CudaLib &cl = I.cudaLib;
-    if (std::string why = cl.load(options.cudaRuntime); !why.empty())
+    CudaRuntime &cl = I.cudaLib;
+    if (std::string why = cl.load(cudaRuntimePath(options.cudaRuntime),
+                                  /*global=*/false);
+        !why.empty())
       return error("--target=cuda: " + why);
     if (cl.init(static_cast<int>(options.cudaDevice)))
       return error(Twine("--target=cuda: no usable GPU: ") + cl.lastError());
@@ -1173,7 +1106,7 @@ llvm::Error Step::startEngine() {
   I.engine = std::move(*engine);
   registerRuntimeSymbols(*I.engine);
   if (cuda())
-    I.cudaLib.registerSymbols(*I.engine, cudaNames);
+    registerCudaSymbols(*I.engine, I.cudaLib, cudaNames);
   I.engine->initialize();
   // The JIT materialises code on first lookup; do it here so that the
   // first step's time is the step's, not the compiler's.
@@ -1217,7 +1150,7 @@ llvm::Error Step::bind(int32_t index, void *data) {
     return error("argument '" + args[index].name + "': null data");
   // A captured CUDA graph holds the pointers: capture again.
   if (bound[index] != data)
-    captured = false;
+    rebound = true;
   bound[index] = data;
   return llvm::Error::success();
 }
@@ -1264,34 +1197,27 @@ llvm::Error Step::run(int64_t counter, llvm::ArrayRef<double> hyper,
       return error("execution failed: " + llvm::toString(std::move(err)));
     return llvm::Error::success();
   }
-  CudaLib &cl = I.cudaLib;
+  CudaRuntime &cl = I.cudaLib;
   cl.setStream(stream);
-  // The first step runs op by op (it creates communicators and scratch);
-  // later ones replay one CUDA graph. A step that reads its counter is
-  // captured again each run (a kernel argument) and the graph updated in
-  // place; so is one whose hyperparameters changed since the capture.
-  bool graph = options.cudaGraph && !options.cudaCublasGrouped && runs > 1;
-  // The hyperparameters are kernel arguments too: a graph captured with
-  // the same values replays as it is (a constant learning rate).
-  bool hyperChanged = hyperUsed && I.hyperValues != I.capturedHyper;
-  if (graph && (!captured || counterUsed || hyperChanged)) {
-    if (cl.graphBegin())
-      return error(Twine("--target=cuda: ") + cl.lastError());
+  if (!I.graphs)
+    I.graphs = std::make_unique<::muir::step::GraphRunner>(
+        cl, options.cudaGraph && !options.cudaCublasGrouped);
+  if (rebound)
+    I.graphs->invalidate();
+  rebound = false;
+  auto invoke = [&]() -> std::string {
     if (llvm::Error err = I.engine->invokePacked(entryName, packed))
-      return error("execution failed: " + llvm::toString(std::move(err)));
-    if (cl.graphEnd())
-      return error(Twine("--target=cuda: ") + cl.lastError());
-    captured = true;
-    I.capturedHyper = I.hyperValues;
-  }
-  if (graph) {
-    if (cl.graphLaunch())
-      return error(Twine("--target=cuda: ") + cl.lastError());
-  } else if (llvm::Error err = I.engine->invokePacked(entryName, packed)) {
-    return error("execution failed: " + llvm::toString(std::move(err)));
-  }
-  if (wait && cl.synchronize())
-    return error(Twine("--target=cuda: ") + cl.lastError());
+      return "execution failed: " + llvm::toString(std::move(err));
+    return "";
+  };
+  std::string why =
+      I.graphs->prepare(invoke, counterUsed, hyperUsed, I.hyperValues);
+  if (why.empty())
+    why = I.graphs->launch(invoke);
+  if (why.empty() && wait && cl.synchronize())
+    why = cl.failure("synchronizing");
+  if (!why.empty())
+    return error("--target=cuda: " + why);
   return llvm::Error::success();
 }
 
@@ -1366,11 +1292,12 @@ llvm::Error Step::writeTrace(StringRef path) const {
 }
 
 llvm::Expected<std::string> runner::ncclUniqueId(StringRef cudaRuntime) {
-  CudaLib cl;
-  if (std::string why = cl.load(cudaRuntime); !why.empty())
+  CudaRuntime cl;
+  if (std::string why = cl.load(cudaRuntimePath(cudaRuntime), false);
+      !why.empty())
     return error(why);
   auto make = reinterpret_cast<int (*)(void *)>(
-      dlsym(cl.handle, "muirrt_cuda_unique_id"));
+      cl.symbol("muirrt_cuda_unique_id"));
   char id[128];
   if (!make)
     return error("the CUDA runtime lacks muirrt_cuda_unique_id");

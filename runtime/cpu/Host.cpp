@@ -2,7 +2,9 @@
 //
 // The host half of the runtime: a context that owns named float32 tensors,
 // deterministic seeded initialisation, .npy reading and atomic writing,
-// loading/dumping whole directories, and double-precision metrics. See
+// loading/dumping whole directories, and double-precision metrics (but the
+// orthogonality error, in Kernels.cpp: this file needs no BLAS, so the GPU
+// machine's step runner compiles it as it is). See
 // muir-rt/Runtime.h for the contract.
 //
 // Nothing here throws across the C API: every entry point either cannot
@@ -11,8 +13,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "muir-rt/Runtime.h"
-
-#include <cblas.h>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -32,6 +32,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -146,14 +147,16 @@ struct SplitMix64 {
   }
 };
 
-void fillNormal(float *out, int64_t numel, uint64_t seed,
-                const std::string &name, double stddev) {
-  // Mix the seed before combining so that nearby seeds (0, 1, 2...) do not
-  // give streams that are mere offsets of one another.
-  SplitMix64 seedMixer{seed};
-  SplitMix64 rng{seedMixer.next() ^ fnv1a(name)};
+// Pair i of Box-Muller values (elements 2i, 2i + 1) takes the generator's
+// calls 2i + 1 and 2i + 2; SplitMix64's state only adds a constant per call,
+// so a chunk starts at its own pair directly and threads fill a large tensor
+// with exactly the values one thread would (a timing run's billion values
+// in a second on a many-core machine rather than half a minute).
+void fillNormalRange(float *out, int64_t numel, int64_t begin, int64_t end,
+                     uint64_t start, double stddev) {
+  SplitMix64 rng{start + static_cast<uint64_t>(begin) * 0x9e3779b97f4a7c15ULL};
   const double twoPi = 6.283185307179586476925286766559;
-  for (int64_t i = 0; i < numel; i += 2) {
+  for (int64_t i = begin; i < end; i += 2) {
     // u1 in (0, 1] so log(u1) is finite; u2 in [0, 1). 53 bits each.
     double u1 = static_cast<double>((rng.next() >> 11) + 1) * 0x1.0p-53;
     double u2 = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
@@ -162,6 +165,31 @@ void fillNormal(float *out, int64_t numel, uint64_t seed,
     if (i + 1 < numel)
       out[i + 1] = static_cast<float>(stddev * r * std::sin(twoPi * u2));
   }
+}
+
+void fillNormal(float *out, int64_t numel, uint64_t seed,
+                const std::string &name, double stddev) {
+  // Mix the seed before combining so that nearby seeds (0, 1, 2...) do not
+  // give streams that are mere offsets of one another.
+  SplitMix64 seedMixer{seed};
+  uint64_t start = seedMixer.next() ^ fnv1a(name);
+  const int64_t perThread = int64_t(1) << 20;
+  int64_t threads = std::min<int64_t>(
+      std::max(1u, std::thread::hardware_concurrency()),
+      (numel + perThread - 1) / perThread);
+  if (threads <= 1) {
+    fillNormalRange(out, numel, 0, numel, start, stddev);
+    return;
+  }
+  // Even chunk boundaries: a pair never straddles two threads.
+  int64_t chunk = ((numel + threads - 1) / threads + 1) & ~int64_t(1);
+  std::vector<std::thread> pool;
+  for (int64_t b = chunk; b < numel; b += chunk)
+    pool.emplace_back(fillNormalRange, out, numel, b,
+                      std::min(numel, b + chunk), start, stddev);
+  fillNormalRange(out, numel, 0, std::min(numel, chunk), start, stddev);
+  for (std::thread &t : pool)
+    t.join();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1187,45 +1215,6 @@ extern "C" int64_t muirrt_first_nonfinite(const float *x, int64_t numel) {
           return i;
   }
   return -1;
-}
-
-extern "C" double muirrt_orthogonality_error(const float *x, int64_t m,
-                                             int64_t n) {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  if (m < 0 || n < 0 || (m > 0 && n > 0 && !x))
-    return nan;
-  if (m == 0 || n == 0)
-    return 0.0; // the Gram matrix is 0 x 0
-  if (m > std::numeric_limits<int>::max() ||
-      n > std::numeric_limits<int>::max())
-    return nan;
-  try {
-    // Double copy so the Gram matrix itself is accumulated in double: the
-    // error of a nearly orthogonal float matrix is below float resolution
-    // of the Gram entries.
-    std::vector<double> xd(static_cast<size_t>(m * n));
-    for (size_t i = 0; i < xd.size(); ++i)
-      xd[i] = static_cast<double>(x[i]);
-    bool tall = m > n;
-    int g = static_cast<int>(tall ? n : m);
-    int kk = static_cast<int>(tall ? m : n);
-    std::vector<double> gram(static_cast<size_t>(g) * g, 0.0);
-    // X^T X (tall) or X X^T; row-major X has leading dimension n.
-    cblas_dsyrk(CblasRowMajor, CblasUpper, tall ? CblasTrans : CblasNoTrans, g,
-                kk, 1.0, xd.data(), static_cast<int>(n), 0.0, gram.data(), g);
-    double sum = 0.0;
-    for (int i = 0; i < g; ++i) {
-      double d = gram[static_cast<size_t>(i) * g + i] - 1.0;
-      sum += d * d;
-      for (int j = i + 1; j < g; ++j) {
-        double v = gram[static_cast<size_t>(i) * g + j];
-        sum += 2.0 * v * v; // each off-diagonal entry appears twice
-      }
-    }
-    return std::sqrt(sum);
-  } catch (...) {
-    return nan;
-  }
 }
 
 extern "C" double muirrt_norm(const float *x, int64_t numel) {

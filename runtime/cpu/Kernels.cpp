@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -582,4 +583,48 @@ extern "C" void muirrt_counters_get(MuirRtCounters *out) {
 extern "C" void muirrt_counters_reset(void) {
   std::lock_guard<std::mutex> lock(countersMutex);
   counters = MuirRtCounters{0, 0, 0, 0.0};
+}
+
+//===----------------------------------------------------------------------===//
+// Metrics that need BLAS (the others are in Host.cpp, which has none: the
+// GPU machine's step runner compiles it)
+//===----------------------------------------------------------------------===//
+
+extern "C" double muirrt_orthogonality_error(const float *x, int64_t m,
+                                             int64_t n) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (m < 0 || n < 0 || (m > 0 && n > 0 && !x))
+    return nan;
+  if (m == 0 || n == 0)
+    return 0.0; // the Gram matrix is 0 x 0
+  if (m > std::numeric_limits<int>::max() ||
+      n > std::numeric_limits<int>::max())
+    return nan;
+  try {
+    // Double copy so the Gram matrix itself is accumulated in double: the
+    // error of a nearly orthogonal float matrix is below float resolution
+    // of the Gram entries.
+    std::vector<double> xd(static_cast<size_t>(m * n));
+    for (size_t i = 0; i < xd.size(); ++i)
+      xd[i] = static_cast<double>(x[i]);
+    bool tall = m > n;
+    int g = static_cast<int>(tall ? n : m);
+    int kk = static_cast<int>(tall ? m : n);
+    std::vector<double> gram(static_cast<size_t>(g) * g, 0.0);
+    // X^T X (tall) or X X^T; row-major X has leading dimension n.
+    cblas_dsyrk(CblasRowMajor, CblasUpper, tall ? CblasTrans : CblasNoTrans, g,
+                kk, 1.0, xd.data(), static_cast<int>(n), 0.0, gram.data(), g);
+    double sum = 0.0;
+    for (int i = 0; i < g; ++i) {
+      double d = gram[static_cast<size_t>(i) * g + i] - 1.0;
+      sum += d * d;
+      for (int j = i + 1; j < g; ++j) {
+        double v = gram[static_cast<size_t>(i) * g + j];
+        sum += 2.0 * v * v; // each off-diagonal entry appears twice
+      }
+    }
+    return std::sqrt(sum);
+  } catch (...) {
+    return nan;
+  }
 }

@@ -216,7 +216,7 @@ private:
   state::StepIdentity id;
   std::string entryName;
   bool counterUsed = false, hyperUsed = false, prepared = false;
-  bool captured = false;
+  bool rebound = false; ///< a tensor was bound anew since the last run
   std::string cacheFailure;
   int64_t runs = 0;
 };
@@ -287,10 +287,12 @@ void printCommStats(const Step &step, llvm::raw_ostream &os);
 
 /// The entry's arguments as the text manifest of an object file, one line
 /// each: "<index> <name> <role> <shape> f32" for a buffer (shape "4x8",
-/// "scalar" for rank 0), "<index> step step|step-unused scalar i64" for the
+/// "scalar" for rank 0; then "init_std=<std>" for data seeded with its own
+/// standard deviation), "<index> step step|step-unused scalar i64" for the
 /// step counter and "<index> <name> hyper scalar f64 <default>" for a
 /// run-time hyperparameter; then "loss <slot> <layer>" for each trained
 /// MoE layer's observed loss. Read from the exec IR; sets `entryName`.
+/// muir::step::parseManifest (StepCore.h) reads it.
 std::string entryManifest(ModuleOp module, std::string &entryName);
 
 /// Adds muir_step_packed(void **args), which calls the entry (LLVM

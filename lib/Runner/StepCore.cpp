@@ -1,0 +1,195 @@
+//===- StepCore.cpp - running a compiled step, without LLVM ---------------===//
+//
+// Plain C++17 (no LLVM, no MLIR): bench/gpu/check.sh compiles this file on
+// the GPU machine into muir-step-runner. See muir/Runner/StepCore.h.
+//
+//===----------------------------------------------------------------------===//
+#include "muir/Runner/StepCore.h"
+
+#include "muir/Step.h"
+
+#include <dlfcn.h>
+#include <malloc.h>
+
+#include <cstdlib>
+#include <sstream>
+#include <type_traits>
+
+using namespace muir::step;
+
+std::string CudaRuntime::load(const std::string &path, bool global) {
+  handle = dlopen(path.c_str(), RTLD_NOW | (global ? RTLD_GLOBAL : RTLD_LOCAL));
+  if (!handle)
+    return std::string("cannot load the CUDA runtime: ") + dlerror() +
+           " (build with the CUDA toolkit, or set MUIR_CUDA_RUNTIME)";
+  std::string missing;
+  auto sym = [&](const char *name, auto &fn) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+        dlsym(handle, name));
+    if (!fn)
+      missing += std::string(missing.empty() ? "" : ", ") + name;
+  };
+  sym("muirrt_cuda_init", init);
+  sym("muirrt_cuda_last_error", lastError);
+  sym("muirrt_cuda_device_name", deviceName);
+  sym("muirrt_cuda_dist_init", distInit);
+  sym("muirrt_cuda_dist_init_with_id", distInitWithId);
+  sym("muirrt_cuda_dist_finalize", distFinalize);
+  sym("muirrt_cuda_set_deterministic", setDeterministic);
+  sym("muirrt_cuda_set_precision", setPrecision);
+  sym("muirrt_cuda_set_grouped_gemm", setGroupedGemm);
+  sym("muirrt_cuda_set_stream", setStream);
+  sym("muirrt_cuda_alloc", alloc);
+  sym("muirrt_cuda_free", free);
+  sym("muirrt_cuda_copy_to_device", toDevice);
+  sym("muirrt_cuda_copy_to_host", toHost);
+  sym("muirrt_cuda_synchronize", synchronize);
+  sym("muirrt_cuda_graph_begin", graphBegin);
+  sym("muirrt_cuda_graph_end", graphEnd);
+  sym("muirrt_cuda_graph_launch", graphLaunch);
+  sym("muirrt_cuda_event_record", eventRecord);
+  sym("muirrt_cuda_elapsed_ms", elapsedMs);
+  sym("muirrt_cuda_observation", observation);
+  if (!missing.empty())
+    return path + " lacks " + missing;
+  return "";
+}
+
+void *CudaRuntime::symbol(const std::string &name) const {
+  return handle ? dlsym(handle, name.c_str()) : nullptr;
+}
+
+std::string CudaRuntime::failure(const std::string &what) const {
+  return what + ": " + (lastError ? lastError() : "the CUDA runtime failed");
+}
+
+void muir::step::keepFreedMemory() {
+  const char *env = getenv("MUIR_MALLOPT");
+  if (env && std::string(env) == "0")
+    return;
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
+int64_t ManifestArgument::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+bool Manifest::readsCounter() const {
+  for (const ManifestArgument &a : arguments)
+    if (a.role == MUIR_ROLE_COUNTER && !a.counterUnused)
+      return true;
+  return false;
+}
+
+std::string muir::step::parseManifest(const char *text, Manifest &out) {
+  out = Manifest();
+  if (!text)
+    return "the step has no manifest";
+  std::istringstream in(text);
+  std::string line;
+  int lineNo = 0;
+  while (std::getline(in, line)) {
+    ++lineNo;
+    if (line.empty())
+      continue;
+    auto bad = [&](const std::string &why) {
+      return "manifest line " + std::to_string(lineNo) + " ('" + line +
+             "'): " + why;
+    };
+    std::istringstream f(line);
+    if (line.rfind("loss ", 0) == 0) {
+      std::string word, layer;
+      int64_t slot;
+      if (!(f >> word >> slot >> layer))
+        return bad("expected 'loss <slot> <layer>'");
+      out.losses.emplace_back(slot, layer);
+      continue;
+    }
+    int64_t index;
+    std::string name, role, shape, type;
+    if (!(f >> index >> name >> role >> shape >> type))
+      return bad("expected '<index> <name> <role> <shape> <type>'");
+    if (index != static_cast<int64_t>(out.arguments.size()))
+      return bad("expected argument " + std::to_string(out.arguments.size()));
+    ManifestArgument a;
+    a.name = name;
+    if (type == "i64") {
+      a.role = MUIR_ROLE_COUNTER;
+      a.counterUnused = role == "step-unused";
+    } else if (type == "f64") {
+      a.role = MUIR_ROLE_HYPER;
+      if (!(f >> a.defaultValue))
+        return bad("a hyperparameter without its default");
+    } else if (type != "f32") {
+      return bad("unknown element type '" + type + "'");
+    } else if (role == "param") {
+      a.role = MUIR_ROLE_PARAM;
+    } else if (role == "grad") {
+      a.role = MUIR_ROLE_GRAD;
+    } else if (role == "state") {
+      a.role = MUIR_ROLE_STATE;
+    } else if (role == "data") {
+      a.role = MUIR_ROLE_DATA;
+    } else {
+      return bad("unknown role '" + role + "'");
+    }
+    if (a.isTensor() && shape != "scalar") {
+      std::istringstream dims(shape);
+      std::string d;
+      while (std::getline(dims, d, 'x')) {
+        char *end = nullptr;
+        long long v = std::strtoll(d.c_str(), &end, 10);
+        if (d.empty() || *end || v < 0)
+          return bad("malformed shape '" + shape + "'");
+        a.shape.push_back(v);
+      }
+    }
+    // Optional "key=value" items: the seeded values' standard deviation.
+    std::string item;
+    while (f >> item) {
+      if (item.rfind("init_std=", 0) != 0)
+        return bad("unknown item '" + item + "'");
+      char *end = nullptr;
+      a.initStd = std::strtod(item.c_str() + 9, &end);
+      if (*end || !(a.initStd >= 0))
+        return bad("malformed '" + item + "'");
+    }
+    out.arguments.push_back(std::move(a));
+  }
+  return "";
+}
+
+std::string GraphRunner::prepare(const Invoke &invoke, bool counterUsed,
+                                 bool hyperUsed,
+                                 const std::vector<double> &hyper) {
+  replaying = graphs && runs > 0;
+  // The hyperparameters are kernel arguments: a graph captured with the
+  // same values replays as it is (a constant learning rate).
+  bool hyperChanged = hyperUsed && hyper != capturedHyper;
+  if (!replaying || (captured && !counterUsed && !hyperChanged))
+    return "";
+  if (runtime.graphBegin())
+    return runtime.failure("capturing the step's CUDA graph");
+  std::string why = invoke();
+  // The capture ends even when the step failed inside it.
+  if (runtime.graphEnd() && why.empty())
+    return runtime.failure("capturing the step's CUDA graph");
+  if (!why.empty())
+    return why;
+  captured = true;
+  capturedHyper = hyper;
+  return "";
+}
+
+std::string GraphRunner::launch(const Invoke &invoke) {
+  ++runs;
+  if (!replaying)
+    return invoke();
+  if (runtime.graphLaunch())
+    return runtime.failure("replaying the step's CUDA graph");
+  return "";
+}
