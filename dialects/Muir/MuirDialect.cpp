@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "Muir/MuirDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"

@@ -21,6 +21,8 @@ def Muir_Dialect : Dialect {
     axes of a `muir.grid` (dp, tp, ep, ...) instead of rank lists.
   }];
   let useDefaultAttributePrinterParser = 1;
+  // Canonicalization makes arith.constant (a group of one's rank).
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
   // The discardable `muir.*` attributes that carry a step's contract
   // between the description, the passes and the runtime (a tensor's name
   // and role on function arguments, muir.entry, muir.ns_mode, ...) are

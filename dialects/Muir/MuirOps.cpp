@@ -6,7 +6,9 @@
 //===----------------------------------------------------------------------===//
 #include "Muir/MuirDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -1025,4 +1027,87 @@ LogicalResult ScaleByNormOp::verify() {
            << shapeStr(ss.getShape());
   return verifyRange(*this, "eps", getEps().convertToDouble(), 0, false, kInf,
                      false);
+}
+
+//===----------------------------------------------------------------------===//
+// Folders and canonicalization patterns
+//===----------------------------------------------------------------------===//
+
+/// The size of the group a collective runs over, or 0 when its grid is not
+/// found (an op not yet in a module).
+template <typename Op>
+static int64_t groupSizeOf(Op op) {
+  auto grid = SymbolTable::lookupNearestSymbolFrom<GridOp>(op.getOperation(),
+                                                           op.getGridAttr());
+  return grid ? grid.getGroupSize(op.getGridAxes()) : 0;
+}
+
+/// A collective over a group of one rank moves nothing: every reduction of
+/// one value is the value, a gather or slice of one block the tensor, an
+/// exchange with oneself the input.
+template <typename Op>
+static OpFoldResult foldGroupOfOne(Op op) {
+  if (groupSizeOf(op) != 1 ||
+      op.getInput().getType() != op.getResult().getType())
+    return {};
+  return op.getInput();
+}
+
+OpFoldResult AllReduceOp::fold(FoldAdaptor) { return foldGroupOfOne(*this); }
+OpFoldResult SymmetricAllReduceOp::fold(FoldAdaptor) {
+  return foldGroupOfOne(*this);
+}
+OpFoldResult AllGatherOp::fold(FoldAdaptor) { return foldGroupOfOne(*this); }
+OpFoldResult ReduceScatterOp::fold(FoldAdaptor) {
+  return foldGroupOfOne(*this);
+}
+OpFoldResult AllToAllOp::fold(FoldAdaptor) { return foldGroupOfOne(*this); }
+OpFoldResult BroadcastOp::fold(FoldAdaptor) { return foldGroupOfOne(*this); }
+OpFoldResult AllSliceOp::fold(FoldAdaptor) { return foldGroupOfOne(*this); }
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  if (auto inner = getInput().getDefiningOp<TransposeOp>())
+    return inner.getInput();
+  return {};
+}
+
+namespace {
+/// The only rank of a group of one is rank 0.
+struct GroupRankOfOne : OpRewritePattern<GroupRankOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GroupRankOp op,
+                                PatternRewriter &rewriter) const override {
+    if (groupSizeOf(op) != 1)
+      return failure();
+    Value zero = arith::ConstantIndexOp::create(rewriter, op.getLoc(), 0);
+    rewriter.replaceOp(op, zero);
+    return success();
+  }
+};
+
+/// The sum over a group of one rank of alpha A A^T is the rank's own SYRK.
+struct SyrkAllReduceOfOne : OpRewritePattern<SyrkAllReduceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SyrkAllReduceOp op,
+                                PatternRewriter &rewriter) const override {
+    if (groupSizeOf(op) != 1)
+      return failure();
+    Value syrk = SyrkOp::create(rewriter, op.getLoc(), op.getType(), op.getA(),
+                                /*acc=*/Value(), op.getAlphaAttr(),
+                                rewriter.getF64FloatAttr(0.0),
+                                op.getTransposeAttr());
+    rewriter.replaceOp(op, syrk);
+    return success();
+  }
+};
+} // namespace
+
+void GroupRankOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                              MLIRContext *context) {
+  patterns.add<GroupRankOfOne>(context);
+}
+
+void SyrkAllReduceOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                                  MLIRContext *context) {
+  patterns.add<SyrkAllReduceOfOne>(context);
 }

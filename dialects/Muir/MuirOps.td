@@ -257,6 +257,8 @@ def Muir_TransposeOp : Muir_Op<"transpose", [Pure]> {
   let results = (outs Muir_F32Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  // transpose(transpose(x)) = x.
+  let hasFolder = 1;
 }
 
 def Muir_MatmulOp : Muir_Op<"matmul", [Pure]> {
@@ -629,6 +631,8 @@ def Muir_AllReduceOp : Muir_CollectiveOp<"all_reduce", [Pure,
     $input `on` $grid `axes` `=` $grid_axes (`reduction` `=` $reduction^)?
     attr-dict `:` type($input)
   }];
+  // A group of one rank: the input.
+  let hasFolder = 1;
 }
 
 def Muir_SymmetricAllReduceOp : Muir_CollectiveOp<"symmetric_all_reduce",
@@ -648,6 +652,8 @@ def Muir_SymmetricAllReduceOp : Muir_CollectiveOp<"symmetric_all_reduce",
     $input `on` $grid `axes` `=` $grid_axes attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
+  // A group of one rank: the input.
+  let hasFolder = 1;
 }
 
 def Muir_AllGatherOp : Muir_CollectiveOp<"all_gather", [Pure]> {
@@ -664,6 +670,8 @@ def Muir_AllGatherOp : Muir_CollectiveOp<"all_gather", [Pure]> {
     $input `on` $grid `axes` `=` $grid_axes `gather_axis` `=` $gather_axis
     attr-dict `:` type($input) `->` type($result)
   }];
+  // A group of one rank: the input.
+  let hasFolder = 1;
 }
 
 def Muir_AllGatherVOp : Muir_CollectiveOp<"all_gatherv", [Pure]> {
@@ -699,6 +707,8 @@ def Muir_ReduceScatterOp : Muir_CollectiveOp<"reduce_scatter", [Pure]> {
     (`reduction` `=` $reduction^)? attr-dict `:` type($input) `->`
     type($result)
   }];
+  // A group of one rank: the input.
+  let hasFolder = 1;
 }
 
 def Muir_AllToAllOp : Muir_CollectiveOp<"all_to_all", [Pure]> {
@@ -716,6 +726,8 @@ def Muir_AllToAllOp : Muir_CollectiveOp<"all_to_all", [Pure]> {
     `concat_axis` `=` $concat_axis attr-dict `:` type($input) `->`
     type($result)
   }];
+  // A group of one rank: the input.
+  let hasFolder = 1;
 }
 
 def Muir_AllToAllVOp : Muir_CollectiveOp<"all_to_allv", [Pure]> {
@@ -750,6 +762,8 @@ def Muir_GroupRankOp : Muir_CollectiveOp<"group_rank", [Pure]> {
   let assemblyFormat = [{
     `on` $grid `axes` `=` $grid_axes attr-dict `:` type($rank)
   }];
+  // A group of one rank: 0.
+  let hasCanonicalizer = 1;
 }
 
 def Muir_SyrkAllReduceOp : Muir_CollectiveOp<"syrk_all_reduce", [Pure]> {
@@ -775,6 +789,8 @@ def Muir_SyrkAllReduceOp : Muir_CollectiveOp<"syrk_all_reduce", [Pure]> {
     $a `on` $grid `axes` `=` $grid_axes attr-dict `:` type($a) `->`
     type($result)
   }];
+  // A group of one rank: muir.syrk.
+  let hasCanonicalizer = 1;
 }
 
 def Muir_DispatchOp : Muir_CollectiveOp<"dispatch", [Pure]> {
@@ -870,6 +886,8 @@ def Muir_BroadcastOp : Muir_CollectiveOp<"broadcast", [Pure,
     $input `on` $grid `axes` `=` $grid_axes `root` `=` $root attr-dict `:`
     type($input)
   }];
+  // A group of one rank: the input.
+  let hasFolder = 1;
 }
 
 
@@ -888,6 +906,8 @@ def Muir_AllSliceOp : Muir_CollectiveOp<"all_slice", [Pure]> {
     $input `on` $grid `axes` `=` $grid_axes `slice_axis` `=` $slice_axis
     attr-dict `:` type($input) `->` type($result)
   }];
+  // A group of one rank: the input.
+  let hasFolder = 1;
 }
 
 #endif // MUIR_OPS_TD

@@ -616,7 +616,9 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     map.map(op->getResult(0), out);
     Value input = in(op->getOperand(0));
     // On one rank per group a collective moves nothing: its result is its
-    // input (and all_gatherv with one size is the unpadded input).
+    // input (and all_gatherv with one size is the unpadded input). The
+    // pipeline's canonicalization folds these away before this pass (the
+    // ops' folders); IR lowered on its own still gets the copy.
     if (group == 1 && !isa<AllToAllVOp>(op)) {
       memref::CopyOp::create(b, loc, input, out);
       return success();

@@ -49,6 +49,9 @@ void mlir::muir::buildToExecPipeline(OpPassManager &pm,
       pm.addPass(createMuirFuseSyrkAllReduce(fuse));
     }
   }
+  // The dialect's folders and patterns (collectives over a group of one,
+  // transposes of transposes), then common subexpressions.
+  pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createMuirLowerToExec());
 }
