@@ -30,9 +30,16 @@ def MuirDistribute : Pass<"muir-distribute", "mlir::ModuleOp"> {
     Reads each argument's `muir.shards` ("kind@axis:dim", axes of the
     module's first grid), gives it its local shape and a `muir.split`
     attribute, keeps AdamW local, and runs Newton-Schulz of matrices split
-    over tensor- or data-parallel axes in the duplicated mode (all_gather
-    the momentum update, orthogonalise the whole matrix, all_slice the own
-    block); expert stacks split on the expert dimension stay local. Over
+    over tensor- or data-parallel axes in one of four modes: duplicated
+    (all_gather the momentum update, orthogonalise the whole matrix,
+    all_slice the own block), distributed (the norm and each step's Gram
+    matrix all-reduced; in the Gram form one symmetric all-reduce of the
+    Gram matrix), resharded (2-D: all_to_all moves the split to the other
+    dimension, distributed there, and back)
+    or blockwise (local, an approximation, only when asked); `ns-mode=auto`
+    lets the cost model pick among the exact ones and records its choice
+    and reason (`muir.ns_mode`, `muir.ns_why`). Expert stacks split on the
+    expert dimension stay local. Over
     the data-parallel axis no Newton-Schulz runs twice: replicated
     matrices are assigned to dp ranks by cost (layer-wise) and gathered
     with a ragged all_gatherv; FSDP-split matrices travel to their owner
@@ -121,8 +128,9 @@ def MuirExpandNewtonSchulz
   let description = [{
     Each step with coefficients (a, b, c) becomes A = X X^T,
     B = b A + c A A and X' = a X + B X as `muir.matmul` ops, after a
-    Frobenius normalisation; tall matrices are transposed first and back
-    at the end so the Gram matrix is the small one.
+    Frobenius normalisation; a tall X iterates as A = X^T X and
+    X' = a X + X B, so the Gram matrix is the small one without
+    transposing.
   }];
   let dependentDialects = ["mlir::muir::MuirDialect"];
 }
@@ -195,8 +203,9 @@ def MuirLowerToExec : Pass<"muir-lower-to-exec", "mlir::ModuleOp"> {
     `memref.alloc`s freed before returning, linear algebra becomes
     `muir_exec` runtime ops, and the element-wise optimizer math becomes
     fused `linalg.generic` kernels. Newton-Schulz must have been expanded.
-    Collectives over axes of size 1 are the identity; others are left to
-    the distributed runtime and rejected here.
+    Collectives become `muir_exec` collectives on the group's axes mask
+    (a group of one: a copy, though the pipeline's canonicalization folds
+    those away first).
   }];
   let dependentDialects = ["mlir::muir_exec::MuirExecDialect",
                            "mlir::memref::MemRefDialect",

@@ -4,11 +4,15 @@
 // the program one rank runs: every sharded tensor takes its local shape (and
 // a `muir.split` that tells muir-run how whole tensors map onto ranks),
 // element-wise optimizer math stays local, and Newton-Schulz on a matrix
-// split over tensor- or data-parallel axes runs in one of three modes:
+// split over tensor- or data-parallel axes runs in one of four modes:
 //  - duplicated: the momentum update's shards are all-gathered, every rank
 //    of the group orthogonalises the whole matrix and keeps its own block;
 //  - distributed: the squared norm and every step's Gram matrix over the
-//    unsplit dimension are all-reduced, the rest stays local;
+//    unsplit dimension are all-reduced, the rest stays local (in the Gram
+//    form, one symmetric all-reduce of the Gram matrix);
+//  - resharded (2-D): an all_to_all moves the split to the other
+//    dimension, the distributed mode runs there (its Gram matrix is then
+//    over the smaller dimension), and a second all_to_all moves it back;
 //  - blockwise (an approximation, only when asked): NS of the local block.
 // `ns-mode=auto` lets the cost model (lib/Analysis/CostModel) pick the
 // cheaper exact mode. Expert stacks split on their expert dimension need no
