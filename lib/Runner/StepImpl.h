@@ -1,0 +1,62 @@
+//===- StepImpl.h - the step library's private state ------------*- C++ -*-===//
+//
+// What Step.cpp and Cache.cpp share behind muir/Runner/Step.h: the step's
+// MLIR state, its JIT or cached library, and the CUDA runtime.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MUIR_LIB_RUNNER_STEPIMPL_H
+#define MUIR_LIB_RUNNER_STEPIMPL_H
+
+#include "muir/Runner/Step.h"
+#include "muir/Runner/StepCore.h"
+
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir::muir::runner {
+
+using CudaRuntime = ::muir::step::CudaRuntime;
+
+struct TracedOp {
+  std::string name, loc;
+  std::map<int64_t, std::string> types; // operand index -> type
+};
+
+struct Step::Impl {
+  DialectRegistry registry;
+  std::unique_ptr<MLIRContext> context;
+  llvm::SourceMgr sourceMgr;
+  OwningOpRef<ModuleOp> module;
+  std::unique_ptr<ExecutionEngine> engine;
+  CudaRuntime cudaLib;
+  std::unique_ptr<::muir::step::GraphRunner> graphs;
+  bool distStarted = false, cudaDistStarted = false;
+  std::map<int64_t, TracedOp> tracedOps;
+  std::vector<int64_t> counterValue{0};
+  std::vector<double> hyperValues;
+  // The source as given (the cache's key).
+  std::string sourceText, filename;
+  // A cached step: its library and packed entry.
+  void *library = nullptr;
+  void (*packedEntry)(void **) = nullptr;
+};
+
+/// Whether steps compiled with these options can be kept in the cache.
+bool cacheableWith(const StepOptions &o);
+/// The cache file of a step: DIR/muir-step-<key>.so.
+std::string cachePath(llvm::StringRef dir, llvm::StringRef key);
+/// A hash of the source, the options that change the program, the build
+/// and the host CPU.
+std::string cacheKey(llvm::StringRef source, llvm::StringRef filename,
+                     const StepOptions &options);
+
+} // namespace mlir::muir::runner
+
+#endif // MUIR_LIB_RUNNER_STEPIMPL_H
