@@ -42,12 +42,15 @@ export LD_LIBRARY_PATH="$libdirs:${LD_LIBRARY_PATH:-}"
 "$nvcc" -O3 -std=c++17 -shared -Xcompiler -fPIC --fmad=false \
   -gencode arch=compute_90,code=sm_90 \
   -I "$root/runtime/include" -I "$(dirname "$nccl_h")" -I "$(dirname "$cublas_h")" \
-  "$root/runtime/cuda/CudaRuntime.cpp" "$root/runtime/cuda/Kernels.cu" \
+  "$root/runtime/cuda/CudaRuntime.cpp" "$root/runtime/cuda/CudaBlas.cpp" \
+  "$root/runtime/cuda/CudaBootstrap.cpp" "$root/runtime/cuda/CudaCollectives.cpp" \
+  "$root/runtime/cuda/CudaMoe.cpp" "$root/runtime/cuda/CudaStep.cpp" \
+  "$root/runtime/cuda/Kernels.cu" \
   "$root/runtime/cuda/MoeKernels.cu" \
   "$cublas_so" "$cublaslt_so" "$nccl_so" -o "$work/libmuir_rt_cuda.so" || exit 1
 c++ -O2 -g -rdynamic -std=c++17 -I "$root/include" -I "$root/runtime/include" \
   "$root/bench/gpu/muir-step-runner.cpp" "$root/lib/Runner/StepCore.cpp" \
-  "$root/runtime/cpu/Host.cpp" -ldl -pthread -o "$work/muir-step-runner" || exit 1
+  "$root/runtime/cpu/Host.cpp" "$root/runtime/cpu/Npy.cpp" -ldl -pthread -o "$work/muir-step-runner" || exit 1
 for o in "$pre"/*.o; do
   c++ -shared "$o" -o "$work/$(basename "${o%.o}").so" || exit 1
 done

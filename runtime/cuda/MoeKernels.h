@@ -1,7 +1,7 @@
 //===- MoeKernels.h - the CUDA runtime's MoE kernels (internal) -----------===//
 //
 // Launchers of the device kernels behind the muirrt_cuda_* MoE calls
-// (MoeKernels.cu), used by CudaRuntime.cpp. Each enqueues on `stream` and
+// (MoeKernels.cu), used by CudaMoe.cpp. Each enqueues on `stream` and
 // returns the launch error. Errors that only the device can see (an expert
 // index out of range, ragged sizes over the static bound) are recorded in a
 // MuirCudaDeviceError in device memory, first error wins, and reported by

@@ -1,0 +1,248 @@
+//===- DescriptionPolicy.cpp - layouts and optimizer choice ---------------===//
+//
+// What muir derives from a description rather than reads from it: grids
+// from --layout strings (with Megatron's parallel folding for ep and etp),
+// the default shardings applyLayout gives each parameter by its role and
+// name, and the optimizer (with its overrides) that each parameter gets.
+//
+//===----------------------------------------------------------------------===//
+#include "muir/Import/Description.h"
+#include "muir/Support/Limits.h"
+
+#include "llvm/Support/GlobPattern.h"
+#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/Regex.h"
+
+using namespace mlir;
+using namespace mlir::muir::desc;
+
+const GridAxis *Grid::find(StringRef name, bool moe) const {
+  const std::vector<GridAxis> &list = moe && !moeAxes.empty() ? moeAxes : axes;
+  for (const GridAxis &a : list)
+    if (a.name == name)
+      return &a;
+  return nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Layouts and default shardings
+//===----------------------------------------------------------------------===//
+
+FailureOr<Grid> mlir::muir::desc::parseLayout(StringRef layout,
+                                              std::string &error) {
+  Grid g;
+  auto [main, moePart] = layout.split(';');
+  auto parseAxes = [&](StringRef text, std::vector<GridAxis> &out) {
+    SmallVector<StringRef> items;
+    text.split(items, ',', -1, /*KeepEmpty=*/true);
+    for (StringRef item : items) {
+      if (item.trim().empty()) {
+        error = "empty entry in layout '" + text.str() +
+                "'; expected name=size[,name=size...]";
+        return false;
+      }
+      auto [name, size] = item.trim().split('=');
+      GridAxis a;
+      a.name = name.trim().str();
+      if (a.name.empty() || size.trim().getAsInteger(10, a.size) ||
+          a.size < 1) {
+        error = ("malformed layout entry '" + item.trim() +
+                 "'; expected name=size with size >= 1, e.g. dp=8,tp=2")
+                    .str();
+        return false;
+      }
+      int64_t devices = a.size;
+      for (const GridAxis &b : out)
+        if (llvm::MulOverflow(devices, b.size, devices))
+          devices = muir::kMaxDevices + 1;
+      if (devices > muir::kMaxDevices) {
+        error = ("layout entry '" + item.trim() + "': the layout's axes " +
+                 "multiply to more than 2^20 devices (the most muir " +
+                 "supports)")
+                    .str();
+        return false;
+      }
+      for (const GridAxis &b : out)
+        if (b.name == a.name) {
+          error = "layout axis '" + a.name + "' appears twice";
+          return false;
+        }
+      out.push_back(a);
+    }
+    return true;
+  };
+  if (main.trim().empty()) {
+    error = "the layout has no axes; expected e.g. \"dp=8,tp=2,ep=8\"";
+    return failure();
+  }
+  if (!parseAxes(main, g.axes))
+    return failure();
+  moePart = moePart.trim();
+  if (!moePart.empty()) {
+    if (!moePart.consume_front("moe:")) {
+      error = "expected 'moe:' after ';' in the layout, e.g. "
+              "\"dp=8,tp=2;moe:edp=2,ep=8\"";
+      return failure();
+    }
+    if (!parseAxes(moePart, g.moeAxes))
+      return failure();
+  } else {
+    // Megatron's parallel folding: ep (and etp) fold over the devices of
+    // the attention grid; the rest of them form the expert-data axis edp.
+    std::vector<GridAxis> attention, expert;
+    for (GridAxis &a : g.axes)
+      (a.name == "ep" || a.name == "etp" ? expert : attention).push_back(a);
+    if (!expert.empty()) {
+      g.axes = attention.empty() ? std::vector<GridAxis>{{"dp", 1, {}}}
+                                 : attention;
+      int64_t devices = g.numDevices(), folded = 1;
+      for (const GridAxis &a : expert)
+        folded *= a.size;
+      for (const GridAxis &a : g.axes)
+        if (a.name == "pp")
+          folded *= a.size;
+      if (devices % folded != 0) {
+        error = "the layout's attention axes cover " +
+                std::to_string(devices) +
+                " devices, which ep x etp x pp = " + std::to_string(folded) +
+                " does not divide";
+        return failure();
+      }
+      for (const GridAxis &a : g.axes)
+        if (a.name == "pp")
+          g.moeAxes.push_back(a);
+      g.moeAxes.push_back({"edp", devices / folded, {}});
+      for (const GridAxis &a : expert)
+        g.moeAxes.push_back(a);
+    }
+  }
+  return g;
+}
+
+/// Row-parallel (input-dimension) projections by their conventional names.
+static bool isRowParallel(StringRef name) {
+  for (StringRef n : {"o_proj", "down_proj", "w2", "out_proj", "dense_4h_to_h",
+                      "proj_out"})
+    if (name.contains(n))
+      return true;
+  return false;
+}
+
+LogicalResult mlir::muir::desc::applyLayout(Description &d,
+                                            const Grid &layout,
+                                            std::vector<std::string> &errors) {
+  d.grid = layout;
+  size_t before = errors.size();
+  for (Parameter &p : d.params) {
+    // Shards on axes the new grid keeps stay; the rest are re-derived.
+    llvm::erase_if(p.shards, [&](const Sharding &s) {
+      return !d.grid.find(s.axis, p.moeFolding);
+    });
+    if (!p.shards.empty())
+      continue;
+    int64_t rank = p.shape.size();
+    auto add = [&](ShardKind kind, StringRef axis, int64_t dim) {
+      const GridAxis *a = d.grid.find(axis, p.moeFolding);
+      if (!a || a->size == 1 || dim >= rank)
+        return;
+      p.shards.push_back({kind, axis.str(), dim, p.loc});
+    };
+    switch (p.role) {
+    case Role::Attention:
+    case Role::Mlp:
+      if (rank == 2) {
+        if (isRowParallel(p.name))
+          add(ShardKind::TPRow, "tp", 1);
+        else
+          add(ShardKind::TPColumn, "tp", 0);
+      }
+      break;
+    case Role::Embedding:
+    case Role::Head:
+      add(ShardKind::TPColumn, "tp", 0); // vocabulary-parallel
+      break;
+    case Role::Expert:
+      add(ShardKind::Expert, "ep", 0);
+      if (isRowParallel(p.name))
+        add(ShardKind::TPRow, "etp", 2);
+      else
+        add(ShardKind::TPColumn, "etp", 1);
+      break;
+    default:
+      break;
+    }
+  }
+  // Expert axes on a model without experts would split nothing: say so
+  // rather than run a grid whose ranks all do the same work.
+  bool hasExperts = llvm::any_of(d.params, [](const Parameter &p) {
+    return p.role == Role::Expert;
+  });
+  for (const std::vector<GridAxis> *axes : {&d.grid.axes, &d.grid.moeAxes})
+    for (const GridAxis &a : *axes)
+      if ((a.name == "ep" || a.name == "etp") && a.size > 1 && !hasExperts)
+        errors.push_back("--layout: " + a.name + "=" +
+                         std::to_string(a.size) +
+                         " splits expert stacks, but the model has none "
+                         "(no parameter with role expert); leave " + a.name +
+                         " out of the layout");
+  (void)validate(d, [&](const Loc &loc, const Twine &msg) {
+    std::string where = loc.file;
+    if (loc.line)
+      where += ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
+    errors.push_back((where.empty() ? "" : where + ": ") + msg.str());
+  });
+  return success(errors.size() == before);
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer assignment
+//===----------------------------------------------------------------------===//
+
+static bool matches(const Override &o, StringRef name) {
+  if (o.isRegex)
+    return llvm::Regex("^(" + o.pattern + ")$").match(name);
+  auto glob = llvm::GlobPattern::create(o.pattern, /*MaxSubPatterns=*/1024);
+  return glob && glob->match(name);
+}
+
+Assignment mlir::muir::desc::assignOptimizer(const Description &d,
+                                             const Parameter &p) {
+  Assignment a;
+  bool matrix = (p.shape.size() == 2 &&
+                 (p.role == Role::Attention || p.role == Role::Mlp ||
+                  p.role == Role::Other)) ||
+                (p.shape.size() == 3 && p.role == Role::Expert);
+  a.optimizer = matrix ? Optimizer::Muon : Optimizer::AdamW;
+  a.muon = d.muon;
+  a.adamw = d.adamw;
+  std::string lrOverride, weightDecayOverride;
+  for (auto [k, o] : llvm::enumerate(d.overrides)) {
+    if (o.pattern.empty() || !matches(o, p.name))
+      continue;
+    if (o.optimizer)
+      a.optimizer = *o.optimizer;
+    if (o.lr) {
+      a.muon.lr = *o.lr;
+      a.adamw.lr = *o.lr;
+      lrOverride = "overrides." + std::to_string(k);
+    }
+    if (o.weightDecay) {
+      a.muon.weightDecay = *o.weightDecay;
+      a.adamw.weightDecay = *o.weightDecay;
+      weightDecayOverride = "overrides." + std::to_string(k);
+    }
+    if (o.nsSteps)
+      a.muon.nsSteps = *o.nsSteps;
+    if (o.schedule)
+      a.muon.schedule = *o.schedule;
+  }
+  // Muon needs a matrix; an override cannot make a vector one.
+  if (a.optimizer == Optimizer::Muon && p.shape.size() != 2 &&
+      p.shape.size() != 3)
+    a.optimizer = Optimizer::AdamW;
+  std::string base = a.optimizer == Optimizer::Muon ? "muon" : "adamw";
+  a.lrGroup = lrOverride.empty() ? base : lrOverride;
+  a.weightDecayGroup =
+      weightDecayOverride.empty() ? base : weightDecayOverride;
+  return a;
+}

@@ -1,0 +1,206 @@
+//===- DescriptionWriter.cpp - writing training-step descriptions ---------===//
+//
+// Writes a description back as YAML (flow mappings inside block lists) that
+// the reader in Description.cpp reads back as it was: strings quoted with
+// control characters escaped, numbers in the fewest digits that read back
+// exactly, and the spellings of roles and shard kinds that it reads.
+//
+//===----------------------------------------------------------------------===//
+#include "DescriptionInternal.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+using namespace mlir::muir::desc;
+using namespace mlir::muir::desc::detail;
+
+StringRef mlir::muir::desc::stringify(Role role) {
+  switch (role) {
+  case Role::Attention:
+    return "attention";
+  case Role::Mlp:
+    return "mlp";
+  case Role::Expert:
+    return "expert";
+  case Role::Router:
+    return "router";
+  case Role::Embedding:
+    return "embedding";
+  case Role::Head:
+    return "head";
+  case Role::Norm:
+    return "norm";
+  case Role::Bias:
+    return "bias";
+  case Role::Other:
+    return "other";
+  }
+  return "other";
+}
+
+StringRef mlir::muir::desc::stringify(ShardKind kind) {
+  switch (kind) {
+  case ShardKind::TPColumn:
+    return "tp_column";
+  case ShardKind::TPRow:
+    return "tp_row";
+  case ShardKind::FSDP:
+    return "fsdp";
+  case ShardKind::Expert:
+    return "expert";
+  }
+  return "tp_column";
+}
+
+//===----------------------------------------------------------------------===//
+// Writing
+//===----------------------------------------------------------------------===//
+
+static std::string quoted(StringRef s) {
+  std::string out = "\"";
+  for (char c : s) {
+    // YAML folds a line break inside quotes into a space: escape every
+    // control character so that the string reads back as it was.
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += llvm::hexdigit(static_cast<unsigned char>(c) >> 4);
+      out += llvm::hexdigit(c & 0xf);
+      continue;
+    }
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string mlir::muir::desc::detail::number(double v) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  // The shortest of 15..17 significant digits that reads back exactly.
+  for (int digits = 15; digits <= 17; ++digits) {
+    s.clear();
+    os << llvm::format("%.*g", digits, v);
+    if (std::strtod(s.c_str(), nullptr) == v)
+      break;
+  }
+  // YAML reads "1e-07" as a string in some readers; keep a decimal point.
+  if (StringRef(s).contains('e') && !StringRef(s).contains('.'))
+    s.insert(s.find('e'), ".0");
+  return s;
+}
+
+static void writeAxes(llvm::raw_ostream &os, const std::vector<GridAxis> &axes) {
+  os << "{";
+  llvm::interleaveComma(axes, os, [&](const GridAxis &a) {
+    os << a.name << ": " << a.size;
+  });
+  os << "}";
+}
+
+void mlir::muir::desc::writeDescription(const Description &d,
+                                        llvm::raw_ostream &os) {
+  os << "name: " << quoted(d.name) << "\n";
+  os << "grid:\n  axes: ";
+  writeAxes(os, d.grid.axes);
+  os << "\n";
+  if (!d.grid.moeAxes.empty()) {
+    os << "  moe_axes: ";
+    writeAxes(os, d.grid.moeAxes);
+    os << "\n";
+  }
+  const MuonSettings &m = d.muon;
+  os << "optimizer:\n  muon: {lr: " << number(m.lr)
+     << ", momentum: " << number(m.beta)
+     << ", nesterov: " << (m.nesterov ? "true" : "false")
+     << ", momentum_kind: " << m.momentumKind
+     << ", weight_decay: " << number(m.weightDecay)
+     << ", scale_mode: " << m.scaleMode
+     << ", scale_extra: " << number(m.scaleExtra)
+     << ", ns_steps: " << m.nsSteps << ", schedule: " << m.schedule;
+  if (!m.coefficients.empty()) {
+    os << ", coefficients: [";
+    llvm::interleaveComma(m.coefficients, os,
+                          [&](double c) { os << number(c); });
+    os << "]";
+  }
+  os << ", eps: " << number(m.eps)
+     << ", split_fused: " << (m.splitFused ? "true" : "false") << "}\n";
+  const AdamWSettings &a = d.adamw;
+  os << "  adamw: {lr: " << number(a.lr) << ", beta1: " << number(a.beta1)
+     << ", beta2: " << number(a.beta2) << ", eps: " << number(a.eps)
+     << ", weight_decay: " << number(a.weightDecay) << "}\n";
+  if (!d.overrides.empty()) {
+    os << "  overrides:\n";
+    for (const Override &o : d.overrides) {
+      os << "    - {" << (o.isRegex ? "regex" : "match") << ": "
+         << quoted(o.pattern);
+      if (o.optimizer)
+        os << ", optimizer: "
+           << (*o.optimizer == Optimizer::Muon ? "muon" : "adamw");
+      if (o.lr)
+        os << ", lr: " << number(*o.lr);
+      if (o.weightDecay)
+        os << ", weight_decay: " << number(*o.weightDecay);
+      if (o.nsSteps)
+        os << ", ns_steps: " << *o.nsSteps;
+      if (o.schedule)
+        os << ", schedule: " << *o.schedule;
+      os << "}\n";
+    }
+  }
+  // An empty block would read back as no value at all.
+  os << (d.params.empty() ? "parameters: []\n" : "parameters:\n");
+  for (const Parameter &p : d.params) {
+    os << "  - {name: " << quoted(p.name) << ", shape: [";
+    llvm::interleaveComma(p.shape, os);
+    os << "], role: " << stringify(p.role);
+    if (p.dtype != "f32")
+      os << ", dtype: " << p.dtype;
+    if (!p.shards.empty()) {
+      os << ", shard: [";
+      llvm::interleaveComma(p.shards, os, [&](const Sharding &s) {
+        os << "{kind: " << stringify(s.kind) << ", axis: " << s.axis << "}";
+      });
+      os << "]";
+    }
+    if (!p.splitRows.empty()) {
+      os << ", split_rows: [";
+      llvm::interleaveComma(p.splitRows, os);
+      os << "]";
+    }
+    if (p.moeFolding && p.role != Role::Expert)
+      os << ", moe: true";
+    if (!p.nsMode.empty())
+      os << ", ns_mode: " << p.nsMode;
+    os << "}\n";
+  }
+  if (d.training.enabled)
+    os << "training: {data: " << d.training.data << "}\n";
+  if (!d.moe.empty()) {
+    os << "moe:\n";
+    for (const MoELayer &l : d.moe) {
+      // A layer outside training may leave out its sizes (0 here); the
+      // reader takes only sizes >= 1.
+      auto size = [](StringRef key, int64_t v) {
+        return v > 0 ? (", " + key + ": " + Twine(v)).str() : std::string();
+      };
+      os << "  - {name: " << quoted(l.name) << size("experts", l.experts)
+         << size("top_k", l.topK) << ", shared_experts: " << l.sharedExperts
+         << ", scoring: " << l.scoring << ", groups: " << l.groups
+         << ", groups_per_token: " << l.groupsPerToken
+         << size("hidden", l.hidden) << size("expert_size", l.expertSize)
+         << ", tokens_per_rank: " << l.tokensPerRank
+         << ", routed_scaling: " << number(l.routedScaling)
+         << (l.capacityFactor > 0
+                 ? ", capacity_factor: " + number(l.capacityFactor) +
+                       ", drop_policy: " + l.dropPolicy
+                 : std::string())
+         << "}\n";
+    }
+  }
+}
