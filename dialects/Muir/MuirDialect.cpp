@@ -7,6 +7,7 @@
 #include "Muir/MuirDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -177,7 +178,39 @@ LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
                       "(the parameter's kind)");
   if (name == "muir.dtype")
     return checkOneOf(op, attr, {"f32", "bf16", "f16"}, "(the dtype)");
-  if (name == "muir.split" || name == "muir.shards") {
+  if (name == "muir.shards") {
+    // Typed: each #muir.shard<kind, "axis", dim> names an axis of one of
+    // the module's grids and a dimension of the argument.
+    auto list = dyn_cast<ArrayAttr>(value);
+    if (!list || !llvm::all_of(list, llvm::IsaPred<ShardAttr>))
+      return op->emitError("argument ")
+             << arg << ": 'muir.shards' must be a list of "
+             << "#muir.shard<kind, \"axis\", dim>; got " << value;
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    auto type = fn && arg < fn.getNumArguments()
+                    ? dyn_cast<ShapedType>(fn.getArgumentTypes()[arg])
+                    : ShapedType();
+    auto module = op->getParentOfType<ModuleOp>();
+    for (auto shard : list.getAsRange<ShardAttr>()) {
+      if (type && type.hasRank() &&
+          (shard.getDim() < 0 || shard.getDim() >= type.getRank()))
+        return op->emitError("argument ")
+               << arg << ": " << shard << " splits dimension "
+               << shard.getDim() << " of a rank-" << type.getRank()
+               << " tensor";
+      // (Lowered past the grids, a module has none left to check against.)
+      bool known = !module || module.getOps<GridOp>().empty();
+      if (module)
+        for (auto grid : module.getOps<GridOp>())
+          known |= grid.getAxisIndex(shard.getAxis()) >= 0;
+      if (!known)
+        return op->emitError("argument ")
+               << arg << ": " << shard << " names axis '" << shard.getAxis()
+               << "', which no muir.grid has";
+    }
+    return success();
+  }
+  if (name == "muir.split") {
     auto list = dyn_cast<ArrayAttr>(value);
     if (!list || !llvm::all_of(list, llvm::IsaPred<StringAttr>))
       return op->emitError("argument ")

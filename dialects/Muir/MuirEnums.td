@@ -27,6 +27,35 @@ def Muir_NSFormAttr : EnumAttr<Muir_Dialect, Muir_NSForm, "ns_form"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Muir_ShardKind : I32EnumAttr<"ShardKind",
+    "how a tensor dimension is split over a grid axis", [
+      I32EnumAttrCase<"tp_column", 0>,
+      I32EnumAttrCase<"tp_row", 1>,
+      I32EnumAttrCase<"fsdp", 2>,
+      I32EnumAttrCase<"expert", 3>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::muir";
+}
+
+def Muir_ShardAttr : AttrDef<Muir_Dialect, "Shard"> {
+  let mnemonic = "shard";
+  let summary = "one dimension of a tensor split over a grid axis";
+  let description = [{
+    `#muir.shard<tp_column, "tp", 0>`: dimension `dim` of the tensor is
+    split evenly over the ranks of grid axis `axis` (of the module's grid
+    that has it, or of the argument's `muir.folding`). `kind` says why:
+    `tp_column` (output features of a tensor-parallel layer), `tp_row`
+    (input features), `fsdp` (a data-parallel split of the stored tensor),
+    `expert` (an expert stack over an expert-parallel axis). A function
+    argument lists its splits in `muir.shards`; `muir-distribute` reads
+    them.
+  }];
+  let parameters = (ins EnumParameter<Muir_ShardKind>:$kind,
+                        StringRefParameter<"grid axis">:$axis,
+                        "int64_t":$dim);
+  let assemblyFormat = "`<` $kind `,` $axis `,` $dim `>`";
+}
+
 def Muir_MomentumKind : I32EnumAttr<"MomentumKind",
     "how the momentum buffer accumulates gradients", [
       I32EnumAttrCase<"ema", 0>,

@@ -27,7 +27,8 @@ def MuirDecomposeOptimizers
 def MuirDistribute : Pass<"muir-distribute", "mlir::ModuleOp"> {
   let summary = "turn a step with sharded tensors into the per-rank program";
   let description = [{
-    Reads each argument's `muir.shards` ("kind@axis:dim", axes of the
+    Reads each argument's `muir.shards` (`#muir.shard<kind, "axis", dim>`,
+    axes of the
     module's first grid), gives it its local shape and a `muir.split`
     attribute, keeps AdamW local, and runs Newton-Schulz of matrices split
     over tensor- or data-parallel axes in one of four modes: duplicated

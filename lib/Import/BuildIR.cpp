@@ -40,6 +40,21 @@ static muir::GridOp buildGrid(OpBuilder &b, Location loc, StringRef name,
                               b.getDenseI64ArrayAttr(sizes), StringAttr());
 }
 
+/// The description's split kind as the dialect's.
+static mlir::muir::ShardKind shardKind(desc::ShardKind k) {
+  switch (k) {
+  case desc::ShardKind::TPColumn:
+    return mlir::muir::ShardKind::tp_column;
+  case desc::ShardKind::TPRow:
+    return mlir::muir::ShardKind::tp_row;
+  case desc::ShardKind::FSDP:
+    return mlir::muir::ShardKind::fsdp;
+  case desc::ShardKind::Expert:
+    break;
+  }
+  return mlir::muir::ShardKind::expert;
+}
+
 static Location locFor(MLIRContext &ctx, const Loc &l) {
   if (l.file.empty())
     return UnknownLoc::get(&ctx);
@@ -408,8 +423,8 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       } else if (!p.shards.empty()) {
         SmallVector<Attribute> shards;
         for (const Sharding &sh : p.shards)
-          shards.push_back(b.getStringAttr(stringify(sh.kind) + "@" + sh.axis +
-                                           ":" + std::to_string(sh.dim)));
+          shards.push_back(ShardAttr::get(b.getContext(), shardKind(sh.kind),
+                                          sh.axis, sh.dim));
         attrs.push_back(b.getNamedAttr("muir.shards", b.getArrayAttr(shards)));
         // Shards of MoE parameters name axes of the MoE folding.
         if (p.moeFolding && !d.grid.moeAxes.empty())

@@ -66,24 +66,20 @@ struct Shard {
   }
 };
 
-/// Reads `muir.shards = ["kind@axis:dim", ...]` of argument `i`; an axis
-/// belongs to the grid named by the argument's `muir.folding` if it has it,
-/// else to the first grid that has it (the run's grid first).
+/// Reads `muir.shards = [#muir.shard<kind, "axis", dim>, ...]` of argument
+/// `i` (verified by the dialect); an axis belongs to the grid named by the
+/// argument's `muir.folding` if it has it, else to the first grid that has
+/// it (the run's grid first).
 FailureOr<SmallVector<Shard>> readShards(func::FuncOp func, unsigned i) {
   SmallVector<Shard> shards;
   auto attr = func.getArgAttrOfType<ArrayAttr>(i, "muir.shards");
   if (!attr)
     return shards;
   auto grids = func->getParentOfType<ModuleOp>().getOps<GridOp>();
-  for (Attribute a : attr) {
-    StringRef text = cast<StringAttr>(a).getValue();
-    auto [kind, rest] = text.split('@');
-    auto [axis, dimText] = rest.split(':');
-    Shard s{kind.str(), axis.str(), 0, 1, GridOp(), true};
-    if (dimText.getAsInteger(10, s.dim))
-      return func.emitOpError("argument ")
-             << i << ": malformed shard '" << text
-             << "' (expected kind@axis:dim)";
+  for (auto shard : attr.getAsRange<ShardAttr>()) {
+    StringRef axis = shard.getAxis();
+    Shard s{stringifyShardKind(shard.getKind()).str(), axis.str(),
+            shard.getDim(), 1, GridOp(), true};
     auto folding = func.getArgAttrOfType<StringAttr>(i, "muir.folding");
     GridOp runGrid = *grids.begin();
     for (GridOp g : grids)
@@ -96,7 +92,7 @@ FailureOr<SmallVector<Shard>> readShards(func::FuncOp func, unsigned i) {
     s.onRunGrid = s.grid == runGrid;
     if (!s.grid)
       return func.emitOpError("argument ")
-             << i << ": shard '" << text << "' names axis '" << axis
+             << i << ": " << shard << " names axis '" << axis
              << "', which no muir.grid has";
     Builder b(func.getContext());
     s.group = s.grid.getGroupSize(b.getStrArrayAttr({axis}));

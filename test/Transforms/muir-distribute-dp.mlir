@@ -66,7 +66,7 @@ func.func @layerwise(%a: tensor<16x32xf32> {muir.name = "a"},
 // rank r in a second all_to_allv whose counts it yields.
 muir.grid @world axes = ["dp"] shape = [2]
 // CHECK-LABEL: func.func @fsdp
-// CHECK-SAME: tensor<8x16xf32> {muir.name = "w", muir.shards = ["fsdp@dp:0"], muir.split = ["dp:0"]}
+// CHECK-SAME: tensor<8x16xf32> {muir.name = "w", muir.shards = [#muir.shard<fsdp, "dp", 0>], muir.split = ["dp:0"]}
 // CHECK: %[[U:.+]], %{{.+}} = muir.momentum
 // CHECK: %[[F:.+]] = tensor.collapse_shape %[[U]] {{\[\[}}0, 1]] : tensor<8x16xf32> into tensor<128xf32>
 // CHECK: %[[N:.+]] = arith.constant dense<[128, 0]> : tensor<2xi64>
@@ -86,9 +86,9 @@ muir.grid @world axes = ["dp"] shape = [2]
 // CHECK: default {
 // CHECK: %[[BACK:.+]], %{{.+}} = muir.all_to_allv %[[S]]#0, %[[S]]#1 on @world axes = ["dp"] : (tensor<256xf32>, tensor<2xi64>) -> (tensor<128xf32>, tensor<2xi64>)
 // CHECK: muir.apply_update {{.*}} muir.dp_owner = 0 : i64, muir.ns_why = "FSDP: the dp owner orthogonalises the whole matrix"{{.*}} : tensor<8x16xf32>
-func.func @fsdp(%w: tensor<16x16xf32> {muir.name = "w", muir.shards = ["fsdp@dp:0"]},
-                %g: tensor<16x16xf32> {muir.name = "w.grad", muir.shards = ["fsdp@dp:0"]},
-                %m: tensor<16x16xf32> {muir.name = "w.momentum", muir.shards = ["fsdp@dp:0"]})
+func.func @fsdp(%w: tensor<16x16xf32> {muir.name = "w", muir.shards = [#muir.shard<fsdp, "dp", 0>]},
+                %g: tensor<16x16xf32> {muir.name = "w.grad", muir.shards = [#muir.shard<fsdp, "dp", 0>]},
+                %m: tensor<16x16xf32> {muir.name = "w.momentum", muir.shards = [#muir.shard<fsdp, "dp", 0>]})
     -> (tensor<16x16xf32> {muir.updates = "w"}) {
   %w1, %m1 = muir.muon_update %w, %g, %m {lr = 0.02} : tensor<16x16xf32>
   return %w1 : tensor<16x16xf32>
@@ -103,9 +103,9 @@ muir.grid @world axes = ["dp", "tp"] shape = [2, 1]
 // CHECK-LABEL: func.func @local_experts
 // CHECK-NOT: muir.group_rank
 // CHECK: muir.muon_update {{.*}} : tensor<2x8x8xf32>
-func.func @local_experts(%e: tensor<4x8x8xf32> {muir.name = "e", muir.shards = ["fsdp@dp:0"]},
-                         %g: tensor<4x8x8xf32> {muir.name = "e.grad", muir.shards = ["fsdp@dp:0"]},
-                         %m: tensor<4x8x8xf32> {muir.name = "e.momentum", muir.shards = ["fsdp@dp:0"]})
+func.func @local_experts(%e: tensor<4x8x8xf32> {muir.name = "e", muir.shards = [#muir.shard<fsdp, "dp", 0>]},
+                         %g: tensor<4x8x8xf32> {muir.name = "e.grad", muir.shards = [#muir.shard<fsdp, "dp", 0>]},
+                         %m: tensor<4x8x8xf32> {muir.name = "e.momentum", muir.shards = [#muir.shard<fsdp, "dp", 0>]})
     -> (tensor<4x8x8xf32> {muir.updates = "e"}) {
   %e1, %m1 = muir.muon_update %e, %g, %m {lr = 0.02} : tensor<4x8x8xf32>
   return %e1 : tensor<4x8x8xf32>

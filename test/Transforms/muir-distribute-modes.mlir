@@ -58,9 +58,9 @@ muir.grid @world axes = ["tp"] shape = [4]
 // GRAM: %[[X:.+]] = muir.matmul %[[Q]], %[[U]] : (tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>
 // GRAM: muir.apply_update %{{.*}}, %[[X]] {{.*}}muir.ns_form = #muir.ns_form<gram>, muir.ns_mode = "distributed"
 // GRAM-NOT: muir.all_reduce
-func.func @step(%w: tensor<256x1024xf32> {muir.name = "w", muir.shards = ["tp_row@tp:1"]},
-                %g: tensor<256x1024xf32> {muir.name = "w.grad", muir.shards = ["tp_row@tp:1"]},
-                %m: tensor<256x1024xf32> {muir.name = "w.momentum", muir.shards = ["tp_row@tp:1"]})
+func.func @step(%w: tensor<256x1024xf32> {muir.name = "w", muir.shards = [#muir.shard<tp_row, "tp", 1>]},
+                %g: tensor<256x1024xf32> {muir.name = "w.grad", muir.shards = [#muir.shard<tp_row, "tp", 1>]},
+                %m: tensor<256x1024xf32> {muir.name = "w.momentum", muir.shards = [#muir.shard<tp_row, "tp", 1>]})
     -> (tensor<256x1024xf32> {muir.updates = "w"}) {
   %w1, %m1 = muir.muon_update %w, %g, %m {lr = 0.02} : tensor<256x1024xf32>
   return %w1 : tensor<256x1024xf32>
@@ -88,9 +88,9 @@ func.func @step(%w: tensor<256x1024xf32> {muir.name = "w", muir.shards = ["tp_ro
 // RESH: %[[P:.+]] = tensor.concat dim(0) {{.*}} -> tensor<1024x64xf32>
 // RESH: %[[B:.+]] = muir.all_to_all %[[P]] on @world axes = ["tp"]
 // RESH: muir.apply_update %{{.*}}, %[[B]] {{.*}}muir.ns_mode = "resharded"
-func.func @smaller(%w: tensor<1024x256xf32> {muir.name = "v", muir.shards = ["tp_column@tp:1"]},
-                   %g: tensor<1024x256xf32> {muir.name = "v.grad", muir.shards = ["tp_column@tp:1"]},
-                   %m: tensor<1024x256xf32> {muir.name = "v.momentum", muir.shards = ["tp_column@tp:1"]})
+func.func @smaller(%w: tensor<1024x256xf32> {muir.name = "v", muir.shards = [#muir.shard<tp_column, "tp", 1>]},
+                   %g: tensor<1024x256xf32> {muir.name = "v.grad", muir.shards = [#muir.shard<tp_column, "tp", 1>]},
+                   %m: tensor<1024x256xf32> {muir.name = "v.momentum", muir.shards = [#muir.shard<tp_column, "tp", 1>]})
     -> (tensor<1024x256xf32> {muir.updates = "v"}) {
   %w1, %m1 = muir.muon_update %w, %g, %m {lr = 0.02} : tensor<1024x256xf32>
   return %w1 : tensor<1024x256xf32>

@@ -7,8 +7,8 @@
 // the scale is the whole matrix's (0.2 * sqrt(8)). AdamW stays local.
 muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 // CHECK-LABEL: func.func @column
-// CHECK-SAME: (%[[P:[^:]+]]: tensor<4x4xf32> {muir.name = "w", muir.shards = ["tp_column@tp:0"], muir.split = ["tp:0"]}
-// CHECK-SAME: %{{[^:]+}}: tensor<8xf32> {muir.name = "b", muir.shards = ["fsdp@dp:0"], muir.split = ["dp:0"]}
+// CHECK-SAME: (%[[P:[^:]+]]: tensor<4x4xf32> {muir.name = "w", muir.shards = [#muir.shard<tp_column, "tp", 0>], muir.split = ["tp:0"]}
+// CHECK-SAME: %{{[^:]+}}: tensor<8xf32> {muir.name = "b", muir.shards = [#muir.shard<fsdp, "dp", 0>], muir.split = ["dp:0"]}
 // CHECK-SAME: -> (tensor<4x4xf32> {muir.updates = "w"}, tensor<4x4xf32> {muir.updates = "w.momentum"}, tensor<8xf32> {muir.updates = "b"})
 // CHECK: %[[U:.+]], %[[M:.+]] = muir.momentum %{{.*}} : tensor<4x4xf32>
 // CHECK: %[[G:.+]] = muir.all_gather %[[U]] on @world axes = ["tp"] gather_axis = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
@@ -17,13 +17,13 @@ muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 // CHECK: %[[W:.+]] = muir.apply_update %[[P]], %[[S]] {lr = 2.000000e-02 : f64, muir.ns_mode = "duplicated", muir.ns_why = "{{.*}}", scale = 0.56568542494923{{[0-9]*}} : f64
 // CHECK: muir.adamw_update {{.*}} : tensor<8xf32>
 // CHECK: return %[[W]], %[[M]]
-func.func @column(%w: tensor<8x4xf32> {muir.name = "w", muir.shards = ["tp_column@tp:0"]},
-                  %g: tensor<8x4xf32> {muir.name = "w.grad", muir.shards = ["tp_column@tp:0"]},
-                  %m: tensor<8x4xf32> {muir.name = "w.momentum", muir.shards = ["tp_column@tp:0"]},
-                  %b: tensor<16xf32> {muir.name = "b", muir.shards = ["fsdp@dp:0"]},
-                  %bg: tensor<16xf32> {muir.name = "b.grad", muir.shards = ["fsdp@dp:0"]},
-                  %bm: tensor<16xf32> {muir.name = "b.exp_avg", muir.shards = ["fsdp@dp:0"]},
-                  %bv: tensor<16xf32> {muir.name = "b.exp_avg_sq", muir.shards = ["fsdp@dp:0"]},
+func.func @column(%w: tensor<8x4xf32> {muir.name = "w", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
+                  %g: tensor<8x4xf32> {muir.name = "w.grad", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
+                  %m: tensor<8x4xf32> {muir.name = "w.momentum", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
+                  %b: tensor<16xf32> {muir.name = "b", muir.shards = [#muir.shard<fsdp, "dp", 0>]},
+                  %bg: tensor<16xf32> {muir.name = "b.grad", muir.shards = [#muir.shard<fsdp, "dp", 0>]},
+                  %bm: tensor<16xf32> {muir.name = "b.exp_avg", muir.shards = [#muir.shard<fsdp, "dp", 0>]},
+                  %bv: tensor<16xf32> {muir.name = "b.exp_avg_sq", muir.shards = [#muir.shard<fsdp, "dp", 0>]},
                   %t: i64 {muir.role = "step"})
     -> (tensor<8x4xf32> {muir.updates = "w"}, tensor<8x4xf32> {muir.updates = "w.momentum"}, tensor<16xf32> {muir.updates = "b"}) {
   %w1, %m1 = muir.muon_update %w, %g, %m {lr = 0.02} : tensor<8x4xf32>
@@ -42,9 +42,9 @@ muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 // CHECK: %[[O:.+]] = muir.newton_schulz %[[G1]]
 // CHECK: %[[S0:.+]] = muir.all_slice %[[O]] on @world axes = ["dp"] slice_axis = 0 : tensor<8x8xf32> -> tensor<4x8xf32>
 // CHECK: muir.all_slice %[[S0]] on @world axes = ["tp"] slice_axis = 1 : tensor<4x8xf32> -> tensor<4x4xf32>
-func.func @row_and_fsdp(%w: tensor<8x8xf32> {muir.name = "w", muir.shards = ["tp_row@tp:1", "fsdp@dp:0"]},
-                        %g: tensor<8x8xf32> {muir.name = "w.grad", muir.shards = ["tp_row@tp:1", "fsdp@dp:0"]},
-                        %m: tensor<8x8xf32> {muir.name = "w.momentum", muir.shards = ["tp_row@tp:1", "fsdp@dp:0"]})
+func.func @row_and_fsdp(%w: tensor<8x8xf32> {muir.name = "w", muir.shards = [#muir.shard<tp_row, "tp", 1>, #muir.shard<fsdp, "dp", 0>]},
+                        %g: tensor<8x8xf32> {muir.name = "w.grad", muir.shards = [#muir.shard<tp_row, "tp", 1>, #muir.shard<fsdp, "dp", 0>]},
+                        %m: tensor<8x8xf32> {muir.name = "w.momentum", muir.shards = [#muir.shard<tp_row, "tp", 1>, #muir.shard<fsdp, "dp", 0>]})
     -> (tensor<8x8xf32> {muir.updates = "w"}) {
   %w1, %m1 = muir.muon_update %w, %g, %m {lr = 0.02} : tensor<8x8xf32>
   return %w1 : tensor<8x8xf32>
@@ -56,13 +56,13 @@ func.func @row_and_fsdp(%w: tensor<8x8xf32> {muir.name = "w", muir.shards = ["tp
 // communicate; shards on axes of size 1 change nothing.
 muir.grid @world axes = ["dp", "ep"] shape = [1, 4]
 // CHECK-LABEL: func.func @experts
-// CHECK-SAME: tensor<2x16x8xf32> {muir.name = "e", muir.shards = ["expert@ep:0", "fsdp@dp:1"], muir.split = ["ep:0"]}
+// CHECK-SAME: tensor<2x16x8xf32> {muir.name = "e", muir.shards = [#muir.shard<expert, "ep", 0>, #muir.shard<fsdp, "dp", 1>], muir.split = ["ep:0"]}
 // CHECK-NOT: muir.all_gather
 // CHECK: muir.muon_update {{.*}} : tensor<2x16x8xf32>
 // CHECK-NOT: muir.all_gather
-func.func @experts(%e: tensor<8x16x8xf32> {muir.name = "e", muir.shards = ["expert@ep:0", "fsdp@dp:1"]},
-                   %g: tensor<8x16x8xf32> {muir.name = "e.grad", muir.shards = ["expert@ep:0"]},
-                   %m: tensor<8x16x8xf32> {muir.name = "e.momentum", muir.shards = ["expert@ep:0"]})
+func.func @experts(%e: tensor<8x16x8xf32> {muir.name = "e", muir.shards = [#muir.shard<expert, "ep", 0>, #muir.shard<fsdp, "dp", 1>]},
+                   %g: tensor<8x16x8xf32> {muir.name = "e.grad", muir.shards = [#muir.shard<expert, "ep", 0>]},
+                   %m: tensor<8x16x8xf32> {muir.name = "e.momentum", muir.shards = [#muir.shard<expert, "ep", 0>]})
     -> (tensor<8x16x8xf32> {muir.updates = "e"}) {
   %e1, %m1 = muir.muon_update %e, %g, %m {lr = 0.02} : tensor<8x16x8xf32>
   return %e1 : tensor<8x16x8xf32>
@@ -75,8 +75,8 @@ muir.grid @moe axes = ["ep"] shape = [2]
 // Shards on another folding (MoE: ep of @moe) are split on that folding,
 // named grid.axis in muir.split; the expert stack keeps NS per local expert.
 // CHECK-LABEL: func.func @other_folding
-// CHECK-SAME: (%{{[^:]+}}: tensor<4x16x8xf32> {muir.name = "e", muir.shards = ["expert@ep:0"], muir.split = ["moe.ep:0"]}, %{{[^:]+}}: tensor<4xf32> {muir.name = "b", muir.shards = ["fsdp@dp:0"], muir.split = ["dp:0"]})
-func.func @other_folding(%e: tensor<8x16x8xf32> {muir.name = "e", muir.shards = ["expert@ep:0"]},
-                         %b: tensor<8xf32> {muir.name = "b", muir.shards = ["fsdp@dp:0"]}) {
+// CHECK-SAME: (%{{[^:]+}}: tensor<4x16x8xf32> {muir.name = "e", muir.shards = [#muir.shard<expert, "ep", 0>], muir.split = ["moe.ep:0"]}, %{{[^:]+}}: tensor<4xf32> {muir.name = "b", muir.shards = [#muir.shard<fsdp, "dp", 0>], muir.split = ["dp:0"]})
+func.func @other_folding(%e: tensor<8x16x8xf32> {muir.name = "e", muir.shards = [#muir.shard<expert, "ep", 0>]},
+                         %b: tensor<8xf32> {muir.name = "b", muir.shards = [#muir.shard<fsdp, "dp", 0>]}) {
   return
 }

@@ -1193,6 +1193,38 @@ func.func @arg_name_not_string(%x: tensor<8xf32> {muir.name = 3 : i64}) {
 
 // -----
 
+// The old string form of a shard is refused: shards are typed.
+// expected-error@+1 {{argument 0: 'muir.shards' must be a list of #muir.shard<kind, "axis", dim>; got ["tp_column@tp:0"]}}
+func.func @arg_shards_string(%x: tensor<8x4xf32> {muir.name = "x", muir.shards = ["tp_column@tp:0"]}) {
+  return
+}
+
+// -----
+
+muir.grid @g axes = ["dp", "tp"] shape = [2, 2]
+// expected-error@+1 {{argument 0: #muir.shard<tp_row, "tp", 2> splits dimension 2 of a rank-2 tensor}}
+func.func @arg_shard_dim(%x: tensor<8x4xf32> {muir.name = "x", muir.shards = [#muir.shard<tp_row, "tp", 2>]}) {
+  return
+}
+
+// -----
+
+muir.grid @g axes = ["dp", "tp"] shape = [2, 2]
+// expected-error@+1 {{argument 0: #muir.shard<expert, "ep", 0> names axis 'ep', which no muir.grid has}}
+func.func @arg_shard_axis(%x: tensor<8x4xf32> {muir.name = "x", muir.shards = [#muir.shard<expert, "ep", 0>]}) {
+  return
+}
+
+// -----
+
+// expected-error@+2 {{expected ::mlir::muir::ShardKind to be one of: tp_column, tp_row, fsdp, expert}}
+// expected-error@+1 {{failed to parse Muir_ShardAttr parameter 'kind'}}
+func.func @arg_shard_kind(%x: tensor<8x4xf32> {muir.name = "x", muir.shards = [#muir.shard<column, "tp", 0>]}) {
+  return
+}
+
+// -----
+
 // expected-error@+1 {{unknown argument attribute 'muir.nmae'; expected one of: muir.name, muir.role}}
 func.func @arg_unknown(%x: tensor<8xf32> {muir.nmae = "x"}) {
   return
