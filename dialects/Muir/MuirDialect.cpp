@@ -211,10 +211,44 @@ LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
     return success();
   }
   if (name == "muir.split") {
+    // Typed: each #muir.split<@grid, ["axis", ...], dim> names a grid of
+    // the module, axes of it and a dimension of the argument.
     auto list = dyn_cast<ArrayAttr>(value);
-    if (!list || !llvm::all_of(list, llvm::IsaPred<StringAttr>))
+    if (!list || !llvm::all_of(list, llvm::IsaPred<SplitAttr>))
       return op->emitError("argument ")
-             << arg << ": '" << name << "' must be a list of strings";
+             << arg << ": 'muir.split' must be a list of "
+             << "#muir.split<@grid, [\"axis\", ...], dim>; got " << value;
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    auto type = fn && arg < fn.getNumArguments()
+                    ? dyn_cast<ShapedType>(fn.getArgumentTypes()[arg])
+                    : ShapedType();
+    auto module = op->getParentOfType<ModuleOp>();
+    for (auto split : list.getAsRange<SplitAttr>()) {
+      if (split.getAxes().empty() ||
+          !llvm::all_of(split.getAxes(), llvm::IsaPred<StringAttr>))
+        return op->emitError("argument ")
+               << arg << ": " << split << " must name its axes as strings";
+      if (type && type.hasRank() &&
+          (split.getDim() < 0 || split.getDim() >= type.getRank()))
+        return op->emitError("argument ")
+               << arg << ": " << split << " splits dimension "
+               << split.getDim() << " of a rank-" << type.getRank()
+               << " tensor";
+      // (Lowered past the grids, a module has none left to check against.)
+      if (!module || module.getOps<GridOp>().empty())
+        continue;
+      auto grid = module.lookupSymbol<GridOp>(split.getGrid());
+      if (!grid)
+        return op->emitError("argument ")
+               << arg << ": " << split << " names grid " << split.getGrid()
+               << ", which the module does not have";
+      for (auto axis : split.getAxes().getAsRange<StringAttr>())
+        if (grid.getAxisIndex(axis.getValue()) < 0)
+          return op->emitError("argument ")
+                 << arg << ": " << split << " names axis '"
+                 << axis.getValue() << "', which " << split.getGrid()
+                 << " does not have";
+    }
     return success();
   }
   if (name == "muir.folding") {

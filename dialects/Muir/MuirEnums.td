@@ -56,6 +56,23 @@ def Muir_ShardAttr : AttrDef<Muir_Dialect, "Shard"> {
   let assemblyFormat = "`<` $kind `,` $axis `,` $dim `>`";
 }
 
+def Muir_SplitAttr : AttrDef<Muir_Dialect, "Split"> {
+  let mnemonic = "split";
+  let summary = "how this rank's block of a tensor sits in the whole";
+  let description = [{
+    `#muir.split<@world, ["tp"], 0>`: the argument is this rank's block of
+    dimension `dim` of the whole tensor, split evenly over the group of
+    `axes` of grid `grid` (several axes: one split over all of them,
+    row-major). `muir-distribute` writes one for every shard it applies,
+    naming the grid the axis belongs to; the step library reads them to
+    slice whole tensors into rank parts and gather them back.
+  }];
+  let parameters = (ins "::mlir::FlatSymbolRefAttr":$grid,
+                        "::mlir::ArrayAttr":$axes,
+                        "int64_t":$dim);
+  let assemblyFormat = "`<` $grid `,` $axes `,` $dim `>`";
+}
+
 def Muir_MomentumKind : I32EnumAttr<"MomentumKind",
     "how the momentum buffer accumulates gradients", [
       I32EnumAttrCase<"ema", 0>,

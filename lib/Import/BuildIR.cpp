@@ -336,13 +336,13 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
   // of size > 1 (replicas of the experts, whose gradients are summed over
   // them). Tokens are split over all of them.
   std::string epGrid = d.grid.moeAxes.empty() ? "world" : "moe";
-  std::string epAxis, epSplit, tokenSplit;
+  std::string epAxis;
+  Attribute epSplit, tokenSplit;
   int64_t epSize = 1, foldedRanks = 1;
   SmallVector<std::string> replicaAxes, splitAxes;
   if (d.training.enabled) {
     const std::vector<GridAxis> &fold =
         d.grid.moeAxes.empty() ? d.grid.axes : d.grid.moeAxes;
-    std::string prefix = d.grid.moeAxes.empty() ? "" : "moe.";
     for (const GridAxis &a : fold) {
       if (a.name == "ep") {
         epAxis = a.name;
@@ -355,9 +355,12 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
         foldedRanks *= a.size;
       }
     }
-    epSplit = prefix + "ep:0";
-    if (!splitAxes.empty())
-      tokenSplit = prefix + llvm::join(splitAxes, "+") + ":0";
+    auto gridRef = FlatSymbolRefAttr::get(&ctx, epGrid);
+    epSplit = SplitAttr::get(&ctx, gridRef, b.getStrArrayAttr({"ep"}), 0);
+    if (!splitAxes.empty()) {
+      SmallVector<StringRef> axes(splitAxes.begin(), splitAxes.end());
+      tokenSplit = SplitAttr::get(&ctx, gridRef, b.getStrArrayAttr(axes), 0);
+    }
   }
   struct LocalParam {
     SmallVector<int64_t> shape;
@@ -419,7 +422,7 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       if (trained) {
         if (local->second.split)
           attrs.push_back(b.getNamedAttr(
-              "muir.split", b.getStrArrayAttr({epSplit})));
+              "muir.split", b.getArrayAttr({epSplit})));
       } else if (!p.shards.empty()) {
         SmallVector<Attribute> shards;
         for (const Sharding &sh : p.shards)
@@ -452,7 +455,7 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
             b.getNamedAttr("muir.init_std", b.getF64FloatAttr(std))};
         if (split && epSize > 1)
           attrs.push_back(
-              b.getNamedAttr("muir.split", b.getStrArrayAttr({epSplit})));
+              b.getNamedAttr("muir.split", b.getArrayAttr({epSplit})));
         argTypes.push_back(RankedTensorType::get(shape, f32));
         argAttrs.push_back(b.getDictionaryAttr(attrs));
         return static_cast<unsigned>(argTypes.size() - 1);
@@ -467,9 +470,9 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
                                                         ".data.tokens")),
             b.getNamedAttr("muir.role", b.getStringAttr("data")),
             b.getNamedAttr("muir.init_std", b.getF64FloatAttr(1.0))};
-        if (!tokenSplit.empty())
+        if (tokenSplit)
           attrs.push_back(b.getNamedAttr("muir.split",
-                                         b.getStrArrayAttr({tokenSplit})));
+                                         b.getArrayAttr({tokenSplit})));
         argTypes.push_back(
             RankedTensorType::get({l.tokensPerRank, l.hidden}, f32));
         argAttrs.push_back(b.getDictionaryAttr(attrs));

@@ -395,40 +395,36 @@ llvm::Error Step::readArguments() {
                                 : updatedNames.count(a.name) != 0;
       if (auto splits = entry.getArgAttrOfType<ArrayAttr>(i, "muir.split")) {
         for (Attribute attr : splits) {
-          auto [axisText, dimText] =
-              cast<StringAttr>(attr).getValue().split(':');
-          // "axis" on the run's grid, "grid.axis" on another folding;
-          // "a+b" splits the dimension over both axes (row-major).
-          size_t f = 0;
-          StringRef axisList = axisText;
-          if (axisText.contains('.')) {
-            auto [gridName, rest] = axisText.split('.');
-            f = grids.size();
-            for (size_t g = 0; g < grids.size(); ++g)
-              if (grids[g].name == gridName)
-                f = g;
-            axisList = rest;
-          }
-          int64_t dim = -1, bits = 0;
-          const SmallVector<std::string> *axes =
-              f < grids.size() ? &grids[f].axes : nullptr;
-          bool bad = !axes || dimText.getAsInteger(10, dim) || dim < 0 ||
-                     dim >= mt.getRank();
-          SmallVector<StringRef> names;
-          axisList.split(names, '+');
-          for (StringRef axis : names) {
-            auto it = axes ? llvm::find(*axes, axis.str()) : nullptr;
-            if (!axes || it == axes->end())
+          // #muir.split<@grid, ["axis", ...], dim> (verified by the
+          // dialect): the grid's folding index and the axes' bits.
+          auto split = dyn_cast<SplitAttr>(attr);
+          size_t f = grids.size();
+          for (size_t g = 0; split && g < grids.size(); ++g)
+            if (grids[g].name == split.getGrid().getValue())
+              f = g;
+          int64_t dim = split ? split.getDim() : -1, bits = 0;
+          bool bad = f == grids.size() || dim < 0 || dim >= mt.getRank();
+          for (Attribute axis : split ? split.getAxes().getValue()
+                                      : ArrayRef<Attribute>()) {
+            if (bad)
+              break;
+            auto name = dyn_cast<StringAttr>(axis);
+            const SmallVector<std::string> &axes = grids[f].axes;
+            auto it = name ? llvm::find(axes, name.getValue().str())
+                           : axes.end();
+            if (it == axes.end())
               bad = true;
             else
-              bits |= int64_t(1) << (it - axes->begin());
+              bits |= int64_t(1) << (it - axes.begin());
           }
-          if (bad)
-            return error("tensor '" + a.name + "': bad muir.split entry '" +
-                         cast<StringAttr>(attr).getValue() +
-                         "' (expected axis:dim with an axis of the run's "
-                         "grid, or grid.axis:dim for another folding; "
-                         "axes joined by '+' split one dim over all)");
+          if (bad) {
+            std::string text;
+            llvm::raw_string_ostream os(text);
+            os << attr;
+            return error("tensor '" + a.name + "': bad muir.split entry " +
+                         text + " (expected #muir.split<@grid, [axes], dim> "
+                         "with axes of that grid)");
+          }
           for (const Split &other : a.splits)
             if (other.dim == dim)
               return error("tensor '" + a.name + "' is split twice on dim " +

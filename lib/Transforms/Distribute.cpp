@@ -58,11 +58,10 @@ struct Shard {
   FlatSymbolRefAttr gridRef() const {
     return FlatSymbolRefAttr::get(grid.getSymNameAttr());
   }
-  /// As muir-run reads it: "axis:dim", or "grid.axis:dim" on a folding
-  /// other than the run's grid.
-  std::string split() const {
-    return (onRunGrid ? axis : grid.getSymName().str() + "." + axis) + ":" +
-           std::to_string(dim);
+  /// As the step library reads it: #muir.split<@grid, ["axis"], dim>.
+  SplitAttr split(Builder &b) const {
+    return SplitAttr::get(b.getContext(), gridRef(),
+                          b.getStrArrayAttr({axis}), dim);
   }
 };
 
@@ -192,7 +191,7 @@ struct DistributePass
       SmallVector<Attribute> split;
       for (const Shard &s : *shards) {
         local[s.dim] /= s.group;
-        split.push_back(b.getStringAttr(s.split()));
+        split.push_back(s.split(b));
       }
       arg.setType(RankedTensorType::get(local, type.getElementType()));
       func.setArgAttr(i, "muir.split", b.getArrayAttr(split));

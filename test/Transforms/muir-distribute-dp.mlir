@@ -66,7 +66,7 @@ func.func @layerwise(%a: tensor<16x32xf32> {muir.name = "a"},
 // rank r in a second all_to_allv whose counts it yields.
 muir.grid @world axes = ["dp"] shape = [2]
 // CHECK-LABEL: func.func @fsdp
-// CHECK-SAME: tensor<8x16xf32> {muir.name = "w", muir.shards = [#muir.shard<fsdp, "dp", 0>], muir.split = ["dp:0"]}
+// CHECK-SAME: tensor<8x16xf32> {muir.name = "w", muir.shards = [#muir.shard<fsdp, "dp", 0>], muir.split = [#muir.split<@world, ["dp"], 0>]}
 // CHECK: %[[U:.+]], %{{.+}} = muir.momentum
 // CHECK: %[[F:.+]] = tensor.collapse_shape %[[U]] {{\[\[}}0, 1]] : tensor<8x16xf32> into tensor<128xf32>
 // CHECK: %[[N:.+]] = arith.constant dense<[128, 0]> : tensor<2xi64>

@@ -7,8 +7,8 @@
 // the scale is the whole matrix's (0.2 * sqrt(8)). AdamW stays local.
 muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 // CHECK-LABEL: func.func @column
-// CHECK-SAME: (%[[P:[^:]+]]: tensor<4x4xf32> {muir.name = "w", muir.shards = [#muir.shard<tp_column, "tp", 0>], muir.split = ["tp:0"]}
-// CHECK-SAME: %{{[^:]+}}: tensor<8xf32> {muir.name = "b", muir.shards = [#muir.shard<fsdp, "dp", 0>], muir.split = ["dp:0"]}
+// CHECK-SAME: (%[[P:[^:]+]]: tensor<4x4xf32> {muir.name = "w", muir.shards = [#muir.shard<tp_column, "tp", 0>], muir.split = [#muir.split<@world, ["tp"], 0>]}
+// CHECK-SAME: %{{[^:]+}}: tensor<8xf32> {muir.name = "b", muir.shards = [#muir.shard<fsdp, "dp", 0>], muir.split = [#muir.split<@world, ["dp"], 0>]}
 // CHECK-SAME: -> (tensor<4x4xf32> {muir.updates = "w"}, tensor<4x4xf32> {muir.updates = "w.momentum"}, tensor<8xf32> {muir.updates = "b"})
 // CHECK: %[[U:.+]], %[[M:.+]] = muir.momentum %{{.*}} : tensor<4x4xf32>
 // CHECK: %[[G:.+]] = muir.all_gather %[[U]] on @world axes = ["tp"] gather_axis = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
@@ -56,7 +56,7 @@ func.func @row_and_fsdp(%w: tensor<8x8xf32> {muir.name = "w", muir.shards = [#mu
 // communicate; shards on axes of size 1 change nothing.
 muir.grid @world axes = ["dp", "ep"] shape = [1, 4]
 // CHECK-LABEL: func.func @experts
-// CHECK-SAME: tensor<2x16x8xf32> {muir.name = "e", muir.shards = [#muir.shard<expert, "ep", 0>, #muir.shard<fsdp, "dp", 1>], muir.split = ["ep:0"]}
+// CHECK-SAME: tensor<2x16x8xf32> {muir.name = "e", muir.shards = [#muir.shard<expert, "ep", 0>, #muir.shard<fsdp, "dp", 1>], muir.split = [#muir.split<@world, ["ep"], 0>]}
 // CHECK-NOT: muir.all_gather
 // CHECK: muir.muon_update {{.*}} : tensor<2x16x8xf32>
 // CHECK-NOT: muir.all_gather
@@ -75,7 +75,7 @@ muir.grid @moe axes = ["ep"] shape = [2]
 // Shards on another folding (MoE: ep of @moe) are split on that folding,
 // named grid.axis in muir.split; the expert stack keeps NS per local expert.
 // CHECK-LABEL: func.func @other_folding
-// CHECK-SAME: (%{{[^:]+}}: tensor<4x16x8xf32> {muir.name = "e", muir.shards = [#muir.shard<expert, "ep", 0>], muir.split = ["moe.ep:0"]}, %{{[^:]+}}: tensor<4xf32> {muir.name = "b", muir.shards = [#muir.shard<fsdp, "dp", 0>], muir.split = ["dp:0"]})
+// CHECK-SAME: (%{{[^:]+}}: tensor<4x16x8xf32> {muir.name = "e", muir.shards = [#muir.shard<expert, "ep", 0>], muir.split = [#muir.split<@moe, ["ep"], 0>]}, %{{[^:]+}}: tensor<4xf32> {muir.name = "b", muir.shards = [#muir.shard<fsdp, "dp", 0>], muir.split = [#muir.split<@world, ["dp"], 0>]})
 func.func @other_folding(%e: tensor<8x16x8xf32> {muir.name = "e", muir.shards = [#muir.shard<expert, "ep", 0>]},
                          %b: tensor<8xf32> {muir.name = "b", muir.shards = [#muir.shard<fsdp, "dp", 0>]}) {
   return

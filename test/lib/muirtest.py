@@ -95,7 +95,14 @@ class Module:
         if role:
             attrs += ', muir.role = "%s"' % role
         if split:
-            attrs += ', muir.split = ["%s"]' % split
+            # "axis:dim" on @world, "grid.axis:dim" on another grid; axes
+            # joined by "+" split the dimension over all of them.
+            axes, dim = split.split(":")
+            grid = "world"
+            if "." in axes:
+                grid, axes = axes.split(".")
+            attrs += ', muir.split = [#muir.split<@%s, [%s], %s>]' % (
+                grid, ", ".join('"%s"' % a for a in axes.split("+")), dim)
         self.args.append((ssa, "%s: %s {%s}" % (ssa, ttype(shape), attrs)))
         self.shapes[name] = tuple(shape)
         return ssa

@@ -1225,6 +1225,46 @@ func.func @arg_shard_kind(%x: tensor<8x4xf32> {muir.name = "x", muir.shards = [#
 
 // -----
 
+// A split is typed too, and names its grid: no "first grid" rule.
+// expected-error@+1 {{argument 0: 'muir.split' must be a list of #muir.split<@grid, ["axis", ...], dim>; got ["tp:0"]}}
+func.func @arg_split_string(%x: tensor<8x4xf32> {muir.name = "x", muir.split = ["tp:0"]}) {
+  return
+}
+
+// -----
+
+muir.grid @g axes = ["dp", "tp"] shape = [2, 2]
+// expected-error@+1 {{argument 0: #muir.split<@moe, ["ep"], 0> names grid @moe, which the module does not have}}
+func.func @arg_split_grid(%x: tensor<8x4xf32> {muir.name = "x", muir.split = [#muir.split<@moe, ["ep"], 0>]}) {
+  return
+}
+
+// -----
+
+muir.grid @g axes = ["dp", "tp"] shape = [2, 2]
+// expected-error@+1 {{argument 0: #muir.split<@g, ["dp", "ep"], 0> names axis 'ep', which @g does not have}}
+func.func @arg_split_axis(%x: tensor<8x4xf32> {muir.name = "x", muir.split = [#muir.split<@g, ["dp", "ep"], 0>]}) {
+  return
+}
+
+// -----
+
+muir.grid @g axes = ["dp", "tp"] shape = [2, 2]
+// expected-error@+1 {{argument 0: #muir.split<@g, ["tp"], -1> splits dimension -1 of a rank-2 tensor}}
+func.func @arg_split_dim(%x: tensor<8x4xf32> {muir.name = "x", muir.split = [#muir.split<@g, ["tp"], -1>]}) {
+  return
+}
+
+// -----
+
+muir.grid @g axes = ["dp", "tp"] shape = [2, 2]
+// expected-error@+1 {{argument 0: #muir.split<@g, [], 0> must name its axes as strings}}
+func.func @arg_split_no_axes(%x: tensor<8x4xf32> {muir.name = "x", muir.split = [#muir.split<@g, [], 0>]}) {
+  return
+}
+
+// -----
+
 // expected-error@+1 {{unknown argument attribute 'muir.nmae'; expected one of: muir.name, muir.role}}
 func.func @arg_unknown(%x: tensor<8xf32> {muir.nmae = "x"}) {
   return
