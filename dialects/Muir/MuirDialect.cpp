@@ -113,11 +113,14 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("'") << name << "' must be a unit attribute";
     return success();
   }
-  if (name == "muir.ns_mode")
-    return checkOneOf(op, attr,
-                      {"auto", "duplicated", "distributed", "resharded",
-                       "blockwise"},
-                      "(the Newton-Schulz mode)");
+  if (name == "muir.ns_mode") {
+    if (!isa<NewtonSchulzModeAttr>(value))
+      return op->emitError("'muir.ns_mode' must be #muir.ns_mode<auto>, "
+                           "<duplicated>, <distributed>, <resharded> or "
+                           "<blockwise>; got ")
+             << value;
+    return success();
+  }
   if (name == "muir.ns_why") {
     if (!isa<StringAttr>(value))
       return op->emitError("'muir.ns_why' must be a string");

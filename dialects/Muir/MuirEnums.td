@@ -27,6 +27,23 @@ def Muir_NSFormAttr : EnumAttr<Muir_Dialect, Muir_NSForm, "ns_form"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Muir_NewtonSchulzMode : I32EnumAttr<"NewtonSchulzMode",
+    "how Newton-Schulz of a split matrix runs over its group", [
+      I32EnumAttrCase<"auto_", 0, "auto">,
+      I32EnumAttrCase<"duplicated", 1>,
+      I32EnumAttrCase<"distributed", 2>,
+      I32EnumAttrCase<"resharded", 3>,
+      I32EnumAttrCase<"blockwise", 4>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::muir";
+}
+// `muir.ns_mode` on a muon_update (a request, from a description's
+// ns_mode) or on an apply_update (muir-distribute's decision).
+def Muir_NewtonSchulzModeAttr
+    : EnumAttr<Muir_Dialect, Muir_NewtonSchulzMode, "ns_mode"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def Muir_ShardKind : I32EnumAttr<"ShardKind",
     "how a tensor dimension is split over a grid axis", [
       I32EnumAttrCase<"tp_column", 0>,

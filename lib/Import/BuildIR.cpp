@@ -644,7 +644,8 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
               ? b.getDenseI64ArrayAttr(p.splitRows)
               : DenseI64ArrayAttr());
       if (!p.nsMode.empty() && p.nsMode != "auto")
-        op->setAttr("muir.ns_mode", b.getStringAttr(p.nsMode));
+        if (auto mode = symbolizeNewtonSchulzMode(p.nsMode))
+          op->setAttr("muir.ns_mode", NewtonSchulzModeAttr::get(&ctx, *mode));
       if (computed && localParams.count(p.name))
         op->setAttr("muir.local", b.getUnitAttr());
       results.push_back(op.getNewParam());

@@ -330,14 +330,9 @@ struct DistributePass
           matrixShards.push_back(&s);
       // The update's own muir.ns_mode wins over the pass option.
       std::optional<NSMode> requested = fixedMode(nsMode);
-      if (auto attr = op->getAttrOfType<StringAttr>("muir.ns_mode")) {
-        requested = symbolizeNSMode(attr.getValue());
-        if (!requested && attr.getValue() != "auto")
-          return op.emitOpError("unknown muir.ns_mode '")
-                 << attr.getValue()
-                 << "' (expected auto, duplicated, distributed, resharded or "
-                    "blockwise)";
-      }
+      if (auto attr =
+              op->getAttrOfType<NewtonSchulzModeAttr>("muir.ns_mode"))
+        requested = symbolizeNSMode(stringifyNewtonSchulzMode(attr.getValue()));
       if (!requested) {
         if (matrixShards.size() == 1) {
           job.mode = model.choose(
@@ -532,7 +527,10 @@ struct DistributePass
                                      op.getWeightDecayAttr());
       // The decision stays visible in the planned IR.
       if (job.matrixSplit)
-        a->setAttr("muir.ns_mode", b.getStringAttr(stringify(job.mode)));
+        a->setAttr("muir.ns_mode",
+                   NewtonSchulzModeAttr::get(
+                       b.getContext(),
+                       *symbolizeNewtonSchulzMode(stringify(job.mode))));
       if (job.matrixSplit && (job.mode == NSMode::Distributed ||
                               job.mode == NSMode::Resharded))
         a->setAttr("muir.ns_form",

@@ -1280,7 +1280,7 @@ func.func @result_unknown(%x: tensor<8xf32>) -> (tensor<8xf32> {muir.update = "x
 // -----
 
 func.func @op_ns_mode(%x: tensor<8x4xf32>) {
-  // expected-error@+1 {{'muir.ns_mode' (the Newton-Schulz mode) must be one of: auto, duplicated, distributed, resharded, blockwise; got "bogus"}}
+  // expected-error@+1 {{'muir.ns_mode' must be #muir.ns_mode<auto>, <duplicated>, <distributed>, <resharded> or <blockwise>; got "bogus"}}
   %1:2 = muir.muon_update %x, %x, %x {lr = 0.1, muir.ns_mode = "bogus"} : tensor<8x4xf32>
   return
 }

@@ -317,13 +317,13 @@ func.func @broadcast(%x: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) 
 // invalid.mlir).
 // CHECK-LABEL: func.func @discardable_attrs
 // CHECK: muir.transpose %{{.+}} {test.note = 1 : i32, test.tag = "keep"} : tensor<8x4xf32> -> tensor<4x8xf32>
-// CHECK: muir.muon_update %{{.+}}, %{{.+}}, %{{.+}} {lr = 1.000000e-01 : f64, muir.local, muir.ns_mode = "distributed"} : tensor<8x4xf32>
+// CHECK: muir.muon_update %{{.+}}, %{{.+}}, %{{.+}} {lr = 1.000000e-01 : f64, muir.local, muir.ns_mode = #muir.ns_mode<distributed>} : tensor<8x4xf32>
 // GENERIC-LABEL: sym_name = "discardable_attrs"
 // GENERIC: "muir.transpose"(%{{.*}}) {test.note = 1 : i32, test.tag = "keep"} : (tensor<8x4xf32>) -> tensor<4x8xf32>
-// GENERIC: "muir.muon_update"(%{{.*}}, %{{.*}}, %{{.*}}) <{{{.*}}lr = 1.000000e-01 : f64{{.*}}}> {muir.local, muir.ns_mode = "distributed"}
+// GENERIC: "muir.muon_update"(%{{.*}}, %{{.*}}, %{{.*}}) <{{{.*}}lr = 1.000000e-01 : f64{{.*}}}> {muir.local, muir.ns_mode = #muir.ns_mode<distributed>}
 func.func @discardable_attrs(%x: tensor<8x4xf32>) -> (tensor<4x8xf32>, tensor<8x4xf32>) {
   %0 = muir.transpose %x {test.tag = "keep", test.note = 1 : i32} : tensor<8x4xf32> -> tensor<4x8xf32>
-  %1:2 = muir.muon_update %x, %x, %x {lr = 0.1, muir.local, muir.ns_mode = "distributed"} : tensor<8x4xf32>
+  %1:2 = muir.muon_update %x, %x, %x {lr = 0.1, muir.local, muir.ns_mode = #muir.ns_mode<distributed>} : tensor<8x4xf32>
   return %0, %1#0 : tensor<4x8xf32>, tensor<8x4xf32>
 }
 
