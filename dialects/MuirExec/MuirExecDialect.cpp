@@ -4,6 +4,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "mlir/IR/OpImplementation.h"
 
 using namespace mlir;
@@ -12,6 +14,9 @@ using namespace mlir::muir_exec;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "MuirExec/MuirExecOpsDialect.cpp.inc"
+#include "MuirExec/MuirExecEnums.cpp.inc"
+#define GET_ATTRDEF_CLASSES
+#include "MuirExec/MuirExecAttrs.cpp.inc"
 #pragma GCC diagnostic pop
 #define GET_OP_CLASSES
 #pragma GCC diagnostic push
@@ -20,6 +25,10 @@ using namespace mlir::muir_exec;
 #pragma GCC diagnostic pop
 
 void MuirExecDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "MuirExec/MuirExecAttrs.cpp.inc"
+      >();
   addOperations<
 #define GET_OP_LIST
 #include "MuirExec/MuirExecOps.cpp.inc"

@@ -9,6 +9,9 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "MuirExec/MuirExecOpsDialect.h.inc"
+#include "MuirExec/MuirExecEnums.h.inc"
+#define GET_ATTRDEF_CLASSES
+#include "MuirExec/MuirExecAttrs.h.inc"
 #define GET_OP_CLASSES
 #include "MuirExec/MuirExecOps.h.inc"
 

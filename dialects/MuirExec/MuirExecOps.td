@@ -9,6 +9,7 @@
 #define MUIR_EXEC_OPS_TD
 
 include "mlir/IR/OpBase.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -23,6 +24,47 @@ def MuirExec_Dialect : Dialect {
     `muir-exec-to-runtime-calls` pass turns these ops into calls to the
     runtime's C functions.
   }];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+// The runtime's codes, as typed attributes: each case's value is the
+// integer the runtime call takes.
+def MuirExec_Reduction : I32EnumAttr<"Reduction",
+    "element-wise reduction of a collective", [
+      I32EnumAttrCase<"sum", 0>,
+      I32EnumAttrCase<"max", 1>,
+      I32EnumAttrCase<"min", 2>,
+      I32EnumAttrCase<"avg", 3>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::muir_exec";
+}
+def MuirExec_ReductionAttr
+    : EnumAttr<MuirExec_Dialect, MuirExec_Reduction, "reduction"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def MuirExec_Scoring : I32EnumAttr<"Scoring",
+    "how a router turns logits into expert scores", [
+      I32EnumAttrCase<"softmax", 0>,
+      I32EnumAttrCase<"sigmoid", 1>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::muir_exec";
+}
+def MuirExec_ScoringAttr
+    : EnumAttr<MuirExec_Dialect, MuirExec_Scoring, "scoring"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def MuirExec_DropPolicy : I32EnumAttr<"DropPolicy",
+    "which routed pairs an expert over capacity keeps", [
+      I32EnumAttrCase<"weight", 0>,
+      I32EnumAttrCase<"position", 1>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::muir_exec";
+}
+def MuirExec_DropPolicyAttr
+    : EnumAttr<MuirExec_Dialect, MuirExec_DropPolicy, "drop_policy"> {
+  let assemblyFormat = "`<` $value `>`";
 }
 
 def MuirExec_F32Buffer : MemRefRankOf<[F32], [2, 3]>;
@@ -195,7 +237,7 @@ def MuirExec_AllReduceOp : MuirExec_CollectiveOp<"all_reduce"> {
   }];
   let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
       Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output, I64Attr:$axes_mask,
-      I32Attr:$reduction);
+      MuirExec_ReductionAttr:$reduction);
 }
 
 def MuirExec_SymmetricAllReduceOp
@@ -237,7 +279,7 @@ def MuirExec_ReduceScatterOp : MuirExec_CollectiveOp<"reduce_scatter"> {
   let description = [{ Slices along `scatter_axis`, group-rank order. }];
   let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
       Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output, I64Attr:$axes_mask,
-      I64Attr:$scatter_axis, I32Attr:$reduction);
+      I64Attr:$scatter_axis, MuirExec_ReductionAttr:$reduction);
 }
 
 def MuirExec_AllToAllOp : MuirExec_CollectiveOp<"all_to_all"> {
@@ -378,7 +420,7 @@ def MuirExec_RouteOp : MuirExec_Op<"route"> {
       Arg<MemRefRankOf<[I64], [2]>, "", [MemWrite]>:$indices,
       Arg<MemRefRankOf<[F32], [2]>, "", [MemWrite]>:$weights,
       Arg<MemRefRankOf<[I64], [1]>, "", [MemWrite]>:$counts,
-      I32Attr:$scoring, UnitAttr:$softmax_after_topk, UnitAttr:$normalize,
+      MuirExec_ScoringAttr:$scoring, UnitAttr:$softmax_after_topk, UnitAttr:$normalize,
       I64Attr:$n_group, I64Attr:$topk_group, F64Attr:$scaling);
   let assemblyFormat = [{
     $logits (`bias` $bias^)? `into` $indices `,` $weights `,` $counts
@@ -428,7 +470,7 @@ def MuirExec_RouteGradOp : MuirExec_Op<"route_grad"> {
       Arg<MemRefRankOf<[I64], [2]>, "", [MemRead]>:$indices,
       Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$weights_grad,
       Arg<MemRefRankOf<[F32], [2]>, "", [MemWrite]>:$output,
-      I32Attr:$scoring, UnitAttr:$softmax_after_topk, UnitAttr:$normalize,
+      MuirExec_ScoringAttr:$scoring, UnitAttr:$softmax_after_topk, UnitAttr:$normalize,
       F64Attr:$scaling);
   let assemblyFormat = [{
     $logits `,` $indices `,` $weights_grad `into` $output attr-dict `:`
@@ -540,7 +582,7 @@ def MuirExec_CapacityOp : MuirExec_Op<"capacity"> {
       Arg<MemRefRankOf<[I64], [2]>, "", [MemWrite]>:$kept_indices,
       Arg<MemRefRankOf<[F32], [2]>, "", [MemWrite]>:$kept_weights,
       Arg<MemRefRankOf<[I64], [1]>, "", [MemWrite]>:$counts,
-      F64Attr:$capacity_factor, I32Attr:$policy, I64Attr:$group_tokens);
+      F64Attr:$capacity_factor, MuirExec_DropPolicyAttr:$policy, I64Attr:$group_tokens);
   let assemblyFormat = [{
     $indices `,` $weights `into` $kept_indices `,` $kept_weights `,` $counts
     attr-dict `:` type($indices) `,` type($weights) `->` type($kept_indices)

@@ -316,7 +316,7 @@ struct ExecToRuntimeCallsPass
                                   c.i64(t.getNumElements())});
       } else if (auto ar = dyn_cast<mx::AllReduceOp>(op)) {
         c.call("muirrt_all_reduce",
-               {c.i64(ar.getAxesMask()), c.i32(ar.getReduction()),
+               {c.i64(ar.getAxesMask()), c.i32(static_cast<int32_t>(ar.getReduction())),
                 c.ptr(ar.getInput()), c.ptr(ar.getOutput()),
                 c.i64(numel(ar.getInput()))});
       } else if (auto ag = dyn_cast<mx::AllGatherOp>(op)) {
@@ -337,7 +337,7 @@ struct ExecToRuntimeCallsPass
       } else if (auto rs = dyn_cast<mx::ReduceScatterOp>(op)) {
         auto [outer, inner] = split(rs.getOutput(), rs.getScatterAxis());
         c.call("muirrt_reduce_scatter",
-               {c.i64(rs.getAxesMask()), c.i32(rs.getReduction()),
+               {c.i64(rs.getAxesMask()), c.i32(static_cast<int32_t>(rs.getReduction())),
                 c.ptr(rs.getInput()), c.ptr(rs.getOutput()), c.i64(outer),
                 c.i64(inner)});
       } else if (auto a2a = dyn_cast<mx::AllToAllOp>(op)) {
@@ -412,7 +412,7 @@ struct ExecToRuntimeCallsPass
         c.call("muirrt_capacity",
                {c.i64(it.getDimSize(0)), c.i64(it.getDimSize(1)),
                 c.i64(ct.getDimSize(0)), c.f64(cap.getCapacityFactorAttr()),
-                c.i32(cap.getPolicy()), c.i64(cap.getGroupTokens()),
+                c.i32(static_cast<int32_t>(cap.getPolicy())), c.i64(cap.getGroupTokens()),
                 c.ptr(cap.getIndices()), c.ptr(cap.getWeights()),
                 c.ptr(cap.getKeptIndices()), c.ptr(cap.getKeptWeights()),
                 c.ptr(cap.getCounts())});
@@ -437,7 +437,7 @@ struct ExecToRuntimeCallsPass
         c.call("muirrt_route_grad",
                {c.i64(lt.getDimSize(0)), c.i64(lt.getDimSize(1)),
                 c.i64(it.getDimSize(1)), c.ptr(rg.getLogits()),
-                c.i32(rg.getScoring()), c.i32(rg.getSoftmaxAfterTopk()),
+                c.i32(static_cast<int32_t>(rg.getScoring())), c.i32(rg.getSoftmaxAfterTopk()),
                 c.i32(rg.getNormalize()), c.f32(rg.getScalingAttr()),
                 c.ptr(rg.getIndices()), c.ptr(rg.getWeightsGrad()),
                 c.ptr(rg.getOutput())});
@@ -486,7 +486,7 @@ struct ExecToRuntimeCallsPass
         c.call("muirrt_route",
                {c.i64(lt.getDimSize(0)), c.i64(lt.getDimSize(1)),
                 c.i64(it.getDimSize(1)), c.ptr(rt.getLogits()),
-                c.ptrOrNull(rt.getBias()), c.i32(rt.getScoring()),
+                c.ptrOrNull(rt.getBias()), c.i32(static_cast<int32_t>(rt.getScoring())),
                 c.i32(rt.getSoftmaxAfterTopk()), c.i32(rt.getNormalize()),
                 c.i64(rt.getNGroup()), c.i64(rt.getTopkGroup()),
                 c.f32(rt.getScalingAttr()), c.ptr(rt.getIndices()),

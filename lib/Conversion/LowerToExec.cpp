@@ -25,6 +25,14 @@ using namespace mlir;
 using namespace mlir::muir;
 namespace mx = mlir::muir_exec;
 
+/// A router's scoring as the runtime call's typed attribute.
+static mx::ScoringAttr scoringAttr(OpBuilder &b, RouteScoring scoring) {
+  return mx::ScoringAttr::get(b.getContext(),
+                              scoring == RouteScoring::sigmoid
+                                  ? mx::Scoring::sigmoid
+                                  : mx::Scoring::softmax);
+}
+
 namespace {
 
 bool isElementwise(Operation *op) {
@@ -505,7 +513,10 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     mx::CapacityOp::create(
         b, loc, in(cap.getIndices()), in(cap.getWeights()), ki, kw, counts,
         cap.getCapacityFactorAttr(),
-        b.getI32IntegerAttr(static_cast<int32_t>(cap.getPolicy())),
+        mx::DropPolicyAttr::get(b.getContext(),
+                                cap.getPolicy() == DropPolicy::position
+                                    ? mx::DropPolicy::position
+                                    : mx::DropPolicy::weight),
         cap.getGroupTokensAttr());
     map.map(cap.getKeptIndices(), ki);
     map.map(cap.getKeptWeights(), kw);
@@ -536,7 +547,7 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     mx::RouteGradOp::create(
         b, loc, in(rg.getLogits()), in(rg.getIndices()),
         in(rg.getWeightsGrad()), out,
-        b.getI32IntegerAttr(rg.getScoring() == RouteScoring::sigmoid),
+        scoringAttr(b, rg.getScoring()),
         rg.getSoftmaxAfterTopkAttr(), rg.getNormalizeAttr(),
         rg.getScalingAttr());
     map.map(rg.getResult(), out);
@@ -591,7 +602,7 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
         b, loc, in(route.getLogits()),
         route.getBias() ? in(route.getBias()) : Value(), indices, weights,
         counts,
-        b.getI32IntegerAttr(route.getScoring() == RouteScoring::sigmoid),
+        scoringAttr(b, route.getScoring()),
         route.getSoftmaxAfterTopkAttr(), route.getNormalizeAttr(),
         route.getNGroupAttr(), route.getTopkGroupAttr(),
         route.getScalingAttr());
@@ -627,7 +638,9 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     // foldings of the same ranks, told apart by the mask's folding index.
     auto maskAttr = b.getI64IntegerAttr(getRuntimeAxesMask(grid, axes));
     auto reductionAttr = [&](ReductionKind kind) {
-      return b.getI32IntegerAttr(static_cast<int32_t>(kind));
+      return mx::ReductionAttr::get(
+          b.getContext(),
+          *mx::symbolizeReduction(stringifyReductionKind(kind)));
     };
     if (auto ar = dyn_cast<AllReduceOp>(op)) {
       mx::AllReduceOp::create(b, loc, input, out, maskAttr,

@@ -196,7 +196,7 @@ func.func @device_counts(%in: memref<8xf32>, %logits: memref<4x2xf32>, %idx: mem
   %send = memref.alloc() : memref<2xi64>
   %out = memref.alloc() : memref<8xf32>
   %recv = memref.alloc() : memref<2xi64>
-  muir_exec.route %logits into %idx, %w, %send {n_group = 1 : i64, scaling = 1.0 : f64, scoring = 0 : i32, topk_group = 1 : i64} : memref<4x2xf32> -> memref<4x1xi64>, memref<4x1xf32>, memref<2xi64>
+  muir_exec.route %logits into %idx, %w, %send {n_group = 1 : i64, scaling = 1.0 : f64, scoring = #muir_exec.scoring<softmax>, topk_group = 1 : i64} : memref<4x2xf32> -> memref<4x1xi64>, memref<4x1xf32>, memref<2xi64>
   // expected-error @+1 {{'muir_exec.all_to_allv' op takes counts that are not host buffers of their own (NCCL's sends and receives need their counts on the host)}}
   muir_exec.all_to_allv %in, %send, %out, %recv {axes_mask = 1 : i64} : memref<8xf32>, memref<2xi64>, memref<8xf32>, memref<2xi64>
   return

@@ -29,7 +29,7 @@ func.func @triangle_chunk(%a: memref<2x8x4xf32>, %c: memref<2x4x4xf32>, %b: inde
 // CHECK: %[[NB:.+]] = llvm.mlir.zero : !llvm.ptr
 // CHECK: call @muirrt_route(%[[T]], %[[E]], %[[K]], %{{.+}}, %[[NB]], {{.*}}) : (i64, i64, i64, !llvm.ptr, !llvm.ptr, i32, i32, i32, i64, i64, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
 func.func @route(%l: memref<6x8xf32>, %i: memref<6x2xi64>, %w: memref<6x2xf32>, %c: memref<8xi64>) {
-  muir_exec.route %l into %i, %w, %c {scoring = 0 : i32, n_group = 1 : i64, topk_group = 1 : i64, scaling = 1.0 : f64, normalize} : memref<6x8xf32> -> memref<6x2xi64>, memref<6x2xf32>, memref<8xi64>
+  muir_exec.route %l into %i, %w, %c {scoring = #muir_exec.scoring<softmax>, n_group = 1 : i64, topk_group = 1 : i64, scaling = 1.0 : f64, normalize} : memref<6x8xf32> -> memref<6x2xi64>, memref<6x2xf32>, memref<8xi64>
   return
 }
 
@@ -57,8 +57,8 @@ func.func @moe_calls(%x: memref<2x8xf32>, %i: memref<2x2xi64>, %w: memref<2x2xf3
   muir_exec.moe_combine %r, %i, %p weights %w into %y {axes_mask = 1 : i64, num_experts = 4 : i64, layer = "l3"} : memref<8x8xf32>, memref<2x2xi64>, memref<24xi64>, memref<2x2xf32> -> memref<2x8xf32>
   muir_exec.moe_combine_weights_grad %y, %r, %i, %p into %dw {axes_mask = 1 : i64, num_experts = 4 : i64, layer = "l3"} : memref<2x8xf32>, memref<8x8xf32>, memref<2x2xi64>, memref<24xi64> -> memref<2x2xf32>
   muir_exec.grouped_gemm_wgrad %r, %r, %c into %wg : memref<8x8xf32>, memref<8x8xf32>, memref<2xi64> -> memref<2x8x8xf32>
-  muir_exec.route_grad %l, %i, %dw into %dl {scoring = 0 : i32, scaling = 1.0 : f64} : memref<2x4xf32>, memref<2x2xi64>, memref<2x2xf32> -> memref<2x4xf32>
-  muir_exec.capacity %i, %w into %i, %w, %kc {capacity_factor = 1.0 : f64, policy = 0 : i32, group_tokens = 0 : i64} : memref<2x2xi64>, memref<2x2xf32> -> memref<2x2xi64>, memref<2x2xf32>, memref<4xi64>
+  muir_exec.route_grad %l, %i, %dw into %dl {scoring = #muir_exec.scoring<softmax>, scaling = 1.0 : f64} : memref<2x4xf32>, memref<2x2xi64>, memref<2x2xf32> -> memref<2x4xf32>
+  muir_exec.capacity %i, %w into %i, %w, %kc {capacity_factor = 1.0 : f64, policy = #muir_exec.drop_policy<weight>, group_tokens = 0 : i64} : memref<2x2xi64>, memref<2x2xf32> -> memref<2x2xi64>, memref<2x2xf32>, memref<4xi64>
   return
 }
 

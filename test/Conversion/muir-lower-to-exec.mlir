@@ -141,9 +141,9 @@ func.func @blocks(%p: tensor<8x16xf32> {muir.name = "p"}) -> (tensor<8x16xf32> {
 // the group is a mask of the grid's axes (dp = bit 0, tp = bit 1).
 muir.grid @w axes = ["dp", "tp"] shape = [2, 4]
 // CHECK-LABEL: func.func @collectives
-// CHECK: muir_exec.all_reduce %{{.*}}, %{{.*}} {axes_mask = 2 : i64, reduction = 3 : i32} : memref<4x8xf32>, memref<4x8xf32>
+// CHECK: muir_exec.all_reduce %{{.*}}, %{{.*}} {axes_mask = 2 : i64, reduction = #muir_exec.reduction<avg>} : memref<4x8xf32>, memref<4x8xf32>
 // CHECK: muir_exec.all_gather %{{.*}}, %{{.*}} {axes_mask = 3 : i64, gather_axis = 1 : i64} : memref<4x8xf32>, memref<4x64xf32>
-// CHECK: muir_exec.reduce_scatter %{{.*}}, %{{.*}} {axes_mask = 1 : i64, reduction = 0 : i32, scatter_axis = 0 : i64} : memref<4x8xf32>, memref<2x8xf32>
+// CHECK: muir_exec.reduce_scatter %{{.*}}, %{{.*}} {axes_mask = 1 : i64, reduction = #muir_exec.reduction<sum>, scatter_axis = 0 : i64} : memref<4x8xf32>, memref<2x8xf32>
 // CHECK: muir_exec.broadcast %{{.*}}, %{{.*}} {axes_mask = 2 : i64, root = 3 : i64}
 func.func @collectives(%x: tensor<4x8xf32> {muir.name = "x"}) -> (tensor<4x8xf32> {muir.updates = "x"}) {
   %a = muir.all_reduce %x on @w axes = ["tp"] reduction = avg : tensor<4x8xf32>
@@ -161,7 +161,7 @@ func.func @collectives(%x: tensor<4x8xf32> {muir.name = "x"}) -> (tensor<4x8xf32
 muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 muir.grid @moe axes = ["edp", "ep"] shape = [1, 4]
 // CHECK-LABEL: func.func @second_folding
-// CHECK: muir_exec.all_reduce %{{.*}}, %{{.*}} {axes_mask = 281474976710658 : i64, reduction = 0 : i32} : memref<4x4xf32>, memref<4x4xf32>
+// CHECK: muir_exec.all_reduce %{{.*}}, %{{.*}} {axes_mask = 281474976710658 : i64, reduction = #muir_exec.reduction<sum>} : memref<4x4xf32>, memref<4x4xf32>
 // CHECK: muir_exec.group_rank {axes_mask = 281474976710658 : i64} : index
 func.func @second_folding(%x: tensor<4x4xf32> {muir.name = "x"}) -> (tensor<4x4xf32> {muir.updates = "x"}) {
   %y = muir.all_reduce %x on @moe axes = ["ep"] : tensor<4x4xf32>
@@ -225,7 +225,7 @@ muir.grid @g axes = ["dp"] shape = [1]
 // CHECK-SAME: (%[[L:[^:]+]]: memref<6x8xf32> {{.*}}, %[[B:[^:]+]]: memref<8xf32> {{.*}}, %[[W:[^:]+]]: memref<6x2xf32>
 // CHECK: %[[I:.+]] = memref.alloc() {{.*}} : memref<6x2xi64>
 // CHECK: %[[C:.+]] = memref.alloc() {{.*}} : memref<8xi64>
-// CHECK: muir_exec.route %[[L]] bias %[[B]] into %[[I]], %[[W]], %[[C]] {n_group = 4 : i64, normalize, scaling = 2.500000e+00 : f64, scoring = 1 : i32, topk_group = 2 : i64} : memref<6x8xf32>, memref<8xf32> -> memref<6x2xi64>, memref<6x2xf32>, memref<8xi64>
+// CHECK: muir_exec.route %[[L]] bias %[[B]] into %[[I]], %[[W]], %[[C]] {n_group = 4 : i64, normalize, scaling = 2.500000e+00 : f64, scoring = #muir_exec.scoring<sigmoid>, topk_group = 2 : i64} : memref<6x8xf32>, memref<8xf32> -> memref<6x2xi64>, memref<6x2xf32>, memref<8xi64>
 func.func @route(%l: tensor<6x8xf32> {muir.name = "l"}, %b: tensor<8xf32> {muir.name = "b"}, %w: tensor<6x2xf32> {muir.name = "w"}) -> (tensor<6x2xf32> {muir.updates = "w"}) {
   %i, %r, %c = muir.route %l bias %b {top_k = 2, scoring = #muir<route_scoring sigmoid>, n_group = 4, topk_group = 2, normalize, scaling = 2.5} : (tensor<6x8xf32>, tensor<8xf32>) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
   return %r : tensor<6x2xf32>

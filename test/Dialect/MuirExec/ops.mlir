@@ -68,11 +68,11 @@ func.func @with_acc(%a: memref<4x8xf32>, %c: memref<4x4xf32>, %acc: memref<4x4xf
 
 // Routing into index, weight and count buffers, with and without a bias.
 // CHECK-LABEL: func.func @route(
-// CHECK: muir_exec.route %{{.+}} into %{{.+}}, %{{.+}}, %{{.+}} {n_group = 1 : i64, scaling = 1.000000e+00 : f64, scoring = 0 : i32, softmax_after_topk, topk_group = 1 : i64} : memref<6x8xf32> -> memref<6x2xi64>, memref<6x2xf32>, memref<8xi64>
+// CHECK: muir_exec.route %{{.+}} into %{{.+}}, %{{.+}}, %{{.+}} {n_group = 1 : i64, scaling = 1.000000e+00 : f64, scoring = #muir_exec.scoring<softmax>, softmax_after_topk, topk_group = 1 : i64} : memref<6x8xf32> -> memref<6x2xi64>, memref<6x2xf32>, memref<8xi64>
 // CHECK: muir_exec.route %{{.+}} bias %{{.+}} into
 func.func @route(%l: memref<6x8xf32>, %b: memref<8xf32>, %i: memref<6x2xi64>, %w: memref<6x2xf32>, %c: memref<8xi64>) {
-  muir_exec.route %l into %i, %w, %c {scoring = 0 : i32, softmax_after_topk, n_group = 1 : i64, topk_group = 1 : i64, scaling = 1.0 : f64} : memref<6x8xf32> -> memref<6x2xi64>, memref<6x2xf32>, memref<8xi64>
-  muir_exec.route %l bias %b into %i, %w, %c {scoring = 1 : i32, n_group = 4 : i64, topk_group = 2 : i64, scaling = 2.5 : f64} : memref<6x8xf32>, memref<8xf32> -> memref<6x2xi64>, memref<6x2xf32>, memref<8xi64>
+  muir_exec.route %l into %i, %w, %c {scoring = #muir_exec.scoring<softmax>, softmax_after_topk, n_group = 1 : i64, topk_group = 1 : i64, scaling = 1.0 : f64} : memref<6x8xf32> -> memref<6x2xi64>, memref<6x2xf32>, memref<8xi64>
+  muir_exec.route %l bias %b into %i, %w, %c {scoring = #muir_exec.scoring<sigmoid>, n_group = 4 : i64, topk_group = 2 : i64, scaling = 2.5 : f64} : memref<6x8xf32>, memref<8xf32> -> memref<6x2xi64>, memref<6x2xf32>, memref<8xi64>
   return
 }
 
