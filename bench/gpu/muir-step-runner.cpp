@@ -5,7 +5,7 @@
 //   c++ -shared step.o -o step.so
 // on a machine without LLVM/MLIR (the lent GPU machine). A client of the
 // step library's LLVM-free part: the runtime's tensors (muirrt_context:
-// .npy loading and dumping, seeding; runtime/cpu/Host.cpp) and
+// .npy loading and dumping, seeding; runtime/cpu/Host.cpp and Npy.cpp) and
 // muir/Runner/StepCore.h (the manifest, the CUDA runtime, op by op then
 // CUDA graphs), compiled in from source. The runtime library is loaded
 // with dlopen, global, before the step: the step's runtime calls resolve
@@ -16,7 +16,8 @@
 //       [--load DIR] [--dump DIR] [--seed S]
 //
 // LIB: libmuir_rt_cuda.so for a CUDA step; for a CPU step a library with
-// the CPU runtime (build/lib/libmuir_step.so). Tensors not loaded are
+// the CPU runtime (build/lib/libmuir_step.so). One rank: the runner joins
+// no MPI world or NCCL communicator. Tensors not loaded are
 // seeded as muir-run --seed S seeds them (the same values): parameters
 // N(0, 0.02^2), gradients N(0, 1), data N(0, its init_std^2), optimizer
 // state 0. The hyperparameters keep their defaults. On CUDA, step 1 runs
@@ -142,6 +143,9 @@ int main(int argc, char **argv) {
     observation = cu.observation;
     device = cu.deviceName();
   } else {
+    if (bf16 || cublasGrouped)
+      die(std::string(bf16 ? "--bf16" : "--grouped-gemm=cublas") +
+          " is for CUDA steps; " + runtimePath + " is the CPU runtime");
     auto deterministic =
         reinterpret_cast<void (*)(int32_t)>(dlsym(rt, "muirrt_set_deterministic"));
     observation = reinterpret_cast<const float *(*)(int64_t, int64_t *)>(

@@ -392,13 +392,19 @@ LogicalResult AllSliceOp::verifySymbolUses(SymbolTableCollection &symbols) {
 // Folders and canonicalization patterns
 //===----------------------------------------------------------------------===//
 
-/// The size of the group a collective runs over, or 0 when its grid is not
-/// found (an op not yet in a module).
+/// The size of the group a collective runs over, or 0 when its grid or one
+/// of its axes is not found (an op not yet in a module, or not verified):
+/// nothing folds then.
 template <typename Op>
 static int64_t groupSizeOf(Op op) {
   auto grid = SymbolTable::lookupNearestSymbolFrom<GridOp>(op.getOperation(),
                                                            op.getGridAttr());
-  return grid ? grid.getGroupSize(op.getGridAxes()) : 0;
+  if (!grid)
+    return 0;
+  for (auto axis : op.getGridAxes().template getAsRange<StringAttr>())
+    if (grid.getAxisIndex(axis.getValue()) < 0)
+      return 0;
+  return grid.getGroupSize(op.getGridAxes());
 }
 
 /// A collective over a group of one rank moves nothing: every reduction of

@@ -156,6 +156,20 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
                            "muir.ns_form", "muir.ns_form_cost"});
 }
 
+/// A shard or split of argument `arg` names one of its dimensions.
+static LogicalResult checkSplitDim(Operation *op, unsigned arg,
+                                   Attribute split, int64_t dim) {
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  auto type = fn && arg < fn.getNumArguments()
+                  ? dyn_cast<ShapedType>(fn.getArgumentTypes()[arg])
+                  : ShapedType();
+  if (type && type.hasRank() && (dim < 0 || dim >= type.getRank()))
+    return op->emitError("argument ")
+           << arg << ": " << split << " splits dimension " << dim
+           << " of a rank-" << type.getRank() << " tensor";
+  return success();
+}
+
 LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned region,
                                                     unsigned arg,
@@ -189,18 +203,10 @@ LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
       return op->emitError("argument ")
              << arg << ": 'muir.shards' must be a list of "
              << "#muir.shard<kind, \"axis\", dim>; got " << value;
-    auto fn = dyn_cast<FunctionOpInterface>(op);
-    auto type = fn && arg < fn.getNumArguments()
-                    ? dyn_cast<ShapedType>(fn.getArgumentTypes()[arg])
-                    : ShapedType();
     auto module = op->getParentOfType<ModuleOp>();
     for (auto shard : list.getAsRange<ShardAttr>()) {
-      if (type && type.hasRank() &&
-          (shard.getDim() < 0 || shard.getDim() >= type.getRank()))
-        return op->emitError("argument ")
-               << arg << ": " << shard << " splits dimension "
-               << shard.getDim() << " of a rank-" << type.getRank()
-               << " tensor";
+      if (failed(checkSplitDim(op, arg, shard, shard.getDim())))
+        return failure();
       // (Lowered past the grids, a module has none left to check against.)
       bool known = !module || module.getOps<GridOp>().empty();
       if (module)
@@ -221,22 +227,14 @@ LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
       return op->emitError("argument ")
              << arg << ": 'muir.split' must be a list of "
              << "#muir.split<@grid, [\"axis\", ...], dim>; got " << value;
-    auto fn = dyn_cast<FunctionOpInterface>(op);
-    auto type = fn && arg < fn.getNumArguments()
-                    ? dyn_cast<ShapedType>(fn.getArgumentTypes()[arg])
-                    : ShapedType();
     auto module = op->getParentOfType<ModuleOp>();
     for (auto split : list.getAsRange<SplitAttr>()) {
       if (split.getAxes().empty() ||
           !llvm::all_of(split.getAxes(), llvm::IsaPred<StringAttr>))
         return op->emitError("argument ")
                << arg << ": " << split << " must name its axes as strings";
-      if (type && type.hasRank() &&
-          (split.getDim() < 0 || split.getDim() >= type.getRank()))
-        return op->emitError("argument ")
-               << arg << ": " << split << " splits dimension "
-               << split.getDim() << " of a rank-" << type.getRank()
-               << " tensor";
+      if (failed(checkSplitDim(op, arg, split, split.getDim())))
+        return failure();
       // (Lowered past the grids, a module has none left to check against.)
       if (!module || module.getOps<GridOp>().empty())
         continue;
@@ -245,12 +243,22 @@ LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
         return op->emitError("argument ")
                << arg << ": " << split << " names grid " << split.getGrid()
                << ", which the module does not have";
-      for (auto axis : split.getAxes().getAsRange<StringAttr>())
-        if (grid.getAxisIndex(axis.getValue()) < 0)
+      // Several axes split the dimension row-major in the grid's order,
+      // so they are listed in that order, each once.
+      int64_t previous = -1;
+      for (auto axis : split.getAxes().getAsRange<StringAttr>()) {
+        int64_t index = grid.getAxisIndex(axis.getValue());
+        if (index < 0)
           return op->emitError("argument ")
                  << arg << ": " << split << " names axis '"
                  << axis.getValue() << "', which " << split.getGrid()
                  << " does not have";
+        if (index <= previous)
+          return op->emitError("argument ")
+                 << arg << ": " << split << " must list distinct axes in "
+                 << split.getGrid() << "'s order";
+        previous = index;
+      }
     }
     return success();
   }

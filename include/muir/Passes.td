@@ -27,10 +27,10 @@ def MuirDecomposeOptimizers
 def MuirDistribute : Pass<"muir-distribute", "mlir::ModuleOp"> {
   let summary = "turn a step with sharded tensors into the per-rank program";
   let description = [{
-    Reads each argument's `muir.shards` (`#muir.shard<kind, "axis", dim>`,
-    axes of the
-    module's first grid), gives it its local shape and a `muir.split`
-    attribute, keeps AdamW local, and runs Newton-Schulz of matrices split
+    Reads each argument's `muir.shards` (`#muir.shard<kind, "axis", dim>`;
+    an axis of the grid its `muir.folding` names, else of the first grid
+    that has it), gives it its local shape and a `muir.split`
+    (`#muir.split<@grid, ["axis"], dim>`) attribute, keeps AdamW local, and runs Newton-Schulz of matrices split
     over tensor- or data-parallel axes in one of four modes: duplicated
     (all_gather the momentum update, orthogonalise the whole matrix,
     all_slice the own block), distributed (the norm and each step's Gram

@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <malloc.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <sstream>
 #include <type_traits>
@@ -163,6 +164,10 @@ std::string muir::step::parseManifest(const char *text, Manifest &out) {
   return "";
 }
 
+/// The CUDA runtime holds one graph per process: the number of the last
+/// capture, so that a step whose graph another step replaced captures again.
+static std::atomic<uint64_t> lastCapture{0};
+
 std::string GraphRunner::prepare(const Invoke &invoke, bool counterUsed,
                                  bool hyperUsed,
                                  const std::vector<double> &hyper) {
@@ -170,8 +175,11 @@ std::string GraphRunner::prepare(const Invoke &invoke, bool counterUsed,
   // The hyperparameters are kernel arguments: a graph captured with the
   // same values replays as it is (a constant learning rate).
   bool hyperChanged = hyperUsed && hyper != capturedHyper;
-  if (!replaying || (captured && !counterUsed && !hyperChanged))
+  bool ours = captured && lastCapture.load() == capture;
+  if (!replaying || (ours && !counterUsed && !hyperChanged))
     return "";
+  // Until this capture succeeds there is no graph of this step to replay.
+  captured = false;
   if (runtime.graphBegin())
     return runtime.failure("capturing the step's CUDA graph");
   std::string why = invoke();
@@ -181,6 +189,7 @@ std::string GraphRunner::prepare(const Invoke &invoke, bool counterUsed,
   if (!why.empty())
     return why;
   captured = true;
+  capture = ++lastCapture;
   capturedHyper = hyper;
   return "";
 }

@@ -292,7 +292,7 @@ void runner::printCommStats(const Step &step, llvm::raw_ostream &os) {
   for (auto [f, folding] : llvm::enumerate(step.foldings())) {
     int64_t all = (int64_t(1) << folding.axes.size()) - 1;
     for (int64_t bits = 1; bits <= all; ++bits) {
-      // Axes of later foldings as grid.axis (muir.split's spelling).
+      // Axes of later foldings as grid.axis (--comm-stats' group names).
       std::string axes;
       for (auto [i, name] : llvm::enumerate(folding.axes))
         if (bits & (int64_t(1) << i))

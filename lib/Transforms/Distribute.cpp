@@ -65,6 +65,38 @@ struct Shard {
   }
 };
 
+/// The cost model's mode of a `muir.ns_mode` (none: auto, the model picks).
+std::optional<NSMode> modeOf(NewtonSchulzMode mode) {
+  switch (mode) {
+  case NewtonSchulzMode::auto_:
+    return std::nullopt;
+  case NewtonSchulzMode::duplicated:
+    return NSMode::Duplicated;
+  case NewtonSchulzMode::distributed:
+    return NSMode::Distributed;
+  case NewtonSchulzMode::resharded:
+    return NSMode::Resharded;
+  case NewtonSchulzMode::blockwise:
+    return NSMode::Blockwise;
+  }
+  return std::nullopt;
+}
+
+/// A decided mode as the `muir.ns_mode` attribute records it.
+NewtonSchulzMode attrOf(NSMode mode) {
+  switch (mode) {
+  case NSMode::Duplicated:
+    return NewtonSchulzMode::duplicated;
+  case NSMode::Distributed:
+    return NewtonSchulzMode::distributed;
+  case NSMode::Resharded:
+    return NewtonSchulzMode::resharded;
+  case NSMode::Blockwise:
+    break;
+  }
+  return NewtonSchulzMode::blockwise;
+}
+
 /// Reads `muir.shards = [#muir.shard<kind, "axis", dim>, ...]` of argument
 /// `i` (verified by the dialect); an axis belongs to the grid named by the
 /// argument's `muir.folding` if it has it, else to the first grid that has
@@ -332,7 +364,7 @@ struct DistributePass
       std::optional<NSMode> requested = fixedMode(nsMode);
       if (auto attr =
               op->getAttrOfType<NewtonSchulzModeAttr>("muir.ns_mode"))
-        requested = symbolizeNSMode(stringifyNewtonSchulzMode(attr.getValue()));
+        requested = modeOf(attr.getValue());
       if (!requested) {
         if (matrixShards.size() == 1) {
           job.mode = model.choose(
@@ -528,9 +560,7 @@ struct DistributePass
       // The decision stays visible in the planned IR.
       if (job.matrixSplit)
         a->setAttr("muir.ns_mode",
-                   NewtonSchulzModeAttr::get(
-                       b.getContext(),
-                       *symbolizeNewtonSchulzMode(stringify(job.mode))));
+                   NewtonSchulzModeAttr::get(b.getContext(), attrOf(job.mode)));
       if (job.matrixSplit && (job.mode == NSMode::Distributed ||
                               job.mode == NSMode::Resharded))
         a->setAttr("muir.ns_form",

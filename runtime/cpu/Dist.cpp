@@ -133,7 +133,7 @@ void (*abortHook)(void) = nullptr;
 
 } // namespace
 
-namespace muirrt_dist_detail {
+namespace [[gnu::visibility("hidden")]] muirrt_dist_detail {
 
 [[noreturn]] void fatal(const char *fn, const std::string &why) {
   std::fprintf(stderr, "muir runtime: %s: %s\n", fn, why.c_str());

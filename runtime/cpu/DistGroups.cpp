@@ -117,7 +117,7 @@ MPI_Comm groupComm(int64_t mask, const Group &g) {
 
 } // namespace
 
-namespace muirrt_dist_detail {
+namespace [[gnu::visibility("hidden")]] muirrt_dist_detail {
 
 void countComm(int64_t mask, int64_t bytes) {
   std::lock_guard<std::mutex> lock(countersMutex);

@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-namespace muirrt_dist_detail {
+namespace [[gnu::visibility("hidden")]] muirrt_dist_detail {
 
 constexpr int64_t kIntMax = INT_MAX;
 // Largest temporary a collective allocates, in floats (256 MiB).

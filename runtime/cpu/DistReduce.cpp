@@ -68,7 +68,7 @@ void pieceToFlat(const float *wide, float *flat, int64_t j, int64_t s,
 } // namespace
 
 // (Without MPI too: the triangle all-reduce's wait sums its pieces with it.)
-namespace muirrt_dist_detail {
+namespace [[gnu::visibility("hidden")]] muirrt_dist_detail {
 
 // out[k] = op over j = 0, 1, ..., g-1 (in that order) of pieces[j * n + k].
 // Max and min propagate NaN.

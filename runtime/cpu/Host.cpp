@@ -1,11 +1,11 @@
 //===- Host.cpp - muir runtime host API -----------------------------------===//
 //
 // The host half of the runtime: a context that owns named float32 tensors,
-// deterministic seeded initialisation, .npy reading and atomic writing,
-// loading/dumping whole directories, and double-precision metrics (but the
-// orthogonality error, in Kernels.cpp: this file needs no BLAS, so the GPU
-// machine's step runner compiles it as it is). See
-// muir-rt/Runtime.h for the contract.
+// deterministic seeded initialisation, loading/dumping whole directories
+// and single .npy files (the format itself is Npy.cpp), and
+// double-precision metrics (but the orthogonality error, in Kernels.cpp:
+// these files need no BLAS, so the GPU machine's step runner compiles them
+// as they are). See muir-rt/Runtime.h for the contract.
 //
 // Nothing here throws across the C API: every entry point either cannot
 // throw or catches and turns the exception into an error return.
@@ -44,7 +44,7 @@
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "muir runtime assumes a little-endian host");
 
-namespace muirrt_host {
+namespace [[gnu::visibility("hidden")]] muirrt_host {
 
 //===----------------------------------------------------------------------===//
 // Errors
@@ -87,6 +87,12 @@ std::string shapeString(int32_t rank, const int64_t *shape) {
   return s;
 }
 
+} // namespace muirrt_host
+
+namespace {
+
+using namespace muirrt_host;
+
 //===----------------------------------------------------------------------===//
 // Tensors
 //===----------------------------------------------------------------------===//
@@ -106,7 +112,7 @@ struct Tensor {
   std::unique_ptr<float, FreeDeleter> data;
 };
 
-} // namespace muirrt_host
+} // namespace
 
 using namespace muirrt_host;
 
@@ -115,7 +121,7 @@ struct MuirRtContext {
   std::unordered_map<std::string, int32_t> byName;
 };
 
-namespace muirrt_host {
+namespace [[gnu::visibility("hidden")]] muirrt_host {
 
 const Tensor *getTensor(const MuirRtContext *ctx, int32_t index) {
   if (!ctx || index < 0 || static_cast<size_t>(index) >= ctx->tensors.size())
@@ -185,9 +191,18 @@ void fillNormal(float *out, int64_t numel, uint64_t seed,
   // Even chunk boundaries: a pair never straddles two threads.
   int64_t chunk = ((numel + threads - 1) / threads + 1) & ~int64_t(1);
   std::vector<std::thread> pool;
-  for (int64_t b = chunk; b < numel; b += chunk)
-    pool.emplace_back(fillNormalRange, out, numel, b,
-                      std::min(numel, b + chunk), start, stddev);
+  int64_t b = chunk;
+  // A thread that cannot start leaves its chunks to this one (nothing
+  // throws across the C API).
+  try {
+    for (; b < numel; b += chunk)
+      pool.emplace_back(fillNormalRange, out, numel, b,
+                        std::min(numel, b + chunk), start, stddev);
+  } catch (...) {
+  }
+  for (int64_t rest = b; rest < numel; rest += chunk)
+    fillNormalRange(out, numel, rest, std::min(numel, rest + chunk), start,
+                    stddev);
   fillNormalRange(out, numel, 0, std::min(numel, chunk), start, stddev);
   for (std::thread &t : pool)
     t.join();

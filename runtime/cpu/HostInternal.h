@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <string>
 
-namespace muirrt_host {
+namespace [[gnu::visibility("hidden")]] muirrt_host {
 
 constexpr int32_t kMaxRank = 8;
 /// Tensors' data alignment, and the .npy data offset's.

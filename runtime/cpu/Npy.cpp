@@ -17,7 +17,7 @@
 #include <limits>
 #include <string>
 
-namespace muirrt_host {
+namespace [[gnu::visibility("hidden")]] muirrt_host {
 
 //===----------------------------------------------------------------------===//
 // .npy format

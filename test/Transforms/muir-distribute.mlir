@@ -73,7 +73,7 @@ func.func @experts(%e: tensor<8x16x8xf32> {muir.name = "e", muir.shards = [#muir
 muir.grid @world axes = ["dp"] shape = [2]
 muir.grid @moe axes = ["ep"] shape = [2]
 // Shards on another folding (MoE: ep of @moe) are split on that folding,
-// named grid.axis in muir.split; the expert stack keeps NS per local expert.
+// its muir.split names @moe; the expert stack keeps NS per local expert.
 // CHECK-LABEL: func.func @other_folding
 // CHECK-SAME: (%{{[^:]+}}: tensor<4x16x8xf32> {muir.name = "e", muir.shards = [#muir.shard<expert, "ep", 0>], muir.split = [#muir.split<@moe, ["ep"], 0>]}, %{{[^:]+}}: tensor<4xf32> {muir.name = "b", muir.shards = [#muir.shard<fsdp, "dp", 0>], muir.split = [#muir.split<@world, ["dp"], 0>]})
 func.func @other_folding(%e: tensor<8x16x8xf32> {muir.name = "e", muir.shards = [#muir.shard<expert, "ep", 0>]},

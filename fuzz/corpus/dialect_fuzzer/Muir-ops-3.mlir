@@ -14,7 +14,7 @@ func.func @broadcast(%x: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) 
 }
 func.func @discardable_attrs(%x: tensor<8x4xf32>) -> (tensor<4x8xf32>, tensor<8x4xf32>) {
   %0 = muir.transpose %x {test.tag = "keep", test.note = 1 : i32} : tensor<8x4xf32> -> tensor<4x8xf32>
-  %1:2 = muir.muon_update %x, %x, %x {lr = 0.1, muir.local, muir.ns_mode = "distributed"} : tensor<8x4xf32>
+  %1:2 = muir.muon_update %x, %x, %x {lr = 0.1, muir.local, muir.ns_mode = #muir.ns_mode<distributed>} : tensor<8x4xf32>
   return %0, %1#0 : tensor<4x8xf32>, tensor<8x4xf32>
 }
 func.func @route(%l: tensor<6x8xf32>, %b: tensor<8xf32>) -> (tensor<6x2xi64>, tensor<6x3xf32>, tensor<8xi64>) {

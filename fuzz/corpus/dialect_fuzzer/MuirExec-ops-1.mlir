@@ -1,6 +1,6 @@
 func.func @route(%l: memref<6x8xf32>, %b: memref<8xf32>, %i: memref<6x2xi64>, %w: memref<6x2xf32>, %c: memref<8xi64>) {
-  muir_exec.route %l into %i, %w, %c {scoring = 0 : i32, softmax_after_topk, n_group = 1 : i64, topk_group = 1 : i64, scaling = 1.0 : f64} : memref<6x8xf32> -> memref<6x2xi64>, memref<6x2xf32>, memref<8xi64>
-  muir_exec.route %l bias %b into %i, %w, %c {scoring = 1 : i32, n_group = 4 : i64, topk_group = 2 : i64, scaling = 2.5 : f64} : memref<6x8xf32>, memref<8xf32> -> memref<6x2xi64>, memref<6x2xf32>, memref<8xi64>
+  muir_exec.route %l into %i, %w, %c {scoring = #muir_exec.scoring<softmax>, softmax_after_topk, n_group = 1 : i64, topk_group = 1 : i64, scaling = 1.0 : f64} : memref<6x8xf32> -> memref<6x2xi64>, memref<6x2xf32>, memref<8xi64>
+  muir_exec.route %l bias %b into %i, %w, %c {scoring = #muir_exec.scoring<sigmoid>, n_group = 4 : i64, topk_group = 2 : i64, scaling = 2.5 : f64} : memref<6x8xf32>, memref<8xf32> -> memref<6x2xi64>, memref<6x2xf32>, memref<8xi64>
   return
 }
 func.func @triangle_chunk(%a: memref<2x8x4xf32>, %c: memref<2x4x4xf32>, %b: index, %e: index) {

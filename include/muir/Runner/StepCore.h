@@ -90,8 +90,9 @@ std::string parseManifest(const char *text, Manifest &out);
 /// communicators, scratch and the temporaries' arena), later ones as one
 /// CUDA graph, captured at the second run and again when the graph no
 /// longer matches: after a rebind, at every run of a step that reads its
-/// counter (a kernel argument; the runtime updates the graph in place), or
-/// when hyperparameters the step reads changed since the capture.
+/// counter (a kernel argument; the runtime updates the graph in place),
+/// when hyperparameters the step reads changed since the capture, or when
+/// another step of the process captured since (the runtime holds one graph).
 class GraphRunner {
 public:
   /// The step's code once, op by op or under capture; "" or an error.
@@ -116,6 +117,7 @@ private:
   bool graphs;
   bool captured = false, replaying = false;
   int64_t runs = 0;
+  uint64_t capture = 0; ///< the process's capture number of this graph
   std::vector<double> capturedHyper;
 };
 

@@ -32,16 +32,21 @@ func.func @group_of_one(%x: tensor<8x4xf32>, %d: tensor<4x4xf64>)
 // CHECK: muir.all_gather %{{.*}} on @g axes = ["tp"]
 // CHECK: muir.broadcast %{{.*}} on @g axes = ["tp"]
 // CHECK: muir.all_slice %{{.*}} on @g axes = ["tp"]
+// CHECK: muir.reduce_scatter %{{.*}} on @g axes = ["tp"]
+// CHECK: muir.all_to_all %{{.*}} on @g axes = ["tp"]
 func.func @group_of_two(%x: tensor<8x4xf32>)
     -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<16x4xf32>, tensor<8x4xf32>,
-        tensor<4x4xf32>) {
+        tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x8xf32>) {
   %0 = muir.all_reduce %x on @g axes = ["tp"] : tensor<8x4xf32>
   %1 = muir.all_reduce %x on @g axes = ["dp", "tp"] : tensor<8x4xf32>
   %2 = muir.all_gather %x on @g axes = ["tp"] gather_axis = 0 : tensor<8x4xf32> -> tensor<16x4xf32>
   %3 = muir.broadcast %x on @g axes = ["tp"] root = 1 : tensor<8x4xf32>
   %4 = muir.all_slice %x on @g axes = ["tp"] slice_axis = 0 : tensor<8x4xf32> -> tensor<4x4xf32>
-  return %0, %1, %2, %3, %4 : tensor<8x4xf32>, tensor<8x4xf32>,
-      tensor<16x4xf32>, tensor<8x4xf32>, tensor<4x4xf32>
+  %5 = muir.reduce_scatter %x on @g axes = ["tp"] scatter_axis = 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+  %6 = muir.all_to_all %x on @g axes = ["tp"] split_axis = 0 concat_axis = 1 : tensor<8x4xf32> -> tensor<4x8xf32>
+  return %0, %1, %2, %3, %4, %5, %6 : tensor<8x4xf32>, tensor<8x4xf32>,
+      tensor<16x4xf32>, tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>,
+      tensor<4x8xf32>
 }
 
 // The rank in a group of one is 0: a switch on it keeps case 0 only.

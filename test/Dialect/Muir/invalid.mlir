@@ -1250,6 +1250,22 @@ func.func @arg_split_axis(%x: tensor<8x4xf32> {muir.name = "x", muir.split = [#m
 // -----
 
 muir.grid @g axes = ["dp", "tp"] shape = [2, 2]
+// expected-error@+1 {{argument 0: #muir.split<@g, ["tp", "dp"], 0> must list distinct axes in @g's order}}
+func.func @arg_split_order(%x: tensor<8x4xf32> {muir.name = "x", muir.split = [#muir.split<@g, ["tp", "dp"], 0>]}) {
+  return
+}
+
+// -----
+
+muir.grid @g axes = ["dp", "tp"] shape = [2, 2]
+// expected-error@+1 {{argument 0: #muir.split<@g, ["tp", "tp"], 0> must list distinct axes in @g's order}}
+func.func @arg_split_twice(%x: tensor<8x4xf32> {muir.name = "x", muir.split = [#muir.split<@g, ["tp", "tp"], 0>]}) {
+  return
+}
+
+// -----
+
+muir.grid @g axes = ["dp", "tp"] shape = [2, 2]
 // expected-error@+1 {{argument 0: #muir.split<@g, ["tp"], -1> splits dimension -1 of a rank-2 tensor}}
 func.func @arg_split_dim(%x: tensor<8x4xf32> {muir.name = "x", muir.split = [#muir.split<@g, ["tp"], -1>]}) {
   return

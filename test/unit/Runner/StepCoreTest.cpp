@@ -153,6 +153,17 @@ TEST(GraphRunner, RebindingCapturesAgain) {
   EXPECT_EQ(runSteps(g, 2, false, false), "cxel|l|");
 }
 
+// The runtime holds one graph per process: two steps that take turns
+// capture again each time, since each replaced the other's graph.
+TEST(GraphRunner, TwoStepsOfOneProcessDoNotReplayEachOthersGraph) {
+  CudaRuntime rt = recorder();
+  GraphRunner a(rt, true), b(rt, true);
+  EXPECT_EQ(runSteps(a, 2, false, false), "x|cxel|");
+  EXPECT_EQ(runSteps(b, 2, false, false), "x|cxel|");
+  EXPECT_EQ(runSteps(a, 2, false, false), "cxel|l|");
+  EXPECT_EQ(runSteps(b, 1, false, false), "cxel|");
+}
+
 TEST(GraphRunner, WithoutGraphsEveryStepRunsOpByOp) {
   CudaRuntime rt = recorder();
   GraphRunner g(rt, /*graphs=*/false);
@@ -175,9 +186,13 @@ TEST(GraphRunner, FailuresAreReportedAndTheCaptureEnds) {
   rt.graphBegin = failing;
   EXPECT_EQ(g.prepare(ok, false, false, {}),
             "capturing the step's CUDA graph: no graph today");
+  // After a failed capture there is no graph to replay: the next run
+  // captures again rather than replaying nothing.
   rt.graphBegin = begin;
-  rt.graphLaunch = failing;
+  calls.clear();
   ASSERT_EQ(g.prepare(ok, false, false, {}), "");
+  EXPECT_EQ(calls, "ce");
+  rt.graphLaunch = failing;
   EXPECT_EQ(g.launch(ok), "replaying the step's CUDA graph: no graph today");
 }
 
