@@ -188,6 +188,24 @@ int main(int argc, char **argv) {
         (a.initStd > 0 && muirrt_tensor_set_init_std(ctx, index[i], a.initStd)))
       die(muirrt_last_error());
   }
+  // The dump must be possible before any work, and must not replace the
+  // inputs it would be compared with.
+  if (!dumpDir.empty()) {
+    char *in = loadDir.empty() ? nullptr : realpath(loadDir.c_str(), nullptr);
+    char *out = realpath(dumpDir.c_str(), nullptr);
+    bool same = in && out && std::string(in) == out;
+    std::free(in);
+    std::free(out);
+    if (same)
+      die("--dump " + dumpDir + " is the --load directory; dump elsewhere");
+    std::vector<const char *> names;
+    for (size_t i = 0; i < args.size(); ++i)
+      if (index[i] >= 0)
+        names.push_back(args[i].name.c_str());
+    if (muirrt_check_dump(dumpDir.c_str(), names.data(),
+                          static_cast<int32_t>(names.size())))
+      die(muirrt_last_error());
+  }
   int32_t loaded = 0;
   if (!loadDir.empty() && muirrt_load_dir(ctx, loadDir.c_str(), &loaded))
     die(muirrt_last_error());
