@@ -18,6 +18,7 @@ using namespace mlir::muir_exec;
 #define GET_ATTRDEF_CLASSES
 #include "MuirExec/MuirExecAttrs.cpp.inc"
 #pragma GCC diagnostic pop
+#include "MuirExec/MuirExecInterfaces.cpp.inc"
 #define GET_OP_CLASSES
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"

@@ -12,6 +12,7 @@
 #include "MuirExec/MuirExecEnums.h.inc"
 #define GET_ATTRDEF_CLASSES
 #include "MuirExec/MuirExecAttrs.h.inc"
+#include "MuirExec/MuirExecInterfaces.h.inc"
 #define GET_OP_CLASSES
 #include "MuirExec/MuirExecOps.h.inc"
 

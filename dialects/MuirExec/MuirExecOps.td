@@ -72,8 +72,49 @@ def MuirExec_F32Buffer : MemRefRankOf<[F32], [2, 3]>;
 def MuirExec_FloatBuffer : MemRefRankOf<[F32, F64], [2, 3]>;
 def MuirExec_AnyF32Buffer : MemRefOf<[F32]>;
 
-class MuirExec_Op<string mnemonic, list<Trait> traits = []>
-    : Op<MuirExec_Dialect, mnemonic, traits>;
+// How a target runs an exec op: one call of its runtime's C API, kernels
+// that muir-exec-to-gpu generates (after which the op is gone), or not at
+// all (the op is the other target's).
+def MuirExec_Lowering : I32EnumAttr<"Lowering",
+    "how a target runs an exec op", [
+      I32EnumAttrCase<"call", 0>,
+      I32EnumAttrCase<"kernels", 1>,
+      I32EnumAttrCase<"none", 2>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::muir_exec";
+}
+
+def MuirExec_RuntimeCallOpInterface : OpInterface<"RuntimeCallOpInterface"> {
+  let description = [{
+    An exec op that each target runs one way: `muir-exec-to-runtime-calls`
+    turns a `call` op into one call of the target's runtime
+    (runtime/include/muir-rt/Runtime.h for the CPU, `muirrt_cuda_*` for
+    CUDA), refuses a `kernels` op for CUDA (muir-exec-to-gpu replaces it
+    first) and a `none` op with a message naming the other target.
+  }];
+  let cppNamespace = "::mlir::muir_exec";
+  let methods = [
+    InterfaceMethod<"How the CPU target runs this op.",
+      "::mlir::muir_exec::Lowering", "getCpuLowering">,
+    InterfaceMethod<"How the CUDA target runs this op.",
+      "::mlir::muir_exec::Lowering", "getCudaLowering">,
+  ];
+}
+
+// `cpu` and `cuda` name each target's Lowering case for the op.
+class MuirExec_Op<string mnemonic, list<Trait> traits = [],
+                  string cpu = "call", string cuda = "call">
+    : Op<MuirExec_Dialect, mnemonic, !listconcat(traits,
+         [DeclareOpInterfaceMethods<MuirExec_RuntimeCallOpInterface>])> {
+  let extraClassDefinition = [{
+    ::mlir::muir_exec::Lowering $cppClass::getCpuLowering() {
+      return ::mlir::muir_exec::Lowering::}] # cpu # [{;
+    }
+    ::mlir::muir_exec::Lowering $cppClass::getCudaLowering() {
+      return ::mlir::muir_exec::Lowering::}] # cuda # [{;
+    }
+  }];
+}
 
 def MuirExec_GemmOp : MuirExec_Op<"gemm"> {
   let summary = "C = alpha * op(A) * op(B) + beta * acc (runtime sgemm)";
@@ -152,7 +193,8 @@ def MuirExec_ScaleMatricesOp : MuirExec_Op<"scale_matrices"> {
   let hasVerifier = 1;
 }
 
-def MuirExec_FrobeniusNormalizeOp : MuirExec_Op<"frobenius_normalize"> {
+def MuirExec_FrobeniusNormalizeOp
+    : MuirExec_Op<"frobenius_normalize", [], "call", "kernels"> {
   let summary = "out = in / (||in||_F + eps) per matrix";
   let description = [{
     Norm accumulated in double in a fixed order; `in` and `out` may be the
@@ -203,9 +245,22 @@ def MuirExec_SumSquaresOp : MuirExec_Op<"sum_squares"> {
   let assemblyFormat = [{
     $input `,` $output attr-dict `:` type($input) `,` type($output)
   }];
+  // The CPU runtime sums into f32 only.
+  let extraClassDefinition = [{
+    ::mlir::muir_exec::Lowering $cppClass::getCpuLowering() {
+      return ::llvm::cast<::mlir::MemRefType>(getOutput().getType())
+                     .getElementType().isF64()
+                 ? ::mlir::muir_exec::Lowering::none
+                 : ::mlir::muir_exec::Lowering::call;
+    }
+    ::mlir::muir_exec::Lowering $cppClass::getCudaLowering() {
+      return ::mlir::muir_exec::Lowering::call;
+    }
+  }];
 }
 
-def MuirExec_ScaleByNormOp : MuirExec_Op<"scale_by_norm"> {
+def MuirExec_ScaleByNormOp
+    : MuirExec_Op<"scale_by_norm", [], "call", "kernels"> {
   let summary = "out = in / (sqrt(ss) + eps) per matrix";
   let description = [{ Same arithmetic as frobenius_normalize. }];
   let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$input,
@@ -334,7 +389,7 @@ def MuirExec_SyrkRowsOp : MuirExec_Op<"syrk_rows"> {
 
 def MuirExec_TriangleAllReduceStartOp
     : MuirExec_Op<"triangle_all_reduce_start",
-                  [MemoryEffects<[MemRead, MemWrite]>]> {
+                  [MemoryEffects<[MemRead, MemWrite]>], "call", "kernels"> {
   let summary = "start the group's sum of rows of C's upper triangle";
   let description = [{
     Packs rows [row_begin, row_end) of the upper triangle of every batch
@@ -356,7 +411,7 @@ def MuirExec_TriangleAllReduceStartOp
 
 def MuirExec_TriangleAllReduceWaitOp
     : MuirExec_Op<"triangle_all_reduce_wait",
-                  [MemoryEffects<[MemRead, MemWrite]>]> {
+                  [MemoryEffects<[MemRead, MemWrite]>], "call", "kernels"> {
   let summary = "finish a started triangle sum into C";
   let description = [{
     Waits for `request`, adds the group's pieces in group-rank order (as
@@ -378,7 +433,7 @@ def MuirExec_TriangleAllReduceWaitOp
 
 def MuirExec_PackedAllReduceStartOp
     : MuirExec_Op<"packed_all_reduce_start",
-                  [MemoryEffects<[MemRead, MemWrite]>]> {
+                  [MemoryEffects<[MemRead, MemWrite]>], "none", "call"> {
   let summary = "start the group's sum of a packed buffer (CUDA target)";
   let description = [{
     The CUDA target's exchange of a triangle chunk, formed by
@@ -396,7 +451,7 @@ def MuirExec_PackedAllReduceStartOp
 
 def MuirExec_PackedAllReduceWaitOp
     : MuirExec_Op<"packed_all_reduce_wait",
-                  [MemoryEffects<[MemRead, MemWrite]>]> {
+                  [MemoryEffects<[MemRead, MemWrite]>], "none", "call"> {
   let summary = "finish a started packed sum into its buffer (CUDA target)";
   let description = [{
     Makes the step wait for `request` and writes the group's sum of the
@@ -479,7 +534,8 @@ def MuirExec_RouteGradOp : MuirExec_Op<"route_grad"> {
   }];
 }
 
-def MuirExec_MoeDispatchOp : MuirExec_Op<"moe_dispatch"> {
+def MuirExec_MoeDispatchOp
+    : MuirExec_Op<"moe_dispatch", [], "call", "kernels"> {
   let summary = "expert dispatch over a group (runtime moe_dispatch)";
   let description = [{
     `muir.dispatch` on buffers: one `muirrt_moe_dispatch` call (an
@@ -500,7 +556,7 @@ def MuirExec_MoeDispatchOp : MuirExec_Op<"moe_dispatch"> {
   }];
 }
 
-def MuirExec_MoePlanOp : MuirExec_Op<"moe_plan"> {
+def MuirExec_MoePlanOp : MuirExec_Op<"moe_plan", [], "none"> {
   let summary = "one rank's dispatch plan on the GPU (a group of one)";
   let description = [{
     The part of `moe_dispatch` that is not element-wise, on the CUDA target
@@ -523,7 +579,8 @@ def MuirExec_MoePlanOp : MuirExec_Op<"moe_plan"> {
   }];
 }
 
-def MuirExec_MoeCombineOp : MuirExec_Op<"moe_combine"> {
+def MuirExec_MoeCombineOp
+    : MuirExec_Op<"moe_combine", [], "call", "kernels"> {
   let summary = "expert combine over a group (runtime moe_combine)";
   let description = [{
     `muir.combine` on buffers: one `muirrt_moe_combine` call.
@@ -542,7 +599,7 @@ def MuirExec_MoeCombineOp : MuirExec_Op<"moe_combine"> {
 }
 
 def MuirExec_MoeCombineWeightsGradOp
-    : MuirExec_Op<"moe_combine_weights_grad"> {
+    : MuirExec_Op<"moe_combine_weights_grad", [], "call", "kernels"> {
   let summary = "combine's weight gradient (runtime)";
   let description = [{
     `muir.combine_weights_grad` on buffers: one
@@ -590,7 +647,7 @@ def MuirExec_CapacityOp : MuirExec_Op<"capacity"> {
   }];
 }
 
-def MuirExec_TraceOp : MuirExec_Op<"trace"> {
+def MuirExec_TraceOp : MuirExec_Op<"trace", [], "call", "none"> {
   let summary = "hash a buffer for the fingerprint trace (runtime)";
   let description = [{
     Records a hash of `buffer`'s bytes for op `op_id` (`op` its name, `loc`

@@ -7,10 +7,16 @@
 // target's packed exchanges take 1-D views of a larger buffer, passed as
 // the aligned pointer plus the view's offset and its length.
 //
+// One rewrite pattern per op (CallPattern<Op>, whose `emit` overload builds
+// the call), applied in one walk. Which ops a target calls is the ops' own
+// RuntimeCallOpInterface: the CPU runtime is `muirrt_<name>`, the CUDA
+// runtime `muirrt_cuda_<name>` with the same arguments (device pointers).
+//
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIREXECTORUNTIMECALLS
@@ -24,8 +30,11 @@ namespace {
 
 class CallBuilder {
 public:
-  CallBuilder(ModuleOp module, Operation *at, bool cuda)
-      : module(module), b(at), loc(at->getLoc()), cuda(cuda) {}
+  CallBuilder(RewriterBase &b, Operation *at, bool cuda)
+      : mod(at->getParentOfType<ModuleOp>()), b(b), loc(at->getLoc()),
+        cuda(cuda) {}
+
+  ModuleOp module() const { return mod; }
 
   Value i64(int64_t v) {
     return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
@@ -92,7 +101,7 @@ public:
     std::string name = base;
     LLVM::GlobalOp global;
     for (int i = 1;; ++i) {
-      global = module.lookupSymbol<LLVM::GlobalOp>(name);
+      global = mod.lookupSymbol<LLVM::GlobalOp>(name);
       auto value =
           global ? dyn_cast_or_null<StringAttr>(global.getValueOrNull())
                  : StringAttr();
@@ -101,13 +110,14 @@ public:
       name = base + "_" + std::to_string(i);
     }
     if (!global) {
-      OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(mod.getBody());
       std::string bytes = text.str();
       bytes.push_back('\0');
       auto type = LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size());
-      global = LLVM::GlobalOp::create(mb, loc, type, /*isConstant=*/true,
+      global = LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true,
                                       LLVM::Linkage::Private, name,
-                                      mb.getStringAttr(bytes));
+                                      b.getStringAttr(bytes));
     }
     return LLVM::AddressOfOp::create(b, loc, global);
   }
@@ -119,18 +129,19 @@ public:
       memref::CopyOp::create(b, loc, from, to);
   }
 
-  ValueRange call(StringRef cpuName, ArrayRef<Value> args,
+  /// A call of the runtime's function `call`: muirrt_<call> on the CPU,
+  /// muirrt_cuda_<call> on CUDA, declared once per module.
+  ValueRange call(StringRef call, ArrayRef<Value> args,
                   TypeRange results = {}) {
-    // The CUDA runtime's calls take the same arguments, device pointers.
-    std::string name = cuda ? "muirrt_cuda_" + cpuName.drop_front(7).str()
-                            : cpuName.str();
+    std::string name = (cuda ? "muirrt_cuda_" : "muirrt_") + call.str();
     SmallVector<Type> types;
     for (Value a : args)
       types.push_back(a.getType());
     auto fnType = b.getFunctionType(types, results);
-    if (!module.lookupSymbol<func::FuncOp>(name)) {
-      OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-      auto decl = func::FuncOp::create(mb, loc, name, fnType);
+    if (!mod.lookupSymbol<func::FuncOp>(name)) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToEnd(mod.getBody());
+      auto decl = func::FuncOp::create(b, loc, name, fnType);
       decl.setPrivate();
     }
     return func::CallOp::create(b, loc, name, results, args).getResults();
@@ -148,41 +159,11 @@ public:
   Type i64Type() { return b.getI64Type(); }
 
 private:
-  ModuleOp module;
-  OpBuilder b;
+  ModuleOp mod;
+  RewriterBase &b;
   Location loc;
   bool cuda;
 };
-
-/// The exec ops the CUDA runtime (runtime/cuda) has calls for.
-bool hasCudaCall(Operation *op) {
-  return isa<mx::GemmOp, mx::SyrkOp, mx::SumSquaresOp, mx::TransposeOp,
-             mx::TraceNormalizeOp, mx::ScaleMatricesOp,
-             mx::SymmetricAllReduceOp,
-             mx::ObserveOp, mx::AllReduceOp, mx::AllGatherOp,
-             mx::AllGatherVOp, mx::ReduceScatterOp, mx::AllToAllOp,
-             mx::BroadcastOp, mx::AllSliceOp, mx::GroupRankOp,
-             mx::SyrkRowsOp, mx::PackedAllReduceStartOp,
-             mx::PackedAllReduceWaitOp, mx::RouteOp, mx::RouteGradOp,
-             mx::CapacityOp, mx::MseLossOp, mx::GroupedGemmOp,
-             mx::GroupedGemmWgradOp, mx::MoePlanOp, mx::AllToAllVOp>(op);
-}
-
-/// The exec ops whose CUDA form is generated kernels (muir-exec-to-gpu).
-bool hasCudaKernels(Operation *op) {
-  return isa<mx::FrobeniusNormalizeOp, mx::ScaleByNormOp,
-             mx::TriangleAllReduceStartOp, mx::TriangleAllReduceWaitOp,
-             mx::MoeDispatchOp, mx::MoeCombineOp,
-             mx::MoeCombineWeightsGradOp>(op);
-}
-
-/// The exec ops only the CUDA target has (muir-exec-to-gpu forms them).
-bool isCudaOnly(Operation *op) {
-  if (auto ss = dyn_cast<mx::SumSquaresOp>(op))
-    return cast<MemRefType>(ss.getOutput().getType()).getElementType().isF64();
-  return isa<mx::PackedAllReduceStartOp, mx::PackedAllReduceWaitOp,
-             mx::MoePlanOp>(op);
-}
 
 /// (batch, rows, cols), batch 1 for a plain matrix.
 std::array<int64_t, 3> dims(Value v) {
@@ -210,308 +191,443 @@ std::pair<int64_t, int64_t> split(Value v, int64_t axis) {
 }
 
 
+Value emit(mx::GemmOp g, CallBuilder &c) {
+  auto [batch, ar, ac] = dims(g.getA());
+  auto [cb, m, n] = dims(g.getC());
+  (void)cb;
+  int64_t k = g.getTransposeA() ? ar : ac;
+  // f64 buffers (the Gram form of Newton-Schulz) call dgemm with
+  // double scalars.
+  bool d = isF64(g.getC());
+  auto scalar = [&](FloatAttr v) { return d ? c.f64(v) : c.f32(v); };
+  bool sym = g.getSymmetric(); // f64 (verified)
+  c.call(sym ? "dgemm_sym" : d ? "dgemm" : "sgemm",
+         {c.i64(batch), c.i32(g.getTransposeA()),
+          c.i32(g.getTransposeB()), c.i64(m), c.i64(n), c.i64(k),
+          scalar(g.getAlphaAttr()), c.ptr(g.getA()), c.ptr(g.getB()),
+          scalar(g.getBetaAttr()), c.ptr(g.getC()),
+          c.ptrOrNull(g.getAcc())});
+  return {};
+}
+
+Value emit(mx::SyrkOp s, CallBuilder &c) {
+  auto [batch, r, cl] = dims(s.getA());
+  bool t = s.getTranspose();
+  bool d = isF64(s.getC());
+  auto scalar = [&](FloatAttr v) { return d ? c.f64(v) : c.f32(v); };
+  // An f32 A into f64 C: the products accumulated in double.
+  c.call(!d ? "ssyrk"
+            : isF64(s.getA()) ? "dsyrk" : "ssyrk_f64",
+         {c.i64(batch), c.i32(t), c.i64(t ? cl : r), c.i64(t ? r : cl),
+          scalar(s.getAlphaAttr()), c.ptr(s.getA()),
+          scalar(s.getBetaAttr()), c.ptr(s.getC()),
+          c.ptrOrNull(s.getAcc())});
+  return {};
+}
+
+Value emit(mx::SymmetricAllReduceOp sa, CallBuilder &c) {
+  auto [batch, r, cl] = dims(sa.getInput());
+  (void)cl;
+  c.call("symmetric_all_reduce",
+         {c.i64(sa.getAxesMask()), c.ptr(sa.getInput()),
+          c.ptr(sa.getOutput()), c.i64(batch), c.i64(r)});
+  return {};
+}
+
+Value emit(mx::TraceNormalizeOp tn, CallBuilder &c) {
+  auto [batch, r, cl] = dims(tn.getInput());
+  (void)cl;
+  c.call("trace_normalize",
+         {c.i64(batch), c.i64(r), c.f64(tn.getEpsAttr()),
+          c.ptr(tn.getInput()), c.ptr(tn.getOutput()),
+          c.ptr(tn.getScale())});
+  return {};
+}
+
+Value emit(mx::ScaleMatricesOp sm, CallBuilder &c) {
+  auto [batch, r, cl] = dims(sm.getInput());
+  c.call(isF64(sm.getOutput()) ? "scale_matrices_f64"
+                               : "scale_matrices_f32",
+         {c.i64(batch), c.i64(r * cl), c.ptr(sm.getInput()),
+          c.ptr(sm.getScale()), c.ptr(sm.getOutput())});
+  return {};
+}
+
+Value emit(mx::FrobeniusNormalizeOp nrm, CallBuilder &c) {
+  auto [batch, r, cl] = dims(nrm.getInput());
+  c.call("frobenius_normalize",
+         {c.i64(batch), c.i64(r * cl), c.f32(nrm.getEpsAttr()),
+          c.ptr(nrm.getInput()), c.ptr(nrm.getOutput())});
+  return {};
+}
+
+Value emit(mx::SumSquaresOp ss, CallBuilder &c) {
+  auto [batch, r, cl] = dims(ss.getInput());
+  bool f64 = cast<MemRefType>(ss.getOutput().getType())
+                 .getElementType()
+                 .isF64();
+  c.call(f64 ? "sum_squares_f64" : "sum_squares",
+         {c.i64(batch), c.i64(r * cl), c.ptr(ss.getInput()),
+          c.ptr(ss.getOutput())});
+  return {};
+}
+
+Value emit(mx::ScaleByNormOp sc, CallBuilder &c) {
+  auto [batch, r, cl] = dims(sc.getInput());
+  c.call("scale_by_norm",
+         {c.i64(batch), c.i64(r * cl), c.f32(sc.getEpsAttr()),
+          c.ptr(sc.getInput()), c.ptr(sc.getSumSquares()),
+          c.ptr(sc.getOutput())});
+  return {};
+}
+
+Value emit(mx::TransposeOp tr, CallBuilder &c) {
+  auto [batch, r, cl] = dims(tr.getInput());
+  c.call("transpose", {c.i64(batch), c.i64(r), c.i64(cl),
+                              c.ptr(tr.getInput()),
+                              c.ptr(tr.getOutput())});
+  return {};
+}
+
+Value emit(mx::ObserveOp obs, CallBuilder &c) {
+  auto t = cast<MemRefType>(obs.getInput().getType());
+  c.call("observe", {c.i64(obs.getSlot()), c.ptr(obs.getInput()),
+                            c.i64(t.getNumElements())});
+  return {};
+}
+
+Value emit(mx::AllReduceOp ar, CallBuilder &c) {
+  c.call("all_reduce",
+         {c.i64(ar.getAxesMask()), c.i32(static_cast<int32_t>(ar.getReduction())),
+          c.ptr(ar.getInput()), c.ptr(ar.getOutput()),
+          c.i64(numel(ar.getInput()))});
+  return {};
+}
+
+Value emit(mx::AllGatherOp ag, CallBuilder &c) {
+  auto [outer, inner] = split(ag.getInput(), ag.getGatherAxis());
+  c.call("all_gather",
+         {c.i64(ag.getAxesMask()), c.ptr(ag.getInput()),
+          c.ptr(ag.getOutput()), c.i64(outer), c.i64(inner)});
+  return {};
+}
+
+Value emit(mx::AllGatherVOp agv, CallBuilder &c) {
+  // Counts in floats: sizes are slices of dimension 0.
+  auto t = cast<MemRefType>(agv.getInput().getType());
+  int64_t row = t.getNumElements() / std::max<int64_t>(1, t.getDimSize(0));
+  SmallVector<int64_t> counts;
+  for (int64_t s : agv.getSizes())
+    counts.push_back(s * row);
+  c.call("all_gatherv",
+         {c.i64(agv.getAxesMask()), c.ptr(agv.getInput()),
+          c.ptr(agv.getOutput()), c.constArray(counts)});
+  return {};
+}
+
+Value emit(mx::ReduceScatterOp rs, CallBuilder &c) {
+  auto [outer, inner] = split(rs.getOutput(), rs.getScatterAxis());
+  c.call("reduce_scatter",
+         {c.i64(rs.getAxesMask()), c.i32(static_cast<int32_t>(rs.getReduction())),
+          c.ptr(rs.getInput()), c.ptr(rs.getOutput()), c.i64(outer),
+          c.i64(inner)});
+  return {};
+}
+
+Value emit(mx::AllToAllOp a2a, CallBuilder &c) {
+  int64_t group = muir::getRuntimeGroupSize(c.module(), a2a.getAxesMask());
+  c.call("all_to_all",
+         {c.i64(a2a.getAxesMask()), c.ptr(a2a.getInput()),
+          c.ptr(a2a.getOutput()),
+          c.i64(numel(a2a.getInput()) / group)});
+  return {};
+}
+
+Value emit(mx::AllToAllVOp a2av, CallBuilder &c) {
+  auto in = cast<MemRefType>(a2av.getInput().getType());
+  auto out = cast<MemRefType>(a2av.getOutput().getType());
+  int64_t rows = in.getRank() ? in.getDimSize(0) : 1;
+  int64_t row = in.getNumElements() / std::max<int64_t>(1, rows);
+  c.call("all_to_allv",
+         {c.i64(a2av.getAxesMask()), c.ptr(a2av.getInput()),
+          c.i64(rows), c.ptr(a2av.getSendCounts()),
+          c.ptr(a2av.getOutput()),
+          c.i64(out.getRank() ? out.getDimSize(0) : 1),
+          c.ptr(a2av.getRecvCounts()), c.i64(row)});
+  return {};
+}
+
+Value emit(mx::SyrkRowsOp sr, CallBuilder &c) {
+  auto [batch, r, cl] = dims(sr.getA());
+  bool t = sr.getTranspose();
+  c.call("ssyrk_rows",
+         {c.i64(batch), c.i32(t), c.i64(t ? cl : r), c.i64(t ? r : cl),
+          c.f32(sr.getAlphaAttr()), c.ptr(sr.getA()), c.ptr(sr.getC()),
+          c.toI64(sr.getRowBegin()), c.toI64(sr.getRowEnd())});
+  return {};
+}
+
+Value emit(mx::TriangleAllReduceStartOp st, CallBuilder &c) {
+  auto [batch, n, n2] = dims(st.getC());
+  (void)n2;
+  Value request = c.call(
+      "triangle_all_reduce_start",
+      {c.i64(st.getAxesMask()), c.i64(batch), c.i64(n), c.ptr(st.getC()),
+       c.toI64(st.getRowBegin()), c.toI64(st.getRowEnd())},
+      {c.i64Type()})[0];
+  return request;
+}
+
+Value emit(mx::TriangleAllReduceWaitOp w, CallBuilder &c) {
+  c.call("triangle_all_reduce_wait",
+         {w.getRequest(), c.ptr(w.getC()), c.toI64(w.getRowBegin()),
+          c.toI64(w.getRowEnd())});
+  return {};
+}
+
+Value emit(mx::PackedAllReduceStartOp ps, CallBuilder &c) {
+  Value request =
+      c.call("packed_all_reduce_start",
+             {c.i64(ps.getAxesMask()), c.ptr(ps.getBuffer()),
+              c.length(ps.getBuffer())},
+             {c.i64Type()})[0];
+  return request;
+}
+
+Value emit(mx::PackedAllReduceWaitOp pw, CallBuilder &c) {
+  c.call("packed_all_reduce_wait",
+         {pw.getRequest(), c.ptr(pw.getBuffer()),
+          c.length(pw.getBuffer())});
+  return {};
+}
+
+Value emit(mx::GroupedGemmOp gg, CallBuilder &c) {
+  auto it = cast<MemRefType>(gg.getInput().getType());
+  auto ot = cast<MemRefType>(gg.getOutput().getType());
+  auto wt = cast<MemRefType>(gg.getWeights().getType());
+  c.call("grouped_gemm",
+         {c.i64(wt.getDimSize(0)), c.i64(it.getDimSize(0)),
+          c.i64(it.getDimSize(1)), c.i64(ot.getDimSize(1)),
+          c.ptr(gg.getInput()), c.ptr(gg.getWeights()),
+          c.i32(gg.getTransposeB()), c.ptr(gg.getSizes()),
+          c.ptr(gg.getOutput())});
+  return {};
+}
+
+Value emit(mx::TraceOp tr, CallBuilder &c) {
+  auto t = cast<MemRefType>(tr.getBuffer().getType());
+  int64_t bytes =
+      t.getNumElements() * t.getElementType().getIntOrFloatBitWidth() /
+      8;
+  c.call("trace_buffer",
+         {c.i64(tr.getOpId()), c.i64(tr.getIndex()),
+          c.i32(tr.getOutput()), c.ptr(tr.getBuffer()), c.i64(bytes)});
+  return {};
+}
+
+Value emit(mx::CapacityOp cap, CallBuilder &c) {
+  auto it = cast<MemRefType>(cap.getIndices().getType());
+  auto ct = cast<MemRefType>(cap.getCounts().getType());
+  c.call("capacity",
+         {c.i64(it.getDimSize(0)), c.i64(it.getDimSize(1)),
+          c.i64(ct.getDimSize(0)), c.f64(cap.getCapacityFactorAttr()),
+          c.i32(static_cast<int32_t>(cap.getPolicy())), c.i64(cap.getGroupTokens()),
+          c.ptr(cap.getIndices()), c.ptr(cap.getWeights()),
+          c.ptr(cap.getKeptIndices()), c.ptr(cap.getKeptWeights()),
+          c.ptr(cap.getCounts())});
+  return {};
+}
+
+Value emit(mx::MseLossOp mse, CallBuilder &c) {
+  c.call("mse_loss",
+         {c.i64(numel(mse.getInput())), c.ptr(mse.getInput()),
+          c.ptr(mse.getTarget()), c.f32(mse.getScaleAttr()),
+          c.ptr(mse.getLoss()), c.ptr(mse.getGrad())});
+  return {};
+}
+
+Value emit(mx::GroupedGemmWgradOp wg, CallBuilder &c) {
+  auto it = cast<MemRefType>(wg.getInput().getType());
+  auto gt = cast<MemRefType>(wg.getGrad().getType());
+  auto st = cast<MemRefType>(wg.getSizes().getType());
+  c.call("grouped_gemm_wgrad",
+         {c.i64(st.getDimSize(0)), c.i64(it.getDimSize(0)),
+          c.i64(it.getDimSize(1)), c.i64(gt.getDimSize(1)),
+          c.ptr(wg.getInput()), c.ptr(wg.getGrad()),
+          c.i32(wg.getTransposeB()), c.ptr(wg.getSizes()),
+          c.ptr(wg.getOutput())});
+  return {};
+}
+
+Value emit(mx::RouteGradOp rg, CallBuilder &c) {
+  auto lt = cast<MemRefType>(rg.getLogits().getType());
+  auto it = cast<MemRefType>(rg.getIndices().getType());
+  c.call("route_grad",
+         {c.i64(lt.getDimSize(0)), c.i64(lt.getDimSize(1)),
+          c.i64(it.getDimSize(1)), c.ptr(rg.getLogits()),
+          c.i32(static_cast<int32_t>(rg.getScoring())), c.i32(rg.getSoftmaxAfterTopk()),
+          c.i32(rg.getNormalize()), c.f32(rg.getScalingAttr()),
+          c.ptr(rg.getIndices()), c.ptr(rg.getWeightsGrad()),
+          c.ptr(rg.getOutput())});
+  return {};
+}
+
+Value emit(mx::MoeDispatchOp d, CallBuilder &c) {
+  auto xt = cast<MemRefType>(d.getInput().getType());
+  auto it = cast<MemRefType>(d.getIndices().getType());
+  auto ot = cast<MemRefType>(d.getOutput().getType());
+  c.call("moe_dispatch",
+         {c.i64(d.getAxesMask()), c.i64(xt.getDimSize(0)),
+          c.i64(it.getDimSize(1)), c.i64(d.getNumExperts()),
+          c.i64(xt.getDimSize(1)), c.ptr(d.getInput()),
+          c.ptr(d.getIndices()), c.ptrOrNull(d.getWeights()),
+          c.i64(ot.getDimSize(0)), c.ptr(d.getOutput()),
+          c.ptr(d.getCounts()), c.ptr(d.getPlan()),
+          c.str(d.getLayer())});
+  return {};
+}
+
+Value emit(mx::MoeCombineOp cb, CallBuilder &c) {
+  auto rt = cast<MemRefType>(cb.getInput().getType());
+  auto it = cast<MemRefType>(cb.getIndices().getType());
+  c.call("moe_combine",
+         {c.i64(cb.getAxesMask()), c.i64(it.getDimSize(0)),
+          c.i64(it.getDimSize(1)), c.i64(cb.getNumExperts()),
+          c.i64(rt.getDimSize(1)), c.ptr(cb.getInput()),
+          c.i64(rt.getDimSize(0)), c.ptr(cb.getIndices()),
+          c.ptr(cb.getPlan()), c.ptrOrNull(cb.getWeights()),
+          c.ptr(cb.getOutput()), c.str(cb.getLayer())});
+  return {};
+}
+
+Value emit(mx::MoeCombineWeightsGradOp cw, CallBuilder &c) {
+  auto rt = cast<MemRefType>(cw.getInput().getType());
+  auto it = cast<MemRefType>(cw.getIndices().getType());
+  c.call("moe_combine_weights_grad",
+         {c.i64(cw.getAxesMask()), c.i64(it.getDimSize(0)),
+          c.i64(it.getDimSize(1)), c.i64(cw.getNumExperts()),
+          c.i64(rt.getDimSize(1)), c.ptr(cw.getGrad()),
+          c.ptr(cw.getInput()), c.i64(rt.getDimSize(0)),
+          c.ptr(cw.getIndices()), c.ptr(cw.getPlan()),
+          c.ptr(cw.getOutput()), c.str(cw.getLayer())});
+  return {};
+}
+
+Value emit(mx::MoePlanOp mp, CallBuilder &c) {
+  auto it = cast<MemRefType>(mp.getIndices().getType());
+  c.call("moe_plan",
+         {c.i64(it.getDimSize(0)), c.i64(it.getDimSize(1)),
+          c.i64(mp.getNumExperts()), c.i64(mp.getBound()),
+          c.ptr(mp.getIndices()), c.ptr(mp.getCounts()),
+          c.ptr(mp.getPlan()), c.str(mp.getLayer())});
+  return {};
+}
+
+Value emit(mx::RouteOp rt, CallBuilder &c) {
+  auto lt = cast<MemRefType>(rt.getLogits().getType());
+  auto it = cast<MemRefType>(rt.getIndices().getType());
+  c.call("route",
+         {c.i64(lt.getDimSize(0)), c.i64(lt.getDimSize(1)),
+          c.i64(it.getDimSize(1)), c.ptr(rt.getLogits()),
+          c.ptrOrNull(rt.getBias()), c.i32(static_cast<int32_t>(rt.getScoring())),
+          c.i32(rt.getSoftmaxAfterTopk()), c.i32(rt.getNormalize()),
+          c.i64(rt.getNGroup()), c.i64(rt.getTopkGroup()),
+          c.f32(rt.getScalingAttr()), c.ptr(rt.getIndices()),
+          c.ptr(rt.getWeights()), c.ptr(rt.getCounts())});
+  return {};
+}
+
+Value emit(mx::GroupRankOp gr, CallBuilder &c) {
+  Value r = c.call("dist_group_rank", {c.i64(gr.getAxesMask())},
+                   {c.i64Type()})[0];
+  return c.index(r);
+}
+
+Value emit(mx::AllSliceOp sl, CallBuilder &c) {
+  auto [outer, inner] = split(sl.getOutput(), sl.getSliceAxis());
+  c.call("all_slice",
+         {c.i64(sl.getAxesMask()), c.ptr(sl.getInput()),
+          c.ptr(sl.getOutput()), c.i64(outer), c.i64(inner)});
+  return {};
+}
+
+Value emit(mx::BroadcastOp bc, CallBuilder &c) {
+  // The runtime broadcasts in place: start from this rank's input.
+  c.copy(bc.getInput(), bc.getOutput());
+  c.call("broadcast",
+         {c.i64(bc.getAxesMask()), c.i64(bc.getRoot()),
+          c.ptr(bc.getOutput()), c.i64(numel(bc.getInput()))});
+  return {};
+}
+
+/// Rewrites an exec op into its runtime call.
+template <typename OpT>
+struct CallPattern : OpRewritePattern<OpT> {
+  CallPattern(MLIRContext *context, bool cuda)
+      : OpRewritePattern<OpT>(context), cuda(cuda) {}
+
+  LogicalResult matchAndRewrite(OpT op,
+                                PatternRewriter &rewriter) const override {
+    CallBuilder c(rewriter, op, cuda);
+    if (Value result = emit(op, c))
+      rewriter.replaceOp(op, result);
+    else
+      rewriter.eraseOp(op);
+    return success();
+  }
+
+  bool cuda;
+};
+
+/// One CallPattern per exec op: an op without an `emit` overload does not
+/// compile.
+template <typename... Ops>
+void addCallPatterns(RewritePatternSet &patterns, bool cuda) {
+  patterns.add<CallPattern<Ops>...>(patterns.getContext(), cuda);
+}
+
+/// The op's Lowering for the target, as the error of a `kernels` or `none`
+/// op.
+LogicalResult checkTarget(mx::RuntimeCallOpInterface op, bool cuda) {
+  mx::Lowering how = cuda ? op.getCudaLowering() : op.getCpuLowering();
+  switch (how) {
+  case mx::Lowering::call:
+    return success();
+  case mx::Lowering::kernels:
+    return op->emitOpError("becomes generated kernels for the ")
+           << (cuda ? "CUDA" : "CPU")
+           << " target: run muir-exec-to-gpu first";
+  case mx::Lowering::none:
+    if (cuda)
+      return op->emitOpError("has no CUDA runtime call yet; compile this "
+                             "step for --target=cpu");
+    return op->emitOpError("is the CUDA target's (muir-exec-to-gpu forms it)");
+  }
+  llvm_unreachable("unknown lowering");
+}
+
 struct ExecToRuntimeCallsPass
-    : public mlir::muir::impl::MuirExecToRuntimeCallsBase<ExecToRuntimeCallsPass> {
+    : public mlir::muir::impl::MuirExecToRuntimeCallsBase<
+          ExecToRuntimeCallsPass> {
   using MuirExecToRuntimeCallsBase::MuirExecToRuntimeCallsBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<Operation *> ops;
-    module.walk([&](Operation *op) {
-      if (isa<mx::MuirExecDialect>(op->getDialect()))
-        ops.push_back(op);
-    });
     bool cuda = target == mlir::muir::Target::Cuda;
-    for (Operation *op : ops) {
-      if (cuda && hasCudaKernels(op)) {
-        op->emitOpError("becomes generated kernels for the CUDA target: run "
-                        "muir-exec-to-gpu first");
-        return signalPassFailure();
-      }
-      if (cuda && !hasCudaCall(op)) {
-        op->emitOpError("has no CUDA runtime call yet; compile this step "
-                        "for --target=cpu");
-        return signalPassFailure();
-      }
-      if (!cuda && isCudaOnly(op)) {
-        op->emitOpError("is the CUDA target's (muir-exec-to-gpu forms it)");
-        return signalPassFailure();
-      }
-    }
-    for (Operation *op : ops) {
-      CallBuilder c(module, op, cuda);
-      if (auto g = dyn_cast<mx::GemmOp>(op)) {
-        auto [batch, ar, ac] = dims(g.getA());
-        auto [cb, m, n] = dims(g.getC());
-        (void)cb;
-        int64_t k = g.getTransposeA() ? ar : ac;
-        // f64 buffers (the Gram form of Newton-Schulz) call dgemm with
-        // double scalars.
-        bool d = isF64(g.getC());
-        auto scalar = [&](FloatAttr v) { return d ? c.f64(v) : c.f32(v); };
-        bool sym = g.getSymmetric(); // f64 (verified)
-        c.call(sym ? "muirrt_dgemm_sym" : d ? "muirrt_dgemm" : "muirrt_sgemm",
-               {c.i64(batch), c.i32(g.getTransposeA()),
-                c.i32(g.getTransposeB()), c.i64(m), c.i64(n), c.i64(k),
-                scalar(g.getAlphaAttr()), c.ptr(g.getA()), c.ptr(g.getB()),
-                scalar(g.getBetaAttr()), c.ptr(g.getC()),
-                c.ptrOrNull(g.getAcc())});
-      } else if (auto s = dyn_cast<mx::SyrkOp>(op)) {
-        auto [batch, r, cl] = dims(s.getA());
-        bool t = s.getTranspose();
-        bool d = isF64(s.getC());
-        auto scalar = [&](FloatAttr v) { return d ? c.f64(v) : c.f32(v); };
-        // An f32 A into f64 C: the products accumulated in double.
-        c.call(!d ? "muirrt_ssyrk"
-                  : isF64(s.getA()) ? "muirrt_dsyrk" : "muirrt_ssyrk_f64",
-               {c.i64(batch), c.i32(t), c.i64(t ? cl : r), c.i64(t ? r : cl),
-                scalar(s.getAlphaAttr()), c.ptr(s.getA()),
-                scalar(s.getBetaAttr()), c.ptr(s.getC()),
-                c.ptrOrNull(s.getAcc())});
-      } else if (auto sa = dyn_cast<mx::SymmetricAllReduceOp>(op)) {
-        auto [batch, r, cl] = dims(sa.getInput());
-        (void)cl;
-        c.call("muirrt_symmetric_all_reduce",
-               {c.i64(sa.getAxesMask()), c.ptr(sa.getInput()),
-                c.ptr(sa.getOutput()), c.i64(batch), c.i64(r)});
-      } else if (auto tn = dyn_cast<mx::TraceNormalizeOp>(op)) {
-        auto [batch, r, cl] = dims(tn.getInput());
-        (void)cl;
-        c.call("muirrt_trace_normalize",
-               {c.i64(batch), c.i64(r), c.f64(tn.getEpsAttr()),
-                c.ptr(tn.getInput()), c.ptr(tn.getOutput()),
-                c.ptr(tn.getScale())});
-      } else if (auto sm = dyn_cast<mx::ScaleMatricesOp>(op)) {
-        auto [batch, r, cl] = dims(sm.getInput());
-        c.call(isF64(sm.getOutput()) ? "muirrt_scale_matrices_f64"
-                                     : "muirrt_scale_matrices_f32",
-               {c.i64(batch), c.i64(r * cl), c.ptr(sm.getInput()),
-                c.ptr(sm.getScale()), c.ptr(sm.getOutput())});
-      } else if (auto nrm = dyn_cast<mx::FrobeniusNormalizeOp>(op)) {
-        auto [batch, r, cl] = dims(nrm.getInput());
-        c.call("muirrt_frobenius_normalize",
-               {c.i64(batch), c.i64(r * cl), c.f32(nrm.getEpsAttr()),
-                c.ptr(nrm.getInput()), c.ptr(nrm.getOutput())});
-      } else if (auto ss = dyn_cast<mx::SumSquaresOp>(op)) {
-        auto [batch, r, cl] = dims(ss.getInput());
-        bool f64 = cast<MemRefType>(ss.getOutput().getType())
-                       .getElementType()
-                       .isF64();
-        c.call(f64 ? "muirrt_sum_squares_f64" : "muirrt_sum_squares",
-               {c.i64(batch), c.i64(r * cl), c.ptr(ss.getInput()),
-                c.ptr(ss.getOutput())});
-      } else if (auto sc = dyn_cast<mx::ScaleByNormOp>(op)) {
-        auto [batch, r, cl] = dims(sc.getInput());
-        c.call("muirrt_scale_by_norm",
-               {c.i64(batch), c.i64(r * cl), c.f32(sc.getEpsAttr()),
-                c.ptr(sc.getInput()), c.ptr(sc.getSumSquares()),
-                c.ptr(sc.getOutput())});
-      } else if (auto tr = dyn_cast<mx::TransposeOp>(op)) {
-        auto [batch, r, cl] = dims(tr.getInput());
-        c.call("muirrt_transpose", {c.i64(batch), c.i64(r), c.i64(cl),
-                                    c.ptr(tr.getInput()),
-                                    c.ptr(tr.getOutput())});
-      } else if (auto obs = dyn_cast<mx::ObserveOp>(op)) {
-        auto t = cast<MemRefType>(obs.getInput().getType());
-        c.call("muirrt_observe", {c.i64(obs.getSlot()), c.ptr(obs.getInput()),
-                                  c.i64(t.getNumElements())});
-      } else if (auto ar = dyn_cast<mx::AllReduceOp>(op)) {
-        c.call("muirrt_all_reduce",
-               {c.i64(ar.getAxesMask()), c.i32(static_cast<int32_t>(ar.getReduction())),
-                c.ptr(ar.getInput()), c.ptr(ar.getOutput()),
-                c.i64(numel(ar.getInput()))});
-      } else if (auto ag = dyn_cast<mx::AllGatherOp>(op)) {
-        auto [outer, inner] = split(ag.getInput(), ag.getGatherAxis());
-        c.call("muirrt_all_gather",
-               {c.i64(ag.getAxesMask()), c.ptr(ag.getInput()),
-                c.ptr(ag.getOutput()), c.i64(outer), c.i64(inner)});
-      } else if (auto agv = dyn_cast<mx::AllGatherVOp>(op)) {
-        // Counts in floats: sizes are slices of dimension 0.
-        auto t = cast<MemRefType>(agv.getInput().getType());
-        int64_t row = t.getNumElements() / std::max<int64_t>(1, t.getDimSize(0));
-        SmallVector<int64_t> counts;
-        for (int64_t s : agv.getSizes())
-          counts.push_back(s * row);
-        c.call("muirrt_all_gatherv",
-               {c.i64(agv.getAxesMask()), c.ptr(agv.getInput()),
-                c.ptr(agv.getOutput()), c.constArray(counts)});
-      } else if (auto rs = dyn_cast<mx::ReduceScatterOp>(op)) {
-        auto [outer, inner] = split(rs.getOutput(), rs.getScatterAxis());
-        c.call("muirrt_reduce_scatter",
-               {c.i64(rs.getAxesMask()), c.i32(static_cast<int32_t>(rs.getReduction())),
-                c.ptr(rs.getInput()), c.ptr(rs.getOutput()), c.i64(outer),
-                c.i64(inner)});
-      } else if (auto a2a = dyn_cast<mx::AllToAllOp>(op)) {
-        int64_t group = muir::getRuntimeGroupSize(module, a2a.getAxesMask());
-        c.call("muirrt_all_to_all",
-               {c.i64(a2a.getAxesMask()), c.ptr(a2a.getInput()),
-                c.ptr(a2a.getOutput()),
-                c.i64(numel(a2a.getInput()) / group)});
-      } else if (auto a2av = dyn_cast<mx::AllToAllVOp>(op)) {
-        auto in = cast<MemRefType>(a2av.getInput().getType());
-        auto out = cast<MemRefType>(a2av.getOutput().getType());
-        int64_t rows = in.getRank() ? in.getDimSize(0) : 1;
-        int64_t row = in.getNumElements() / std::max<int64_t>(1, rows);
-        c.call("muirrt_all_to_allv",
-               {c.i64(a2av.getAxesMask()), c.ptr(a2av.getInput()),
-                c.i64(rows), c.ptr(a2av.getSendCounts()),
-                c.ptr(a2av.getOutput()),
-                c.i64(out.getRank() ? out.getDimSize(0) : 1),
-                c.ptr(a2av.getRecvCounts()), c.i64(row)});
-      } else if (auto sr = dyn_cast<mx::SyrkRowsOp>(op)) {
-        auto [batch, r, cl] = dims(sr.getA());
-        bool t = sr.getTranspose();
-        c.call("muirrt_ssyrk_rows",
-               {c.i64(batch), c.i32(t), c.i64(t ? cl : r), c.i64(t ? r : cl),
-                c.f32(sr.getAlphaAttr()), c.ptr(sr.getA()), c.ptr(sr.getC()),
-                c.toI64(sr.getRowBegin()), c.toI64(sr.getRowEnd())});
-      } else if (auto st = dyn_cast<mx::TriangleAllReduceStartOp>(op)) {
-        auto [batch, n, n2] = dims(st.getC());
-        (void)n2;
-        Value request = c.call(
-            "muirrt_triangle_all_reduce_start",
-            {c.i64(st.getAxesMask()), c.i64(batch), c.i64(n), c.ptr(st.getC()),
-             c.toI64(st.getRowBegin()), c.toI64(st.getRowEnd())},
-            {c.i64Type()})[0];
-        st.getRequest().replaceAllUsesWith(request);
-      } else if (auto w = dyn_cast<mx::TriangleAllReduceWaitOp>(op)) {
-        c.call("muirrt_triangle_all_reduce_wait",
-               {w.getRequest(), c.ptr(w.getC()), c.toI64(w.getRowBegin()),
-                c.toI64(w.getRowEnd())});
-      } else if (auto ps = dyn_cast<mx::PackedAllReduceStartOp>(op)) {
-        Value request =
-            c.call("muirrt_packed_all_reduce_start",
-                   {c.i64(ps.getAxesMask()), c.ptr(ps.getBuffer()),
-                    c.length(ps.getBuffer())},
-                   {c.i64Type()})[0];
-        ps.getRequest().replaceAllUsesWith(request);
-      } else if (auto pw = dyn_cast<mx::PackedAllReduceWaitOp>(op)) {
-        c.call("muirrt_packed_all_reduce_wait",
-               {pw.getRequest(), c.ptr(pw.getBuffer()),
-                c.length(pw.getBuffer())});
-      } else if (auto gg = dyn_cast<mx::GroupedGemmOp>(op)) {
-        auto it = cast<MemRefType>(gg.getInput().getType());
-        auto ot = cast<MemRefType>(gg.getOutput().getType());
-        auto wt = cast<MemRefType>(gg.getWeights().getType());
-        c.call("muirrt_grouped_gemm",
-               {c.i64(wt.getDimSize(0)), c.i64(it.getDimSize(0)),
-                c.i64(it.getDimSize(1)), c.i64(ot.getDimSize(1)),
-                c.ptr(gg.getInput()), c.ptr(gg.getWeights()),
-                c.i32(gg.getTransposeB()), c.ptr(gg.getSizes()),
-                c.ptr(gg.getOutput())});
-      } else if (auto tr = dyn_cast<mx::TraceOp>(op)) {
-        auto t = cast<MemRefType>(tr.getBuffer().getType());
-        int64_t bytes =
-            t.getNumElements() * t.getElementType().getIntOrFloatBitWidth() /
-            8;
-        c.call("muirrt_trace_buffer",
-               {c.i64(tr.getOpId()), c.i64(tr.getIndex()),
-                c.i32(tr.getOutput()), c.ptr(tr.getBuffer()), c.i64(bytes)});
-      } else if (auto cap = dyn_cast<mx::CapacityOp>(op)) {
-        auto it = cast<MemRefType>(cap.getIndices().getType());
-        auto ct = cast<MemRefType>(cap.getCounts().getType());
-        c.call("muirrt_capacity",
-               {c.i64(it.getDimSize(0)), c.i64(it.getDimSize(1)),
-                c.i64(ct.getDimSize(0)), c.f64(cap.getCapacityFactorAttr()),
-                c.i32(static_cast<int32_t>(cap.getPolicy())), c.i64(cap.getGroupTokens()),
-                c.ptr(cap.getIndices()), c.ptr(cap.getWeights()),
-                c.ptr(cap.getKeptIndices()), c.ptr(cap.getKeptWeights()),
-                c.ptr(cap.getCounts())});
-      } else if (auto mse = dyn_cast<mx::MseLossOp>(op)) {
-        c.call("muirrt_mse_loss",
-               {c.i64(numel(mse.getInput())), c.ptr(mse.getInput()),
-                c.ptr(mse.getTarget()), c.f32(mse.getScaleAttr()),
-                c.ptr(mse.getLoss()), c.ptr(mse.getGrad())});
-      } else if (auto wg = dyn_cast<mx::GroupedGemmWgradOp>(op)) {
-        auto it = cast<MemRefType>(wg.getInput().getType());
-        auto gt = cast<MemRefType>(wg.getGrad().getType());
-        auto st = cast<MemRefType>(wg.getSizes().getType());
-        c.call("muirrt_grouped_gemm_wgrad",
-               {c.i64(st.getDimSize(0)), c.i64(it.getDimSize(0)),
-                c.i64(it.getDimSize(1)), c.i64(gt.getDimSize(1)),
-                c.ptr(wg.getInput()), c.ptr(wg.getGrad()),
-                c.i32(wg.getTransposeB()), c.ptr(wg.getSizes()),
-                c.ptr(wg.getOutput())});
-      } else if (auto rg = dyn_cast<mx::RouteGradOp>(op)) {
-        auto lt = cast<MemRefType>(rg.getLogits().getType());
-        auto it = cast<MemRefType>(rg.getIndices().getType());
-        c.call("muirrt_route_grad",
-               {c.i64(lt.getDimSize(0)), c.i64(lt.getDimSize(1)),
-                c.i64(it.getDimSize(1)), c.ptr(rg.getLogits()),
-                c.i32(static_cast<int32_t>(rg.getScoring())), c.i32(rg.getSoftmaxAfterTopk()),
-                c.i32(rg.getNormalize()), c.f32(rg.getScalingAttr()),
-                c.ptr(rg.getIndices()), c.ptr(rg.getWeightsGrad()),
-                c.ptr(rg.getOutput())});
-      } else if (auto d = dyn_cast<mx::MoeDispatchOp>(op)) {
-        auto xt = cast<MemRefType>(d.getInput().getType());
-        auto it = cast<MemRefType>(d.getIndices().getType());
-        auto ot = cast<MemRefType>(d.getOutput().getType());
-        c.call("muirrt_moe_dispatch",
-               {c.i64(d.getAxesMask()), c.i64(xt.getDimSize(0)),
-                c.i64(it.getDimSize(1)), c.i64(d.getNumExperts()),
-                c.i64(xt.getDimSize(1)), c.ptr(d.getInput()),
-                c.ptr(d.getIndices()), c.ptrOrNull(d.getWeights()),
-                c.i64(ot.getDimSize(0)), c.ptr(d.getOutput()),
-                c.ptr(d.getCounts()), c.ptr(d.getPlan()),
-                c.str(d.getLayer())});
-      } else if (auto cb = dyn_cast<mx::MoeCombineOp>(op)) {
-        auto rt = cast<MemRefType>(cb.getInput().getType());
-        auto it = cast<MemRefType>(cb.getIndices().getType());
-        c.call("muirrt_moe_combine",
-               {c.i64(cb.getAxesMask()), c.i64(it.getDimSize(0)),
-                c.i64(it.getDimSize(1)), c.i64(cb.getNumExperts()),
-                c.i64(rt.getDimSize(1)), c.ptr(cb.getInput()),
-                c.i64(rt.getDimSize(0)), c.ptr(cb.getIndices()),
-                c.ptr(cb.getPlan()), c.ptrOrNull(cb.getWeights()),
-                c.ptr(cb.getOutput()), c.str(cb.getLayer())});
-      } else if (auto cw = dyn_cast<mx::MoeCombineWeightsGradOp>(op)) {
-        auto rt = cast<MemRefType>(cw.getInput().getType());
-        auto it = cast<MemRefType>(cw.getIndices().getType());
-        c.call("muirrt_moe_combine_weights_grad",
-               {c.i64(cw.getAxesMask()), c.i64(it.getDimSize(0)),
-                c.i64(it.getDimSize(1)), c.i64(cw.getNumExperts()),
-                c.i64(rt.getDimSize(1)), c.ptr(cw.getGrad()),
-                c.ptr(cw.getInput()), c.i64(rt.getDimSize(0)),
-                c.ptr(cw.getIndices()), c.ptr(cw.getPlan()),
-                c.ptr(cw.getOutput()), c.str(cw.getLayer())});
-      } else if (auto mp = dyn_cast<mx::MoePlanOp>(op)) {
-        auto it = cast<MemRefType>(mp.getIndices().getType());
-        c.call("muirrt_moe_plan",
-               {c.i64(it.getDimSize(0)), c.i64(it.getDimSize(1)),
-                c.i64(mp.getNumExperts()), c.i64(mp.getBound()),
-                c.ptr(mp.getIndices()), c.ptr(mp.getCounts()),
-                c.ptr(mp.getPlan()), c.str(mp.getLayer())});
-      } else if (auto rt = dyn_cast<mx::RouteOp>(op)) {
-        auto lt = cast<MemRefType>(rt.getLogits().getType());
-        auto it = cast<MemRefType>(rt.getIndices().getType());
-        c.call("muirrt_route",
-               {c.i64(lt.getDimSize(0)), c.i64(lt.getDimSize(1)),
-                c.i64(it.getDimSize(1)), c.ptr(rt.getLogits()),
-                c.ptrOrNull(rt.getBias()), c.i32(static_cast<int32_t>(rt.getScoring())),
-                c.i32(rt.getSoftmaxAfterTopk()), c.i32(rt.getNormalize()),
-                c.i64(rt.getNGroup()), c.i64(rt.getTopkGroup()),
-                c.f32(rt.getScalingAttr()), c.ptr(rt.getIndices()),
-                c.ptr(rt.getWeights()), c.ptr(rt.getCounts())});
-      } else if (auto gr = dyn_cast<mx::GroupRankOp>(op)) {
-        Value r = c.call("muirrt_dist_group_rank", {c.i64(gr.getAxesMask())},
-                         {c.i64Type()})[0];
-        gr.getRank().replaceAllUsesWith(c.index(r));
-      } else if (auto sl = dyn_cast<mx::AllSliceOp>(op)) {
-        auto [outer, inner] = split(sl.getOutput(), sl.getSliceAxis());
-        c.call("muirrt_all_slice",
-               {c.i64(sl.getAxesMask()), c.ptr(sl.getInput()),
-                c.ptr(sl.getOutput()), c.i64(outer), c.i64(inner)});
-      } else if (auto bc = dyn_cast<mx::BroadcastOp>(op)) {
-        // The runtime broadcasts in place: start from this rank's input.
-        c.copy(bc.getInput(), bc.getOutput());
-        c.call("muirrt_broadcast",
-               {c.i64(bc.getAxesMask()), c.i64(bc.getRoot()),
-                c.ptr(bc.getOutput()), c.i64(numel(bc.getInput()))});
-      } else {
-        op->emitOpError("has no runtime call");
-        return signalPassFailure();
-      }
-      op->erase();
-    }
+    WalkResult unsupported = module.walk([&](mx::RuntimeCallOpInterface op) {
+      return failed(checkTarget(op, cuda)) ? WalkResult::interrupt()
+                                           : WalkResult::advance();
+    });
+    if (unsupported.wasInterrupted())
+      return signalPassFailure();
+
+    RewritePatternSet patterns(&getContext());
+    addCallPatterns<
+#define GET_OP_LIST
+#include "MuirExec/MuirExecOps.cpp.inc"
+        >(patterns, cuda);
+    walkAndApplyPatterns(module, std::move(patterns));
+
     // Grids only describe who talks to whom; once collectives are calls
     // with communicators, nothing below the runtime calls refers to them.
     for (auto grid :

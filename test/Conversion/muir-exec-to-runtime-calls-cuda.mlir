@@ -39,3 +39,27 @@ func.func @normalize(%x: memref<4x8xf32>) {
 }
 // CPU-LABEL: func.func @normalize
 // CPU: call @muirrt_frobenius_normalize
+
+// -----
+
+// Tracing buffers is the CPU runtime's only.
+func.func @trace(%x: memref<4x8xf32>) {
+  // expected-error @+1 {{'muir_exec.trace' op has no CUDA runtime call yet; compile this step for --target=cpu}}
+  muir_exec.trace %x {index = 0 : i64, loc = "x", op = "muir_exec.gemm", op_id = 0 : i64, output = false} : memref<4x8xf32>
+  return
+}
+// CPU-LABEL: func.func @trace
+// CPU: call @muirrt_trace_buffer
+
+// -----
+
+// A sum of squares kept in double is the CUDA target's; into f32 it is a
+// call on both.
+func.func @sum_squares(%c: memref<2x4x4xf32>, %s32: memref<2xf32>) {
+  muir_exec.sum_squares %c, %s32 : memref<2x4x4xf32>, memref<2xf32>
+  return
+}
+// CHECK-LABEL: func.func @sum_squares
+// CHECK: call @muirrt_cuda_sum_squares(
+// CPU-LABEL: func.func @sum_squares
+// CPU: call @muirrt_sum_squares(
