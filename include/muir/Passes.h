@@ -79,6 +79,13 @@ void buildExecToLLVMPipeline(OpPassManager &pm,
 /// tools from the exec IR; LLVM IR has no meaning for them).
 void dropMuirArgAttrs(FunctionOpInterface function);
 
+/// muir's element-wise ops (optimizer math, add, SwiGLU, the diagonal
+/// shift) and arith ops on whole tensors as linalg.generic on tensors.
+void populateElementwiseToLinalgPatterns(RewritePatternSet &patterns);
+/// Applies those patterns once over `root` (no folding, no dead-code
+/// removal).
+void applyElementwiseToLinalg(Operation *root);
+
 /// The dialects muir's tools read and produce: every upstream dialect and
 /// extension (what the pipelines emit) plus muir and muir_exec.
 void registerMuirDialects(DialectRegistry &registry);

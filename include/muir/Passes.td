@@ -194,6 +194,23 @@ def MuirFormSyrk : Pass<"muir-form-syrk", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::muir::MuirDialect"];
 }
 
+def MuirElementwiseToLinalg
+    : Pass<"muir-elementwise-to-linalg", "mlir::ModuleOp"> {
+  let summary = "muir's element-wise ops as linalg.generic on tensors";
+  let description = [{
+    Momentum, the Muon update, AdamW, add, SwiGLU (and its gradient) and
+    add_diagonal become `linalg.generic` ops on tensors (identity maps,
+    parallel iterators, `tensor.empty` inits that are never read), and
+    `arith` ops on whole tensors take upstream's element-wise-to-linalg
+    patterns, so linalg's tensor transforms (`linalg-fuse-elementwise-ops`)
+    apply. `muir-lower-to-exec` applies the same patterns first.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::math::MathDialect"];
+}
+
 def MuirLowerToExec : Pass<"muir-lower-to-exec", "mlir::ModuleOp"> {
   let summary = "bufferize tensor-level muir functions into exec IR";
   let description = [{
@@ -202,8 +219,10 @@ def MuirLowerToExec : Pass<"muir-lower-to-exec", "mlir::ModuleOp"> {
     function updates in place (a result annotated `muir.updates = "name"`
     is written into that argument's buffer), intermediate tensors become
     `memref.alloc`s freed before returning, linear algebra becomes
-    `muir_exec` runtime ops, and the element-wise optimizer math becomes
-    fused `linalg.generic` kernels. Newton-Schulz must have been expanded.
+    `muir_exec` runtime ops, and element-wise math (first turned into
+    `linalg.generic` on tensors, as `muir-elementwise-to-linalg` does)
+    becomes the same generics on buffers. Newton-Schulz must have been
+    expanded.
     Collectives become `muir_exec` collectives on the group's axes mask
     (a group of one: a copy, though the pipeline's canonicalization folds
     those away first).

@@ -35,8 +35,14 @@ static mx::ScoringAttr scoringAttr(OpBuilder &b, RouteScoring scoring) {
 
 namespace {
 
+/// An element-wise kernel (muir-elementwise-to-linalg's): each element of
+/// an output depends only on the same element of each input, so it may
+/// write the buffer it reads.
 bool isElementwise(Operation *op) {
-  return isa<MomentumOp, ApplyUpdateOp, AdamWUpdateOp>(op);
+  auto g = dyn_cast<linalg::GenericOp>(op);
+  return g && g.getNumLoops() == g.getNumParallelLoops() &&
+         llvm::all_of(g.getIndexingMapsArray(),
+                      [](AffineMap m) { return m.isIdentity(); });
 }
 
 bool isCollective(Operation *op) {
@@ -70,48 +76,6 @@ private:
     else
       linalg::CopyOp::create(b, loc, from, to);
   }
-  Value f32(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
-  Value constF64(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(v));
-  }
-  /// An update's learning rate (f64) and its decay factor 1 - lr * wd
-  /// (rounded to f32): from the run-time `hyper(lr, wd)` operands where
-  /// the op has them, else from its attributes. Both are computed in f64
-  /// and rounded once, so a run-time value gives bitwise what the same
-  /// constant does.
-  struct Hyper {
-    FunctionLowering &l;
-    Value lr, decay;
-    /// lr * factor, rounded to f32.
-    Value times(double factor) {
-      if (auto c = lr.getDefiningOp<arith::ConstantOp>())
-        return l.f32(cast<FloatAttr>(c.getValue()).getValueAsDouble() *
-                     factor);
-      return arith::TruncFOp::create(
-          l.b, l.loc, l.b.getF32Type(),
-          arith::MulFOp::create(l.b, l.loc, lr, l.constF64(factor)));
-    }
-  };
-  Hyper hyper(ValueRange operands, FloatAttr lrAttr, FloatAttr wdAttr) {
-    if (operands.empty()) {
-      double lr = lrAttr.getValueAsDouble();
-      return {*this, constF64(lr),
-              f32(1.0 - lr * wdAttr.getValueAsDouble())};
-    }
-    Value lr = map.lookupOrDefault(operands[0]);
-    Value wd = map.lookupOrDefault(operands[1]);
-    Value decay = arith::TruncFOp::create(
-        b, loc, b.getF32Type(),
-        arith::SubFOp::create(b, loc, constF64(1.0),
-                              arith::MulFOp::create(b, loc, lr, wd)));
-    return {*this, lr, decay};
-  }
-  void elementwise(ValueRange ins, ValueRange outs,
-                   function_ref<SmallVector<Value>(OpBuilder &, Location,
-                                                   ValueRange)>
-                       body);
 
   func::FuncOp func;
   OpBuilder b;
@@ -180,7 +144,8 @@ void FunctionLowering::planInPlace() {
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     Operation *producer = v.getDefiningOp();
     if (!producer || !v.hasOneUse() || isCollective(producer) ||
-        producer->getNumRegions() || producer->getBlock() != &body)
+        (producer->getNumRegions() && !isElementwise(producer)) ||
+        producer->getBlock() != &body)
       continue;
     BlockArgument arg = func.getArgument(resultTargets[i]);
     bool readsArg = llvm::is_contained(producer->getOperands(), Value(arg));
@@ -207,127 +172,10 @@ Value FunctionLowering::output(Value result) {
   return buf;
 }
 
-void FunctionLowering::elementwise(
-    ValueRange ins, ValueRange outs,
-    function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> body) {
-  int64_t rank = cast<MemRefType>(outs.front().getType()).getRank();
-  AffineMap id = b.getMultiDimIdentityMap(rank);
-  SmallVector<AffineMap> maps(ins.size() + outs.size(), id);
-  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
-  linalg::GenericOp::create(
-      b, loc, TypeRange{}, ins, outs, maps, iters,
-      [&](OpBuilder &nb, Location nl, ValueRange args) {
-        linalg::YieldOp::create(nb, nl, body(nb, nl, args));
-      });
-}
-
 LogicalResult FunctionLowering::lowerOp(Operation *op) {
   loc = op->getLoc();
   auto in = [&](Value v) { return map.lookup(v); };
   auto f64 = [](FloatAttr a) { return a.getValueAsDouble(); };
-
-  if (auto mom = dyn_cast<MomentumOp>(op)) {
-    Value u = output(mom.getUpdate());
-    Value m = output(mom.getNewMomentumBuffer());
-    double beta = f64(mom.getBetaAttr());
-    bool ema = mom.getMomentumKind() == MomentumKind::ema;
-    bool nesterov = mom.getNesterov();
-    Value cBeta = f32(beta), cOneMinus = f32(1.0 - beta);
-    elementwise({in(mom.getGrad()), in(mom.getMomentumBuffer())}, {u, m},
-                [&](OpBuilder &nb, Location nl, ValueRange a) {
-                  Value g = a[0], old = a[1];
-                  // ema: M' = beta M + (1 - beta) G; accumulate: beta M + G.
-                  Value gTerm =
-                      ema ? arith::MulFOp::create(nb, nl, cOneMinus, g)
-                                .getResult()
-                          : g;
-                  Value newM = arith::AddFOp::create(
-                      nb, nl, arith::MulFOp::create(nb, nl, cBeta, old),
-                      gTerm);
-                  Value upd = newM;
-                  if (nesterov)
-                    upd = arith::AddFOp::create(
-                        nb, nl, gTerm,
-                        arith::MulFOp::create(nb, nl, cBeta, newM));
-                  return SmallVector<Value>{upd, newM};
-                });
-    map.map(mom.getUpdate(), u);
-    map.map(mom.getNewMomentumBuffer(), m);
-    return success();
-  }
-
-  if (auto apply = dyn_cast<ApplyUpdateOp>(op)) {
-    Value p = output(apply.getNewParam());
-    Hyper h = hyper(apply.getHyper(), apply.getLrAttr(),
-                    apply.getWeightDecayAttr());
-    Value decay = h.decay;
-    Value step = h.times(f64(apply.getScaleAttr()));
-    elementwise({in(apply.getParam()), in(apply.getUpdate())}, {p},
-                [&](OpBuilder &nb, Location nl, ValueRange a) {
-                  Value kept = arith::MulFOp::create(nb, nl, a[0], decay);
-                  Value delta = arith::MulFOp::create(nb, nl, step, a[1]);
-                  return SmallVector<Value>{
-                      arith::SubFOp::create(nb, nl, kept, delta)};
-                });
-    map.map(apply.getNewParam(), p);
-    return success();
-  }
-
-  if (auto adam = dyn_cast<AdamWUpdateOp>(op)) {
-    double beta1 = f64(adam.getBeta1Attr()), beta2 = f64(adam.getBeta2Attr());
-    Hyper h = hyper(adam.getHyper(), adam.getLrAttr(),
-                    adam.getWeightDecayAttr());
-    // Bias corrections from the run-time step t, in f64:
-    // step_size = lr / (1 - beta1^t), bc2_sqrt = sqrt(1 - beta2^t).
-    Value t = arith::SIToFPOp::create(b, loc, b.getF64Type(),
-                                      in(adam.getStep()));
-    auto cst64 = [&](double v) {
-      return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(v));
-    };
-    Value one = cst64(1.0);
-    Value bc1 = arith::SubFOp::create(
-        b, loc, one, math::PowFOp::create(b, loc, cst64(beta1), t));
-    Value bc2 = arith::SubFOp::create(
-        b, loc, one, math::PowFOp::create(b, loc, cst64(beta2), t));
-    Value stepSize = arith::TruncFOp::create(
-        b, loc, b.getF32Type(),
-        arith::DivFOp::create(b, loc, h.lr, bc1));
-    Value bc2Sqrt = arith::TruncFOp::create(
-        b, loc, b.getF32Type(), math::SqrtOp::create(b, loc, bc2));
-    Value decay = h.decay;
-    Value cB1 = f32(beta1), c1mB1 = f32(1.0 - beta1), cB2 = f32(beta2),
-          c1mB2 = f32(1.0 - beta2), eps = f32(f64(adam.getEpsAttr()));
-    Value p = output(adam.getNewParam());
-    Value m = output(adam.getNewExpAvg());
-    Value v = output(adam.getNewExpAvgSq());
-    elementwise(
-        {in(adam.getParam()), in(adam.getGrad()), in(adam.getExpAvg()),
-         in(adam.getExpAvgSq())},
-        {p, m, v}, [&](OpBuilder &nb, Location nl, ValueRange a) {
-          auto mul = [&](Value x, Value y) {
-            return arith::MulFOp::create(nb, nl, x, y).getResult();
-          };
-          auto add = [&](Value x, Value y) {
-            return arith::AddFOp::create(nb, nl, x, y).getResult();
-          };
-          Value g = a[1];
-          Value newM = add(mul(cB1, a[2]), mul(c1mB1, g));
-          Value newV = add(mul(cB2, a[3]), mul(c1mB2, mul(g, g)));
-          Value denom = add(
-              arith::DivFOp::create(nb, nl,
-                                    math::SqrtOp::create(nb, nl, newV),
-                                    bc2Sqrt),
-              eps);
-          Value ratio = arith::DivFOp::create(nb, nl, newM, denom);
-          Value newP = arith::SubFOp::create(nb, nl, mul(a[0], decay),
-                                             mul(stepSize, ratio));
-          return SmallVector<Value>{newP, newM, newV};
-        });
-    map.map(adam.getNewParam(), p);
-    map.map(adam.getNewExpAvg(), m);
-    map.map(adam.getNewExpAvgSq(), v);
-    return success();
-  }
 
   if (auto norm = dyn_cast<FrobeniusNormalizeOp>(op)) {
     Value out = output(norm.getResult());
@@ -403,107 +251,11 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     return success();
   }
 
-  if (auto diag = dyn_cast<AddDiagonalOp>(op)) {
-    // Element-wise with the element's indices: row == column gains value.
-    Value out = output(diag.getResult());
-    int64_t rank = diag.getType().getRank();
-    double value = f64(diag.getValueAttr());
-    elementwise({in(diag.getInput())}, {out},
-                [&](OpBuilder &nb, Location nl, ValueRange a) {
-                  Value r = linalg::IndexOp::create(nb, nl, rank - 2);
-                  Value c = linalg::IndexOp::create(nb, nl, rank - 1);
-                  Value onDiagonal = arith::CmpIOp::create(
-                      nb, nl, arith::CmpIPredicate::eq, r, c);
-                  Value v = arith::ConstantOp::create(
-                      nb, nl, FloatAttr::get(a[0].getType(), value));
-                  Value sum = arith::AddFOp::create(nb, nl, a[0], v);
-                  return SmallVector<Value>{arith::SelectOp::create(
-                      nb, nl, onDiagonal, sum, a[0])};
-                });
-    map.map(diag.getResult(), out);
-    return success();
-  }
-
-  // Precision changes of whole tensors (the Gram form's f64 copy of X and
-  // its f32 transform), element by element.
-  if (isa<arith::ExtFOp, arith::TruncFOp>(op) &&
-      isa<RankedTensorType>(op->getResult(0).getType())) {
-    Value out = output(op->getResult(0));
-    Type to = cast<RankedTensorType>(op->getResult(0).getType())
-                  .getElementType();
-    bool extend = isa<arith::ExtFOp>(op);
-    elementwise({in(op->getOperand(0))}, {out},
-                [&](OpBuilder &nb, Location nl, ValueRange a) {
-                  Value v = extend ? Value(arith::ExtFOp::create(nb, nl, to,
-                                                                 a[0]))
-                                   : Value(arith::TruncFOp::create(nb, nl, to,
-                                                                   a[0]));
-                  return SmallVector<Value>{v};
-                });
-    map.map(op->getResult(0), out);
-    return success();
-  }
-
-  if (auto sw = dyn_cast<SwigluOp>(op)) {
-    Value out = output(sw.getResult());
-    Value one = f32(1.0);
-    elementwise({in(sw.getGate()), in(sw.getUp())}, {out},
-                [&](OpBuilder &nb, Location nl, ValueRange a) {
-                  // g / (1 + exp(-g)) * u
-                  Value neg = arith::NegFOp::create(nb, nl, a[0]);
-                  Value den = arith::AddFOp::create(
-                      nb, nl, one, math::ExpOp::create(nb, nl, neg));
-                  Value silu = arith::DivFOp::create(nb, nl, a[0], den);
-                  return SmallVector<Value>{
-                      arith::MulFOp::create(nb, nl, silu, a[1])};
-                });
-    map.map(sw.getResult(), out);
-    return success();
-  }
-
   if (auto gm = dyn_cast<GroupedMatmulOp>(op)) {
     Value out = output(gm.getResult());
     mx::GroupedGemmOp::create(b, loc, in(gm.getInput()), in(gm.getWeights()),
                               in(gm.getSizes()), out, gm.getTransposeBAttr());
     map.map(gm.getResult(), out);
-    return success();
-  }
-
-  if (auto add = dyn_cast<AddOp>(op)) {
-    Value out = output(add.getResult());
-    elementwise({in(add.getLhs()), in(add.getRhs())}, {out},
-                [&](OpBuilder &nb, Location nl, ValueRange a) {
-                  return SmallVector<Value>{
-                      arith::AddFOp::create(nb, nl, a[0], a[1])};
-                });
-    map.map(add.getResult(), out);
-    return success();
-  }
-
-  if (auto sg = dyn_cast<SwigluGradOp>(op)) {
-    Value dg = output(sg.getGateGrad()), du = output(sg.getUpGrad());
-    Value one = f32(1.0);
-    elementwise({in(sg.getGate()), in(sg.getUp()), in(sg.getGrad())},
-                {dg, du}, [&](OpBuilder &nb, Location nl, ValueRange a) {
-                  // s = sigmoid(g); d_up = dy g s;
-                  // d_gate = dy u s (1 + g (1 - s))
-                  Value neg = arith::NegFOp::create(nb, nl, a[0]);
-                  Value den = arith::AddFOp::create(
-                      nb, nl, one, math::ExpOp::create(nb, nl, neg));
-                  Value sig = arith::DivFOp::create(nb, nl, one, den);
-                  Value silu = arith::MulFOp::create(nb, nl, a[0], sig);
-                  Value dup = arith::MulFOp::create(nb, nl, a[2], silu);
-                  Value oneMinus = arith::SubFOp::create(nb, nl, one, sig);
-                  Value inner = arith::AddFOp::create(
-                      nb, nl, one,
-                      arith::MulFOp::create(nb, nl, a[0], oneMinus));
-                  Value dyu = arith::MulFOp::create(nb, nl, a[2], a[1]);
-                  Value dgate = arith::MulFOp::create(
-                      nb, nl, arith::MulFOp::create(nb, nl, dyu, sig), inner);
-                  return SmallVector<Value>{dgate, dup};
-                });
-    map.map(sg.getGateGrad(), dg);
-    map.map(sg.getUpGrad(), du);
     return success();
   }
 
@@ -789,9 +541,39 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     return success();
   }
 
-  // Uninitialised tensors (padding that is never read) are allocations.
+  // Element-wise kernels: the same generic on buffers, writing into the
+  // results' buffers. An init the body reads is copied in first.
+  if (auto g = dyn_cast<linalg::GenericOp>(op)) {
+    if (!g.hasPureTensorSemantics())
+      return op->emitOpError("expected a linalg.generic on tensors");
+    SmallVector<Value> ins, outs;
+    for (Value v : g.getDpsInputs())
+      ins.push_back(in(v));
+    for (auto [result, init] :
+         llvm::zip(g->getResults(), g.getDpsInitsMutable())) {
+      Value out = output(result);
+      if (g.payloadUsesValueFromOperand(&init))
+        copyStrided(in(init.get()), out);
+      outs.push_back(out);
+      map.map(result, out);
+    }
+    auto lowered = linalg::GenericOp::create(b, loc, TypeRange{}, ins, outs,
+                                             g.getIndexingMapsArray(),
+                                             g.getIteratorTypesArray());
+    b.cloneRegionBefore(g.getRegion(), lowered.getRegion(),
+                        lowered.getRegion().end(), map);
+    return success();
+  }
+
+  // Uninitialised tensors (padding that is never read) are allocations,
+  // except where they only stand for a kernel's unread inits.
   if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
-    map.map(empty.getResult(), output(empty.getResult()));
+    bool unread = llvm::all_of(empty->getUses(), [](OpOperand &use) {
+      auto g = dyn_cast<linalg::GenericOp>(use.getOwner());
+      return g && g.isDpsInit(&use) && !g.payloadUsesValueFromOperand(&use);
+    });
+    if (!unread)
+      map.map(empty.getResult(), output(empty.getResult()));
     return success();
   }
 
@@ -934,6 +716,7 @@ LogicalResult FunctionLowering::run() {
 struct LowerToExecPass
     : public mlir::muir::impl::MuirLowerToExecBase<LowerToExecPass> {
   void runOnOperation() override {
+    muir::applyElementwiseToLinalg(getOperation());
     SmallVector<func::FuncOp> funcs;
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal() || func->hasAttr("muir.entry"))

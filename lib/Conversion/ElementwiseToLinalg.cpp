@@ -1,0 +1,286 @@
+//===- ElementwiseToLinalg.cpp - muir's element-wise ops as linalg --------===//
+//
+// The optimizer's element-wise math (momentum, the Muon update, AdamW) and
+// the MoE layer's (add, SwiGLU and its gradient, the Gram form's diagonal
+// shift) become linalg.generic ops on tensors: identity maps, parallel
+// iterators, inits that are never read. linalg's tensor-level transforms
+// (element-wise fusion, tiling) then apply to them, and muir-lower-to-exec
+// bufferizes one kind of element-wise op instead of one per muir op.
+// Whole-tensor precision changes (arith.extf / arith.truncf on tensors) take
+// upstream's element-wise-to-linalg patterns.
+//
+// Scalars a kernel shares (the learning rate times a scale, AdamW's bias
+// corrections) are computed once before the generic, in f64, and rounded to
+// f32 once, so a run-time hyperparameter gives bitwise what the same
+// constant does.
+//
+//===----------------------------------------------------------------------===//
+#include "muir/Passes.h"
+
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
+namespace mlir::muir {
+#define GEN_PASS_DEF_MUIRELEMENTWISETOLINALG
+#include "muir/Passes.h.inc"
+} // namespace mlir::muir
+
+using namespace mlir;
+using namespace mlir::muir;
+
+namespace {
+
+using Body =
+    function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)>;
+
+/// Replaces `op` by a linalg.generic that reads `ins` element by element and
+/// yields body(elements), one value per result of `op`.
+void replaceByGeneric(PatternRewriter &rw, Operation *op, ValueRange ins,
+                      Body body) {
+  Location loc = op->getLoc();
+  SmallVector<Value> inits;
+  for (Type t : op->getResultTypes()) {
+    auto tensor = cast<RankedTensorType>(t);
+    inits.push_back(tensor::EmptyOp::create(rw, loc, tensor.getShape(),
+                                            tensor.getElementType()));
+  }
+  int64_t rank = cast<RankedTensorType>(op->getResultTypes()[0]).getRank();
+  AffineMap id = rw.getMultiDimIdentityMap(rank);
+  SmallVector<AffineMap> maps(ins.size() + inits.size(), id);
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      rw, loc, op->getResultTypes(), ins, inits, maps, iters,
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        linalg::YieldOp::create(nb, nl, body(nb, nl, args));
+      });
+  rw.replaceOp(op, generic.getResults());
+}
+
+Value f32(OpBuilder &b, Location loc, double v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+}
+Value f64(OpBuilder &b, Location loc, double v) {
+  return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(v));
+}
+double value(FloatAttr a) { return a.getValueAsDouble(); }
+
+/// An update's learning rate (f64) and its decay factor 1 - lr * wd
+/// (rounded to f32): from the run-time `hyper(lr, wd)` operands where the
+/// op has them, else from its attributes.
+struct Hyper {
+  Hyper(OpBuilder &b, Location loc, ValueRange operands, FloatAttr lrAttr,
+        FloatAttr wdAttr)
+      : b(b), loc(loc) {
+    if (operands.empty()) {
+      lr = f64(b, loc, value(lrAttr));
+      decay = f32(b, loc, 1.0 - value(lrAttr) * value(wdAttr));
+      return;
+    }
+    lr = operands[0];
+    decay = arith::TruncFOp::create(
+        b, loc, b.getF32Type(),
+        arith::SubFOp::create(b, loc, f64(b, loc, 1.0),
+                              arith::MulFOp::create(b, loc, lr, operands[1])));
+  }
+  /// lr * factor, rounded to f32.
+  Value times(double factor) {
+    if (auto c = lr.getDefiningOp<arith::ConstantOp>())
+      return f32(b, loc,
+                 cast<FloatAttr>(c.getValue()).getValueAsDouble() * factor);
+    return arith::TruncFOp::create(
+        b, loc, b.getF32Type(),
+        arith::MulFOp::create(b, loc, lr, f64(b, loc, factor)));
+  }
+
+  OpBuilder &b;
+  Location loc;
+  Value lr, decay;
+};
+
+// One `lower` overload per op; ToLinalg<Op> applies it.
+
+LogicalResult lower(MomentumOp op, PatternRewriter &rw) {
+  double beta = value(op.getBetaAttr());
+  bool ema = op.getMomentumKind() == MomentumKind::ema;
+  bool nesterov = op.getNesterov();
+  Value cBeta = f32(rw, op.getLoc(), beta);
+  Value cOneMinus = f32(rw, op.getLoc(), 1.0 - beta);
+  replaceByGeneric(
+      rw, op, {op.getGrad(), op.getMomentumBuffer()},
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value g = a[0], old = a[1];
+        // ema: M' = beta M + (1 - beta) G; accumulate: beta M + G.
+        Value gTerm =
+            ema ? arith::MulFOp::create(nb, nl, cOneMinus, g).getResult() : g;
+        Value newM = arith::AddFOp::create(
+            nb, nl, arith::MulFOp::create(nb, nl, cBeta, old), gTerm);
+        Value upd = newM;
+        if (nesterov)
+          upd = arith::AddFOp::create(
+              nb, nl, gTerm, arith::MulFOp::create(nb, nl, cBeta, newM));
+        return SmallVector<Value>{upd, newM};
+      });
+  return success();
+}
+
+LogicalResult lower(ApplyUpdateOp op, PatternRewriter &rw) {
+  Hyper h(rw, op.getLoc(), op.getHyper(), op.getLrAttr(),
+          op.getWeightDecayAttr());
+  Value decay = h.decay;
+  Value step = h.times(value(op.getScaleAttr()));
+  replaceByGeneric(rw, op, {op.getParam(), op.getUpdate()},
+                   [&](OpBuilder &nb, Location nl, ValueRange a) {
+                     Value kept = arith::MulFOp::create(nb, nl, a[0], decay);
+                     Value delta = arith::MulFOp::create(nb, nl, step, a[1]);
+                     return SmallVector<Value>{
+                         arith::SubFOp::create(nb, nl, kept, delta)};
+                   });
+  return success();
+}
+
+LogicalResult lower(AdamWUpdateOp op, PatternRewriter &rw) {
+  Location loc = op.getLoc();
+  double beta1 = value(op.getBeta1Attr()), beta2 = value(op.getBeta2Attr());
+  Hyper h(rw, loc, op.getHyper(), op.getLrAttr(), op.getWeightDecayAttr());
+  // Bias corrections from the run-time step t, in f64:
+  // step_size = lr / (1 - beta1^t), bc2_sqrt = sqrt(1 - beta2^t).
+  Value t = arith::SIToFPOp::create(rw, loc, rw.getF64Type(), op.getStep());
+  Value one = f64(rw, loc, 1.0);
+  Value bc1 = arith::SubFOp::create(
+      rw, loc, one, math::PowFOp::create(rw, loc, f64(rw, loc, beta1), t));
+  Value bc2 = arith::SubFOp::create(
+      rw, loc, one, math::PowFOp::create(rw, loc, f64(rw, loc, beta2), t));
+  Value stepSize = arith::TruncFOp::create(
+      rw, loc, rw.getF32Type(), arith::DivFOp::create(rw, loc, h.lr, bc1));
+  Value bc2Sqrt = arith::TruncFOp::create(rw, loc, rw.getF32Type(),
+                                          math::SqrtOp::create(rw, loc, bc2));
+  Value decay = h.decay;
+  Value cB1 = f32(rw, loc, beta1), c1mB1 = f32(rw, loc, 1.0 - beta1),
+        cB2 = f32(rw, loc, beta2), c1mB2 = f32(rw, loc, 1.0 - beta2),
+        eps = f32(rw, loc, value(op.getEpsAttr()));
+  replaceByGeneric(
+      rw, op,
+      {op.getParam(), op.getGrad(), op.getExpAvg(), op.getExpAvgSq()},
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        auto mul = [&](Value x, Value y) {
+          return arith::MulFOp::create(nb, nl, x, y).getResult();
+        };
+        auto add = [&](Value x, Value y) {
+          return arith::AddFOp::create(nb, nl, x, y).getResult();
+        };
+        Value g = a[1];
+        Value newM = add(mul(cB1, a[2]), mul(c1mB1, g));
+        Value newV = add(mul(cB2, a[3]), mul(c1mB2, mul(g, g)));
+        Value denom =
+            add(arith::DivFOp::create(
+                    nb, nl, math::SqrtOp::create(nb, nl, newV), bc2Sqrt),
+                eps);
+        Value ratio = arith::DivFOp::create(nb, nl, newM, denom);
+        Value newP = arith::SubFOp::create(nb, nl, mul(a[0], decay),
+                                           mul(stepSize, ratio));
+        return SmallVector<Value>{newP, newM, newV};
+      });
+  return success();
+}
+
+/// Element-wise with the element's indices: row == column gains value.
+LogicalResult lower(AddDiagonalOp op, PatternRewriter &rw) {
+  int64_t rank = op.getType().getRank();
+  double shift = value(op.getValueAttr());
+  replaceByGeneric(rw, op, {op.getInput()},
+                   [&](OpBuilder &nb, Location nl, ValueRange a) {
+                     Value r = linalg::IndexOp::create(nb, nl, rank - 2);
+                     Value c = linalg::IndexOp::create(nb, nl, rank - 1);
+                     Value onDiagonal = arith::CmpIOp::create(
+                         nb, nl, arith::CmpIPredicate::eq, r, c);
+                     Value v = arith::ConstantOp::create(
+                         nb, nl, FloatAttr::get(a[0].getType(), shift));
+                     Value sum = arith::AddFOp::create(nb, nl, a[0], v);
+                     return SmallVector<Value>{arith::SelectOp::create(
+                         nb, nl, onDiagonal, sum, a[0])};
+                   });
+  return success();
+}
+
+LogicalResult lower(SwigluOp op, PatternRewriter &rw) {
+  Value one = f32(rw, op.getLoc(), 1.0);
+  replaceByGeneric(rw, op, {op.getGate(), op.getUp()},
+                   [&](OpBuilder &nb, Location nl, ValueRange a) {
+                     // g / (1 + exp(-g)) * u
+                     Value neg = arith::NegFOp::create(nb, nl, a[0]);
+                     Value den = arith::AddFOp::create(
+                         nb, nl, one, math::ExpOp::create(nb, nl, neg));
+                     Value silu = arith::DivFOp::create(nb, nl, a[0], den);
+                     return SmallVector<Value>{
+                         arith::MulFOp::create(nb, nl, silu, a[1])};
+                   });
+  return success();
+}
+
+LogicalResult lower(SwigluGradOp op, PatternRewriter &rw) {
+  Value one = f32(rw, op.getLoc(), 1.0);
+  replaceByGeneric(
+      rw, op, {op.getGate(), op.getUp(), op.getGrad()},
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        // s = sigmoid(g); d_up = dy g s; d_gate = dy u s (1 + g (1 - s))
+        Value neg = arith::NegFOp::create(nb, nl, a[0]);
+        Value den = arith::AddFOp::create(nb, nl, one,
+                                          math::ExpOp::create(nb, nl, neg));
+        Value sig = arith::DivFOp::create(nb, nl, one, den);
+        Value silu = arith::MulFOp::create(nb, nl, a[0], sig);
+        Value dup = arith::MulFOp::create(nb, nl, a[2], silu);
+        Value oneMinus = arith::SubFOp::create(nb, nl, one, sig);
+        Value inner = arith::AddFOp::create(
+            nb, nl, one, arith::MulFOp::create(nb, nl, a[0], oneMinus));
+        Value dyu = arith::MulFOp::create(nb, nl, a[2], a[1]);
+        Value dgate = arith::MulFOp::create(
+            nb, nl, arith::MulFOp::create(nb, nl, dyu, sig), inner);
+        return SmallVector<Value>{dgate, dup};
+      });
+  return success();
+}
+
+LogicalResult lower(AddOp op, PatternRewriter &rw) {
+  replaceByGeneric(rw, op, {op.getLhs(), op.getRhs()},
+                   [&](OpBuilder &nb, Location nl, ValueRange a) {
+                     return SmallVector<Value>{
+                         arith::AddFOp::create(nb, nl, a[0], a[1])};
+                   });
+  return success();
+}
+
+template <typename OpT>
+struct ToLinalg : OpRewritePattern<OpT> {
+  using OpRewritePattern<OpT>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpT op,
+                                PatternRewriter &rewriter) const override {
+    return lower(op, rewriter);
+  }
+};
+
+struct ElementwiseToLinalgPass
+    : public mlir::muir::impl::MuirElementwiseToLinalgBase<
+          ElementwiseToLinalgPass> {
+  void runOnOperation() override {
+    applyElementwiseToLinalg(getOperation());
+  }
+};
+
+} // namespace
+
+void mlir::muir::populateElementwiseToLinalgPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<ToLinalg<MomentumOp>, ToLinalg<ApplyUpdateOp>,
+               ToLinalg<AdamWUpdateOp>, ToLinalg<AddDiagonalOp>,
+               ToLinalg<SwigluOp>, ToLinalg<SwigluGradOp>, ToLinalg<AddOp>>(
+      patterns.getContext());
+  linalg::populateElementwiseToLinalgConversionPatterns(patterns);
+}
+
+void mlir::muir::applyElementwiseToLinalg(Operation *root) {
+  RewritePatternSet patterns(root->getContext());
+  populateElementwiseToLinalgPatterns(patterns);
+  // One walk, these rewrites only: no folding or dead-code removal, so the
+  // rest of the step stays as it was.
+  walkAndApplyPatterns(root, std::move(patterns));
+}

@@ -1,0 +1,83 @@
+// RUN: muir-opt %s --split-input-file --muir-elementwise-to-linalg | FileCheck %s
+// RUN: muir-opt %s --split-input-file --muir-elementwise-to-linalg --linalg-fuse-elementwise-ops | FileCheck %s --check-prefix=FUSED
+
+// Momentum (EMA, Nesterov): one generic with two results over unread
+// tensor.empty inits; the coefficients are f32 constants outside it.
+// CHECK-LABEL: func.func @momentum
+// CHECK-SAME: (%[[G:[^:]+]]: tensor<4x8xf32>, %[[M:[^:]+]]: tensor<4x8xf32>)
+// CHECK-DAG: %[[BETA:.+]] = arith.constant 0.949999988 : f32
+// CHECK-DAG: %[[ONEMB:.+]] = arith.constant 5.000000e-02 : f32
+// CHECK-DAG: %[[E0:.+]] = tensor.empty() : tensor<4x8xf32>
+// CHECK-DAG: %[[E1:.+]] = tensor.empty() : tensor<4x8xf32>
+// CHECK: %[[R:.+]]:2 = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel"]} ins(%[[G]], %[[M]] : tensor<4x8xf32>, tensor<4x8xf32>) outs(%[[E0]], %[[E1]] : tensor<4x8xf32>, tensor<4x8xf32>)
+// CHECK-NEXT: ^bb0(%[[g:[^:]+]]: f32, %[[m:[^:]+]]: f32, %{{[^:]+}}: f32, %{{[^:]+}}: f32):
+// CHECK-NEXT: %[[GT:.+]] = arith.mulf %[[ONEMB]], %[[g]] : f32
+// CHECK-NEXT: %[[BM:.+]] = arith.mulf %[[BETA]], %[[m]] : f32
+// CHECK-NEXT: %[[NEWM:.+]] = arith.addf %[[BM]], %[[GT]] : f32
+// CHECK-NEXT: %[[BN:.+]] = arith.mulf %[[BETA]], %[[NEWM]] : f32
+// CHECK-NEXT: %[[U:.+]] = arith.addf %[[GT]], %[[BN]] : f32
+// CHECK-NEXT: linalg.yield %[[U]], %[[NEWM]] : f32, f32
+// CHECK: return %[[R]]#0, %[[R]]#1
+func.func @momentum(%g: tensor<4x8xf32>, %m: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %u, %m1 = muir.momentum %g, %m {beta = 0.95, momentum_kind = #muir<momentum_kind ema>, nesterov = true} : tensor<4x8xf32>
+  return %u, %m1 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Run-time hyperparameters: lr * scale and 1 - lr * wd in f64, each
+// rounded to f32 once, before the kernel.
+// CHECK-LABEL: func.func @apply_update
+// CHECK-SAME: (%[[W:[^:]+]]: tensor<8xf32>, %[[X:[^:]+]]: tensor<8xf32>, %[[LR:[^:]+]]: f64, %[[WD:[^:]+]]: f64)
+// CHECK: %[[LRWD:.+]] = arith.mulf %[[LR]], %[[WD]] : f64
+// CHECK: %[[KEEP64:.+]] = arith.subf %{{.+}}, %[[LRWD]] : f64
+// CHECK: %[[KEEP:.+]] = arith.truncf %[[KEEP64]] : f64 to f32
+// CHECK: %[[STEP64:.+]] = arith.mulf %[[LR]], %{{.+}} : f64
+// CHECK: %[[STEP:.+]] = arith.truncf %[[STEP64]] : f64 to f32
+// CHECK: linalg.generic {{.*}} ins(%[[W]], %[[X]] : tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT: ^bb0(%[[w:[^:]+]]: f32, %[[x:[^:]+]]: f32, %{{[^:]+}}: f32):
+// CHECK-NEXT: %[[KEPT:.+]] = arith.mulf %[[w]], %[[KEEP]] : f32
+// CHECK-NEXT: %[[DELTA:.+]] = arith.mulf %[[STEP]], %[[x]] : f32
+// CHECK-NEXT: %[[NEW:.+]] = arith.subf %[[KEPT]], %[[DELTA]] : f32
+// CHECK-NEXT: linalg.yield %[[NEW]] : f32
+func.func @apply_update(%w: tensor<8xf32>, %x: tensor<8xf32>, %lr: f64, %wd: f64) -> tensor<8xf32> {
+  %w1 = muir.apply_update %w, %x hyper(%lr, %wd) {lr = 0.02, scale = 0.5, weight_decay = 0.1} : tensor<8xf32>
+  return %w1 : tensor<8xf32>
+}
+
+// -----
+
+// The diagonal shift reads the element's indices; a precision change of a
+// whole tensor takes upstream's pattern.
+// CHECK-LABEL: func.func @diagonal
+// CHECK: %[[XD:.+]] = linalg.generic {{.*}} ins(%{{.+}} : tensor<2x3x3xf32>) outs(%{{.+}} : tensor<2x3x3xf64>)
+// CHECK: arith.extf %{{.+}} : f32 to f64
+// CHECK: linalg.generic {{.*}} ins(%[[XD]] : tensor<2x3x3xf64>) outs(%{{.+}} : tensor<2x3x3xf64>)
+// CHECK: %[[R:.+]] = linalg.index 1 : index
+// CHECK: %[[C:.+]] = linalg.index 2 : index
+// CHECK: %[[ON:.+]] = arith.cmpi eq, %[[R]], %[[C]] : index
+// CHECK: %[[V:.+]] = arith.constant 2.500000e-01 : f64
+// CHECK: %[[S:.+]] = arith.addf %{{.+}}, %[[V]] : f64
+// CHECK: arith.select %[[ON]], %[[S]], %{{.+}} : f64
+func.func @diagonal(%x: tensor<2x3x3xf32>) -> tensor<2x3x3xf64> {
+  %xd = arith.extf %x : tensor<2x3x3xf32> to tensor<2x3x3xf64>
+  %y = muir.add_diagonal %xd, 0.25 : tensor<2x3x3xf64>
+  return %y : tensor<2x3x3xf64>
+}
+
+// -----
+
+// SwiGLU of a sum: two kernels, which linalg's element-wise fusion turns
+// into one.
+// CHECK-LABEL: func.func @add_swiglu
+// CHECK-COUNT-2: linalg.generic
+// FUSED-LABEL: func.func @add_swiglu
+// FUSED: linalg.generic {{.*}} ins(%{{.+}}, %{{.+}}, %{{.+}} : tensor<8x24xf32>, tensor<8x24xf32>, tensor<8x24xf32>)
+// FUSED: arith.addf
+// FUSED: math.exp
+// FUSED-NOT: linalg.generic
+func.func @add_swiglu(%a: tensor<8x24xf32>, %b: tensor<8x24xf32>, %u: tensor<8x24xf32>) -> tensor<8x24xf32> {
+  %g = muir.add %a, %b : tensor<8x24xf32>
+  %h = muir.swiglu %g, %u : tensor<8x24xf32>
+  return %h : tensor<8x24xf32>
+}
