@@ -61,11 +61,6 @@ double getUpdateScale(ScaleMode mode, double extra, int64_t m, int64_t n);
 /// grid's folding index (its position among the module's grids; 0 is the
 /// run's grid) in bits 48 and up (see muirrt_dist_add_folding).
 int64_t getRuntimeAxesMask(GridOp grid, ArrayAttr axes);
-/// The grid with folding index `index` in `module`, or null.
-GridOp getGridByFolding(ModuleOp module, int64_t index);
-/// The ranks in the group a runtime axes mask names (1 when its grid is
-/// gone or the mask names no axis).
-int64_t getRuntimeGroupSize(ModuleOp module, int64_t mask);
 } // namespace mlir::muir
 
 #endif // MUIR_DIALECT_MUIR_MUIRDIALECT_H

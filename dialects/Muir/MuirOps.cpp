@@ -172,22 +172,6 @@ int64_t mlir::muir::getRuntimeAxesMask(GridOp grid, ArrayAttr axes) {
   return mask | (folding << 48);
 }
 
-GridOp mlir::muir::getGridByFolding(ModuleOp module, int64_t index) {
-  for (GridOp g : module.getOps<GridOp>())
-    if (index-- == 0)
-      return g;
-  return {};
-}
-
-int64_t mlir::muir::getRuntimeGroupSize(ModuleOp module, int64_t mask) {
-  int64_t size = 1;
-  if (GridOp grid = getGridByFolding(module, mask >> 48))
-    for (auto [i, s] : llvm::enumerate(grid.getShape()))
-      if (mask & (int64_t(1) << i))
-        size *= s;
-  return size;
-}
-
 int64_t GridOp::getGroupSize(ArrayAttr axisNames) {
   int64_t size = 1;
   for (Attribute a : axisNames) {

@@ -1,6 +1,8 @@
 //===- MuirExecDialect.cpp - the execution-level dialect ------------------===//
 #include "MuirExec/MuirExecDialect.h"
 
+#include "Muir/MuirDialect.h"
+
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
@@ -34,6 +36,45 @@ void MuirExecDialect::initialize() {
 #define GET_OP_LIST
 #include "MuirExec/MuirExecOps.cpp.inc"
       >();
+}
+
+LogicalResult GroupAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                FlatSymbolRefAttr grid, ArrayAttr axes) {
+  llvm::SmallDenseSet<StringRef> seen;
+  for (Attribute a : axes) {
+    auto axis = dyn_cast<StringAttr>(a);
+    if (!axis)
+      return emitError() << "expected grid axis names, got " << a;
+    if (!seen.insert(axis.getValue()).second)
+      return emitError() << "grid axis '" << axis.getValue()
+                         << "' named twice";
+  }
+  return success();
+}
+
+muir::GridOp GroupAttr::getGridOp(Operation *from) const {
+  return SymbolTable::lookupNearestSymbolFrom<muir::GridOp>(from, getGrid());
+}
+
+int64_t GroupAttr::getSize(Operation *from) const {
+  return getGridOp(from).getGroupSize(getAxes());
+}
+
+int64_t GroupAttr::getRuntimeMask(Operation *from) const {
+  return muir::getRuntimeAxesMask(getGridOp(from), getAxes());
+}
+
+LogicalResult mlir::muir_exec::verifyGroup(Operation *op) {
+  auto group = cast<GroupOpInterface>(op).getGroup();
+  muir::GridOp grid = group.getGridOp(op);
+  if (!grid)
+    return op->emitOpError("group names ")
+           << group.getGrid() << ", which is not a muir.grid in scope";
+  for (auto axis : group.getAxes().getAsRange<StringAttr>())
+    if (grid.getAxisIndex(axis.getValue()) < 0)
+      return op->emitOpError("group axis '")
+             << axis.getValue() << "' is not an axis of " << group.getGrid();
+  return success();
 }
 
 /// (batch, rows, cols) of a rank-2 or rank-3 buffer; batch 0 for rank 2.

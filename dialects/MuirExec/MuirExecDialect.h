@@ -8,10 +8,19 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace mlir::muir {
+class GridOp;
+} // namespace mlir::muir
+
 #include "MuirExec/MuirExecOpsDialect.h.inc"
 #include "MuirExec/MuirExecEnums.h.inc"
 #define GET_ATTRDEF_CLASSES
 #include "MuirExec/MuirExecAttrs.h.inc"
+namespace mlir::muir_exec {
+/// The GroupOpInterface's verifier: the op's `group` names a muir.grid in
+/// scope and axes of it.
+LogicalResult verifyGroup(Operation *op);
+} // namespace mlir::muir_exec
 #include "MuirExec/MuirExecInterfaces.h.inc"
 #define GET_OP_CLASSES
 #include "MuirExec/MuirExecOps.h.inc"

@@ -72,6 +72,45 @@ def MuirExec_F32Buffer : MemRefRankOf<[F32], [2, 3]>;
 def MuirExec_FloatBuffer : MemRefRankOf<[F32, F64], [2, 3]>;
 def MuirExec_AnyF32Buffer : MemRefOf<[F32]>;
 
+def MuirExec_GroupAttr : AttrDef<MuirExec_Dialect, "Group"> {
+  let mnemonic = "group";
+  let summary = "the ranks an exec op runs over: axes of a grid";
+  let description = [{
+    `#muir_exec.group<@world, ["tp"]>`: the ranks that share this rank's
+    coordinates on every axis of `muir.grid` `grid` except `axes` (one rank
+    per combination of the listed axes; no axes: this rank alone). The
+    runtime's C ABI names a group by an integer axes mask, which
+    `muir-exec-to-runtime-calls` computes from the grid
+    (muir::getRuntimeAxesMask); above that boundary groups are these
+    attributes, verified against their grid.
+  }];
+  let parameters = (ins "::mlir::FlatSymbolRefAttr":$grid,
+                        "::mlir::ArrayAttr":$axes);
+  let assemblyFormat = "`<` $grid `,` $axes `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The grid named, looked up from `from`'s scope (null if absent).
+    ::mlir::muir::GridOp getGridOp(::mlir::Operation *from) const;
+    /// The number of ranks in the group.
+    int64_t getSize(::mlir::Operation *from) const;
+    /// The group as the runtime C ABI's axes mask.
+    int64_t getRuntimeMask(::mlir::Operation *from) const;
+  }];
+}
+
+def MuirExec_GroupOpInterface : OpInterface<"GroupOpInterface"> {
+  let description = [{
+    An exec op that runs over a group of ranks (its `group` attribute);
+    the verifier checks that the group names a `muir.grid` and axes of it.
+  }];
+  let cppNamespace = "::mlir::muir_exec";
+  let methods = [
+    InterfaceMethod<"The ranks the op runs over.",
+      "::mlir::muir_exec::GroupAttr", "getGroup">,
+  ];
+  let verify = [{ return ::mlir::muir_exec::verifyGroup($_op); }];
+}
+
 // How a target runs an exec op: one call of its runtime's C API, kernels
 // that muir-exec-to-gpu generates (after which the op is gone), or not at
 // all (the op is the other target's).
@@ -276,9 +315,8 @@ def MuirExec_ScaleByNormOp
 // Collectives (runtime: MPI on CPU)
 //===----------------------------------------------------------------------===//
 
-// A collective's group is named by `axes_mask`: bit i set = grid axis i of the
-// module's @world grid. The runtime derives the communicator from it.
-class MuirExec_CollectiveOp<string mnemonic> : MuirExec_Op<mnemonic> {
+class MuirExec_CollectiveOp<string mnemonic>
+    : MuirExec_Op<mnemonic, [MuirExec_GroupOpInterface]> {
   let assemblyFormat = [{
     $input `,` $output attr-dict `:` type($input) `,` type($output)
   }];
@@ -291,7 +329,8 @@ def MuirExec_AllReduceOp : MuirExec_CollectiveOp<"all_reduce"> {
     order, so results do not depend on timing.
   }];
   let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
-      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output, I64Attr:$axes_mask,
+      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output,
+      MuirExec_GroupAttr:$group,
       MuirExec_ReductionAttr:$reduction);
 }
 
@@ -305,7 +344,7 @@ def MuirExec_SymmetricAllReduceOp
   }];
   let arguments = (ins Arg<MemRefRankOf<[F64], [2, 3]>, "", [MemRead]>:$input,
       Arg<MemRefRankOf<[F64], [2, 3]>, "", [MemWrite]>:$output,
-      I64Attr:$axes_mask);
+      MuirExec_GroupAttr:$group);
   let hasVerifier = 1;
 }
 
@@ -315,7 +354,8 @@ def MuirExec_AllGatherOp : MuirExec_CollectiveOp<"all_gather"> {
     Gathers along `gather_axis` of row-major buffers, group-rank order.
   }];
   let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
-      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output, I64Attr:$axes_mask,
+      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output,
+      MuirExec_GroupAttr:$group,
       I64Attr:$gather_axis);
 }
 
@@ -325,7 +365,8 @@ def MuirExec_AllGatherVOp : MuirExec_CollectiveOp<"all_gatherv"> {
     Group rank j contributes its first sizes[j] slices of dimension 0.
   }];
   let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
-      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output, I64Attr:$axes_mask,
+      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output,
+      MuirExec_GroupAttr:$group,
       DenseI64ArrayAttr:$sizes);
 }
 
@@ -333,7 +374,8 @@ def MuirExec_ReduceScatterOp : MuirExec_CollectiveOp<"reduce_scatter"> {
   let summary = "reduce over a group, keep this rank's slice";
   let description = [{ Slices along `scatter_axis`, group-rank order. }];
   let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
-      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output, I64Attr:$axes_mask,
+      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output,
+      MuirExec_GroupAttr:$group,
       I64Attr:$scatter_axis, MuirExec_ReductionAttr:$reduction);
 }
 
@@ -344,10 +386,12 @@ def MuirExec_AllToAllOp : MuirExec_CollectiveOp<"all_to_all"> {
     concatenated along dimension 0 in group-rank order.
   }];
   let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
-      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output, I64Attr:$axes_mask);
+      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output,
+      MuirExec_GroupAttr:$group);
 }
 
-def MuirExec_AllToAllVOp : MuirExec_Op<"all_to_allv"> {
+def MuirExec_AllToAllVOp
+    : MuirExec_Op<"all_to_allv", [MuirExec_GroupOpInterface]> {
   let summary = "ragged all-to-all of rows with run-time counts";
   let description = [{
     `send_counts[j]` rows (dimension 0, back to back) of `input` go to group
@@ -359,7 +403,7 @@ def MuirExec_AllToAllVOp : MuirExec_Op<"all_to_allv"> {
       Arg<MemRefRankOf<[I64], [1]>, "", [MemRead]>:$send_counts,
       Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output,
       Arg<MemRefRankOf<[I64], [1]>, "", [MemWrite]>:$recv_counts,
-      I64Attr:$axes_mask);
+      MuirExec_GroupAttr:$group);
   let assemblyFormat = [{
     $input `,` $send_counts `,` $output `,` $recv_counts attr-dict `:`
     type($input) `,` type($send_counts) `,` type($output) `,`
@@ -389,7 +433,8 @@ def MuirExec_SyrkRowsOp : MuirExec_Op<"syrk_rows"> {
 
 def MuirExec_TriangleAllReduceStartOp
     : MuirExec_Op<"triangle_all_reduce_start",
-                  [MemoryEffects<[MemRead, MemWrite]>], "call", "kernels"> {
+                  [MemoryEffects<[MemRead, MemWrite]>,
+                   MuirExec_GroupOpInterface], "call", "kernels"> {
   let summary = "start the group's sum of rows of C's upper triangle";
   let description = [{
     Packs rows [row_begin, row_end) of the upper triangle of every batch
@@ -401,7 +446,7 @@ def MuirExec_TriangleAllReduceStartOp
     communication hide behind compute.
   }];
   let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$c,
-      Index:$row_begin, Index:$row_end, I64Attr:$axes_mask);
+      Index:$row_begin, Index:$row_end, MuirExec_GroupAttr:$group);
   let results = (outs I64:$request);
   let assemblyFormat = [{
     $c `rows` `[` $row_begin `,` $row_end `)` attr-dict `:` type($c)
@@ -433,7 +478,8 @@ def MuirExec_TriangleAllReduceWaitOp
 
 def MuirExec_PackedAllReduceStartOp
     : MuirExec_Op<"packed_all_reduce_start",
-                  [MemoryEffects<[MemRead, MemWrite]>], "none", "call"> {
+                  [MemoryEffects<[MemRead, MemWrite]>,
+                   MuirExec_GroupOpInterface], "none", "call"> {
   let summary = "start the group's sum of a packed buffer (CUDA target)";
   let description = [{
     The CUDA target's exchange of a triangle chunk, formed by
@@ -444,7 +490,7 @@ def MuirExec_PackedAllReduceStartOp
     buffer completes. The buffer must not be written until then.
   }];
   let arguments = (ins Arg<MemRefRankOf<[F32], [1]>, "", [MemRead]>:$buffer,
-      I64Attr:$axes_mask);
+      MuirExec_GroupAttr:$group);
   let results = (outs I64:$request);
   let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
 }
@@ -535,7 +581,8 @@ def MuirExec_RouteGradOp : MuirExec_Op<"route_grad"> {
 }
 
 def MuirExec_MoeDispatchOp
-    : MuirExec_Op<"moe_dispatch", [], "call", "kernels"> {
+    : MuirExec_Op<"moe_dispatch", [MuirExec_GroupOpInterface], "call",
+                  "kernels"> {
   let summary = "expert dispatch over a group (runtime moe_dispatch)";
   let description = [{
     `muir.dispatch` on buffers: one `muirrt_moe_dispatch` call (an
@@ -547,7 +594,7 @@ def MuirExec_MoeDispatchOp
       Arg<MemRefRankOf<[F32], [2]>, "", [MemWrite]>:$output,
       Arg<MemRefRankOf<[I64], [1]>, "", [MemWrite]>:$counts,
       Arg<MemRefRankOf<[I64], [1]>, "", [MemWrite]>:$plan,
-      I64Attr:$axes_mask, I64Attr:$num_experts, StrAttr:$layer);
+      MuirExec_GroupAttr:$group, I64Attr:$num_experts, StrAttr:$layer);
   let assemblyFormat = [{
     $input `,` $indices (`weights` $weights^)? `into` $output `,` $counts
     `,` $plan attr-dict `:` type($input) `,` type($indices)
@@ -580,7 +627,8 @@ def MuirExec_MoePlanOp : MuirExec_Op<"moe_plan", [], "none"> {
 }
 
 def MuirExec_MoeCombineOp
-    : MuirExec_Op<"moe_combine", [], "call", "kernels"> {
+    : MuirExec_Op<"moe_combine", [MuirExec_GroupOpInterface], "call",
+                  "kernels"> {
   let summary = "expert combine over a group (runtime moe_combine)";
   let description = [{
     `muir.combine` on buffers: one `muirrt_moe_combine` call.
@@ -590,7 +638,7 @@ def MuirExec_MoeCombineOp
       Arg<MemRefRankOf<[I64], [1]>, "", [MemRead]>:$plan,
       Arg<Optional<MemRefRankOf<[F32], [2]>>, "", [MemRead]>:$weights,
       Arg<MemRefRankOf<[F32], [2]>, "", [MemWrite]>:$output,
-      I64Attr:$axes_mask, I64Attr:$num_experts, StrAttr:$layer);
+      MuirExec_GroupAttr:$group, I64Attr:$num_experts, StrAttr:$layer);
   let assemblyFormat = [{
     $input `,` $indices `,` $plan (`weights` $weights^)? `into` $output
     attr-dict `:` type($input) `,` type($indices) `,` type($plan)
@@ -599,7 +647,8 @@ def MuirExec_MoeCombineOp
 }
 
 def MuirExec_MoeCombineWeightsGradOp
-    : MuirExec_Op<"moe_combine_weights_grad", [], "call", "kernels"> {
+    : MuirExec_Op<"moe_combine_weights_grad", [MuirExec_GroupOpInterface],
+                  "call", "kernels"> {
   let summary = "combine's weight gradient (runtime)";
   let description = [{
     `muir.combine_weights_grad` on buffers: one
@@ -610,7 +659,7 @@ def MuirExec_MoeCombineWeightsGradOp
       Arg<MemRefRankOf<[I64], [2]>, "", [MemRead]>:$indices,
       Arg<MemRefRankOf<[I64], [1]>, "", [MemRead]>:$plan,
       Arg<MemRefRankOf<[F32], [2]>, "", [MemWrite]>:$output,
-      I64Attr:$axes_mask, I64Attr:$num_experts, StrAttr:$layer);
+      MuirExec_GroupAttr:$group, I64Attr:$num_experts, StrAttr:$layer);
   let assemblyFormat = [{
     $grad `,` $input `,` $indices `,` $plan `into` $output attr-dict `:`
     type($grad) `,` type($input) `,` type($indices) `,` type($plan) `->`
@@ -660,9 +709,10 @@ def MuirExec_TraceOp : MuirExec_Op<"trace", [], "call", "none"> {
   let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
 }
 
-def MuirExec_GroupRankOp : MuirExec_Op<"group_rank", [Pure]> {
-  let summary = "this rank's index in the group named by axes_mask";
-  let arguments = (ins I64Attr:$axes_mask);
+def MuirExec_GroupRankOp
+    : MuirExec_Op<"group_rank", [Pure, MuirExec_GroupOpInterface]> {
+  let summary = "this rank's index in its group";
+  let arguments = (ins MuirExec_GroupAttr:$group);
   let results = (outs Index:$rank);
   let assemblyFormat = "attr-dict `:` type($rank)";
 }
@@ -671,7 +721,8 @@ def MuirExec_BroadcastOp : MuirExec_CollectiveOp<"broadcast"> {
   let summary = "copy group rank `root`'s buffer to the group";
   let description = [{ `output` receives the root's `input`. }];
   let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
-      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output, I64Attr:$axes_mask,
+      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output,
+      MuirExec_GroupAttr:$group,
       I64Attr:$root);
 }
 
@@ -680,7 +731,8 @@ def MuirExec_AllSliceOp : MuirExec_CollectiveOp<"all_slice"> {
   let summary = "keep this rank's block along a dimension (no communication)";
   let description = [{ Block r = group rank along `slice_axis`. }];
   let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
-      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output, I64Attr:$axes_mask,
+      Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output,
+      MuirExec_GroupAttr:$group,
       I64Attr:$slice_axis);
 }
 

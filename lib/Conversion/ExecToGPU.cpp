@@ -474,7 +474,7 @@ LogicalResult lowerTriangles(ModuleOp module) {
                        chunk, batch, n, /*pack=*/true);
         Value request = mx::PackedAllReduceStartOp::create(
             b, oloc, b.getI64Type(), chunkView(b, oloc, packed, chunk, batch),
-            st.getAxesMaskAttr());
+            st.getGroupAttr());
         st.getRequest().replaceAllUsesWith(request);
       } else {
         auto w = cast<mx::TriangleAllReduceWaitOp>(op);
@@ -496,9 +496,8 @@ LogicalResult lowerTriangles(ModuleOp module) {
 //===----------------------------------------------------------------------===//
 
 /// The CUDA target runs a MoE layer's exchange only for a group of one.
-LogicalResult checkOneRank(Operation *op, int64_t mask) {
-  int64_t g =
-      muir::getRuntimeGroupSize(op->getParentOfType<ModuleOp>(), mask);
+LogicalResult checkOneRank(Operation *op, mx::GroupAttr group) {
+  int64_t g = group.getSize(op);
   if (g == 1)
     return success();
   return op->emitOpError("spreads the experts over ")
@@ -538,9 +537,10 @@ LogicalResult checkMoeBuffers(Operation *op, Value indices, Value rows,
 struct MoeShape {
   int64_t tokens, k, hidden, bound;
 };
-FailureOr<MoeShape> checkMoe(Operation *op, int64_t mask, Value indices,
+FailureOr<MoeShape> checkMoe(Operation *op, mx::GroupAttr group,
+                             Value indices,
                              Value rows, Value plan) {
-  if (failed(checkOneRank(op, mask)) ||
+  if (failed(checkOneRank(op, group)) ||
       failed(checkMoeBuffers(op, indices, rows, plan)))
     return failure();
   auto it = cast<MemRefType>(indices.getType());
@@ -565,7 +565,7 @@ std::pair<Value, Value> planEntry(OpBuilder &b, Location loc, Value plan,
 /// and a generated gather: out[r] = x[token of plan[r]] (times its weight),
 /// zero past the routed rows.
 LogicalResult lowerDispatch(mx::MoeDispatchOp d) {
-  FailureOr<MoeShape> shape = checkMoe(d, d.getAxesMask(), d.getIndices(),
+  FailureOr<MoeShape> shape = checkMoe(d, d.getGroup(), d.getIndices(),
                                        d.getOutput(), d.getPlan());
   if (failed(shape))
     return failure();
@@ -631,7 +631,7 @@ Value sumInDouble(
 /// element: out[t][h] = the sum over slots j in order of w[t][j] *
 /// rows[row of (t, j)][h], in double (the CPU runtime's arithmetic).
 LogicalResult lowerCombine(mx::MoeCombineOp c) {
-  FailureOr<MoeShape> shape = checkMoe(c, c.getAxesMask(), c.getIndices(),
+  FailureOr<MoeShape> shape = checkMoe(c, c.getGroup(), c.getIndices(),
                                        c.getInput(), c.getPlan());
   if (failed(shape))
     return failure();
@@ -675,7 +675,7 @@ LogicalResult lowerCombine(mx::MoeCombineOp c) {
 /// (token, slot): the dot product (double, in order) of the output
 /// gradient's row with the pair's expert row; 0 for a dropped slot.
 LogicalResult lowerCombineWeightsGrad(mx::MoeCombineWeightsGradOp c) {
-  FailureOr<MoeShape> shape = checkMoe(c, c.getAxesMask(), c.getIndices(),
+  FailureOr<MoeShape> shape = checkMoe(c, c.getGroup(), c.getIndices(),
                                        c.getInput(), c.getPlan());
   if (failed(shape))
     return failure();

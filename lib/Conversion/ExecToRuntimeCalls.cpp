@@ -34,8 +34,6 @@ public:
       : mod(at->getParentOfType<ModuleOp>()), b(b), loc(at->getLoc()),
         cuda(cuda) {}
 
-  ModuleOp module() const { return mod; }
-
   Value i64(int64_t v) {
     return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
   }
@@ -71,6 +69,11 @@ public:
         arith::IndexCastOp::create(b, loc, b.getI64Type(), idx);
     return LLVM::IntToPtrOp::create(
         b, loc, LLVM::LLVMPointerType::get(b.getContext()), asInt);
+  }
+
+  /// The op's group as the runtime's axes mask.
+  Value group(mx::GroupOpInterface op) {
+    return i64(op.getGroup().getRuntimeMask(op));
   }
 
   /// ptr(memref), or a null pointer for an absent optional operand.
@@ -229,7 +232,7 @@ Value emit(mx::SymmetricAllReduceOp sa, CallBuilder &c) {
   auto [batch, r, cl] = dims(sa.getInput());
   (void)cl;
   c.call("symmetric_all_reduce",
-         {c.i64(sa.getAxesMask()), c.ptr(sa.getInput()),
+         {c.group(sa), c.ptr(sa.getInput()),
           c.ptr(sa.getOutput()), c.i64(batch), c.i64(r)});
   return {};
 }
@@ -298,7 +301,7 @@ Value emit(mx::ObserveOp obs, CallBuilder &c) {
 
 Value emit(mx::AllReduceOp ar, CallBuilder &c) {
   c.call("all_reduce",
-         {c.i64(ar.getAxesMask()), c.i32(static_cast<int32_t>(ar.getReduction())),
+         {c.group(ar), c.i32(static_cast<int32_t>(ar.getReduction())),
           c.ptr(ar.getInput()), c.ptr(ar.getOutput()),
           c.i64(numel(ar.getInput()))});
   return {};
@@ -307,7 +310,7 @@ Value emit(mx::AllReduceOp ar, CallBuilder &c) {
 Value emit(mx::AllGatherOp ag, CallBuilder &c) {
   auto [outer, inner] = split(ag.getInput(), ag.getGatherAxis());
   c.call("all_gather",
-         {c.i64(ag.getAxesMask()), c.ptr(ag.getInput()),
+         {c.group(ag), c.ptr(ag.getInput()),
           c.ptr(ag.getOutput()), c.i64(outer), c.i64(inner)});
   return {};
 }
@@ -320,7 +323,7 @@ Value emit(mx::AllGatherVOp agv, CallBuilder &c) {
   for (int64_t s : agv.getSizes())
     counts.push_back(s * row);
   c.call("all_gatherv",
-         {c.i64(agv.getAxesMask()), c.ptr(agv.getInput()),
+         {c.group(agv), c.ptr(agv.getInput()),
           c.ptr(agv.getOutput()), c.constArray(counts)});
   return {};
 }
@@ -328,16 +331,16 @@ Value emit(mx::AllGatherVOp agv, CallBuilder &c) {
 Value emit(mx::ReduceScatterOp rs, CallBuilder &c) {
   auto [outer, inner] = split(rs.getOutput(), rs.getScatterAxis());
   c.call("reduce_scatter",
-         {c.i64(rs.getAxesMask()), c.i32(static_cast<int32_t>(rs.getReduction())),
+         {c.group(rs), c.i32(static_cast<int32_t>(rs.getReduction())),
           c.ptr(rs.getInput()), c.ptr(rs.getOutput()), c.i64(outer),
           c.i64(inner)});
   return {};
 }
 
 Value emit(mx::AllToAllOp a2a, CallBuilder &c) {
-  int64_t group = muir::getRuntimeGroupSize(c.module(), a2a.getAxesMask());
+  int64_t group = a2a.getGroup().getSize(a2a);
   c.call("all_to_all",
-         {c.i64(a2a.getAxesMask()), c.ptr(a2a.getInput()),
+         {c.group(a2a), c.ptr(a2a.getInput()),
           c.ptr(a2a.getOutput()),
           c.i64(numel(a2a.getInput()) / group)});
   return {};
@@ -349,7 +352,7 @@ Value emit(mx::AllToAllVOp a2av, CallBuilder &c) {
   int64_t rows = in.getRank() ? in.getDimSize(0) : 1;
   int64_t row = in.getNumElements() / std::max<int64_t>(1, rows);
   c.call("all_to_allv",
-         {c.i64(a2av.getAxesMask()), c.ptr(a2av.getInput()),
+         {c.group(a2av), c.ptr(a2av.getInput()),
           c.i64(rows), c.ptr(a2av.getSendCounts()),
           c.ptr(a2av.getOutput()),
           c.i64(out.getRank() ? out.getDimSize(0) : 1),
@@ -372,7 +375,7 @@ Value emit(mx::TriangleAllReduceStartOp st, CallBuilder &c) {
   (void)n2;
   Value request = c.call(
       "triangle_all_reduce_start",
-      {c.i64(st.getAxesMask()), c.i64(batch), c.i64(n), c.ptr(st.getC()),
+      {c.group(st), c.i64(batch), c.i64(n), c.ptr(st.getC()),
        c.toI64(st.getRowBegin()), c.toI64(st.getRowEnd())},
       {c.i64Type()})[0];
   return request;
@@ -388,7 +391,7 @@ Value emit(mx::TriangleAllReduceWaitOp w, CallBuilder &c) {
 Value emit(mx::PackedAllReduceStartOp ps, CallBuilder &c) {
   Value request =
       c.call("packed_all_reduce_start",
-             {c.i64(ps.getAxesMask()), c.ptr(ps.getBuffer()),
+             {c.group(ps), c.ptr(ps.getBuffer()),
               c.length(ps.getBuffer())},
              {c.i64Type()})[0];
   return request;
@@ -477,7 +480,7 @@ Value emit(mx::MoeDispatchOp d, CallBuilder &c) {
   auto it = cast<MemRefType>(d.getIndices().getType());
   auto ot = cast<MemRefType>(d.getOutput().getType());
   c.call("moe_dispatch",
-         {c.i64(d.getAxesMask()), c.i64(xt.getDimSize(0)),
+         {c.group(d), c.i64(xt.getDimSize(0)),
           c.i64(it.getDimSize(1)), c.i64(d.getNumExperts()),
           c.i64(xt.getDimSize(1)), c.ptr(d.getInput()),
           c.ptr(d.getIndices()), c.ptrOrNull(d.getWeights()),
@@ -491,7 +494,7 @@ Value emit(mx::MoeCombineOp cb, CallBuilder &c) {
   auto rt = cast<MemRefType>(cb.getInput().getType());
   auto it = cast<MemRefType>(cb.getIndices().getType());
   c.call("moe_combine",
-         {c.i64(cb.getAxesMask()), c.i64(it.getDimSize(0)),
+         {c.group(cb), c.i64(it.getDimSize(0)),
           c.i64(it.getDimSize(1)), c.i64(cb.getNumExperts()),
           c.i64(rt.getDimSize(1)), c.ptr(cb.getInput()),
           c.i64(rt.getDimSize(0)), c.ptr(cb.getIndices()),
@@ -504,7 +507,7 @@ Value emit(mx::MoeCombineWeightsGradOp cw, CallBuilder &c) {
   auto rt = cast<MemRefType>(cw.getInput().getType());
   auto it = cast<MemRefType>(cw.getIndices().getType());
   c.call("moe_combine_weights_grad",
-         {c.i64(cw.getAxesMask()), c.i64(it.getDimSize(0)),
+         {c.group(cw), c.i64(it.getDimSize(0)),
           c.i64(it.getDimSize(1)), c.i64(cw.getNumExperts()),
           c.i64(rt.getDimSize(1)), c.ptr(cw.getGrad()),
           c.ptr(cw.getInput()), c.i64(rt.getDimSize(0)),
@@ -538,7 +541,7 @@ Value emit(mx::RouteOp rt, CallBuilder &c) {
 }
 
 Value emit(mx::GroupRankOp gr, CallBuilder &c) {
-  Value r = c.call("dist_group_rank", {c.i64(gr.getAxesMask())},
+  Value r = c.call("dist_group_rank", {c.group(gr)},
                    {c.i64Type()})[0];
   return c.index(r);
 }
@@ -546,7 +549,7 @@ Value emit(mx::GroupRankOp gr, CallBuilder &c) {
 Value emit(mx::AllSliceOp sl, CallBuilder &c) {
   auto [outer, inner] = split(sl.getOutput(), sl.getSliceAxis());
   c.call("all_slice",
-         {c.i64(sl.getAxesMask()), c.ptr(sl.getInput()),
+         {c.group(sl), c.ptr(sl.getInput()),
           c.ptr(sl.getOutput()), c.i64(outer), c.i64(inner)});
   return {};
 }
@@ -555,7 +558,7 @@ Value emit(mx::BroadcastOp bc, CallBuilder &c) {
   // The runtime broadcasts in place: start from this rank's input.
   c.copy(bc.getInput(), bc.getOutput());
   c.call("broadcast",
-         {c.i64(bc.getAxesMask()), c.i64(bc.getRoot()),
+         {c.group(bc), c.i64(bc.getRoot()),
           c.ptr(bc.getOutput()), c.i64(numel(bc.getInput()))});
   return {};
 }

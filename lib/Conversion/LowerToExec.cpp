@@ -308,9 +308,9 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
 
   // Expert dispatch and combine always call the runtime, even on one rank:
   // the expansion into expert-major rows is the same work either way.
-  auto moeMask = [&](auto moeOp) {
-    return b.getI64IntegerAttr(
-        getRuntimeAxesMask(moeOp.getGridOp(), moeOp.getGridAxes()));
+  auto moeGroup = [&](auto moeOp) {
+    return mx::GroupAttr::get(b.getContext(), moeOp.getGridAttr(),
+                              moeOp.getGridAxes());
   };
   auto layerOf = [&](StringAttr layer) {
     return layer ? layer : b.getStringAttr("");
@@ -321,7 +321,7 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     mx::MoeDispatchOp::create(
         b, loc, in(d.getInput()), in(d.getIndices()),
         d.getWeights() ? in(d.getWeights()) : Value(), out, counts, plan,
-        moeMask(d), d.getNumExpertsAttr(), layerOf(d.getLayerAttr()));
+        moeGroup(d), d.getNumExpertsAttr(), layerOf(d.getLayerAttr()));
     map.map(d.getResult(), out);
     map.map(d.getCounts(), counts);
     map.map(d.getPlan(), plan);
@@ -331,7 +331,7 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     Value out = output(c.getResult());
     mx::MoeCombineOp::create(
         b, loc, in(c.getInput()), in(c.getIndices()), in(c.getPlan()),
-        c.getWeights() ? in(c.getWeights()) : Value(), out, moeMask(c),
+        c.getWeights() ? in(c.getWeights()) : Value(), out, moeGroup(c),
         c.getNumExpertsAttr(), layerOf(c.getLayerAttr()));
     map.map(c.getResult(), out);
     return success();
@@ -340,7 +340,7 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     Value out = output(cw.getResult());
     mx::MoeCombineWeightsGradOp::create(
         b, loc, in(cw.getGrad()), in(cw.getInput()), in(cw.getIndices()),
-        in(cw.getPlan()), out, moeMask(cw), cw.getNumExpertsAttr(),
+        in(cw.getPlan()), out, moeGroup(cw), cw.getNumExpertsAttr(),
         layerOf(cw.getLayerAttr()));
     map.map(cw.getResult(), out);
     return success();
@@ -386,30 +386,28 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
       memref::CopyOp::create(b, loc, input, out);
       return success();
     }
-    // The module's first grid is the run's ranks; later grids are other
-    // foldings of the same ranks, told apart by the mask's folding index.
-    auto maskAttr = b.getI64IntegerAttr(getRuntimeAxesMask(grid, axes));
+    auto groupAttr = mx::GroupAttr::get(b.getContext(), gridRef, axes);
     auto reductionAttr = [&](ReductionKind kind) {
       return mx::ReductionAttr::get(
           b.getContext(),
           *mx::symbolizeReduction(stringifyReductionKind(kind)));
     };
     if (auto ar = dyn_cast<AllReduceOp>(op)) {
-      mx::AllReduceOp::create(b, loc, input, out, maskAttr,
+      mx::AllReduceOp::create(b, loc, input, out, groupAttr,
                               reductionAttr(ar.getReduction()));
     } else if (isa<SymmetricAllReduceOp>(op)) {
-      mx::SymmetricAllReduceOp::create(b, loc, input, out, maskAttr);
+      mx::SymmetricAllReduceOp::create(b, loc, input, out, groupAttr);
     } else if (auto ag = dyn_cast<AllGatherOp>(op)) {
-      mx::AllGatherOp::create(b, loc, input, out, maskAttr,
+      mx::AllGatherOp::create(b, loc, input, out, groupAttr,
                               ag.getGatherAxisAttr());
     } else if (auto agv = dyn_cast<AllGatherVOp>(op)) {
       if (agv.getGatherAxisAttr().getInt() != 0)
         return op->emitOpError("ragged gathers along a dimension other than "
                                "0 are not supported yet");
-      mx::AllGatherVOp::create(b, loc, input, out, maskAttr,
+      mx::AllGatherVOp::create(b, loc, input, out, groupAttr,
                                agv.getSizesAttr());
     } else if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
-      mx::ReduceScatterOp::create(b, loc, input, out, maskAttr,
+      mx::ReduceScatterOp::create(b, loc, input, out, groupAttr,
                                   rs.getScatterAxisAttr(),
                                   reductionAttr(rs.getReduction()));
     } else if (auto a2a = dyn_cast<AllToAllOp>(op)) {
@@ -417,17 +415,17 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
           a2a.getConcatAxisAttr().getInt() != 0)
         return op->emitOpError("all_to_all other than split and concat on "
                                "dimension 0 is not supported yet");
-      mx::AllToAllOp::create(b, loc, input, out, maskAttr);
+      mx::AllToAllOp::create(b, loc, input, out, groupAttr);
     } else if (auto bc = dyn_cast<BroadcastOp>(op)) {
-      mx::BroadcastOp::create(b, loc, input, out, maskAttr, bc.getRootAttr());
+      mx::BroadcastOp::create(b, loc, input, out, groupAttr, bc.getRootAttr());
     } else if (auto sl = dyn_cast<AllSliceOp>(op)) {
-      mx::AllSliceOp::create(b, loc, input, out, maskAttr,
+      mx::AllSliceOp::create(b, loc, input, out, groupAttr,
                              sl.getSliceAxisAttr());
     } else {
       auto a2av = cast<AllToAllVOp>(op);
       Value recvCounts = output(a2av.getRecvCounts());
       mx::AllToAllVOp::create(b, loc, input, in(a2av.getSendCounts()), out,
-                              recvCounts, maskAttr);
+                              recvCounts, groupAttr);
       map.map(a2av.getRecvCounts(), recvCounts);
     }
     return success();
@@ -451,8 +449,8 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
                        ? std::min<int64_t>(fused.getChunkRows(), n)
                        : n;
     int64_t chunks = (n + rows - 1) / rows;
-    auto mask = b.getI64IntegerAttr(
-        getRuntimeAxesMask(fused.getGridOp(), fused.getGridAxes()));
+    auto group = mx::GroupAttr::get(b.getContext(), fused.getGridAttr(),
+                                    fused.getGridAxes());
     auto index = [&](int64_t v) {
       return arith::ConstantIndexOp::create(b, loc, v).getResult();
     };
@@ -460,7 +458,7 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
       mx::SyrkRowsOp::create(cb, loc, a, out, r0, r1, fused.getAlphaAttr(),
                              fused.getTransposeAttr());
       return mx::TriangleAllReduceStartOp::create(cb, loc, cb.getI64Type(),
-                                                  out, r0, r1, mask);
+                                                  out, r0, r1, group);
     };
     Value cRows = index(rows), c0 = index(0), cN = index(n);
     Value last = chunk(b, c0, cRows);
@@ -491,10 +489,11 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
       map.map(gr.getRank(), arith::ConstantIndexOp::create(b, loc, 0));
       return success();
     }
-    int64_t mask = getRuntimeAxesMask(gr.getGridOp(), gr.getGridAxes());
-    map.map(gr.getRank(), mx::GroupRankOp::create(
-                              b, loc, b.getIndexType(),
-                              b.getI64IntegerAttr(mask)));
+    map.map(gr.getRank(),
+            mx::GroupRankOp::create(
+                b, loc, b.getIndexType(),
+                mx::GroupAttr::get(b.getContext(), gr.getGridAttr(),
+                                   gr.getGridAxes())));
     return success();
   }
 

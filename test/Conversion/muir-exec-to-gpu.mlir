@@ -82,12 +82,13 @@ func.func @strided(%batch: memref<2x4x8xf32>, %one: memref<1x4x8xf32>, %other: m
 
 // -----
 
-// MoE with every expert on this rank (axes_mask 0: no grid axis): the
+// MoE with every expert on this rank (a group of no grid axis): the
 // dispatch becomes the runtime's plan (counts, each row's pair and each
 // pair's row) and a generated gather of one thread per output element
 // (16 rows x 4: 64), the pair's token from plan[r] / k, its weight times
 // the token's value, zero where plan[r] < 0.
 // CHECK-LABEL: func.func @moe
+muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 func.func @moe(%x: memref<8x4xf32>, %idx: memref<8x2xi64>, %w: memref<8x2xf32>, %rows: memref<16x4xf32>, %counts: memref<4xi64>, %plan: memref<36xi64>, %out: memref<8x4xf32>, %dw: memref<8x2xf32>) {
   // CHECK: muir_exec.moe_plan %{{.*}} into %{{.*}}, %{{.*}} {bound = 16 : i64, layer = "l", num_experts = 4 : i64} : memref<8x2xi64> -> memref<4xi64>, memref<36xi64>
   // CHECK: gpu.launch
@@ -101,7 +102,7 @@ func.func @moe(%x: memref<8x4xf32>, %idx: memref<8x2xi64>, %w: memref<8x2xf32>, 
   // CHECK: arith.mulf
   // CHECK: arith.select
   // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<64xf32>
-  muir_exec.moe_dispatch %x, %idx weights %w into %rows, %counts, %plan {axes_mask = 0 : i64, layer = "l", num_experts = 4 : i64} : memref<8x4xf32>, memref<8x2xi64>, memref<8x2xf32> -> memref<16x4xf32>, memref<4xi64>, memref<36xi64>
+  muir_exec.moe_dispatch %x, %idx weights %w into %rows, %counts, %plan {group = #muir_exec.group<@world, []>, layer = "l", num_experts = 4 : i64} : memref<8x4xf32>, memref<8x2xi64>, memref<8x2xf32> -> memref<16x4xf32>, memref<4xi64>, memref<36xi64>
   // The weighted combine: one thread per output element, the k slots in
   // order in double, each slot's row from plan[bound + t * k + j].
   // CHECK: gpu.launch
@@ -113,7 +114,7 @@ func.func @moe(%x: memref<8x4xf32>, %idx: memref<8x2xi64>, %w: memref<8x2xf32>, 
   // CHECK: arith.select
   // CHECK: arith.truncf %{{.*}} : f64 to f32
   // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<32xf32>
-  muir_exec.moe_combine %rows, %idx, %plan weights %w into %out {axes_mask = 0 : i64, layer = "l", num_experts = 4 : i64} : memref<16x4xf32>, memref<8x2xi64>, memref<36xi64>, memref<8x2xf32> -> memref<8x4xf32>
+  muir_exec.moe_combine %rows, %idx, %plan weights %w into %out {group = #muir_exec.group<@world, []>, layer = "l", num_experts = 4 : i64} : memref<16x4xf32>, memref<8x2xi64>, memref<36xi64>, memref<8x2xf32> -> memref<8x4xf32>
   // Combine's weight gradient: one thread per pair, a dot product over the
   // hidden size (no iterations for a dropped slot).
   // CHECK: gpu.launch
@@ -122,16 +123,17 @@ func.func @moe(%x: memref<8x4xf32>, %idx: memref<8x2xi64>, %w: memref<8x2xf32>, 
   // CHECK: arith.mulf %{{.*}}, %{{.*}} : f64
   // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<16xf32>
   // CHECK-NOT: muir_exec.moe_
-  muir_exec.moe_combine_weights_grad %out, %rows, %idx, %plan into %dw {axes_mask = 0 : i64, layer = "l", num_experts = 4 : i64} : memref<8x4xf32>, memref<16x4xf32>, memref<8x2xi64>, memref<36xi64> -> memref<8x2xf32>
+  muir_exec.moe_combine_weights_grad %out, %rows, %idx, %plan into %dw {group = #muir_exec.group<@world, []>, layer = "l", num_experts = 4 : i64} : memref<8x4xf32>, memref<16x4xf32>, memref<8x2xi64>, memref<36xi64> -> memref<8x2xf32>
   return
 }
 
 // -----
 
 // The CUDA target needs one row per (token, slot) pair.
+muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 func.func @small_bound(%x: memref<8x4xf32>, %idx: memref<8x2xi64>, %rows: memref<12x4xf32>, %counts: memref<4xi64>, %plan: memref<28xi64>) {
   // expected-error @+1 {{'muir_exec.moe_dispatch' op has a bound of 12 rows under its 8 tokens x 2 slots; the CUDA target needs one row per pair}}
-  muir_exec.moe_dispatch %x, %idx into %rows, %counts, %plan {axes_mask = 0 : i64, layer = "l", num_experts = 4 : i64} : memref<8x4xf32>, memref<8x2xi64> -> memref<12x4xf32>, memref<4xi64>, memref<28xi64>
+  muir_exec.moe_dispatch %x, %idx into %rows, %counts, %plan {group = #muir_exec.group<@world, []>, layer = "l", num_experts = 4 : i64} : memref<8x4xf32>, memref<8x2xi64> -> memref<12x4xf32>, memref<4xi64>, memref<28xi64>
   return
 }
 
@@ -141,16 +143,17 @@ func.func @small_bound(%x: memref<8x4xf32>, %idx: memref<8x2xi64>, %rows: memref
 muir.grid @g axes = ["ep"] shape = [2]
 func.func @spread(%x: memref<8x4xf32>, %idx: memref<8x2xi64>, %rows: memref<16x4xf32>, %counts: memref<2xi64>, %plan: memref<40xi64>) {
   // expected-error @+1 {{'muir_exec.moe_dispatch' op spreads the experts over 2 ranks; the CUDA target runs MoE layers with every expert on one rank (ep = 1) so far: compile this step for --target=cpu}}
-  muir_exec.moe_dispatch %x, %idx into %rows, %counts, %plan {axes_mask = 1 : i64, layer = "l", num_experts = 4 : i64} : memref<8x4xf32>, memref<8x2xi64> -> memref<16x4xf32>, memref<2xi64>, memref<40xi64>
+  muir_exec.moe_dispatch %x, %idx into %rows, %counts, %plan {group = #muir_exec.group<@g, ["ep"]>, layer = "l", num_experts = 4 : i64} : memref<8x4xf32>, memref<8x2xi64> -> memref<16x4xf32>, memref<2xi64>, memref<40xi64>
   return
 }
 
 // -----
 
 // A plan that is not one rank's (2 bound + 4 entries) is refused.
+muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 func.func @other_plan(%rows: memref<16x4xf32>, %idx: memref<8x2xi64>, %plan: memref<40xi64>, %out: memref<8x4xf32>) {
   // expected-error @+1 {{'muir_exec.moe_combine' op has a plan of 40 entries; one rank's is 2 x 16 + 4}}
-  muir_exec.moe_combine %rows, %idx, %plan into %out {axes_mask = 0 : i64, layer = "l", num_experts = 4 : i64} : memref<16x4xf32>, memref<8x2xi64>, memref<40xi64> -> memref<8x4xf32>
+  muir_exec.moe_combine %rows, %idx, %plan into %out {group = #muir_exec.group<@world, []>, layer = "l", num_experts = 4 : i64} : memref<16x4xf32>, memref<8x2xi64>, memref<40xi64> -> memref<8x4xf32>
   return
 }
 
@@ -180,7 +183,7 @@ func.func @ragged(%in: memref<8xf32>) {
   %recv = memref.alloc() : memref<2xi64>
   %tmp = memref.alloc() : memref<2xi64>
   memref.copy %tmp, %recv : memref<2xi64> to memref<2xi64>
-  muir_exec.all_to_allv %in, %send, %out, %recv {axes_mask = 1 : i64} : memref<8xf32>, memref<2xi64>, memref<8xf32>, memref<2xi64>
+  muir_exec.all_to_allv %in, %send, %out, %recv {group = #muir_exec.group<@w, ["dp"]>} : memref<8xf32>, memref<2xi64>, memref<8xf32>, memref<2xi64>
   memref.dealloc %send : memref<2xi64>
   memref.dealloc %out : memref<8xf32>
   memref.dealloc %recv : memref<2xi64>
@@ -198,7 +201,7 @@ func.func @device_counts(%in: memref<8xf32>, %logits: memref<4x2xf32>, %idx: mem
   %recv = memref.alloc() : memref<2xi64>
   muir_exec.route %logits into %idx, %w, %send {n_group = 1 : i64, scaling = 1.0 : f64, scoring = #muir_exec.scoring<softmax>, topk_group = 1 : i64} : memref<4x2xf32> -> memref<4x1xi64>, memref<4x1xf32>, memref<2xi64>
   // expected-error @+1 {{'muir_exec.all_to_allv' op takes counts that are not host buffers of their own (NCCL's sends and receives need their counts on the host)}}
-  muir_exec.all_to_allv %in, %send, %out, %recv {axes_mask = 1 : i64} : memref<8xf32>, memref<2xi64>, memref<8xf32>, memref<2xi64>
+  muir_exec.all_to_allv %in, %send, %out, %recv {group = #muir_exec.group<@w, ["dp"]>} : memref<8xf32>, memref<2xi64>, memref<8xf32>, memref<2xi64>
   return
 }
 
@@ -246,6 +249,7 @@ func.func @normalize(%x: memref<2x4x8xf32>, %y: memref<2x4x8xf32>, %ss: memref<2
 // unpacks and mirrors.
 // CHECK-LABEL: func.func @triangles
 // CHECK-SAME: (%[[A:[^:]+]]: memref<2x8x6xf32>, %[[C:[^:]+]]: memref<2x6x6xf32>)
+muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 func.func @triangles(%a: memref<2x8x6xf32>, %c: memref<2x6x6xf32>) {
   %c0 = arith.constant 0 : index
   %c4 = arith.constant 4 : index
@@ -257,7 +261,7 @@ func.func @triangles(%a: memref<2x8x6xf32>, %c: memref<2x6x6xf32>) {
   // CHECK: %[[V:.+]] = memref.load %{{.+}} : memref<72xf32>
   // CHECK-NEXT: memref.store %[[V]], %[[P]][%{{.+}}] : memref<42xf32>
   // CHECK: %[[VIEW0:.+]] = memref.subview %[[P]][%{{.+}}] [%{{.+}}] [1] : memref<42xf32> to memref<?xf32, strided<[1], offset: ?>>
-  // CHECK-NEXT: %[[R0:.+]] = muir_exec.packed_all_reduce_start %[[VIEW0]] {axes_mask = 1 : i64}
+  // CHECK-NEXT: %[[R0:.+]] = muir_exec.packed_all_reduce_start %[[VIEW0]] {group = #muir_exec.group<@world, ["dp"]>}
   // CHECK: muir_exec.syrk_rows %[[A]], %[[C]] rows[%[[C4]], %{{.+}})
   // CHECK: function(@muir_triangle_pack)
   // CHECK: %[[R1:.+]] = muir_exec.packed_all_reduce_start
@@ -272,9 +276,9 @@ func.func @triangles(%a: memref<2x8x6xf32>, %c: memref<2x6x6xf32>) {
   // CHECK-NEXT: return
   // CHECK-NOT: triangle_all_reduce
   muir_exec.syrk_rows %a, %c rows[%c0, %c4) {alpha = 1.0 : f64, transpose} : memref<2x8x6xf32>, memref<2x6x6xf32>
-  %r0 = muir_exec.triangle_all_reduce_start %c rows[%c0, %c4) {axes_mask = 1 : i64} : memref<2x6x6xf32>
+  %r0 = muir_exec.triangle_all_reduce_start %c rows[%c0, %c4) {group = #muir_exec.group<@world, ["dp"]>} : memref<2x6x6xf32>
   muir_exec.syrk_rows %a, %c rows[%c4, %c6) {alpha = 1.0 : f64, transpose} : memref<2x8x6xf32>, memref<2x6x6xf32>
-  %r1 = muir_exec.triangle_all_reduce_start %c rows[%c4, %c6) {axes_mask = 1 : i64} : memref<2x6x6xf32>
+  %r1 = muir_exec.triangle_all_reduce_start %c rows[%c4, %c6) {group = #muir_exec.group<@world, ["dp"]>} : memref<2x6x6xf32>
   muir_exec.triangle_all_reduce_wait %r0, %c rows[%c0, %c4) : memref<2x6x6xf32>
   muir_exec.triangle_all_reduce_wait %r1, %c rows[%c4, %c6) : memref<2x6x6xf32>
   return

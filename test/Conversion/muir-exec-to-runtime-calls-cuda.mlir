@@ -21,9 +21,10 @@
 // CHECK: call @muirrt_cuda_sum_squares_f64(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) : (i64, i64, !llvm.ptr, !llvm.ptr) -> ()
 // The CPU runtime has neither.
 // CPU: error: 'muir_exec.packed_all_reduce_start' op is the CUDA target's (muir-exec-to-gpu forms it)
+muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 func.func @packed(%p: memref<20xf32>, %o: index, %n: index, %c: memref<2x4x4xf32>, %ss: memref<2xf64>) {
   %v = memref.subview %p[%o] [%n] [1] : memref<20xf32> to memref<?xf32, strided<[1], offset: ?>>
-  %r = muir_exec.packed_all_reduce_start %v {axes_mask = 1 : i64} : memref<?xf32, strided<[1], offset: ?>>
+  %r = muir_exec.packed_all_reduce_start %v {group = #muir_exec.group<@world, ["dp"]>} : memref<?xf32, strided<[1], offset: ?>>
   muir_exec.packed_all_reduce_wait %r, %v : memref<?xf32, strided<[1], offset: ?>>
   muir_exec.sum_squares %c, %ss : memref<2x4x4xf32>, memref<2xf64>
   return

@@ -13,9 +13,10 @@
 // CHECK: call @muirrt_ssyrk_rows(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[B64]], %[[E64]]) : (i64, i32, i64, i64, f32, !llvm.ptr, !llvm.ptr, i64, i64) -> ()
 // CHECK: %[[R:.+]] = call @muirrt_triangle_all_reduce_start(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[B64]], %[[E64]]) : (i64, i64, i64, !llvm.ptr, i64, i64) -> i64
 // CHECK: call @muirrt_triangle_all_reduce_wait(%[[R]], %{{.+}}, %[[B64]], %[[E64]]) : (i64, !llvm.ptr, i64, i64) -> ()
+muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 func.func @triangle_chunk(%a: memref<2x8x4xf32>, %c: memref<2x4x4xf32>, %b: index, %e: index) {
   muir_exec.syrk_rows %a, %c rows [%b, %e) {alpha = 1.0, transpose} : memref<2x8x4xf32>, memref<2x4x4xf32>
-  %r = muir_exec.triangle_all_reduce_start %c rows [%b, %e) {axes_mask = 1 : i64} : memref<2x4x4xf32>
+  %r = muir_exec.triangle_all_reduce_start %c rows [%b, %e) {group = #muir_exec.group<@world, ["dp"]>} : memref<2x4x4xf32>
   muir_exec.triangle_all_reduce_wait %r, %c rows [%b, %e) : memref<2x4x4xf32>
   return
 }
@@ -53,9 +54,9 @@ func.func @grouped_gemm(%x: memref<6x8xf32>, %w: memref<4x5x8xf32>, %c: memref<4
 // CHECK: call @muirrt_route_grad({{.*}}) : (i64, i64, i64, !llvm.ptr, i32, i32, i32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
 // CHECK: call @muirrt_capacity({{.*}}) : (i64, i64, i64, f64, i32, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
 func.func @moe_calls(%x: memref<2x8xf32>, %i: memref<2x2xi64>, %w: memref<2x2xf32>, %r: memref<8x8xf32>, %c: memref<2xi64>, %p: memref<24xi64>, %y: memref<2x8xf32>, %dw: memref<2x2xf32>, %wg: memref<2x8x8xf32>, %l: memref<2x4xf32>, %dl: memref<2x4xf32>, %kc: memref<4xi64>) {
-  muir_exec.moe_dispatch %x, %i into %r, %c, %p {axes_mask = 1 : i64, num_experts = 4 : i64, layer = "l3"} : memref<2x8xf32>, memref<2x2xi64> -> memref<8x8xf32>, memref<2xi64>, memref<24xi64>
-  muir_exec.moe_combine %r, %i, %p weights %w into %y {axes_mask = 1 : i64, num_experts = 4 : i64, layer = "l3"} : memref<8x8xf32>, memref<2x2xi64>, memref<24xi64>, memref<2x2xf32> -> memref<2x8xf32>
-  muir_exec.moe_combine_weights_grad %y, %r, %i, %p into %dw {axes_mask = 1 : i64, num_experts = 4 : i64, layer = "l3"} : memref<2x8xf32>, memref<8x8xf32>, memref<2x2xi64>, memref<24xi64> -> memref<2x2xf32>
+  muir_exec.moe_dispatch %x, %i into %r, %c, %p {group = #muir_exec.group<@world, ["dp"]>, num_experts = 4 : i64, layer = "l3"} : memref<2x8xf32>, memref<2x2xi64> -> memref<8x8xf32>, memref<2xi64>, memref<24xi64>
+  muir_exec.moe_combine %r, %i, %p weights %w into %y {group = #muir_exec.group<@world, ["dp"]>, num_experts = 4 : i64, layer = "l3"} : memref<8x8xf32>, memref<2x2xi64>, memref<24xi64>, memref<2x2xf32> -> memref<2x8xf32>
+  muir_exec.moe_combine_weights_grad %y, %r, %i, %p into %dw {group = #muir_exec.group<@world, ["dp"]>, num_experts = 4 : i64, layer = "l3"} : memref<2x8xf32>, memref<8x8xf32>, memref<2x2xi64>, memref<24xi64> -> memref<2x2xf32>
   muir_exec.grouped_gemm_wgrad %r, %r, %c into %wg : memref<8x8xf32>, memref<8x8xf32>, memref<2xi64> -> memref<2x8x8xf32>
   muir_exec.route_grad %l, %i, %dw into %dl {scoring = #muir_exec.scoring<softmax>, scaling = 1.0 : f64} : memref<2x4xf32>, memref<2x2xi64>, memref<2x2xf32> -> memref<2x4xf32>
   muir_exec.capacity %i, %w into %i, %w, %kc {capacity_factor = 1.0 : f64, policy = #muir_exec.drop_policy<weight>, group_tokens = 0 : i64} : memref<2x2xi64>, memref<2x2xf32> -> memref<2x2xi64>, memref<2x2xf32>, memref<4xi64>

@@ -137,14 +137,14 @@ func.func @blocks(%p: tensor<8x16xf32> {muir.name = "p"}) -> (tensor<8x16xf32> {
 
 // -----
 
-// Collectives over groups of more than one rank become exec collectives;
-// the group is a mask of the grid's axes (dp = bit 0, tp = bit 1).
+// Collectives over groups of more than one rank become exec collectives
+// over the same group: the grid and its axes.
 muir.grid @w axes = ["dp", "tp"] shape = [2, 4]
 // CHECK-LABEL: func.func @collectives
-// CHECK: muir_exec.all_reduce %{{.*}}, %{{.*}} {axes_mask = 2 : i64, reduction = #muir_exec.reduction<avg>} : memref<4x8xf32>, memref<4x8xf32>
-// CHECK: muir_exec.all_gather %{{.*}}, %{{.*}} {axes_mask = 3 : i64, gather_axis = 1 : i64} : memref<4x8xf32>, memref<4x64xf32>
-// CHECK: muir_exec.reduce_scatter %{{.*}}, %{{.*}} {axes_mask = 1 : i64, reduction = #muir_exec.reduction<sum>, scatter_axis = 0 : i64} : memref<4x8xf32>, memref<2x8xf32>
-// CHECK: muir_exec.broadcast %{{.*}}, %{{.*}} {axes_mask = 2 : i64, root = 3 : i64}
+// CHECK: muir_exec.all_reduce %{{.*}}, %{{.*}} {group = #muir_exec.group<@w, ["tp"]>, reduction = #muir_exec.reduction<avg>} : memref<4x8xf32>, memref<4x8xf32>
+// CHECK: muir_exec.all_gather %{{.*}}, %{{.*}} {gather_axis = 1 : i64, group = #muir_exec.group<@w, ["dp", "tp"]>} : memref<4x8xf32>, memref<4x64xf32>
+// CHECK: muir_exec.reduce_scatter %{{.*}}, %{{.*}} {group = #muir_exec.group<@w, ["dp"]>, reduction = #muir_exec.reduction<sum>, scatter_axis = 0 : i64} : memref<4x8xf32>, memref<2x8xf32>
+// CHECK: muir_exec.broadcast %{{.*}}, %{{.*}} {group = #muir_exec.group<@w, ["tp"]>, root = 3 : i64}
 func.func @collectives(%x: tensor<4x8xf32> {muir.name = "x"}) -> (tensor<4x8xf32> {muir.updates = "x"}) {
   %a = muir.all_reduce %x on @w axes = ["tp"] reduction = avg : tensor<4x8xf32>
   %g = muir.all_gather %a on @w axes = ["dp", "tp"] gather_axis = 1 : tensor<4x8xf32> -> tensor<4x64xf32>
@@ -156,13 +156,12 @@ func.func @collectives(%x: tensor<4x8xf32> {muir.name = "x"}) -> (tensor<4x8xf32
 // -----
 
 // A second grid folds the same ranks into other axes (MoE: edp x ep): its
-// collectives carry the grid's folding index in bits 48 and up of the mask
-// (1 << 48 | the ep bit); group ranks likewise.
+// collectives and group ranks name it.
 muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 muir.grid @moe axes = ["edp", "ep"] shape = [1, 4]
 // CHECK-LABEL: func.func @second_folding
-// CHECK: muir_exec.all_reduce %{{.*}}, %{{.*}} {axes_mask = 281474976710658 : i64, reduction = #muir_exec.reduction<sum>} : memref<4x4xf32>, memref<4x4xf32>
-// CHECK: muir_exec.group_rank {axes_mask = 281474976710658 : i64} : index
+// CHECK: muir_exec.all_reduce %{{.*}}, %{{.*}} {group = #muir_exec.group<@moe, ["ep"]>, reduction = #muir_exec.reduction<sum>} : memref<4x4xf32>, memref<4x4xf32>
+// CHECK: muir_exec.group_rank {group = #muir_exec.group<@moe, ["ep"]>} : index
 func.func @second_folding(%x: tensor<4x4xf32> {muir.name = "x"}) -> (tensor<4x4xf32> {muir.updates = "x"}) {
   %y = muir.all_reduce %x on @moe axes = ["ep"] : tensor<4x4xf32>
   %r = muir.group_rank on @moe axes = ["ep"] : index
@@ -190,7 +189,7 @@ muir.grid @t axes = ["tp"] shape = [2]
 // CHECK-DAG: %[[C5:.+]] = arith.constant 5 : index
 // CHECK-DAG: %[[C12:.+]] = arith.constant 12 : index
 // CHECK: muir_exec.syrk_rows %[[X]], %[[Y]] rows[%[[C0]], %[[C5]]) {alpha = 1.000000e+00 : f64, transpose} : memref<8x12xf32>, memref<12x12xf32>
-// CHECK: %[[R0:.+]] = muir_exec.triangle_all_reduce_start %[[Y]] rows[%[[C0]], %[[C5]]) {axes_mask = 1 : i64} : memref<12x12xf32>
+// CHECK: %[[R0:.+]] = muir_exec.triangle_all_reduce_start %[[Y]] rows[%[[C0]], %[[C5]]) {group = #muir_exec.group<@t, ["tp"]>} : memref<12x12xf32>
 // CHECK-DAG: %[[C1:.+]] = arith.constant 1 : index
 // CHECK-DAG: %[[C3:.+]] = arith.constant 3 : index
 // CHECK: %[[LAST:.+]] = scf.for %[[J:.+]] = %[[C1]] to %[[C3]] step %[[C1]] iter_args(%[[PREV:.+]] = %[[R0]]) -> (i64) {
@@ -248,15 +247,15 @@ func.func @grouped(%l: tensor<6x4xf32> {muir.name = "l"}, %x: tensor<6x8xf32> {m
 
 // -----
 
-// Dispatch and combine on ep = 2 become runtime calls with the group's mask
-// (axis 0: 1) and the layer's name; the i64 counts and plan are buffers.
+// Dispatch and combine on ep = 2 become runtime calls over the group and
+// with the layer's name; the i64 counts and plan are buffers.
 muir.grid @g axes = ["ep"] shape = [2]
 // CHECK-LABEL: func.func @moe
 // CHECK: %[[C:.+]] = memref.alloc() {{.*}} : memref<2xi64>
 // CHECK: %[[P:.+]] = memref.alloc() {{.*}} : memref<24xi64>
-// CHECK: muir_exec.moe_dispatch %{{.+}}, %{{.+}} into %[[R:.+]], %[[C]], %[[P]] {axes_mask = 1 : i64, layer = "l3", num_experts = 4 : i64}
+// CHECK: muir_exec.moe_dispatch %{{.+}}, %{{.+}} into %[[R:.+]], %[[C]], %[[P]] {group = #muir_exec.group<@g, ["ep"]>, layer = "l3", num_experts = 4 : i64}
 // CHECK: muir_exec.grouped_gemm %[[R]], %{{.+}}, %[[C]] into %[[Y:[^ ]+]]
-// CHECK: muir_exec.moe_combine %[[Y]], %{{.+}}, %[[P]] weights %{{.+}} into %{{.+}} {axes_mask = 1 : i64, layer = "", num_experts = 4 : i64}
+// CHECK: muir_exec.moe_combine %[[Y]], %{{.+}}, %[[P]] weights %{{.+}} into %{{.+}} {group = #muir_exec.group<@g, ["ep"]>, layer = "", num_experts = 4 : i64}
 func.func @moe(%l: tensor<2x4xf32> {muir.name = "l"}, %x: tensor<2x8xf32> {muir.name = "x"}, %w: tensor<2x8x8xf32> {muir.name = "w"}, %y: tensor<2x8xf32> {muir.name = "y"}) -> (tensor<2x8xf32> {muir.updates = "y"}) {
   %i, %r, %c = muir.route %l {top_k = 2} : (tensor<2x4xf32>) -> (tensor<2x2xi64>, tensor<2x2xf32>, tensor<4xi64>)
   %rows, %cnt, %plan = muir.dispatch %x, %i on @g axes = ["ep"] {num_experts = 4, layer = "l3"} : (tensor<2x8xf32>, tensor<2x2xi64>) -> (tensor<8x8xf32>, tensor<2xi64>, tensor<24xi64>)

@@ -151,11 +151,12 @@ func.func @syrk_rows_shape(%a: memref<4x8xf32>, %c: memref<4x4xf32>, %b: index, 
 // -----
 
 // A triangle chunk's constant rows lie within [0, n], in order.
+muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 func.func @triangle_rows(%c: memref<4x4xf32>) {
   %c1 = arith.constant 1 : index
   %c5 = arith.constant 5 : index
   // expected-error@+1 {{'muir_exec.triangle_all_reduce_start' op has rows [1, 5) outside [0, 4] or out of order}}
-  %r = muir_exec.triangle_all_reduce_start %c rows [%c1, %c5) {axes_mask = 1 : i64} : memref<4x4xf32>
+  %r = muir_exec.triangle_all_reduce_start %c rows [%c1, %c5) {group = #muir_exec.group<@world, ["dp"]>} : memref<4x4xf32>
   return
 }
 
@@ -297,8 +298,36 @@ func.func @trace_normalize_scale(%a: memref<3x4x4xf64>, %o: memref<3x4x4xf64>, %
 
 // -----
 
+muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 func.func @symmetric_all_reduce_not_square(%a: memref<4x6xf64>, %o: memref<4x6xf64>) {
   // expected-error@+1 {{'muir_exec.symmetric_all_reduce' op expected square matrices, got 4x6}}
-  muir_exec.symmetric_all_reduce %a, %o {axes_mask = 1} : memref<4x6xf64>, memref<4x6xf64>
+  muir_exec.symmetric_all_reduce %a, %o {group = #muir_exec.group<@world, ["dp"]>} : memref<4x6xf64>, memref<4x6xf64>
   return
+}
+
+// -----
+
+// A group names a muir.grid in scope and axes of it, each once.
+func.func @group_without_grid(%a: memref<4x4xf32>, %o: memref<4x4xf32>) {
+  // expected-error@+1 {{'muir_exec.all_reduce' op group names @world, which is not a muir.grid in scope}}
+  muir_exec.all_reduce %a, %o {group = #muir_exec.group<@world, ["dp"]>, reduction = #muir_exec.reduction<sum>} : memref<4x4xf32>, memref<4x4xf32>
+  return
+}
+
+// -----
+
+muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
+func.func @group_unknown_axis() -> index {
+  // expected-error@+1 {{'muir_exec.group_rank' op group axis 'ep' is not an axis of @world}}
+  %r = muir_exec.group_rank {group = #muir_exec.group<@world, ["ep"]>} : index
+  return %r : index
+}
+
+// -----
+
+muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
+func.func @group_axis_twice() -> index {
+  // expected-error@+1 {{grid axis 'tp' named twice}}
+  %r = muir_exec.group_rank {group = #muir_exec.group<@world, ["tp", "tp"]>} : index
+  return %r : index
 }

@@ -19,6 +19,7 @@
 // GENERIC: "muir_exec.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 2.000000e+00 : f64, beta = 1.000000e+00 : f64, transpose_a}>
 // GENERIC: "muir_exec.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, transpose_b}>
 // GENERIC: "muir_exec.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = -1.000000e+00 : f64, beta = 5.000000e-01 : f64, transpose_a, transpose_b}>
+muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 func.func @gemm(%a: memref<4x8xf32>, %b: memref<8x6xf32>, %at: memref<8x4xf32>, %bt: memref<6x8xf32>, %c: memref<4x6xf32>) {
   muir_exec.gemm %a, %b, %c {alpha = 1.0, beta = 0.0} : memref<4x8xf32>, memref<8x6xf32>, memref<4x6xf32>
   muir_exec.gemm %at, %b, %c {alpha = 2.0, beta = 1.0, transpose_a} : memref<8x4xf32>, memref<8x6xf32>, memref<4x6xf32>
@@ -81,15 +82,15 @@ func.func @route(%l: memref<6x8xf32>, %b: memref<8xf32>, %i: memref<6x2xi64>, %w
 // CHECK-LABEL: func.func @triangle_chunk(
 // CHECK-SAME: %[[A:[^:]+]]: memref<2x8x4xf32>, %[[C:[^:]+]]: memref<2x4x4xf32>, %[[B:[^:]+]]: index, %[[E:[^:]+]]: index)
 // CHECK: muir_exec.syrk_rows %[[A]], %[[C]] rows[%[[B]], %[[E]]) {alpha = 1.000000e+00 : f64, transpose} : memref<2x8x4xf32>, memref<2x4x4xf32>
-// CHECK: %[[R:.+]] = muir_exec.triangle_all_reduce_start %[[C]] rows[%[[B]], %[[E]]) {axes_mask = 2 : i64} : memref<2x4x4xf32>
+// CHECK: %[[R:.+]] = muir_exec.triangle_all_reduce_start %[[C]] rows[%[[B]], %[[E]]) {group = #muir_exec.group<@world, ["tp"]>} : memref<2x4x4xf32>
 // CHECK: muir_exec.triangle_all_reduce_wait %[[R]], %[[C]] rows[%[[B]], %[[E]]) : memref<2x4x4xf32>
 // GENERIC-LABEL: sym_name = "triangle_chunk"
 // GENERIC: "muir_exec.syrk_rows"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, transpose}> : (memref<2x8x4xf32>, memref<2x4x4xf32>, index, index) -> ()
-// GENERIC: "muir_exec.triangle_all_reduce_start"(%{{.*}}, %{{.*}}, %{{.*}}) <{axes_mask = 2 : i64}> : (memref<2x4x4xf32>, index, index) -> i64
+// GENERIC: "muir_exec.triangle_all_reduce_start"(%{{.*}}, %{{.*}}, %{{.*}}) <{group = #muir_exec.group<@world, ["tp"]>}> : (memref<2x4x4xf32>, index, index) -> i64
 // GENERIC: "muir_exec.triangle_all_reduce_wait"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (i64, memref<2x4x4xf32>, index, index) -> ()
 func.func @triangle_chunk(%a: memref<2x8x4xf32>, %c: memref<2x4x4xf32>, %b: index, %e: index) {
   muir_exec.syrk_rows %a, %c rows [%b, %e) {alpha = 1.0, transpose} : memref<2x8x4xf32>, memref<2x4x4xf32>
-  %r = muir_exec.triangle_all_reduce_start %c rows [%b, %e) {axes_mask = 2 : i64} : memref<2x4x4xf32>
+  %r = muir_exec.triangle_all_reduce_start %c rows [%b, %e) {group = #muir_exec.group<@world, ["tp"]>} : memref<2x4x4xf32>
   muir_exec.triangle_all_reduce_wait %r, %c rows [%b, %e) : memref<2x4x4xf32>
   return
 }
@@ -98,12 +99,12 @@ func.func @triangle_chunk(%a: memref<2x8x4xf32>, %c: memref<2x4x4xf32>, %b: inde
 // view of the step's packed buffer, started, then waited for; and a sum of
 // squares kept in double.
 // CHECK-LABEL: func.func @packed(
-// CHECK: %[[R:.+]] = muir_exec.packed_all_reduce_start %[[V:.+]] {axes_mask = 1 : i64} : memref<?xf32, strided<[1], offset: ?>>
+// CHECK: %[[R:.+]] = muir_exec.packed_all_reduce_start %[[V:.+]] {group = #muir_exec.group<@world, ["dp"]>} : memref<?xf32, strided<[1], offset: ?>>
 // CHECK: muir_exec.packed_all_reduce_wait %[[R]], %[[V]] : memref<?xf32, strided<[1], offset: ?>>
 // CHECK: muir_exec.sum_squares %{{.+}}, %{{.+}} : memref<2x4x4xf32>, memref<2xf64>
 func.func @packed(%p: memref<20xf32>, %o: index, %n: index, %c: memref<2x4x4xf32>, %ss: memref<2xf64>) {
   %v = memref.subview %p[%o] [%n] [1] : memref<20xf32> to memref<?xf32, strided<[1], offset: ?>>
-  %r = muir_exec.packed_all_reduce_start %v {axes_mask = 1 : i64} : memref<?xf32, strided<[1], offset: ?>>
+  %r = muir_exec.packed_all_reduce_start %v {group = #muir_exec.group<@world, ["dp"]>} : memref<?xf32, strided<[1], offset: ?>>
   muir_exec.packed_all_reduce_wait %r, %v : memref<?xf32, strided<[1], offset: ?>>
   muir_exec.sum_squares %c, %ss : memref<2x4x4xf32>, memref<2xf64>
   return
