@@ -150,7 +150,7 @@ def MuirFuseSyrkAllReduce
   }];
   let dependentDialects = ["mlir::muir::MuirDialect"];
   let options = [
-    Option<"chunkRows", "chunk-rows", "int64_t", /*default=*/"0",
+    Option<"chunkRows", "syrk-chunk-rows", "int64_t", /*default=*/"0",
            "rows per chunk (0: from the machine profile, about four chunks "
            "each worth several link latencies)">,
     Option<"machine", "machine", "::mlir::muir::Machine",

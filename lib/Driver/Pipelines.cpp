@@ -126,15 +126,24 @@ struct ToExecOptions : public PassPipelineOptions<ToExecOptions> {
   Option<bool> batch{*this, "batch",
                      llvm::cl::desc("same-shaped Newton-Schulz as one batch"),
                      llvm::cl::init(true)};
+  Option<bool> fuseAllReduce{
+      *this, "fuse-syrk-all-reduce",
+      llvm::cl::desc("all-reduce only the packed triangle of a SYRK"),
+      llvm::cl::init(true)};
+  Option<int64_t> chunkRows{
+      *this, "syrk-chunk-rows",
+      llvm::cl::desc("rows per chunk of the fused SYRK all-reduce (0: from "
+                     "the machine profile)"),
+      llvm::cl::init(0)};
   Option<NSFormOption> nsForm{
       *this, "ns-form",
       llvm::cl::desc("Newton-Schulz on X or on its Gram matrix"),
       llvm::cl::init(NSFormOption::Auto), nsFormValues()};
 
+  /// Every field of PipelineOptions, under the name the tools' flag has.
   PipelineOptions options() const {
-    PipelineOptions o{probeUpdates, nsMode, machine, dpAssign, syrk, batch};
-    o.nsForm = nsForm;
-    return o;
+    return PipelineOptions{probeUpdates, nsMode, machine, dpAssign, syrk,
+                           batch,        fuseAllReduce, chunkRows, nsForm};
   }
 };
 } // namespace

@@ -31,7 +31,7 @@ struct FuseSyrkAllReducePass
   void runOnOperation() override {
     MachineProfile profile = MachineProfile::get(machine);
     if (chunkRows < 0) {
-      getOperation().emitError("chunk-rows must be >= 0, got ")
+      getOperation().emitError("syrk-chunk-rows must be >= 0, got ")
           << static_cast<int64_t>(chunkRows);
       return signalPassFailure();
     }

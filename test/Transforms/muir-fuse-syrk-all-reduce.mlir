@@ -1,15 +1,15 @@
 // RUN: muir-opt %s --split-input-file --muir-fuse-syrk-all-reduce | FileCheck %s
-// RUN: muir-opt %s --split-input-file --muir-fuse-syrk-all-reduce=chunk-rows=5 | FileCheck %s --check-prefix=FIVE
-// RUN: not muir-opt %s --split-input-file --muir-fuse-syrk-all-reduce=chunk-rows=-1 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: muir-opt %s --split-input-file --muir-fuse-syrk-all-reduce=syrk-chunk-rows=5 | FileCheck %s --check-prefix=FIVE
+// RUN: not muir-opt %s --split-input-file --muir-fuse-syrk-all-reduce=syrk-chunk-rows=-1 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not muir-compile %S/../../examples/tiny-moe.yaml --emit=none --syrk-chunk-rows=-1 2>&1 | FileCheck %s --check-prefix=BAD-TOOL
-// BAD: error: chunk-rows must be >= 0, got -1
+// BAD: error: syrk-chunk-rows must be >= 0, got -1
 // BAD-TOOL: muir-compile: error: --syrk-chunk-rows must be >= 0, got -1
 
 // The distributed mode's Gram all-reduce: the SYRK and the sum become one
 // op that sends only the packed triangle. The default chunk from the cpu
 // profile: four chunks of 64 rows would each carry about 32 KB, under four
 // latencies' worth of bytes (4 * 5 us * 5 GB/s = 100 KB), so the rows
-// double until one chunk remains; an explicit chunk-rows wins.
+// double until one chunk remains; an explicit syrk-chunk-rows wins.
 muir.grid @world axes = ["tp"] shape = [4]
 // CHECK-LABEL: func.func @gram
 // CHECK: %[[G:.+]] = muir.syrk_all_reduce %{{.+}} on @world axes = ["tp"] {chunk_rows = 256 : i64, transpose} : tensor<64x256xf32> -> tensor<256x256xf32>
