@@ -38,8 +38,12 @@
 // another memref op) has no meaning once buffers are on the device and is
 // an error here, with the op's location.
 //
+// This file places buffers and generates the copy and element-wise kernels;
+// the triangle chunks' kernels are ExecToGPUTriangles.cpp, the MoE layer's
+// ExecToGPUMoe.cpp (shared helpers: ExecToGPUInternal.h).
+//
 //===----------------------------------------------------------------------===//
-#include "muir/Passes.h"
+#include "ExecToGPUInternal.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/IRMapping.h"
@@ -52,8 +56,9 @@ namespace mlir::muir {
 } // namespace mlir::muir
 
 using namespace mlir;
+namespace mx = mlir::muir_exec;
 
-namespace {
+namespace mlir::muir::exec_to_gpu {
 
 constexpr int64_t kThreads = 256;
 
@@ -235,8 +240,6 @@ Value cIndex(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
-namespace mx = mlir::muir_exec;
-
 /// Whether a buffer is static and contiguous (the generated kernels' flat
 /// views); an error on `op` if not.
 LogicalResult checkFlat(Operation *op, Value buffer) {
@@ -247,6 +250,12 @@ LogicalResult checkFlat(Operation *op, Value buffer) {
                          "the CUDA target's generated kernels need flat "
                          "views");
 }
+
+} // namespace mlir::muir::exec_to_gpu
+
+using namespace mlir::muir::exec_to_gpu;
+
+namespace {
 
 //===----------------------------------------------------------------------===//
 // Normalisation: the sums of squares are the runtime's (a fixed-order
@@ -320,390 +329,6 @@ LogicalResult lowerScaleByNorm(mx::ScaleByNormOp op) {
                          op.getOutput(), op.getEps().convertToDouble())))
     return failure();
   op.erase();
-  return success();
-}
-
-//===----------------------------------------------------------------------===//
-// The fused SYRK all-reduce's triangle chunks: generated kernels pack a
-// chunk's rows into a buffer of the step, the runtime exchanges the buffer
-// (muir_exec.packed_all_reduce_start / _wait), and a generated kernel
-// unpacks the sums and mirrors them below the diagonal.
-//===----------------------------------------------------------------------===//
-
-/// Floats of rows [0, r) of an n x n upper triangle (row q from its
-/// diagonal on, n - q floats): r n - r (r - 1) / 2.
-Value rowsBefore(OpBuilder &b, Location loc, Value r, int64_t n) {
-  Value rn = arith::MulIOp::create(b, loc, r, cIndex(b, loc, n));
-  Value rr = arith::MulIOp::create(
-      b, loc, r, arith::SubIOp::create(b, loc, r, cIndex(b, loc, 1)));
-  return arith::SubIOp::create(
-      b, loc, rn, arith::DivSIOp::create(b, loc, rr, cIndex(b, loc, 2)));
-}
-
-/// A chunk's place in its C buffer's packed buffer ([batch, n (n + 1) / 2]
-/// floats, each chunk's rows at their own place, item-major within the
-/// chunk): its first float and its floats an item.
-struct Chunk {
-  Value offset, count;
-  Value before; ///< floats of an item's rows before the chunk's first
-};
-Chunk chunkAt(OpBuilder &b, Location loc, Value r0, Value r1, int64_t batch,
-              int64_t n) {
-  Value before = rowsBefore(b, loc, r0, n);
-  Value count = arith::SubIOp::create(b, loc, rowsBefore(b, loc, r1, n),
-                                      before);
-  return {arith::MulIOp::create(b, loc, before, cIndex(b, loc, batch)),
-          count, before};
-}
-
-/// One thread per (item, row r in [r0, r1), column j) of the chunk; those
-/// with j >= r move entry (r, j): pack copies it from C into the packed
-/// buffer, unpack copies it back and to (j, r). Threads write disjoint
-/// places (an unpack's mirrored entries are all strictly below the
-/// diagonal).
-void triangleKernel(Operation *at, Value c, Value packed, Value r0, Value r1,
-                    Chunk chunk, int64_t batch, int64_t n, bool pack) {
-  OpBuilder b(at);
-  Location loc = at->getLoc();
-  Value perItem = arith::MulIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, r1, r0), cIndex(b, loc, n));
-  Value total = arith::MulIOp::create(b, loc, perItem, cIndex(b, loc, batch));
-  Value cFlat = flat(b, loc, c);
-  auto [ib, i] = launchOver(
-      at, total, pack ? "muir_triangle_pack" : "muir_triangle_unpack");
-  Value cn = cIndex(ib, loc, n);
-  Value item = arith::DivUIOp::create(ib, loc, i, perItem);
-  Value rest = arith::RemUIOp::create(ib, loc, i, perItem);
-  Value r = arith::AddIOp::create(
-      ib, loc, r0, arith::DivUIOp::create(ib, loc, rest, cn));
-  Value j = arith::RemUIOp::create(ib, loc, rest, cn);
-  Value upper = arith::CmpIOp::create(ib, loc, arith::CmpIPredicate::uge, j, r);
-  auto inUpper = scf::IfOp::create(ib, loc, upper, /*withElseRegion=*/false);
-  OpBuilder tb = inUpper.getThenBodyBuilder();
-  Value square = arith::MulIOp::create(tb, loc, item, cIndex(tb, loc, n * n));
-  auto at2 = [&](Value row, Value col) -> Value {
-    return arith::AddIOp::create(
-        tb, loc, square,
-        arith::AddIOp::create(tb, loc, arith::MulIOp::create(tb, loc, row, cn),
-                              col));
-  };
-  // packed[offset + item * count + (rows of the chunk before r) + j - r]
-  Value inChunk =
-      arith::SubIOp::create(tb, loc, rowsBefore(tb, loc, r, n), chunk.before);
-  Value p = arith::AddIOp::create(
-      tb, loc,
-      arith::AddIOp::create(
-          tb, loc, chunk.offset,
-          arith::MulIOp::create(tb, loc, item, chunk.count)),
-      arith::AddIOp::create(tb, loc, inChunk,
-                            arith::SubIOp::create(tb, loc, j, r)));
-  if (pack) {
-    Value v = memref::LoadOp::create(tb, loc, cFlat, ValueRange{at2(r, j)});
-    memref::StoreOp::create(tb, loc, v, packed, ValueRange{p});
-    return;
-  }
-  Value v = memref::LoadOp::create(tb, loc, packed, ValueRange{p});
-  memref::StoreOp::create(tb, loc, v, cFlat, ValueRange{at2(r, j)});
-  memref::StoreOp::create(tb, loc, v, cFlat, ValueRange{at2(j, r)});
-}
-
-/// The chunk's floats of the packed buffer (all items), as a 1-D view.
-Value chunkView(OpBuilder &b, Location loc, Value packed, Chunk chunk,
-                int64_t batch) {
-  Value len = arith::MulIOp::create(b, loc, chunk.count, cIndex(b, loc, batch));
-  SmallVector<OpFoldResult> offsets{chunk.offset}, sizes{len},
-      strides{b.getIndexAttr(1)};
-  return memref::SubViewOp::create(b, loc, packed, offsets, sizes, strides);
-}
-
-/// Every triangle_all_reduce_start / _wait on one C buffer shares a packed
-/// buffer of the step, allocated before the first and freed after the last
-/// in the innermost block holding them all (a dp owner's switch case keeps
-/// its own); each chunk's rows have their own place in it, so chunks in
-/// flight together never share floats.
-LogicalResult lowerTriangles(ModuleOp module) {
-  llvm::MapVector<Value, SmallVector<Operation *>> byBuffer;
-  module.walk([&](Operation *op) {
-    if (auto st = dyn_cast<mx::TriangleAllReduceStartOp>(op))
-      byBuffer[st.getC()].push_back(op);
-    else if (auto w = dyn_cast<mx::TriangleAllReduceWaitOp>(op))
-      byBuffer[w.getC()].push_back(op);
-  });
-  for (auto &[c, ops] : byBuffer) {
-    if (failed(checkFlat(ops.front(), c)))
-      return failure();
-    auto type = cast<MemRefType>(c.getType());
-    int64_t batch = type.getRank() == 3 ? type.getDimSize(0) : 1;
-    int64_t n = type.getDimSize(type.getRank() - 1);
-    Block *top = ops.front()->getBlock();
-    while (!llvm::all_of(ops, [&](Operation *op) {
-      return top->findAncestorOpInBlock(*op) != nullptr;
-    })) {
-      Operation *parent = top->getParentOp();
-      if (!parent || isa<ModuleOp>(parent) || isa<func::FuncOp>(parent))
-        return ops.front()->emitOpError(
-            "shares its buffer with triangle exchanges in no common block "
-            "of one function");
-      top = parent->getBlock();
-    }
-    Operation *first = top->findAncestorOpInBlock(*ops.front());
-    Operation *last = first;
-    for (Operation *op : ops) {
-      Operation *a = top->findAncestorOpInBlock(*op);
-      if (a->isBeforeInBlock(first))
-        first = a;
-      if (last->isBeforeInBlock(a))
-        last = a;
-    }
-    OpBuilder ab(first);
-    Location loc = first->getLoc();
-    Value packed =
-        gpu::AllocOp::create(
-            ab, loc, MemRefType::get({batch * n * (n + 1) / 2}, ab.getF32Type()),
-            Type(), ValueRange{}, ValueRange{}, ValueRange{}, nullptr)
-            .getMemref();
-    ab.setInsertionPointAfter(last);
-    gpu::DeallocOp::create(ab, loc, Type(), ValueRange{}, packed);
-    for (Operation *op : ops) {
-      OpBuilder b(op);
-      Location oloc = op->getLoc();
-      if (auto st = dyn_cast<mx::TriangleAllReduceStartOp>(op)) {
-        Chunk chunk = chunkAt(b, oloc, st.getRowBegin(), st.getRowEnd(),
-                              batch, n);
-        triangleKernel(op, c, packed, st.getRowBegin(), st.getRowEnd(),
-                       chunk, batch, n, /*pack=*/true);
-        Value request = mx::PackedAllReduceStartOp::create(
-            b, oloc, b.getI64Type(), chunkView(b, oloc, packed, chunk, batch),
-            st.getGroupAttr());
-        st.getRequest().replaceAllUsesWith(request);
-      } else {
-        auto w = cast<mx::TriangleAllReduceWaitOp>(op);
-        Chunk chunk = chunkAt(b, oloc, w.getRowBegin(), w.getRowEnd(),
-                              batch, n);
-        mx::PackedAllReduceWaitOp::create(
-            b, oloc, w.getRequest(), chunkView(b, oloc, packed, chunk, batch));
-        triangleKernel(op, c, packed, w.getRowBegin(), w.getRowEnd(), chunk,
-                       batch, n, /*pack=*/false);
-      }
-      op->erase();
-    }
-  }
-  return success();
-}
-
-//===----------------------------------------------------------------------===//
-// Mixture of experts (all of a layer's experts on this rank)
-//===----------------------------------------------------------------------===//
-
-/// The CUDA target runs a MoE layer's exchange only for a group of one.
-LogicalResult checkOneRank(Operation *op, mx::GroupAttr group) {
-  int64_t g = group.getSize(op);
-  if (g == 1)
-    return success();
-  return op->emitOpError("spreads the experts over ")
-         << g
-         << " ranks; the CUDA target runs MoE layers with every expert on "
-            "one rank (ep = 1) so far: compile this step for --target=cpu";
-}
-
-/// What the generated MoE kernels assume of a layer's buffers: static,
-/// identity layouts (flat views), at least one token, one row per (token,
-/// slot) pair (bound >= tokens x k) and a plan of 2 bound + 4 entries.
-LogicalResult checkMoeBuffers(Operation *op, Value indices, Value rows,
-                              Value plan) {
-  for (Value v : op->getOperands())
-    if (auto t = dyn_cast<MemRefType>(v.getType());
-        t && (!t.hasStaticShape() || !t.getLayout().isIdentity()))
-      return op->emitOpError("takes a buffer that is not static and "
-                             "contiguous; the CUDA target's MoE kernels "
-                             "need flat views");
-  auto it = cast<MemRefType>(indices.getType());
-  int64_t tokens = it.getDimSize(0), k = it.getDimSize(1);
-  int64_t bound = cast<MemRefType>(rows.getType()).getDimSize(0);
-  if (tokens < 1)
-    return op->emitOpError("has no tokens");
-  if (bound < tokens * k)
-    return op->emitOpError("has a bound of ")
-           << bound << " rows under its " << tokens << " tokens x " << k
-           << " slots; the CUDA target needs one row per pair";
-  if (cast<MemRefType>(plan.getType()).getDimSize(0) != 2 * bound + 4)
-    return op->emitOpError("has a plan of ")
-           << cast<MemRefType>(plan.getType()).getDimSize(0)
-           << " entries; one rank's is 2 x " << bound << " + 4";
-  return success();
-}
-
-/// A MoE op's sizes, once checkOneRank and checkMoeBuffers accept it.
-struct MoeShape {
-  int64_t tokens, k, hidden, bound;
-};
-FailureOr<MoeShape> checkMoe(Operation *op, mx::GroupAttr group,
-                             Value indices,
-                             Value rows, Value plan) {
-  if (failed(checkOneRank(op, group)) ||
-      failed(checkMoeBuffers(op, indices, rows, plan)))
-    return failure();
-  auto it = cast<MemRefType>(indices.getType());
-  auto rt = cast<MemRefType>(rows.getType());
-  return MoeShape{it.getDimSize(0), it.getDimSize(1), rt.getDimSize(1),
-                  rt.getDimSize(0)};
-}
-
-/// plan[at] as an index and whether it names something (>= 0); a missing
-/// entry reads as 0 so that its loads stay in bounds.
-std::pair<Value, Value> planEntry(OpBuilder &b, Location loc, Value plan,
-                                  Value at) {
-  Value v = memref::LoadOp::create(b, loc, plan, ValueRange{at});
-  Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
-  Value valid =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, v, zero);
-  Value safe = arith::SelectOp::create(b, loc, valid, v, zero);
-  return {arith::IndexCastOp::create(b, loc, b.getIndexType(), safe), valid};
-}
-
-/// muir_exec.moe_dispatch -> muir_exec.moe_plan (the runtime's counting)
-/// and a generated gather: out[r] = x[token of plan[r]] (times its weight),
-/// zero past the routed rows.
-LogicalResult lowerDispatch(mx::MoeDispatchOp d) {
-  FailureOr<MoeShape> shape = checkMoe(d, d.getGroup(), d.getIndices(),
-                                       d.getOutput(), d.getPlan());
-  if (failed(shape))
-    return failure();
-  auto [tokens, k, hidden, bound] = *shape;
-  (void)tokens;
-  OpBuilder b(d);
-  Location loc = d.getLoc();
-  mx::MoePlanOp::create(b, loc, d.getIndices(), d.getCounts(), d.getPlan(),
-                        d.getNumExperts(), bound, d.getLayer());
-  if (bound * hidden > 0) {
-    Value x = flat(b, loc, d.getInput()), out = flat(b, loc, d.getOutput());
-    Value w = d.getWeights() ? flat(b, loc, d.getWeights()) : Value();
-    auto [ib, i] = launchOver(d, bound * hidden, "muir_moe_permute");
-    Value h = cIndex(ib, loc, hidden);
-    Value r = arith::DivUIOp::create(ib, loc, i, h);
-    Value col = arith::RemUIOp::create(ib, loc, i, h);
-    auto [pair, valid] = planEntry(ib, loc, d.getPlan(), r);
-    Value t = arith::DivUIOp::create(ib, loc, pair, cIndex(ib, loc, k));
-    Value at = arith::AddIOp::create(
-        ib, loc, arith::MulIOp::create(ib, loc, t, h), col);
-    Value v = memref::LoadOp::create(ib, loc, x, ValueRange{at});
-    if (w)
-      v = arith::MulFOp::create(
-          ib, loc, memref::LoadOp::create(ib, loc, w, ValueRange{pair}), v);
-    Value zero = arith::ConstantOp::create(ib, loc, ib.getF32FloatAttr(0));
-    v = arith::SelectOp::create(ib, loc, valid, v, zero);
-    memref::StoreOp::create(ib, loc, v, out, ValueRange{i});
-  }
-  d.erase();
-  return success();
-}
-
-/// buf[r * h + col] (a flat row-major view) as f64.
-Value loadF64(OpBuilder &b, Location loc, Value buf, Value r, Value h,
-              Value col) {
-  Value at =
-      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r, h), col);
-  return arith::ExtFOp::create(
-      b, loc, b.getF64Type(),
-      memref::LoadOp::create(b, loc, buf, ValueRange{at}).getResult());
-}
-
-/// The sum over i in [0, count), in order and in double, of the terms
-/// term(i) returns (with a flag, or null, saying whether the term counts),
-/// rounded to f32: an scf.for carrying the sum.
-Value sumInDouble(
-    OpBuilder &b, Location loc, Value count,
-    function_ref<std::pair<Value, Value>(OpBuilder &, Value)> term) {
-  Value zero = arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0));
-  auto loop = scf::ForOp::create(b, loc, cIndex(b, loc, 0), count,
-                                 cIndex(b, loc, 1), ValueRange{zero});
-  OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
-  Value acc = loop.getRegionIterArgs()[0];
-  auto [v, counts] = term(lb, loop.getInductionVar());
-  Value sum = arith::AddFOp::create(lb, loc, acc, v);
-  if (counts)
-    sum = arith::SelectOp::create(lb, loc, counts, sum, acc);
-  scf::YieldOp::create(lb, loc, ValueRange{sum});
-  return arith::TruncFOp::create(b, loc, b.getF32Type(), loop.getResult(0));
-}
-
-/// muir_exec.moe_combine -> a generated kernel, one thread per output
-/// element: out[t][h] = the sum over slots j in order of w[t][j] *
-/// rows[row of (t, j)][h], in double (the CPU runtime's arithmetic).
-LogicalResult lowerCombine(mx::MoeCombineOp c) {
-  FailureOr<MoeShape> shape = checkMoe(c, c.getGroup(), c.getIndices(),
-                                       c.getInput(), c.getPlan());
-  if (failed(shape))
-    return failure();
-  auto [tokens, k, hidden, bound] = *shape;
-  OpBuilder b(c);
-  Location loc = c.getLoc();
-  if (tokens * hidden > 0) {
-    Value rows = flat(b, loc, c.getInput()), out = flat(b, loc, c.getOutput());
-    Value w = c.getWeights() ? flat(b, loc, c.getWeights()) : Value();
-    auto [ib, i] = launchOver(c, tokens * hidden, "muir_moe_combine");
-    Value h = cIndex(ib, loc, hidden);
-    Value t = arith::DivUIOp::create(ib, loc, i, h);
-    Value col = arith::RemUIOp::create(ib, loc, i, h);
-    Value first = arith::AddIOp::create(
-        ib, loc, arith::MulIOp::create(ib, loc, t, cIndex(ib, loc, k)),
-        cIndex(ib, loc, bound));
-    Value result = sumInDouble(
-        ib, loc, cIndex(ib, loc, k),
-        [&](OpBuilder &lb, Value j) -> std::pair<Value, Value> {
-          auto [row, valid] = planEntry(
-              lb, loc, c.getPlan(), arith::AddIOp::create(lb, loc, first, j));
-          Value v = loadF64(lb, loc, rows, row, h, col);
-          if (w) {
-            Value p = arith::AddIOp::create(
-                lb, loc, arith::MulIOp::create(lb, loc, t, cIndex(lb, loc, k)),
-                j);
-            Value wt = arith::ExtFOp::create(
-                lb, loc, lb.getF64Type(),
-                memref::LoadOp::create(lb, loc, w, ValueRange{p}).getResult());
-            v = arith::MulFOp::create(lb, loc, wt, v);
-          }
-          return {v, valid};
-        });
-    memref::StoreOp::create(ib, loc, result, out, ValueRange{i});
-  }
-  c.erase();
-  return success();
-}
-
-/// muir_exec.moe_combine_weights_grad -> a generated kernel, one thread per
-/// (token, slot): the dot product (double, in order) of the output
-/// gradient's row with the pair's expert row; 0 for a dropped slot.
-LogicalResult lowerCombineWeightsGrad(mx::MoeCombineWeightsGradOp c) {
-  FailureOr<MoeShape> shape = checkMoe(c, c.getGroup(), c.getIndices(),
-                                       c.getInput(), c.getPlan());
-  if (failed(shape))
-    return failure();
-  auto [tokens, k, hidden, bound] = *shape;
-  OpBuilder b(c);
-  Location loc = c.getLoc();
-  if (tokens * k > 0) {
-    Value grad = flat(b, loc, c.getGrad()), rows = flat(b, loc, c.getInput());
-    Value out = flat(b, loc, c.getOutput());
-    auto [ib, p] = launchOver(c, tokens * k, "muir_moe_combine_weights_grad");
-    Value h = cIndex(ib, loc, hidden);
-    Value t = arith::DivUIOp::create(ib, loc, p, cIndex(ib, loc, k));
-    auto [row, valid] = planEntry(
-        ib, loc, c.getPlan(),
-        arith::AddIOp::create(ib, loc, p, cIndex(ib, loc, bound)));
-    // A dropped slot runs no iterations.
-    Value count = arith::SelectOp::create(ib, loc, valid, h,
-                                          cIndex(ib, loc, 0));
-    Value result = sumInDouble(
-        ib, loc, count, [&](OpBuilder &lb, Value col) -> std::pair<Value, Value> {
-          return {arith::MulFOp::create(lb, loc,
-                                        loadF64(lb, loc, grad, t, h, col),
-                                        loadF64(lb, loc, rows, row, h, col)),
-                  Value()};
-        });
-    memref::StoreOp::create(ib, loc, result, out, ValueRange{p});
-  }
-  c.erase();
   return success();
 }
 
