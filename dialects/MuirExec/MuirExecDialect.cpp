@@ -56,12 +56,22 @@ muir::GridOp GroupAttr::getGridOp(Operation *from) const {
   return SymbolTable::lookupNearestSymbolFrom<muir::GridOp>(from, getGrid());
 }
 
+// Both need the grid, which the verifier (verifyGroup) guarantees; on IR
+// that skipped verification a missing grid is a fatal error, not a crash.
+static muir::GridOp requireGrid(GroupAttr group, Operation *from) {
+  muir::GridOp grid = group.getGridOp(from);
+  if (!grid)
+    llvm::report_fatal_error("muir_exec group names a missing muir.grid "
+                             "(unverified IR)");
+  return grid;
+}
+
 int64_t GroupAttr::getSize(Operation *from) const {
-  return getGridOp(from).getGroupSize(getAxes());
+  return requireGrid(*this, from).getGroupSize(getAxes());
 }
 
 int64_t GroupAttr::getRuntimeMask(Operation *from) const {
-  return muir::getRuntimeAxesMask(getGridOp(from), getAxes());
+  return muir::getRuntimeAxesMask(requireGrid(*this, from), getAxes());
 }
 
 LogicalResult mlir::muir_exec::verifyGroup(Operation *op) {

@@ -53,7 +53,7 @@ struct PipelineOptions {
   bool syrk = true; ///< run muir-form-syrk (symmetric products as SYRK)
   bool batch = true; ///< run muir-batch-newton-schulz
   bool fuseAllReduce = true; ///< run muir-fuse-syrk-all-reduce (with syrk)
-  int64_t chunkRows = 0;     ///< its chunk-rows (0: from the cost model)
+  int64_t chunkRows = 0;     ///< its syrk-chunk-rows (0: the cost model)
   NSFormOption nsForm = NSFormOption::Auto; ///< muir-gram-newton-schulz's
 };
 

@@ -223,8 +223,8 @@ def MuirLowerToExec : Pass<"muir-lower-to-exec", "mlir::ModuleOp"> {
     `linalg.generic` on tensors, as `muir-elementwise-to-linalg` does)
     becomes the same generics on buffers. Newton-Schulz must have been
     expanded.
-    Collectives become `muir_exec` collectives on the group's axes mask
-    (a group of one: a copy, though the pipeline's canonicalization folds
+    Collectives become `muir_exec` collectives over the same group
+    (`#muir_exec.group`; a group of one: a copy, though the pipeline's canonicalization folds
     those away first).
   }];
   let dependentDialects = ["mlir::muir_exec::MuirExecDialect",

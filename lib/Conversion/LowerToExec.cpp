@@ -36,13 +36,28 @@ static mx::ScoringAttr scoringAttr(OpBuilder &b, RouteScoring scoring) {
 namespace {
 
 /// An element-wise kernel (muir-elementwise-to-linalg's): each element of
-/// an output depends only on the same element of each input, so it may
-/// write the buffer it reads.
+/// an output depends only on the same element of each input and not on the
+/// output's initial value, so it may write a buffer it reads.
 bool isElementwise(Operation *op) {
   auto g = dyn_cast<linalg::GenericOp>(op);
   return g && g.getNumLoops() == g.getNumParallelLoops() &&
          llvm::all_of(g.getIndexingMapsArray(),
-                      [](AffineMap m) { return m.isIdentity(); });
+                      [](AffineMap m) { return m.isIdentity(); }) &&
+         llvm::none_of(g.getDpsInitsMutable(), [&](OpOperand &init) {
+           return g.payloadUsesValueFromOperand(&init);
+         });
+}
+
+/// Whether a generic's body reads tensors from outside it (it then is no
+/// kernel this pass can put on buffers).
+bool capturesTensors(linalg::GenericOp g) {
+  bool captured = false;
+  g.getRegion().walk([&](Operation *inner) {
+    for (Value v : inner->getOperands())
+      captured |= isa<TensorType>(v.getType()) &&
+                  !g.getRegion().isAncestor(v.getParentRegion());
+  });
+  return captured;
 }
 
 bool isCollective(Operation *op) {
@@ -543,15 +558,16 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
   // Element-wise kernels: the same generic on buffers, writing into the
   // results' buffers. An init the body reads is copied in first.
   if (auto g = dyn_cast<linalg::GenericOp>(op)) {
-    if (!g.hasPureTensorSemantics())
-      return op->emitOpError("expected a linalg.generic on tensors");
+    if (!g.hasPureTensorSemantics() || capturesTensors(g))
+      return op->emitOpError("expected a linalg.generic on tensors whose "
+                             "body reads only its operands' elements");
     SmallVector<Value> ins, outs;
     for (Value v : g.getDpsInputs())
       ins.push_back(in(v));
     for (auto [result, init] :
          llvm::zip(g->getResults(), g.getDpsInitsMutable())) {
       Value out = output(result);
-      if (g.payloadUsesValueFromOperand(&init))
+      if (g.payloadUsesValueFromOperand(&init) && in(init.get()) != out)
         copyStrided(in(init.get()), out);
       outs.push_back(out);
       map.map(result, out);
@@ -715,7 +731,6 @@ LogicalResult FunctionLowering::run() {
 struct LowerToExecPass
     : public mlir::muir::impl::MuirLowerToExecBase<LowerToExecPass> {
   void runOnOperation() override {
-    muir::applyElementwiseToLinalg(getOperation());
     SmallVector<func::FuncOp> funcs;
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal() || func->hasAttr("muir.entry"))
@@ -726,9 +741,11 @@ struct LowerToExecPass
       if (named)
         funcs.push_back(func);
     }
-    for (func::FuncOp func : funcs)
+    for (func::FuncOp func : funcs) {
+      muir::applyElementwiseToLinalg(func);
       if (failed(FunctionLowering(func).run()))
         return signalPassFailure();
+    }
   }
 };
 

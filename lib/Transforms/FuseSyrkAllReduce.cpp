@@ -5,7 +5,7 @@
 // all_reduce(sum) of a muir.syrk (no accumulator, no other reader) with
 // muir.syrk_all_reduce, which sends s (s + 1) / 2 values instead of s^2,
 // in chunks of rows whose reductions pipeline. The chunk size is the
-// `chunk-rows` option, or (0) chosen from the machine profile: about four
+// `syrk-chunk-rows` option, or (0) chosen from the machine profile: about four
 // chunks, each large enough that its message costs several times the
 // link's latency.
 //

@@ -40,3 +40,18 @@ func.func @unexpanded(%x: tensor<4x4xf32> {muir.name = "x"}) -> (tensor<4x4xf32>
   %y = muir.newton_schulz %x steps(1) schedule(simple) : tensor<4x4xf32>
   return %y : tensor<4x4xf32>
 }
+
+// -----
+
+// A kernel whose body reads a whole tensor from outside is refused.
+func.func @captures(%x: tensor<8xf32> {muir.name = "x"}, %y: tensor<8xf32> {muir.name = "y"}) -> (tensor<8xf32> {muir.updates = "x"}) {
+  %c0 = arith.constant 0 : index
+  // expected-error@+1 {{'linalg.generic' op expected a linalg.generic on tensors whose body reads only its operands' elements}}
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x : tensor<8xf32>) outs(%x : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %e = tensor.extract %y[%c0] : tensor<8xf32>
+    %s = arith.addf %a, %e : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}

@@ -263,3 +263,23 @@ func.func @moe(%l: tensor<2x4xf32> {muir.name = "l"}, %x: tensor<2x8xf32> {muir.
   %z = muir.combine %o, %i, %plan weights %r on @g axes = ["ep"] {num_experts = 4} : (tensor<8x8xf32>, tensor<2x2xi64>, tensor<24xi64>, tensor<2x2xf32>) -> tensor<2x8xf32>
   return %z : tensor<2x8xf32>
 }
+
+// -----
+
+// A kernel that reads its init is not element-wise for the in-place plan:
+// the init is copied into a fresh buffer, so x is read before it is
+// overwritten (x + y, not y + y).
+// CHECK-LABEL: func.func @reads_init
+// CHECK-SAME: (%[[X:[^:]+]]: memref<8xf32> {muir.name = "x"}, %[[Y:[^:]+]]: memref<8xf32> {muir.name = "y"})
+// CHECK: %[[T:.+]] = memref.alloc()
+// CHECK-NEXT: memref.copy %[[Y]], %[[T]]
+// CHECK-NEXT: linalg.generic {{.*}} ins(%[[X]] : memref<8xf32>) outs(%[[T]] : memref<8xf32>)
+// CHECK: memref.copy %[[T]], %[[X]]
+func.func @reads_init(%x: tensor<8xf32> {muir.name = "x"}, %y: tensor<8xf32> {muir.name = "y"}) -> (tensor<8xf32> {muir.updates = "x"}) {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x : tensor<8xf32>) outs(%y : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}
