@@ -47,7 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       read(llvm::StringRef(reinterpret_cast<const char *>(data), size));
   if (failed(d))
     return 0;
-  if (failed(desc::validate(*d, [](const desc::Loc &, const llvm::Twine &) {})))
+  if (failed(desc::validate(*d, [](const desc::Loc &, const llvm::Twine &,
+                                   const desc::Subject &) {})))
     muir_fuzz::bug("validate rejects a description parseDescription accepted");
 
   std::string text = write(*d);

@@ -25,7 +25,8 @@ namespace {
 constexpr size_t kMaxParams = 2000;
 
 void buildAndVerify(const desc::Description &d, const char *what) {
-  if (failed(desc::validate(d, [](const desc::Loc &, const llvm::Twine &) {})))
+  if (failed(desc::validate(d, [](const desc::Loc &, const llvm::Twine &,
+                                  const desc::Subject &) {})))
     muir_fuzz::bug(llvm::Twine("validate rejects ") + what);
   if (d.params.size() > kMaxParams)
     return;
@@ -57,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       muir_fuzz::bug("parseLayout: " + error);
     return *grid;
   }();
-  std::vector<std::string> layoutErrors;
+  desc::ErrorList layoutErrors;
   if (failed(desc::applyLayout(*d, layout, layoutErrors))) {
     if (layoutErrors.empty())
       muir_fuzz::bug("applyLayout failed without an error message");

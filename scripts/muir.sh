@@ -16,7 +16,9 @@
 #                                         build, e.g. examples/torch/train_moe.py
 #   scripts/muir.sh env                   prints the exports that make
 #                                         `import muir` work in a shell
-# Quiet when everything is already in place.
+# Quiet when everything is already in place; otherwise says what it
+# installs and shows the build's progress (one line on a terminal, a few
+# plain lines in a log).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -37,6 +39,65 @@ packages=(cmake ninja-build g++ llvm-22-dev libmlir-22-dev mlir-22-tools
           python3 python3-numpy python3-torch pkg-config
           clang-22 libclang-rt-22-dev)
 
+# Progress of a long step, on stderr, read from "PERCENT<TAB>TEXT" lines:
+# on a terminal one line, rewritten in place and cleared at the end;
+# otherwise (a CI log) a plain line each time another tenth of the way is
+# reached. Creates the file SHOWN if there was anything to show: a step
+# with nothing to do shows nothing.
+show_progress() {
+  local shown="$1" percent text tenth=-1 cols=80 tty=0
+  if [ -t 2 ]; then
+    tty=1
+    cols="$(tput cols 2>/dev/null || true)"
+    [[ "$cols" =~ ^[0-9]+$ ]] && [ "$cols" -ge 20 ] || cols=80
+  fi
+  while IFS=$'\t' read -r percent text; do
+    [ -e "$shown" ] || : >"$shown"
+    if [ $tty -eq 1 ]; then
+      printf '\r\033[K%s' "${text:0:$((cols - 1))}" >&2
+    elif [ $((percent / 10)) -gt $tenth ]; then
+      tenth=$((percent / 10))
+      echo "$text" >&2
+    fi
+  done
+  if [ $tty -eq 1 ] && [ -e "$shown" ]; then
+    printf '\r\033[K' >&2
+  fi
+  return 0
+}
+
+# apt's status lines (APT::Status-Fd: "dlstatus:N:PERCENT:TEXT" while
+# downloading, "pmstatus:PACKAGE:PERCENT:TEXT" while installing) as
+# progress: downloads the first half of the way, installing the second.
+apt_progress() {
+  local kind item percent text
+  while IFS=: read -r kind item percent text; do
+    percent="${percent%%.*}"
+    [[ "$percent" =~ ^[0-9]+$ ]] || continue
+    case "$kind" in
+      dlstatus) printf '%d\tmuir: installing: %d%% %s\n' $((percent / 2)) \
+                  $((percent / 2)) "$text" ;;
+      pmstatus) printf '%d\tmuir: installing: %d%% %s\n' \
+                  $((50 + percent / 2)) $((50 + percent / 2)) "$text" ;;
+    esac
+  done
+  return 0
+}
+
+# ninja's status lines ("[n/N] what", NINJA_STATUS is set below) as
+# progress.
+ninja_progress() {
+  local what="$1" line
+  while IFS= read -r line; do
+    if [[ "$line" =~ ^\[([0-9]+)/([0-9]+)\]\ (.*) ]]; then
+      printf '%d\tmuir: building %s [%d/%d] %s\n' \
+        $((100 * BASH_REMATCH[1] / BASH_REMATCH[2])) "$what" \
+        "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}"
+    fi
+  done
+  return 0
+}
+
 setup() {
   local missing=()
   for p in "${packages[@]}"; do
@@ -44,12 +105,24 @@ setup() {
       missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
-    echo "muir: installing ${missing[*]}" >&2
-    local sudo=""
+    echo "muir: installing ${missing[*]} (and what they need)" >&2
+    local sudo="" log start=$SECONDS
     [ "$(id -u)" -ne 0 ] && sudo="sudo"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
-      --no-install-recommends "${missing[@]}" >/dev/null
+    log="$(mktemp)"
+    # apt's status lines go to stdout (sudo passes no other descriptor),
+    # mixed with dpkg's own lines, which only the log keeps.
+    if ! { $sudo apt-get update -qq >"$log" 2>&1 &&
+           $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+             --no-install-recommends -o APT::Status-Fd=1 "${missing[@]}" \
+             2>&1 | tee -a "$log" | apt_progress |
+             show_progress "$log.shown"; }; then
+      grep -v -E '^(dl|pm)status:' "$log" >&2 || true
+      rm -f "$log" "$log.shown"
+      echo "muir: installing ${missing[*]} failed" >&2
+      exit 1
+    fi
+    rm -f "$log" "$log.shown"
+    echo "muir: installed ${#missing[@]} packages in $((SECONDS - start)) s" >&2
   fi
 }
 
@@ -58,6 +131,7 @@ configure() {
   local dir="$1"
   shift
   if [ ! -f "$dir/build.ninja" ]; then
+    echo "muir: configuring ${dir#"$root"/} (CMake)" >&2
     cmake -G Ninja -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release \
       -DMLIR_LINK_MLIR_DYLIB=ON \
       -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit "$@" >"$dir.cmake.log" 2>&1 ||
@@ -65,17 +139,21 @@ configure() {
   fi
 }
 
-# compile DIR [TARGETS]: ninja, silent unless it fails.
+# compile DIR [TARGETS]: ninja, showing its progress (show_progress) and
+# the time it took; the whole log only if it fails.
 compile() {
-  local dir="$1" log
+  local dir="$1" log start=$SECONDS name="${1#"$root"/}"
   shift
   log="$(mktemp)"
-  if ! ninja -C "$dir" "$@" >"$log" 2>&1; then
+  if ! NINJA_STATUS="[%f/%t] " ninja -C "$dir" "$@" 2>&1 | tee "$log" |
+       ninja_progress "$name" | show_progress "$log.shown"; then
     cat "$log" >&2
-    rm -f "$log"
+    rm -f "$log" "$log.shown"
     exit 1
   fi
-  rm -f "$log"
+  [ ! -e "$log.shown" ] ||
+    echo "muir: built $name in $((SECONDS - start)) s" >&2
+  rm -f "$log" "$log.shown"
 }
 
 build() {

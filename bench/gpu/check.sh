@@ -50,7 +50,7 @@ export LD_LIBRARY_PATH="$libdirs:${LD_LIBRARY_PATH:-}"
   "$cublas_so" "$cublaslt_so" "$nccl_so" -o "$work/libmuir_rt_cuda.so" || exit 1
 c++ -O2 -g -rdynamic -std=c++17 -I "$root/include" -I "$root/runtime/include" \
   "$root/bench/gpu/muir-step-runner.cpp" "$root/lib/Runner/StepCore.cpp" \
-  "$root/runtime/cpu/Host.cpp" "$root/runtime/cpu/Npy.cpp" -ldl -pthread -o "$work/muir-step-runner" || exit 1
+  "$root/lib/Support/Version.cpp" "$root/runtime/cpu/Host.cpp" "$root/runtime/cpu/Npy.cpp" -ldl -pthread -o "$work/muir-step-runner" || exit 1
 for o in "$pre"/*.o; do
   c++ -shared "$o" -o "$work/$(basename "${o%.o}").so" || exit 1
 done

@@ -14,6 +14,7 @@
 //   muir-step-runner --runtime LIB --step step.so
 //       [--steps N] [--bf16] [--no-graph] [--grouped-gemm=cublas]
 //       [--load DIR] [--dump DIR] [--seed S]
+//   muir-step-runner --help | --version
 //
 // LIB: libmuir_rt_cuda.so for a CUDA step; for a CPU step a library with
 // the CPU runtime (build/lib/libmuir_step.so). One rank: the runner joins
@@ -30,6 +31,7 @@
 #include "muir-rt/Runtime.h"
 #include "muir/Runner/StepCore.h"
 #include "muir/Step.h"
+#include "muir/Support/Version.h"
 
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -78,7 +80,8 @@ int main(int argc, char **argv) {
   const char *usage =
       "usage: muir-step-runner --runtime LIB --step STEP.so [--steps N] "
       "[--bf16] [--no-graph] [--grouped-gemm=cublas] [--load DIR] "
-      "[--dump DIR] [--seed S]";
+      "[--dump DIR] [--seed S]\n"
+      "       muir-step-runner --help | --version";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -95,6 +98,12 @@ int main(int argc, char **argv) {
     };
     if (a == "--help" || a == "-h") {
       std::printf("%s\n", usage);
+      return 0;
+    }
+    if (a == "--version") {
+      std::printf("muir-step-runner (%s)\n  built without LLVM: runs steps "
+                  "compiled ahead of time\n",
+                  muirBuildVersion());
       return 0;
     }
     if (a == "--runtime")

@@ -13,8 +13,11 @@ def MuirDecomposeOptimizers
     `muir.newton_schulz` and `muir.apply_update`, computing the update scale
     from the matrix shape and `scale_mode`. With `probe-updates`, the
     Newton-Schulz output of each parameter is recorded by a `muir.probe`
-    labelled with the parameter's `muir.name`, so the runtime can report
-    its orthogonality error.
+    labelled with the parameter's `muir.name` (a row block's as
+    `name[r0:r1]`), so that the runner can report its singular values;
+    so is the update of each `muir.apply_update` already in the module
+    (those `muir-distribute` wrote: this rank's part of the output, laid
+    out as the parameter).
   }];
   let dependentDialects = ["mlir::muir::MuirDialect",
                            "mlir::tensor::TensorDialect"];

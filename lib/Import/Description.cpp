@@ -679,14 +679,20 @@ FailureOr<Description> Reader::read() {
       !isa<yaml::NullNode>(it->getRoot()))
     error(it->getRoot(), "expected one description per file; found more "
                          "after the first document");
-  // Cross-field rules, reported at the places they concern.
-  (void)validate(d, [&](const Loc &loc, const Twine &msg) {
-    ++numErrors;
+  // Cross-field rules, reported at the places they concern (one rule
+  // broken by many parameters once, at the first).
+  ErrorList broken;
+  (void)validate(d,
+                 [&](const Loc &loc, const Twine &msg, const Subject &subject) {
+                   broken.add(loc, msg, subject);
+                 });
+  numErrors += broken.size();
+  for (const auto &[loc, msg] : broken.grouped()) {
     llvm::SMLoc at;
     if (loc.line)
       at = sm.FindLocForLineAndColumn(bufferId, loc.line, loc.col);
     sm.PrintMessage(at, llvm::SourceMgr::DK_Error, msg);
-  });
+  }
   if (numErrors)
     return failure();
   // Training splits every trained expert stack over ep (the IR gives them

@@ -128,9 +128,8 @@ static bool isRowParallel(StringRef name) {
   return false;
 }
 
-LogicalResult mlir::muir::desc::applyLayout(Description &d,
-                                            const Grid &layout,
-                                            std::vector<std::string> &errors) {
+LogicalResult mlir::muir::desc::applyLayout(Description &d, const Grid &layout,
+                                            ErrorList &errors) {
   d.grid = layout;
   size_t before = errors.size();
   for (Parameter &p : d.params) {
@@ -180,17 +179,14 @@ LogicalResult mlir::muir::desc::applyLayout(Description &d,
   for (const std::vector<GridAxis> *axes : {&d.grid.axes, &d.grid.moeAxes})
     for (const GridAxis &a : *axes)
       if ((a.name == "ep" || a.name == "etp") && a.size > 1 && !hasExperts)
-        errors.push_back("--layout: " + a.name + "=" +
-                         std::to_string(a.size) +
-                         " splits expert stacks, but the model has none "
-                         "(no parameter with role expert); leave " + a.name +
-                         " out of the layout");
-  (void)validate(d, [&](const Loc &loc, const Twine &msg) {
-    std::string where = loc.file;
-    if (loc.line)
-      where += ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
-    errors.push_back((where.empty() ? "" : where + ": ") + msg.str());
-  });
+        errors.add(Loc{}, "--layout: " + a.name + "=" + std::to_string(a.size) +
+                              " splits expert stacks, but the model has "
+                              "none (no parameter with role expert); leave " +
+                              a.name + " out of the layout");
+  (void)validate(d,
+                 [&](const Loc &loc, const Twine &msg, const Subject &subject) {
+                   errors.add(loc, msg, subject);
+                 });
   return success(errors.size() == before);
 }
 

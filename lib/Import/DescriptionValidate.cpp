@@ -3,7 +3,8 @@
 // The cross-field rules of a description (grid, optimizer, parameters and
 // their shards, MoE layers, training), each reported through a callback at
 // the place it concerns, so that the reader (file:line:col) and applyLayout
-// (strings) share them and one run reports every broken rule.
+// (strings) share them and one run reports every broken rule; and the
+// ErrorList that reports one rule broken by many parameters once.
 //
 //===----------------------------------------------------------------------===//
 #include "DescriptionInternal.h"
@@ -11,6 +12,7 @@
 
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/YAMLParser.h"
@@ -31,13 +33,74 @@ mlir::muir::desc::detail::numDevicesChecked(ArrayRef<GridAxis> axes) {
   return n;
 }
 
+void ErrorList::add(const Loc &loc, const Twine &message,
+                    const Subject &subject) {
+  entries.push_back({loc, message.str(), subject});
+}
+
+std::vector<std::pair<Loc, std::string>> ErrorList::grouped() const {
+  // The entries of each rule, in the order the rules first occur.
+  std::vector<std::vector<const Entry *>> groups;
+  llvm::StringMap<size_t> byRule;
+  for (const Entry &e : entries) {
+    if (e.subject.rule.empty()) {
+      groups.push_back({&e});
+      continue;
+    }
+    auto [it, inserted] = byRule.try_emplace(
+        e.subject.plural.str() + "\n" + e.subject.rule, groups.size());
+    if (inserted)
+      groups.emplace_back();
+    groups[it->second].push_back(&e);
+  }
+  // A group names its first few; one no bigger is reported error by
+  // error, each at its own place.
+  constexpr size_t kNamed = 3;
+  std::vector<std::pair<Loc, std::string>> result;
+  for (const std::vector<const Entry *> &g : groups) {
+    const Entry &first = *g.front();
+    if (g.size() <= kNamed) {
+      for (const Entry *e : g)
+        result.push_back({e->loc, e->message});
+      continue;
+    }
+    std::string text = std::to_string(g.size()) + " " +
+                       first.subject.plural.str() + ": " + first.subject.rule +
+                       ": ";
+    for (size_t i = 0; i < std::min(g.size(), kNamed); ++i)
+      text += (i ? ", " : "") + g[i]->subject.name;
+    if (g.size() > kNamed)
+      text += ", ... (" + std::to_string(g.size() - kNamed) + " more)";
+    result.push_back({first.loc, text});
+  }
+  return result;
+}
+
+std::vector<std::string> ErrorList::lines() const {
+  std::vector<std::string> result;
+  for (const auto &[loc, message] : grouped()) {
+    std::string where = loc.file;
+    if (loc.line)
+      where += ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
+    result.push_back((where.empty() ? "" : where + ": ") + message);
+  }
+  return result;
+}
+
 LogicalResult mlir::muir::desc::validate(
     const Description &d,
-    function_ref<void(const Loc &, const Twine &)> report) {
+    function_ref<void(const Loc &, const Twine &, const Subject &)> report) {
   bool ok = true;
   auto fail = [&](const Loc &loc, const Twine &msg) {
     ok = false;
-    report(loc, msg);
+    report(loc, msg, Subject{});
+  };
+  // A rule broken by a parameter or MoE layer `name`; `rule` says it
+  // without the name, for the grouped report.
+  auto failFor = [&](const Loc &loc, const Twine &msg, StringRef name,
+                     const Twine &rule, StringRef plural = "parameters") {
+    ok = false;
+    report(loc, msg, Subject{name.str(), rule.str(), plural});
   };
   // (A description without any grid was already told so by the reader.)
   if (d.grid.axes.empty() && !d.grid.loc.file.empty())
@@ -148,26 +211,37 @@ LogicalResult mlir::muir::desc::validate(
                         "'; give each dimension and axis one shard");
       const GridAxis *axis = d.grid.find(s.axis, p.moeFolding);
       if (!axis) {
-        fail(s.loc, "shard of '" + p.name + "' names axis '" + s.axis +
-                        "', which the " +
-                        (p.moeFolding && !d.grid.moeAxes.empty() ? "MoE "
-                                                                 : "") +
-                        "grid does not have");
+        std::string grid =
+            (p.moeFolding && !d.grid.moeAxes.empty() ? "MoE " : "") +
+            std::string("grid");
+        failFor(s.loc,
+                "shard of '" + p.name + "' names axis '" + s.axis +
+                    "', which the " + grid + " does not have",
+                p.name,
+                "a shard names axis '" + s.axis + "', which the " + grid +
+                    " does not have");
         continue;
       }
       int64_t rank = p.shape.size();
       int64_t dim = s.dim;
+      StringRef kind = stringify(s.kind);
       if (dim >= rank) {
-        fail(s.loc, Twine(stringify(s.kind)) + " shard of '" + p.name +
-                        "' needs dim " + Twine(dim) + " but the shape has rank " +
-                        Twine(rank));
+        failFor(s.loc,
+                kind + " shard of '" + p.name + "' needs dim " + Twine(dim) +
+                    " but the shape has rank " + Twine(rank),
+                p.name,
+                kind + " shard needs dim " + Twine(dim) +
+                    " but the shape has rank " + Twine(rank));
         continue;
       }
-      if (p.shape[dim] % axis->size != 0)
-        fail(s.loc, Twine(stringify(s.kind)) + " shard of '" + p.name +
-                        "': dim " + Twine(dim) + " (" + Twine(p.shape[dim]) +
-                        ") is not divisible by " + s.axis + "=" +
-                        Twine(axis->size));
+      if (p.shape[dim] % axis->size != 0) {
+        std::string notDivisible =
+            ("dim " + Twine(dim) + " (" + Twine(p.shape[dim]) +
+             ") is not divisible by " + s.axis + "=" + Twine(axis->size))
+                .str();
+        failFor(s.loc, kind + " shard of '" + p.name + "': " + notDivisible,
+                p.name, kind + " shard: " + notDivisible);
+      }
     }
   }
   for (const MoELayer &l : d.moe) {
@@ -189,19 +263,26 @@ LogicalResult mlir::muir::desc::validate(
     if (l.experts && l.topK > l.experts)
       fail(l.loc, "top_k (" + Twine(l.topK) + ") is greater than experts (" +
                       Twine(l.experts) + ") in MoE layer '" + l.name + "'");
-    if (l.groups > 1 && l.experts % l.groups != 0)
-      fail(l.loc, "experts (" + Twine(l.experts) +
-                      ") are not divisible by groups (" + Twine(l.groups) +
-                      ") in MoE layer '" + l.name + "'");
+    if (l.groups > 1 && l.experts % l.groups != 0) {
+      std::string rule =
+          ("experts (" + Twine(l.experts) + ") are not divisible by groups (" +
+           Twine(l.groups) + ")")
+              .str();
+      failFor(l.loc, rule + " in MoE layer '" + l.name + "'", l.name, rule,
+              "MoE layers");
+    }
     if (l.groupsPerToken > l.groups)
       fail(l.loc, "groups_per_token (" + Twine(l.groupsPerToken) +
                       ") is greater than groups (" + Twine(l.groups) +
                       ") in MoE layer '" + l.name + "'");
     if (const GridAxis *ep = d.grid.find("ep", true))
-      if (l.experts % ep->size != 0)
-        fail(l.loc, "experts (" + Twine(l.experts) +
-                        ") are not divisible by ep=" + Twine(ep->size) +
-                        " in MoE layer '" + l.name + "'");
+      if (l.experts % ep->size != 0) {
+        std::string rule = ("experts (" + Twine(l.experts) +
+                            ") are not divisible by ep=" + Twine(ep->size))
+                               .str();
+        failFor(l.loc, rule + " in MoE layer '" + l.name + "'", l.name, rule,
+                "MoE layers");
+      }
   }
   // Training: every MoE layer's router and SwiGLU expert stacks (and shared
   // experts) exist with the layer's shapes, and its routing is complete.

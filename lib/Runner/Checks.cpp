@@ -15,7 +15,9 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 
 using namespace mlir::muir;
 using namespace mlir::muir::runner;
@@ -66,6 +68,66 @@ llvm::Error runner::checkLoadDir(StringRef flag, StringRef dir) {
           : std::make_error_code(std::errc::no_such_file_or_directory);
   return error(flag + ": cannot open directory '" + dir + "': " +
                why.message());
+}
+
+std::vector<std::string> runner::loadDirWarnings(StringRef flag, StringRef dir,
+                                                 const Step &step) {
+  // The tensors with a file (what the runtime's loader stats, links
+  // followed), and the .npy files under DIR that name none (links not
+  // followed: a linked folder could loop).
+  std::set<std::string> names;
+  int64_t matched = 0;
+  std::string example;
+  for (const Argument &a : step.arguments()) {
+    if (!a.isTensor())
+      continue;
+    names.insert(a.name);
+    if (example.empty())
+      example = a.name;
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, a.name + ".npy");
+    matched += llvm::sys::fs::exists(path);
+  }
+  // A look, not a search: a huge tree (a --load of the wrong folder) is
+  // only partly listed.
+  constexpr int64_t kMaxEntries = 100000;
+  std::vector<std::string> unmatched;
+  std::error_code ec;
+  int64_t entries = 0;
+  for (llvm::sys::fs::recursive_directory_iterator
+           it(dir, ec, /*follow_symlinks=*/false),
+       end;
+       it != end && !ec && entries++ < kMaxEntries; it.increment(ec)) {
+    StringRef path = it->path();
+    if (!path.ends_with(".npy") ||
+        it->type() == llvm::sys::fs::file_type::directory_file)
+      continue;
+    StringRef rel = path.drop_front(dir.size()).ltrim('/');
+    if (!names.count(rel.drop_back(4).str()))
+      unmatched.push_back(rel.str());
+  }
+  std::sort(unmatched.begin(), unmatched.end());
+  std::string list;
+  constexpr size_t kShown = 5;
+  for (size_t i = 0; i < std::min(unmatched.size(), kShown); ++i)
+    list += (i ? ", " : "") + unmatched[i];
+  if (unmatched.size() > kShown)
+    list += ", ... (" + std::to_string(unmatched.size() - kShown) + " more)";
+  std::vector<std::string> warnings;
+  std::string where = (flag + " " + dir).str();
+  if (matched == 0)
+    warnings.push_back(
+        where +
+        ": no file matches a tensor, so every tensor "
+        "is seeded; a tensor is read from " +
+        (Twine(dir) + "/<name>.npy, e.g. " + example + ".npy").str());
+  if (!unmatched.empty())
+    warnings.push_back(
+        where + ": " + std::to_string(unmatched.size()) +
+        (unmatched.size() == 1 ? " file matches" : " files match") +
+        " no tensor of the step and " + (unmatched.size() == 1 ? "is" : "are") +
+        " not read: " + list);
+  return warnings;
 }
 
 llvm::Error runner::checkTraceTarget(StringRef file, int64_t ranks) {

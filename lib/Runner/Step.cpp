@@ -328,6 +328,24 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
           step->computedGrads.insert(name.str());
       }
   }
+  // Each Muon parameter's Newton-Schulz settings, for the table's
+  // expected singular values (lowering expands them).
+  module->walk([&](MuonUpdateOp op) {
+    auto arg = dyn_cast<BlockArgument>(op.getParam());
+    auto f = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
+                 : func::FuncOp();
+    auto name =
+        f ? f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "muir.name")
+          : StringAttr();
+    if (!name)
+      return;
+    NSSettings &ns = step->ns[name.str()];
+    ns.text = (Twine(op.getNsSteps()) + " " +
+               stringifyNSSchedule(op.getSchedule()) + " steps")
+                  .str();
+    std::tie(ns.low, ns.high) = expectedBand(resolveSchedule(
+        op.getSchedule(), op.getCoefficients(), op.getNsSteps()));
+  });
   // Exec IR updates in place and names no results: its parameters and
   // state are what a step writes.
   step->updatesByRole = stage == Stage::Exec;

@@ -1,8 +1,8 @@
 //===- Tensors.cpp - tensors the runtime owns for a step ------------------===//
 //
 // muir-run's tensors: loaded, seeded, sliced to this rank's part, bound to
-// the step, gathered back, dumped and saved; its per-step table and the
-// communication counters.
+// the step, gathered back, dumped and saved; the communication counters.
+// (The per-step table is in StepTable.cpp.)
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Runner/Step.h"
@@ -220,64 +220,6 @@ int32_t HostTensors::numMuon() const {
   for (const std::string &name : observed)
     n += muirrt_tensor_find(local, name.c_str()) >= 0;
   return n;
-}
-
-void HostTensors::snapshot() {
-  before.resize(count());
-  for (int32_t i = 0; i < count(); ++i)
-    if (muirrt_tensor_role(local, i) == MUIR_ROLE_PARAM) {
-      const float *d = muirrt_tensor_data(local, i);
-      before[i].assign(d, d + muirrt_tensor_numel(local, i));
-    }
-}
-
-void HostTensors::printStep(llvm::raw_ostream &os) const {
-  std::map<std::string, double> orth;
-  for (auto &[slot, obs] : step.observations()) {
-    int64_t numel = 0;
-    const float *data = step.observation(slot, numel);
-    if (!data)
-      continue;
-    // A trained MoE layer's loss ("loss <layer>", one float).
-    if (StringRef(obs.label).starts_with("loss ")) {
-      os << "  " << obs.label << " "
-         << llvm::format("%.6e", static_cast<double>(data[0])) << "\n";
-      continue;
-    }
-    if (obs.shape.size() < 2)
-      continue;
-    int64_t m = obs.shape[obs.shape.size() - 2];
-    int64_t n = obs.shape.back();
-    double worst = 0;
-    for (int64_t off = 0; off + m * n <= numel; off += m * n)
-      worst = std::max(worst, muirrt_orthogonality_error(data + off, m, n));
-    // Blocks of a split update ("name[0:128]") report under their
-    // parameter, with the worst block's error.
-    std::string key = StringRef(obs.label).split('[').first.str();
-    orth[key] = std::max(orth[key], worst);
-  }
-  for (int32_t i = 0; i < count(); ++i) {
-    if (muirrt_tensor_role(local, i) != MUIR_ROLE_PARAM)
-      continue;
-    std::string name = muirrt_tensor_name(local, i);
-    const float *d = muirrt_tensor_data(local, i);
-    int64_t numel = muirrt_tensor_numel(local, i);
-    std::string shape;
-    llvm::raw_string_ostream ss(shape);
-    llvm::interleave(ArrayRef<int64_t>(muirrt_tensor_shape(local, i),
-                                       muirrt_tensor_rank(local, i)),
-                     ss, "x");
-    os << "  " << llvm::left_justify(name, 20) << " "
-       << llvm::left_justify(shape.empty() ? "scalar" : shape, 11);
-    auto it = orth.find(name);
-    if (it != orth.end())
-      os << " orth_err " << llvm::format("%.3e", it->second);
-    else
-      os << "                   ";
-    os << "  |dW| "
-       << llvm::format("%.3e", muirrt_diff_norm(before[i].data(), d, numel))
-       << "  |W| " << llvm::format("%.3e", muirrt_norm(d, numel)) << "\n";
-  }
 }
 
 void runner::printCommStats(const Step &step, llvm::raw_ostream &os) {

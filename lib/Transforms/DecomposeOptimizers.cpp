@@ -32,6 +32,25 @@ StringAttr getArgName(Value v) {
   return func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "muir.name");
 }
 
+/// The probe label of an update applied to `param`: the parameter's
+/// `muir.name`, or "name[r0:r1]" for the row block r0..r1 of a named
+/// matrix (a fused QKV's part), or "" when it has no name.
+std::string probeLabel(Value param) {
+  if (StringAttr name = getArgName(param))
+    return name.str();
+  auto slice = param.getDefiningOp<tensor::ExtractSliceOp>();
+  if (!slice || slice.getType().getRank() != 2)
+    return "";
+  StringAttr name = getArgName(slice.getSource());
+  ArrayRef<int64_t> offsets = slice.getStaticOffsets();
+  ArrayRef<int64_t> sizes = slice.getStaticSizes();
+  if (!name || ShapedType::isDynamic(offsets[0]) ||
+      ShapedType::isDynamic(sizes[0]))
+    return "";
+  return name.str() + "[" + std::to_string(offsets[0]) + ":" +
+         std::to_string(offsets[0] + sizes[0]) + "]";
+}
+
 struct DecomposeOptimizersPass
     : public mlir::muir::impl::MuirDecomposeOptimizersBase<DecomposeOptimizersPass> {
   using Base::Base;
@@ -43,6 +62,27 @@ struct DecomposeOptimizersPass
     module.walk([&](ProbeOp p) {
       nextSlot = std::max<int64_t>(nextSlot, p.getSlotAttr().getInt() + 1);
     });
+
+    // Updates muir-distribute decomposed already (split matrices, those a
+    // dp owner orthogonalises): the orthogonalised update each
+    // `muir.apply_update` applies is this rank's part of the Newton-Schulz
+    // output, laid out as the parameter.
+    if (probeUpdates) {
+      SmallVector<ApplyUpdateOp> applied;
+      module.walk([&](ApplyUpdateOp op) {
+        if (llvm::none_of(op.getUpdate().getUsers(),
+                          [](Operation *u) { return isa<ProbeOp>(u); }))
+          applied.push_back(op);
+      });
+      for (ApplyUpdateOp op : applied) {
+        OpBuilder b(op);
+        std::string label = probeLabel(op.getParam());
+        if (label.empty())
+          label = "apply_update@" + std::to_string(nextSlot);
+        ProbeOp::create(b, op.getLoc(), op.getUpdate(), b.getStringAttr(label),
+                        b.getI64IntegerAttr(nextSlot++));
+      }
+    }
 
     SmallVector<MuonUpdateOp> updates;
     module.walk([&](MuonUpdateOp op) { updates.push_back(op); });

@@ -89,3 +89,32 @@ func.func @row_blocks(%w: tensor<8x16xf32> {muir.name = "qkv"}, %g: tensor<8x16x
   %w1, %m1 = muir.muon_update %w, %g, %m {lr = 0.02, row_blocks = array<i64: 4, 4>} : tensor<8x16xf32>
   return %w1 : tensor<8x16xf32>
 }
+
+// -----
+
+// Updates applied already (muir-distribute's muir.apply_update of a split
+// or dp-owned matrix) are probed too, labelled with the parameter's name,
+// a row block's with its rows, after the probes in the module; an update
+// probed already is not probed again. Without probe-updates nothing is.
+// CHECK-LABEL: func.func @applied
+// CHECK-NOT: muir.probe {{.*}}label = "w"
+// PROBE-LABEL: func.func @applied
+// PROBE-SAME: (%[[W:[^:]+]]: tensor<4x8xf32> {muir.name = "w"}, %[[O:[^:]+]]: tensor<4x8xf32>, %[[Q:[^:]+]]: tensor<8x8xf32> {muir.name = "q"}, %[[P:[^:]+]]: tensor<4x8xf32>, %[[X:[^:]+]]: tensor<4x8xf32>)
+// PROBE: muir.probe %[[O]] {label = "w", slot = 1 : i64}
+// PROBE-NEXT: muir.apply_update %[[W]], %[[O]]
+// PROBE: %[[QB:.+]] = tensor.extract_slice %[[Q]][4, 0] [4, 8] [1, 1]
+// PROBE-NEXT: muir.probe %[[P]] {label = "q[4:8]", slot = 2 : i64}
+// PROBE-NEXT: muir.apply_update %[[QB]], %[[P]]
+// PROBE: muir.probe %[[X]] {label = "seen", slot = 0 : i64}
+// PROBE-NOT: muir.probe
+func.func @applied(%w: tensor<4x8xf32> {muir.name = "w"}, %o: tensor<4x8xf32>,
+                   %q: tensor<8x8xf32> {muir.name = "q"}, %p: tensor<4x8xf32>,
+                   %x: tensor<4x8xf32>)
+    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %w1 = muir.apply_update %w, %o {lr = 0.02, scale = 1.0, weight_decay = 0.0} : tensor<4x8xf32>
+  %qb = tensor.extract_slice %q[4, 0] [4, 8] [1, 1] : tensor<8x8xf32> to tensor<4x8xf32>
+  %q1 = muir.apply_update %qb, %p {lr = 0.02, scale = 1.0, weight_decay = 0.0} : tensor<4x8xf32>
+  muir.probe %x {label = "seen", slot = 0 : i64} : tensor<4x8xf32>
+  %x1 = muir.apply_update %w, %x {lr = 0.02, scale = 1.0, weight_decay = 0.0} : tensor<4x8xf32>
+  return %w1, %q1, %x1 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}

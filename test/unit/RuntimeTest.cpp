@@ -923,6 +923,47 @@ TEST(Metrics, OrthogonalityHandComputed) {
             1.0 / 2048.0 + 1.0 / 16777216.0);
 }
 
+TEST(Metrics, SingularValuesExact) {
+  // diag(1, 2, 3, 4) times Hadamard / 2 (orthogonal, exact in float): the
+  // singular values are the diagonal, in ascending order.
+  const float h[16] = {1, 1, 1, 1, 1, -1, 1, -1, 1, 1, -1, -1, 1, -1, -1, 1};
+  std::vector<float> dq(16);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      dq[i * 4 + j] = 0.5f * static_cast<float>(i + 1) * h[i * 4 + j];
+  double s[4];
+  ASSERT_EQ(muirrt_singular_values(dq.data(), 4, 4, s), 0);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_NEAR(s[i], i + 1.0, 1e-12);
+  // Tall 3x2 and wide 2x3 with Gram matrix [[2, 1], [1, 2]]: eigenvalues
+  // 1 and 3, singular values 1 and sqrt(3).
+  const float tall[6] = {1, 0, 0, 1, 1, 1}, wide[6] = {1, 0, 1, 0, 1, 1};
+  ASSERT_EQ(muirrt_singular_values(tall, 3, 2, s), 0);
+  EXPECT_NEAR(s[0], 1.0, 1e-12);
+  EXPECT_NEAR(s[1], std::sqrt(3.0), 1e-12);
+  ASSERT_EQ(muirrt_singular_values(wide, 2, 3, s), 0);
+  EXPECT_NEAR(s[0], 1.0, 1e-12);
+  EXPECT_NEAR(s[1], std::sqrt(3.0), 1e-12);
+  // Rank 1 (every entry 1): one singular value sqrt(6) (the
+  // Frobenius norm), the other zero, not NaN.
+  const float rank1[6] = {1, 1, 1, 1, 1, 1};
+  ASSERT_EQ(muirrt_singular_values(rank1, 3, 2, s), 0);
+  EXPECT_NEAR(s[0], 0.0, 1e-7);
+  EXPECT_NEAR(s[1], std::sqrt(6.0), 1e-12);
+  // Empty: nothing to write.
+  EXPECT_EQ(muirrt_singular_values(nullptr, 0, 5, nullptr), 0);
+}
+
+TEST(Metrics, SingularValuesBadArguments) {
+  double s[1];
+  EXPECT_EQ(muirrt_singular_values(nullptr, 1, 1, s), -1);
+  EXPECT_NE(std::string(muirrt_last_error()).find("bad arguments"),
+            std::string::npos);
+  const float one[1] = {1};
+  EXPECT_EQ(muirrt_singular_values(one, -1, 1, s), -1);
+  EXPECT_EQ(muirrt_singular_values(one, 1, 1, nullptr), -1);
+}
+
 TEST(Metrics, Norms) {
   const float x[2] = {3.0f, 4.0f}, y[2] = {0.0f, 8.0f};
   EXPECT_DOUBLE_EQ(muirrt_norm(x, 2), 5.0);

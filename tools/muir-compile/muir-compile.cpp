@@ -12,6 +12,7 @@
 #include "muir/Passes.h"
 #include "muir/Runner/Step.h"
 #include "muir/Support/Files.h"
+#include "muir/Support/VersionPrinter.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Verifier.h"
@@ -119,6 +120,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   // --help lists muir's flags only (LLVM's and MLIR's are hidden).
   cl::HideUnrelatedOptions(muir::muirFlagCategory());
+  muir::setVersionPrinter("muir-compile");
   cl::ParseCommandLineOptions(
       argc, argv,
       "muir-compile: training-step descriptions to muir IR and a plan "
@@ -198,10 +200,22 @@ int main(int argc, char **argv) {
     FailureOr<muir::desc::Grid> grid = muir::desc::parseLayout(layout, error);
     if (failed(grid))
       return fail("--layout: " + error);
-    std::vector<std::string> errors;
+    // One rule broken by many parameters is one error naming a few; the
+    // count at the end is of every one.
+    muir::desc::ErrorList errors;
     if (failed(muir::desc::applyLayout(*desc, *grid, errors))) {
-      for (const std::string &e : errors)
+      std::vector<std::string> lines = errors.lines();
+      for (const std::string &e : lines)
         llvm::WithColor::error(llvm::errs(), "muir-compile") << e << "\n";
+      if (errors.size() > 1)
+        llvm::errs() << errors.size() << " errors in "
+                     << (hfConfig.empty() ? inputFile : hfConfig)
+                     << " with --layout " << layout
+                     << (lines.size() < errors.size()
+                             ? " (grouped by kind into " +
+                                   std::to_string(lines.size()) + " lines)"
+                             : std::string())
+                     << "\n";
       return 1;
     }
   }

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"
 #include "muir/Support/Files.h"
+#include "muir/Support/VersionPrinter.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -25,6 +26,7 @@ int main(int argc, char **argv) {
   mlir::muir::registerMuirPassesAndPipelines();
   mlir::DialectRegistry registry;
   mlir::muir::registerMuirDialects(registry);
+  mlir::muir::setVersionPrinter("muir-opt");
   auto [inputFile, outputFile] = mlir::registerAndParseCLIOptions(
       argc, argv, "muir optimizer driver\n", registry);
   mlir::MlirOptMainConfig config = mlir::MlirOptMainConfig::createFromCLOptions();

@@ -3,8 +3,9 @@
 // Reads a description or muir IR (without an input, the embedded default
 // example), compiles it with the step library (muir/Runner/Step.h) and runs
 // it for --steps steps on tensors the runtime owns (seeded, or --load /
-// --resume), printing per step the time, each Muon matrix's orthogonality
-// error and the update norms; --dump and --save-state write the tensors.
+// --resume), printing per step the time, each Muon matrix's singular-value
+// band and the norms (the same table for any number of ranks); --dump and
+// --save-state write the tensors.
 //
 //===----------------------------------------------------------------------===//
 #include "muir-rt/Runtime.h"
@@ -12,6 +13,7 @@
 #include "muir/Runner/State.h"
 #include "muir/Runner/Step.h"
 #include "muir/Support/Files.h"
+#include "muir/Support/VersionPrinter.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -113,7 +115,8 @@ static cl::opt<bool> checkFinite(
     cl::init(true), cl::cat(muirCat));
 static cl::opt<bool> noProbes(
     "no-probes",
-    cl::desc("do not record Newton-Schulz outputs (no orthogonality error)"),
+    cl::desc("do not record Newton-Schulz outputs (no singular values in "
+             "the table)"),
     cl::init(false), cl::cat(muirCat));
 
 // The embedded default example: examples/default.mlir.
@@ -141,10 +144,14 @@ int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   // --help lists muir's flags only (LLVM's and MLIR's are hidden).
   cl::HideUnrelatedOptions(muir::muirFlagCategory());
+  muir::setVersionPrinter("muir-run");
   cl::ParseCommandLineOptions(
       argc, argv,
       "muir-run: compile and execute a muir training step on the CPU or a "
-      "GPU\n\nWithout an input file, runs the embedded default example.\n");
+      "GPU\n\nThe input is a description (.yaml or .json, "
+      "docs/description.md) or muir IR (.mlir: high-level, planned or exec, "
+      "as muir-compile writes it). Without an input, runs the embedded "
+      "default example (examples/default.mlir).\n");
   // The launcher (more than one rank, not yet under mpirun) checks
   // everything it can before mpirun starts, once.
   bool launcher = numRanks > 1 && !runner::underMPI();
@@ -232,6 +239,13 @@ int main(int argc, char **argv) {
   };
   if (llvm::Error e = preChecks())
     return fail(llvm::toString(std::move(e)));
+  // A load directory that gives nothing, or holds files no tensor reads,
+  // is most likely a mistake: said once (before mpirun), even with
+  // --quiet.
+  if (!runner::underMPI() && !loadDir.empty())
+    for (const std::string &w :
+         runner::loadDirWarnings("--load", loadDir, step))
+      llvm::WithColor::warning(llvm::errs(), "muir-run") << w << "\n";
   // Resuming: a state saved for this very step; its counter continues.
   int64_t firstStep = 1;
   if (!resumeDir.empty()) {
@@ -258,7 +272,9 @@ int main(int argc, char **argv) {
   if (llvm::Error e = step.prepare(llvm::errs()))
     return fail(llvm::toString(std::move(e)));
   int64_t rank = step.rank();
-  bool printing = !quiet && rank == 0;
+  // Every rank takes part in the table (it gathers), rank 0 prints it.
+  bool table = !quiet;
+  bool printing = table && rank == 0;
   runner::HostTensors tensors(step);
   if (llvm::Error e = tensors.create())
     return fail(llvm::toString(std::move(e)));
@@ -277,10 +293,12 @@ int main(int argc, char **argv) {
                  << " parameters (" << tensors.numMuon() << " with Muon), "
                  << tensors.count() << " tensors, " << numLoaded
                  << " loaded, seed " << seed << ", " << numSteps << " steps"
-                 << (devices > 1 ? ", " + std::to_string(devices) +
-                                       " ranks (rank 0 shown)"
+                 << (devices > 1 ? ", " + std::to_string(devices) + " ranks"
                                  : std::string())
                  << "\n";
+    if (tensors.numMuon() > 0 && !noProbes)
+      for (const std::string &line : tensors.legend())
+        llvm::outs() << "muir-run: " << line << "\n";
     if (cuda)
       llvm::outs() << "muir-run: CUDA device " << step.deviceDescription()
                    << "\n";
@@ -311,7 +329,7 @@ int main(int argc, char **argv) {
   muirrt_trace_enable(!traceFile.empty());
   for (int64_t s = firstStep; s <= lastStep; ++s) {
     muirrt_trace_set_step(s);
-    if (printing)
+    if (table)
       tensors.snapshot();
     double factor = (*factors)[s - firstStep];
     for (auto [k, a] : llvm::enumerate(step.arguments()))
@@ -339,15 +357,17 @@ int main(int argc, char **argv) {
     double ms = msSince(start);
     totalMs += ms;
     minMs = std::min(minMs, ms);
-    if (!printing)
+    if (!table)
       continue;
     if (llvm::Error e = tensors.download())
       return fail(llvm::toString(std::move(e)));
-    llvm::outs() << "step " << s << ": " << llvm::format("%.2f", ms) << " ms"
-                 << (lrSchedule != "constant" ? ", lr x" : "");
-    if (lrSchedule != "constant")
-      llvm::outs() << llvm::format("%g", factor);
-    llvm::outs() << "\n";
+    if (printing) {
+      llvm::outs() << "step " << s << ": " << llvm::format("%.2f", ms) << " ms"
+                   << (lrSchedule != "constant" ? ", lr x" : "");
+      if (lrSchedule != "constant")
+        llvm::outs() << llvm::format("%g", factor);
+      llvm::outs() << "\n";
+    }
     tensors.printStep(llvm::outs());
   }
   if (llvm::Error e = tensors.download())

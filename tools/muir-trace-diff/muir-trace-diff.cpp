@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Support/Files.h"
+#include "muir/Support/VersionPrinter.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -193,6 +194,7 @@ std::string where(const Key &k, const Exec &e) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  mlir::muir::setVersionPrinter("muir-trace-diff");
   // Bad arguments are errors (2), not "divergent" (1).
   if (!cl::ParseCommandLineOptions(
           argc, argv,

@@ -219,18 +219,55 @@ FailureOr<Description> importHFConfigText(StringRef text, StringRef path,
 /// Parses "dp=8,tp=2,ep=8" (optionally "...;moe:ep=8,etp=2") into grid axes.
 FailureOr<Grid> parseLayout(StringRef layout, std::string &error);
 
+/// What an error concerns, so that one rule broken by many parameters or
+/// MoE layers is reported once: their name, and the rule said without it
+/// ("tp_row shard: dim 1 (16384) is not divisible by tp=3"). Empty for an
+/// error of its own.
+struct Subject {
+  std::string name;
+  std::string rule;
+  StringRef plural = "parameters"; ///< what the names are
+};
+
+/// Errors collected, then reported with those that break the same rule
+/// (Subject::rule) for more than three subjects grouped into one at the
+/// first one's place: "61 parameters: tp_row shard: dim 1 (16384) is not
+/// divisible by tp=3: model.layers.0.self_attn.o_proj.weight, <two more
+/// names>, ... (58 more)".
+class ErrorList {
+public:
+  void add(const Loc &loc, const Twine &message, const Subject &subject = {});
+  /// The errors added (before grouping).
+  size_t size() const { return entries.size(); }
+  bool empty() const { return entries.empty(); }
+  /// Each error, or group of errors, once, in the order they first
+  /// occurred, with its place.
+  std::vector<std::pair<Loc, std::string>> grouped() const;
+  /// The same as "file:line:col: message" lines (the place as far as known).
+  std::vector<std::string> lines() const;
+
+private:
+  struct Entry {
+    Loc loc;
+    std::string message;
+    Subject subject;
+  };
+  std::vector<Entry> entries;
+};
+
 /// Replaces the description's grid by `layout` and assigns default
 /// shardings to parameters that need one on the new axes (tp column/row by
 /// role, experts on ep). Checks that every shard divides its dimension;
 /// errors go to `errors`.
 LogicalResult applyLayout(Description &d, const Grid &layout,
-                          std::vector<std::string> &errors);
+                          ErrorList &errors);
 
 /// Checks cross-field rules (duplicate names, shard divisibility, top-k vs
-/// experts, grid products); reports through `report(loc, message)`.
-LogicalResult
-validate(const Description &d,
-         function_ref<void(const Loc &, const Twine &)> report);
+/// experts, grid products); reports through `report(loc, message,
+/// subject)`.
+LogicalResult validate(
+    const Description &d,
+    function_ref<void(const Loc &, const Twine &, const Subject &)> report);
 
 /// Writes `d` in the YAML description format (parseDescription reads it
 /// back to the same description).

@@ -22,6 +22,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <array>
 #include <map>
 #include <memory>
 #include <set>
@@ -113,6 +114,25 @@ struct Observation {
   llvm::SmallVector<int64_t> shape;
 };
 
+/// A Muon parameter's Newton-Schulz settings, read from the step's IR
+/// before it is lowered (exec and planned IR have them expanded already).
+struct NSSettings {
+  std::string text; ///< "5 simple steps"
+  /// The band the iteration leaves singular values in: the range of its
+  /// scalar polynomial over [kBandFloor, 1] (the update is normalised to
+  /// Frobenius norm 1 first).
+  double low = 0, high = 0;
+};
+
+/// Singular values of the normalised update below this stay below the
+/// band (a square gradient's smallest ones): 1/500 of its Frobenius norm.
+inline constexpr double kBandFloor = 2e-3;
+
+/// The range of x -> p_k(...p_1(x)) over [kBandFloor, 1], p_i(x) = a x +
+/// b x^3 + c x^5 with the i-th (a, b, c) of `coefficients` (sampled).
+std::pair<double, double>
+expectedBand(llvm::ArrayRef<std::array<double, 3>> coefficients);
+
 class Step {
 public:
   ~Step();
@@ -156,6 +176,9 @@ public:
   int64_t rank() const;
   const std::vector<Folding> &foldings() const { return grids; }
   const std::map<int64_t, Observation> &observations() const { return obs; }
+  /// Each Muon parameter's Newton-Schulz settings, by name (empty when the
+  /// input was exec or planned IR).
+  const std::map<std::string, NSSettings> &nsSettings() const { return ns; }
   /// What a saved state is for (the step's IR as given, grid, flags).
   const state::StepIdentity &identity() const { return id; }
   /// Gradients the step computes itself (a trained MoE layer's).
@@ -210,6 +233,7 @@ private:
   std::vector<Folding> grids;
   int64_t numDevices = 1;
   std::map<int64_t, Observation> obs;
+  std::map<std::string, NSSettings> ns;
   std::set<std::string> computedGrads;
   std::set<std::string> updatedNames; ///< results' muir.updates
   bool updatesByRole = false;
@@ -261,11 +285,17 @@ public:
   /// or none (index -1).
   NonFinite nonFiniteLoss() const;
 
-  /// Rank 0 prints one step's table: each parameter's shape, the worst
-  /// orthogonality error of its Newton-Schulz outputs, |dW| against the
-  /// snapshot taken by `snapshot()` and |W|; and trained layers' losses.
+  /// One step's table, the same for any number of ranks: each
+  /// parameter's whole shape, the smallest and largest singular value of
+  /// its Newton-Schulz outputs (gathered where they are split), |dW|
+  /// against the snapshot taken by `snapshot()` and |W| of the whole
+  /// tensor; and trained layers' losses. Every rank must call both (they
+  /// gather); rank 0 prints.
   void snapshot();
   void printStep(llvm::raw_ostream &os) const;
+  /// The lines that say what the table's sigma means and what to expect
+  /// from the step's Newton-Schulz settings.
+  std::vector<std::string> legend() const;
 
   int32_t count() const;
   int32_t numParams() const;
@@ -320,6 +350,12 @@ llvm::Error checkDistinctPaths(llvm::ArrayRef<NamedPath> inputs,
 llvm::Error checkRanks(const Step &step, int64_t ranks);
 /// `dir` is a directory that can be read ("--load: cannot open ...").
 llvm::Error checkLoadDir(llvm::StringRef flag, llvm::StringRef dir);
+/// What a load directory (`flag` names it, "--load") would surprise with:
+/// no file that matches a tensor (every tensor is seeded), and the .npy
+/// files under it that match none (they are not read); one message each,
+/// nothing when every file is read.
+std::vector<std::string> loadDirWarnings(llvm::StringRef flag,
+                                         llvm::StringRef dir, const Step &step);
 /// FILE (FILE.rank<R> with several ranks) can be written at the end.
 llvm::Error checkTraceTarget(llvm::StringRef file, int64_t ranks);
 /// Every tensor's DIR/<name>.npy can be replaced (muirrt_check_dump).

@@ -353,6 +353,14 @@ int muirrt_npy_write_atomic(const char *path, const float *data, int32_t rank,
  * row-major, accumulated in double. */
 double muirrt_orthogonality_error(const float *x, int64_t m, int64_t n);
 
+/* The singular values of X (m x n row-major) in ascending order, min(m, n)
+ * of them, into `sigma`: the square roots of the eigenvalues of the Gram
+ * matrix (X^T X for tall X, else X X^T), accumulated in double, from
+ * LAPACK (OpenBLAS). Squaring costs accuracy only near zero: each is
+ * within about 1e-7 times the largest of the exact value. Returns 0, or
+ * -1 (see muirrt_last_error) on bad arguments or a LAPACK failure. */
+int muirrt_singular_values(const float *x, int64_t m, int64_t n, double *sigma);
+
 /* The index of the first NaN or infinity in x, or -1 if every value is
  * finite (a bit test, at memory speed). */
 int64_t muirrt_first_nonfinite(const float *x, int64_t numel);
