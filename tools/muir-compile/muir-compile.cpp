@@ -182,7 +182,7 @@ int main(int argc, char **argv) {
       for (const std::string &e : errors)
         llvm::WithColor::error(llvm::errs(), "muir-compile") << e << "\n";
       if (errors.size() > 1)
-        llvm::errs() << errors.size() << " errors in " << hfConfig << "\n";
+        llvm::errs() << "muir-compile: " << errors.size() << " errors in " << hfConfig << "\n";
       return 1;
     }
   } else {
@@ -208,7 +208,7 @@ int main(int argc, char **argv) {
       for (const std::string &e : lines)
         llvm::WithColor::error(llvm::errs(), "muir-compile") << e << "\n";
       if (errors.size() > 1)
-        llvm::errs() << errors.size() << " errors in "
+        llvm::errs() << "muir-compile: " << errors.size() << " errors in "
                      << (hfConfig.empty() ? inputFile : hfConfig)
                      << " with --layout " << layout
                      << (lines.size() < errors.size()
