@@ -22,13 +22,10 @@ import sys
 
 import numpy as np
 
-failures = 0
+import muirtest as mt
 
-
-def report(ok, text):
-    global failures
-    failures += not ok
-    print(("" if ok else "FAIL ") + text + (" ok" if ok else ""))
+# One line per check, "FAIL ..." for a failure (muirtest's Checker).
+chk = mt.Checker()
 
 
 def run(cmd):
@@ -82,8 +79,8 @@ def main():
              "--emit=description", "--quiet", "-o", desc])
         text, dump = step(desc, int(ranks), layout.replace(",", "_"))
         header, rows = table(text)
-        report(header == one_header and ("%s ranks" % ranks) in text,
-               "%s: header '%s', %s ranks" % (layout, header, ranks))
+        chk.expect("%s: header '%s', %s ranks" % (layout, header, ranks),
+                   header == one_header and ("%s ranks" % ranks) in text)
         for name, (shape, lo, hi, dw, w) in rows.items():
             after = np.load(os.path.join(dump, name + ".npy"))
             loaded = np.load(os.path.join(args.load, name + ".npy"))
@@ -102,11 +99,11 @@ def main():
                     abs(float(hi) - float(single[2])) <= 2e-3
                 line += " sigma %s..%s (one rank %s..%s)" % (
                     lo, hi, single[1], single[2])
-            report(ok and name in one, line)
-        report(set(rows) == set(one), "%s: %d rows as on one rank"
-               % (layout, len(rows)))
-    print("FAILED" if failures else "ALL PASSED")
-    return 1 if failures else 0
+            chk.expect(line, ok and name in one)
+        chk.expect("%s: %d rows as on one rank" % (layout, len(rows)),
+                   set(rows) == set(one))
+    chk.finish()  # exits 1 after a failure
+    return 0
 
 
 if __name__ == "__main__":

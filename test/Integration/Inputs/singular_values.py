@@ -24,19 +24,16 @@ import sys
 
 import numpy as np
 
+import muirtest as mt
+
 SIMPLE = [(3.4445, -4.7750, 2.0315)]
 POLAR_EXPRESS = [(8.2051, -22.9019, 16.4607), (4.0664, -2.8612, 0.5184),
                  (3.9096, -2.8234, 0.5250), (3.2856, -2.4153, 0.4853),
                  (2.2779, -1.6198, 0.3985), (1.8726, -1.2307, 0.3585),
                  (1.8564, -1.2132, 0.3568), (1.875, -1.25, 0.375)]
 
-failures = 0
-
-
-def report(ok, text):
-    global failures
-    failures += not ok
-    print(("" if ok else "FAIL ") + text + (" ok" if ok else ""))
+# One line per check, "FAIL ..." for a failure (muirtest's Checker).
+chk = mt.Checker()
 
 
 # ---------------------------------------------------------------------------
@@ -73,13 +70,13 @@ def check_runtime(lib):
         scale = max(ref[-1], 1e-300)
         err = float(np.max(np.abs(sigma - ref))) / scale if ref[-1] else \
             float(np.max(np.abs(sigma)))
-        report(rc == 0 and err <= 1e-7,
-               "runtime %s: min %.6g max %.6g (numpy %.6g %.6g), "
-               "max error %.1e of the largest <= 1e-7"
-               % (name, sigma[0], sigma[-1], ref[0], ref[-1], err))
+        chk.expect("runtime %s: min %.6g max %.6g (numpy %.6g %.6g), "
+                   "max error %.1e of the largest <= 1e-7"
+                   % (name, sigma[0], sigma[-1], ref[0], ref[-1], err),
+                   rc == 0 and err <= 1e-7)
     bad = np.zeros(1, dtype=np.float64)
-    report(f(None, 1, 1, bad.ctypes.data) == -1,
-           "runtime null matrix refused")
+    chk.expect("runtime null matrix refused",
+               f(None, 1, 1, bad.ctypes.data) == -1)
 
 
 # ---------------------------------------------------------------------------
@@ -148,7 +145,7 @@ def check_table(muir_run, tmp):
                           "--dump", dump], capture_output=True, text=True)
     print(out.stdout, end="")
     if out.returncode:
-        report(False, "muir-run failed: " + out.stderr)
+        chk.expect("muir-run failed: " + out.stderr, False)
         return
     rows = {}
     for line in out.stdout.splitlines():
@@ -165,20 +162,21 @@ def check_table(muir_run, tmp):
         sigma = np.linalg.svd(update, compute_uv=False)
         row = rows.get(name)
         if not row:
-            report(False, "table has no sigma for " + name)
+            chk.expect("table has no sigma for " + name, False)
             continue
         low, high = float(row.group(3)), float(row.group(4))
         below = int(np.sum(sigma < bands[name][0] * 0.99))
         printed = int(row.group(5)) if row.group(5) else 0
-        report(abs(low - sigma.min()) <= 1.5e-3 and
-               abs(high - sigma.max()) <= 1.5e-3 and below == printed,
-               "table %s: sigma %.3f..%.3f, %d below the band (numpy of the "
-               "applied update %.4f..%.4f, %d below)"
-               % (name, low, high, printed, sigma.min(), sigma.max(), below))
+        chk.expect("table %s: sigma %.3f..%.3f, %d below the band (numpy of "
+                   "the applied update %.4f..%.4f, %d below)"
+                   % (name, low, high, printed, sigma.min(), sigma.max(),
+                      below),
+                   abs(low - sigma.min()) <= 1.5e-3 and
+                   abs(high - sigma.max()) <= 1.5e-3 and below == printed)
     simple, polar = bands["tall"], bands["square"]
     want = "expected %.2f..%.2f (5 simple steps), %.2f..%.2f (8 " \
            "polar_express steps)" % (simple + polar)
-    report(want in out.stdout, "header: " + want)
+    chk.expect("header: " + want, want in out.stdout)
 
 
 def main():
@@ -192,8 +190,8 @@ def main():
     os.makedirs(args.tmp)
     check_runtime(args.lib)
     check_table(args.muir_run, args.tmp)
-    print("FAILED" if failures else "ALL PASSED")
-    return 1 if failures else 0
+    chk.finish()  # exits 1 after a failure
+    return 0
 
 
 if __name__ == "__main__":
