@@ -12,6 +12,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
 
 #include <cmath>
 
@@ -31,6 +32,46 @@ using namespace mlir::muir;
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "Muir/MuirAttrs.cpp.inc"
 #pragma GCC diagnostic pop
+
+FailureOr<APFloat> mlir::muir::parseF64Parameter(AsmParser &parser) {
+  double value;
+  if (parser.parseFloat(value))
+    return failure();
+  return APFloat(value);
+}
+
+void mlir::muir::printF64Parameter(AsmPrinter &printer,
+                                   const APFloat &value) {
+  printer << llvm::format("%g", value.convertToDouble());
+}
+
+LogicalResult
+NSCandidateAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        NewtonSchulzMode mode, NSForm form,
+                        APFloat msValue, APFloat mbValue) {
+  double ms = msValue.convertToDouble(), mb = mbValue.convertToDouble();
+  if (mode == NewtonSchulzMode::auto_ || mode == NewtonSchulzMode::blockwise)
+    return emitError() << "an ns_candidate is duplicated, distributed or "
+                          "resharded; got "
+                       << stringifyNewtonSchulzMode(mode);
+  if (!(ms >= 0) || !(mb >= 0) || std::isinf(ms) || std::isinf(mb))
+    return emitError() << "an ns_candidate's milliseconds and megabytes are "
+                          "finite and non-negative";
+  return success();
+}
+
+LogicalResult NSWhyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                NSReason reason, StringRef machine,
+                                ArrayRef<NSCandidateAttr> candidates) {
+  bool model = reason == NSReason::cost_model;
+  if (model && (machine.empty() || candidates.empty()))
+    return emitError() << "#muir.ns_why<cost_model> names the machine "
+                          "profile and the candidates it weighed";
+  if (!model && (!machine.empty() || !candidates.empty()))
+    return emitError() << "only #muir.ns_why<cost_model> has a machine "
+                          "profile and candidates";
+  return success();
+}
 
 void MuirDialect::initialize() {
   addAttributes<
@@ -122,8 +163,11 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == "muir.ns_why") {
-    if (!isa<StringAttr>(value))
-      return op->emitError("'muir.ns_why' must be a string");
+    if (!isa<NSWhyAttr>(value))
+      return op->emitError("'muir.ns_why' must be #muir.ns_why<requested>, "
+                           "<both_dims>, <fsdp_owner> or <cost_model on "
+                           "\"machine\" : [candidates]>; got ")
+             << value;
     return success();
   }
   if (name == "muir.ns_form") {

@@ -31,6 +31,11 @@ public:
     return verifyNoUnknownAttributes(op);
   }
 };
+
+/// The double parameters of muir attributes (cost estimates): printed with
+/// %g, parsed as a float literal.
+FailureOr<APFloat> parseF64Parameter(AsmParser &parser);
+void printF64Parameter(AsmPrinter &printer, const APFloat &value);
 } // namespace mlir::muir
 
 #include "Muir/MuirEnums.h.inc"

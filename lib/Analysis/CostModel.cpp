@@ -234,14 +234,9 @@ ModeCost NSCostModel::reshardedGram(const NSProblem &p) const {
   return c;
 }
 
-NSMode NSCostModel::choose(const NSProblem &p, std::string *why,
+NSMode NSCostModel::choose(const NSProblem &p,
+                           SmallVectorImpl<NSCandidate> *weighed,
                            NSFormOption form, bool *gram) const {
-  // Each candidate: its mode, whether it is the Gram form, its cost.
-  struct Candidate {
-    NSMode mode;
-    bool gram;
-    ModeCost cost;
-  };
   bool standard = form != NSFormOption::Gram;
   bool gramForm = form != NSFormOption::Standard;
   // Duplicated runs the whole matrix on every rank, in the form
@@ -255,7 +250,7 @@ NSMode NSCostModel::choose(const NSProblem &p, std::string *why,
     dup.computeSeconds = whole.gramSeconds;
     dup.seconds = dup.commSeconds + dup.computeSeconds;
   }
-  std::vector<Candidate> all = {{NSMode::Duplicated, dupGram, dup}};
+  SmallVector<NSCandidate> all = {{NSMode::Duplicated, dupGram, dup}};
   if (standard)
     all.push_back({NSMode::Distributed, false, distributed(p)});
   if (gramForm)
@@ -270,33 +265,40 @@ NSMode NSCostModel::choose(const NSProblem &p, std::string *why,
     if (gramForm)
       all.push_back({NSMode::Resharded, true, reshardedGram(p)});
   }
-  const Candidate *best = &all.front();
-  for (const Candidate &c : all)
+  const NSCandidate *best = &all.front();
+  for (const NSCandidate &c : all)
     if (c.cost.seconds < best->cost.seconds)
       best = &c;
   if (gram)
     *gram = best->gram && best->mode != NSMode::Duplicated;
-  if (why) {
-    std::string s;
-    llvm::raw_string_ostream os(s);
-    for (const Candidate &c : all) {
-      if (&c != &all.front())
-        os << ", ";
-      const char *what = c.mode == NSMode::Duplicated ? "gather"
-                         : c.gram ? (c.mode == NSMode::Resharded
-                                         ? "all_to_all and one Gram"
-                                         : "one Gram all-reduce")
-                         : c.mode == NSMode::Resharded ? "all_to_all and Gram"
-                                                       : "Gram all-reduces";
-      os << stringify(c.mode)
-         << (c.gram && c.mode != NSMode::Duplicated ? " (gram)" : "")
-         << llvm::format(" %.3g ms (%s %.3g MB)", c.cost.seconds * 1e3, what,
-                         c.cost.commBytes / 1e6);
-    }
-    os << " on " << profile.name;
-    *why = s;
+  NSMode mode = best->mode;
+  if (weighed) {
+    // Duplicated's form is muir-gram-newton-schulz's choice, not the mode's.
+    all.front().gram = false;
+    weighed->assign(all.begin(), all.end());
   }
-  return best->mode;
+  return mode;
+}
+
+std::string mlir::muir::describe(ArrayRef<NSCandidate> weighed,
+                                 StringRef machine) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  for (const NSCandidate &c : weighed) {
+    if (&c != &weighed.front())
+      os << ", ";
+    const char *what = c.mode == NSMode::Duplicated ? "gather"
+                       : c.gram ? (c.mode == NSMode::Resharded
+                                       ? "all_to_all and one Gram"
+                                       : "one Gram all-reduce")
+                       : c.mode == NSMode::Resharded ? "all_to_all and Gram"
+                                                     : "Gram all-reduces";
+    os << stringify(c.mode) << (c.gram ? " (gram)" : "")
+       << llvm::format(" %.3g ms (%s %.3g MB)", c.cost.seconds * 1e3, what,
+                       c.cost.commBytes / 1e6);
+  }
+  os << " on " << machine;
+  return s;
 }
 
 StringRef mlir::muir::stringify(NSFormOption option) {

@@ -240,7 +240,9 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
         if (matrixSplits.size() == 1)
           gramMode = model.gramForMode(mode, problem, options.nsForm);
       } else if (matrixSplits.size() == 1) {
-        mode = model.choose(problem, &why, options.nsForm, &gramMode);
+        SmallVector<NSCandidate> weighed;
+        mode = model.choose(problem, &weighed, options.nsForm, &gramMode);
+        why = describe(weighed, model.getProfile().name);
         // As muir-distribute: stacks are not re-sharded.
         if (mode == NSMode::Resharded && rank != 2)
           mode = NSMode::Duplicated;

@@ -36,6 +36,7 @@
 #include "muir/Transforms/GramForm.h"
 
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIRDISTRIBUTE
@@ -144,10 +145,30 @@ struct Job {
   NSMode mode = NSMode::Duplicated;
   bool gram = false;        ///< distributed/resharded in the Gram form
   bool matrixSplit = false; ///< nsShards split the matrix itself
-  std::string why;
+  NSReason why = NSReason::requested;
+  SmallVector<NSCandidate> weighed; ///< the cost model's, for `cost_model`
   int64_t owner = -1; ///< dp group rank that orthogonalises it, -1 all
   double weight = 0;
 };
+
+/// Three significant digits: the model's estimates as the IR records them.
+static double round3(double v) {
+  return std::strtod(llvm::formatv("{0:e2}", v).str().c_str(), nullptr);
+}
+
+/// The `muir.ns_why` of a decided job.
+static NSWhyAttr whyAttr(MLIRContext *ctx, const Job &job,
+                         StringRef machine) {
+  if (job.why != NSReason::cost_model)
+    return NSWhyAttr::get(ctx, job.why, "", {});
+  SmallVector<NSCandidateAttr> candidates;
+  for (const NSCandidate &c : job.weighed)
+    candidates.push_back(NSCandidateAttr::get(
+        ctx, attrOf(c.mode), c.gram ? NSForm::gram : NSForm::standard,
+        APFloat(round3(c.cost.seconds * 1e3)),
+        APFloat(round3(c.cost.commBytes / 1e6))));
+  return NSWhyAttr::get(ctx, job.why, machine, candidates);
+}
 
 struct DistributePass
     : public mlir::muir::impl::MuirDistributeBase<DistributePass> {
@@ -368,14 +389,15 @@ struct DistributePass
       if (!requested) {
         if (matrixShards.size() == 1) {
           job.mode = model.choose(
-              problemOf(job, *matrixShards.front(), batch, steps), &job.why,
-              nsForm, &job.gram);
+              problemOf(job, *matrixShards.front(), batch, steps),
+              &job.weighed, nsForm, &job.gram);
+          job.why = NSReason::cost_model;
         } else {
-          job.why = "split on both matrix dimensions: duplicated";
+          job.why = NSReason::both_dims;
         }
       } else {
         job.mode = *requested;
-        job.why = "requested";
+        job.why = NSReason::requested;
         // The form of a requested distributed or resharded mode: as asked,
         // or (auto) the cheaper of the two by the model.
         if (matrixShards.size() == 1)
@@ -414,7 +436,7 @@ struct DistributePass
       job.weight = layerwiseWeight(m, n, batch, steps);
       job.owner = 0;
       if (!job.matrixSplit)
-        job.why = "FSDP: the dp owner orthogonalises the whole matrix";
+        job.why = NSReason::fsdp_owner;
     }
     jobs.push_back(std::move(job));
     return success();
@@ -567,7 +589,8 @@ struct DistributePass
                    NSFormAttr::get(b.getContext(), job.gram ? NSForm::gram
                                                             : NSForm::standard));
       if (job.matrixSplit || job.fsdp)
-        a->setAttr("muir.ns_why", b.getStringAttr(job.why));
+        a->setAttr("muir.ns_why", whyAttr(b.getContext(), job,
+                                              model.getProfile().name));
       if (job.owner >= 0)
         a->setAttr("muir.dp_owner", b.getI64IntegerAttr(job.owner));
       return a;

@@ -85,7 +85,7 @@ muir.grid @world axes = ["dp"] shape = [2]
 // CHECK: arith.constant dense<0> : tensor<2xi64>
 // CHECK: default {
 // CHECK: %[[BACK:.+]], %{{.+}} = muir.all_to_allv %[[S]]#0, %[[S]]#1 on @world axes = ["dp"] : (tensor<256xf32>, tensor<2xi64>) -> (tensor<128xf32>, tensor<2xi64>)
-// CHECK: muir.apply_update {{.*}} muir.dp_owner = 0 : i64, muir.ns_why = "FSDP: the dp owner orthogonalises the whole matrix"{{.*}} : tensor<8x16xf32>
+// CHECK: muir.apply_update {{.*}} muir.dp_owner = 0 : i64, muir.ns_why = #muir.ns_why<fsdp_owner>{{.*}} : tensor<8x16xf32>
 func.func @fsdp(%w: tensor<16x16xf32> {muir.name = "w", muir.shards = [#muir.shard<fsdp, "dp", 0>]},
                 %g: tensor<16x16xf32> {muir.name = "w.grad", muir.shards = [#muir.shard<fsdp, "dp", 0>]},
                 %m: tensor<16x16xf32> {muir.name = "w.momentum", muir.shards = [#muir.shard<fsdp, "dp", 0>]})

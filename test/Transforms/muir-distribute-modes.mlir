@@ -22,7 +22,7 @@ muir.grid @world axes = ["tp"] shape = [4]
 // DIST: muir.matmul %[[B]], %[[X]] acc %[[X]] {beta = 3.444500e+00 : f64}
 // DIST-COUNT-4: muir.all_reduce
 // DIST-NOT: muir.all_gather
-// DIST: muir.apply_update {{.*}}muir.ns_mode = #muir.ns_mode<distributed>, muir.ns_why = "requested", scale = 6.400000e+00 : f64
+// DIST: muir.apply_update {{.*}}muir.ns_mode = #muir.ns_mode<distributed>, muir.ns_why = #muir.ns_why<requested>, scale = 6.400000e+00 : f64
 
 // Blockwise: NS of the local block, scaled by the block's shape.
 // BLOCK-LABEL: func.func @step
@@ -38,13 +38,13 @@ muir.grid @world axes = ["tp"] shape = [4]
 // costs latency, the Gram form's single all-reduce wins (0.0179 ms against
 // duplicated's 0.0207, whose gathered 256x1024 also takes the Gram form).
 // The Gram form's triangles go whole to each of the 3 peers: 0.79 MB.
-// AUTO: muir.apply_update {{.*}}muir.ns_form = #muir.ns_form<standard>, muir.ns_mode = #muir.ns_mode<distributed>, muir.ns_why = "duplicated {{.*}} ms (gather 0.786 MB), distributed {{.*}} ms (Gram all-reduces 0.987 MB), distributed (gram) {{.*}} ms (one Gram all-reduce 0.79 MB) on cpu"
-// AUTO-H200: muir.ns_form = #muir.ns_form<gram>, muir.ns_mode = #muir.ns_mode<distributed>, muir.ns_why = "duplicated 0.0207 ms {{.*}}, distributed (gram) 0.0179 ms {{.*}} on h200"
+// AUTO: muir.apply_update {{.*}}muir.ns_form = #muir.ns_form<standard>, muir.ns_mode = #muir.ns_mode<distributed>, muir.ns_why = #muir.ns_why<cost_model on "cpu" : [<duplicated, standard, {{.*}} ms, 0.786 MB>, <distributed, standard, {{.*}} ms, 0.987 MB>, <distributed, gram, {{.*}} ms, 0.79 MB>]>
+// AUTO-H200: muir.ns_form = #muir.ns_form<gram>, muir.ns_mode = #muir.ns_mode<distributed>, muir.ns_why = #muir.ns_why<cost_model on "h200" : [<duplicated, standard, 0.0207 ms, {{.*}}>, <distributed, gram, 0.0179 ms, {{.*}}>]>
 // The profiles' rates are cuBLAS's as the CUDA runtime runs the products,
 // measured on an H200: 50.9 TFLOP/s fp32, 768 bf16 (1.5 GFLOP: 30 and 2 us
 // of the duplicated mode's 40 and 13 in the standard form, which bf16
 // keeps: its f32 products outrun the Gram form's f64 ones).
-// AUTO-H200-BF16: muir.ns_mode = #muir.ns_mode<duplicated>, muir.ns_why = "duplicated 0.0127 ms {{.*}} on h200-bf16"
+// AUTO-H200-BF16: muir.ns_mode = #muir.ns_mode<duplicated>, muir.ns_why = #muir.ns_why<cost_model on "h200-bf16" : [<duplicated, standard, 0.0127 ms, {{.*}}>]>
 // Distributed in the Gram form: the local slice's raw Gram matrix with its
 // products summed in f64, one packed all-reduce of it (no norm all-reduce:
 // its trace is the squared norm), the 256x256 iteration on every rank, the
@@ -73,7 +73,7 @@ func.func @step(%w: tensor<256x1024xf32> {muir.name = "w", muir.shards = [#muir.
 // AUTO-LABEL: func.func @smaller
 // AUTO: muir.all_to_all
 // AUTO: muir.all_reduce {{.*}} : tensor<256x256xf32>
-// AUTO: muir.apply_update {{.*}}muir.ns_mode = #muir.ns_mode<resharded>, muir.ns_why = "duplicated {{.*}} ms (gather 0.786 MB), distributed {{.*}} ms (Gram all-reduces 15.7 MB), distributed (gram) {{.*}} ms (one Gram all-reduce 12.6 MB), resharded {{.*}} ms (all_to_all and Gram {{.*}} MB), resharded (gram) {{.*}} ms (all_to_all and one Gram {{.*}} MB) on cpu"
+// AUTO: muir.apply_update {{.*}}muir.ns_mode = #muir.ns_mode<resharded>, muir.ns_why = #muir.ns_why<cost_model on "cpu" : [<duplicated, standard, {{.*}} ms, 0.786 MB>, <distributed, standard, {{.*}} ms, 15.7 MB>, <distributed, gram, {{.*}} ms, 12.6 MB>, <resharded, standard, {{.*}} ms, {{.*}} MB>, <resharded, gram, {{.*}} ms, {{.*}} MB>]>
 // Requested: column blocks of the own rows stacked and exchanged, the
 // distributed steps on the 256x256 row shard, and the way back.
 // RESH-LABEL: func.func @smaller

@@ -118,6 +118,18 @@ struct NSProblem {
   std::string axis;
 };
 
+/// One way to run a split matrix's Newton-Schulz that the model priced
+/// (`gram` is false for duplicated, whose form is chosen later).
+struct NSCandidate {
+  NSMode mode;
+  bool gram;
+  ModeCost cost;
+};
+
+/// The candidates as one line: "duplicated 0.0207 ms (gather 0.786 MB),
+/// distributed (gram) 0.0179 ms (one Gram all-reduce 0.79 MB) on h200".
+std::string describe(ArrayRef<NSCandidate> weighed, StringRef machine);
+
 class NSCostModel {
 public:
   /// `ranks`: the ranks of the run (they divide the rate of a profile whose
@@ -146,11 +158,12 @@ public:
   /// A 2-D matrix whose other dimension the group divides.
   static bool canReshard(const NSProblem &p);
 
-  /// The cheaper exact mode and a one-line reason. `form` says which
-  /// forms distributed and resharded may take (auto: both, priced
-  /// against each other); `gram` receives whether the chosen one is the
-  /// Gram form.
-  NSMode choose(const NSProblem &p, std::string *why = nullptr,
+  /// The cheaper exact mode. `form` says which forms distributed and
+  /// resharded may take (auto: both, priced against each other);
+  /// `weighed` receives every candidate in the order weighed; `gram`
+  /// whether the chosen one is the Gram form.
+  NSMode choose(const NSProblem &p,
+                SmallVectorImpl<NSCandidate> *weighed = nullptr,
                 NSFormOption form = NSFormOption::Standard,
                 bool *gram = nullptr) const;
 

@@ -1295,6 +1295,48 @@ func.func @result_unknown(%x: tensor<8xf32>) -> (tensor<8xf32> {muir.update = "x
 
 // -----
 
+func.func @op_ns_why_string(%x: tensor<8x4xf32>) {
+  // expected-error@+1 {{'muir.ns_why' must be #muir.ns_why<requested>, <both_dims>, <fsdp_owner> or <cost_model on "machine" : [candidates]>; got "cheapest"}}
+  %0 = muir.apply_update %x, %x {lr = 0.1, scale = 1.0, weight_decay = 0.0, muir.ns_why = "cheapest"} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @op_ns_why_no_candidates(%x: tensor<8x4xf32>) {
+  // expected-error@+1 {{#muir.ns_why<cost_model> names the machine profile and the candidates it weighed}}
+  %0 = muir.apply_update %x, %x {lr = 0.1, scale = 1.0, weight_decay = 0.0, muir.ns_why = #muir.ns_why<cost_model>} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @op_ns_why_requested_costs(%x: tensor<8x4xf32>) {
+  // expected-error@+1 {{only #muir.ns_why<cost_model> has a machine profile and candidates}}
+  %0 = muir.apply_update %x, %x {lr = 0.1, scale = 1.0, weight_decay = 0.0, muir.ns_why = #muir.ns_why<requested on "cpu">} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @op_ns_candidate_mode(%x: tensor<8x4xf32>) {
+  // expected-error@+2 {{an ns_candidate is duplicated, distributed or resharded; got blockwise}}
+  // expected-error@+1 {{failed to parse Muir_NSWhyAttr parameter 'candidates'}}
+  %0 = muir.apply_update %x, %x {lr = 0.1, scale = 1.0, weight_decay = 0.0, muir.ns_why = #muir.ns_why<cost_model on "cpu" : [<blockwise, standard, 1.0 ms, 0.5 MB>]>} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @op_ns_candidate_cost(%x: tensor<8x4xf32>) {
+  // expected-error@+2 {{an ns_candidate's milliseconds and megabytes are finite and non-negative}}
+  // expected-error@+1 {{failed to parse Muir_NSWhyAttr parameter 'candidates'}}
+  %0 = muir.apply_update %x, %x {lr = 0.1, scale = 1.0, weight_decay = 0.0, muir.ns_why = #muir.ns_why<cost_model on "cpu" : [<duplicated, standard, -1.0 ms, 0.5 MB>]>} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
 func.func @op_ns_mode(%x: tensor<8x4xf32>) {
   // expected-error@+1 {{'muir.ns_mode' must be #muir.ns_mode<auto>, <duplicated>, <distributed>, <resharded> or <blockwise>; got "bogus"}}
   %1:2 = muir.muon_update %x, %x, %x {lr = 0.1, muir.ns_mode = "bogus"} : tensor<8x4xf32>

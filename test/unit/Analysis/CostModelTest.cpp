@@ -98,21 +98,33 @@ TEST(CostModel, DistributedBytes) {
 TEST(CostModel, ChooseForm) {
   NSProblem p{256, 1024, 1, 5, /*splitDim=*/1, 4, "tp"};
   bool gram = true;
-  std::string why;
+  llvm::SmallVector<NSCandidate> weighed;
+  auto priced = [&](NSMode mode, bool g) {
+    return llvm::any_of(weighed, [&](const NSCandidate &c) {
+      return c.mode == mode && c.gram == g;
+    });
+  };
   // The CPU keeps the standard distributed form; the H200 profile takes
   // the Gram form's single all-reduce.
-  EXPECT_EQ(cpu().choose(p, &why, NSFormOption::Auto, &gram),
+  EXPECT_EQ(cpu().choose(p, &weighed, NSFormOption::Auto, &gram),
             NSMode::Distributed);
   EXPECT_FALSE(gram);
-  EXPECT_NE(why.find("distributed (gram)"), std::string::npos);
-  EXPECT_EQ(h200().choose(p, &why, NSFormOption::Auto, &gram),
+  EXPECT_TRUE(priced(NSMode::Distributed, true));
+  EXPECT_NE(describe(weighed, "cpu").find("distributed (gram)"),
+            std::string::npos);
+  // The reason lists each candidate with its cost: the chosen one is the
+  // cheapest.
+  for (const NSCandidate &c : weighed)
+    EXPECT_GE(c.cost.seconds, cpu().distributed(p).seconds);
+  EXPECT_EQ(h200().choose(p, &weighed, NSFormOption::Auto, &gram),
             NSMode::Distributed);
   EXPECT_TRUE(gram);
   // Standard only: the Gram candidates are not priced.
-  EXPECT_EQ(h200().choose(p, &why, NSFormOption::Standard, &gram),
+  EXPECT_EQ(h200().choose(p, &weighed, NSFormOption::Standard, &gram),
             NSMode::Duplicated);
   EXPECT_FALSE(gram);
-  EXPECT_EQ(why.find("(gram)"), std::string::npos);
+  EXPECT_FALSE(priced(NSMode::Distributed, true));
+  EXPECT_EQ(describe(weighed, "h200").find("(gram)"), std::string::npos);
   // A requested mode's form.
   EXPECT_TRUE(cpu().gramForMode(NSMode::Distributed, p, NSFormOption::Gram));
   EXPECT_FALSE(
