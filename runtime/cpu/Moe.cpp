@@ -1,12 +1,15 @@
 //===- Moe.cpp - muir runtime mixture-of-experts kernels ------------------===//
 //
-// Expert routing (muir.route). Every sum runs in double in a fixed order
+// Expert routing (muir.route), its per-token math in muir-rt/RouteMath.h,
+// which the CUDA runtime shares. Every sum runs in double in a fixed order
 // and ties go to the lower index, so routing is deterministic and the same
 // on every rank. See muir-rt/Runtime.h for the contract.
 //
 //===----------------------------------------------------------------------===//
 
 #include "muir-rt/Runtime.h"
+
+#include "muir-rt/RouteMath.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +19,8 @@
 #include <string>
 #include <vector>
 
+using namespace muirrt_route_math;
+
 namespace {
 
 [[noreturn]] void routeError(const char *why, long long a, long long b) {
@@ -24,16 +29,6 @@ namespace {
       ")";
   muirrt_abort_run("muirrt_route", msg.c_str());
   std::abort(); // not reached
-}
-
-/// Index of the largest of v[i] for allowed[i], ties to the lower index;
-/// -1 when none is allowed.
-int64_t argmax(const std::vector<double> &v, const std::vector<char> &allowed) {
-  int64_t best = -1;
-  for (size_t i = 0; i < v.size(); ++i)
-    if (allowed[i] && (best < 0 || v[i] > v[static_cast<size_t>(best)]))
-      best = static_cast<int64_t>(i);
-  return best;
 }
 
 } // namespace
@@ -53,96 +48,20 @@ extern "C" void muirrt_route(int64_t tokens, int64_t experts, int64_t k,
       topk_group > n_group || k > topk_group * (experts / n_group))
     routeError("bad expert groups (n_group, topk_group)", n_group,
                topk_group);
-  size_t e = static_cast<size_t>(experts);
-  int64_t groupSize = experts / n_group;
-  for (size_t i = 0; i < e; ++i)
-    counts[i] = 0;
-  std::vector<double> score(e), select(e), groupScore(
-                                               static_cast<size_t>(n_group));
-  std::vector<char> allowed(e), groupAllowed(static_cast<size_t>(n_group));
+  RouteParams p{experts,   k,       bias,       scoring, softmax_after_topk,
+                normalize, n_group, topk_group, scaling};
+  std::vector<double> doubles(
+      static_cast<size_t>(routeScratchDoubles(experts, k, n_group)));
+  std::vector<uint8_t> bytes(
+      static_cast<size_t>(routeScratchBytes(experts, n_group)));
+  RouteScratch s =
+      routeScratchAt(doubles.data(), bytes.data(), experts, n_group);
+  std::fill(counts, counts + experts, int64_t{0});
   for (int64_t t = 0; t < tokens; ++t) {
-    const float *x = logits + t * experts;
-    // Scores, in double.
-    if (scoring == 0) {
-      double top = x[0];
-      for (size_t i = 1; i < e; ++i)
-        top = std::max(top, static_cast<double>(x[i]));
-      double sum = 0.0;
-      for (size_t i = 0; i < e; ++i) {
-        score[i] = std::exp(static_cast<double>(x[i]) - top);
-        sum += score[i];
-      }
-      for (size_t i = 0; i < e; ++i)
-        score[i] /= sum;
-    } else {
-      for (size_t i = 0; i < e; ++i)
-        score[i] = 1.0 / (1.0 + std::exp(-static_cast<double>(x[i])));
-    }
-    // Selection scores; the bias only steers the choice.
-    for (size_t i = 0; i < e; ++i)
-      select[i] = score[i] + (bias ? static_cast<double>(bias[i]) : 0.0);
-    // Group-limited: only the topk_group best groups compete.
-    std::fill(allowed.begin(), allowed.end(), 1);
-    if (n_group > 1) {
-      for (int64_t g = 0; g < n_group; ++g) {
-        double first = -INFINITY, second = -INFINITY;
-        for (int64_t j = g * groupSize; j < (g + 1) * groupSize; ++j) {
-          double v = select[static_cast<size_t>(j)];
-          if (v > first) {
-            second = first;
-            first = v;
-          } else if (v > second) {
-            second = v;
-          }
-        }
-        groupScore[static_cast<size_t>(g)] =
-            groupSize >= 2 ? first + second : first;
-      }
-      std::fill(groupAllowed.begin(), groupAllowed.end(), 1);
-      std::vector<char> chosen(static_cast<size_t>(n_group), 0);
-      for (int64_t pick = 0; pick < topk_group; ++pick) {
-        int64_t g = argmax(groupScore, groupAllowed);
-        chosen[static_cast<size_t>(g)] = 1;
-        groupAllowed[static_cast<size_t>(g)] = 0;
-      }
-      for (size_t i = 0; i < e; ++i)
-        allowed[i] = chosen[i / static_cast<size_t>(groupSize)];
-    }
-    // The k best, in decreasing order, ties to the lower index.
     int64_t *idx = indices + t * k;
-    float *w = weights + t * k;
-    std::vector<double> picked(static_cast<size_t>(k));
-    for (int64_t j = 0; j < k; ++j) {
-      int64_t best = argmax(select, allowed);
-      idx[j] = best;
-      allowed[static_cast<size_t>(best)] = 0;
-      ++counts[best];
-      picked[static_cast<size_t>(j)] = score[static_cast<size_t>(best)];
-    }
-    if (softmax_after_topk) {
-      double top = x[idx[0]];
-      for (int64_t j = 1; j < k; ++j)
-        top = std::max(top, static_cast<double>(x[idx[j]]));
-      double sum = 0.0;
-      for (int64_t j = 0; j < k; ++j) {
-        picked[static_cast<size_t>(j)] =
-            std::exp(static_cast<double>(x[idx[j]]) - top);
-        sum += picked[static_cast<size_t>(j)];
-      }
-      for (double &v : picked)
-        v /= sum;
-    }
-    if (normalize) {
-      double sum = 0.0;
-      for (double v : picked)
-        sum += v;
-      if (sum > 0.0)
-        for (double &v : picked)
-          v /= sum;
-    }
+    routeToken(p, logits + t * experts, idx, weights + t * k, s);
     for (int64_t j = 0; j < k; ++j)
-      w[j] = static_cast<float>(picked[static_cast<size_t>(j)] *
-                                static_cast<double>(scaling));
+      ++counts[idx[j]];
   }
 }
 
@@ -576,82 +495,23 @@ extern "C" void muirrt_route_grad(int64_t tokens, int64_t experts, int64_t k,
                                   int32_t normalize, float scaling,
                                   const int64_t *indices,
                                   const float *dweights, float *dlogits) {
-  size_t e = static_cast<size_t>(experts), kk = static_cast<size_t>(k);
-  std::vector<double> p(e), sel(kk), dsel(kk), g(e);
+  RouteGradParams p{experts, k, scoring, softmax_after_topk, normalize,
+                    scaling};
+  std::vector<double> doubles(
+      static_cast<size_t>(routeGradScratchDoubles(experts, k)));
+  RouteGradScratch s = routeGradScratchAt(doubles.data(), experts, k);
   for (int64_t t = 0; t < tokens; ++t) {
-    const float *x = logits + t * experts;
     const int64_t *idx = indices + t * k;
-    float *dl = dlogits + t * experts;
-    std::fill(dl, dl + experts, 0.0f);
-    for (int64_t j = 0; j < k; ++j)
-      if (idx[j] < 0 || idx[j] >= experts) {
-        std::string msg = "token " + std::to_string(t) + " slot " +
-                          std::to_string(j) + " names expert " +
-                          std::to_string(idx[j]) + " of " +
-                          std::to_string(experts) +
-                          " (route_grad needs muir.route's own indices, "
-                          "from before muir.capacity's drops)";
-        muirrt_abort_run("muirrt_route_grad", msg.c_str());
-      }
-    // The forward's selected scores p_sel (before normalisation).
-    if (softmax_after_topk) {
-      double top = -INFINITY, sum = 0.0;
-      for (size_t j = 0; j < kk; ++j)
-        top = std::max(top, static_cast<double>(x[idx[j]]));
-      for (size_t j = 0; j < kk; ++j)
-        sum += sel[j] = std::exp(static_cast<double>(x[idx[j]]) - top);
-      for (double &v : sel)
-        v /= sum;
-    } else if (scoring == 1) {
-      for (size_t j = 0; j < kk; ++j)
-        sel[j] = 1.0 / (1.0 + std::exp(-static_cast<double>(x[idx[j]])));
-    } else {
-      double top = -INFINITY, sum = 0.0;
-      for (size_t i = 0; i < e; ++i)
-        top = std::max(top, static_cast<double>(x[i]));
-      for (size_t i = 0; i < e; ++i)
-        sum += p[i] = std::exp(static_cast<double>(x[i]) - top);
-      for (double &v : p)
-        v /= sum;
-      for (size_t j = 0; j < kk; ++j)
-        sel[j] = p[static_cast<size_t>(idx[j])];
-    }
-    // Back through the scaling and the normalisation to d p_sel.
-    for (size_t j = 0; j < kk; ++j)
-      dsel[j] = static_cast<double>(scaling) *
-                static_cast<double>(dweights[t * k + static_cast<int64_t>(j)]);
-    if (normalize) {
-      double s = 0.0, dot = 0.0;
-      for (size_t j = 0; j < kk; ++j)
-        s += sel[j];
-      for (size_t j = 0; j < kk; ++j)
-        dot += dsel[j] * sel[j];
-      for (size_t j = 0; j < kk; ++j)
-        // (The forward leaves weights whose sum is not positive as they
-        // are: then so does the gradient.)
-        if (s > 0.0)
-          dsel[j] = (dsel[j] - dot / s) / s;
-    }
-    // Back through the scoring to the logits.
-    if (softmax_after_topk) {
-      double dot = 0.0;
-      for (size_t j = 0; j < kk; ++j)
-        dot += dsel[j] * sel[j];
-      for (size_t j = 0; j < kk; ++j)
-        dl[idx[j]] += static_cast<float>(sel[j] * (dsel[j] - dot));
-    } else if (scoring == 1) {
-      for (size_t j = 0; j < kk; ++j)
-        dl[idx[j]] +=
-            static_cast<float>(dsel[j] * sel[j] * (1.0 - sel[j]));
-    } else {
-      std::fill(g.begin(), g.end(), 0.0);
-      double dot = 0.0;
-      for (size_t j = 0; j < kk; ++j) {
-        g[static_cast<size_t>(idx[j])] += dsel[j];
-        dot += dsel[j] * sel[j];
-      }
-      for (size_t i = 0; i < e; ++i)
-        dl[i] = static_cast<float>(p[i] * (g[i] - dot));
+    int64_t j = routeGradToken(p, logits + t * experts, idx, dweights + t * k,
+                               dlogits + t * experts, s);
+    if (j >= 0) {
+      std::string msg = "token " + std::to_string(t) + " slot " +
+                        std::to_string(j) + " names expert " +
+                        std::to_string(idx[j]) + " of " +
+                        std::to_string(experts) +
+                        " (route_grad needs muir.route's own indices, "
+                        "from before muir.capacity's drops)";
+      muirrt_abort_run("muirrt_route_grad", msg.c_str());
     }
   }
 }
