@@ -66,6 +66,15 @@ double getUpdateScale(ScaleMode mode, double extra, int64_t m, int64_t n);
 /// grid's folding index (its position among the module's grids; 0 is the
 /// run's grid) in bits 48 and up (see muirrt_dist_add_folding).
 int64_t getRuntimeAxesMask(GridOp grid, ArrayAttr axes);
+
+/// The run's grid: the module's one grid that folds no other; a null
+/// GridOp when the module has no grid (one device). Fails, with an error on
+/// the second such grid, when there are several.
+FailureOr<GridOp> getRunGrid(ModuleOp module);
+
+/// The module's grids by folding index: the run's grid, then the grids
+/// that fold it in the module's order (empty without grids).
+FailureOr<SmallVector<GridOp>> getGridsByFoldingIndex(ModuleOp module);
 } // namespace mlir::muir
 
 #endif // MUIR_DIALECT_MUIR_MUIRDIALECT_H

@@ -148,6 +148,21 @@ LogicalResult GridOp::verify() {
     if (llvm::MulOverflow(devices, size, devices) || devices > kMaxDevices)
       return emitOpError("expected at most ")
              << kMaxDevices << " devices (the product of the sizes)";
+  if (FlatSymbolRefAttr folds = getFoldsAttr()) {
+    auto run =
+        SymbolTable::lookupNearestSymbolFrom<GridOp>(*this, folds.getAttr());
+    if (!run || run == *this)
+      return emitOpError("folds ") << folds << ", which is not another "
+                                      "muir.grid in scope";
+    if (run.getFolds())
+      return emitOpError("folds ")
+             << folds << ", which folds " << run.getFoldsAttr()
+             << " itself: fold the run's grid";
+    if (run.getNumDevices() != devices)
+      return emitOpError("has ")
+             << devices << " devices but folds " << folds << ", which has "
+             << run.getNumDevices() << ": a folding numbers the same ranks";
+  }
   return success();
 }
 
@@ -162,14 +177,50 @@ int64_t mlir::muir::getRuntimeAxesMask(GridOp grid, ArrayAttr axes) {
   int64_t mask = 0;
   for (Attribute a : axes)
     mask |= int64_t(1) << grid.getAxisIndex(cast<StringAttr>(a).getValue());
-  int64_t folding = 0;
-  if (auto module = grid->getParentOfType<ModuleOp>())
+  return mask | (grid.getFoldingIndex() << 48);
+}
+
+int64_t GridOp::getFoldingIndex() {
+  if (!getFolds())
+    return 0;
+  int64_t index = 1;
+  if (auto module = (*this)->getParentOfType<ModuleOp>())
     for (GridOp g : module.getOps<GridOp>()) {
-      if (g == grid)
+      if (g == *this)
         break;
-      ++folding;
+      index += g.getFolds() ? 1 : 0;
     }
-  return mask | (folding << 48);
+  return index;
+}
+
+FailureOr<GridOp> mlir::muir::getRunGrid(ModuleOp module) {
+  GridOp run;
+  for (GridOp g : module.getOps<GridOp>()) {
+    if (g.getFolds())
+      continue;
+    if (run)
+      return g.emitOpError("is a second grid that folds no other (the first "
+                           "is @")
+             << run.getSymName()
+             << "): a run has one grid, and the others name it with "
+                "`folds`";
+    run = g;
+  }
+  return run;
+}
+
+FailureOr<SmallVector<GridOp>>
+mlir::muir::getGridsByFoldingIndex(ModuleOp module) {
+  FailureOr<GridOp> run = getRunGrid(module);
+  if (failed(run))
+    return failure();
+  SmallVector<GridOp> grids;
+  if (*run)
+    grids.push_back(*run);
+  for (GridOp g : module.getOps<GridOp>())
+    if (g.getFolds())
+      grids.push_back(g);
+  return grids;
 }
 
 int64_t GridOp::getGroupSize(ArrayAttr axisNames) {

@@ -40,12 +40,28 @@ def Muir_GridOp : Muir_Op<"grid", [Symbol]> {
     dp=0 r0   r1   r2   r3
     dp=1 r4   r5   r6   r7
     ```
+
+    A module's run has one grid, the one that `folds` no other: its
+    devices are the run's ranks. A grid that `folds @world` numbers the
+    same ranks (as many) in other axes, row-major too; an MoE layer's
+    expert axes are one:
+
+    ```
+    muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
+    muir.grid @moe axes = ["edp", "ep"] shape = [1, 4] folds @world
+    ```
+
+    The runtime numbers a module's grids by their folding index: 0 for the
+    run's grid, then 1, 2, ... for the grids that fold it, in the module's
+    order.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axes,
                        DenseI64ArrayAttr:$shape,
+                       OptionalAttr<FlatSymbolRefAttr>:$folds,
                        OptionalAttr<StrAttr>:$sym_visibility);
   let assemblyFormat = [{
-    $sym_name `axes` `=` $axes `shape` `=` $shape attr-dict
+    $sym_name `axes` `=` $axes `shape` `=` $shape (`folds` $folds^)?
+    attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -55,6 +71,9 @@ def Muir_GridOp : Muir_Op<"grid", [Symbol]> {
     int64_t getGroupSize(::mlir::ArrayAttr axisNames);
     /// Number of devices in the grid.
     int64_t getNumDevices();
+    /// 0 for a grid that folds no other; else 1 + the number of folding
+    /// grids before it in the module (the runtime ABI's grid number).
+    int64_t getFoldingIndex();
   }];
 }
 

@@ -31,8 +31,9 @@ def MuirDistribute : Pass<"muir-distribute", "mlir::ModuleOp"> {
   let summary = "turn a step with sharded tensors into the per-rank program";
   let description = [{
     Reads each argument's `muir.shards` (`#muir.shard<kind, "axis", dim>`;
-    an axis of the grid its `muir.folding` names, else of the first grid
-    that has it), gives it its local shape and a `muir.split`
+    an axis of the grid its `muir.folding` names, else of the run's grid
+    (the one that `folds` no other), else of the one folding that has
+    it), gives it its local shape and a `muir.split`
     (`#muir.split<@grid, ["axis"], dim>`) attribute, keeps AdamW local, and runs Newton-Schulz of matrices split
     over tensor- or data-parallel axes in one of four modes: duplicated
     (all_gather the momentum update, orthogonalise the whole matrix,

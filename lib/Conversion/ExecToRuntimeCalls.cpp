@@ -617,6 +617,10 @@ struct ExecToRuntimeCallsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     bool cuda = target == mlir::muir::Target::Cuda;
+    // Groups become masks numbered by folding index, which needs one run
+    // grid.
+    if (failed(muir::getRunGrid(module)))
+      return signalPassFailure();
     WalkResult unsupported = module.walk([&](mx::RuntimeCallOpInterface op) {
       return failed(checkTarget(op, cuda)) ? WalkResult::interrupt()
                                            : WalkResult::advance();

@@ -27,8 +27,10 @@ using namespace mlir;
 using namespace mlir::muir;
 using namespace mlir::muir::desc;
 
+/// A grid; `folds`: the run's grid whose ranks it numbers in other axes.
 static muir::GridOp buildGrid(OpBuilder &b, Location loc, StringRef name,
-                              const std::vector<GridAxis> &axes) {
+                              const std::vector<GridAxis> &axes,
+                              StringRef folds = "") {
   SmallVector<StringRef> names;
   SmallVector<int64_t> sizes;
   for (const GridAxis &a : axes) {
@@ -37,7 +39,11 @@ static muir::GridOp buildGrid(OpBuilder &b, Location loc, StringRef name,
   }
   return muir::GridOp::create(b, loc, b.getStringAttr(name),
                               b.getStrArrayAttr(names),
-                              b.getDenseI64ArrayAttr(sizes), StringAttr());
+                              b.getDenseI64ArrayAttr(sizes),
+                              folds.empty() ? FlatSymbolRefAttr()
+                                            : b.getAttr<FlatSymbolRefAttr>(
+                                                  b.getStringAttr(folds)),
+                              StringAttr());
 }
 
 /// The description's split kind as the dialect's.
@@ -329,7 +335,7 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
   b.setInsertionPointToEnd(module->getBody());
   buildGrid(b, locFor(ctx, d.grid.loc), "world", d.grid.axes);
   if (!d.grid.moeAxes.empty())
-    buildGrid(b, locFor(ctx, d.grid.loc), "moe", d.grid.moeAxes);
+    buildGrid(b, locFor(ctx, d.grid.loc), "moe", d.grid.moeAxes, "world");
 
   // Training: the MoE layers' folding (moe_axes, else the grid), its ep
   // axis (experts split over it; none: a group of one) and its other axes

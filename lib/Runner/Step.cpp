@@ -183,7 +183,9 @@ std::string gridText(ModuleOp module) {
   std::string text;
   llvm::raw_string_ostream os(text);
   bool first = true;
-  for (auto grid : module.getOps<GridOp>()) {
+  // (load() has checked that the grids have one run grid.)
+  FailureOr<SmallVector<GridOp>> grids = getGridsByFoldingIndex(module);
+  for (GridOp grid : succeeded(grids) ? *grids : SmallVector<GridOp>()) {
     if (!first)
       os << "; @" << grid.getSymName() << ": ";
     first = false;
@@ -300,6 +302,9 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
                                            "distributed") +
                    " already; give it to muir-compile with the description");
   }
+  // One run grid; the others fold it (the dialect says which is which).
+  if (failed(getRunGrid(*module)))
+    return error("");
   // What a saved state is for: the step's IR as parsed or built (grid,
   // shapes, settings), the grid, the compile flags.
   {
@@ -375,9 +380,13 @@ llvm::Error Step::readArguments() {
                  "carry 'muir.name'");
   entryName = entry.getName().str();
 
-  // The run's ranks are the devices of the module's first grid; later
-  // grids fold the same ranks into other axes (MoE: edp x ep).
-  for (auto grid : module.getOps<GridOp>()) {
+  // The run's ranks are the devices of the grid that folds no other; the
+  // grids that fold it number the same ranks in other axes (MoE: edp x
+  // ep). The list is in folding-index order, as the runtime numbers them.
+  FailureOr<SmallVector<GridOp>> byIndex = getGridsByFoldingIndex(module);
+  if (failed(byIndex))
+    return error("");
+  for (GridOp grid : *byIndex) {
     Folding f;
     f.name = grid.getSymName().str();
     for (auto [name, size] : llvm::zip(grid.getAxes(), grid.getShape())) {

@@ -54,7 +54,7 @@ struct Shard {
   int64_t dim;
   int64_t group;  ///< ranks in the axis' group
   mutable GridOp grid; ///< the folding the axis belongs to
-  bool onRunGrid; ///< the module's first grid (not an MoE folding)
+  bool onRunGrid; ///< the run's grid (not an MoE folding)
 
   FlatSymbolRefAttr gridRef() const {
     return FlatSymbolRefAttr::get(grid.getSymNameAttr());
@@ -100,28 +100,39 @@ NewtonSchulzMode attrOf(NSMode mode) {
 
 /// Reads `muir.shards = [#muir.shard<kind, "axis", dim>, ...]` of argument
 /// `i` (verified by the dialect); an axis belongs to the grid named by the
-/// argument's `muir.folding` if it has it, else to the first grid that has
-/// it (the run's grid first).
-FailureOr<SmallVector<Shard>> readShards(func::FuncOp func, unsigned i) {
+/// argument's `muir.folding` if it has it, else to the run's grid `run`,
+/// else to the one grid folding it that has the axis.
+FailureOr<SmallVector<Shard>> readShards(func::FuncOp func, unsigned i,
+                                         GridOp run) {
   SmallVector<Shard> shards;
   auto attr = func.getArgAttrOfType<ArrayAttr>(i, "muir.shards");
   if (!attr)
     return shards;
   auto grids = func->getParentOfType<ModuleOp>().getOps<GridOp>();
+  auto folding = func.getArgAttrOfType<StringAttr>(i, "muir.folding");
   for (auto shard : attr.getAsRange<ShardAttr>()) {
     StringRef axis = shard.getAxis();
     Shard s{stringifyShardKind(shard.getKind()).str(), axis.str(),
             shard.getDim(), 1, GridOp(), true};
-    auto folding = func.getArgAttrOfType<StringAttr>(i, "muir.folding");
-    GridOp runGrid = *grids.begin();
     for (GridOp g : grids)
       if (folding && g.getSymName() == folding.getValue() &&
           g.getAxisIndex(axis) >= 0)
         s.grid = g;
-    for (GridOp g : grids)
-      if (!s.grid && g.getAxisIndex(axis) >= 0)
-        s.grid = g;
-    s.onRunGrid = s.grid == runGrid;
+    if (!s.grid && run && run.getAxisIndex(axis) >= 0)
+      s.grid = run;
+    for (GridOp g : grids) {
+      if (s.grid || g == run || g.getAxisIndex(axis) < 0)
+        continue;
+      for (GridOp other : grids)
+        if (other != g && other != run && other.getAxisIndex(axis) >= 0)
+          return func.emitOpError("argument ")
+                 << i << ": " << shard << " names axis '" << axis
+                 << "', which @" << g.getSymName() << " and @"
+                 << other.getSymName()
+                 << " both have: name one with muir.folding";
+      s.grid = g;
+    }
+    s.onRunGrid = s.grid == run;
     if (!s.grid)
       return func.emitOpError("argument ")
              << i << ": " << shard << " names axis '" << axis
@@ -183,10 +194,12 @@ struct DistributePass
     ModuleOp module = getOperation();
     MachineProfile profile = MachineProfile::get(machine);
     policy = dpAssign;
-    auto grids = module.getOps<GridOp>();
-    if (grids.empty())
+    FailureOr<GridOp> run = getRunGrid(module);
+    if (failed(run))
+      return signalPassFailure();
+    if (!*run)
       return;
-    grid = *grids.begin();
+    grid = *run;
     int64_t ranks = 1;
     for (int64_t s : grid.getShape())
       ranks *= s;
@@ -221,7 +234,7 @@ struct DistributePass
     // Read and check everything before changing anything.
     SmallVector<SmallVector<Shard>> all;
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-      auto shards = readShards(func, i);
+      auto shards = readShards(func, i, grid);
       if (failed(shards))
         return failure();
       auto type = dyn_cast<RankedTensorType>(body.getArgument(i).getType());

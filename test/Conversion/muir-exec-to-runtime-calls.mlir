@@ -95,7 +95,6 @@ func.func @moe_calls(%x: memref<2x8xf32>, %i: memref<2x2xi64>, %w: memref<2x2xf3
 // CHECK-DAG: func.func private @muirrt_frobenius_normalize(i64, i64, f32, !llvm.ptr, !llvm.ptr)
 // CHECK-DAG: func.func private @muirrt_transpose(i64, i64, i64, !llvm.ptr, !llvm.ptr)
 // CHECK-DAG: func.func private @muirrt_observe(i64, !llvm.ptr, i64)
-muir.grid @g axes = ["dp"] shape = [1]
 func.func @calls(%a: memref<4x8xf32>, %b: memref<8x4xf32>, %c: memref<4x4xf32>, %s: memref<3x4x8xf32>, %sc: memref<3x4x4xf32>, %acc: memref<4x4xf32>) {
   muir_exec.gemm %a, %a, %c {alpha = 1.0, beta = 0.0, transpose_b} : memref<4x8xf32>, memref<4x8xf32>, memref<4x4xf32>
   muir_exec.syrk %a, %c acc %acc {alpha = 2.0, beta = 1.0} : memref<4x8xf32>, memref<4x4xf32>, memref<4x4xf32>

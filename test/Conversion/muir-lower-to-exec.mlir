@@ -158,7 +158,7 @@ func.func @collectives(%x: tensor<4x8xf32> {muir.name = "x"}) -> (tensor<4x8xf32
 // A second grid folds the same ranks into other axes (MoE: edp x ep): its
 // collectives and group ranks name it.
 muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
-muir.grid @moe axes = ["edp", "ep"] shape = [1, 4]
+muir.grid @moe axes = ["edp", "ep"] shape = [1, 4] folds @world
 // CHECK-LABEL: func.func @second_folding
 // CHECK: muir_exec.all_reduce %{{.*}}, %{{.*}} {group = #muir_exec.group<@moe, ["ep"]>, reduction = #muir_exec.reduction<sum>} : memref<4x4xf32>, memref<4x4xf32>
 // CHECK: muir_exec.group_rank {group = #muir_exec.group<@moe, ["ep"]>} : index

@@ -70,13 +70,35 @@ func.func @experts(%e: tensor<8x16x8xf32> {muir.name = "e", muir.shards = [#muir
 
 // -----
 
+// The folding comes first in the module: which grid is the run's is said by
+// `folds`, not by the order.
+muir.grid @moe axes = ["ep"] shape = [2] folds @world
 muir.grid @world axes = ["dp"] shape = [2]
-muir.grid @moe axes = ["ep"] shape = [2]
 // Shards on another folding (MoE: ep of @moe) are split on that folding,
 // its muir.split names @moe; the expert stack keeps NS per local expert.
 // CHECK-LABEL: func.func @other_folding
 // CHECK-SAME: (%{{[^:]+}}: tensor<4x16x8xf32> {muir.name = "e", muir.shards = [#muir.shard<expert, "ep", 0>], muir.split = [#muir.split<@moe, ["ep"], 0>]}, %{{[^:]+}}: tensor<4xf32> {muir.name = "b", muir.shards = [#muir.shard<fsdp, "dp", 0>], muir.split = [#muir.split<@world, ["dp"], 0>]})
 func.func @other_folding(%e: tensor<8x16x8xf32> {muir.name = "e", muir.shards = [#muir.shard<expert, "ep", 0>]},
                          %b: tensor<8xf32> {muir.name = "b", muir.shards = [#muir.shard<fsdp, "dp", 0>]}) {
+  return
+}
+
+// -----
+
+muir.grid @world axes = ["dp"] shape = [2]
+// expected-error@+1 {{'muir.grid' op is a second grid that folds no other (the first is @world): a run has one grid, and the others name it with `folds`}}
+muir.grid @other axes = ["ep"] shape = [2]
+func.func @two_run_grids(%b: tensor<8xf32> {muir.name = "b", muir.shards = [#muir.shard<fsdp, "dp", 0>]}) {
+  return
+}
+
+// -----
+
+muir.grid @world axes = ["dp"] shape = [4]
+muir.grid @a axes = ["ep", "x"] shape = [2, 2] folds @world
+muir.grid @b axes = ["ep"] shape = [4] folds @world
+// An axis that two foldings have needs muir.folding to say which.
+// expected-error@+1 {{'func.func' op argument 0: #muir.shard<expert, "ep", 0> names axis 'ep', which @a and @b both have: name one with muir.folding}}
+func.func @ambiguous_axis(%e: tensor<8x4xf32> {muir.name = "e", muir.shards = [#muir.shard<expert, "ep", 0>]}) {
   return
 }

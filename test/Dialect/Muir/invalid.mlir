@@ -38,12 +38,30 @@ muir.grid @g axes = ["dp"] shape = [-2]
 
 // -----
 
-// expected-error@+1 {{'muir.grid' op unknown attribute 'size'; expected one of: axes, shape, sym_name}}
+// expected-error@+1 {{'muir.grid' op unknown attribute 'size'; expected one of: axes, folds, shape, sym_name, sym_visibility}}
 muir.grid @g axes = ["dp"] shape = [2] {size = 2}
 
 //===----------------------------------------------------------------------===//
 // muir.muon_update
 //===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error@+1 {{'muir.grid' op folds @nowhere, which is not another muir.grid in scope}}
+muir.grid @g axes = ["ep"] shape = [2] folds @nowhere
+
+// -----
+
+muir.grid @world axes = ["dp"] shape = [4]
+// expected-error@+1 {{'muir.grid' op has 2 devices but folds @world, which has 4: a folding numbers the same ranks}}
+muir.grid @moe axes = ["ep"] shape = [2] folds @world
+
+// -----
+
+muir.grid @world axes = ["dp"] shape = [4]
+muir.grid @moe axes = ["ep"] shape = [4] folds @world
+// expected-error@+1 {{'muir.grid' op folds @moe, which folds @world itself: fold the run's grid}}
+muir.grid @moe2 axes = ["x"] shape = [4] folds @moe
 
 // -----
 
