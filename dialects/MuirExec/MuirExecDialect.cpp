@@ -19,6 +19,8 @@ using namespace mlir::muir_exec;
 #include "MuirExec/MuirExecEnums.cpp.inc"
 #define GET_ATTRDEF_CLASSES
 #include "MuirExec/MuirExecAttrs.cpp.inc"
+#define GET_TYPEDEF_CLASSES
+#include "MuirExec/MuirExecTypes.cpp.inc"
 #pragma GCC diagnostic pop
 #include "MuirExec/MuirExecInterfaces.cpp.inc"
 #define GET_OP_CLASSES
@@ -31,6 +33,10 @@ void MuirExecDialect::initialize() {
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "MuirExec/MuirExecAttrs.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "MuirExec/MuirExecTypes.cpp.inc"
       >();
   addOperations<
 #define GET_OP_LIST

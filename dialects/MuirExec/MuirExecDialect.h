@@ -16,6 +16,8 @@ class GridOp;
 #include "MuirExec/MuirExecEnums.h.inc"
 #define GET_ATTRDEF_CLASSES
 #include "MuirExec/MuirExecAttrs.h.inc"
+#define GET_TYPEDEF_CLASSES
+#include "MuirExec/MuirExecTypes.h.inc"
 namespace mlir::muir_exec {
 /// The GroupOpInterface's verifier: the op's `group` names a muir.grid in
 /// scope and axes of it.

@@ -25,6 +25,18 @@ def MuirExec_Dialect : Dialect {
     runtime's C functions.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
+}
+
+def MuirExec_RequestType : TypeDef<MuirExec_Dialect, "Request"> {
+  let mnemonic = "request";
+  let summary = "a started exchange that one wait completes";
+  let description = [{
+    The result of an asynchronous collective's start
+    (`triangle_all_reduce_start`, `packed_all_reduce_start`), which exactly
+    one matching wait takes. `muir-exec-to-runtime-calls` turns it into the
+    runtime's `i64` handle, through the loops that carry it.
+  }];
 }
 
 // The runtime's codes, as typed attributes: each case's value is the
@@ -447,7 +459,7 @@ def MuirExec_TriangleAllReduceStartOp
   }];
   let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$c,
       Index:$row_begin, Index:$row_end, MuirExec_GroupAttr:$group);
-  let results = (outs I64:$request);
+  let results = (outs MuirExec_RequestType:$request);
   let assemblyFormat = [{
     $c `rows` `[` $row_begin `,` $row_end `)` attr-dict `:` type($c)
   }];
@@ -466,7 +478,7 @@ def MuirExec_TriangleAllReduceWaitOp
     the request's rows (the runtime checks that they are), so the rows a
     wait writes are visible in the IR.
   }];
-  let arguments = (ins I64:$request,
+  let arguments = (ins MuirExec_RequestType:$request,
       Arg<MuirExec_F32Buffer, "", [MemWrite]>:$c, Index:$row_begin,
       Index:$row_end);
   let assemblyFormat = [{
@@ -491,7 +503,7 @@ def MuirExec_PackedAllReduceStartOp
   }];
   let arguments = (ins Arg<MemRefRankOf<[F32], [1]>, "", [MemRead]>:$buffer,
       MuirExec_GroupAttr:$group);
-  let results = (outs I64:$request);
+  let results = (outs MuirExec_RequestType:$request);
   let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
 }
 
@@ -504,7 +516,7 @@ def MuirExec_PackedAllReduceWaitOp
     packed buffers, added in group-rank order (or NCCL's order without
     determinism), into `buffer`, which a generated kernel then unpacks.
   }];
-  let arguments = (ins I64:$request,
+  let arguments = (ins MuirExec_RequestType:$request,
       Arg<MemRefRankOf<[F32], [1]>, "", [MemRead, MemWrite]>:$buffer);
   let assemblyFormat = "$request `,` $buffer attr-dict `:` type($buffer)";
 }

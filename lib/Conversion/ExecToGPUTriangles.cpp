@@ -161,7 +161,8 @@ LogicalResult lowerTriangles(ModuleOp module) {
         triangleKernel(op, c, packed, st.getRowBegin(), st.getRowEnd(),
                        chunk, batch, n, /*pack=*/true);
         Value request = mx::PackedAllReduceStartOp::create(
-            b, oloc, b.getI64Type(), chunkView(b, oloc, packed, chunk, batch),
+            b, oloc, mx::RequestType::get(b.getContext()),
+            chunkView(b, oloc, packed, chunk, batch),
             st.getGroupAttr());
         st.getRequest().replaceAllUsesWith(request);
       } else {

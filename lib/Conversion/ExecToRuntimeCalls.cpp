@@ -16,6 +16,8 @@
 #include "muir/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mlir::muir {
@@ -69,6 +71,14 @@ public:
         arith::IndexCastOp::create(b, loc, b.getI64Type(), idx);
     return LLVM::IntToPtrOp::create(
         b, loc, LLVM::LLVMPointerType::get(b.getContext()), asInt);
+  }
+
+  /// A request as the runtime's i64 handle (the cast goes once the loops
+  /// that carry requests carry handles).
+  Value handle(Value request) {
+    return UnrealizedConversionCastOp::create(b, loc, b.getI64Type(),
+                                              request)
+        .getResult(0);
   }
 
   /// The op's group as the runtime's axes mask.
@@ -383,7 +393,7 @@ Value emit(mx::TriangleAllReduceStartOp st, CallBuilder &c) {
 
 Value emit(mx::TriangleAllReduceWaitOp w, CallBuilder &c) {
   c.call("triangle_all_reduce_wait",
-         {w.getRequest(), c.ptr(w.getC()), c.toI64(w.getRowBegin()),
+         {c.handle(w.getRequest()), c.ptr(w.getC()), c.toI64(w.getRowBegin()),
           c.toI64(w.getRowEnd())});
   return {};
 }
@@ -399,7 +409,7 @@ Value emit(mx::PackedAllReduceStartOp ps, CallBuilder &c) {
 
 Value emit(mx::PackedAllReduceWaitOp pw, CallBuilder &c) {
   c.call("packed_all_reduce_wait",
-         {pw.getRequest(), c.ptr(pw.getBuffer()),
+         {c.handle(pw.getRequest()), c.ptr(pw.getBuffer()),
           c.length(pw.getBuffer())});
   return {};
 }
@@ -572,10 +582,19 @@ struct CallPattern : OpRewritePattern<OpT> {
   LogicalResult matchAndRewrite(OpT op,
                                 PatternRewriter &rewriter) const override {
     CallBuilder c(rewriter, op, cuda);
-    if (Value result = emit(op, c))
-      rewriter.replaceOp(op, result);
-    else
+    Value result = emit(op, c);
+    if (!result) {
       rewriter.eraseOp(op);
+      return success();
+    }
+    // A started request's handle stands for the request until the loops
+    // that carry it are converted.
+    Type type = op->getResult(0).getType();
+    if (result.getType() != type)
+      result = UnrealizedConversionCastOp::create(rewriter, op->getLoc(),
+                                                  type, result)
+                   .getResult(0);
+    rewriter.replaceOp(op, result);
     return success();
   }
 
@@ -609,6 +628,46 @@ LogicalResult checkTarget(mx::RuntimeCallOpInterface op, bool cuda) {
   llvm_unreachable("unknown lowering");
 }
 
+/// The loops that carry requests (the chunked triangle exchange's
+/// `scf.for`) carry the runtime's i64 handles instead, by upstream's
+/// structural type conversion; the casts the call patterns left then
+/// cancel.
+LogicalResult convertRequests(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  TypeConverter types;
+  types.addConversion([](Type t) { return t; });
+  types.addConversion(
+      [](mx::RequestType t) { return IntegerType::get(t.getContext(), 64); });
+  auto cast = [](OpBuilder &b, Type type, ValueRange inputs,
+                 Location loc) -> Value {
+    return UnrealizedConversionCastOp::create(b, loc, type, inputs)
+        .getResult(0);
+  };
+  types.addSourceMaterialization(cast);
+  types.addTargetMaterialization(cast);
+  ConversionTarget target(*ctx);
+  // Only the structural ops' types change; nothing else is touched (or
+  // folded).
+  target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+  RewritePatternSet patterns(ctx);
+  scf::populateSCFStructuralTypeConversionsAndLegality(types, patterns,
+                                                       target);
+  if (failed(applyPartialConversion(module, target, std::move(patterns))))
+    return failure();
+  SmallVector<UnrealizedConversionCastOp> casts;
+  auto isRequest = [](Type t) { return isa<mx::RequestType>(t); };
+  module.walk([&](UnrealizedConversionCastOp op) {
+    if (llvm::any_of(op->getOperandTypes(), isRequest) ||
+        llvm::any_of(op->getResultTypes(), isRequest))
+      casts.push_back(op);
+  });
+  SmallVector<UnrealizedConversionCastOp> left;
+  reconcileUnrealizedCasts(casts, &left);
+  for (UnrealizedConversionCastOp op : left)
+    return op.emitOpError("a request that no runtime call takes or makes");
+  return success();
+}
+
 struct ExecToRuntimeCallsPass
     : public mlir::muir::impl::MuirExecToRuntimeCallsBase<
           ExecToRuntimeCallsPass> {
@@ -634,6 +693,8 @@ struct ExecToRuntimeCallsPass
 #include "MuirExec/MuirExecOps.cpp.inc"
         >(patterns, cuda);
     walkAndApplyPatterns(module, std::move(patterns));
+    if (failed(convertRequests(module)))
+      return signalPassFailure();
 
     // Grids only describe who talks to whom; once collectives are calls
     // with communicators, nothing below the runtime calls refers to them.

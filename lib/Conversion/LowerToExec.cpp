@@ -472,8 +472,8 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
     auto chunk = [&](OpBuilder &cb, Value r0, Value r1) -> Value {
       mx::SyrkRowsOp::create(cb, loc, a, out, r0, r1, fused.getAlphaAttr(),
                              fused.getTransposeAttr());
-      return mx::TriangleAllReduceStartOp::create(cb, loc, cb.getI64Type(),
-                                                  out, r0, r1, group);
+      return mx::TriangleAllReduceStartOp::create(
+          cb, loc, mx::RequestType::get(cb.getContext()), out, r0, r1, group);
     };
     Value cRows = index(rows), c0 = index(0), cN = index(n);
     Value last = chunk(b, c0, cRows);

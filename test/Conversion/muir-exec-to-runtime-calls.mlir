@@ -63,6 +63,33 @@ func.func @moe_calls(%x: memref<2x8xf32>, %i: memref<2x2xi64>, %w: memref<2x2xf3
   return
 }
 
+// A request carried by a loop (the chunked exchange's): the loop carries
+// the runtime's i64 handle, and no cast is left.
+// CHECK-LABEL: func.func @carried
+// CHECK: %[[R0:.+]] = call @muirrt_triangle_all_reduce_start({{.*}}) : (i64, i64, i64, !llvm.ptr, i64, i64) -> i64
+// CHECK: %[[LAST:.+]] = scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[PREV:.+]] = %[[R0]]) -> (i64) {
+// CHECK: %[[NEXT:.+]] = func.call @muirrt_triangle_all_reduce_start({{.*}}) : (i64, i64, i64, !llvm.ptr, i64, i64) -> i64
+// CHECK: func.call @muirrt_triangle_all_reduce_wait(%[[PREV]], {{.*}}) : (i64, !llvm.ptr, i64, i64) -> ()
+// CHECK: scf.yield %[[NEXT]] : i64
+// CHECK: call @muirrt_triangle_all_reduce_wait(%[[LAST]], {{.*}})
+// CHECK-NOT: unrealized_conversion_cast
+func.func @carried(%c: memref<2x4x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %first = muir_exec.triangle_all_reduce_start %c rows [%c0, %c1) {group = #muir_exec.group<@world, ["tp"]>} : memref<2x4x4xf32>
+  %last = scf.for %j = %c1 to %c4 step %c1 iter_args(%prev = %first) -> (!muir_exec.request) {
+    %j1 = arith.addi %j, %c1 : index
+    %next = muir_exec.triangle_all_reduce_start %c rows [%j, %j1) {group = #muir_exec.group<@world, ["tp"]>} : memref<2x4x4xf32>
+    %p = arith.subi %j, %c1 : index
+    muir_exec.triangle_all_reduce_wait %prev, %c rows [%p, %j) : memref<2x4x4xf32>
+    scf.yield %next : !muir_exec.request
+  }
+  muir_exec.triangle_all_reduce_wait %last, %c rows [%c2, %c4) : memref<2x4x4xf32>
+  return
+}
+
 // Each exec op is one call with raw pointers and static sizes; a batch of
 // matrices is one call. Declarations are added once; grids are dropped.
 // CHECK-NOT: muir.grid
@@ -104,3 +131,4 @@ func.func @calls(%a: memref<4x8xf32>, %b: memref<8x4xf32>, %c: memref<4x4xf32>, 
   muir_exec.observe %c {label = "c", slot = 2} : memref<4x4xf32>
   return
 }
+

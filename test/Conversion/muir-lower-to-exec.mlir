@@ -192,7 +192,7 @@ muir.grid @t axes = ["tp"] shape = [2]
 // CHECK: %[[R0:.+]] = muir_exec.triangle_all_reduce_start %[[Y]] rows[%[[C0]], %[[C5]]) {group = #muir_exec.group<@t, ["tp"]>} : memref<12x12xf32>
 // CHECK-DAG: %[[C1:.+]] = arith.constant 1 : index
 // CHECK-DAG: %[[C3:.+]] = arith.constant 3 : index
-// CHECK: %[[LAST:.+]] = scf.for %[[J:.+]] = %[[C1]] to %[[C3]] step %[[C1]] iter_args(%[[PREV:.+]] = %[[R0]]) -> (i64) {
+// CHECK: %[[LAST:.+]] = scf.for %[[J:.+]] = %[[C1]] to %[[C3]] step %[[C1]] iter_args(%[[PREV:.+]] = %[[R0]]) -> (!muir_exec.request) {
 // CHECK:   %[[B:.+]] = arith.muli %[[J]], %[[C5]] : index
 // CHECK:   %[[E0:.+]] = arith.addi %[[B]], %[[C5]] : index
 // CHECK:   %[[E:.+]] = arith.minsi %[[E0]], %[[C12]] : index
@@ -201,7 +201,7 @@ muir.grid @t axes = ["tp"] shape = [2]
 // The wait names its chunk's rows: the previous chunk's in the loop.
 // CHECK:   %[[P0:.+]] = arith.subi %[[B]], %[[C5]] : index
 // CHECK:   muir_exec.triangle_all_reduce_wait %[[PREV]], %[[Y]] rows[%[[P0]], %[[B]]) : memref<12x12xf32>
-// CHECK:   scf.yield %[[R]] : i64
+// CHECK:   scf.yield %[[R]] : !muir_exec.request
 // CHECK: }
 // CHECK: %[[C10:.+]] = arith.constant 10 : index
 // CHECK: muir_exec.triangle_all_reduce_wait %[[LAST]], %[[Y]] rows[%[[C10]], %[[C12]]) : memref<12x12xf32>

@@ -162,7 +162,7 @@ func.func @triangle_rows(%c: memref<4x4xf32>) {
 
 // -----
 
-func.func @triangle_wait_rows(%c: memref<4x4xf32>, %r: i64) {
+func.func @triangle_wait_rows(%c: memref<4x4xf32>, %r: !muir_exec.request) {
   %c2 = arith.constant 2 : index
   %c3 = arith.constant 3 : index
   // expected-error@+1 {{'muir_exec.triangle_all_reduce_wait' op has rows [3, 2) outside [0, 4] or out of order}}

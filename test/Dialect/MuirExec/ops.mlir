@@ -86,8 +86,8 @@ func.func @route(%l: memref<6x8xf32>, %b: memref<8xf32>, %i: memref<6x2xi64>, %w
 // CHECK: muir_exec.triangle_all_reduce_wait %[[R]], %[[C]] rows[%[[B]], %[[E]]) : memref<2x4x4xf32>
 // GENERIC-LABEL: sym_name = "triangle_chunk"
 // GENERIC: "muir_exec.syrk_rows"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, transpose}> : (memref<2x8x4xf32>, memref<2x4x4xf32>, index, index) -> ()
-// GENERIC: "muir_exec.triangle_all_reduce_start"(%{{.*}}, %{{.*}}, %{{.*}}) <{group = #muir_exec.group<@world, ["tp"]>}> : (memref<2x4x4xf32>, index, index) -> i64
-// GENERIC: "muir_exec.triangle_all_reduce_wait"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (i64, memref<2x4x4xf32>, index, index) -> ()
+// GENERIC: "muir_exec.triangle_all_reduce_start"(%{{.*}}, %{{.*}}, %{{.*}}) <{group = #muir_exec.group<@world, ["tp"]>}> : (memref<2x4x4xf32>, index, index) -> !muir_exec.request
+// GENERIC: "muir_exec.triangle_all_reduce_wait"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!muir_exec.request, memref<2x4x4xf32>, index, index) -> ()
 func.func @triangle_chunk(%a: memref<2x8x4xf32>, %c: memref<2x4x4xf32>, %b: index, %e: index) {
   muir_exec.syrk_rows %a, %c rows [%b, %e) {alpha = 1.0, transpose} : memref<2x8x4xf32>, memref<2x4x4xf32>
   %r = muir_exec.triangle_all_reduce_start %c rows [%b, %e) {group = #muir_exec.group<@world, ["tp"]>} : memref<2x4x4xf32>
