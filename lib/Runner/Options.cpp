@@ -77,7 +77,15 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
       e = boolean(o.pipeline.fuseAllReduce);
     } else if (key == "syrk-chunk-rows") {
       e = integer(o.pipeline.chunkRows);
-    } else if (key == "probes") {
+    } else if (key == "machine") {
+      std::optional<Machine> m;
+      for (Machine v : {Machine::Cpu, Machine::H200, Machine::H200Bf16})
+        if (stringify(v) == value)
+          m = v;
+      if (!m)
+        return error("option '" + item + "': expected cpu, h200 or h200-bf16");
+      o.pipeline.machine = *m;
+    } else if (key == "probe-updates") {
       e = boolean(o.pipeline.probeUpdates);
     } else if (key == "cuda-arch") {
       int ptx = PipelineFlags::ptxVersion(value);
@@ -114,6 +122,7 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
                  "world)");
   o.identity = {{"ns-mode", stringify(o.pipeline.nsMode).str()},
                 {"ns-form", stringify(o.pipeline.nsForm).str()},
+                {"machine", stringify(o.pipeline.machine).str()},
                 {"target", stringify(o.target.target).str()}};
   return o;
 }

@@ -70,7 +70,7 @@ More keyword arguments (**more):
   options: a dict of compile options for muir.compile; and any of them by
   keyword with underscores: ns_mode, dp_assign, syrk, batch,
   fuse_syrk_all_reduce, syrk_chunk_rows, cuda_arch, cuda_bf16, cuda_graph,
-  deterministic, probes (include/muir/Step.h).
+  deterministic, probe_updates, machine, ns_form (include/muir/Step.h).
 """
 import os
 
@@ -83,8 +83,8 @@ __all__ = ["Muon", "ParameterError"]
 
 _OPTION_KEYS = ("ns_mode", "dp_assign", "syrk", "batch",
                 "fuse_syrk_all_reduce", "syrk_chunk_rows", "cuda_arch",
-                "cuda_bf16", "cuda_graph", "deterministic", "probes",
-                "cache_dir")
+                "cuda_bf16", "cuda_graph", "deterministic", "probe_updates",
+                "machine", "ns_form", "cache_dir")
 _SUFFIXES = (".grad", ".momentum", ".exp_avg", ".exp_avg_sq")
 _MUON_STATE = ("momentum_buffer",)
 _ADAMW_STATE = ("exp_avg", "exp_avg_sq")

@@ -99,10 +99,6 @@ static cl::opt<std::string> march(
              "'znver4' or 'sapphirerapids'"),
     cl::value_desc("CPU"), cl::init("native"),
     cl::cat(muir::muirFlagCategory()));
-static cl::opt<muir::Machine>
-    machine("machine", cl::desc("the cost model's machine profile"),
-            cl::init(muir::Machine::Cpu), muir::machineValues(),
-            cl::cat(muir::muirFlagCategory()));
 static cl::opt<bool> quiet("quiet", cl::desc("no readable report table"),
                            cl::init(false),
     cl::cat(muir::muirFlagCategory()));
@@ -232,7 +228,7 @@ int main(int argc, char **argv) {
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   OwningOpRef<ModuleOp> module;
   std::string manifest, entryName;
-  muir::PipelineOptions pipeline = flags.options(false, machine);
+  muir::PipelineOptions pipeline = flags.options(false);
   if (emit != Emit::None && emit != Emit::Description) {
     module = muir::desc::buildModule(context, *desc);
     if (failed(verify(*module)))

@@ -132,9 +132,9 @@ static int fail(const Twine &msg) {
 static std::vector<std::string> givenCompileFlags() {
   std::vector<std::string> given;
   for (const cl::Option *o : std::initializer_list<const cl::Option *>{
-           &flags.nsMode, &flags.nsForm, &flags.dpAssign, &flags.syrk,
-           &flags.batch,
-           &flags.fuseAllReduce, &flags.chunkRows, &noProbes})
+           &flags.nsMode, &flags.nsForm, &flags.machine, &flags.dpAssign,
+           &flags.syrk, &flags.batch, &flags.fuseAllReduce, &flags.chunkRows,
+           &noProbes})
     if (o->getNumOccurrences())
       given.push_back(o->ArgStr.str());
   return given;
@@ -199,7 +199,7 @@ int main(int argc, char **argv) {
     name = inputFile;
   }
   runner::StepOptions options;
-  options.pipeline = flags.options(!noProbes, muir::Machine::Cpu);
+  options.pipeline = flags.options(!noProbes);
   options.target = flags.targetOptions();
   options.cudaBf16 = cudaBf16;
   options.cudaGraph = cudaGraph;

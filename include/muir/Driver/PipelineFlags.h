@@ -60,6 +60,10 @@ struct PipelineFlags {
                      "distributed mode's Gram matrices), in pipelined chunks "
                      "of rows"),
       llvm::cl::init(true), llvm::cl::cat(muirFlagCategory())};
+  llvm::cl::opt<Machine> machine{
+      "machine", llvm::cl::desc("the cost model's machine profile"),
+      llvm::cl::init(Machine::Cpu), machineValues(),
+      llvm::cl::cat(muirFlagCategory())};
   llvm::cl::opt<int64_t> chunkRows{
       "syrk-chunk-rows",
       llvm::cl::desc("rows per chunk of the fused SYRK all-reduce (0: from "
@@ -109,7 +113,7 @@ struct PipelineFlags {
     return "";
   }
 
-  PipelineOptions options(bool probeUpdates, Machine machine) const {
+  PipelineOptions options(bool probeUpdates) const {
     return PipelineOptions{probeUpdates, nsMode, machine,       dpAssign,
                            syrk,         batch,  fuseAllReduce, chunkRows,
                            nsForm};
@@ -120,6 +124,7 @@ struct PipelineFlags {
   std::map<std::string, std::string> identity() const {
     return {{"ns-mode", stringify(nsMode).str()},
             {"ns-form", stringify(nsForm).str()},
+            {"machine", stringify(machine.getValue()).str()},
             {"dp-assign", stringify(dpAssign).str()},
             {"syrk", syrk ? "true" : "false"},
             {"batch", batch ? "true" : "false"},

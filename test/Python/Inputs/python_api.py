@@ -154,6 +154,15 @@ def expect(what, fn, exc=muir.MuirError):
 expect("bad key", lambda: muir.compile(SOURCE.replace("momentum:", "momentm:"),
                                        "bad.yaml"))
 expect("bad option", lambda: muir.compile(SOURCE, "api.yaml", "target=tpu"))
+# The step library's option names are the tools' flags' names.
+expect("old probes name", lambda: muir.compile(SOURCE, "api.yaml",
+                                               "probes=true"))
+expect("bad machine", lambda: muir.compile(SOURCE, "api.yaml",
+                                           "machine=tpu"))
+with muir.compile(SOURCE, "api.yaml",
+                  "machine=h200 probe-updates=true ns-form=gram") as named:
+    print("named options: %d arguments (%d without them)"
+          % (len(named.arguments), len(step.arguments)))
 expect("bad index", lambda: step.bind(999, arrays["w"].ctypes.data))
 expect("bad name", lambda: step.bind("nope", arrays["w"].ctypes.data),
        KeyError)
