@@ -475,6 +475,24 @@ def run_muir(muir_run, module_text, workdir, inputs=None, steps=1, seed=0,
 # Reporting
 # --------------------------------------------------------------------------
 
+def compare_bits(a, b):
+    """What a bitwise comparison of two arrays observed, for
+    Checker.expect: "bitwise equal", or how many elements differ and by how
+    much."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return "shapes %s and %s" % (a.shape, b.shape)
+    same = a.tobytes() == b.tobytes()
+    if same:
+        return "bitwise equal"
+    rows_a = np.ascontiguousarray(a).view(np.uint8).reshape(a.size, -1)
+    rows_b = np.ascontiguousarray(b).view(np.uint8).reshape(b.size, -1)
+    diff = int(np.count_nonzero((rows_a != rows_b).any(axis=1)))
+    delta = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    return "%d of %d elements differ, max |diff| %.3e" % (
+        diff, a.size, np.nanmax(delta) if a.size else 0.0)
+
+
 class Checker:
     """Collects per-case results; `finish()` exits 1 if any case failed."""
 
@@ -493,11 +511,15 @@ class Checker:
         sys.stdout.flush()
         return ok
 
-    def expect(self, label, cond, detail=""):
+    def expect(self, label, cond, got=""):
+        """Passes when cond holds. `got` says what was observed (the values
+        cond was decided on) and is printed either way, so that the output
+        FileCheck sees, and a failure, show it."""
+        shown = " (%s)" % got if got else ""
         if cond:
-            print("%s ok" % label)
+            print("%s ok%s" % (label, shown))
         else:
-            msg = "%s: %s" % (label, detail)
+            msg = "%s: failed%s" % (label, shown)
             self.failures.append(msg)
             print("FAIL " + msg)
         sys.stdout.flush()

@@ -189,7 +189,10 @@ def main():
             else:
                 same = all(np.array_equal(out[n], results[1][n]) for n in ref)
                 chk.expect("%s: ep %d bitwise equal to ep 1" % (label, g),
-                           same)
+                           same, "; ".join(
+                               "%s %s" % (n, mt.compare_bits(out[n],
+                                                             results[1][n]))
+                               for n in ref))
             with open(work + "/stdout.txt") as f:
                 sent, _ = mt.comm_stats(f.read())
             want = closed_form_bytes(idx, g, e, k)
@@ -197,7 +200,7 @@ def main():
                    for r in range(g)}
             chk.expect("%s: ep %d bytes per rank %s equal the closed form"
                        % (label, g, " ".join(str(got[r]) for r in range(g))),
-                       got == want, "want %s" % want)
+                       got == want, "closed form %s" % want)
     chk.finish()
 
 

@@ -101,7 +101,9 @@ def main():
                     lo, hi, single[1], single[2])
             chk.expect(line, ok and name in one)
         chk.expect("%s: %d rows as on one rank" % (layout, len(rows)),
-                   set(rows) == set(one))
+                   set(rows) == set(one),
+                   "missing %s, extra %s" % (sorted(set(one) - set(rows)),
+                                             sorted(set(rows) - set(one))))
     chk.finish()  # exits 1 after a failure
     return 0
 

@@ -205,8 +205,9 @@ def main():
     shutil.rmtree(empty, ignore_errors=True)
     os.makedirs(empty)
     muir(args, desc, "--steps", "1", "--save-state", empty)
+    saved = os.listdir(empty)
     chk.expect("an empty directory takes a state",
-               os.path.exists(os.path.join(empty, "muir-state.json")))
+               "muir-state.json" in saved, "holds %s" % sorted(saved))
     p = muir(args, desc, "--steps", "1", "--save-state",
              os.path.join(tmp, "no", "such", "dir", "state"), ok=False)
     chk.expect("refused before any work: a state folder that does not exist "

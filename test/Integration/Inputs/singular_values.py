@@ -75,8 +75,8 @@ def check_runtime(lib):
                    % (name, sigma[0], sigma[-1], ref[0], ref[-1], err),
                    rc == 0 and err <= 1e-7)
     bad = np.zeros(1, dtype=np.float64)
-    chk.expect("runtime null matrix refused",
-               f(None, 1, 1, bad.ctypes.data) == -1)
+    rc = f(None, 1, 1, bad.ctypes.data)
+    chk.expect("runtime null matrix refused", rc == -1, "returned %d" % rc)
 
 
 # ---------------------------------------------------------------------------
