@@ -307,9 +307,19 @@ LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
     return success();
   }
   if (name == "muir.folding") {
-    if (!isa<StringAttr>(value))
+    // @grid: the folding whose axes the argument's shards name first.
+    auto ref = dyn_cast<FlatSymbolRefAttr>(value);
+    if (!ref)
       return op->emitError("argument ")
-             << arg << ": 'muir.folding' must be a grid's name";
+             << arg << ": 'muir.folding' must name a grid (@moe); got "
+             << value;
+    auto module = op->getParentOfType<ModuleOp>();
+    // (Lowered past the grids, a module has none left to check against.)
+    if (module && !module.getOps<GridOp>().empty() &&
+        !module.lookupSymbol<GridOp>(ref.getAttr()))
+      return op->emitError("argument ")
+             << arg << ": 'muir.folding' names " << ref
+             << ", which the module does not have";
     return success();
   }
   if (name == "muir.init_std") {

@@ -438,7 +438,8 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
         // Shards of MoE parameters name axes of the MoE folding.
         if (p.moeFolding && !d.grid.moeAxes.empty())
           attrs.push_back(
-              b.getNamedAttr("muir.folding", b.getStringAttr("moe")));
+              b.getNamedAttr("muir.folding",
+                             FlatSymbolRefAttr::get(b.getContext(), "moe")));
       }
       argTypes.push_back(type);
       argAttrs.push_back(b.getDictionaryAttr(attrs));

@@ -109,7 +109,7 @@ FailureOr<SmallVector<Shard>> readShards(func::FuncOp func, unsigned i,
   if (!attr)
     return shards;
   auto grids = func->getParentOfType<ModuleOp>().getOps<GridOp>();
-  auto folding = func.getArgAttrOfType<StringAttr>(i, "muir.folding");
+  auto folding = func.getArgAttrOfType<FlatSymbolRefAttr>(i, "muir.folding");
   for (auto shard : attr.getAsRange<ShardAttr>()) {
     StringRef axis = shard.getAxis();
     Shard s{stringifyShardKind(shard.getKind()).str(), axis.str(),

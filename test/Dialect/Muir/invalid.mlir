@@ -1243,6 +1243,23 @@ func.func @arg_shard_kind(%x: tensor<8x4xf32> {muir.name = "x", muir.shards = [#
 
 // -----
 
+// A folding is a grid, by symbol.
+muir.grid @world axes = ["ep"] shape = [2]
+// expected-error@+1 {{argument 0: 'muir.folding' must name a grid (@moe); got "moe"}}
+func.func @arg_folding_string(%x: tensor<8x4xf32> {muir.name = "x", muir.folding = "moe"}) {
+  return
+}
+
+// -----
+
+muir.grid @world axes = ["ep"] shape = [2]
+// expected-error@+1 {{argument 0: 'muir.folding' names @moe, which the module does not have}}
+func.func @arg_folding_unknown(%x: tensor<8x4xf32> {muir.name = "x", muir.folding = @moe}) {
+  return
+}
+
+// -----
+
 // A split is typed too, and names its grid: no "first grid" rule.
 // expected-error@+1 {{argument 0: 'muir.split' must be a list of #muir.split<@grid, ["axis", ...], dim>; got ["tp:0"]}}
 func.func @arg_split_string(%x: tensor<8x4xf32> {muir.name = "x", muir.split = ["tp:0"]}) {
