@@ -42,7 +42,16 @@ FailureOr<APFloat> mlir::muir::parseF64Parameter(AsmParser &parser) {
 
 void mlir::muir::printF64Parameter(AsmPrinter &printer,
                                    const APFloat &value) {
-  printer << llvm::format("%g", value.convertToDouble());
+  // %g, with the decimal point MLIR's lexer needs to read a float back
+  // (150 -> 150.0, 1e+06 -> 1.0e+06).
+  std::string text;
+  llvm::raw_string_ostream(text)
+      << llvm::format("%g", value.convertToDouble());
+  if (StringRef(text).find_first_of(".ni") == StringRef::npos) {
+    size_t e = text.find('e');
+    text.insert(e == std::string::npos ? text.size() : e, ".0");
+  }
+  printer << text;
 }
 
 LogicalResult

@@ -63,8 +63,9 @@ resolveSchedule(NSSchedule schedule, std::optional<ArrayRef<double>> explicitCoe
 double getUpdateScale(ScaleMode mode, double extra, int64_t m, int64_t n);
 
 /// The runtime's axes mask for `axes` of `grid`: bit i for axis i, and the
-/// grid's folding index (its position among the module's grids; 0 is the
-/// run's grid) in bits 48 and up (see muirrt_dist_add_folding).
+/// grid's folding index (GridOp::getFoldingIndex: 0 for the run's grid,
+/// then 1, 2, ... for the grids that fold it, in the module's order) in bits
+/// 48 and up (see muirrt_dist_add_folding).
 int64_t getRuntimeAxesMask(GridOp grid, ArrayAttr axes);
 
 /// The run's grid: the module's one grid that folds no other; a null

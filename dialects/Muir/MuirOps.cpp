@@ -158,10 +158,15 @@ LogicalResult GridOp::verify() {
       return emitOpError("folds ")
              << folds << ", which folds " << run.getFoldsAttr()
              << " itself: fold the run's grid";
-    if (run.getNumDevices() != devices)
+    // (The run's grid may not be verified yet: its product may overflow.)
+    int64_t runDevices = 1;
+    bool overflow = false;
+    for (int64_t size : run.getShape())
+      overflow |= llvm::MulOverflow(runDevices, size, runDevices);
+    if (!overflow && runDevices != devices)
       return emitOpError("has ")
              << devices << " devices but folds " << folds << ", which has "
-             << run.getNumDevices() << ": a folding numbers the same ranks";
+             << runDevices << ": a folding numbers the same ranks";
   }
   return success();
 }

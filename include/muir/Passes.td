@@ -248,6 +248,10 @@ def MuirExecToRuntimeCalls
     Each `muir_exec` op becomes a `func.call` of its `muirrt_*` function
     with raw pointers (`memref.extract_aligned_pointer_as_index`) and the
     static sizes as integers; declarations are added once per module.
+    A group becomes the runtime's axes mask, numbered by the grid's folding
+    index, so the module needs one run grid (one that `folds` no other).
+    `!muir_exec.request`s become the runtime's `i64` handles, also where a
+    loop carries them (upstream's SCF structural type conversion).
   }];
   let options = [
     Option<"target", "target", "::mlir::muir::Target",

@@ -29,6 +29,13 @@ StringRef mlir::muir::stringify(Machine machine) {
   return "cpu";
 }
 
+std::optional<Machine> mlir::muir::symbolizeMachine(StringRef name) {
+  for (Machine m : {Machine::Cpu, Machine::H200, Machine::H200Bf16})
+    if (stringify(m) == name)
+      return m;
+  return std::nullopt;
+}
+
 llvm::cl::ValuesClass mlir::muir::machineValues() {
   return llvm::cl::values(
       clEnumValN(Machine::Cpu, "cpu", "this machine's CPUs (OpenBLAS, MPI)"),
@@ -271,13 +278,9 @@ NSMode NSCostModel::choose(const NSProblem &p,
       best = &c;
   if (gram)
     *gram = best->gram && best->mode != NSMode::Duplicated;
-  NSMode mode = best->mode;
-  if (weighed) {
-    // Duplicated's form is muir-gram-newton-schulz's choice, not the mode's.
-    all.front().gram = false;
+  if (weighed)
     weighed->assign(all.begin(), all.end());
-  }
-  return mode;
+  return best->mode;
 }
 
 std::string mlir::muir::describe(ArrayRef<NSCandidate> weighed,
@@ -293,7 +296,9 @@ std::string mlir::muir::describe(ArrayRef<NSCandidate> weighed,
                                        : "one Gram all-reduce")
                        : c.mode == NSMode::Resharded ? "all_to_all and Gram"
                                                      : "Gram all-reduces";
-    os << stringify(c.mode) << (c.gram ? " (gram)" : "")
+    // (Duplicated's form is muir-gram-newton-schulz's choice later.)
+    os << stringify(c.mode)
+       << (c.gram && c.mode != NSMode::Duplicated ? " (gram)" : "")
        << llvm::format(" %.3g ms (%s %.3g MB)", c.cost.seconds * 1e3, what,
                        c.cost.commBytes / 1e6);
   }

@@ -590,10 +590,11 @@ struct CallPattern : OpRewritePattern<OpT> {
     // A started request's handle stands for the request until the loops
     // that carry it are converted.
     Type type = op->getResult(0).getType();
-    if (result.getType() != type)
+    if (isa<mx::RequestType>(type))
       result = UnrealizedConversionCastOp::create(rewriter, op->getLoc(),
                                                   type, result)
                    .getResult(0);
+    assert(result.getType() == type && "a call's result is the op's");
     rewriter.replaceOp(op, result);
     return success();
   }

@@ -78,10 +78,7 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
     } else if (key == "syrk-chunk-rows") {
       e = integer(o.pipeline.chunkRows);
     } else if (key == "machine") {
-      std::optional<Machine> m;
-      for (Machine v : {Machine::Cpu, Machine::H200, Machine::H200Bf16})
-        if (stringify(v) == value)
-          m = v;
+      std::optional<Machine> m = symbolizeMachine(value);
       if (!m)
         return error("option '" + item + "': expected cpu, h200 or h200-bf16");
       o.pipeline.machine = *m;

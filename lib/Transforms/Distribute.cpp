@@ -114,9 +114,10 @@ FailureOr<SmallVector<Shard>> readShards(func::FuncOp func, unsigned i,
     StringRef axis = shard.getAxis();
     Shard s{stringifyShardKind(shard.getKind()).str(), axis.str(),
             shard.getDim(), 1, GridOp(), true};
-    for (GridOp g : grids)
-      if (folding && g.getSymName() == folding.getValue() &&
-          g.getAxisIndex(axis) >= 0)
+    if (folding)
+      if (auto g = SymbolTable::lookupNearestSymbolFrom<GridOp>(
+              func, folding.getAttr());
+          g && g.getAxisIndex(axis) >= 0)
         s.grid = g;
     if (!s.grid && run && run.getAxisIndex(axis) >= 0)
       s.grid = run;

@@ -480,8 +480,8 @@ def compare_bits(a, b):
     Checker.expect: "bitwise equal", or how many elements differ and by how
     much."""
     a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape:
-        return "shapes %s and %s" % (a.shape, b.shape)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return "%s %s and %s %s" % (a.dtype, a.shape, b.dtype, b.shape)
     same = a.tobytes() == b.tobytes()
     if same:
         return "bitwise equal"

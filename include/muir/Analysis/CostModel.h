@@ -32,6 +32,7 @@ namespace mlir::muir {
 /// The machines the cost model knows (the tools' --machine).
 enum class Machine { Cpu, H200, H200Bf16 };
 StringRef stringify(Machine machine);
+std::optional<Machine> symbolizeMachine(StringRef name);
 /// The values the machine flags and pass options accept.
 llvm::cl::ValuesClass machineValues();
 
@@ -118,8 +119,9 @@ struct NSProblem {
   std::string axis;
 };
 
-/// One way to run a split matrix's Newton-Schulz that the model priced
-/// (`gram` is false for duplicated, whose form is chosen later).
+/// One way to run a split matrix's Newton-Schulz that the model priced, in
+/// the form it priced (for duplicated, the form muir-gram-newton-schulz
+/// will pick for the gathered matrix).
 struct NSCandidate {
   NSMode mode;
   bool gram;

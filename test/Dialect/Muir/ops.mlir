@@ -330,11 +330,15 @@ func.func @discardable_attrs(%x: tensor<8x4xf32>) -> (tensor<4x8xf32>, tensor<8x
 // muir-distribute's reasons round-trip; a candidate's costs print with %g.
 // CHECK-LABEL: func.func @ns_why
 // CHECK: muir.apply_update %{{.+}}, %{{.+}} {lr = 1.000000e-01 : f64, muir.ns_mode = #muir.ns_mode<distributed>, muir.ns_why = #muir.ns_why<cost_model on "h200" : [<duplicated, standard, 0.0207 ms, 0.786 MB>, <distributed, gram, 0.0179 ms, 0.79 MB>]>, scale = 1.000000e+00 : f64, weight_decay = 0.000000e+00 : f64} : tensor<8x4xf32>
+// Whole numbers and powers of ten keep a decimal point, so the printed
+// form parses back (the RUN line's round trip).
+// CHECK: muir.apply_update %{{.+}}, %{{.+}} {lr = 1.000000e-01 : f64, muir.ns_why = #muir.ns_why<cost_model on "cpu" : [<duplicated, gram, 150.0 ms, 0.0 MB>, <resharded, standard, 1.0e+06 ms, 1.0e-05 MB>]>, scale = 1.000000e+00 : f64, weight_decay = 0.000000e+00 : f64} : tensor<8x4xf32>
 // CHECK: muir.apply_update %{{.+}}, %{{.+}} {lr = 1.000000e-01 : f64, muir.ns_why = #muir.ns_why<fsdp_owner>, scale = 1.000000e+00 : f64, weight_decay = 0.000000e+00 : f64} : tensor<8x4xf32>
-func.func @ns_why(%x: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+func.func @ns_why(%x: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) {
   %0 = muir.apply_update %x, %x {lr = 0.1, scale = 1.0, weight_decay = 0.0, muir.ns_mode = #muir.ns_mode<distributed>, muir.ns_why = #muir.ns_why<cost_model on "h200" : [<duplicated, standard, 2.07e-2 ms, 0.786 MB>, <distributed, gram, 0.0179 ms, 0.79 MB>]>} : tensor<8x4xf32>
+  %2 = muir.apply_update %x, %x {lr = 0.1, scale = 1.0, weight_decay = 0.0, muir.ns_why = #muir.ns_why<cost_model on "cpu" : [<duplicated, gram, 150.0 ms, 0.0 MB>, <resharded, standard, 1000000.0 ms, 0.00001 MB>]>} : tensor<8x4xf32>
   %1 = muir.apply_update %x, %x {lr = 0.1, scale = 1.0, weight_decay = 0.0, muir.ns_why = #muir.ns_why<fsdp_owner>} : tensor<8x4xf32>
-  return %0, %1 : tensor<8x4xf32>, tensor<8x4xf32>
+  return %0, %1, %2 : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
 }
 
 // Routing: Qwen3-MoE's (softmax, normalised top-k) and DeepSeek-V3's

@@ -161,7 +161,7 @@ expect("bad machine", lambda: muir.compile(SOURCE, "api.yaml",
                                            "machine=tpu"))
 with muir.compile(SOURCE, "api.yaml",
                   "machine=h200 probe-updates=true ns-form=gram") as named:
-    print("named options: %d arguments (%d without them)"
+    print("named options accepted: %d arguments (%d without them)"
           % (len(named.arguments), len(step.arguments)))
 expect("bad index", lambda: step.bind(999, arrays["w"].ctypes.data))
 expect("bad name", lambda: step.bind("nope", arrays["w"].ctypes.data),
