@@ -121,17 +121,19 @@ FailureOr<SmallVector<Shard>> readShards(func::FuncOp func, unsigned i,
         s.grid = g;
     if (!s.grid && run && run.getAxisIndex(axis) >= 0)
       s.grid = run;
-    for (GridOp g : grids) {
-      if (s.grid || g == run || g.getAxisIndex(axis) < 0)
-        continue;
-      for (GridOp other : grids)
-        if (other != g && other != run && other.getAxisIndex(axis) >= 0)
-          return func.emitOpError("argument ")
-                 << i << ": " << shard << " names axis '" << axis
-                 << "', which @" << g.getSymName() << " and @"
-                 << other.getSymName()
-                 << " both have: name one with muir.folding";
-      s.grid = g;
+    if (!s.grid) {
+      SmallVector<GridOp> having;
+      for (GridOp g : grids)
+        if (g != run && g.getAxisIndex(axis) >= 0)
+          having.push_back(g);
+      if (having.size() > 1)
+        return func.emitOpError("argument ")
+               << i << ": " << shard << " names axis '" << axis
+               << "', which @" << having[0].getSymName() << " and @"
+               << having[1].getSymName()
+               << " both have: name one with muir.folding";
+      if (!having.empty())
+        s.grid = having.front();
     }
     s.onRunGrid = s.grid == run;
     if (!s.grid)
