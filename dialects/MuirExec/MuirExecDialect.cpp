@@ -29,6 +29,11 @@ using namespace mlir::muir_exec;
 #include "MuirExec/MuirExecOps.cpp.inc"
 #pragma GCC diagnostic pop
 
+bool mlir::muir_exec::isHostMemory(Type type) {
+  auto memref = dyn_cast<BaseMemRefType>(type);
+  return memref && isa_and_nonnull<HostMemoryAttr>(memref.getMemorySpace());
+}
+
 void MuirExecDialect::initialize() {
   addAttributes<
 #define GET_ATTRDEF_LIST

@@ -22,6 +22,8 @@ namespace mlir::muir_exec {
 /// The GroupOpInterface's verifier: the op's `group` names a muir.grid in
 /// scope and axes of it.
 LogicalResult verifyGroup(Operation *op);
+/// Whether `type` is a buffer in `#muir_exec.host` memory.
+bool isHostMemory(Type type);
 } // namespace mlir::muir_exec
 #include "MuirExec/MuirExecInterfaces.h.inc"
 #define GET_OP_CLASSES

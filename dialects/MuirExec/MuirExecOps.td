@@ -84,6 +84,28 @@ def MuirExec_F32Buffer : MemRefRankOf<[F32], [2, 3]>;
 def MuirExec_FloatBuffer : MemRefRankOf<[F32, F64], [2, 3]>;
 def MuirExec_AnyF32Buffer : MemRefOf<[F32]>;
 
+def MuirExec_HostMemoryAttr : AttrDef<MuirExec_Dialect, "HostMemory"> {
+  let mnemonic = "host";
+  let summary = "memory space of buffers kept in host memory on every target";
+  let description = [{
+    `memref<2xi64, #muir_exec.host>`: a buffer that lives in host memory
+    whatever the target, because the host reads it: the counts of an
+    `all_to_allv` (MPI and NCCL take them on the host). A buffer without a
+    memory space lives where the target computes: host memory on the CPU,
+    device memory on CUDA. `muir-lower-to-exec` places count tensors here,
+    `muir-exec-to-gpu` keeps them on the host and refuses device work on
+    them, and `muir-exec-to-runtime-calls` drops the space once buffers are
+    pointers.
+  }];
+}
+
+// The counts of a ragged exchange: one i64 per group rank, in host memory.
+def MuirExec_HostCountBuffer : Type<
+    And<[MemRefRankOf<[I64], [1]>.predicate,
+         CPred<"::llvm::isa_and_nonnull<::mlir::muir_exec::HostMemoryAttr>("
+               "::llvm::cast<::mlir::MemRefType>($_self).getMemorySpace())">]>,
+    "1-D i64 memref in #muir_exec.host memory", "::mlir::MemRefType">;
+
 def MuirExec_GroupAttr : AttrDef<MuirExec_Dialect, "Group"> {
   let mnemonic = "group";
   let summary = "the ranks an exec op runs over: axes of a grid";
@@ -409,12 +431,13 @@ def MuirExec_AllToAllVOp
     `send_counts[j]` rows (dimension 0, back to back) of `input` go to group
     rank j; `output` receives rows packed from row 0 in group-rank order
     and `recv_counts[j]` the rows from group rank j. Receiving more rows
-    than `output` holds is a run-time error.
+    than `output` holds is a run-time error. The counts are host buffers
+    (`#muir_exec.host`) on every target.
   }];
   let arguments = (ins Arg<MuirExec_AnyF32Buffer, "", [MemRead]>:$input,
-      Arg<MemRefRankOf<[I64], [1]>, "", [MemRead]>:$send_counts,
+      Arg<MuirExec_HostCountBuffer, "", [MemRead]>:$send_counts,
       Arg<MuirExec_AnyF32Buffer, "", [MemWrite]>:$output,
-      Arg<MemRefRankOf<[I64], [1]>, "", [MemWrite]>:$recv_counts,
+      Arg<MuirExec_HostCountBuffer, "", [MemWrite]>:$recv_counts,
       MuirExec_GroupAttr:$group);
   let assemblyFormat = [{
     $input `,` $send_counts `,` $output `,` $recv_counts attr-dict `:`

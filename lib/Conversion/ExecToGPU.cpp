@@ -20,9 +20,10 @@
 //                                    step + muir_exec.packed_all_reduce_start,
 //                                    muir_exec.packed_all_reduce_wait + an
 //                                    unpacking (and mirroring) kernel.
-// The one exception to device memory: i64 buffers that only carry an
-// all_to_allv's counts (FSDP's shard sizes, stored by the host) stay host
-// buffers, since NCCL takes its counts on the host.
+// The one exception to device memory: buffers in #muir_exec.host memory
+// (an all_to_allv's counts, such as FSDP's shard sizes, stored by the host:
+// NCCL takes its counts on the host) stay host allocations, and only host
+// work and the all_to_allv's counts may name them.
 // The element-wise kernels (momentum, Nesterov, the update and weight decay,
 // AdamW, ...) all have identity maps over operands of one shape, so the
 // launch views every operand as one flat row (memref.reinterpret_cast) and
@@ -336,66 +337,45 @@ LogicalResult lowerScaleByNorm(mx::ScaleByNormOp op) {
 // Host buffers
 //===----------------------------------------------------------------------===//
 
-/// The i64 buffers that only carry all_to_allv counts (filled by host
-/// stores and host copies, as FSDP's shard sizes are): NCCL's grouped
-/// sends and receives take their counts on the host, so these stay in host
-/// memory. A buffer copied to or from a device buffer is not one of them.
-DenseSet<Value> hostCountBuffers(ModuleOp module) {
-  DenseSet<Value> host;
-  module.walk([&](memref::AllocOp a) {
-    if (!a.getType().getElementType().isInteger(64))
-      return;
-    Value v = a.getResult();
-    bool counts = false;
-    bool onlyHost = llvm::all_of(a->getUsers(), [&](Operation *u) {
-      if (auto x = dyn_cast<mx::AllToAllVOp>(u)) {
-        counts = true;
-        return x.getInput() != v && x.getOutput() != v;
-      }
-      return isa<memref::StoreOp, memref::LoadOp, memref::DeallocOp,
-                 memref::CopyOp>(u);
-    });
-    if (onlyHost && (counts || llvm::any_of(a->getUsers(), [](Operation *u) {
-          return isa<memref::CopyOp>(u);
-        })))
-      host.insert(v);
-  });
-  // Both sides of a host copy are host buffers, or neither is.
-  auto pairUp = [&](DenseSet<Value> &set) {
-    for (bool changed = true; changed;) {
-      changed = false;
-      module.walk([&](memref::CopyOp c) {
-        bool s = set.contains(c.getSource()), t = set.contains(c.getTarget());
-        if (s != t) {
-          set.erase(s ? c.getSource() : c.getTarget());
-          changed = true;
-        }
-      });
+/// Host work on buffers in #muir_exec.host memory stays on the host: their
+/// allocation, loads and stores, and copies between two of them.
+bool isHostWork(Operation *op) {
+  auto host = [](Value v) { return mx::isHostMemory(v.getType()); };
+  return TypeSwitch<Operation *, bool>(op)
+      .Case([&](memref::AllocOp a) { return host(a.getMemref()); })
+      .Case([&](memref::DeallocOp d) { return host(d.getMemref()); })
+      .Case([&](memref::LoadOp l) { return host(l.getMemref()); })
+      .Case([&](memref::StoreOp st) { return host(st.getMemref()); })
+      .Case([&](memref::CopyOp c) {
+        return host(c.getSource()) && host(c.getTarget());
+      })
+      .Default(false);
+}
+
+/// Everything else that names a host buffer runs on the device (a kernel,
+/// a runtime call on device pointers), except an all_to_allv reading its
+/// counts: an error at the op.
+LogicalResult checkHostBuffers(ModuleOp module) {
+  WalkResult bad = module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (isa<gpu::GPUModuleOp, gpu::LaunchOp>(op))
+      return WalkResult::skip();
+    if (isHostWork(op))
+      return WalkResult::advance();
+    auto x = dyn_cast<mx::AllToAllVOp>(op);
+    for (OpOperand &use : op->getOpOperands()) {
+      if (!mx::isHostMemory(use.get().getType()) ||
+          (x && (&use == &x.getSendCountsMutable() ||
+                 &use == &x.getRecvCountsMutable())))
+        continue;
+      op->emitOpError("operand #")
+          << use.getOperandNumber()
+          << " is a buffer in host memory (#muir_exec.host), which the "
+             "CUDA target's device work cannot read or write";
+      return WalkResult::interrupt();
     }
-  };
-  pairUp(host);
-  // Only those connected by copies to an all_to_allv's counts stay on the
-  // host; the others are the device's.
-  DenseSet<Value> result;
-  module.walk([&](mx::AllToAllVOp x) {
-    for (Value v : {x.getSendCounts(), x.getRecvCounts()})
-      if (host.contains(v))
-        result.insert(v);
+    return WalkResult::advance();
   });
-  for (bool changed = true; changed;) {
-    changed = false;
-    module.walk([&](memref::CopyOp c) {
-      Value s = c.getSource(), t = c.getTarget();
-      if (host.contains(s) && host.contains(t) &&
-          result.contains(s) != result.contains(t)) {
-        result.insert(s);
-        result.insert(t);
-        changed = true;
-      }
-    });
-  }
-  pairUp(result);
-  return result;
+  return failure(bad.wasInterrupted());
 }
 
 struct ExecToGPUPass
@@ -415,30 +395,10 @@ struct ExecToGPUPass
     });
     if (failed(lowerTriangles(module)))
       return signalPassFailure();
-    DenseSet<Value> host = hostCountBuffers(module);
-    WalkResult countsOnDevice = module.walk([&](mx::AllToAllVOp x) {
-      for (Value v : {x.getSendCounts(), x.getRecvCounts()})
-        if (!host.contains(v)) {
-          x.emitOpError("takes counts that are not host buffers of their "
-                        "own (NCCL's sends and receives need their counts "
-                        "on the host)");
-          return WalkResult::interrupt();
-        }
-      return WalkResult::advance();
-    });
-    if (countsOnDevice.wasInterrupted())
+    if (failed(checkHostBuffers(module)))
       return signalPassFailure();
-    auto onHost = [&](Operation *op) {
-      if (auto a = dyn_cast<memref::AllocOp>(op))
-        return host.contains(a.getResult());
-      if (auto d = dyn_cast<memref::DeallocOp>(op))
-        return host.contains(d.getMemref());
-      if (auto c = dyn_cast<memref::CopyOp>(op))
-        return host.contains(c.getSource());
-      return false;
-    };
     for (Operation *op : ops) {
-      if (onHost(op))
+      if (isHostWork(op))
         continue;
       OpBuilder b(op);
       Location loc = op->getLoc();
@@ -493,10 +453,7 @@ struct ExecToGPUPass
       if (op->getParentOfType<gpu::GPUModuleOp>() ||
           op->getParentOfType<gpu::LaunchOp>())
         return WalkResult::skip();
-      if (auto l = dyn_cast<memref::LoadOp>(op); l && host.contains(l.getMemref()))
-        return WalkResult::advance();
-      if (auto st = dyn_cast<memref::StoreOp>(op);
-          st && host.contains(st.getMemref()))
+      if (isHostWork(op))
         return WalkResult::advance();
       if (isa<memref::LoadOp, memref::StoreOp, linalg::LinalgOp>(op)) {
         op->emitOpError("reads or writes a device buffer from the host; the "

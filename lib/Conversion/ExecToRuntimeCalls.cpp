@@ -11,12 +11,15 @@
 // the call), applied in one walk. Which ops a target calls is the ops' own
 // RuntimeCallOpInterface: the CPU runtime is `muirrt_<name>`, the CUDA
 // runtime `muirrt_cuda_<name>` with the same arguments (device pointers).
+// Buffers left as memrefs (allocations, host stores) lose their
+// #muir_exec.host memory space here: it is the default one below.
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
@@ -702,6 +705,20 @@ struct ExecToRuntimeCallsPass
     for (auto grid :
          llvm::make_early_inc_range(module.getOps<muir::GridOp>()))
       grid.erase();
+
+    // Once buffers are pointers, host memory (#muir_exec.host, placed by
+    // muir-exec-to-gpu on CUDA) is the default memory space, which the LLVM
+    // lowering knows.
+    AttrTypeReplacer hostToDefault;
+    hostToDefault.addReplacement([](MemRefType type) -> std::optional<Type> {
+      if (!mx::isHostMemory(type))
+        return std::nullopt;
+      return MemRefType::get(type.getShape(), type.getElementType(),
+                             type.getLayout());
+    });
+    hostToDefault.recursivelyReplaceElementsIn(module, /*replaceAttrs=*/true,
+                                               /*replaceLocs=*/false,
+                                               /*replaceTypes=*/true);
   }
 };
 

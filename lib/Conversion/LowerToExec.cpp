@@ -7,7 +7,9 @@
 // argument's buffer: directly when the producing op is the argument's last
 // reader (element-wise kernels may read and write the same element), with a
 // copy otherwise. Every other tensor becomes a fresh 64-byte-aligned
-// allocation, freed before returning.
+// allocation, freed before returning. The counts of ragged exchanges (and
+// the switch results and yields they pass through) are allocated in
+// `#muir_exec.host` memory, which MPI and NCCL read them from.
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"
@@ -75,6 +77,7 @@ public:
 private:
   LogicalResult checkSignature();
   void planInPlace();
+  void planHostCounts();
   LogicalResult lowerOp(Operation *op);
   LogicalResult lowerScalar(Operation *op);
   LogicalResult lowerCollective(Operation *op);
@@ -151,6 +154,8 @@ private:
   SmallVector<int64_t> resultTargets;
   /// Op results computed directly into an argument's buffer.
   DenseMap<Value, unsigned> inPlace;
+  /// Tensors whose buffers are in #muir_exec.host memory.
+  DenseSet<Value> hostCounts;
   func::FuncOp newFunc;
 };
 
@@ -224,12 +229,41 @@ void FunctionLowering::planInPlace() {
   }
 }
 
+/// The all_to_allv counts, with every switch result they are and every
+/// value a switch case yields for them: a switch copies what a case yields
+/// into its result's buffer, so both sides live in the same memory.
+void FunctionLowering::planHostCounts() {
+  SmallVector<Value> work;
+  func.walk([&](AllToAllVOp x) {
+    work.push_back(x.getSendCounts());
+    work.push_back(x.getRecvCounts());
+  });
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!hostCounts.insert(v).second)
+      continue;
+    if (auto r = dyn_cast<OpResult>(v))
+      if (auto sw = dyn_cast<scf::IndexSwitchOp>(r.getOwner()))
+        for (Region &region : sw->getRegions())
+          work.push_back(
+              region.front().getTerminator()->getOperand(r.getResultNumber()));
+    for (OpOperand &use : v.getUses())
+      if (isa<scf::YieldOp>(use.getOwner()))
+        if (auto sw = dyn_cast<scf::IndexSwitchOp>(use.getOwner()->getParentOp()))
+          work.push_back(sw.getResult(use.getOperandNumber()));
+  }
+}
+
 Value FunctionLowering::output(Value result) {
   auto it = inPlace.find(result);
   if (it != inPlace.end())
     return newFunc.getArgument(it->second);
   auto t = cast<RankedTensorType>(result.getType());
-  auto type = MemRefType::get(t.getShape(), t.getElementType());
+  Attribute space;
+  if (hostCounts.contains(result))
+    space = mx::HostMemoryAttr::get(b.getContext());
+  auto type = MemRefType::get(t.getShape(), t.getElementType(),
+                              MemRefLayoutAttrInterface(), space);
   Value buf = memref::AllocOp::create(b, loc, type, b.getI64IntegerAttr(64));
   allocScopes.back().push_back(buf);
   return buf;
@@ -324,9 +358,14 @@ LogicalResult FunctionLowering::lowerCollective(Operation *op) {
                            sl.getSliceAxisAttr());
   } else {
     auto a2av = cast<AllToAllVOp>(op);
+    Value sendCounts = in(a2av.getSendCounts());
+    if (!mx::isHostMemory(sendCounts.getType()))
+      return op->emitOpError("takes send counts that are a view of another "
+                             "buffer; expected counts of their own in host "
+                             "memory");
     Value recvCounts = output(a2av.getRecvCounts());
-    mx::AllToAllVOp::create(b, loc, input, in(a2av.getSendCounts()), out,
-                            recvCounts, groupAttr);
+    mx::AllToAllVOp::create(b, loc, input, sendCounts, out, recvCounts,
+                            groupAttr);
     map.map(a2av.getRecvCounts(), recvCounts);
   }
   return success();
@@ -744,6 +783,7 @@ LogicalResult FunctionLowering::run() {
   if (failed(checkSignature()))
     return failure();
   planInPlace();
+  planHostCounts();
 
   SmallVector<Type> inputs;
   for (Type t : func.getFunctionType().getInputs()) {

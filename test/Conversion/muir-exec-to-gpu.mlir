@@ -159,35 +159,36 @@ func.func @other_plan(%rows: memref<16x4xf32>, %idx: memref<8x2xi64>, %plan: mem
 
 // -----
 
-// An all_to_allv's counts (stored by the host) stay host buffers, also when
-// copied from another host buffer; its rows move to the device.
+// Buffers in #muir_exec.host memory (an all_to_allv's counts, stored by the
+// host) stay host allocations, with their stores and the copies between
+// them; the rows move to the device.
 // CHECK-LABEL: func.func @ragged
 muir.grid @w axes = ["dp"] shape = [2]
 func.func @ragged(%in: memref<8xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %n = arith.constant 4 : i64
-  // CHECK: %[[SEND:.*]] = memref.alloc() : memref<2xi64>
+  // CHECK: %[[SEND:.*]] = memref.alloc() : memref<2xi64, #muir_exec.host>
   // CHECK: memref.store %{{.*}}, %[[SEND]]
   // CHECK: %[[OUT:.*]] = gpu.alloc () : memref<8xf32>
-  // CHECK: %[[RECV:.*]] = memref.alloc() : memref<2xi64>
-  // CHECK: %[[TMP:.*]] = memref.alloc() : memref<2xi64>
+  // CHECK: %[[RECV:.*]] = memref.alloc() : memref<2xi64, #muir_exec.host>
+  // CHECK: %[[TMP:.*]] = memref.alloc() : memref<2xi64, #muir_exec.host>
   // CHECK: memref.copy %[[TMP]], %[[RECV]]
   // CHECK: muir_exec.all_to_allv %{{.*}}, %[[SEND]], %[[OUT]], %[[RECV]]
   // CHECK: memref.dealloc %[[SEND]]
   // CHECK: gpu.dealloc %[[OUT]]
-  %send = memref.alloc() : memref<2xi64>
-  memref.store %n, %send[%c0] : memref<2xi64>
-  memref.store %n, %send[%c1] : memref<2xi64>
+  %send = memref.alloc() : memref<2xi64, #muir_exec.host>
+  memref.store %n, %send[%c0] : memref<2xi64, #muir_exec.host>
+  memref.store %n, %send[%c1] : memref<2xi64, #muir_exec.host>
   %out = memref.alloc() : memref<8xf32>
-  %recv = memref.alloc() : memref<2xi64>
-  %tmp = memref.alloc() : memref<2xi64>
-  memref.copy %tmp, %recv : memref<2xi64> to memref<2xi64>
-  muir_exec.all_to_allv %in, %send, %out, %recv {group = #muir_exec.group<@w, ["dp"]>} : memref<8xf32>, memref<2xi64>, memref<8xf32>, memref<2xi64>
-  memref.dealloc %send : memref<2xi64>
+  %recv = memref.alloc() : memref<2xi64, #muir_exec.host>
+  %tmp = memref.alloc() : memref<2xi64, #muir_exec.host>
+  memref.copy %tmp, %recv : memref<2xi64, #muir_exec.host> to memref<2xi64, #muir_exec.host>
+  muir_exec.all_to_allv %in, %send, %out, %recv {group = #muir_exec.group<@w, ["dp"]>} : memref<8xf32>, memref<2xi64, #muir_exec.host>, memref<8xf32>, memref<2xi64, #muir_exec.host>
+  memref.dealloc %send : memref<2xi64, #muir_exec.host>
   memref.dealloc %out : memref<8xf32>
-  memref.dealloc %recv : memref<2xi64>
-  memref.dealloc %tmp : memref<2xi64>
+  memref.dealloc %recv : memref<2xi64, #muir_exec.host>
+  memref.dealloc %tmp : memref<2xi64, #muir_exec.host>
   return
 }
 
@@ -196,12 +197,23 @@ func.func @ragged(%in: memref<8xf32>) {
 // Counts that a device kernel writes cannot stay on the host.
 muir.grid @w axes = ["dp"] shape = [2]
 func.func @device_counts(%in: memref<8xf32>, %logits: memref<4x2xf32>, %idx: memref<4x1xi64>, %w: memref<4x1xf32>) {
-  %send = memref.alloc() : memref<2xi64>
+  %send = memref.alloc() : memref<2xi64, #muir_exec.host>
   %out = memref.alloc() : memref<8xf32>
-  %recv = memref.alloc() : memref<2xi64>
-  muir_exec.route %logits into %idx, %w, %send {n_group = 1 : i64, scaling = 1.0 : f64, scoring = #muir_exec.scoring<softmax>, topk_group = 1 : i64} : memref<4x2xf32> -> memref<4x1xi64>, memref<4x1xf32>, memref<2xi64>
-  // expected-error @+1 {{'muir_exec.all_to_allv' op takes counts that are not host buffers of their own (NCCL's sends and receives need their counts on the host)}}
-  muir_exec.all_to_allv %in, %send, %out, %recv {group = #muir_exec.group<@w, ["dp"]>} : memref<8xf32>, memref<2xi64>, memref<8xf32>, memref<2xi64>
+  %recv = memref.alloc() : memref<2xi64, #muir_exec.host>
+  // expected-error @+1 {{'muir_exec.route' op operand #3 is a buffer in host memory (#muir_exec.host), which the CUDA target's device work cannot read or write}}
+  muir_exec.route %logits into %idx, %w, %send {n_group = 1 : i64, scaling = 1.0 : f64, scoring = #muir_exec.scoring<softmax>, topk_group = 1 : i64} : memref<4x2xf32> -> memref<4x1xi64>, memref<4x1xf32>, memref<2xi64, #muir_exec.host>
+  muir_exec.all_to_allv %in, %send, %out, %recv {group = #muir_exec.group<@w, ["dp"]>} : memref<8xf32>, memref<2xi64, #muir_exec.host>, memref<8xf32>, memref<2xi64, #muir_exec.host>
+  return
+}
+
+// -----
+
+// A copy between host and device memory is not placed either.
+func.func @mixed_copy(%in: memref<2xi64>) {
+  %h = memref.alloc() : memref<2xi64, #muir_exec.host>
+  // expected-error @+1 {{'memref.copy' op operand #1 is a buffer in host memory (#muir_exec.host), which the CUDA target's device work cannot read or write}}
+  memref.copy %in, %h : memref<2xi64> to memref<2xi64, #muir_exec.host>
+  memref.dealloc %h : memref<2xi64, #muir_exec.host>
   return
 }
 

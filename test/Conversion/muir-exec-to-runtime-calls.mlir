@@ -1,4 +1,6 @@
 // RUN: muir-opt %s --muir-exec-to-runtime-calls --cse | FileCheck %s
+// RUN: muir-opt %s --muir-exec-to-runtime-calls | FileCheck %s --check-prefix=SPACE
+// SPACE-NOT: #muir_exec.host
 
 // Strings (layer names) are private constant globals at the module's top.
 // CHECK: llvm.mlir.global private constant @__muir_str_{{[0-9]+}}("l3\00")
@@ -90,6 +92,24 @@ func.func @carried(%c: memref<2x4x4xf32>) {
   return
 }
 
+// Host memory (#muir_exec.host) is the default memory space once buffers are
+// pointers: it is gone from the allocations, the stores and the signature.
+// CHECK-LABEL: func.func @ragged
+// CHECK-SAME: %{{[^:]+}}: memref<2xi64>)
+// CHECK: %[[S:.+]] = memref.alloc() : memref<2xi64>
+// CHECK: memref.store %{{.+}}, %[[S]][%{{.+}}] : memref<2xi64>
+// CHECK: call @muirrt_all_to_allv(
+// CHECK: memref.dealloc %[[S]] : memref<2xi64>
+func.func @ragged(%in: memref<8xf32>, %out: memref<8xf32>, %recv: memref<2xi64, #muir_exec.host>) {
+  %c0 = arith.constant 0 : index
+  %n = arith.constant 4 : i64
+  %send = memref.alloc() : memref<2xi64, #muir_exec.host>
+  memref.store %n, %send[%c0] : memref<2xi64, #muir_exec.host>
+  muir_exec.all_to_allv %in, %send, %out, %recv {group = #muir_exec.group<@world, ["dp"]>} : memref<8xf32>, memref<2xi64, #muir_exec.host>, memref<8xf32>, memref<2xi64, #muir_exec.host>
+  memref.dealloc %send : memref<2xi64, #muir_exec.host>
+  return
+}
+
 // Each exec op is one call with raw pointers and static sizes; a batch of
 // matrices is one call. Declarations are added once; grids are dropped.
 // CHECK-NOT: muir.grid
@@ -131,4 +151,3 @@ func.func @calls(%a: memref<4x8xf32>, %b: memref<8x4xf32>, %c: memref<4x4xf32>, 
   muir_exec.observe %c {label = "c", slot = 2} : memref<4x4xf32>
   return
 }
-

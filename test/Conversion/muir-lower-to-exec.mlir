@@ -155,6 +155,40 @@ func.func @collectives(%x: tensor<4x8xf32> {muir.name = "x"}) -> (tensor<4x8xf32
 
 // -----
 
+// The counts of ragged exchanges are host buffers (#muir_exec.host), and so
+// are the switch results they pass through and what each case yields for
+// them; the rows are not.
+muir.grid @w axes = ["dp"] shape = [2]
+// CHECK-LABEL: func.func @ragged_counts
+// CHECK: %[[SEND:.+]] = memref.alloc() {alignment = 64 : i64} : memref<2xi64, #muir_exec.host>
+// CHECK: memref.store %{{.+}}, %[[SEND]]
+// CHECK: %[[ROWS:.+]] = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+// CHECK: %[[RECV:.+]] = memref.alloc() {alignment = 64 : i64} : memref<2xi64, #muir_exec.host>
+// CHECK: muir_exec.all_to_allv %{{.+}}, %[[SEND]], %[[ROWS]], %[[RECV]]
+// CHECK: %[[BACK:.+]] = memref.alloc() {alignment = 64 : i64} : memref<2xi64, #muir_exec.host>
+// CHECK: scf.index_switch
+// CHECK: memref.copy %[[RECV]], %[[BACK]] : memref<2xi64, #muir_exec.host> to memref<2xi64, #muir_exec.host>
+// CHECK: default
+// CHECK: memref.copy %[[SEND]], %[[BACK]] : memref<2xi64, #muir_exec.host> to memref<2xi64, #muir_exec.host>
+// CHECK: muir_exec.all_to_allv %[[ROWS]], %[[BACK]], %{{.+}}, %{{.+}} {group = #muir_exec.group<@w, ["dp"]>} : memref<16xf32>, memref<2xi64, #muir_exec.host>, memref<16xf32>, memref<2xi64, #muir_exec.host>
+func.func @ragged_counts(%x: tensor<8xf32> {muir.name = "x"}) -> (tensor<8xf32> {muir.updates = "x"}) {
+  %c = arith.constant dense<[4, 4]> : tensor<2xi64>
+  %r:2 = muir.all_to_allv %x, %c on @w axes = ["dp"] : (tensor<8xf32>, tensor<2xi64>) -> (tensor<16xf32>, tensor<2xi64>)
+  %rank = muir.group_rank on @w axes = ["dp"] : index
+  %back = scf.index_switch %rank -> tensor<2xi64>
+  case 0 {
+    scf.yield %r#1 : tensor<2xi64>
+  }
+  default {
+    scf.yield %c : tensor<2xi64>
+  }
+  %y:2 = muir.all_to_allv %r#0, %back on @w axes = ["dp"] : (tensor<16xf32>, tensor<2xi64>) -> (tensor<16xf32>, tensor<2xi64>)
+  %z = tensor.extract_slice %y#0[0] [8] [1] : tensor<16xf32> to tensor<8xf32>
+  return %z : tensor<8xf32>
+}
+
+// -----
+
 // A second grid folds the same ranks into other axes (MoE: edp x ep): its
 // collectives and group ranks name it.
 muir.grid @world axes = ["dp", "tp"] shape = [2, 2]

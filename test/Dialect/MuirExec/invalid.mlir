@@ -331,3 +331,13 @@ func.func @group_axis_twice() -> index {
   %r = muir_exec.group_rank {group = #muir_exec.group<@world, ["tp", "tp"]>} : index
   return %r : index
 }
+
+// -----
+
+// A ragged exchange's counts are host buffers on every target.
+muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
+func.func @all_to_allv_counts_not_host(%i: memref<8xf32>, %sc: memref<2xi64>, %o: memref<16xf32>, %rc: memref<2xi64, #muir_exec.host>) {
+  // expected-error@+1 {{'muir_exec.all_to_allv' op operand #1 must be 1-D i64 memref in #muir_exec.host memory, but got 'memref<2xi64>'}}
+  muir_exec.all_to_allv %i, %sc, %o, %rc {group = #muir_exec.group<@world, ["dp"]>} : memref<8xf32>, memref<2xi64>, memref<16xf32>, memref<2xi64, #muir_exec.host>
+  return
+}

@@ -151,3 +151,14 @@ func.func @observe(%x: memref<8x4xf32>, %v: memref<16xf32>, %s: memref<f32>) {
   muir_exec.observe %s {label = "", slot = 12} : memref<f32>
   return
 }
+
+// A ragged exchange's counts are buffers in host memory (#muir_exec.host).
+// CHECK-LABEL: func.func @all_to_allv(
+// CHECK-SAME: %[[I:.+]]: memref<8x4xf32>, %[[SC:.+]]: memref<2xi64, #muir_exec.host>, %[[O:.+]]: memref<16x4xf32>, %[[RC:.+]]: memref<2xi64, #muir_exec.host>)
+// CHECK: muir_exec.all_to_allv %[[I]], %[[SC]], %[[O]], %[[RC]] {group = #muir_exec.group<@world, ["dp"]>} : memref<8x4xf32>, memref<2xi64, #muir_exec.host>, memref<16x4xf32>, memref<2xi64, #muir_exec.host>
+// GENERIC-LABEL: sym_name = "all_to_allv"
+// GENERIC: "muir_exec.all_to_allv"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{group = #muir_exec.group<@world, ["dp"]>}> : (memref<8x4xf32>, memref<2xi64, #muir_exec.host>, memref<16x4xf32>, memref<2xi64, #muir_exec.host>) -> ()
+func.func @all_to_allv(%i: memref<8x4xf32>, %sc: memref<2xi64, #muir_exec.host>, %o: memref<16x4xf32>, %rc: memref<2xi64, #muir_exec.host>) {
+  muir_exec.all_to_allv %i, %sc, %o, %rc {group = #muir_exec.group<@world, ["dp"]>} : memref<8x4xf32>, memref<2xi64, #muir_exec.host>, memref<16x4xf32>, memref<2xi64, #muir_exec.host>
+  return
+}
