@@ -338,9 +338,12 @@ LogicalResult lowerScaleByNorm(mx::ScaleByNormOp op) {
 //===----------------------------------------------------------------------===//
 
 /// Host work on buffers in #muir_exec.host memory stays on the host: their
-/// allocation, loads and stores, and copies between two of them.
+/// allocation, views, loads and stores, and copies between two of them.
 bool isHostWork(Operation *op) {
   auto host = [](Value v) { return mx::isHostMemory(v.getType()); };
+  if (auto view = dyn_cast<ViewLikeOpInterface>(op))
+    return host(view.getViewSource()) && op->getNumResults() == 1 &&
+           host(op->getResult(0));
   return TypeSwitch<Operation *, bool>(op)
       .Case([&](memref::AllocOp a) { return host(a.getMemref()); })
       .Case([&](memref::DeallocOp d) { return host(d.getMemref()); })

@@ -706,9 +706,10 @@ struct ExecToRuntimeCallsPass
          llvm::make_early_inc_range(module.getOps<muir::GridOp>()))
       grid.erase();
 
-    // Once buffers are pointers, host memory (#muir_exec.host, placed by
-    // muir-exec-to-gpu on CUDA) is the default memory space, which the LLVM
-    // lowering knows.
+    // Once buffers are pointers, host memory (#muir_exec.host, where
+    // muir-lower-to-exec puts the counts on every target and which
+    // muir-exec-to-gpu keeps on the host for CUDA) is the default memory
+    // space, which the LLVM lowering knows.
     AttrTypeReplacer hostToDefault;
     hostToDefault.addReplacement([](MemRefType type) -> std::optional<Type> {
       if (!mx::isHostMemory(type))

@@ -15,6 +15,7 @@
 #include "muir/Passes.h"
 
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -229,9 +230,10 @@ void FunctionLowering::planInPlace() {
   }
 }
 
-/// The all_to_allv counts, with every switch result they are and every
-/// value a switch case yields for them: a switch copies what a case yields
-/// into its result's buffer, so both sides live in the same memory.
+/// The all_to_allv counts, with every tensor their buffers are copied from
+/// or into (a switch's yields and results, the sources of slices and
+/// concatenations) or views of (reshapes), so that each copy and view stays
+/// within host memory.
 void FunctionLowering::planHostCounts() {
   SmallVector<Value> work;
   func.walk([&](AllToAllVOp x) {
@@ -242,15 +244,26 @@ void FunctionLowering::planHostCounts() {
     Value v = work.pop_back_val();
     if (!hostCounts.insert(v).second)
       continue;
-    if (auto r = dyn_cast<OpResult>(v))
-      if (auto sw = dyn_cast<scf::IndexSwitchOp>(r.getOwner()))
+    if (auto r = dyn_cast<OpResult>(v)) {
+      Operation *def = r.getOwner();
+      if (auto sw = dyn_cast<scf::IndexSwitchOp>(def))
         for (Region &region : sw->getRegions())
           work.push_back(
               region.front().getTerminator()->getOperand(r.getResultNumber()));
-    for (OpOperand &use : v.getUses())
-      if (isa<scf::YieldOp>(use.getOwner()))
-        if (auto sw = dyn_cast<scf::IndexSwitchOp>(use.getOwner()->getParentOp()))
+      if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
+              tensor::ExtractSliceOp>(def))
+        work.push_back(def->getOperand(0));
+      if (auto concat = dyn_cast<tensor::ConcatOp>(def))
+        llvm::append_range(work, concat.getInputs());
+    }
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (isa<scf::YieldOp>(user))
+        if (auto sw = dyn_cast<scf::IndexSwitchOp>(user->getParentOp()))
           work.push_back(sw.getResult(use.getOperandNumber()));
+      if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user))
+        work.push_back(user->getResult(0));
+    }
   }
 }
 
@@ -359,10 +372,6 @@ LogicalResult FunctionLowering::lowerCollective(Operation *op) {
   } else {
     auto a2av = cast<AllToAllVOp>(op);
     Value sendCounts = in(a2av.getSendCounts());
-    if (!mx::isHostMemory(sendCounts.getType()))
-      return op->emitOpError("takes send counts that are a view of another "
-                             "buffer; expected counts of their own in host "
-                             "memory");
     Value recvCounts = output(a2av.getRecvCounts());
     mx::AllToAllVOp::create(b, loc, input, sendCounts, out, recvCounts,
                             groupAttr);
@@ -388,8 +397,11 @@ LogicalResult FunctionLowering::lowerReshape(Operation *op) {
     auto e = cast<tensor::ExpandShapeOp>(op);
     auto t = e.getResultType();
     view = memref::ExpandShapeOp::create(
-        b, loc, MemRefType::get(t.getShape(), t.getElementType()), src,
-        e.getReassociationIndices());
+        b, loc,
+        MemRefType::get(t.getShape(), t.getElementType(),
+                        MemRefLayoutAttrInterface(),
+                        cast<MemRefType>(src.getType()).getMemorySpace()),
+        src, e.getReassociationIndices());
   }
   map.map(op->getResult(0), view);
   return success();
@@ -716,11 +728,15 @@ LogicalResult FunctionLowering::lower(arith::ConstantOp cst) {
   Operation *op = cst.getOperation();
   if (auto dense = dyn_cast<DenseIntElementsAttr>(cst.getValue())) {
     Value out = output(cst.getResult());
+    SmallVector<int64_t> strides =
+        computeSuffixProduct(dense.getShapedType().getShape());
     for (auto [i, v] : llvm::enumerate(dense.getValues<APInt>())) {
-      Value idx = arith::ConstantIndexOp::create(b, loc, i);
+      SmallVector<Value> idx;
+      for (int64_t d : delinearize(i, strides))
+        idx.push_back(arith::ConstantIndexOp::create(b, loc, d));
       Value c = arith::ConstantOp::create(
           b, loc, b.getIntegerAttr(dense.getElementType(), v));
-      memref::StoreOp::create(b, loc, c, out, ValueRange{idx});
+      memref::StoreOp::create(b, loc, c, out, idx);
     }
     map.map(cst.getResult(), out);
     return success();

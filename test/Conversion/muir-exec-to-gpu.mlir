@@ -160,8 +160,8 @@ func.func @other_plan(%rows: memref<16x4xf32>, %idx: memref<8x2xi64>, %plan: mem
 // -----
 
 // Buffers in #muir_exec.host memory (an all_to_allv's counts, stored by the
-// host) stay host allocations, with their stores and the copies between
-// them; the rows move to the device.
+// host) stay host allocations, with their stores, views and the copies
+// between them; the rows move to the device.
 // CHECK-LABEL: func.func @ragged
 muir.grid @w axes = ["dp"] shape = [2]
 func.func @ragged(%in: memref<8xf32>) {
@@ -174,6 +174,8 @@ func.func @ragged(%in: memref<8xf32>) {
   // CHECK: %[[RECV:.*]] = memref.alloc() : memref<2xi64, #muir_exec.host>
   // CHECK: %[[TMP:.*]] = memref.alloc() : memref<2xi64, #muir_exec.host>
   // CHECK: memref.copy %[[TMP]], %[[RECV]]
+  // CHECK: %[[HALF:.*]] = memref.subview %[[TMP]][0] [1] [1]
+  // CHECK: memref.copy %[[HALF]], %{{.*}} : memref<1xi64, strided<[1]>, #muir_exec.host> to memref<1xi64, strided<[1], offset: 1>, #muir_exec.host>
   // CHECK: muir_exec.all_to_allv %{{.*}}, %[[SEND]], %[[OUT]], %[[RECV]]
   // CHECK: memref.dealloc %[[SEND]]
   // CHECK: gpu.dealloc %[[OUT]]
@@ -184,6 +186,9 @@ func.func @ragged(%in: memref<8xf32>) {
   %recv = memref.alloc() : memref<2xi64, #muir_exec.host>
   %tmp = memref.alloc() : memref<2xi64, #muir_exec.host>
   memref.copy %tmp, %recv : memref<2xi64, #muir_exec.host> to memref<2xi64, #muir_exec.host>
+  %half = memref.subview %tmp[0] [1] [1] : memref<2xi64, #muir_exec.host> to memref<1xi64, strided<[1]>, #muir_exec.host>
+  %other = memref.subview %recv[1] [1] [1] : memref<2xi64, #muir_exec.host> to memref<1xi64, strided<[1], offset: 1>, #muir_exec.host>
+  memref.copy %half, %other : memref<1xi64, strided<[1]>, #muir_exec.host> to memref<1xi64, strided<[1], offset: 1>, #muir_exec.host>
   muir_exec.all_to_allv %in, %send, %out, %recv {group = #muir_exec.group<@w, ["dp"]>} : memref<8xf32>, memref<2xi64, #muir_exec.host>, memref<8xf32>, memref<2xi64, #muir_exec.host>
   memref.dealloc %send : memref<2xi64, #muir_exec.host>
   memref.dealloc %out : memref<8xf32>

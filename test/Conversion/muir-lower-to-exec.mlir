@@ -156,8 +156,8 @@ func.func @collectives(%x: tensor<4x8xf32> {muir.name = "x"}) -> (tensor<4x8xf32
 // -----
 
 // The counts of ragged exchanges are host buffers (#muir_exec.host), and so
-// are the switch results they pass through and what each case yields for
-// them; the rows are not.
+// are the switch results they pass through, what each case yields for them
+// and the reshapes on the way (views of the same buffer); the rows are not.
 muir.grid @w axes = ["dp"] shape = [2]
 // CHECK-LABEL: func.func @ragged_counts
 // CHECK: %[[SEND:.+]] = memref.alloc() {alignment = 64 : i64} : memref<2xi64, #muir_exec.host>
@@ -165,19 +165,23 @@ muir.grid @w axes = ["dp"] shape = [2]
 // CHECK: %[[ROWS:.+]] = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
 // CHECK: %[[RECV:.+]] = memref.alloc() {alignment = 64 : i64} : memref<2xi64, #muir_exec.host>
 // CHECK: muir_exec.all_to_allv %{{.+}}, %[[SEND]], %[[ROWS]], %[[RECV]]
+// CHECK: %[[E:.+]] = memref.expand_shape %[[RECV]] {{.*}} : memref<2xi64, #muir_exec.host> into memref<2x1xi64, #muir_exec.host>
+// CHECK: %[[F:.+]] = memref.collapse_shape %[[E]] {{.*}} : memref<2x1xi64, #muir_exec.host> into memref<2xi64, #muir_exec.host>
 // CHECK: %[[BACK:.+]] = memref.alloc() {alignment = 64 : i64} : memref<2xi64, #muir_exec.host>
 // CHECK: scf.index_switch
-// CHECK: memref.copy %[[RECV]], %[[BACK]] : memref<2xi64, #muir_exec.host> to memref<2xi64, #muir_exec.host>
+// CHECK: memref.copy %[[F]], %[[BACK]] : memref<2xi64, #muir_exec.host> to memref<2xi64, #muir_exec.host>
 // CHECK: default
 // CHECK: memref.copy %[[SEND]], %[[BACK]] : memref<2xi64, #muir_exec.host> to memref<2xi64, #muir_exec.host>
 // CHECK: muir_exec.all_to_allv %[[ROWS]], %[[BACK]], %{{.+}}, %{{.+}} {group = #muir_exec.group<@w, ["dp"]>} : memref<16xf32>, memref<2xi64, #muir_exec.host>, memref<16xf32>, memref<2xi64, #muir_exec.host>
 func.func @ragged_counts(%x: tensor<8xf32> {muir.name = "x"}) -> (tensor<8xf32> {muir.updates = "x"}) {
   %c = arith.constant dense<[4, 4]> : tensor<2xi64>
   %r:2 = muir.all_to_allv %x, %c on @w axes = ["dp"] : (tensor<8xf32>, tensor<2xi64>) -> (tensor<16xf32>, tensor<2xi64>)
+  %e = tensor.expand_shape %r#1 [[0, 1]] output_shape [2, 1] : tensor<2xi64> into tensor<2x1xi64>
+  %f = tensor.collapse_shape %e [[0, 1]] : tensor<2x1xi64> into tensor<2xi64>
   %rank = muir.group_rank on @w axes = ["dp"] : index
   %back = scf.index_switch %rank -> tensor<2xi64>
   case 0 {
-    scf.yield %r#1 : tensor<2xi64>
+    scf.yield %f : tensor<2xi64>
   }
   default {
     scf.yield %c : tensor<2xi64>
@@ -185,6 +189,20 @@ func.func @ragged_counts(%x: tensor<8xf32> {muir.name = "x"}) -> (tensor<8xf32> 
   %y:2 = muir.all_to_allv %r#0, %back on @w axes = ["dp"] : (tensor<16xf32>, tensor<2xi64>) -> (tensor<16xf32>, tensor<2xi64>)
   %z = tensor.extract_slice %y#0[0] [8] [1] : tensor<16xf32> to tensor<8xf32>
   return %z : tensor<8xf32>
+}
+
+// -----
+
+// An integer constant of any rank is a buffer stored element by element.
+// CHECK-LABEL: func.func @int_constant
+// CHECK: %[[C:.+]] = memref.alloc() {alignment = 64 : i64} : memref<2x2xi64>
+// CHECK: memref.store %c10_i64, %[[C]][%c0{{[_0-9]*}}, %c0{{[_0-9]*}}] : memref<2x2xi64>
+// CHECK: memref.store %c20_i64, %[[C]][%c0{{[_0-9]*}}, %c1{{[_0-9]*}}] : memref<2x2xi64>
+// CHECK: memref.store %c30_i64, %[[C]][%c1{{[_0-9]*}}, %c0{{[_0-9]*}}] : memref<2x2xi64>
+// CHECK: memref.store %c40_i64, %[[C]][%c1{{[_0-9]*}}, %c1{{[_0-9]*}}] : memref<2x2xi64>
+func.func @int_constant(%x: tensor<4xf32> {muir.name = "x"}) -> (tensor<4xf32> {muir.updates = "x"}) {
+  %c = arith.constant dense<[[10, 20], [30, 40]]> : tensor<2x2xi64>
+  return %x : tensor<4xf32>
 }
 
 // -----
