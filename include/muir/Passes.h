@@ -86,6 +86,27 @@ void populateElementwiseToLinalgPatterns(RewritePatternSet &patterns);
 /// removal).
 void applyElementwiseToLinalg(Operation *root);
 
+/// The tensor-level rewrites behind the passes of the same names, for any
+/// pattern driver (the passes apply them in one walk):
+/// muir.muon_update as momentum, Newton-Schulz and apply_update, probing
+/// each Newton-Schulz output with `probeUpdates` in slots numbered from
+/// `nextSlot` on (which it advances).
+void populateDecomposeOptimizersPatterns(RewritePatternSet &patterns,
+                                         bool probeUpdates, int64_t &nextSlot);
+/// Each Newton-Schulz op in the Gram or the standard form (`nsForm`, or
+/// the cost model for `machine` with auto), the choice recorded on it.
+void populateGramNewtonSchulzPatterns(RewritePatternSet &patterns,
+                                      Machine machine, NSFormOption nsForm,
+                                      bool syrk);
+/// Newton-Schulz as its normalisation and three matmuls per step.
+void populateExpandNewtonSchulzPatterns(RewritePatternSet &patterns);
+/// Symmetric products as muir.syrk.
+void populateFormSyrkPatterns(RewritePatternSet &patterns);
+/// all_reduce(sum) of a SYRK as muir.syrk_all_reduce, in chunks of
+/// `chunkRows` rows (0: the cost model's for `machine`).
+void populateFuseSyrkAllReducePatterns(RewritePatternSet &patterns,
+                                       Machine machine, int64_t chunkRows);
+
 /// The dialects muir's tools read and produce: every upstream dialect and
 /// extension (what the pipelines emit) plus muir and muir_exec.
 void registerMuirDialects(DialectRegistry &registry);

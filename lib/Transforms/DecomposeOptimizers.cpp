@@ -9,7 +9,7 @@
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIRDECOMPOSEOPTIMIZERS
@@ -51,6 +51,86 @@ std::string probeLabel(Value param) {
          std::to_string(offsets[0] + sizes[0]) + "]";
 }
 
+/// muon_update as momentum, Newton-Schulz (per row block of a split
+/// update) and apply_update; with probe-updates, each Newton-Schulz output
+/// is probed, in slots numbered from `nextSlot` on.
+struct DecomposeMuonUpdate : OpRewritePattern<MuonUpdateOp> {
+  DecomposeMuonUpdate(MLIRContext *context, bool probeUpdates,
+                      int64_t &nextSlot)
+      : OpRewritePattern(context), probeUpdates(probeUpdates),
+        nextSlot(nextSlot) {}
+
+  LogicalResult matchAndRewrite(MuonUpdateOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = op.getParam().getType();
+    int64_t rank = type.getRank();
+    int64_t m = type.getDimSize(rank - 2), n = type.getDimSize(rank - 1);
+
+    auto mom = MomentumOp::create(rewriter, loc, type, type, op.getGrad(),
+                                  op.getMomentumBuffer(), op.getBetaAttr(),
+                                  op.getMomentumKindAttr(),
+                                  op.getNesterovAttr());
+    StringAttr name = getArgName(op.getParam());
+    std::string label =
+        name ? name.str() : ("muon_update@" + std::to_string(nextSlot));
+    double extra = op.getScaleExtra().convertToDouble();
+    // Orthogonalise and apply one block of rows [r0, r0 + rows) (all rows
+    // when the update is not split).
+    auto block = [&](int64_t r0, int64_t rows, bool whole) -> Value {
+      Value u = mom.getUpdate(), p = op.getParam();
+      auto blockType = type;
+      if (!whole) {
+        blockType = RankedTensorType::get({rows, n}, type.getElementType());
+        SmallVector<OpFoldResult> offsets = {rewriter.getIndexAttr(r0),
+                                             rewriter.getIndexAttr(0)};
+        SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(rows),
+                                           rewriter.getIndexAttr(n)};
+        SmallVector<OpFoldResult> strides(2, rewriter.getIndexAttr(1));
+        u = tensor::ExtractSliceOp::create(rewriter, loc, blockType, u, offsets,
+                                           sizes, strides);
+        p = tensor::ExtractSliceOp::create(rewriter, loc, blockType, p, offsets,
+                                           sizes, strides);
+      }
+      auto ns = NewtonSchulzOp::create(rewriter, loc, blockType, u,
+                                       op.getNsStepsAttr(),
+                                       op.getScheduleAttr(),
+                                       op.getCoefficientsAttr(),
+                                       op.getEpsAttr());
+      if (probeUpdates) {
+        std::string tag =
+            whole ? label
+                  : label + "[" + std::to_string(r0) + ":" +
+                        std::to_string(r0 + rows) + "]";
+        ProbeOp::create(rewriter, loc, ns.getResult(), rewriter.getStringAttr(tag),
+                        rewriter.getI64IntegerAttr(nextSlot++));
+      }
+      double scale = getUpdateScale(op.getScaleMode(), extra,
+                                    whole ? m : rows, n);
+      return ApplyUpdateOp::create(rewriter, loc, blockType, p, ns.getResult(),
+                                   op.getHyper(), op.getLrAttr(), rewriter.getF64FloatAttr(scale),
+                                   op.getWeightDecayAttr());
+    };
+    Value newParam;
+    if (std::optional<ArrayRef<int64_t>> blocks = op.getRowBlocks()) {
+      SmallVector<Value> parts;
+      int64_t r0 = 0;
+      for (int64_t rows : *blocks) {
+        parts.push_back(block(r0, rows, false));
+        r0 += rows;
+      }
+      newParam = tensor::ConcatOp::create(rewriter, loc, type, /*dim=*/0, parts);
+    } else {
+      newParam = block(0, m, true);
+    }
+    rewriter.replaceOp(op, {newParam, mom.getNewMomentumBuffer()});
+    return success();
+  }
+
+  bool probeUpdates;
+  int64_t &nextSlot;
+};
+
 struct DecomposeOptimizersPass
     : public mlir::muir::impl::MuirDecomposeOptimizersBase<DecomposeOptimizersPass> {
   using Base::Base;
@@ -84,77 +164,16 @@ struct DecomposeOptimizersPass
       }
     }
 
-    SmallVector<MuonUpdateOp> updates;
-    module.walk([&](MuonUpdateOp op) { updates.push_back(op); });
-    for (MuonUpdateOp op : updates) {
-      OpBuilder b(op);
-      Location loc = op.getLoc();
-      auto type = op.getParam().getType();
-      int64_t rank = type.getRank();
-      int64_t m = type.getDimSize(rank - 2), n = type.getDimSize(rank - 1);
-
-      auto mom = MomentumOp::create(b, loc, type, type, op.getGrad(),
-                                    op.getMomentumBuffer(), op.getBetaAttr(),
-                                    op.getMomentumKindAttr(),
-                                    op.getNesterovAttr());
-      StringAttr name = getArgName(op.getParam());
-      std::string label =
-          name ? name.str() : ("muon_update@" + std::to_string(nextSlot));
-      double extra = op.getScaleExtra().convertToDouble();
-      // Orthogonalise and apply one block of rows [r0, r0 + rows) (all rows
-      // when the update is not split).
-      auto block = [&](int64_t r0, int64_t rows, bool whole) -> Value {
-        Value u = mom.getUpdate(), p = op.getParam();
-        auto blockType = type;
-        if (!whole) {
-          blockType = RankedTensorType::get({rows, n}, type.getElementType());
-          SmallVector<OpFoldResult> offsets = {b.getIndexAttr(r0),
-                                               b.getIndexAttr(0)};
-          SmallVector<OpFoldResult> sizes = {b.getIndexAttr(rows),
-                                             b.getIndexAttr(n)};
-          SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
-          u = tensor::ExtractSliceOp::create(b, loc, blockType, u, offsets,
-                                             sizes, strides);
-          p = tensor::ExtractSliceOp::create(b, loc, blockType, p, offsets,
-                                             sizes, strides);
-        }
-        auto ns = NewtonSchulzOp::create(b, loc, blockType, u,
-                                         op.getNsStepsAttr(),
-                                         op.getScheduleAttr(),
-                                         op.getCoefficientsAttr(),
-                                         op.getEpsAttr());
-        if (probeUpdates) {
-          std::string tag =
-              whole ? label
-                    : label + "[" + std::to_string(r0) + ":" +
-                          std::to_string(r0 + rows) + "]";
-          ProbeOp::create(b, loc, ns.getResult(), b.getStringAttr(tag),
-                          b.getI64IntegerAttr(nextSlot++));
-        }
-        double scale = getUpdateScale(op.getScaleMode(), extra,
-                                      whole ? m : rows, n);
-        return ApplyUpdateOp::create(b, loc, blockType, p, ns.getResult(),
-                                     op.getHyper(), op.getLrAttr(), b.getF64FloatAttr(scale),
-                                     op.getWeightDecayAttr());
-      };
-      Value newParam;
-      if (std::optional<ArrayRef<int64_t>> blocks = op.getRowBlocks()) {
-        SmallVector<Value> parts;
-        int64_t r0 = 0;
-        for (int64_t rows : *blocks) {
-          parts.push_back(block(r0, rows, false));
-          r0 += rows;
-        }
-        newParam = tensor::ConcatOp::create(b, loc, type, /*dim=*/0, parts);
-      } else {
-        newParam = block(0, m, true);
-      }
-      op.getNewParam().replaceAllUsesWith(newParam);
-      op.getNewMomentumBuffer().replaceAllUsesWith(
-          mom.getNewMomentumBuffer());
-      op.erase();
-    }
+    RewritePatternSet patterns(&getContext());
+    populateDecomposeOptimizersPatterns(patterns, probeUpdates, nextSlot);
+    walkAndApplyPatterns(module, std::move(patterns));
   }
 };
 
 } // namespace
+
+void mlir::muir::populateDecomposeOptimizersPatterns(
+    RewritePatternSet &patterns, bool probeUpdates, int64_t &nextSlot) {
+  patterns.add<DecomposeMuonUpdate>(patterns.getContext(), probeUpdates,
+                                    nextSlot);
+}

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"
 
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIREXPANDNEWTONSCHULZ
 #include "muir/Passes.h.inc"
@@ -54,17 +56,28 @@ Value expand(OpBuilder &b, NewtonSchulzOp op) {
   return x;
 }
 
+struct ExpandNewtonSchulz : OpRewritePattern<NewtonSchulzOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(NewtonSchulzOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, expand(rewriter, op));
+    return success();
+  }
+};
+
 struct ExpandNewtonSchulzPass
     : public mlir::muir::impl::MuirExpandNewtonSchulzBase<ExpandNewtonSchulzPass> {
   void runOnOperation() override {
-    SmallVector<NewtonSchulzOp> ops;
-    getOperation().walk([&](NewtonSchulzOp op) { ops.push_back(op); });
-    for (NewtonSchulzOp op : ops) {
-      OpBuilder b(op);
-      op.getResult().replaceAllUsesWith(expand(b, op));
-      op.erase();
-    }
+    RewritePatternSet patterns(&getContext());
+    populateExpandNewtonSchulzPatterns(patterns);
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };
 
 } // namespace
+
+void mlir::muir::populateExpandNewtonSchulzPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<ExpandNewtonSchulz>(patterns.getContext());
+}

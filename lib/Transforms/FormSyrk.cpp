@@ -15,6 +15,8 @@
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"
 
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIRFORMSYRK
 #include "muir/Passes.h.inc"
@@ -62,28 +64,36 @@ bool isSymmetric(Value v, int depth) {
   return false;
 }
 
+/// A symmetric product (syrkForm) as muir.syrk.
+struct MatmulToSyrk : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MatmulOp mm,
+                                PatternRewriter &rewriter) const override {
+    int form = syrkForm(mm, 0);
+    if (!form)
+      return rewriter.notifyMatchFailure(mm, "not a symmetric product");
+    UnitAttr transpose = form == 2 ? rewriter.getUnitAttr() : UnitAttr();
+    Value acc =
+        mm.getBetaAttr().getValueAsDouble() != 0.0 ? mm.getAcc() : Value();
+    rewriter.replaceOpWithNewOp<SyrkOp>(
+        mm, mm.getType(), mm.getA(), acc, mm.getAlphaAttr(),
+        acc ? mm.getBetaAttr() : rewriter.getF64FloatAttr(0.0), transpose);
+    return success();
+  }
+};
+
 struct FormSyrkPass
     : public mlir::muir::impl::MuirFormSyrkBase<FormSyrkPass> {
   void runOnOperation() override {
-    SmallVector<MatmulOp> matmuls;
-    getOperation().walk([&](MatmulOp mm) { matmuls.push_back(mm); });
-    for (MatmulOp mm : matmuls) {
-      int form = syrkForm(mm, 0);
-      if (!form)
-        continue;
-      OpBuilder b(mm);
-      UnitAttr transpose = form == 2 ? b.getUnitAttr() : UnitAttr();
-      Value acc = mm.getBetaAttr().getValueAsDouble() != 0.0 ? mm.getAcc()
-                                                             : Value();
-      auto syrk = SyrkOp::create(b, mm.getLoc(), mm.getType(), mm.getA(), acc,
-                                 mm.getAlphaAttr(),
-                                 acc ? mm.getBetaAttr()
-                                     : b.getF64FloatAttr(0.0),
-                                 transpose);
-      mm.getResult().replaceAllUsesWith(syrk.getResult());
-      mm.erase();
-    }
+    RewritePatternSet patterns(&getContext());
+    populateFormSyrkPatterns(patterns);
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };
 
 } // namespace
+
+void mlir::muir::populateFormSyrkPatterns(RewritePatternSet &patterns) {
+  patterns.add<MatmulToSyrk>(patterns.getContext());
+}

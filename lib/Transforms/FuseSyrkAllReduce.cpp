@@ -13,6 +13,8 @@
 #include "muir/Analysis/CostModel.h"
 #include "muir/Passes.h"
 
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIRFUSESYRKALLREDUCE
 #include "muir/Passes.h.inc"
@@ -23,51 +25,69 @@ using namespace mlir::muir;
 
 namespace {
 
+/// all_reduce(sum) of a SYRK that nothing else reads (no accumulator) as
+/// one muir.syrk_all_reduce, in chunks of `chunkRows` rows (0: the cost
+/// model's chunk for the group's slowest link).
+struct FuseSyrkAllReduce : OpRewritePattern<AllReduceOp> {
+  FuseSyrkAllReduce(MLIRContext *context, Machine machine, int64_t chunkRows)
+      : OpRewritePattern(context), profile(MachineProfile::get(machine)),
+        chunkRows(chunkRows) {}
+
+  LogicalResult matchAndRewrite(AllReduceOp ar,
+                                PatternRewriter &rewriter) const override {
+    auto syrk = ar.getInput().getDefiningOp<SyrkOp>();
+    if (!syrk || ar.getReduction() != ReductionKind::sum ||
+        !syrk->hasOneUse() ||
+        (syrk.getAcc() && syrk.getBetaAttr().getValueAsDouble() != 0.0))
+      return rewriter.notifyMatchFailure(
+          ar, "not a sum of a SYRK without accumulator or other readers");
+    auto type = syrk.getType();
+    int64_t s = type.getDimSize(type.getRank() - 1);
+    int64_t rows = chunkRows ? chunkRows : defaultChunk(ar, s);
+    rewriter.replaceOpWithNewOp<SyrkAllReduceOp>(
+        ar, type, ar.getGridAttr(), ar.getGridAxesAttr(), syrk.getA(),
+        syrk.getAlphaAttr(), syrk.getTransposeAttr(),
+        rewriter.getI64IntegerAttr(std::min(rows, s)));
+    rewriter.eraseOp(syrk);
+    return success();
+  }
+
+  /// The cost model's chunk for the group's slowest link.
+  int64_t defaultChunk(AllReduceOp ar, int64_t s) const {
+    Link link{0, 1};
+    for (Attribute a : ar.getGridAxes()) {
+      const Link &l = profile.link(cast<StringAttr>(a).getValue());
+      link.alpha = std::max(link.alpha, l.alpha);
+      link.beta = l.beta;
+    }
+    return gramChunkRows(link, s);
+  }
+
+  MachineProfile profile;
+  int64_t chunkRows;
+};
+
 struct FuseSyrkAllReducePass
     : public mlir::muir::impl::MuirFuseSyrkAllReduceBase<
           FuseSyrkAllReducePass> {
   using Base::Base;
 
   void runOnOperation() override {
-    MachineProfile profile = MachineProfile::get(machine);
     if (chunkRows < 0) {
       getOperation().emitError("syrk-chunk-rows must be >= 0, got ")
           << static_cast<int64_t>(chunkRows);
       return signalPassFailure();
     }
-    SmallVector<AllReduceOp> candidates;
-    getOperation().walk([&](AllReduceOp ar) { candidates.push_back(ar); });
-    for (AllReduceOp ar : candidates) {
-      auto syrk = ar.getInput().getDefiningOp<SyrkOp>();
-      if (!syrk || ar.getReduction() != ReductionKind::sum ||
-          !syrk->hasOneUse() ||
-          (syrk.getAcc() && syrk.getBetaAttr().getValueAsDouble() != 0.0))
-        continue;
-      auto type = syrk.getType();
-      int64_t s = type.getDimSize(type.getRank() - 1);
-      int64_t rows = chunkRows ? chunkRows : defaultChunk(profile, ar, s);
-      OpBuilder b(ar);
-      auto fused = SyrkAllReduceOp::create(
-          b, ar.getLoc(), type, ar.getGridAttr(), ar.getGridAxesAttr(),
-          syrk.getA(), syrk.getAlphaAttr(), syrk.getTransposeAttr(),
-          b.getI64IntegerAttr(std::min(rows, s)));
-      ar.getResult().replaceAllUsesWith(fused.getResult());
-      ar.erase();
-      syrk.erase();
-    }
-  }
-
-  /// The cost model's chunk for the group's slowest link.
-  static int64_t defaultChunk(const MachineProfile &p, AllReduceOp ar,
-                              int64_t s) {
-    Link link{0, 1};
-    for (Attribute a : ar.getGridAxes()) {
-      const Link &l = p.link(cast<StringAttr>(a).getValue());
-      link.alpha = std::max(link.alpha, l.alpha);
-      link.beta = l.beta;
-    }
-    return gramChunkRows(link, s);
+    RewritePatternSet patterns(&getContext());
+    populateFuseSyrkAllReducePatterns(patterns, machine, chunkRows);
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };
 
 } // namespace
+
+void mlir::muir::populateFuseSyrkAllReducePatterns(RewritePatternSet &patterns,
+                                                   Machine machine,
+                                                   int64_t chunkRows) {
+  patterns.add<FuseSyrkAllReduce>(patterns.getContext(), machine, chunkRows);
+}

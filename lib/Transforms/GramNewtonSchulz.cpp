@@ -24,6 +24,8 @@
 #include "muir/Passes.h"
 #include "muir/Transforms/GramForm.h"
 
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIRGRAMNEWTONSCHULZ
 #include "muir/Passes.h.inc"
@@ -127,42 +129,69 @@ std::pair<Value, Operation *> gramForm(OpBuilder &b, NewtonSchulzOp op,
   return {last.getResult(), last};
 }
 
+/// Each Newton-Schulz op in the form the options (or, with auto, the cost
+/// model) choose: the Gram form replaces it, the standard form leaves it;
+/// either way the choice and both modelled times are recorded on the op it
+/// leaves (`muir.ns_form`, `muir.ns_form_cost`).
+struct ChooseNewtonSchulzForm : OpRewritePattern<NewtonSchulzOp> {
+  ChooseNewtonSchulzForm(MLIRContext *context, Machine machine,
+                         NSFormOption nsForm, bool syrk)
+      : OpRewritePattern(context), model(MachineProfile::get(machine)),
+        nsForm(nsForm), syrk(syrk) {}
+
+  LogicalResult matchAndRewrite(NewtonSchulzOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = op.getInput().getType();
+    int64_t rank = type.getRank();
+    int64_t m = type.getDimSize(rank - 2), n = type.getDimSize(rank - 1);
+    int64_t batch = rank == 3 ? type.getDimSize(0) : 1;
+    FormCost cost;
+    bool gram = model.preferGram(m, n, batch, op.getSteps(), syrk, &cost);
+    if (nsForm != NSFormOption::Auto)
+      gram = nsForm == NSFormOption::Gram;
+    auto formAttr = NSFormAttr::get(getContext(),
+                                    gram ? NSForm::gram : NSForm::standard);
+    auto costAttr =
+        rewriter.getDenseF64ArrayAttr({cost.standardSeconds, cost.gramSeconds});
+    auto record = [&](Operation *on) {
+      on->setAttr("muir.ns_form", formAttr);
+      on->setAttr("muir.ns_form_cost", costAttr);
+    };
+    if (!gram) {
+      if (op->getAttr("muir.ns_form") == formAttr &&
+          op->getAttr("muir.ns_form_cost") == costAttr)
+        return rewriter.notifyMatchFailure(op, "standard form recorded");
+      rewriter.modifyOpInPlace(op, [&] { record(op); });
+      return success();
+    }
+    auto [result, last] = gramForm(rewriter, op, syrk);
+    record(last);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+
+  NSCostModel model;
+  NSFormOption nsForm;
+  bool syrk;
+};
+
 struct GramNewtonSchulzPass
     : public mlir::muir::impl::MuirGramNewtonSchulzBase<GramNewtonSchulzPass> {
   using MuirGramNewtonSchulzBase::MuirGramNewtonSchulzBase;
 
   void runOnOperation() override {
-    NSCostModel model(MachineProfile::get(machine));
-    SmallVector<NewtonSchulzOp> ops;
-    getOperation().walk([&](NewtonSchulzOp op) { ops.push_back(op); });
-    for (NewtonSchulzOp op : ops) {
-      auto type = op.getInput().getType();
-      int64_t rank = type.getRank();
-      int64_t m = type.getDimSize(rank - 2), n = type.getDimSize(rank - 1);
-      int64_t batch = rank == 3 ? type.getDimSize(0) : 1;
-      FormCost cost;
-      bool gram = model.preferGram(m, n, batch, op.getSteps(), syrk, &cost);
-      if (nsForm != NSFormOption::Auto)
-        gram = nsForm == NSFormOption::Gram;
-      OpBuilder b(op);
-      auto record = [&](Operation *on) {
-        on->setAttr("muir.ns_form",
-                    NSFormAttr::get(&getContext(),
-                                    gram ? NSForm::gram : NSForm::standard));
-        on->setAttr("muir.ns_form_cost",
-                    b.getDenseF64ArrayAttr(
-                        {cost.standardSeconds, cost.gramSeconds}));
-      };
-      if (!gram) {
-        record(op);
-        continue;
-      }
-      auto [result, last] = gramForm(b, op, syrk);
-      record(last);
-      op.getResult().replaceAllUsesWith(result);
-      op.erase();
-    }
+    RewritePatternSet patterns(&getContext());
+    populateGramNewtonSchulzPatterns(patterns, machine, nsForm, syrk);
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };
 
 } // namespace
+
+void mlir::muir::populateGramNewtonSchulzPatterns(RewritePatternSet &patterns,
+                                                  Machine machine,
+                                                  NSFormOption nsForm,
+                                                  bool syrk) {
+  patterns.add<ChooseNewtonSchulzForm>(patterns.getContext(), machine, nsForm,
+                                       syrk);
+}
