@@ -87,14 +87,17 @@ void populateElementwiseToLinalgPatterns(RewritePatternSet &patterns);
 void applyElementwiseToLinalg(Operation *root);
 
 /// The tensor-level rewrites behind the passes of the same names, for any
-/// pattern driver (the passes apply them in one walk):
+/// pattern driver (the passes apply them in one walk; the walk driver skips
+/// unreachable blocks, and muir's functions have one block):
 /// muir.muon_update as momentum, Newton-Schulz and apply_update, probing
 /// each Newton-Schulz output with `probeUpdates` in slots numbered from
-/// `nextSlot` on (which it advances).
+/// `nextSlot` on, in the order the driver visits the updates; `nextSlot`
+/// must outlive the pattern set, which advances it.
 void populateDecomposeOptimizersPatterns(RewritePatternSet &patterns,
                                          bool probeUpdates, int64_t &nextSlot);
 /// Each Newton-Schulz op in the Gram or the standard form (`nsForm`, or
-/// the cost model for `machine` with auto), the choice recorded on it.
+/// the cost model for `machine` with auto), the choice recorded on the op
+/// it leaves (the Newton-Schulz op, or the Gram form's last product).
 void populateGramNewtonSchulzPatterns(RewritePatternSet &patterns,
                                       Machine machine, NSFormOption nsForm,
                                       bool syrk);
@@ -103,7 +106,8 @@ void populateExpandNewtonSchulzPatterns(RewritePatternSet &patterns);
 /// Symmetric products as muir.syrk.
 void populateFormSyrkPatterns(RewritePatternSet &patterns);
 /// all_reduce(sum) of a SYRK as muir.syrk_all_reduce, in chunks of
-/// `chunkRows` rows (0: the cost model's for `machine`).
+/// `chunkRows` rows (> 0; 0: the cost model's for `machine`), leaving the
+/// SYRK unused.
 void populateFuseSyrkAllReducePatterns(RewritePatternSet &patterns,
                                        Machine machine, int64_t chunkRows);
 

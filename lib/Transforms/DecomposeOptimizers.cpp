@@ -67,10 +67,9 @@ struct DecomposeMuonUpdate : OpRewritePattern<MuonUpdateOp> {
     int64_t rank = type.getRank();
     int64_t m = type.getDimSize(rank - 2), n = type.getDimSize(rank - 1);
 
-    auto mom = MomentumOp::create(rewriter, loc, type, type, op.getGrad(),
-                                  op.getMomentumBuffer(), op.getBetaAttr(),
-                                  op.getMomentumKindAttr(),
-                                  op.getNesterovAttr());
+    auto mom = MomentumOp::create(
+        rewriter, loc, type, type, op.getGrad(), op.getMomentumBuffer(),
+        op.getBetaAttr(), op.getMomentumKindAttr(), op.getNesterovAttr());
     StringAttr name = getArgName(op.getParam());
     std::string label =
         name ? name.str() : ("muon_update@" + std::to_string(nextSlot));
@@ -92,23 +91,22 @@ struct DecomposeMuonUpdate : OpRewritePattern<MuonUpdateOp> {
         p = tensor::ExtractSliceOp::create(rewriter, loc, blockType, p, offsets,
                                            sizes, strides);
       }
-      auto ns = NewtonSchulzOp::create(rewriter, loc, blockType, u,
-                                       op.getNsStepsAttr(),
-                                       op.getScheduleAttr(),
-                                       op.getCoefficientsAttr(),
-                                       op.getEpsAttr());
+      auto ns = NewtonSchulzOp::create(
+          rewriter, loc, blockType, u, op.getNsStepsAttr(),
+          op.getScheduleAttr(), op.getCoefficientsAttr(), op.getEpsAttr());
       if (probeUpdates) {
-        std::string tag =
-            whole ? label
-                  : label + "[" + std::to_string(r0) + ":" +
-                        std::to_string(r0 + rows) + "]";
-        ProbeOp::create(rewriter, loc, ns.getResult(), rewriter.getStringAttr(tag),
+        std::string tag = whole ? label
+                                : label + "[" + std::to_string(r0) + ":" +
+                                      std::to_string(r0 + rows) + "]";
+        ProbeOp::create(rewriter, loc, ns.getResult(),
+                        rewriter.getStringAttr(tag),
                         rewriter.getI64IntegerAttr(nextSlot++));
       }
-      double scale = getUpdateScale(op.getScaleMode(), extra,
-                                    whole ? m : rows, n);
+      double scale =
+          getUpdateScale(op.getScaleMode(), extra, whole ? m : rows, n);
       return ApplyUpdateOp::create(rewriter, loc, blockType, p, ns.getResult(),
-                                   op.getHyper(), op.getLrAttr(), rewriter.getF64FloatAttr(scale),
+                                   op.getHyper(), op.getLrAttr(),
+                                   rewriter.getF64FloatAttr(scale),
                                    op.getWeightDecayAttr());
     };
     Value newParam;
@@ -119,7 +117,8 @@ struct DecomposeMuonUpdate : OpRewritePattern<MuonUpdateOp> {
         parts.push_back(block(r0, rows, false));
         r0 += rows;
       }
-      newParam = tensor::ConcatOp::create(rewriter, loc, type, /*dim=*/0, parts);
+      newParam =
+          tensor::ConcatOp::create(rewriter, loc, type, /*dim=*/0, parts);
     } else {
       newParam = block(0, m, true);
     }

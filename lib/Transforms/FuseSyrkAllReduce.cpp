@@ -27,7 +27,8 @@ namespace {
 
 /// all_reduce(sum) of a SYRK that nothing else reads (no accumulator) as
 /// one muir.syrk_all_reduce, in chunks of `chunkRows` rows (0: the cost
-/// model's chunk for the group's slowest link).
+/// model's chunk for the group's slowest link). The SYRK is left unused
+/// (a pattern may erase only its root): dead-code removal takes it.
 struct FuseSyrkAllReduce : OpRewritePattern<AllReduceOp> {
   FuseSyrkAllReduce(MLIRContext *context, Machine machine, int64_t chunkRows)
       : OpRewritePattern(context), profile(MachineProfile::get(machine)),
@@ -48,7 +49,6 @@ struct FuseSyrkAllReduce : OpRewritePattern<AllReduceOp> {
         ar, type, ar.getGridAttr(), ar.getGridAxesAttr(), syrk.getA(),
         syrk.getAlphaAttr(), syrk.getTransposeAttr(),
         rewriter.getI64IntegerAttr(std::min(rows, s)));
-    rewriter.eraseOp(syrk);
     return success();
   }
 
@@ -81,6 +81,11 @@ struct FuseSyrkAllReducePass
     RewritePatternSet patterns(&getContext());
     populateFuseSyrkAllReducePatterns(patterns, machine, chunkRows);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
+    // The SYRKs fused away (and any other that nothing reads).
+    getOperation().walk([](SyrkOp syrk) {
+      if (syrk->use_empty())
+        syrk.erase();
+    });
   }
 };
 

@@ -149,8 +149,8 @@ struct ChooseNewtonSchulzForm : OpRewritePattern<NewtonSchulzOp> {
     bool gram = model.preferGram(m, n, batch, op.getSteps(), syrk, &cost);
     if (nsForm != NSFormOption::Auto)
       gram = nsForm == NSFormOption::Gram;
-    auto formAttr = NSFormAttr::get(getContext(),
-                                    gram ? NSForm::gram : NSForm::standard);
+    auto formAttr =
+        NSFormAttr::get(getContext(), gram ? NSForm::gram : NSForm::standard);
     auto costAttr =
         rewriter.getDenseF64ArrayAttr({cost.standardSeconds, cost.gramSeconds});
     auto record = [&](Operation *on) {

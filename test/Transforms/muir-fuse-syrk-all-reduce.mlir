@@ -12,6 +12,7 @@
 // double until one chunk remains; an explicit syrk-chunk-rows wins.
 muir.grid @world axes = ["tp"] shape = [4]
 // CHECK-LABEL: func.func @gram
+// CHECK-NOT: muir.syrk %
 // CHECK: %[[G:.+]] = muir.syrk_all_reduce %{{.+}} on @world axes = ["tp"] {chunk_rows = 256 : i64, transpose} : tensor<64x256xf32> -> tensor<256x256xf32>
 // CHECK-NOT: muir.all_reduce
 // CHECK: muir.syrk %[[G]] acc %[[G]]
