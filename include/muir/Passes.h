@@ -19,6 +19,9 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <map>
+#include <string>
+
 namespace mlir::muir {
 
 /// The backend a step is compiled for.
@@ -68,6 +71,12 @@ struct TargetOptions {
   std::string cudaArch = "sm_90"; ///< the PTX target of the CUDA kernels
   std::string ptxFeatures = "+ptx80"; ///< the PTX ISA version to emit
 };
+
+/// The options that change a step's program or its bits, by the tools'
+/// flag names, for a saved state's identity (muir-run and the step library
+/// alike).
+std::map<std::string, std::string> identityOf(const PipelineOptions &options,
+                                              const TargetOptions &target);
 
 /// Exec IR -> LLVM dialect (runtime calls, loops, LLVM conversion). For
 /// cuda: buffers on the device, element-wise kernels as PTX embedded in the

@@ -196,6 +196,22 @@ Stage mlir::muir::detectStage(ModuleOp module) {
   return planned ? Stage::Planned : Stage::High;
 }
 
+std::map<std::string, std::string>
+mlir::muir::identityOf(const PipelineOptions &options,
+                       const TargetOptions &target) {
+  auto boolean = [](bool b) { return b ? "true" : "false"; };
+  return {{"ns-mode", stringify(options.nsMode).str()},
+          {"ns-form", stringify(options.nsForm).str()},
+          {"machine", stringify(options.machine).str()},
+          {"dp-assign", stringify(options.dpAssign).str()},
+          {"syrk", boolean(options.syrk)},
+          {"batch", boolean(options.batch)},
+          {"fuse-syrk-all-reduce", boolean(options.fuseAllReduce)},
+          {"syrk-chunk-rows", std::to_string(options.chunkRows)},
+          {"target", stringify(target.target).str()},
+          {"cuda-arch", target.target == Target::Cuda ? target.cudaArch : ""}};
+}
+
 StringRef mlir::muir::stringify(Target target) {
   return target == Target::Cuda ? "cuda" : "cpu";
 }

@@ -117,9 +117,5 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
                             o.ncclRank >= o.ncclWorld))
     return error("nccl-id needs nccl-rank and nccl-world (0 <= rank < "
                  "world)");
-  o.identity = {{"ns-mode", stringify(o.pipeline.nsMode).str()},
-                {"ns-form", stringify(o.pipeline.nsForm).str()},
-                {"machine", stringify(o.pipeline.machine).str()},
-                {"target", stringify(o.target.target).str()}};
   return o;
 }

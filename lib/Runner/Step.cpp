@@ -314,7 +314,7 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
     step->id.stepHash =
         state::hex64(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(text)));
     step->id.grid = gridText(*module);
-    step->id.flags = options.identity;
+    step->id.flags = identityOf(options.pipeline, options.target);
     step->id.build = MUIR_VERSION_STRING;
   }
   // Gradients the step computes itself (a trained MoE layer's, returned

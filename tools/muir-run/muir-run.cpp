@@ -206,7 +206,6 @@ int main(int argc, char **argv) {
   options.cudaCublasGrouped = cudaCublasGrouped;
   options.deterministic = !nondeterministic;
   options.trace = !traceFile.empty();
-  options.identity = flags.identity();
   options.given = givenCompileFlags();
   auto loaded = runner::Step::load(source, name, options, llvm::errs());
   if (!loaded)

@@ -14,7 +14,6 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/CommandLine.h"
 
-#include <map>
 #include <string>
 
 namespace mlir::muir {
@@ -117,21 +116,6 @@ struct PipelineFlags {
     return PipelineOptions{probeUpdates, nsMode, machine,       dpAssign,
                            syrk,         batch,  fuseAllReduce, chunkRows,
                            nsForm};
-  }
-
-  /// The flags that change the step's program or its bits, by name, for
-  /// a saved state's identity.
-  std::map<std::string, std::string> identity() const {
-    return {{"ns-mode", stringify(nsMode).str()},
-            {"ns-form", stringify(nsForm).str()},
-            {"machine", stringify(machine.getValue()).str()},
-            {"dp-assign", stringify(dpAssign).str()},
-            {"syrk", syrk ? "true" : "false"},
-            {"batch", batch ? "true" : "false"},
-            {"fuse-syrk-all-reduce", fuseAllReduce ? "true" : "false"},
-            {"syrk-chunk-rows", std::to_string(chunkRows)},
-            {"target", stringify(target).str()},
-            {"cuda-arch", target == Target::Cuda ? cudaArch.getValue() : ""}};
   }
 
   TargetOptions targetOptions() const {

@@ -70,9 +70,6 @@ struct StepOptions {
   /// "no-probes"): refused for exec IR, which is compiled already, and
   /// ns-mode / dp-assign for planned IR, which is distributed.
   std::vector<std::string> given;
-  /// The flags that change the step's program or bits, for a saved
-  /// state's identity.
-  std::map<std::string, std::string> identity;
 
   /// Reads "name=value" items separated by spaces (the C API's spelling;
   /// see muir/Step.h). An error names the item.
