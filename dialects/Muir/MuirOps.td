@@ -8,7 +8,7 @@
 #define MUIR_OPS_TD
 
 include "Muir/MuirDialect.td"
-include "Muir/MuirEnums.td"
+include "Muir/MuirAttrs.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"

@@ -1,178 +1,20 @@
-//===- MuirExecOps.td - the execution-level dialect --------*- tablegen -*-===//
+//===- MuirExecOps.td - the execution-level dialect's ops --*- tablegen -*-===//
 //
 // Explicit buffers and runtime calls. Every op here maps to one call of the
 // runtime C API (runtime/include/muir-rt/Runtime.h); element-wise work is
-// expressed beside these ops as linalg.generic on the same memrefs.
+// expressed beside these ops as linalg.generic on the same memrefs. The
+// dialect, its types, attributes and interfaces are in the files included
+// below.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MUIR_EXEC_OPS_TD
 #define MUIR_EXEC_OPS_TD
 
-include "mlir/IR/OpBase.td"
-include "mlir/IR/EnumAttr.td"
-include "mlir/IR/CommonAttrConstraints.td"
+include "MuirExec/MuirExecDialect.td"
+include "MuirExec/MuirExecTypes.td"
+include "MuirExec/MuirExecAttrs.td"
+include "MuirExec/MuirExecInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
-
-def MuirExec_Dialect : Dialect {
-  let name = "muir_exec";
-  let cppNamespace = "::mlir::muir_exec";
-  let summary = "muir's execution level: buffers and runtime calls";
-  let description = [{
-    The per-rank program after bufferization: operands are memrefs with
-    static shapes and identity layouts, and each op is one runtime call
-    (BLAS, normalisation, observation; later collectives). The
-    `muir-exec-to-runtime-calls` pass turns these ops into calls to the
-    runtime's C functions.
-  }];
-  let useDefaultAttributePrinterParser = 1;
-  let useDefaultTypePrinterParser = 1;
-}
-
-def MuirExec_RequestType : TypeDef<MuirExec_Dialect, "Request"> {
-  let mnemonic = "request";
-  let summary = "a started exchange that one wait completes";
-  let description = [{
-    The result of an asynchronous collective's start
-    (`triangle_all_reduce_start`, `packed_all_reduce_start`), which exactly
-    one matching wait takes. `muir-exec-to-runtime-calls` turns it into the
-    runtime's `i64` handle, through the loops that carry it.
-  }];
-}
-
-// The runtime's codes, as typed attributes: each case's value is the
-// integer the runtime call takes.
-def MuirExec_Reduction : I32EnumAttr<"Reduction",
-    "element-wise reduction of a collective", [
-      I32EnumAttrCase<"sum", 0>,
-      I32EnumAttrCase<"max", 1>,
-      I32EnumAttrCase<"min", 2>,
-      I32EnumAttrCase<"avg", 3>]> {
-  let genSpecializedAttr = 0;
-  let cppNamespace = "::mlir::muir_exec";
-}
-def MuirExec_ReductionAttr
-    : EnumAttr<MuirExec_Dialect, MuirExec_Reduction, "reduction"> {
-  let assemblyFormat = "`<` $value `>`";
-}
-
-def MuirExec_Scoring : I32EnumAttr<"Scoring",
-    "how a router turns logits into expert scores", [
-      I32EnumAttrCase<"softmax", 0>,
-      I32EnumAttrCase<"sigmoid", 1>]> {
-  let genSpecializedAttr = 0;
-  let cppNamespace = "::mlir::muir_exec";
-}
-def MuirExec_ScoringAttr
-    : EnumAttr<MuirExec_Dialect, MuirExec_Scoring, "scoring"> {
-  let assemblyFormat = "`<` $value `>`";
-}
-
-def MuirExec_DropPolicy : I32EnumAttr<"DropPolicy",
-    "which routed pairs an expert over capacity keeps", [
-      I32EnumAttrCase<"weight", 0>,
-      I32EnumAttrCase<"position", 1>]> {
-  let genSpecializedAttr = 0;
-  let cppNamespace = "::mlir::muir_exec";
-}
-def MuirExec_DropPolicyAttr
-    : EnumAttr<MuirExec_Dialect, MuirExec_DropPolicy, "drop_policy"> {
-  let assemblyFormat = "`<` $value `>`";
-}
-
-def MuirExec_F32Buffer : MemRefRankOf<[F32], [2, 3]>;
-// GEMM and SYRK also run in double (the Gram form of Newton-Schulz).
-def MuirExec_FloatBuffer : MemRefRankOf<[F32, F64], [2, 3]>;
-def MuirExec_AnyF32Buffer : MemRefOf<[F32]>;
-
-def MuirExec_HostMemoryAttr : AttrDef<MuirExec_Dialect, "HostMemory"> {
-  let mnemonic = "host";
-  let summary = "memory space of buffers kept in host memory on every target";
-  let description = [{
-    `memref<2xi64, #muir_exec.host>`: a buffer that lives in host memory
-    whatever the target, because the host reads it: the counts of an
-    `all_to_allv` (MPI and NCCL take them on the host). A buffer without a
-    memory space lives where the target computes: host memory on the CPU,
-    device memory on CUDA. `muir-lower-to-exec` places count tensors here,
-    `muir-exec-to-gpu` keeps them on the host and refuses device work on
-    them, and `muir-exec-to-runtime-calls` drops the space once buffers are
-    pointers.
-  }];
-}
-
-// The counts of a ragged exchange: one i64 per group rank, in host memory.
-def MuirExec_HostCountBuffer : Type<
-    And<[MemRefRankOf<[I64], [1]>.predicate,
-         CPred<"::llvm::isa_and_nonnull<::mlir::muir_exec::HostMemoryAttr>("
-               "::llvm::cast<::mlir::MemRefType>($_self).getMemorySpace())">]>,
-    "1-D i64 memref in #muir_exec.host memory", "::mlir::MemRefType">;
-
-def MuirExec_GroupAttr : AttrDef<MuirExec_Dialect, "Group"> {
-  let mnemonic = "group";
-  let summary = "the ranks an exec op runs over: axes of a grid";
-  let description = [{
-    `#muir_exec.group<@world, ["tp"]>`: the ranks that share this rank's
-    coordinates on every axis of `muir.grid` `grid` except `axes` (one rank
-    per combination of the listed axes; no axes: this rank alone). The
-    runtime's C ABI names a group by an integer axes mask, which
-    `muir-exec-to-runtime-calls` computes from the grid
-    (muir::getRuntimeAxesMask); above that boundary groups are these
-    attributes, verified against their grid.
-  }];
-  let parameters = (ins "::mlir::FlatSymbolRefAttr":$grid,
-                        "::mlir::ArrayAttr":$axes);
-  let assemblyFormat = "`<` $grid `,` $axes `>`";
-  let genVerifyDecl = 1;
-  let extraClassDeclaration = [{
-    /// The grid named, looked up from `from`'s scope (null if absent).
-    ::mlir::muir::GridOp getGridOp(::mlir::Operation *from) const;
-    /// The number of ranks in the group.
-    int64_t getSize(::mlir::Operation *from) const;
-    /// The group as the runtime C ABI's axes mask.
-    int64_t getRuntimeMask(::mlir::Operation *from) const;
-  }];
-}
-
-def MuirExec_GroupOpInterface : OpInterface<"GroupOpInterface"> {
-  let description = [{
-    An exec op that runs over a group of ranks (its `group` attribute);
-    the verifier checks that the group names a `muir.grid` and axes of it.
-  }];
-  let cppNamespace = "::mlir::muir_exec";
-  let methods = [
-    InterfaceMethod<"The ranks the op runs over.",
-      "::mlir::muir_exec::GroupAttr", "getGroup">,
-  ];
-  let verify = [{ return ::mlir::muir_exec::verifyGroup($_op); }];
-}
-
-// How a target runs an exec op: one call of its runtime's C API, kernels
-// that muir-exec-to-gpu generates (after which the op is gone), or not at
-// all (the op is the other target's).
-def MuirExec_Lowering : I32EnumAttr<"Lowering",
-    "how a target runs an exec op", [
-      I32EnumAttrCase<"call", 0>,
-      I32EnumAttrCase<"kernels", 1>,
-      I32EnumAttrCase<"none", 2>]> {
-  let genSpecializedAttr = 0;
-  let cppNamespace = "::mlir::muir_exec";
-}
-
-def MuirExec_RuntimeCallOpInterface : OpInterface<"RuntimeCallOpInterface"> {
-  let description = [{
-    An exec op that each target runs one way: `muir-exec-to-runtime-calls`
-    turns a `call` op into one call of the target's runtime
-    (runtime/include/muir-rt/Runtime.h for the CPU, `muirrt_cuda_*` for
-    CUDA), refuses a `kernels` op for CUDA (muir-exec-to-gpu replaces it
-    first) and a `none` op with a message naming the other target.
-  }];
-  let cppNamespace = "::mlir::muir_exec";
-  let methods = [
-    InterfaceMethod<"How the CPU target runs this op.",
-      "::mlir::muir_exec::Lowering", "getCpuLowering">,
-    InterfaceMethod<"How the CUDA target runs this op.",
-      "::mlir::muir_exec::Lowering", "getCudaLowering">,
-  ];
-}
 
 // `cpu` and `cuda` name each target's Lowering case for the op.
 class MuirExec_Op<string mnemonic, list<Trait> traits = [],
