@@ -7,9 +7,10 @@
 // argument's buffer: directly when the producing op is the argument's last
 // reader (element-wise kernels may read and write the same element), with a
 // copy otherwise. Every other tensor becomes a fresh 64-byte-aligned
-// allocation, freed before returning. The counts of ragged exchanges (and
-// the switch results and yields they pass through) are allocated in
-// `#muir_exec.host` memory, which MPI and NCCL read them from.
+// allocation, freed before returning. The counts of ragged exchanges are
+// allocated in `#muir_exec.host` memory, which MPI and NCCL read them from,
+// and so is every tensor they are copied from or into, or views of (switch
+// results and yields, reshapes, slices' sources, concatenations' inputs).
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"

@@ -85,11 +85,10 @@ std::string runner::cacheKey(StringRef source, StringRef filename,
   field(MUIR_VERSION_STRING);
   field(source);
   field(llvm::sys::path::extension(filename));
-  field(Twine(p.probeUpdates) + "," + stringify(p.nsMode) + "," +
-        stringify(p.machine) + "," + stringify(p.dpAssign) + "," +
-        Twine(p.syrk) + "," + Twine(p.batch) + "," + Twine(p.fuseAllReduce) +
-        "," + Twine(p.chunkRows) + "," + stringify(p.nsForm));
-  field(stringify(o.target.target));
+  // The options a saved state names, and whether updates are probed.
+  field(Twine("probe-updates=") + (p.probeUpdates ? "true" : "false"));
+  for (const auto &[name, value] : identityOf(p, o.target))
+    field(name + "=" + value);
   field(llvm::sys::getHostCPUName());
   for (const auto &[feature, on] : llvm::sys::getHostCPUFeatures())
     os << (on ? "+" : "-") << feature << ",";
