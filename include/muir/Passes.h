@@ -3,10 +3,9 @@
 #define MUIR_PASSES_H
 
 #include "Muir/MuirDialect.h"
-#include "muir/Analysis/CostModel.h"
-#include "muir/Support/Limits.h"
 #include "MuirExec/MuirExecDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -18,6 +17,8 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
+#include "muir/Analysis/CostModel.h"
+#include "muir/Support/Limits.h"
 
 #include <map>
 #include <string>
@@ -121,8 +122,19 @@ void populateFuseSyrkAllReducePatterns(RewritePatternSet &patterns,
                                        Machine machine, int64_t chunkRows);
 
 /// The dialects muir's tools read and produce: every upstream dialect and
-/// extension (what the pipelines emit) plus muir and muir_exec.
+/// extension (what the pipelines emit) plus muir and muir_exec, with the
+/// muir ops' bufferization models.
 void registerMuirDialects(DialectRegistry &registry);
+
+/// The BufferizableOpInterface models of the muir ops that compute tensors:
+/// each bufferizes to its muir_exec op, its results fresh allocations
+/// (one-shot bufferize in muir-lower-to-exec).
+void registerBufferizableOpInterfaceExternalModels(DialectRegistry &registry);
+
+/// A copy between buffers: memref.copy (a memcpy) when both are
+/// contiguous, else an element-wise linalg.copy (loops after lowering, with
+/// no runtime library behind them).
+void copyBuffer(OpBuilder &b, Location loc, Value from, Value to);
 
 /// Registers every muir pass and the pipelines `muir-to-exec`,
 /// `muir-exec-to-llvm` and `muir-compile-cpu` (both in a row).

@@ -222,16 +222,21 @@ def MuirLowerToExec : Pass<"muir-lower-to-exec", "mlir::ModuleOp"> {
     function marked `muir.entry`: tensor arguments become memrefs that the
     function updates in place (a result annotated `muir.updates = "name"`
     is written into that argument's buffer), intermediate tensors become
-    `memref.alloc`s freed before returning, linear algebra becomes
+    `memref.alloc`s freed at the end of their block, linear algebra becomes
     `muir_exec` runtime ops, and element-wise math (first turned into
     `linalg.generic` on tensors, as `muir-elementwise-to-linalg` does)
     becomes the same generics on buffers. Newton-Schulz must have been
     expanded.
     Collectives become `muir_exec` collectives over the same group
-    (`#muir_exec.group`; a group of one: a copy, though the pipeline's canonicalization folds
-    those away first).
+    (`#muir_exec.group`; a group of one: a copy, though the pipeline's
+    canonicalization folds those away first).
+    The bufferization is upstream's one-shot module bufferize, with the
+    muir ops' BufferizableOpInterface models; the function boundary (the
+    updates), the runtime calls computed in place and the frees are
+    muir's, around it.
   }];
   let dependentDialects = ["mlir::muir_exec::MuirExecDialect",
+                           "mlir::bufferization::BufferizationDialect",
                            "mlir::memref::MemRefDialect",
                            "mlir::tensor::TensorDialect",
                            "mlir::linalg::LinalgDialect",

@@ -26,10 +26,12 @@
 // work and the all_to_allv's counts may name them.
 // The element-wise kernels (momentum, Nesterov, the update and weight decay,
 // AdamW, ...) all have identity maps over operands of one shape, so the
-// launch views every operand as one flat row (memref.reinterpret_cast) and
-// gives each thread one element: blocks of kThreads threads, as many blocks
-// as the element count needs, a bounds check for the last. The body is the
-// generic's, operating on the loaded values.
+// launch views every identity-layout operand as one flat row
+// (memref.reinterpret_cast; a view, such as a slice of a batch, is indexed
+// by the element's indices over the shape) and gives each thread one
+// element: blocks of kThreads threads, as many blocks as the element count
+// needs, a bounds check for the last. The body is the generic's, operating
+// on the loaded values.
 //
 // sqrt in a kernel becomes PTX's correctly rounded sqrt.rn.f32 (inline
 // assembly): the GPU-to-NVVM conversion would call libdevice's __nv_sqrtf,
@@ -81,7 +83,7 @@ bool isElementwise(linalg::GenericOp g) {
       return false;
   for (OpOperand &o : g->getOpOperands()) {
     auto t = dyn_cast<MemRefType>(o.get().getType());
-    if (!t || !t.hasStaticShape() || !t.getLayout().isIdentity())
+    if (!t || !t.hasStaticShape())
       return false;
   }
   return true;
@@ -194,15 +196,35 @@ LogicalResult launch(linalg::GenericOp g) {
     g.erase();
     return success();
   }
+  // Identity-layout operands as flat rows indexed by the element's flat
+  // index; views (slices of a batch) by its indices over the shape.
+  auto isFlat = [](Value v) {
+    return cast<MemRefType>(v.getType()).getLayout().isIdentity();
+  };
   SmallVector<Value> views;
   for (OpOperand &o : g->getOpOperands())
-    views.push_back(flat(b, loc, o.get()));
+    views.push_back(isFlat(o.get()) ? flat(b, loc, o.get()) : o.get());
   auto [ib, i] = launchOver(g, n, "muir_elementwise");
+  SmallVector<Value> indices(outType.getRank());
+  if (!llvm::all_of(views, isFlat)) {
+    Value rest = i;
+    for (int64_t d = outType.getRank() - 1; d >= 0; --d) {
+      Value size =
+          arith::ConstantIndexOp::create(ib, loc, outType.getDimSize(d));
+      indices[d] = arith::RemUIOp::create(ib, loc, rest, size);
+      rest = arith::DivUIOp::create(ib, loc, rest, size);
+    }
+  }
+  auto at = [&](Value view) -> SmallVector<Value> {
+    if (isFlat(view))
+      return {i};
+    return indices;
+  };
   Block &body = g.getRegion().front();
   IRMapping mapping;
   for (auto [arg, view] : llvm::zip(body.getArguments(), views))
     if (!arg.use_empty())
-      mapping.map(arg, memref::LoadOp::create(ib, loc, view, ValueRange{i}));
+      mapping.map(arg, memref::LoadOp::create(ib, loc, view, at(view)));
   for (Operation &op : body.without_terminator()) {
     // An element's index along a dimension, from the flat index (row-major
     // over the output's shape): (i / stride) % size.
@@ -232,7 +254,7 @@ LogicalResult launch(linalg::GenericOp g) {
   for (auto [v, view] : llvm::zip(yield.getValues(),
                                   ArrayRef(views).drop_front(g.getNumDpsInputs())))
     memref::StoreOp::create(ib, loc, mapping.lookupOrDefault(v), view,
-                            ValueRange{i});
+                            at(view));
   g.erase();
   return success();
 }
@@ -338,7 +360,8 @@ LogicalResult lowerScaleByNorm(mx::ScaleByNormOp op) {
 //===----------------------------------------------------------------------===//
 
 /// Host work on buffers in #muir_exec.host memory stays on the host: their
-/// allocation, views, loads and stores, and copies between two of them.
+/// allocation (or a constant global's), views, loads and stores, and
+/// copies between two of them.
 bool isHostWork(Operation *op) {
   auto host = [](Value v) { return mx::isHostMemory(v.getType()); };
   if (auto view = dyn_cast<ViewLikeOpInterface>(op))
@@ -346,6 +369,7 @@ bool isHostWork(Operation *op) {
            host(op->getResult(0));
   return TypeSwitch<Operation *, bool>(op)
       .Case([&](memref::AllocOp a) { return host(a.getMemref()); })
+      .Case([&](memref::GetGlobalOp g) { return host(g.getResult()); })
       .Case([&](memref::DeallocOp d) { return host(d.getMemref()); })
       .Case([&](memref::LoadOp l) { return host(l.getMemref()); })
       .Case([&](memref::StoreOp st) { return host(st.getMemref()); })
@@ -442,9 +466,9 @@ struct ExecToGPUPass
       } else {
         auto g = cast<linalg::GenericOp>(op);
         if (!isElementwise(g))
-          return fail(op, "is not an element-wise kernel over identity-"
-                          "layout buffers (the CUDA target runs only those "
-                          "as generated kernels)");
+          return fail(op, "is not an element-wise kernel over static "
+                          "buffers (the CUDA target runs only those as "
+                          "generated kernels)");
         if (failed(launch(g)))
           return signalPassFailure();
         continue;

@@ -241,4 +241,5 @@ void mlir::muir::registerMuirDialects(DialectRegistry &registry) {
   // gpu-module-to-binary translates the kernels' modules to LLVM IR.
   registerAllToLLVMIRTranslations(registry);
   registry.insert<MuirDialect, muir_exec::MuirExecDialect>();
+  registerBufferizableOpInterfaceExternalModels(registry);
 }

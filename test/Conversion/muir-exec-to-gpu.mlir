@@ -39,11 +39,39 @@ func.func @step(%p: memref<64x32xf32>, %g: memref<64x32xf32>) attributes {muir.e
 
 // -----
 
+// A kernel over a view (a slice of a batch, which bufferization leaves as
+// a subview) indexes it by the element's indices over the shape, (i / 8,
+// i % 8); its identity-layout operands stay flat rows indexed by i.
+#map2 = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @view
+func.func @view(%b: memref<2x4x8xf32>, %o: memref<4x8xf32>) attributes {muir.entry} {
+  %v = memref.subview %b[1, 0, 0] [1, 4, 8] [1, 1, 1] : memref<2x4x8xf32> to memref<4x8xf32, strided<[8, 1], offset: 32>>
+  // CHECK: %[[FLAT:.*]] = memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [32], strides: [1]
+  // CHECK: gpu.launch
+  // CHECK: %[[I:.*]] = arith.addi
+  // CHECK: %[[C8:.*]] = arith.constant 8 : index
+  // CHECK: %[[COL:.*]] = arith.remui %[[I]], %[[C8]] : index
+  // CHECK: %[[Q:.*]] = arith.divui %[[I]], %[[C8]] : index
+  // CHECK: %[[C4:.*]] = arith.constant 4 : index
+  // CHECK: %[[ROW:.*]] = arith.remui %[[Q]], %[[C4]] : index
+  // CHECK: %[[X:.*]] = memref.load %{{.*}}[%[[ROW]], %[[COL]]] : memref<4x8xf32, strided<[8, 1], offset: 32>>
+  // CHECK: %[[Y:.*]] = arith.addf %[[X]], %[[X]] : f32
+  // CHECK: memref.store %[[Y]], %[[FLAT]][%[[I]]] : memref<32xf32>
+  linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel"]} ins(%v : memref<4x8xf32, strided<[8, 1], offset: 32>>) outs(%o : memref<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %in, %in : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
 // A reduction is no element-wise kernel.
 #map = affine_map<(d0) -> (d0)>
 #red = affine_map<(d0) -> ()>
 func.func @reduce(%a: memref<8xf32>, %s: memref<f32>) {
-  // expected-error @+1 {{'linalg.generic' op is not an element-wise kernel over identity-layout buffers}}
+  // expected-error @+1 {{'linalg.generic' op is not an element-wise kernel over static buffers}}
   linalg.generic {indexing_maps = [#map, #red], iterator_types = ["reduction"]} ins(%a : memref<8xf32>) outs(%s : memref<f32>) {
   ^bb0(%in: f32, %out: f32):
     %0 = arith.addf %in, %out : f32

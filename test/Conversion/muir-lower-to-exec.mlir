@@ -111,19 +111,23 @@ func.func @helper(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
 
 // -----
 
-// Row slices and concatenation are copies through subviews; the concat
-// writes straight into the parameter once nothing reads it any more.
+// Row slices are views of the parameter, copied into fresh buffers for the
+// runtime calls; the concatenation writes straight into the parameter's
+// row blocks once nothing reads it any more.
 // CHECK-LABEL: func.func @blocks
 // CHECK-SAME: (%[[P:[^:]+]]: memref<8x16xf32> {muir.name = "p"})
-// CHECK: %[[B0:.+]] = memref.alloc() {{.*}} : memref<4x16xf32>
 // CHECK: %[[V0:.+]] = memref.subview %[[P]][0, 0] [4, 16] [1, 1]
-// CHECK: memref.copy %[[V0]], %[[B0]]
 // CHECK: %[[V1:.+]] = memref.subview %[[P]][4, 0] [4, 16] [1, 1]
-// CHECK: memref.copy %[[V1]], %[[B1:.+]] :
+// CHECK: %[[B0:.+]] = memref.alloc() {{.*}} : memref<4x16xf32>
+// CHECK: memref.copy %[[V0]], %[[B0]]
+// CHECK: muir_exec.frobenius_normalize %[[B0]], %[[T0:[^ ]+]]
+// CHECK: %[[B1:.+]] = memref.alloc() {{.*}} : memref<4x16xf32>
+// CHECK: memref.copy %[[V1]], %[[B1]]
+// CHECK: muir_exec.frobenius_normalize %[[B1]], %[[T1:[^ ]+]]
 // CHECK: %[[D0:.+]] = memref.subview %[[P]][0, 0] [4, 16] [1, 1]
-// CHECK: memref.copy %[[T0:.+]], %[[D0]]
+// CHECK: memref.copy %[[T0]], %[[D0]]
 // CHECK: %[[D1:.+]] = memref.subview %[[P]][4, 0] [4, 16] [1, 1]
-// CHECK: memref.copy %{{.+}}, %[[D1]]
+// CHECK: memref.copy %[[T1]], %[[D1]]
 // CHECK-NOT: memref.copy
 // CHECK: return
 func.func @blocks(%p: tensor<8x16xf32> {muir.name = "p"}) -> (tensor<8x16xf32> {muir.updates = "p"}) {
@@ -156,12 +160,13 @@ func.func @collectives(%x: tensor<4x8xf32> {muir.name = "x"}) -> (tensor<4x8xf32
 // -----
 
 // The counts of ragged exchanges are host buffers (#muir_exec.host), and so
-// are the switch results they pass through, what each case yields for them
-// and the reshapes on the way (views of the same buffer); the rows are not.
+// are the switch results they pass through, what each case yields for them,
+// the constants (globals) and the reshapes on the way (views of the same
+// buffer); the rows are not.
 muir.grid @w axes = ["dp"] shape = [2]
+// CHECK: memref.global "private" constant @[[G:.+]] : memref<2xi64, #muir_exec.host> = dense<4>
 // CHECK-LABEL: func.func @ragged_counts
-// CHECK: %[[SEND:.+]] = memref.alloc() {alignment = 64 : i64} : memref<2xi64, #muir_exec.host>
-// CHECK: memref.store %{{.+}}, %[[SEND]]
+// CHECK: %[[SEND:.+]] = memref.get_global @[[G]] : memref<2xi64, #muir_exec.host>
 // CHECK: %[[ROWS:.+]] = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
 // CHECK: %[[RECV:.+]] = memref.alloc() {alignment = 64 : i64} : memref<2xi64, #muir_exec.host>
 // CHECK: muir_exec.all_to_allv %{{.+}}, %[[SEND]], %[[ROWS]], %[[RECV]]
@@ -193,13 +198,11 @@ func.func @ragged_counts(%x: tensor<8xf32> {muir.name = "x"}) -> (tensor<8xf32> 
 
 // -----
 
-// An integer constant of any rank is a buffer stored element by element.
+// An integer constant of any rank is a constant global, its values in
+// row-major order.
+// CHECK: memref.global "private" constant @[[C:.+]] : memref<2x2xi64> = dense<{{\[\[}}10, 20], [30, 40]]>
 // CHECK-LABEL: func.func @int_constant
-// CHECK: %[[C:.+]] = memref.alloc() {alignment = 64 : i64} : memref<2x2xi64>
-// CHECK: memref.store %c10_i64, %[[C]][%c0{{[_0-9]*}}, %c0{{[_0-9]*}}] : memref<2x2xi64>
-// CHECK: memref.store %c20_i64, %[[C]][%c0{{[_0-9]*}}, %c1{{[_0-9]*}}] : memref<2x2xi64>
-// CHECK: memref.store %c30_i64, %[[C]][%c1{{[_0-9]*}}, %c0{{[_0-9]*}}] : memref<2x2xi64>
-// CHECK: memref.store %c40_i64, %[[C]][%c1{{[_0-9]*}}, %c1{{[_0-9]*}}] : memref<2x2xi64>
+// CHECK: memref.get_global @[[C]] : memref<2x2xi64>
 func.func @int_constant(%x: tensor<4xf32> {muir.name = "x"}) -> (tensor<4xf32> {muir.updates = "x"}) {
   %c = arith.constant dense<[[10, 20], [30, 40]]> : tensor<2x2xi64>
   return %x : tensor<4xf32>
