@@ -388,6 +388,12 @@ LogicalResult checkHostBuffers(ModuleOp module) {
       return WalkResult::skip();
     if (isHostWork(op))
       return WalkResult::advance();
+    if (isa<memref::GetGlobalOp>(op)) {
+      op->emitOpError("names a constant buffer outside #muir_exec.host "
+                      "memory; the CUDA target keeps constants only for the "
+                      "host (ragged exchanges' counts)");
+      return WalkResult::interrupt();
+    }
     auto x = dyn_cast<mx::AllToAllVOp>(op);
     for (OpOperand &use : op->getOpOperands()) {
       if (!mx::isHostMemory(use.get().getType()) ||

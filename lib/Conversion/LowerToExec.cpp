@@ -10,9 +10,10 @@
 // result into its argument's buffer. Before one-shot:
 //   - element-wise math becomes linalg on tensors;
 //   - each result is materialized in its argument
-//     (bufferization.materialize_in_destination; arguments writable), and
-//     each scf.index_switch result in a tensor.empty before the switch, so
-//     that every case writes one buffer that outlives it;
+//     (bufferization.materialize_in_destination; only those arguments
+//     writable), and each scf.index_switch result in a
+//     bufferization.alloc_tensor before the switch, so that every case
+//     writes one buffer that outlives it;
 //   - the counts of ragged exchanges, and every tensor they are copied from
 //     or into or are views of, get the #muir_exec.host encoding, which
 //     becomes their buffers' memory space (MPI and NCCL read counts on the
@@ -87,7 +88,7 @@ public:
 private:
   LogicalResult checkSignature();
   LogicalResult checkOps();
-  void planHostCounts();
+  LogicalResult planHostCounts();
   void materializeResults();
   void materializeSwitches();
   LogicalResult dropResults();
@@ -160,6 +161,11 @@ LogicalResult StepFunction::checkOps() {
                       "reads only its operands' elements");
       return WalkResult::interrupt();
     }
+    if (auto sw = dyn_cast<scf::IndexSwitchOp>(op);
+        sw && !llvm::all_of(sw.getResultTypes(), llvm::IsaPred<TensorType>)) {
+      op->emitOpError("expected only tensor results in a step function");
+      return WalkResult::interrupt();
+    }
     auto isTensor = [](Type t) { return isa<TensorType>(t); };
     bool tensors = llvm::any_of(op->getOperandTypes(), isTensor) ||
                    llvm::any_of(op->getResultTypes(), isTensor);
@@ -173,10 +179,11 @@ LogicalResult StepFunction::checkOps() {
 }
 
 /// The all_to_allv counts, with every tensor their buffers are copied from
-/// or into (a switch's yields and results, the sources of slices and
-/// concatenations) or views of (reshapes), get the #muir_exec.host
-/// encoding, so that each copy and view stays within host memory.
-void StepFunction::planHostCounts() {
+/// or into (a switch's yields and results, the sources of slices) or views
+/// of (reshapes), get the #muir_exec.host encoding, so that each copy and
+/// view stays within host memory. (Upstream bufferizes no concatenation in
+/// a memory space other than the default: counts may not be one.)
+LogicalResult StepFunction::planHostCounts() {
   SetVector<Value> hostCounts;
   SmallVector<Value> work;
   func.walk([&](AllToAllVOp x) {
@@ -196,8 +203,11 @@ void StepFunction::planHostCounts() {
       if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
               tensor::ExtractSliceOp>(def))
         work.push_back(def->getOperand(0));
-      if (auto concat = dyn_cast<tensor::ConcatOp>(def))
-        llvm::append_range(work, concat.getInputs());
+      if (isa<tensor::ConcatOp>(def))
+        return def->emitOpError("concatenates the counts of a ragged "
+                                "exchange, which are host buffers; "
+                                "concatenations in host memory are not "
+                                "supported");
     }
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
@@ -213,11 +223,15 @@ void StepFunction::planHostCounts() {
     auto t = cast<RankedTensorType>(v.getType());
     auto encoded =
         RankedTensorType::get(t.getShape(), t.getElementType(), host);
-    if (auto cst = v.getDefiningOp<arith::ConstantOp>())
-      cst.setValueAttr(
-          cast<DenseElementsAttr>(cst.getValue()).reshape(encoded));
+    if (auto cst = v.getDefiningOp<arith::ConstantOp>()) {
+      auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
+      if (!dense)
+        return cst.emitOpError("expected dense counts");
+      cst.setValueAttr(dense.reshape(encoded));
+    }
     v.setType(encoded);
   }
+  return success();
 }
 
 /// Each result written into its argument. Only these arguments are
@@ -267,7 +281,8 @@ LogicalResult StepFunction::prepare() {
   applyElementwiseToLinalg(func);
   if (failed(checkOps()))
     return failure();
-  planHostCounts();
+  if (failed(planHostCounts()))
+    return failure();
   materializeSwitches();
   materializeResults();
   return success();
@@ -508,18 +523,17 @@ struct LowerToExecPass
     if (failed(bufferize(*scratch)))
       return signalPassFailure();
 
-    // Constants became globals: into the module, renamed where a symbol
-    // of that name exists.
-    SymbolTable symbols(module);
+    // Constants became globals: into the module, first renamed (with their
+    // uses, in the scratch module) where the module has a symbol of that
+    // name.
+    SymbolTable symbols(module), scratchSymbols(*scratch);
     for (auto global :
          llvm::make_early_inc_range(scratch->getOps<memref::GlobalOp>())) {
-      StringAttr name = global.getSymNameAttr();
+      if (symbols.lookup(global.getSymNameAttr()) &&
+          failed(scratchSymbols.renameToUnique(global, {&symbols})))
+        return signalPassFailure();
       global->remove();
-      StringAttr unique = symbols.insert(global, module.getBody()->begin());
-      if (unique != name)
-        for (func::FuncOp func : funcs)
-          if (failed(SymbolTable::replaceAllSymbolUses(name, unique, func)))
-            return signalPassFailure();
+      symbols.insert(global, module.getBody()->begin());
     }
     for (auto [func, next] : llvm::zip(funcs, before)) {
       func->remove();

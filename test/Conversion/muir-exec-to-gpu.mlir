@@ -67,6 +67,17 @@ func.func @view(%b: memref<2x4x8xf32>, %o: memref<4x8xf32>) attributes {muir.ent
 
 // -----
 
+// A constant buffer in device memory has no lowering on the CUDA target.
+memref.global "private" constant @rows : memref<4xf32> = dense<1.0>
+func.func @device_constant(%o: memref<4xf32>) attributes {muir.entry} {
+  // expected-error @+1 {{'memref.get_global' op names a constant buffer outside #muir_exec.host memory}}
+  %g = memref.get_global @rows : memref<4xf32>
+  memref.copy %g, %o : memref<4xf32> to memref<4xf32>
+  return
+}
+
+// -----
+
 // A reduction is no element-wise kernel.
 #map = affine_map<(d0) -> (d0)>
 #red = affine_map<(d0) -> ()>

@@ -55,3 +55,16 @@ func.func @captures(%x: tensor<8xf32> {muir.name = "x"}, %y: tensor<8xf32> {muir
   } -> tensor<8xf32>
   return %r : tensor<8xf32>
 }
+
+// -----
+
+// Counts are host buffers, and upstream bufferizes no concatenation there.
+muir.grid @w axes = ["dp"] shape = [2]
+func.func @concat_counts(%x: tensor<8xf32> {muir.name = "x"}) -> (tensor<8xf32> {muir.updates = "x"}) {
+  %a = arith.constant dense<4> : tensor<1xi64>
+  // expected-error@+1 {{concatenates the counts of a ragged exchange}}
+  %c = tensor.concat dim(0) %a, %a : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %r:2 = muir.all_to_allv %x, %c on @w axes = ["dp"] : (tensor<8xf32>, tensor<2xi64>) -> (tensor<16xf32>, tensor<2xi64>)
+  %z = tensor.extract_slice %r#0[0] [8] [1] : tensor<16xf32> to tensor<8xf32>
+  return %z : tensor<8xf32>
+}

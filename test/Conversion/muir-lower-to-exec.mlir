@@ -217,6 +217,14 @@ muir.grid @moe axes = ["edp", "ep"] shape = [1, 4] folds @world
 // CHECK-LABEL: func.func @second_folding
 // CHECK: muir_exec.all_reduce %{{.*}}, %{{.*}} {group = #muir_exec.group<@moe, ["ep"]>, reduction = #muir_exec.reduction<sum>} : memref<4x4xf32>, memref<4x4xf32>
 // CHECK: muir_exec.group_rank {group = #muir_exec.group<@moe, ["ep"]>} : index
+// The switch writes one buffer made before it, in every case; the default
+// case reads x, so the result is copied into x after the switch.
+// CHECK: %[[OUT:.+]] = memref.alloc() {alignment = 64 : i64} : memref<4x4xf32>
+// CHECK: scf.index_switch
+// CHECK: memref.copy %{{.+}}, %[[OUT]]
+// CHECK: default
+// CHECK: memref.copy %[[X:[^,]+]], %[[OUT]]
+// CHECK: memref.copy %[[OUT]], %[[X]]
 func.func @second_folding(%x: tensor<4x4xf32> {muir.name = "x"}) -> (tensor<4x4xf32> {muir.updates = "x"}) {
   %y = muir.all_reduce %x on @moe axes = ["ep"] : tensor<4x4xf32>
   %r = muir.group_rank on @moe axes = ["ep"] : index
@@ -337,4 +345,27 @@ func.func @reads_init(%x: tensor<8xf32> {muir.name = "x"}, %y: tensor<8xf32> {mu
     linalg.yield %s : f32
   } -> tensor<8xf32>
   return %r : tensor<8xf32>
+}
+
+// -----
+
+// Constants become globals; where the module already has a symbol of a
+// global's name, the global (and its use) is renamed, and each exchange
+// still reads its own counts.
+muir.grid @w2 axes = ["dp"] shape = [2]
+memref.global "private" constant @__constant_2xi64 : memref<2xi64> = dense<7>
+// CHECK-DAG: memref.global "private" constant @[[A:[^ ]+]] : memref<2xi64, #muir_exec.host> = dense<1>
+// CHECK-DAG: memref.global "private" constant @[[B:[^ ]+]] : memref<2xi64, #muir_exec.host> = dense<2>
+// CHECK-DAG: memref.global "private" constant @__constant_2xi64 : memref<2xi64> = dense<7>
+// CHECK-LABEL: func.func @renamed
+// CHECK: %[[GA:.+]] = memref.get_global @[[A]]
+// CHECK: muir_exec.all_to_allv %{{.+}}, %[[GA]],
+// CHECK: %[[GB:.+]] = memref.get_global @[[B]]
+// CHECK: muir_exec.all_to_allv %{{.+}}, %[[GB]],
+func.func @renamed(%x: tensor<8xf32> {muir.name = "x"}) -> (tensor<8xf32> {muir.updates = "x"}) {
+  %a = arith.constant dense<1> : tensor<2xi64>
+  %r:2 = muir.all_to_allv %x, %a on @w2 axes = ["dp"] : (tensor<8xf32>, tensor<2xi64>) -> (tensor<4xf32>, tensor<2xi64>)
+  %b = arith.constant dense<2> : tensor<2xi64>
+  %s:2 = muir.all_to_allv %r#0, %b on @w2 axes = ["dp"] : (tensor<4xf32>, tensor<2xi64>) -> (tensor<8xf32>, tensor<2xi64>)
+  return %s#0 : tensor<8xf32>
 }
