@@ -18,15 +18,17 @@
 //     or into or are views of, get the #muir_exec.host encoding, which
 //     becomes their buffers' memory space (MPI and NCCL read counts on the
 //     host).
-// One-shot (with empty-tensor elimination) then computes element-wise
-// kernels straight into the argument they update where nothing reads it
-// later, views slices and reshapes instead of copying them, and copies the
-// rest. After it:
+// One-shot then views slices and reshapes instead of copying them, and
+// copies the rest. After it:
 //   - results are dropped (each is its argument, which one-shot proves);
-//   - a result computed by a runtime call into a fresh buffer is computed
-//     into the argument instead, when nothing touches the argument between
-//     that buffer's first use and the final copy (the runtime calls have no
-//     destination operand, so upstream's analysis cannot place them);
+//   - a result computed into a fresh buffer (by a runtime call, a kernel,
+//     copies into views) is computed into the argument instead, when
+//     nothing touches the argument between that buffer's first use and the
+//     final copy, except the element-wise kernel that computes it from the
+//     argument (the runtime calls have no destination operand, so
+//     upstream's analysis cannot place them; and one-shot places no
+//     kernel's output in an argument without empty-tensor elimination, a
+//     second whole analysis that would cost as much time again);
 //   - every allocation is freed at the end of its block: none escapes it,
 //     since switch results are their preallocated buffers.
 //
@@ -104,6 +106,7 @@ private:
 
 LogicalResult StepFunction::checkSignature() {
   FunctionType type = func.getFunctionType();
+  DenseMap<StringAttr, int64_t> argIndex;
   for (auto [i, t] : llvm::enumerate(type.getInputs())) {
     auto tensor = dyn_cast<RankedTensorType>(t);
     bool ok = (tensor && tensor.hasStaticShape() &&
@@ -113,9 +116,12 @@ LogicalResult StepFunction::checkSignature() {
       return func.emitOpError("argument ")
              << i << ": expected a static f32 tensor, the i64 step or an "
              << "f64 hyperparameter, got " << t;
-    if (tensor && !func.getArgAttrOfType<StringAttr>(i, "muir.name"))
+    auto name = func.getArgAttrOfType<StringAttr>(i, "muir.name");
+    if (tensor && !name)
       return func.emitOpError("argument ")
              << i << ": expected a 'muir.name' attribute naming the tensor";
+    if (name)
+      argIndex[name] = i;
   }
   for (unsigned i = 0; i < type.getNumResults(); ++i) {
     auto target = func.getResultAttrOfType<StringAttr>(i, "muir.updates");
@@ -123,11 +129,7 @@ LogicalResult StepFunction::checkSignature() {
       return func.emitOpError("result ")
              << i << ": expected a 'muir.updates' attribute naming the "
              << "argument it updates";
-    int64_t found = -1;
-    for (unsigned a = 0; a < func.getNumArguments(); ++a)
-      if (auto name = func.getArgAttrOfType<StringAttr>(a, "muir.name"))
-        if (name == target)
-          found = a;
+    int64_t found = argIndex.lookup_or(target, -1);
     if (found < 0)
       return func.emitOpError("result ")
              << i << " updates '" << target.getValue()
@@ -239,11 +241,18 @@ LogicalResult StepFunction::planHostCounts() {
 void StepFunction::materializeResults() {
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   OpBuilder b(ret);
-  for (BlockArgument arg : func.getArguments())
+  // All arguments' attributes at once (one by one, each would copy the
+  // whole list: quadratic in a step's thousands of arguments).
+  DenseSet<int64_t> targets(llvm::from_range, resultTargets);
+  SmallVector<DictionaryAttr> argAttrs;
+  for (BlockArgument arg : func.getArguments()) {
+    NamedAttrList attrs(func.getArgAttrDict(arg.getArgNumber()));
     if (isa<TensorType>(arg.getType()))
-      func.setArgAttr(
-          arg.getArgNumber(), bz::BufferizationDialect::kWritableAttrName,
-          b.getBoolAttr(llvm::is_contained(resultTargets, arg.getArgNumber())));
+      attrs.set(bz::BufferizationDialect::kWritableAttrName,
+                b.getBoolAttr(targets.contains(arg.getArgNumber())));
+    argAttrs.push_back(attrs.getDictionary(func.getContext()));
+  }
+  func.setAllArgAttrs(argAttrs);
   for (auto [i, target] : llvm::enumerate(resultTargets)) {
     Value arg = func.getArgument(target);
     auto m = bz::MaterializeInDestinationOp::create(b, ret.getLoc(),
@@ -253,9 +262,8 @@ void StepFunction::materializeResults() {
 }
 
 /// Each switch result written, in every case, into one tensor allocated
-/// before the switch: its buffer outlives the cases, which then free their
-/// own. (An allocation, not a tensor.empty, which empty-tensor elimination
-/// could replace in some cases and not in others.)
+/// before the switch (bufferization.alloc_tensor): its buffer outlives the
+/// cases, which then free their own.
 void StepFunction::materializeSwitches() {
   func.walk([&](scf::IndexSwitchOp sw) {
     OpBuilder b(sw);
@@ -267,6 +275,12 @@ void StepFunction::materializeSwitches() {
       Operation *yield = region.front().getTerminator();
       b.setInsertionPoint(yield);
       for (auto [i, dest] : llvm::enumerate(dests)) {
+        // An uninitialised yield (a case that computes nothing for this
+        // result) leaves the buffer as it is.
+        if (yield->getOperand(i).getDefiningOp<tensor::EmptyOp>()) {
+          yield->setOperand(i, dest);
+          continue;
+        }
         auto m = bz::MaterializeInDestinationOp::create(
             b, yield->getLoc(), yield->getOperand(i), dest);
         yield->setOperand(i, m.getResult());
@@ -453,9 +467,6 @@ LogicalResult StepFunction::finish() {
 /// One-shot bufferize over `scratch`: function boundaries with identity
 /// layouts, buffers in the memory space of their tensor's encoding.
 LogicalResult bufferize(ModuleOp scratch) {
-  IRRewriter rewriter(scratch.getContext());
-  if (failed(bz::eliminateEmptyTensors(rewriter, scratch)))
-    return failure();
   bz::OneShotBufferizationOptions options;
   options.bufferizeFunctionBoundaries = true;
   options.setFunctionBoundaryTypeConversion(
@@ -478,7 +489,20 @@ LogicalResult bufferize(ModuleOp scratch) {
   bz::BufferizationState state;
   if (failed(bz::runOneShotModuleBufferize(scratch, options, state)))
     return failure();
-  bz::removeBufferizationAttributesInModule(scratch);
+  // The bufferization.* argument attributes go (all of a function's at once,
+  // as above).
+  for (auto func : scratch.getOps<func::FuncOp>()) {
+    SmallVector<DictionaryAttr> argAttrs;
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      NamedAttrList attrs;
+      if (DictionaryAttr dict = func.getArgAttrDict(i))
+        for (NamedAttribute attr : dict)
+          if (!attr.getName().getValue().starts_with("bufferization."))
+            attrs.push_back(attr);
+      argAttrs.push_back(attrs.getDictionary(func.getContext()));
+    }
+    func.setAllArgAttrs(argAttrs);
+  }
   return success();
 }
 
