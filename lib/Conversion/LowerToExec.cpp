@@ -10,8 +10,9 @@
 // result into its argument's buffer. Before one-shot:
 //   - element-wise math becomes linalg on tensors;
 //   - each result is materialized in its argument
-//     (bufferization.materialize_in_destination; only those arguments
-//     writable), and each scf.index_switch result in a
+//     (bufferization.materialize_in_destination, which one-shot must
+//     bufferize in place; only those arguments writable) and the function
+//     returns nothing, and each scf.index_switch result in a
 //     bufferization.alloc_tensor before the switch, so that every case
 //     writes one buffer that outlives it;
 //   - the counts of ragged exchanges, and every tensor they are copied from
@@ -20,7 +21,6 @@
 //     host).
 // One-shot then views slices and reshapes instead of copying them, and
 // copies the rest. After it:
-//   - results are dropped (each is its argument, which one-shot proves);
 //   - a result computed into a fresh buffer (by a runtime call, a kernel,
 //     copies into views) is computed into the argument instead, when
 //     nothing touches the argument between that buffer's first use and the
@@ -93,7 +93,6 @@ private:
   LogicalResult planHostCounts();
   void materializeResults();
   void materializeSwitches();
-  LogicalResult dropResults();
   LogicalResult dropSwitchResults();
   void lowerGroupRanks();
   void computeInPlace();
@@ -236,8 +235,12 @@ LogicalResult StepFunction::planHostCounts() {
   return success();
 }
 
-/// Each result written into its argument. Only these arguments are
-/// writable: one-shot must not update any other in place.
+/// Each result written into its argument, and the function returns
+/// nothing: materialize_in_destination must bufferize in place, so one-shot
+/// writes the argument's buffer or fails (with results, its analysis of the
+/// function boundary would compare every result with every argument). Only
+/// these arguments are writable: one-shot must not update any other in
+/// place.
 void StepFunction::materializeResults() {
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   OpBuilder b(ret);
@@ -253,12 +256,26 @@ void StepFunction::materializeResults() {
     argAttrs.push_back(attrs.getDictionary(func.getContext()));
   }
   func.setAllArgAttrs(argAttrs);
+  // A result that is another argument (a pass-through; a swap) is copied
+  // before any argument is written.
+  SmallVector<Value> sources;
   for (auto [i, target] : llvm::enumerate(resultTargets)) {
-    Value arg = func.getArgument(target);
-    auto m = bz::MaterializeInDestinationOp::create(b, ret.getLoc(),
-                                                    ret.getOperand(i), arg);
-    ret.setOperand(i, m.getResult());
+    Value v = ret.getOperand(i);
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (arg && arg.getOwner() == &func.getBody().front() &&
+        arg.getArgNumber() != target)
+      v = bz::AllocTensorOp::create(b, ret.getLoc(),
+                                    cast<RankedTensorType>(v.getType()),
+                                    ValueRange{}, /*copy=*/v);
+    sources.push_back(v);
   }
+  for (auto [source, target] : llvm::zip(sources, resultTargets))
+    bz::MaterializeInDestinationOp::create(b, ret.getLoc(), source,
+                                           func.getArgument(target));
+  ret->setOperands({});
+  func.setFunctionType(FunctionType::get(func.getContext(),
+                                         func.getArgumentTypes(), TypeRange{}));
+  func.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
 }
 
 /// Each switch result written, in every case, into one tensor allocated
@@ -299,21 +316,6 @@ LogicalResult StepFunction::prepare() {
     return failure();
   materializeSwitches();
   materializeResults();
-  return success();
-}
-
-/// One-shot returns each argument it wrote a result into: the exec
-/// function returns nothing.
-LogicalResult StepFunction::dropResults() {
-  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-  for (auto [i, target] : llvm::enumerate(resultTargets))
-    if (ret.getOperand(i) != func.getArgument(target))
-      return ret.emitOpError("result ")
-             << i << " was not bufferized into its argument's buffer";
-  ret->setOperands({});
-  func.setFunctionType(FunctionType::get(func.getContext(),
-                                         func.getArgumentTypes(), TypeRange{}));
-  func.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
   return success();
 }
 
@@ -446,7 +448,7 @@ void StepFunction::freeAllocations() {
 }
 
 LogicalResult StepFunction::finish() {
-  if (failed(dropResults()) || failed(dropSwitchResults()))
+  if (failed(dropSwitchResults()))
     return failure();
   // Copies of a buffer onto itself (a result that one-shot computed in
   // place) do nothing.
@@ -486,11 +488,15 @@ LogicalResult bufferize(ModuleOp scratch) {
     return success();
   };
   options.bufferAlignment = 64;
+  // runOneShotModuleBufferize, in its steps: the writable marks are
+  // stripped between analysis and rewriting, all of a function's at once
+  // (upstream strips them one argument at a time, each rebuilding the whole
+  // list: quadratic in a step's thousands of arguments).
+  bz::OneShotAnalysisState analysis(scratch, options);
   bz::BufferizationState state;
-  if (failed(bz::runOneShotModuleBufferize(scratch, options, state)))
+  if (failed(bz::analyzeModuleOp(scratch, analysis)) ||
+      failed(bz::insertTensorCopies(scratch, analysis, state)))
     return failure();
-  // The bufferization.* argument attributes go (all of a function's at once,
-  // as above).
   for (auto func : scratch.getOps<func::FuncOp>()) {
     SmallVector<DictionaryAttr> argAttrs;
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
@@ -503,7 +509,7 @@ LogicalResult bufferize(ModuleOp scratch) {
     }
     func.setAllArgAttrs(argAttrs);
   }
-  return success();
+  return bz::bufferizeModuleOp(scratch, options, state);
 }
 
 struct LowerToExecPass

@@ -349,6 +349,37 @@ func.func @reads_init(%x: tensor<8xf32> {muir.name = "x"}, %y: tensor<8xf32> {mu
 
 // -----
 
+// Results that are other arguments (a swap) are read before any argument is
+// written: y goes through a copy, and x is copied into y before the copy is
+// copied into x.
+// CHECK-LABEL: func.func @swap
+// CHECK-SAME: (%[[X:[^:]+]]: memref<8xf32> {muir.name = "x"}, %[[Y:[^:]+]]: memref<8xf32> {muir.name = "y"})
+// CHECK-NEXT: %[[T:.+]] = memref.alloc()
+// CHECK-NEXT: memref.copy %[[Y]], %[[T]]
+// CHECK-NEXT: memref.copy %[[X]], %[[Y]]
+// CHECK-NEXT: memref.copy %[[T]], %[[X]]
+// CHECK-NEXT: memref.dealloc %[[T]]
+func.func @swap(%x: tensor<8xf32> {muir.name = "x"}, %y: tensor<8xf32> {muir.name = "y"}) -> (tensor<8xf32> {muir.updates = "x"}, tensor<8xf32> {muir.updates = "y"}) {
+  return %y, %x : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// A pass-through result (y takes x's value before the step) is copied
+// before x is overwritten.
+// CHECK-LABEL: func.func @pass_through
+// CHECK-SAME: (%[[X:[^:]+]]: memref<2x4xf32> {muir.name = "x"}, %[[Y:[^:]+]]: memref<2x4xf32> {muir.name = "y"})
+// CHECK: muir_exec.scale_by_norm %[[X]], %{{.+}}, %[[S:[^ ]+]]
+// CHECK-NEXT: memref.copy %[[X]], %[[Y]]
+// CHECK-NEXT: memref.copy %[[S]], %[[X]]
+func.func @pass_through(%x: tensor<2x4xf32> {muir.name = "x"}, %y: tensor<2x4xf32> {muir.name = "y"}) -> (tensor<2x4xf32> {muir.updates = "x"}, tensor<2x4xf32> {muir.updates = "y"}) {
+  %n = muir.sum_squares %x : tensor<2x4xf32> -> tensor<1xf32>
+  %s = muir.scale_by_norm %x, %n : tensor<2x4xf32>, tensor<1xf32>
+  return %s, %x : tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
 // Constants become globals; where the module already has a symbol of a
 // global's name, the global (and its use) is renamed, and each exchange
 // still reads its own counts.
