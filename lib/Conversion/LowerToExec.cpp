@@ -21,11 +21,13 @@
 //     host).
 // One-shot then views slices and reshapes instead of copying them, and
 // copies the rest. After it:
+//   - copies of buffers nothing wrote (tensor.empty's) are dropped;
 //   - a result computed into a fresh buffer (by a runtime call, a kernel,
-//     copies into views) is computed into the argument instead, when
-//     nothing touches the argument between that buffer's first use and the
-//     final copy, except the element-wise kernel that computes it from the
-//     argument (the runtime calls have no destination operand, so
+//     copies into views) is computed into the argument (or, in a switch
+//     case, the switch's buffer) instead, when nothing touches that
+//     between the fresh buffer's first use and the final copy, except the
+//     element-wise kernel that computes it from the argument (the runtime
+//     calls have no destination operand, so
 //     upstream's analysis cannot place them; and one-shot places no
 //     kernel's output in an argument without empty-tensor elimination, a
 //     second whole analysis that would cost as much time again);
@@ -95,6 +97,7 @@ private:
   void materializeSwitches();
   LogicalResult dropSwitchResults();
   void lowerGroupRanks();
+  void dropUndefinedCopies();
   void computeInPlace();
   void freeAllocations();
 
@@ -391,23 +394,51 @@ SmallVector<Operation *> usersIn(Block &block, Value buffer) {
   return users;
 }
 
+/// A copy of a buffer nothing wrote (a tensor.empty's: the padding of a
+/// concatenation) leaves its target undefined, as it was.
+void StepFunction::dropUndefinedCopies() {
+  SmallVector<Operation *> copies;
+  func.walk([&](Operation *op) {
+    if (isa<memref::CopyOp, linalg::CopyOp>(op))
+      copies.push_back(op);
+  });
+  for (Operation *copy : copies) {
+    auto alloc = copy->getOperand(0).getDefiningOp<memref::AllocOp>();
+    if (!alloc || !alloc->hasOneUse())
+      continue;
+    Value target = copy->getOperand(1);
+    copy->erase();
+    alloc.erase();
+    // The view of the target it went into, unless something else uses it.
+    while (target.use_empty() && target.getDefiningOp<ViewLikeOpInterface>()) {
+      Operation *view = target.getDefiningOp();
+      target = cast<ViewLikeOpInterface>(view).getViewSource();
+      view->erase();
+    }
+  }
+}
+
 /// A result that a runtime call (or a kernel, or copies into views)
-/// computes into a fresh buffer, then copied into its argument, is
-/// computed in the argument instead when nothing touches the argument from
-/// that buffer's first use on; an element-wise kernel may also read the
-/// argument it then writes.
-void StepFunction::computeInPlace() {
-  Block &body = func.getBody().front();
+/// computes into a fresh buffer of `block`, then copies into a buffer that
+/// outlives it (an argument, or a switch result's buffer made before the
+/// switch), is computed in that buffer instead when nothing in `block`
+/// touches it from the fresh buffer's first use on; an element-wise kernel
+/// may also read the buffer it then writes.
+void computeInPlaceIn(Block &block) {
   SmallVector<memref::CopyOp> copies;
-  for (auto copy : body.getOps<memref::CopyOp>())
+  for (auto copy : block.getOps<memref::CopyOp>())
     copies.push_back(copy);
   for (memref::CopyOp copy : copies) {
-    auto arg = dyn_cast<BlockArgument>(copy.getTarget());
+    Value target = copy.getTarget();
+    auto arg = dyn_cast<BlockArgument>(target);
+    bool outlives = arg ? isa<func::FuncOp>(arg.getOwner()->getParentOp())
+                        : target.getDefiningOp<memref::AllocOp>() &&
+                              target.getDefiningOp()->getBlock() != &block;
     auto alloc = copy.getSource().getDefiningOp<memref::AllocOp>();
-    if (!arg || arg.getOwner() != &body || !alloc ||
-        alloc->getBlock() != &body || alloc.getType() != arg.getType())
+    if (!outlives || !alloc || alloc->getBlock() != &block ||
+        alloc.getType() != target.getType())
       continue;
-    SmallVector<Operation *> uses = usersIn(body, alloc.getResult());
+    SmallVector<Operation *> uses = usersIn(block, alloc.getResult());
     Operation *first = nullptr;
     bool copiedLast = true;
     for (Operation *use : uses) {
@@ -419,21 +450,30 @@ void StepFunction::computeInPlace() {
     }
     if (!first || !copiedLast)
       continue;
-    bool safe = llvm::all_of(usersIn(body, arg), [&](Operation *use) {
+    bool safe = llvm::all_of(usersIn(block, target), [&](Operation *use) {
       if (use == copy || use->isBeforeInBlock(first))
         return true;
       auto g = dyn_cast<linalg::GenericOp>(use);
       return use == first && g && isElementwise(g) &&
-             llvm::is_contained(g.getDpsInputs(), Value(arg)) &&
+             llvm::is_contained(g.getDpsInputs(), target) &&
              llvm::is_contained(g.getDpsInits(), alloc.getResult()) &&
-             !llvm::is_contained(g.getDpsInits(), Value(arg));
+             !llvm::is_contained(g.getDpsInits(), target);
     });
     if (!safe)
       continue;
-    alloc.getResult().replaceAllUsesWith(arg);
+    alloc.getResult().replaceAllUsesWith(target);
     copy.erase();
     alloc.erase();
   }
+}
+
+/// computeInPlace in the function's body and in every switch case.
+void StepFunction::computeInPlace() {
+  computeInPlaceIn(func.getBody().front());
+  func.walk([](scf::IndexSwitchOp sw) {
+    for (Region &region : sw->getRegions())
+      computeInPlaceIn(region.front());
+  });
 }
 
 /// Every allocation is freed at the end of its block (the function's, or
@@ -457,6 +497,7 @@ LogicalResult StepFunction::finish() {
       c.erase();
   });
   lowerGroupRanks();
+  dropUndefinedCopies();
   computeInPlace();
   freeAllocations();
   // The exec function is marked as such, and only as such (no muir.per_rank:

@@ -240,6 +240,41 @@ func.func @second_folding(%x: tensor<4x4xf32> {muir.name = "x"}) -> (tensor<4x4x
 
 // -----
 
+// A case computes its result in the switch's buffer: the concatenation
+// writes into it (no buffer of its own copied afterwards), and its padding
+// (a tensor.empty) is not copied at all.
+muir.grid @w2 axes = ["dp"] shape = [2]
+// CHECK-LABEL: func.func @case_in_place
+// CHECK-SAME: (%[[X:[^:]+]]: memref<4xf32>
+// CHECK: %[[OUT:.+]] = memref.alloc() {alignment = 64 : i64} : memref<8xf32>
+// CHECK: case 0 {
+// CHECK-NEXT: %[[Y:.+]] = memref.alloc() {alignment = 64 : i64} : memref<4xf32>
+// CHECK-NEXT: muir_exec.all_reduce %[[X]], %[[Y]]
+// CHECK-NEXT: %[[V:.+]] = memref.subview %[[OUT]][0] [4] [1]
+// CHECK-NEXT: memref.copy %[[Y]], %[[V]]
+// CHECK-NEXT: memref.dealloc %[[Y]]
+// CHECK-NEXT: scf.yield
+// CHECK: default {
+// CHECK-NEXT: }
+func.func @case_in_place(%x: tensor<4xf32> {muir.name = "x"}) -> (tensor<4xf32> {muir.updates = "x"}) {
+  %r = muir.group_rank on @w2 axes = ["dp"] : index
+  %z = scf.index_switch %r -> tensor<8xf32>
+  case 0 {
+    %y = muir.all_reduce %x on @w2 axes = ["dp"] : tensor<4xf32>
+    %pad = tensor.empty() : tensor<4xf32>
+    %c = tensor.concat dim(0) %y, %pad : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
+    scf.yield %c : tensor<8xf32>
+  }
+  default {
+    %e = tensor.empty() : tensor<8xf32>
+    scf.yield %e : tensor<8xf32>
+  }
+  %s = tensor.extract_slice %z[0] [4] [1] : tensor<8xf32> to tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
 // The fused SYRK + packed all-reduce becomes a pipeline of row chunks: chunk
 // j's rows are computed and their exchange started before chunk j - 1's is
 // waited for, so each exchange is in flight during the next chunk's SYRK.
