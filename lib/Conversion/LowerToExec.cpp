@@ -259,12 +259,19 @@ void StepFunction::materializeResults() {
     argAttrs.push_back(attrs.getDictionary(func.getContext()));
   }
   func.setAllArgAttrs(argAttrs);
-  // A result that is another argument (a pass-through; a swap) is copied
-  // before any argument is written.
+  // A result that is another argument or a view of one (a pass-through; a
+  // swap) is copied before any argument is written.
   SmallVector<Value> sources;
   for (auto [i, target] : llvm::enumerate(resultTargets)) {
     Value v = ret.getOperand(i);
-    auto arg = dyn_cast<BlockArgument>(v);
+    Value root = v;
+    while (Operation *def = root.getDefiningOp()) {
+      if (!isa<tensor::CastOp, tensor::ExtractSliceOp, tensor::CollapseShapeOp,
+               tensor::ExpandShapeOp>(def))
+        break;
+      root = def->getOperand(0);
+    }
+    auto arg = dyn_cast<BlockArgument>(root);
     if (arg && arg.getOwner() == &func.getBody().front() &&
         arg.getArgNumber() != target)
       v = bz::AllocTensorOp::create(b, ret.getLoc(),
@@ -272,6 +279,8 @@ void StepFunction::materializeResults() {
                                     ValueRange{}, /*copy=*/v);
     sources.push_back(v);
   }
+  // Their results are unused, and the tensor form has no memory effects:
+  // nothing may erase dead ops between here and one-shot.
   for (auto [source, target] : llvm::zip(sources, resultTargets))
     bz::MaterializeInDestinationOp::create(b, ret.getLoc(), source,
                                            func.getArgument(target));
@@ -531,8 +540,8 @@ LogicalResult bufferize(ModuleOp scratch) {
   options.bufferAlignment = 64;
   // runOneShotModuleBufferize, in its steps: the writable marks are
   // stripped between analysis and rewriting, all of a function's at once
-  // (upstream strips them one argument at a time, each rebuilding the whole
-  // list: quadratic in a step's thousands of arguments).
+  // (the rewrite strips them one argument at a time, each rebuilding the
+  // whole list: quadratic in a step's thousands of arguments).
   bz::OneShotAnalysisState analysis(scratch, options);
   bz::BufferizationState state;
   if (failed(bz::analyzeModuleOp(scratch, analysis)) ||
@@ -544,7 +553,7 @@ LogicalResult bufferize(ModuleOp scratch) {
       NamedAttrList attrs;
       if (DictionaryAttr dict = func.getArgAttrDict(i))
         for (NamedAttribute attr : dict)
-          if (!attr.getName().getValue().starts_with("bufferization."))
+          if (attr.getName() != bz::BufferizationDialect::kWritableAttrName)
             attrs.push_back(attr);
       argAttrs.push_back(attrs.getDictionary(func.getContext()));
     }

@@ -275,6 +275,26 @@ func.func @case_in_place(%x: tensor<4xf32> {muir.name = "x"}) -> (tensor<4xf32> 
 
 // -----
 
+// Padding along columns: the computed block is copied into its strided
+// view of the argument (linalg.copy), the padding (a tensor.empty) not at
+// all.
+// CHECK-LABEL: func.func @pad_columns
+// CHECK-SAME: (%[[X:[^:]+]]: memref<4x2xf32> {{.*}}, %[[Z:[^:]+]]: memref<4x4xf32>
+// CHECK: muir_exec.scale_by_norm %[[X]], %{{.+}}, %[[S:[^ ]+]]
+// CHECK-NEXT: %[[V:.+]] = memref.subview %[[Z]][0, 0] [4, 2] [1, 1]
+// CHECK-NEXT: linalg.copy ins(%[[S]] : memref<4x2xf32>) outs(%[[V]] : memref<4x2xf32, strided<[4, 1]>>)
+// CHECK-NOT: copy
+// CHECK: return
+func.func @pad_columns(%x: tensor<4x2xf32> {muir.name = "x"}, %z: tensor<4x4xf32> {muir.name = "z"}) -> (tensor<4x4xf32> {muir.updates = "z"}) {
+  %n = muir.sum_squares %x : tensor<4x2xf32> -> tensor<1xf32>
+  %s = muir.scale_by_norm %x, %n : tensor<4x2xf32>, tensor<1xf32>
+  %e = tensor.empty() : tensor<4x2xf32>
+  %c = tensor.concat dim(1) %s, %e : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x4xf32>
+  return %c : tensor<4x4xf32>
+}
+
+// -----
+
 // The fused SYRK + packed all-reduce becomes a pipeline of row chunks: chunk
 // j's rows are computed and their exchange started before chunk j - 1's is
 // waited for, so each exchange is in flight during the next chunk's SYRK.
@@ -396,6 +416,24 @@ func.func @reads_init(%x: tensor<8xf32> {muir.name = "x"}, %y: tensor<8xf32> {mu
 // CHECK-NEXT: memref.dealloc %[[T]]
 func.func @swap(%x: tensor<8xf32> {muir.name = "x"}, %y: tensor<8xf32> {muir.name = "y"}) -> (tensor<8xf32> {muir.updates = "x"}, tensor<8xf32> {muir.updates = "y"}) {
   return %y, %x : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// The same through views of the arguments (reshapes): each is copied from
+// before either argument is written.
+// CHECK-LABEL: func.func @swap_views
+// CHECK-SAME: (%[[X:[^:]+]]: memref<2x4xf32> {muir.name = "x"}, %[[Y:[^:]+]]: memref<8xf32> {muir.name = "y"})
+// CHECK: %[[EY:.+]] = memref.expand_shape %[[Y]]
+// CHECK: %[[CX:.+]] = memref.collapse_shape %[[X]]
+// CHECK: %[[T:.+]] = memref.alloc()
+// CHECK-NEXT: memref.copy %[[EY]], %[[T]]
+// CHECK-NEXT: memref.copy %[[CX]], %[[Y]]
+// CHECK-NEXT: memref.copy %[[T]], %[[X]]
+func.func @swap_views(%x: tensor<2x4xf32> {muir.name = "x"}, %y: tensor<8xf32> {muir.name = "y"}) -> (tensor<2x4xf32> {muir.updates = "x"}, tensor<8xf32> {muir.updates = "y"}) {
+  %ey = tensor.expand_shape %y [[0, 1]] output_shape [2, 4] : tensor<8xf32> into tensor<2x4xf32>
+  %cx = tensor.collapse_shape %x [[0, 1]] : tensor<2x4xf32> into tensor<8xf32>
+  return %ey, %cx : tensor<2x4xf32>, tensor<8xf32>
 }
 
 // -----
