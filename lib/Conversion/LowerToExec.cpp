@@ -68,6 +68,14 @@ bool capturesTensors(linalg::GenericOp g) {
   return captured;
 }
 
+/// The tensor a view-like tensor op (cast, slice, reshape) views, or null.
+Value viewedTensor(Operation *op) {
+  if (isa<tensor::CastOp, tensor::ExtractSliceOp, tensor::CollapseShapeOp,
+          tensor::ExpandShapeOp>(op))
+    return op->getOperand(0);
+  return Value();
+}
+
 /// An element-wise kernel on buffers: each element of an output depends
 /// only on the same element of each input and not on the output's initial
 /// value, so it may write a buffer it reads.
@@ -204,9 +212,8 @@ LogicalResult StepFunction::planHostCounts() {
         for (Region &region : sw->getRegions())
           work.push_back(
               region.front().getTerminator()->getOperand(r.getResultNumber()));
-      if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
-              tensor::ExtractSliceOp>(def))
-        work.push_back(def->getOperand(0));
+      if (Value viewed = viewedTensor(def))
+        work.push_back(viewed);
       if (isa<tensor::ConcatOp>(def))
         return def->emitOpError("concatenates the counts of a ragged "
                                 "exchange, which are host buffers; "
@@ -266,10 +273,10 @@ void StepFunction::materializeResults() {
     Value v = ret.getOperand(i);
     Value root = v;
     while (Operation *def = root.getDefiningOp()) {
-      if (!isa<tensor::CastOp, tensor::ExtractSliceOp, tensor::CollapseShapeOp,
-               tensor::ExpandShapeOp>(def))
+      Value viewed = viewedTensor(def);
+      if (!viewed)
         break;
-      root = def->getOperand(0);
+      root = viewed;
     }
     auto arg = dyn_cast<BlockArgument>(root);
     if (arg && arg.getOwner() == &func.getBody().front() &&
@@ -303,13 +310,10 @@ void StepFunction::materializeSwitches() {
     for (Region &region : sw->getRegions()) {
       Operation *yield = region.front().getTerminator();
       b.setInsertionPoint(yield);
+      // An uninitialised yield (a tensor.empty: a case that computes
+      // nothing for this result) leaves the buffer as it is: its copy is
+      // dropped (dropUndefinedCopies).
       for (auto [i, dest] : llvm::enumerate(dests)) {
-        // An uninitialised yield (a case that computes nothing for this
-        // result) leaves the buffer as it is.
-        if (yield->getOperand(i).getDefiningOp<tensor::EmptyOp>()) {
-          yield->setOperand(i, dest);
-          continue;
-        }
         auto m = bz::MaterializeInDestinationOp::create(
             b, yield->getLoc(), yield->getOperand(i), dest);
         yield->setOperand(i, m.getResult());
