@@ -620,8 +620,18 @@ llvm::Error Step::joinRanks() {
     ++distUsers;
     I.distStarted = true;
   }
-  muirrt_set_deterministic(options.deterministic);
+  applySettings();
   return llvm::Error::success();
+}
+
+void Step::applySettings() {
+  muirrt_set_deterministic(options.deterministic);
+  if (!cuda() || !impl->cudaLib.handle)
+    return;
+  CudaRuntime &cl = impl->cudaLib;
+  cl.setDeterministic(options.deterministic);
+  cl.setPrecision(options.cudaBf16);
+  cl.setGroupedGemm(options.cudaCublasGrouped);
 }
 
 llvm::Error Step::startEngine() {
@@ -659,9 +669,7 @@ llvm::Error Step::startEngine() {
       return error(Twine("--target=cuda: NCCL: ") + cl.lastError());
     ++cudaUsers;
     I.cudaDistStarted = true;
-    cl.setDeterministic(options.deterministic);
-    cl.setPrecision(options.cudaBf16);
-    cl.setGroupedGemm(options.cudaCublasGrouped);
+    applySettings();
     module.walk([&](LLVM::LLVMFuncOp f) {
       if (f.isExternal() && f.getName().starts_with("muirrt_cuda_"))
         cudaNames.push_back(f.getName().str());
@@ -749,6 +757,9 @@ llvm::Error Step::run(int64_t counter, llvm::ArrayRef<double> hyper,
       packed.push_back(&I.hyperValues[a.hyperIndex]);
   }
   ++runs;
+  // The runtime's settings are the process's: another step may have set
+  // them since this one last ran, so each run sets this step's own.
+  applySettings();
   if (I.packedEntry) {
     I.packedEntry(packed.data());
     return llvm::Error::success();

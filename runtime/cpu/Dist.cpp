@@ -439,3 +439,7 @@ extern "C" void muirrt_set_abort_hook(void (*hook)(void)) { abortHook = hook; }
 extern "C" void muirrt_set_deterministic(int32_t on) {
   state.deterministic = on != 0;
 }
+
+extern "C" int32_t muirrt_deterministic(void) {
+  return state.deterministic ? 1 : 0;
+}

@@ -214,6 +214,9 @@ private:
   llvm::Error readArguments();
   llvm::Error joinRanks();
   llvm::Error startEngine();
+  /// Sets the runtime's process-wide settings (deterministic reductions;
+  /// on CUDA also bf16 products and the grouped GEMM) to this step's.
+  void applySettings();
   bool cacheable() const;
   std::string metadata() const;
   llvm::Error readMetadata(llvm::StringRef text);

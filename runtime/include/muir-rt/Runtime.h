@@ -492,6 +492,8 @@ const MuirRtTraceRecord *muirrt_trace_records(void);
  * depend on timing or on MPI's algorithm. Off: muirrt_all_reduce uses
  * MPI_Allreduce (faster with many ranks; its order is MPI's). */
 void muirrt_set_deterministic(int32_t on);
+/* The setting in force (1: deterministic). */
+int32_t muirrt_deterministic(void);
 
 /* Gathers `count` int64 from every group rank, in group-rank order. */
 void muirrt_all_gather_i64(int64_t axes_mask, const int64_t *in,

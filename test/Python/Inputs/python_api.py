@@ -2,6 +2,7 @@
 PyTorch: compile a description, list its arguments, bind NumPy arrays,
 run with and without hyperparameters, errors as MuirError.
 """
+import ctypes
 import sys
 
 import muir
@@ -163,6 +164,22 @@ with muir.compile(SOURCE, "api.yaml",
                   "machine=h200 probe-updates=true ns-form=gram") as named:
     print("named options accepted: %d arguments (%d without them)"
           % (len(named.arguments), len(step.arguments)))
+# The runtime's settings are the process's: each run sets its own step's,
+# so a step compiled later with others does not change how an earlier one
+# runs (read back through the CPU runtime, which libmuir_step.so carries).
+rt = muir._load()
+rt.muirrt_deterministic.restype = ctypes.c_int32
+with muir.compile(SOURCE, "api.yaml", {"deterministic": False}) as loose:
+    zeros = {a.name: np.zeros(a.shape, np.float32)
+             for a in loose.arguments if a.is_tensor}
+    for name, x in zeros.items():
+        loose.bind(name, x.ctypes.data)
+    seen = []
+    for which in (step, loose, step):
+        which.run(1)
+        seen.append(rt.muirrt_deterministic())
+    print("deterministic setting at each run (step, loose, step): %s" % seen)
+    check(seen == [1, 0, 1], "settings of another step leaked: %s" % seen)
 expect("bad index", lambda: step.bind(999, arrays["w"].ctypes.data))
 expect("bad name", lambda: step.bind("nope", arrays["w"].ctypes.data),
        KeyError)
