@@ -10,6 +10,7 @@
 #ifndef MUIR_RUNTIME_CUDA_CUDAINTERNAL_H
 #define MUIR_RUNTIME_CUDA_CUDAINTERNAL_H
 
+#include "ArenaPlan.h"
 #include "MoeKernels.h"
 
 #include <cublas_v2.h>
@@ -128,18 +129,19 @@ struct State {
     cudaEvent_t packed = nullptr, done = nullptr;
   };
   std::vector<Exchange> exchanges;
-  // A step's temporaries (mgpuMemAlloc/Free). The first step allocates
-  // them stream-ordered and records the sequence; before the first graph
-  // capture one arena of the sequence's peak is reserved, and from then on
-  // every step places the same sequence first-fit at the same offsets: the
-  // same pointers every step, so a captured graph holds no memory nodes
-  // and a re-capture can update it in place.
-  std::vector<std::pair<int64_t, size_t>> allocTrace; // (+id, bytes)/(-id)
-  std::map<void *, int64_t> allocIds;
-  int64_t nextAllocId = 1;
+  // A step's temporaries (mgpuMemAlloc/Free), placed first fit by
+  // arenaPlan (ArenaPlan.h): the same sequence at the same offsets at every
+  // run. The first step allocates them stream-ordered; between steps (the
+  // first graph capture, a synchronize) one arena of the plan's need is
+  // reserved, and from then on a temporary whose offset the arena holds
+  // lives there: the same pointers every step, so a captured graph holds no
+  // memory nodes and a re-capture can update it in place. A later step with
+  // a larger peak runs its first time partly outside the arena, and the
+  // arena grows to the new need before its capture.
+  ArenaPlan arenaPlan;
+  std::map<void *, size_t> placed; // live temporaries -> their offsets
   char *arena = nullptr;
   size_t arenaBytes = 0;
-  std::map<size_t, size_t> arenaUsed; // offset -> bytes
   // Scratch for the sums of squares and the gathered pieces; grown outside
   // captures only (see scratch()).
   void *scratch = nullptr;
@@ -192,13 +194,12 @@ void ensureReady(const char *fn);
 bool capturing();
 /// A device scratch of at least `bytes` (see CudaRuntime.cpp).
 void *scratch(size_t bytes, const char *fn);
-/// The lowest offset where `bytes` fit between the blocks of `used`.
-size_t firstFit(const std::map<size_t, size_t> &used, size_t bytes);
 /// `bytes` rounded up to a multiple of 256 (at least 256).
 inline size_t aligned(size_t bytes) {
   return (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
 }
-/// Reserves the arena for the recorded allocation sequence (see State).
+/// Between steps (no temporary live), reserves an arena of the plan's
+/// need if the one reserved so far is smaller (see State).
 void planArena();
 
 } // namespace muirrt_cuda_detail

@@ -105,46 +105,32 @@ void *scratch(size_t bytes, const char *fn) {
   return state.scratch;
 }
 
-// The lowest offset where `bytes` fit between the blocks of `used` (or
-// after the last one).
-size_t firstFit(const std::map<size_t, size_t> &used, size_t bytes) {
-  size_t at = 0;
-  for (auto [offset, size] : used) {
-    if (offset >= at + bytes)
-      return at;
-    at = std::max(at, offset + size);
-  }
-  return at;
-}
-
-// Reserves the arena for the recorded allocation sequence (see State).
+// Reserves the arena for the sequences placed so far (see State).
 void planArena() {
-  if (state.arena || state.allocTrace.empty())
-    return;
-  std::map<size_t, size_t> used;
-  std::map<int64_t, size_t> offsets;
-  size_t peak = 0;
-  for (auto [id, bytes] : state.allocTrace) {
-    if (id > 0) {
-      size_t at = firstFit(used, bytes);
-      used[at] = bytes;
-      offsets[id] = at;
-      peak = std::max(peak, at + bytes);
-    } else if (auto it = offsets.find(-id); it != offsets.end()) {
-      used.erase(it->second);
-    }
-  }
-  state.allocTrace.clear();
-  if (peak == 0)
+  size_t need = state.arenaPlan.need();
+  if (need <= state.arenaBytes || !state.arenaPlan.idle())
     return;
   check(cudaStreamSynchronize(state.stream), "cudaStreamSynchronize");
-  // The first step's pool memory goes back before the arena takes its peak.
+  if (state.arena) {
+    // A later step needs more: the smaller arena goes, and with it the
+    // graph that points into it (called where a capture follows, or where
+    // there is no graph).
+    check(cudaFree(state.arena), "cudaFree (the step's temporaries)");
+    state.arena = nullptr;
+    state.arenaBytes = 0;
+    if (state.graphExec) {
+      cudaGraphExecDestroy(state.graphExec);
+      state.graphExec = nullptr;
+    }
+  }
+  // The pool memory of the runs so far goes back before the arena takes
+  // its peak.
   cudaMemPool_t pool;
   if (cudaDeviceGetDefaultMemPool(&pool, state.device) == cudaSuccess)
     cudaMemPoolTrimTo(pool, 0);
-  check(cudaMalloc(reinterpret_cast<void **>(&state.arena), peak),
+  check(cudaMalloc(reinterpret_cast<void **>(&state.arena), need),
         "cudaMalloc (the step's temporaries)");
-  state.arenaBytes = peak;
+  state.arenaBytes = need;
 }
 
 } // namespace muirrt_cuda_detail
@@ -338,13 +324,15 @@ extern "C" int muirrt_cuda_copy_to_host(void *dst, const void *src,
                                  cudaGetErrorString(e));
 }
 
-// After a whole step (every temporary freed again), the recorded sequence
+// After a whole step (every temporary freed again), the placed sequence
 // sizes the arena: later steps, captured or not, use the same addresses.
 extern "C" int muirrt_cuda_synchronize(void) {
   if (capturing())
     return fail("muirrt_cuda_synchronize inside a graph capture");
   state.countPlace = 0; // a step ends here
-  if (state.allocIds.empty())
+  // The first arena; a larger one only where no captured graph points
+  // into the old (else the next capture grows it).
+  if (!state.arena || !state.graphExec)
     planArena();
   cudaError_t e = cudaStreamSynchronize(state.stream);
   if (e != cudaSuccess)

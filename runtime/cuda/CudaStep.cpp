@@ -64,6 +64,9 @@ extern "C" int muirrt_cuda_graph_end(void) {
 }
 
 extern "C" int muirrt_cuda_graph_launch(void) {
+  if (!state.graphExec)
+    return fail("no captured graph to launch (none was, or the arena it "
+                "pointed into grew since for another step)");
   cudaError_t e = cudaGraphLaunch(state.graphExec, state.stream);
   return e == cudaSuccess ? 0
                           : fail(std::string("cudaGraphLaunch: ") +
@@ -161,38 +164,29 @@ extern "C" void *mgpuMemAlloc(uint64_t bytes, void *, int8_t host_shared) {
   if (host_shared)
     fatal("mgpuMemAlloc: host-shared memory is not used by muir");
   size_t size = aligned(bytes);
-  if (state.arena) {
-    size_t at = firstFit(state.arenaUsed, size);
-    if (at + size <= state.arenaBytes) {
-      state.arenaUsed[at] = size;
-      return state.arena + at;
-    }
-    if (capturing())
-      fatal("mgpuMemAlloc: the step allocates more inside a graph capture "
-            "than its first run did (" +
-            std::to_string(state.arenaBytes) + " bytes)");
-  }
+  size_t at = state.arenaPlan.place(size);
   void *ptr = nullptr;
-  check(cudaMallocAsync(&ptr, size, state.stream), "cudaMallocAsync");
-  if (!state.arena) {
-    int64_t id = state.nextAllocId++;
-    state.allocIds[ptr] = id;
-    state.allocTrace.push_back({id, size});
+  if (at + size <= state.arenaBytes) {
+    ptr = state.arena + at;
+  } else {
+    if (state.arena && capturing())
+      fatal("mgpuMemAlloc: the step allocates more inside a graph capture "
+            "than the arena reserved for it holds (" +
+            std::to_string(state.arenaBytes) + " bytes)");
+    check(cudaMallocAsync(&ptr, size, state.stream), "cudaMallocAsync");
   }
+  state.placed[ptr] = at;
   return ptr;
 }
 
 extern "C" void mgpuMemFree(void *ptr, void *) {
   char *p = static_cast<char *>(ptr);
-  if (state.arena && p >= state.arena && p < state.arena + state.arenaBytes) {
-    state.arenaUsed.erase(static_cast<size_t>(p - state.arena));
+  if (auto it = state.placed.find(ptr); it != state.placed.end()) {
+    state.arenaPlan.release(it->second);
+    state.placed.erase(it);
+  }
+  if (state.arena && p >= state.arena && p < state.arena + state.arenaBytes)
     return;
-  }
-  if (auto it = state.allocIds.find(ptr); it != state.allocIds.end()) {
-    if (!state.arena)
-      state.allocTrace.push_back({-it->second, 0});
-    state.allocIds.erase(it);
-  }
   check(cudaFreeAsync(ptr, state.stream), "cudaFreeAsync");
 }
 
