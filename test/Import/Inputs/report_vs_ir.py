@@ -1,0 +1,134 @@
+"""The plan report's decisions against the planned IR's, per matrix.
+
+muir-compile costs a step twice: the passes decide in the IR (muir-distribute
+records on each muir.apply_update the typed `muir.ns_mode`, `muir.ns_form`,
+`muir.ns_why` and `muir.dp_owner`), and PlanReport.cpp works the same
+decisions out again from the description for `--report`. This script runs
+both for one description and options and compares them parameter by
+parameter, naming the first that differs:
+
+  - the split Muon matrices: the same set, the same Newton-Schulz mode;
+  - the model's time of the chosen mode and form: the report's modelled_ms
+    equals the candidate of that mode and form listed in the IR's ns_why
+    (printed there to 3 significant digits), when the model chose;
+  - the dp owners: the same set of parameters, the same owner.
+
+Usage: report_vs_ir.py --compiler C --tmp DIR LABEL -- <muir-compile args>
+Prints "<label>: <n> split matrices, <k> owners agree" or FAIL lines.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+ARG = re.compile(r"(%arg\d+): tensor<[^>]*> \{([^}]*)\}")
+NAME = re.compile(r'muir\.name = "([^"]+)"')
+DEF = re.compile(r"^\s*(%[\w.#]+)(?::\d+)? = [\w.]+ (%[\w.#]+)")
+APPLY = re.compile(r"muir\.apply_update (%[\w.#]+),")
+MODE = re.compile(r"muir\.ns_mode = #muir\.ns_mode<(\w+)>")
+FORM = re.compile(r"muir\.ns_form = #muir\.ns_form<(\w+)>")
+OWNER = re.compile(r"muir\.dp_owner = (\d+)")
+CAND = re.compile(r"<(\w+), (\w+), ([0-9.e+-]+) ms")
+
+
+def fail(msg):
+    print("FAIL " + msg)
+    sys.exit(1)
+
+
+def decisions(ir):
+    """name -> (mode, form, owner, candidates) from the planned IR."""
+    names, source = {}, {}
+    for line in ir.splitlines():
+        if "func.func" in line:
+            for arg, attrs in ARG.findall(line):
+                m = NAME.search(attrs)
+                if m:
+                    names[arg] = m.group(1)
+            continue
+        d = DEF.match(line)
+        if d:
+            source[d.group(1)] = d.group(2)
+    out = {}
+    for line in ir.splitlines():
+        a = APPLY.search(line)
+        if not a:
+            continue
+        v = a.group(1)
+        for _ in range(100):  # views of the parameter back to its argument
+            if v in names or v not in source:
+                break
+            v = source[v]
+        if v not in names:
+            fail("apply_update of %s: no parameter argument" % a.group(1))
+        mode, form, owner = MODE.search(line), FORM.search(line), \
+            OWNER.search(line)
+        why = line[line.find("muir.ns_why"):] if "muir.ns_why" in line else ""
+        cands = [(c[0], c[1], float(c[2])) for c in CAND.findall(why)]
+        got = (mode and mode.group(1), form and form.group(1),
+               owner and int(owner.group(1)), tuple(cands))
+        name = names[v]
+        if name in out and out[name] != got:
+            fail("%s: its updates record different decisions" % name)
+        out[name] = got
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--compiler", required=True)
+    ap.add_argument("--tmp", required=True)
+    ap.add_argument("label")
+    ap.add_argument("args", nargs=argparse.REMAINDER)
+    o = ap.parse_args()
+    args = o.args[1:] if o.args and o.args[0] == "--" else o.args
+    os.makedirs(o.tmp, exist_ok=True)
+    ir_path = os.path.join(o.tmp, o.label + ".planned.mlir")
+    rep_path = os.path.join(o.tmp, o.label + ".json")
+    subprocess.run([o.compiler] + args + ["--emit=planned", "-o", ir_path,
+                                          "--report=" + rep_path, "--quiet"],
+                   check=True)
+    with open(ir_path) as f:
+        ir = decisions(f.read())
+    with open(rep_path) as f:
+        report = json.load(f)
+
+    split_ir = {n: d for n, d in ir.items() if d[0]}
+    split_report = {m["name"]: m for m in report["matrices"]}
+    if set(split_ir) != set(split_report):
+        fail("%s: split matrices differ: only in the IR %s, only in the "
+             "report %s" % (o.label, sorted(set(split_ir) - set(split_report))[:3],
+                            sorted(set(split_report) - set(split_ir))[:3]))
+    timed = 0
+    for name, m in split_report.items():
+        mode, form, owner, cands = split_ir[name]
+        if m["ns_mode"] != mode:
+            fail("%s: %s: report %s, IR %s" % (o.label, name, m["ns_mode"],
+                                               mode))
+        if cands:
+            chosen = [c for c in cands if c[0] == mode and
+                      c[1] == (form or "standard")]
+            if len(chosen) != 1:
+                fail("%s: %s: the IR lists no candidate %s/%s" %
+                     (o.label, name, mode, form))
+            ms = chosen[0][2]
+            if abs(m["modelled_ms"] - ms) > 5e-3 * ms:
+                fail("%s: %s: report %.4g ms, IR %s/%s %.3g ms" %
+                     (o.label, name, m["modelled_ms"], mode, form, ms))
+            timed += 1
+    owners_ir = {n: d[2] for n, d in ir.items() if d[2] is not None}
+    owners_report = report["dp_assignment"].get("owners", {})
+    if owners_ir != owners_report:
+        diff = sorted(n for n in set(owners_ir) | set(owners_report)
+                      if owners_ir.get(n) != owners_report.get(n))
+        fail("%s: dp owners differ on %d parameters, first %s: IR %s, "
+             "report %s" % (o.label, len(diff), diff[0],
+                            owners_ir.get(diff[0]),
+                            owners_report.get(diff[0])))
+    print("%s: %d split matrices (%d timed by the model), %d owners agree"
+          % (o.label, len(split_report), timed, len(owners_ir)))
+
+
+main()
