@@ -27,11 +27,11 @@
  *
  * Process-wide: the ranks (every open step of a process must use the same
  * grid; they are joined by the first and left at exit), the CUDA device and
- * NCCL communicator (made by the first CUDA step), and the settings
- * `deterministic`, `cuda-bf16` and the grouped-GEMM choice (the last step
- * compiled sets them). A CPU step sets glibc's mallopt M_MMAP_THRESHOLD and
- * M_TRIM_THRESHOLD to 1 GiB, so that its temporaries' pages stay warm
- * between runs (MUIR_MALLOPT=0: not).
+ * NCCL communicator (made by the first CUDA step). The settings
+ * `deterministic`, `cuda-bf16` and the grouped-GEMM choice are the
+ * runtime's too, and each run sets its own step's. A CPU step sets glibc's
+ *mallopt M_MMAP_THRESHOLD and M_TRIM_THRESHOLD to 1 GiB, so that its
+ *temporaries' pages stay warm between runs (MUIR_MALLOPT=0: not).
  *
  *===----------------------------------------------------------------------===*/
 #ifndef MUIR_STEP_H

@@ -198,7 +198,11 @@ std::string GraphRunner::launch(const Invoke &invoke) {
   ++runs;
   if (!replaying)
     return invoke();
-  if (runtime.graphLaunch())
+  if (runtime.graphLaunch()) {
+    // The runtime may hold no graph of this step any more (an arena that
+    // grew for another step takes the graph with it): capture again next.
+    captured = false;
     return runtime.failure("replaying the step's CUDA graph");
+  }
   return "";
 }

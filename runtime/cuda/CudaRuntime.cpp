@@ -114,7 +114,10 @@ void planArena() {
   if (state.arena) {
     // A later step needs more: the smaller arena goes, and with it the
     // graph that points into it (called where a capture follows, or where
-    // there is no graph).
+    // there is no graph). Every stream's work ends first, not only the
+    // step stream's: another step may have replayed into the old arena on
+    // its caller's stream.
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     check(cudaFree(state.arena), "cudaFree (the step's temporaries)");
     state.arena = nullptr;
     state.arenaBytes = 0;

@@ -91,8 +91,9 @@ std::string parseManifest(const char *text, Manifest &out);
 /// CUDA graph, captured at the second run and again when the graph no
 /// longer matches: after a rebind, at every run of a step that reads its
 /// counter (a kernel argument; the runtime updates the graph in place),
-/// when hyperparameters the step reads changed since the capture, or when
-/// another step of the process captured since (the runtime holds one graph).
+/// when hyperparameters the step reads changed since the capture, when
+/// another step of the process captured since (the runtime holds one graph),
+/// or after a replay failed (the runtime may have dropped the graph).
 class GraphRunner {
 public:
   /// The step's code once, op by op or under capture; "" or an error.

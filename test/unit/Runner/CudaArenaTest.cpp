@@ -18,7 +18,8 @@ using muirrt_cuda_detail::ArenaPlan;
 namespace {
 
 /// One run of a step: +n allocates n bytes, -k frees the k-th allocation
-/// (0-based). Returns the offsets; `end` gets the highest block end.
+/// (0-based, made before). Returns the offsets; `end` gets the highest
+/// block end.
 std::vector<size_t> run(ArenaPlan &plan, const std::vector<long> &sequence,
                         size_t &end) {
   std::vector<size_t> offsets, sizes;
@@ -29,7 +30,7 @@ std::vector<size_t> run(ArenaPlan &plan, const std::vector<long> &sequence,
       sizes.push_back(static_cast<size_t>(op));
       end = std::max(end, offsets.back() + sizes.back());
     } else {
-      plan.release(offsets[static_cast<size_t>(-op)]);
+      plan.release(offsets.at(static_cast<size_t>(-op)));
     }
   }
   return offsets;
@@ -50,8 +51,8 @@ TEST(ArenaPlan, FirstFitReusesTheLowestGap) {
 
 TEST(ArenaPlan, TheSameSequenceLandsAtTheSameOffsets) {
   // Frees out of order leave gaps that later blocks fill.
-  std::vector<long> step = {1024, 256, 512, -1,  128, -0, 2048,
-                            -2,   -3,  -4,  256, -5,  -6};
+  std::vector<long> step = {1024, 256, 512, -1, 128, -0,
+                            2048, -2,  -3,  -4, 256, -5};
   ArenaPlan plan;
   size_t end1 = 0, end2 = 0;
   std::vector<size_t> first = run(plan, step, end1);

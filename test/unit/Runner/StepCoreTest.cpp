@@ -194,6 +194,12 @@ TEST(GraphRunner, FailuresAreReportedAndTheCaptureEnds) {
   EXPECT_EQ(calls, "ce");
   rt.graphLaunch = failing;
   EXPECT_EQ(g.launch(ok), "replaying the step's CUDA graph: no graph today");
+  // A replay that failed (the runtime lost the graph) captures again next.
+  rt.graphLaunch = launch;
+  calls.clear();
+  ASSERT_EQ(g.prepare(ok, false, false, {}), "");
+  ASSERT_EQ(g.launch(ok), "");
+  EXPECT_EQ(calls, "cel");
 }
 
 } // namespace
