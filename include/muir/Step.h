@@ -30,8 +30,8 @@
  * NCCL communicator (made by the first CUDA step). The settings
  * `deterministic`, `cuda-bf16` and the grouped-GEMM choice are the
  * runtime's too, and each run sets its own step's. A CPU step sets glibc's
- *mallopt M_MMAP_THRESHOLD and M_TRIM_THRESHOLD to 1 GiB, so that its
- *temporaries' pages stay warm between runs (MUIR_MALLOPT=0: not).
+ * mallopt M_MMAP_THRESHOLD and M_TRIM_THRESHOLD to 1 GiB, so that its
+ * temporaries' pages stay warm between runs (MUIR_MALLOPT=0: not).
  *
  *===----------------------------------------------------------------------===*/
 #ifndef MUIR_STEP_H
