@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "Muir/MuirDialect.h"
 #include "Muir/MuirOpsInternal.h"
+#include "muir-rt/GroupMask.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -182,7 +183,7 @@ int64_t mlir::muir::getRuntimeAxesMask(GridOp grid, ArrayAttr axes) {
   int64_t mask = 0;
   for (Attribute a : axes)
     mask |= int64_t(1) << grid.getAxisIndex(cast<StringAttr>(a).getValue());
-  return mask | (grid.getFoldingIndex() << 48);
+  return muirrt_group_mask(grid.getFoldingIndex(), mask);
 }
 
 int64_t GridOp::getFoldingIndex() {

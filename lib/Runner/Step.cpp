@@ -52,7 +52,7 @@ int64_t Argument::numel() const {
 }
 
 int64_t runner::groupSize(llvm::ArrayRef<Folding> grids, int64_t mask) {
-  size_t f = static_cast<size_t>(mask >> 48);
+  size_t f = static_cast<size_t>(muirrt_mask_folding(mask));
   if (f >= grids.size())
     return 1;
   int64_t size = 1;
@@ -456,7 +456,7 @@ llvm::Error Step::readArguments() {
             if (other.dim == dim)
               return error("tensor '" + a.name + "' is split twice on dim " +
                            Twine(dim));
-          int64_t mask = bits | (static_cast<int64_t>(f) << 48);
+          int64_t mask = muirrt_group_mask(static_cast<int64_t>(f), bits);
           a.splits.push_back({dim, mask});
           a.globalShape[dim] *= groupSize(grids, mask);
         }

@@ -240,7 +240,7 @@ void runner::printCommStats(const Step &step, llvm::raw_ostream &os) {
         if (bits & (int64_t(1) << i))
           axes += (axes.empty() ? "" : ",") +
                   (f ? folding.name + "." + name : name);
-      masks.push_back({bits | (static_cast<int64_t>(f) << 48), axes});
+      masks.push_back({muirrt_group_mask(static_cast<int64_t>(f), bits), axes});
     }
   }
   size_t numAxes =

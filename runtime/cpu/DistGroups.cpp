@@ -36,10 +36,8 @@ std::string maskString(int64_t mask) {
   return buf;
 }
 
-int64_t foldingOf(int64_t mask) { return mask >> kFoldingShift; }
-int64_t axisBits(int64_t mask) {
-  return mask & ((int64_t(1) << kFoldingShift) - 1);
-}
+int64_t foldingOf(int64_t mask) { return muirrt_mask_folding(mask); }
+int64_t axisBits(int64_t mask) { return muirrt_mask_axes(mask); }
 const std::vector<int64_t> &sizesOf(int64_t folding) {
   return folding == 0 ? state.sizes
                       : state.more[static_cast<size_t>(folding - 1)].sizes;

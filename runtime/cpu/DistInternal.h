@@ -43,9 +43,8 @@ namespace [[gnu::visibility("hidden")]] muirrt_dist_detail {
 constexpr int64_t kIntMax = INT_MAX;
 // Largest temporary a collective allocates, in floats (256 MiB).
 constexpr int64_t kDefaultChunkFloats = int64_t{1} << 26;
-// Masks are int64 with bit i = axis i of a folding (i < 48) and the
-// folding's index in bits 48-62 (0: the grid of muirrt_dist_init).
-constexpr int32_t kFoldingShift = 48;
+// Masks: muir-rt/GroupMask.h.
+constexpr int32_t kFoldingShift = MUIRRT_FOLDING_SHIFT;
 
 enum ReduceOp : int32_t { kSum = 0, kMax = 1, kMin = 2, kAvg = 3 };
 

@@ -35,7 +35,7 @@ Group &groupFor(int64_t mask, const char *fn) {
   auto it = state.groups.find(mask);
   if (it != state.groups.end())
     return it->second;
-  if (mask >> 48)
+  if (muirrt_mask_folding(mask))
     fatal(std::string(fn) + ": axes of another folding (mask " +
           std::to_string(mask) + ") are not supported by the CUDA runtime");
   Group g;

@@ -42,6 +42,8 @@
 #ifndef MUIR_RT_CUDARUNTIME_H
 #define MUIR_RT_CUDARUNTIME_H
 
+#include "muir-rt/GroupMask.h"
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -16,6 +16,8 @@
 #ifndef MUIR_RT_RUNTIME_H
 #define MUIR_RT_RUNTIME_H
 
+#include "muir-rt/GroupMask.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -386,8 +388,9 @@ double muirrt_diff_norm(const float *x, const float *y, int64_t numel);
 int muirrt_dist_init(int32_t num_axes, const int64_t *sizes);
 /* Registers another factorisation of the same ranks into axes (an MoE
  * folding: Megatron's edp x ep over the attention grid's devices), row-major
- * like the grid. Returns its index f >= 1; masks for its axes carry f in
- * bits 48-62 ((f << 48) | axis bits). -1 on error (see muirrt_last_error).
+ * like the grid. Returns its index f >= 1; masks for its axes carry f
+ * (muirrt_group_mask, muir-rt/GroupMask.h). -1 on error (see
+ * muirrt_last_error).
  * Call after muirrt_dist_init, the same on every rank. */
 int32_t muirrt_dist_add_folding(int32_t num_axes, const int64_t *sizes);
 int32_t muirrt_dist_rank(void);  /* 0 before init */
