@@ -78,6 +78,12 @@ if not os.path.exists(os.path.join(config.muir_tools_dir,
     missing["gtest"] = "muir-runtime-unittests was not built (libgtest-dev)"
 else:
     config.available_features.add("gtest")
+# The runtime ABI test compiles the C headers with the LLVM tools' clang
+# (clang-22).
+if os.path.exists(os.path.join(config.llvm_tools_dir, "clang")):
+    config.available_features.add("clang")
+else:
+    missing["clang"] = "no clang in %s (clang-22)" % config.llvm_tools_dir
 # muir.torch's tests need PyTorch and NumPy in the tests' Python
 # (Debian's python3-torch).
 import subprocess
@@ -93,7 +99,7 @@ except Exception:
 # (and in CI) a missing one is an error, not a quietly skipped test.
 required = os.environ.get("MUIR_REQUIRE_FEATURES")
 if required is None and os.environ.get("CI", "").lower() in ("1", "true"):
-    required = "mpi,gtest,torch"
+    required = "mpi,gtest,torch,clang"
 for feature in filter(None, (required or "").split(",")):
     if feature not in config.available_features:
         lit_config.fatal("the required test feature '%s' is missing: %s" %
