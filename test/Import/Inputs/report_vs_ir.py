@@ -20,8 +20,9 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
+
+from muirtest import check_output  # test/lib
 
 ARG = re.compile(r"(%arg\d+): tensor<[^>]*> \{([^}]*)\}")
 NAME = re.compile(r'muir\.name = "([^"]+)"')
@@ -87,9 +88,8 @@ def main():
     os.makedirs(o.tmp, exist_ok=True)
     ir_path = os.path.join(o.tmp, o.label + ".planned.mlir")
     rep_path = os.path.join(o.tmp, o.label + ".json")
-    subprocess.run([o.compiler] + args + ["--emit=planned", "-o", ir_path,
-                                          "--report=" + rep_path, "--quiet"],
-                   check=True)
+    check_output([o.compiler] + args + ["--emit=planned", "-o", ir_path,
+                                        "--report=" + rep_path, "--quiet"])
     with open(ir_path) as f:
         ir = decisions(f.read())
     with open(rep_path) as f:

@@ -26,6 +26,8 @@ import re
 import subprocess
 import sys
 
+from muirtest import check_output as run  # test/lib
+
 MLIR_FUNC = re.compile(r"llvm\.func @(muirrt_\w+)\(([^)]*)\)(?: -> (\S+))?")
 C_DECL = re.compile(r"^declare (?:[\w()]+ )*?(\w+|ptr) @(muirrt_\w+)\((.*)\)",
                     re.M)
@@ -40,16 +42,6 @@ def c_type(t):
     # clang's parameter: "i64 noundef", "i32 noundef signext", "ptr noundef".
     word = t.strip().split()[0] if t.strip() else ""
     return {"float": "f32", "double": "f64", "": "void"}.get(word, word)
-
-
-def run(cmd):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True)
-    if r.returncode != 0:
-        print("FAIL %s: exit %d\n%s" % (" ".join(cmd), r.returncode,
-                                        r.stderr[-2000:]))
-        sys.exit(1)
-    return r.stdout
 
 
 def main():
