@@ -27,6 +27,18 @@ def Muir_NSFormAttr : EnumAttr<Muir_Dialect, Muir_NSForm, "ns_form"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Muir_NSPrecision : I32EnumAttr<"NSPrecision",
+    "the element type Newton-Schulz iterates in", [
+      I32EnumAttrCase<"f32", 0>,
+      I32EnumAttrCase<"bf16", 1>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::muir";
+}
+def Muir_NSPrecisionAttr
+    : EnumAttr<Muir_Dialect, Muir_NSPrecision, "ns_precision"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def Muir_NewtonSchulzMode : I32EnumAttr<"NewtonSchulzMode",
     "how Newton-Schulz of a split matrix runs over its group", [
       I32EnumAttrCase<"auto_", 0, "auto">,

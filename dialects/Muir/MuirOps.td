@@ -19,6 +19,9 @@ def Muir_F32Tensor : StaticShapeTensorOf<[F32]>;
 // Products also run in double: the Gram form of Newton-Schulz iterates on
 // its small matrices in f64 (see muir-gram-newton-schulz).
 def Muir_FloatTensor : StaticShapeTensorOf<[F32, F64]>;
+// Products also run on bf16 operands with fp32 accumulation, rounded to
+// bf16 on store: a Newton-Schulz iterate of precision bf16.
+def Muir_ProductTensor : StaticShapeTensorOf<[F32, F64, BF16]>;
 def Muir_I64Tensor : StaticShapeTensorOf<[I64]>;
 
 //===----------------------------------------------------------------------===//
@@ -236,11 +239,21 @@ def Muir_NewtonSchulzOp : Muir_Op<"newton_schulz", [Pure,
     schedules whose last triple repeats past their length; `custom` takes
     the triples from `coefficients` (a flat list a0, b0, c0, a1, ...), whose
     last triple likewise repeats.
+
+    `precision` is the element type of the iterate X and of the Gram
+    matrices A and B: `f32` (the default), or `bf16`, where X is normalised
+    in f32, rounded to bf16 (to nearest even), every product takes bf16
+    operands, accumulates in f32 and rounds its result to bf16, and the
+    result is X widened back to f32 (what PyTorch's Muon does in bf16). A
+    bf16 iterate takes the standard form. (A matrix split in the
+    distributed or resharded mode is no `muir.newton_schulz` but
+    muir-distribute's own iteration, in f32.)
   }];
   let arguments = (ins Muir_F32Tensor:$input, I64Attr:$steps,
       DefaultValuedAttr<Muir_NSScheduleAttr, "NSSchedule::simple">:$schedule,
       OptionalAttr<DenseF64ArrayAttr>:$coefficients,
-      DefaultValuedAttr<F64Attr, "1.0e-7">:$eps);
+      DefaultValuedAttr<F64Attr, "1.0e-7">:$eps,
+      DefaultValuedAttr<Muir_NSPrecisionAttr, "NSPrecision::f32">:$precision);
   let results = (outs Muir_F32Tensor:$result);
   let assemblyFormat = [{
     $input `steps` `(` $steps `)` `schedule` `(` custom<Schedule>($schedule) `)`
@@ -292,12 +305,12 @@ def Muir_MatmulOp : Muir_Op<"matmul", [Pure]> {
     symmetric matrix do, and a symmetric accumulator): the runtime may
     compute one triangle and mirror it.
   }];
-  let arguments = (ins Muir_FloatTensor:$a, Muir_FloatTensor:$b,
-      Optional<Muir_FloatTensor>:$acc,
+  let arguments = (ins Muir_ProductTensor:$a, Muir_ProductTensor:$b,
+      Optional<Muir_ProductTensor>:$acc,
       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
       DefaultValuedAttr<F64Attr, "0.0">:$beta,
       UnitAttr:$transpose_a, UnitAttr:$transpose_b, UnitAttr:$symmetric);
-  let results = (outs Muir_FloatTensor:$result);
+  let results = (outs Muir_ProductTensor:$result);
   let assemblyFormat = [{
     $a `,` $b (`acc` $acc^)? attr-dict `:` functional-type(operands, results)
   }];
@@ -311,14 +324,16 @@ def Muir_SyrkOp : Muir_Op<"syrk", [Pure]> {
     (both triangles). With `transpose`, A is k x n and the product is
     A^T A. Costs about half the flops of the equivalent GEMM. Without the
     accumulator operand C, beta must be 0; C must be symmetric. Operands
-    and result are all f32 or all f64, except that an f32 A may give an
+    and result are all f32, all f64 or all bf16 (accumulated in f32,
+    rounded to bf16), except that an f32 A may give an
     f64 result: the products accumulated in double (the Gram matrix of the
     Gram form of Newton-Schulz).
   }];
-  let arguments = (ins Muir_FloatTensor:$a, Optional<Muir_FloatTensor>:$acc,
+  let arguments = (ins Muir_ProductTensor:$a,
+      Optional<Muir_ProductTensor>:$acc,
       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
       DefaultValuedAttr<F64Attr, "0.0">:$beta, UnitAttr:$transpose);
-  let results = (outs Muir_FloatTensor:$result);
+  let results = (outs Muir_ProductTensor:$result);
   let assemblyFormat = [{
     $a (`acc` $acc^)? attr-dict `:` functional-type(operands, results)
   }];

@@ -54,6 +54,8 @@ def MuirExec_DropPolicyAttr
 def MuirExec_F32Buffer : MemRefRankOf<[F32], [2, 3]>;
 // GEMM and SYRK also run in double (the Gram form of Newton-Schulz).
 def MuirExec_FloatBuffer : MemRefRankOf<[F32, F64], [2, 3]>;
+// GEMM and SYRK on bf16 operands too (a bf16 Newton-Schulz iterate).
+def MuirExec_ProductBuffer : MemRefRankOf<[F32, F64, BF16], [2, 3]>;
 def MuirExec_AnyF32Buffer : MemRefOf<[F32]>;
 
 def MuirExec_HostMemoryAttr : AttrDef<MuirExec_Dialect, "HostMemory"> {

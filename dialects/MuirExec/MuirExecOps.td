@@ -38,15 +38,17 @@ def MuirExec_GemmOp : MuirExec_Op<"gemm"> {
     given (C's shape; it may be C itself), else C, read when beta != 0. C
     is written. Runs as one `muirrt_sgemm` (f64 buffers: `muirrt_dgemm`)
     call for the whole batch, which scales the accumulator into C and lets
-    BLAS add the product (beta 1). All buffers share one element type.
+    BLAS add the product (beta 1). All buffers share one element type; bf16
+    buffers call `muirrt_bgemm` (products accumulated in f32, the result
+    rounded to bf16 to nearest even).
     `symmetric` (square f64 operands whose product and accumulator are
     symmetric) calls `muirrt_dgemm_sym`, which computes the upper triangle
     in blocks of rows and mirrors it.
   }];
-  let arguments = (ins Arg<MuirExec_FloatBuffer, "", [MemRead]>:$a,
-      Arg<MuirExec_FloatBuffer, "", [MemRead]>:$b,
-      Arg<MuirExec_FloatBuffer, "", [MemRead, MemWrite]>:$c,
-      Arg<Optional<MuirExec_FloatBuffer>, "", [MemRead]>:$acc,
+  let arguments = (ins Arg<MuirExec_ProductBuffer, "", [MemRead]>:$a,
+      Arg<MuirExec_ProductBuffer, "", [MemRead]>:$b,
+      Arg<MuirExec_ProductBuffer, "", [MemRead, MemWrite]>:$c,
+      Arg<Optional<MuirExec_ProductBuffer>, "", [MemRead]>:$acc,
       F64Attr:$alpha, F64Attr:$beta, UnitAttr:$transpose_a,
       UnitAttr:$transpose_b, UnitAttr:$symmetric);
   let assemblyFormat = [{
@@ -62,12 +64,13 @@ def MuirExec_SyrkOp : MuirExec_Op<"syrk"> {
     Symmetric rank-k update; both triangles of C are written. With
     `transpose`, C = alpha * A^T * A + beta * acc (A is k x n). The
     accumulator (symmetric) is `acc` when given, else C. All buffers share
-    one element type (f32: `muirrt_ssyrk`, f64: `muirrt_dsyrk`), except
+    one element type (f32: `muirrt_ssyrk`, f64: `muirrt_dsyrk`, bf16:
+    `muirrt_bsyrk`, accumulated in f32 and rounded to bf16), except
     that an f32 A may accumulate into f64 C (`muirrt_ssyrk_f64`).
   }];
-  let arguments = (ins Arg<MuirExec_FloatBuffer, "", [MemRead]>:$a,
-      Arg<MuirExec_FloatBuffer, "", [MemRead, MemWrite]>:$c,
-      Arg<Optional<MuirExec_FloatBuffer>, "", [MemRead]>:$acc,
+  let arguments = (ins Arg<MuirExec_ProductBuffer, "", [MemRead]>:$a,
+      Arg<MuirExec_ProductBuffer, "", [MemRead, MemWrite]>:$c,
+      Arg<Optional<MuirExec_ProductBuffer>, "", [MemRead]>:$acc,
       F64Attr:$alpha, F64Attr:$beta, UnitAttr:$transpose);
   let assemblyFormat = [{
     $a `,` $c (`acc` $acc^)? attr-dict `:` type($a) `,` type($c)

@@ -30,6 +30,8 @@ enum class Target { Cpu, Cuda };
 StringRef stringify(Target target);
 /// The values the target flags and pass options accept.
 llvm::cl::ValuesClass targetValues();
+/// The values the ns-precision flags and pass options accept.
+llvm::cl::ValuesClass nsPrecisionValues();
 
 #define GEN_PASS_DECL
 #include "muir/Passes.h.inc"
@@ -59,6 +61,8 @@ struct PipelineOptions {
   bool fuseAllReduce = true; ///< run muir-fuse-syrk-all-reduce (with syrk)
   int64_t chunkRows = 0;     ///< its syrk-chunk-rows (0: the cost model)
   NSFormOption nsForm = NSFormOption::Auto; ///< muir-gram-newton-schulz's
+  /// The element type of the Newton-Schulz iterates (ns-precision).
+  NSPrecision nsPrecision = NSPrecision::f32;
 };
 
 /// High-level IR -> planned IR (distribute, decompose, batch, Gram form,
@@ -102,9 +106,11 @@ void applyElementwiseToLinalg(Operation *root);
 /// muir.muon_update as momentum, Newton-Schulz and apply_update, probing
 /// each Newton-Schulz output with `probeUpdates` in slots numbered from
 /// `nextSlot` on, in the order the driver visits the updates; `nextSlot`
-/// must outlive the pattern set, which advances it.
+/// must outlive the pattern set, which advances it; the Newton-Schulz ops
+/// iterate in `precision`.
 void populateDecomposeOptimizersPatterns(RewritePatternSet &patterns,
-                                         bool probeUpdates, int64_t &nextSlot);
+                                         bool probeUpdates, int64_t &nextSlot,
+                                         NSPrecision precision);
 /// Each Newton-Schulz op in the Gram or the standard form (`nsForm`, or
 /// the cost model for `machine` with auto), the choice recorded on the op
 /// it leaves (the Newton-Schulz op, or the Gram form's last product).

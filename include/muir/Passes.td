@@ -23,7 +23,11 @@ def MuirDecomposeOptimizers
                            "mlir::tensor::TensorDialect"];
   let options = [
     Option<"probeUpdates", "probe-updates", "bool", /*default=*/"false",
-           "record each orthogonalised update with muir.probe">
+           "record each orthogonalised update with muir.probe">,
+    Option<"nsPrecision", "ns-precision", "::mlir::muir::NSPrecision",
+           /*default=*/"::mlir::muir::NSPrecision::f32",
+           "the element type of the Newton-Schulz iterates it creates",
+           "::mlir::muir::nsPrecisionValues()">
   ];
 }
 
@@ -70,6 +74,11 @@ def MuirDistribute : Pass<"muir-distribute", "mlir::ModuleOp"> {
            "ranks", "::mlir::muir::dpAssignValues()">,
     Option<"dpAxis", "dp-axis", "std::string", /*default=*/"\"dp\"",
            "the grid axis of data parallelism">,
+    Option<"nsPrecision", "ns-precision", "::mlir::muir::NSPrecision",
+           /*default=*/"::mlir::muir::NSPrecision::f32",
+           "the element type of the Newton-Schulz iterates it creates (the "
+           "distributed and resharded modes' iterates stay f32)",
+           "::mlir::muir::nsPrecisionValues()">,
     Option<"nsForm", "ns-form", "::mlir::muir::NSFormOption",
            /*default=*/"::mlir::muir::NSFormOption::Auto",
            "the form of distributed and resharded Newton-Schulz: the Gram "

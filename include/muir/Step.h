@@ -90,10 +90,12 @@ const char *muir_step_last_error(void);
  * planned or exec). `filename` names the source in error messages. `options`
  * (NULL or "") holds "name=value" items separated by spaces:
  *   target=cpu|cuda  ns-mode=auto|duplicated|distributed|resharded|blockwise
- *   ns-form=auto|standard|gram  machine=cpu|h200|h200-bf16
+ *   ns-form=auto|standard|gram  ns-precision=f32|bf16
+ *   machine=cpu|h200|h200-bf16
  *   dp-assign=greedy|round-robin  syrk=BOOL  batch=BOOL
  *   fuse-syrk-all-reduce=BOOL  syrk-chunk-rows=N  cuda-arch=sm_90
- *   cuda-bf16=BOOL  cuda-graph=BOOL  deterministic=BOOL
+ *   cuda-bf16=BOOL (with target=cuda; implies ns-precision=bf16 unless
+ *   given)  cuda-graph=BOOL  deterministic=BOOL
  *   probe-updates=BOOL
  *   cache-dir=DIR   (CPU target: keep the compiled step in DIR as a shared
  *                   library named by a hash of the source, the options, this

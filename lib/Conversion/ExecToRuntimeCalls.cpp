@@ -192,6 +192,10 @@ bool isF64(Value v) {
   return cast<MemRefType>(v.getType()).getElementType().isF64();
 }
 
+bool isBF16(Value v) {
+  return cast<MemRefType>(v.getType()).getElementType().isBF16();
+}
+
 int64_t numel(Value v) {
   return cast<MemRefType>(v.getType()).getNumElements();
 }
@@ -217,12 +221,15 @@ Value emit(mx::GemmOp g, CallBuilder &c) {
   bool d = isF64(g.getC());
   auto scalar = [&](FloatAttr v) { return d ? c.f64(v) : c.f32(v); };
   bool sym = g.getSymmetric(); // f64 (verified)
-  c.call(sym ? "dgemm_sym" : d ? "dgemm" : "sgemm",
-         {c.i64(batch), c.i32(g.getTransposeA()),
-          c.i32(g.getTransposeB()), c.i64(m), c.i64(n), c.i64(k),
-          scalar(g.getAlphaAttr()), c.ptr(g.getA()), c.ptr(g.getB()),
-          scalar(g.getBetaAttr()), c.ptr(g.getC()),
-          c.ptrOrNull(g.getAcc())});
+  // bf16 buffers: bf16 operands, f32 accumulation and scalars.
+  c.call(sym                ? "dgemm_sym"
+         : d                ? "dgemm"
+         : isBF16(g.getC()) ? "bgemm"
+                            : "sgemm",
+         {c.i64(batch), c.i32(g.getTransposeA()), c.i32(g.getTransposeB()),
+          c.i64(m), c.i64(n), c.i64(k), scalar(g.getAlphaAttr()),
+          c.ptr(g.getA()), c.ptr(g.getB()), scalar(g.getBetaAttr()),
+          c.ptr(g.getC()), c.ptrOrNull(g.getAcc())});
   return {};
 }
 
@@ -232,12 +239,13 @@ Value emit(mx::SyrkOp s, CallBuilder &c) {
   bool d = isF64(s.getC());
   auto scalar = [&](FloatAttr v) { return d ? c.f64(v) : c.f32(v); };
   // An f32 A into f64 C: the products accumulated in double.
-  c.call(!d ? "ssyrk"
-            : isF64(s.getA()) ? "dsyrk" : "ssyrk_f64",
+  c.call(isBF16(s.getC())  ? "bsyrk"
+         : !d              ? "ssyrk"
+         : isF64(s.getA()) ? "dsyrk"
+                           : "ssyrk_f64",
          {c.i64(batch), c.i32(t), c.i64(t ? cl : r), c.i64(t ? r : cl),
-          scalar(s.getAlphaAttr()), c.ptr(s.getA()),
-          scalar(s.getBetaAttr()), c.ptr(s.getC()),
-          c.ptrOrNull(s.getAcc())});
+          scalar(s.getAlphaAttr()), c.ptr(s.getA()), scalar(s.getBetaAttr()),
+          c.ptr(s.getC()), c.ptrOrNull(s.getAcc())});
   return {};
 }
 

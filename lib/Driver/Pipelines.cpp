@@ -23,9 +23,11 @@ void mlir::muir::buildPlannedPipeline(OpPassManager &pm,
   distribute.dpAssign = options.dpAssign;
   distribute.nsForm = options.nsForm;
   distribute.syrk = options.syrk;
+  distribute.nsPrecision = options.nsPrecision;
   pm.addPass(createMuirDistribute(distribute));
   MuirDecomposeOptimizersOptions decompose;
   decompose.probeUpdates = options.probeUpdates;
+  decompose.nsPrecision = options.nsPrecision;
   pm.addPass(createMuirDecomposeOptimizers(decompose));
   if (options.batch)
     pm.addPass(createMuirBatchNewtonSchulz());
@@ -94,9 +96,13 @@ void mlir::muir::buildExecToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createMuirExecToRuntimeCalls());
   // Upstream passes by name: their C++ constructors move between releases,
   // their flags do not. The entry function's memrefs become bare pointers
-  // so the runtime can call it with one pointer per tensor.
+  // so the runtime can call it with one pointer per tensor. bf16
+  // conversions (a bf16 Newton-Schulz iterate) become integer arithmetic:
+  // the same bits on every CPU, and no __truncsfbf2, which Debian 12's
+  // libgcc lacks, where the target has no bf16 instructions.
   if (failed(parsePassPipeline(
-          "func.func(convert-linalg-to-loops),lower-affine,convert-scf-to-cf,"
+          "func.func(convert-linalg-to-loops,arith-expand{include-bf16=true}),"
+          "lower-affine,convert-scf-to-cf,"
           "expand-strided-metadata,finalize-memref-to-llvm,"
           "convert-math-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
           "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
@@ -139,11 +145,16 @@ struct ToExecOptions : public PassPipelineOptions<ToExecOptions> {
       *this, "ns-form",
       llvm::cl::desc("Newton-Schulz on X or on its Gram matrix"),
       llvm::cl::init(NSFormOption::Auto), nsFormValues()};
+  Option<NSPrecision> nsPrecision{
+      *this, "ns-precision",
+      llvm::cl::desc("the element type of Newton-Schulz iterates"),
+      llvm::cl::init(NSPrecision::f32), nsPrecisionValues()};
 
   /// Every field of PipelineOptions, under the name the tools' flag has.
   PipelineOptions options() const {
-    return PipelineOptions{probeUpdates, nsMode, machine, dpAssign, syrk,
-                           batch,        fuseAllReduce, chunkRows, nsForm};
+    return PipelineOptions{probeUpdates, nsMode,     machine,       dpAssign,
+                           syrk,         batch,      fuseAllReduce, chunkRows,
+                           nsForm,       nsPrecision};
   }
 };
 } // namespace
@@ -200,16 +211,30 @@ std::map<std::string, std::string>
 mlir::muir::identityOf(const PipelineOptions &options,
                        const TargetOptions &target) {
   auto boolean = [](bool b) { return b ? "true" : "false"; };
-  return {{"ns-mode", stringify(options.nsMode).str()},
-          {"ns-form", stringify(options.nsForm).str()},
-          {"machine", stringify(options.machine).str()},
-          {"dp-assign", stringify(options.dpAssign).str()},
-          {"syrk", boolean(options.syrk)},
-          {"batch", boolean(options.batch)},
-          {"fuse-syrk-all-reduce", boolean(options.fuseAllReduce)},
-          {"syrk-chunk-rows", std::to_string(options.chunkRows)},
-          {"target", stringify(target.target).str()},
-          {"cuda-arch", target.target == Target::Cuda ? target.cudaArch : ""}};
+  std::map<std::string, std::string> identity = {
+      {"ns-mode", stringify(options.nsMode).str()},
+      {"ns-form", stringify(options.nsForm).str()},
+      {"machine", stringify(options.machine).str()},
+      {"dp-assign", stringify(options.dpAssign).str()},
+      {"syrk", boolean(options.syrk)},
+      {"batch", boolean(options.batch)},
+      {"fuse-syrk-all-reduce", boolean(options.fuseAllReduce)},
+      {"syrk-chunk-rows", std::to_string(options.chunkRows)},
+      {"target", stringify(target.target).str()},
+      {"cuda-arch", target.target == Target::Cuda ? target.cudaArch : ""}};
+  // Recorded only when it is not the default, so that states saved before
+  // the option existed (all f32) still resume.
+  if (options.nsPrecision != NSPrecision::f32)
+    identity["ns-precision"] = stringifyNSPrecision(options.nsPrecision).str();
+  return identity;
+}
+
+llvm::cl::ValuesClass mlir::muir::nsPrecisionValues() {
+  return llvm::cl::values(
+      clEnumValN(NSPrecision::f32, "f32", "iterate in f32"),
+      clEnumValN(NSPrecision::bf16, "bf16",
+                 "iterate in bf16: products on bf16 operands accumulated "
+                 "in f32, rounded to bf16 (the standard form)"));
 }
 
 StringRef mlir::muir::stringify(Target target) {

@@ -20,6 +20,7 @@ using llvm::Twine;
 llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
   StepOptions o;
   o.pipeline.probeUpdates = false;
+  bool precisionGiven = false;
   llvm::SmallVector<StringRef> items;
   text.split(items, ' ', -1, false);
   for (StringRef item : items) {
@@ -64,6 +65,12 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
       if (!f)
         return error("option '" + item + "': expected auto, standard or gram");
       o.pipeline.nsForm = *f;
+    } else if (key == "ns-precision") {
+      std::optional<NSPrecision> p = symbolizeNSPrecision(value);
+      if (!p)
+        return error("option '" + item + "': expected f32 or bf16");
+      o.pipeline.nsPrecision = *p;
+      precisionGiven = true;
     } else if (key == "dp-assign") {
       auto d = symbolizeDpAssign(value);
       if (!d)
@@ -113,6 +120,16 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
     if (e)
       return std::move(e);
   }
+  // cuda-bf16 iterates Newton-Schulz in bf16 unless ns-precision says.
+  if (o.cudaBf16 && !precisionGiven)
+    o.pipeline.nsPrecision = NSPrecision::bf16;
+  if (o.cudaBf16 && o.target.target != Target::Cuda)
+    return error("option 'cuda-bf16' needs target=cuda (a CPU step iterates "
+                 "in bf16 with ns-precision=bf16)");
+  if (o.pipeline.nsForm == NSFormOption::Gram &&
+      o.pipeline.nsPrecision == NSPrecision::bf16)
+    return error("option 'ns-form=gram' iterates on the Gram matrix in f64; "
+                 "a bf16 iterate takes the standard form");
   if (!o.ncclId.empty() && (o.ncclRank < 0 || o.ncclWorld < 1 ||
                             o.ncclRank >= o.ncclWorld))
     return error("nccl-id needs nccl-rank and nccl-world (0 <= rank < "

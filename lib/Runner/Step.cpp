@@ -124,6 +124,8 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
     MUIR_RT_SYMBOL(muirrt_dgemm)
     MUIR_RT_SYMBOL(muirrt_dsyrk)
     MUIR_RT_SYMBOL(muirrt_ssyrk_f64)
+    MUIR_RT_SYMBOL(muirrt_bgemm)
+    MUIR_RT_SYMBOL(muirrt_bsyrk)
     MUIR_RT_SYMBOL(muirrt_dgemm_sym)
     MUIR_RT_SYMBOL(muirrt_trace_normalize)
     MUIR_RT_SYMBOL(muirrt_scale_matrices_f32)
@@ -293,8 +295,9 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
                  "which cannot be bound to tensors; give the description "
                  "or the exec IR (--emit=exec)");
   for (const std::string &flag : options.given) {
-    bool distributeOnly =
-        flag == "ns-mode" || flag == "dp-assign" || flag == "ns-form";
+    // Planned IR has its Newton-Schulz expanded already.
+    bool distributeOnly = flag == "ns-mode" || flag == "dp-assign" ||
+                          flag == "ns-form" || flag == "ns-precision";
     if (stage == Stage::Exec || (stage == Stage::Planned && distributeOnly))
       return error("--" + flag + " has no effect on " +
                    (stage == Stage::Exec ? "exec IR, which is compiled"
@@ -315,6 +318,10 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
         state::hex64(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(text)));
     step->id.grid = gridText(*module);
     step->id.flags = identityOf(options.pipeline, options.target);
+    // Planned and exec IR iterate as they were compiled (the step's hash
+    // holds that); --cuda-bf16's implied precision says nothing there.
+    if (stage != Stage::High)
+      step->id.flags.erase("ns-precision");
     step->id.build = MUIR_VERSION_STRING;
   }
   // Gradients the step computes itself (a trained MoE layer's, returned

@@ -32,19 +32,24 @@ struct Key {
   NSSchedule schedule;
   SmallVector<double> coefficients;
   double eps;
+  NSPrecision precision;
   bool operator==(const Key &o) const {
-    return m == o.m && n == o.n && steps == o.steps &&
-           schedule == o.schedule && coefficients == o.coefficients &&
-           eps == o.eps;
+    return m == o.m && n == o.n && steps == o.steps && schedule == o.schedule &&
+           coefficients == o.coefficients && eps == o.eps &&
+           precision == o.precision;
   }
 };
 
 Key keyOf(NewtonSchulzOp op) {
   auto t = op.getInput().getType();
   int64_t r = t.getRank();
-  Key k{t.getDimSize(r - 2), t.getDimSize(r - 1),
-        op.getStepsAttr().getInt(), op.getSchedule(), {},
-        op.getEps().convertToDouble()};
+  Key k{t.getDimSize(r - 2),
+        t.getDimSize(r - 1),
+        op.getStepsAttr().getInt(),
+        op.getSchedule(),
+        {},
+        op.getEps().convertToDouble(),
+        op.getPrecision()};
   if (auto c = op.getCoefficients())
     k.coefficients.assign(c->begin(), c->end());
   return k;
@@ -109,9 +114,9 @@ struct BatchNewtonSchulzPass
     Value stack = tensor::ConcatOp::create(b, loc, stackType, 0, parts);
     NewtonSchulzOp first = ops.front();
     Value out = NewtonSchulzOp::create(
-        b, loc, stackType, stack, first.getStepsAttr(),
-        first.getScheduleAttr(), first.getCoefficientsAttr(),
-        first.getEpsAttr());
+        b, loc, stackType, stack, first.getStepsAttr(), first.getScheduleAttr(),
+        first.getCoefficientsAttr(), first.getEpsAttr(),
+        first.getPrecisionAttr());
     int64_t offset = 0;
     SmallVector<Operation *> inserted;
     for (NewtonSchulzOp op : ops) {

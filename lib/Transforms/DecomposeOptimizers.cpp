@@ -56,9 +56,9 @@ std::string probeLabel(Value param) {
 /// is probed, in slots numbered from `nextSlot` on.
 struct DecomposeMuonUpdate : OpRewritePattern<MuonUpdateOp> {
   DecomposeMuonUpdate(MLIRContext *context, bool probeUpdates,
-                      int64_t &nextSlot)
+                      int64_t &nextSlot, NSPrecision precision)
       : OpRewritePattern(context), probeUpdates(probeUpdates),
-        nextSlot(nextSlot) {}
+        nextSlot(nextSlot), precision(precision) {}
 
   LogicalResult matchAndRewrite(MuonUpdateOp op,
                                 PatternRewriter &rewriter) const override {
@@ -93,7 +93,8 @@ struct DecomposeMuonUpdate : OpRewritePattern<MuonUpdateOp> {
       }
       auto ns = NewtonSchulzOp::create(
           rewriter, loc, blockType, u, op.getNsStepsAttr(),
-          op.getScheduleAttr(), op.getCoefficientsAttr(), op.getEpsAttr());
+          op.getScheduleAttr(), op.getCoefficientsAttr(), op.getEpsAttr(),
+          NSPrecisionAttr::get(getContext(), precision));
       if (probeUpdates) {
         std::string tag = whole ? label
                                 : label + "[" + std::to_string(r0) + ":" +
@@ -128,6 +129,7 @@ struct DecomposeMuonUpdate : OpRewritePattern<MuonUpdateOp> {
 
   bool probeUpdates;
   int64_t &nextSlot;
+  NSPrecision precision;
 };
 
 struct DecomposeOptimizersPass
@@ -164,7 +166,8 @@ struct DecomposeOptimizersPass
     }
 
     RewritePatternSet patterns(&getContext());
-    populateDecomposeOptimizersPatterns(patterns, probeUpdates, nextSlot);
+    populateDecomposeOptimizersPatterns(patterns, probeUpdates, nextSlot,
+                                        nsPrecision);
     walkAndApplyPatterns(module, std::move(patterns));
   }
 };
@@ -172,7 +175,8 @@ struct DecomposeOptimizersPass
 } // namespace
 
 void mlir::muir::populateDecomposeOptimizersPatterns(
-    RewritePatternSet &patterns, bool probeUpdates, int64_t &nextSlot) {
+    RewritePatternSet &patterns, bool probeUpdates, int64_t &nextSlot,
+    NSPrecision precision) {
   patterns.add<DecomposeMuonUpdate>(patterns.getContext(), probeUpdates,
-                                    nextSlot);
+                                    nextSlot, precision);
 }

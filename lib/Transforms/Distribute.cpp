@@ -478,9 +478,10 @@ struct DistributePass
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(u.getType());
     auto ns = [&](Value x) -> Value {
-      return NewtonSchulzOp::create(b, loc, x.getType(), x,
-                                    op.getNsStepsAttr(), op.getScheduleAttr(),
-                                    op.getCoefficientsAttr(), op.getEpsAttr());
+      return NewtonSchulzOp::create(
+          b, loc, x.getType(), x, op.getNsStepsAttr(), op.getScheduleAttr(),
+          op.getCoefficientsAttr(), op.getEpsAttr(),
+          NSPrecisionAttr::get(b.getContext(), nsPrecision));
     };
     if (!job.matrixSplit) {
       std::optional<ArrayRef<int64_t>> blocks = op.getRowBlocks();

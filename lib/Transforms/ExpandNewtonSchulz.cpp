@@ -39,6 +39,14 @@ Value expand(OpBuilder &b, NewtonSchulzOp op) {
 
   Value x = FrobeniusNormalizeOp::create(b, loc, type, op.getInput(),
                                          op.getEpsAttr());
+  // A bf16 iterate: X rounded once after the normalisation, every product
+  // on bf16 buffers, the result widened back.
+  bool bf16 = op.getPrecision() == NSPrecision::bf16;
+  RankedTensorType f32Type = type;
+  if (bf16) {
+    type = RankedTensorType::get(type.getShape(), b.getBF16Type());
+    x = arith::TruncFOp::create(b, loc, type, x);
+  }
   auto gram = withLastTwo(type, r, r);
   auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
   UnitAttr no, yes = b.getUnitAttr();
@@ -53,6 +61,8 @@ Value expand(OpBuilder &b, NewtonSchulzOp op) {
              : MatmulOp::create(b, loc, type, bm, x, x, f64(1.0), f64(ca),
                                 no, no);
   }
+  if (bf16)
+    x = arith::ExtFOp::create(b, loc, f32Type, x);
   return x;
 }
 

@@ -149,6 +149,10 @@ struct ChooseNewtonSchulzForm : OpRewritePattern<NewtonSchulzOp> {
     bool gram = model.preferGram(m, n, batch, op.getSteps(), syrk, &cost);
     if (nsForm != NSFormOption::Auto)
       gram = nsForm == NSFormOption::Gram;
+    // The Gram form iterates in double: a bf16 iterate is the standard
+    // form's (the tools reject --ns-form=gram with it).
+    if (op.getPrecision() == NSPrecision::bf16)
+      gram = false;
     auto formAttr =
         NSFormAttr::get(getContext(), gram ? NSForm::gram : NSForm::standard);
     auto costAttr =

@@ -70,7 +70,8 @@ More keyword arguments (**more):
   options: a dict of compile options for muir.compile; and any of them by
   keyword with underscores: ns_mode, dp_assign, syrk, batch,
   fuse_syrk_all_reduce, syrk_chunk_rows, cuda_arch, cuda_bf16, cuda_graph,
-  deterministic, probe_updates, machine, ns_form (include/muir/Step.h).
+  deterministic, probe_updates, machine, ns_form, ns_precision
+  (include/muir/Step.h).
 """
 import os
 
@@ -84,7 +85,7 @@ __all__ = ["Muon", "ParameterError"]
 _OPTION_KEYS = ("ns_mode", "dp_assign", "syrk", "batch",
                 "fuse_syrk_all_reduce", "syrk_chunk_rows", "cuda_arch",
                 "cuda_bf16", "cuda_graph", "deterministic", "probe_updates",
-                "machine", "ns_form", "cache_dir")
+                "machine", "ns_form", "ns_precision", "cache_dir")
 _SUFFIXES = (".grad", ".momentum", ".exp_avg", ".exp_avg_sq")
 _MUON_STATE = ("momentum_buffer",)
 _ADAMW_STATE = ("exp_avg", "exp_avg_sq")
@@ -406,6 +407,10 @@ class Muon(torch.optim.Optimizer):
         text = self._describe(params, settings)
         options = dict(self._options)
         options["target"] = target
+        if target == "cpu":
+            # cuda_bf16 is for the CUDA steps of a mixed set (the CPU step
+            # iterates in bf16 with ns_precision="bf16").
+            options.pop("cuda-bf16", None)
         if target == "cpu" and self._cache_dir:
             # Where the cache cannot keep the step (no C compiler to link
             # it, a folder it cannot write), the library runs it through

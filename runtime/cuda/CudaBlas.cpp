@@ -1,14 +1,17 @@
 //===- CudaBlas.cpp - the CUDA runtime's products -------------------------===//
 //
 // The products of compiled modules through cuBLAS on the step stream
-// (fp32, bf16 copies with --cuda-bf16, and the double products of the
-// Gram form of Newton-Schulz), and the sums of squares, normalisations
-// and layouts of Kernels.cu that go with them.
+// (fp32, with --cuda-bf16 on bf16 copies; bf16 buffers of a bf16
+// Newton-Schulz iterate; the double products of the Gram form), the
+// symmetric ones as upper-triangle blocks mirrored (TrianglePlan.h), and
+// the sums of squares, normalisations and layouts of Kernels.cu that go
+// with them.
 //
 //===----------------------------------------------------------------------===//
 #include "muir-rt/CudaRuntime.h"
 
 #include "CudaInternal.h"
+#include "TrianglePlan.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -16,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 using namespace muirrt_cuda_detail;
 
@@ -62,6 +66,104 @@ ProductInputs productInputs(const float *a, int64_t aCount, const float *b,
 // Called by compiled modules
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+size_t elementBytes(cudaDataType_t t) {
+  return t == CUDA_R_16BF ? 2 : t == CUDA_R_64F ? 8 : 4;
+}
+
+const char *at(const void *p, int64_t elements, cudaDataType_t t) {
+  return static_cast<const char *>(p) + elements * elementBytes(t);
+}
+
+/// The element types of a product: its operands', its result's and the
+/// accumulation's.
+struct Types {
+  cudaDataType_t in, out;
+  cublasComputeType_t compute;
+};
+
+/// One strided-batched cuBLAS product of row-major matrices: C (leading
+/// dimension ldc, batch stride sc) = alpha op(A) op(B) + beta C, op(A) m x
+/// k, op(B) k x n. Row-major C = op(A) op(B) is column-major C^T = op(B)^T
+/// op(A)^T: B is cuBLAS's first operand.
+void rowMajorGemm(int64_t batch, bool ta, bool tb, int64_t m, int64_t n,
+                  int64_t k, const float *alpha, const void *a, int64_t lda,
+                  int64_t sa, const void *b, int64_t ldb, int64_t sb,
+                  const float *beta, void *c, int64_t ldc, int64_t sc,
+                  Types t) {
+  check(cublasGemmStridedBatchedEx(
+            state.blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+            ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
+            static_cast<int>(m), static_cast<int>(k), alpha, b, t.in,
+            static_cast<int>(ldb), sb, a, t.in, static_cast<int>(lda), sa, beta,
+            c, t.out, static_cast<int>(ldc), sc, static_cast<int>(batch),
+            t.compute, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmStridedBatchedEx");
+}
+
+/// C = beta Acc without a product (k = 0; cuBLAS rejects leading
+/// dimensions of 0), or, with `copyOnly`, Acc copied into C when beta
+/// reads it from elsewhere.
+void accumulatorInto(void *c, const void *acc, float beta, int64_t count,
+                     cudaDataType_t type, bool copyOnly) {
+  size_t bytes = elementBytes(type) * size_t(count);
+  if (!copyOnly && beta == 0.0f) {
+    check(cudaMemsetAsync(c, 0, bytes, state.stream), "cudaMemsetAsync");
+    return;
+  }
+  if (beta != 0.0f && acc && acc != c)
+    check(
+        cudaMemcpyAsync(c, acc, bytes, cudaMemcpyDeviceToDevice, state.stream),
+        "cudaMemcpyAsync");
+  if (!copyOnly)
+    check(cublasScalEx(state.blas, static_cast<int>(count), &beta, CUDA_R_32F,
+                       c, type, 1, CUDA_R_32F),
+          "cublasScalEx");
+}
+
+/// C = alpha op(A) op(B) + beta Acc, all row-major and contiguous.
+void gemm(int64_t batch, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+          float alpha, const void *a, const void *b, float beta, void *c,
+          const void *acc, Types t) {
+  if (batch <= 0 || m <= 0 || n <= 0)
+    return;
+  accumulatorInto(c, acc, beta, batch * m * n, t.out, /*copyOnly=*/k > 0);
+  if (k <= 0)
+    return;
+  rowMajorGemm(batch, ta, tb, m, n, k, &alpha, a, ta ? m : k, m * k, b,
+               tb ? k : n, k * n, &beta, c, n, m * n, t);
+}
+
+/// C = alpha A A^T + beta Acc (A n x k; with trans, A^T A of a k x n A):
+/// the upper triangle's blocks of rows (TrianglePlan.h), each one GEMM of
+/// its rows against the columns from its diagonal on, then the lower
+/// triangle mirrored from the upper. Below kTriangleFrom, one GEMM.
+void symmetricProduct(int64_t batch, bool trans, int64_t n, int64_t k,
+                      float alpha, const void *a, float beta, void *c,
+                      const void *acc, Types t) {
+  std::vector<TriangleBlock> blocks = trianglePlan(n);
+  if (blocks.size() == 1 || k <= 0 || batch <= 0) {
+    gemm(batch, trans, !trans, n, n, k, alpha, a, a, beta, c, acc, t);
+    return;
+  }
+  accumulatorInto(c, acc, beta, batch * n * n, t.out, /*copyOnly=*/true);
+  int64_t lda = trans ? n : k;
+  for (TriangleBlock blk : blocks) {
+    // Rows blk.row.. of op(A), and op(A)'s rows from blk.row on as op(B)'s
+    // columns: the same elements of A (columns with trans).
+    const char *ai = at(a, trans ? blk.row : blk.row * k, t.in);
+    void *ci = const_cast<char *>(at(c, blk.row * n + blk.row, t.out));
+    rowMajorGemm(batch, trans, !trans, blk.rows, n - blk.row, k, &alpha, ai,
+                 lda, n * k, ai, lda, n * k, &beta, ci, n, n * n, t);
+  }
+  check(muirrt_cuda_detail_mirror_upper(
+            c, batch, n, int32_t(elementBytes(t.out)), state.stream),
+        "the triangle mirror kernel");
+}
+
+} // namespace
+
 extern "C" void muirrt_cuda_sgemm(int64_t batch, int32_t trans_a,
                                   int32_t trans_b, int64_t m, int64_t n,
                                   int64_t k, float alpha, const float *a,
@@ -70,50 +172,52 @@ extern "C" void muirrt_cuda_sgemm(int64_t batch, int32_t trans_a,
   ensureReady("muirrt_cuda_sgemm");
   if (batch <= 0 || m <= 0 || n <= 0)
     return;
-  if (k <= 0) {
-    // No product: C = beta Acc (cuBLAS rejects leading dimensions of 0).
-    size_t bytes = sizeof(float) * batch * m * n;
-    if (beta == 0.0f) {
-      check(cudaMemsetAsync(c, 0, bytes, state.stream), "cudaMemsetAsync");
-      return;
-    }
-    if (acc && acc != c)
-      check(cudaMemcpyAsync(c, acc, bytes, cudaMemcpyDeviceToDevice,
-                            state.stream),
-            "cudaMemcpyAsync");
-    check(cublasSscal(state.blas, static_cast<int>(batch * m * n), &beta, c,
-                      1),
-          "cublasSscal");
-    return;
-  }
-  if (beta != 0.0f && acc && acc != c)
-    check(cudaMemcpyAsync(c, acc, sizeof(float) * batch * m * n,
-                          cudaMemcpyDeviceToDevice, state.stream),
-          "cudaMemcpyAsync");
-  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B is
-  // the first cuBLAS operand. Stored row-major, B is k x n (n x k when
-  // trans_b), i.e. column-major n x k with leading dimension n (k).
-  cublasOperation_t opB = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasOperation_t opA = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  int64_t ldb = trans_b ? k : n, lda = trans_a ? m : k;
-  ProductInputs in = productInputs(a, batch * m * k, b, batch * k * n, m, n,
-                                   k, "muirrt_cuda_sgemm");
-  check(cublasGemmStridedBatchedEx(
-            state.blas, opB, opA, static_cast<int>(n), static_cast<int>(m),
-            static_cast<int>(k), &alpha, in.b, in.type, static_cast<int>(ldb),
-            k * n, in.a, in.type, static_cast<int>(lda), m * k, &beta, c,
-            CUDA_R_32F, static_cast<int>(n), m * n, static_cast<int>(batch),
-            in.compute, CUBLAS_GEMM_DEFAULT),
-        "cublasGemmStridedBatchedEx");
+  ProductInputs in = k > 0
+                         ? productInputs(a, batch * m * k, b, batch * k * n, m,
+                                         n, k, "muirrt_cuda_sgemm")
+                         : ProductInputs{a, b, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+  gemm(batch, trans_a, trans_b, m, n, k, alpha, in.a, in.b, beta, c, acc,
+       {in.type, CUDA_R_32F, in.compute});
 }
 
-// The symmetric product as a GEMM of A with itself: on Hopper cuBLAS's
-// GEMM runs well above its SYRK, and both triangles are written.
+// The symmetric product as the upper triangle's blocks of rows: on Hopper
+// cuBLAS's GEMM runs well above its SYRK, and the blocks do about 0.55 of
+// the full GEMM's flops on large matrices.
 extern "C" void muirrt_cuda_ssyrk(int64_t batch, int32_t trans, int64_t n,
                                   int64_t k, float alpha, const float *a,
                                   float beta, float *c, const float *acc) {
-  // A A^T (A n x k) or A^T A (A k x n).
-  muirrt_cuda_sgemm(batch, trans, !trans, n, n, k, alpha, a, a, beta, c, acc);
+  ensureReady("muirrt_cuda_ssyrk");
+  if (batch <= 0 || n <= 0)
+    return;
+  int64_t count = batch * n * k;
+  ProductInputs in =
+      k > 0 ? productInputs(a, count, a, count, n, n, k, "muirrt_cuda_ssyrk")
+            : ProductInputs{a, a, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+  symmetricProduct(batch, trans, n, k, alpha, in.a, beta, c, acc,
+                   {in.type, CUDA_R_32F, in.compute});
+}
+
+// A bf16 Newton-Schulz iterate: bf16 operands and result, fp32
+// accumulation, on the bf16 tensor cores with no copies.
+extern "C" void muirrt_cuda_bgemm(int64_t batch, int32_t trans_a,
+                                  int32_t trans_b, int64_t m, int64_t n,
+                                  int64_t k, float alpha, const uint16_t *a,
+                                  const uint16_t *b, float beta, uint16_t *c,
+                                  const uint16_t *acc) {
+  ensureReady("muirrt_cuda_bgemm");
+  gemm(batch, trans_a, trans_b, m, n, k, alpha, a, b, beta, c, acc,
+       {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F});
+}
+
+extern "C" void muirrt_cuda_bsyrk(int64_t batch, int32_t trans, int64_t n,
+                                  int64_t k, float alpha, const uint16_t *a,
+                                  float beta, uint16_t *c,
+                                  const uint16_t *acc) {
+  ensureReady("muirrt_cuda_bsyrk");
+  if (batch <= 0 || n <= 0)
+    return;
+  symmetricProduct(batch, trans, n, k, alpha, a, beta, c, acc,
+                   {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F});
 }
 
 // The double products of the Gram form of Newton-Schulz (small matrices):

@@ -61,6 +61,8 @@ cudaError_t muirrt_cuda_detail_pieces(const float *in, float *out, int64_t g,
                                       cudaStream_t stream);
 cudaError_t muirrt_cuda_detail_to_bf16(const float *in, int64_t n, void *out,
                                        cudaStream_t stream);
+cudaError_t muirrt_cuda_detail_mirror_upper(void *c, int64_t batch, int64_t n,
+                                            int32_t bytes, cudaStream_t stream);
 cudaError_t muirrt_cuda_detail_transpose(const float *in, int64_t batch,
                                          int64_t rows, int64_t cols,
                                          float *out, cudaStream_t stream);

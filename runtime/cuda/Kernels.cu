@@ -195,6 +195,33 @@ unsigned itemsFor(int64_t batch) {
   return static_cast<unsigned>(batch < 65535 ? batch : 65535);
 }
 
+// Below the diagonal of each n x n item from above it: C[r][c] = C[c][r]
+// for r > c, a 32 x 32 tile at a time through shared memory (block
+// (32, 8)), so that both the reads and the writes are coalesced. Block
+// (x, y) writes lower tile (row tile y, column tile x); y < x return.
+template <typename T>
+__global__ void mirrorUpper(T *c, int64_t batch, int64_t n) {
+  __shared__ T tile[32][33];
+  int64_t tr = blockIdx.y, tc = blockIdx.x;
+  if (tr < tc)
+    return;
+  for (int64_t item = blockIdx.z; item < batch; item += gridDim.z) {
+    T *ci = c + item * n * n;
+    // tile[y][x] = C[tc * 32 + y][tr * 32 + x] (above the diagonal).
+    for (int y = threadIdx.y; y < 32; y += 8) {
+      int64_t r = tc * 32 + y, col = tr * 32 + threadIdx.x;
+      if (r < n && col < n)
+        tile[y][threadIdx.x] = ci[r * n + col];
+    }
+    __syncthreads();
+    for (int y = threadIdx.y; y < 32; y += 8) {
+      int64_t r = tr * 32 + y, col = tc * 32 + threadIdx.x;
+      if (r < n && col < n && r > col)
+        ci[r * n + col] = tile[threadIdx.x][y];
+    }
+    __syncthreads();
+  }
+}
 
 } // namespace
 
@@ -243,6 +270,29 @@ cudaError_t muirrt_cuda_detail_transpose(const float *in, int64_t batch,
                                                      : 4096,
                          itemsFor(batch)),
                     kThreads, 0, stream>>>(in, batch, rows, cols, out);
+  return cudaGetLastError();
+}
+
+// The lower triangle of `batch` n x n items of `bytes`-byte elements
+// mirrored from the upper (the Gram products' blocks of rows).
+cudaError_t muirrt_cuda_detail_mirror_upper(void *c, int64_t batch, int64_t n,
+                                            int32_t bytes,
+                                            cudaStream_t stream) {
+  if (batch <= 0 || n <= 1)
+    return cudaGetLastError();
+  int64_t tiles = (n + 31) / 32;
+  dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(tiles),
+            static_cast<unsigned>(batch < 65535 ? batch : 65535));
+  dim3 block(32, 8);
+  if (bytes == 2)
+    mirrorUpper<<<grid, block, 0, stream>>>(static_cast<uint16_t *>(c), batch,
+                                            n);
+  else if (bytes == 4)
+    mirrorUpper<<<grid, block, 0, stream>>>(static_cast<uint32_t *>(c), batch,
+                                            n);
+  else
+    mirrorUpper<<<grid, block, 0, stream>>>(static_cast<uint64_t *>(c), batch,
+                                            n);
   return cudaGetLastError();
 }
 

@@ -68,3 +68,19 @@ func.func @single(%a: tensor<8x16xf32>) -> tensor<8x16xf32> {
   %a1 = muir.newton_schulz %a steps(5) schedule(simple) : tensor<8x16xf32>
   return %a1 : tensor<8x16xf32>
 }
+
+// -----
+
+// Same shapes but different precisions: two batches, each keeping its
+// precision.
+// CHECK-LABEL: func.func @precisions
+// CHECK-DAG: muir.newton_schulz %{{.*}} steps(5) schedule(simple) : tensor<2x4x8xf32>
+// CHECK-DAG: muir.newton_schulz %{{.*}} steps(5) schedule(simple) {precision = #muir.ns_precision<bf16>} : tensor<2x4x8xf32>
+// CHECK-NOT: muir.newton_schulz
+func.func @precisions(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %c: tensor<4x8xf32>, %d: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %0 = muir.newton_schulz %a steps(5) schedule(simple) : tensor<4x8xf32>
+  %1 = muir.newton_schulz %b steps(5) schedule(simple) {precision = #muir.ns_precision<bf16>} : tensor<4x8xf32>
+  %2 = muir.newton_schulz %c steps(5) schedule(simple) : tensor<4x8xf32>
+  %3 = muir.newton_schulz %d steps(5) schedule(simple) {precision = #muir.ns_precision<bf16>} : tensor<4x8xf32>
+  return %0, %1, %2, %3 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -1,5 +1,6 @@
 // RUN: muir-opt %s --split-input-file --muir-decompose-optimizers | FileCheck %s
 // RUN: muir-opt %s --split-input-file --muir-decompose-optimizers=probe-updates=true | FileCheck %s --check-prefix=PROBE
+// RUN: muir-opt %s --split-input-file --muir-decompose-optimizers=ns-precision=bf16 | FileCheck %s --check-prefix=BF16
 
 // The update scale is computed from the shape: spectral = 0.2 * sqrt(max(m, n))
 // = 0.2 * sqrt(8) = 0.565685...
@@ -10,6 +11,9 @@
 // CHECK: %[[W1:.+]] = muir.apply_update %[[W]], %[[O]] {lr = 2.000000e-02 : f64, scale = 0.56568542494923{{[0-9]*}} : f64, weight_decay = 1.000000e-01 : f64}
 // CHECK: return %[[W1]], %[[M1]]
 // CHECK-NOT: muir.muon_update
+// ns-precision=bf16: the Newton-Schulz op iterates in bf16.
+// BF16-LABEL: func.func @spectral_wide
+// BF16: muir.newton_schulz %{{.*}} steps(5) schedule(simple) {precision = #muir.ns_precision<bf16>} : tensor<4x8xf32>
 // PROBE-LABEL: func.func @spectral_wide
 // PROBE: %[[O:.+]] = muir.newton_schulz
 // PROBE-NEXT: muir.probe %[[O]] {label = "w", slot = 0 : i64}

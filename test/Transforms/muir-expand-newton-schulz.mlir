@@ -90,3 +90,20 @@ func.func @custom_repeats(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %y = muir.newton_schulz %x steps(3) schedule(custom) coefficients([2.0, -1.0, 0.5]) : tensor<4x4xf32>
   return %y : tensor<4x4xf32>
 }
+
+// -----
+
+// A bf16 iterate: X normalised in f32 and rounded once, every product on
+// bf16 tensors, the result widened back to f32.
+// CHECK-LABEL: func.func @bf16
+// CHECK: %[[N:.+]] = muir.frobenius_normalize %{{.*}} : tensor<4x8xf32>
+// CHECK: %[[H:.+]] = arith.truncf %[[N]] : tensor<4x8xf32> to tensor<4x8xbf16>
+// CHECK: %[[A:.+]] = muir.matmul %[[H]], %[[H]] {transpose_b} : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x4xbf16>
+// CHECK: %[[B:.+]] = muir.matmul %[[A]], %[[A]] acc %[[A]] {{.*}} : (tensor<4x4xbf16>, tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<4x4xbf16>
+// CHECK: %[[X:.+]] = muir.matmul %[[B]], %[[H]] acc %[[H]] {{.*}} -> tensor<4x8xbf16>
+// CHECK: %[[W:.+]] = arith.extf %[[X]] : tensor<4x8xbf16> to tensor<4x8xf32>
+// CHECK: return %[[W]]
+func.func @bf16(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y = muir.newton_schulz %x steps(1) schedule(simple) {precision = #muir.ns_precision<bf16>} : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}

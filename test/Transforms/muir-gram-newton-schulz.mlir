@@ -105,3 +105,15 @@ func.func @near_square(%s: tensor<256x512xf32>) -> tensor<256x512xf32> {
   %0 = muir.newton_schulz %s steps(2) schedule(simple) : tensor<256x512xf32>
   return %0 : tensor<256x512xf32>
 }
+
+// -----
+
+// A bf16 iterate keeps the standard form even where the Gram form is
+// asked for (it iterates in f64).
+// GRAM-LABEL: func.func @bf16_standard
+// GRAM: muir.newton_schulz {{.*}}muir.ns_form = #muir.ns_form<standard>{{.*}}precision = #muir.ns_precision<bf16>
+// GRAM-NOT: muir.trace_normalize
+func.func @bf16_standard(%x: tensor<128x1024xf32>) -> tensor<128x1024xf32> {
+  %y = muir.newton_schulz %x steps(5) schedule(simple) {precision = #muir.ns_precision<bf16>} : tensor<128x1024xf32>
+  return %y : tensor<128x1024xf32>
+}

@@ -134,13 +134,18 @@ class Module:
     # Convenience emitters for the ops under test ---------------------------
 
     def newton_schulz(self, x, shape, steps, schedule="simple",
-                      coefficients=None, eps=None):
+                      coefficients=None, eps=None, precision=None):
         y = self.value()
         coef = ""
         if coefficients is not None:
             coef = " coefficients([%s])" % ", ".join(fmt_f64(c)
                                                      for c in coefficients)
-        attrs = "" if eps is None else " {eps = %s}" % fmt_f64(eps)
+        items = []
+        if eps is not None:
+            items.append("eps = %s" % fmt_f64(eps))
+        if precision is not None:
+            items.append("precision = #muir.ns_precision<%s>" % precision)
+        attrs = " {%s}" % ", ".join(items) if items else ""
         self.op("%s = muir.newton_schulz %s steps(%d) schedule(%s)%s%s : %s"
                 % (y, x, steps, schedule, coef, attrs, ttype(shape)))
         return y

@@ -88,11 +88,6 @@ static cl::opt<bool> commStats(
     cl::desc("after the last step, every rank prints the bytes it sent and "
              "the collectives it ran per grid-axis group (runtime counters)"),
     cl::init(false), cl::cat(muirCat));
-static cl::opt<bool> cudaBf16(
-    "cuda-bf16",
-    cl::desc("with --target=cuda, matrix products with bf16 inputs and fp32 "
-             "accumulation (tensor cores) instead of fp32"),
-    cl::init(false), cl::cat(muirCat));
 static cl::opt<bool> cudaGraph(
     "cuda-graph",
     cl::desc("with --target=cuda, run steps after the first as one captured "
@@ -134,7 +129,7 @@ static std::vector<std::string> givenCompileFlags() {
   for (const cl::Option *o : std::initializer_list<const cl::Option *>{
            &flags.nsMode, &flags.nsForm, &flags.machine, &flags.dpAssign,
            &flags.syrk, &flags.batch, &flags.fuseAllReduce, &flags.chunkRows,
-           &noProbes})
+           &flags.nsPrecision, &noProbes})
     if (o->getNumOccurrences())
       given.push_back(o->ArgStr.str());
   return given;
@@ -173,9 +168,8 @@ int main(int argc, char **argv) {
     return fail(
         Twine(!traceFile.empty() ? "--trace-fingerprints" : "--comm-stats") +
         " is not available with --target=cuda yet");
-  if (!cuda && (cudaBf16 || cudaCublasGrouped))
-    return fail(Twine(cudaBf16 ? "--cuda-bf16" : "--cuda-cublas-grouped-gemm") +
-                " needs --target=cuda");
+  if (!cuda && cudaCublasGrouped)
+    return fail("--cuda-cublas-grouped-gemm needs --target=cuda");
   // No output may overwrite an input or another output; --save-state into
   // the state being resumed continues a run (replaced atomically).
   if (llvm::Error e = runner::checkDistinctPaths(
@@ -201,7 +195,7 @@ int main(int argc, char **argv) {
   runner::StepOptions options;
   options.pipeline = flags.options(!noProbes);
   options.target = flags.targetOptions();
-  options.cudaBf16 = cudaBf16;
+  options.cudaBf16 = flags.cudaBf16;
   options.cudaGraph = cudaGraph;
   options.cudaCublasGrouped = cudaCublasGrouped;
   options.deterministic = !nondeterministic;

@@ -36,6 +36,14 @@ struct PipelineFlags {
                      "f64; X is read only at the start and the end)"),
       llvm::cl::init(NSFormOption::Auto), nsFormValues(),
       llvm::cl::cat(muirFlagCategory())};
+  llvm::cl::opt<NSPrecision> nsPrecision{
+      "ns-precision",
+      llvm::cl::desc("the element type of Newton-Schulz iterates: f32, or "
+                     "bf16 (bf16 products accumulated in f32; "
+                     "--cuda-bf16 implies it). Matrices split in the "
+                     "distributed or resharded mode iterate in f32"),
+      llvm::cl::init(NSPrecision::f32), nsPrecisionValues(),
+      llvm::cl::cat(muirFlagCategory())};
   llvm::cl::opt<DpAssign> dpAssign{
       "dp-assign",
       llvm::cl::desc("Newton-Schulz over the data-parallel axis"),
@@ -78,6 +86,14 @@ struct PipelineFlags {
                      "kernels: sm_80 and up (sm_90: Hopper, the default)"),
       llvm::cl::init("sm_90"), llvm::cl::cat(muirFlagCategory())};
 
+  llvm::cl::opt<bool> cudaBf16{
+      "cuda-bf16",
+      llvm::cl::desc("with --target=cuda, bf16 tensor-core products: "
+                     "Newton-Schulz iterates in bf16 (--ns-precision=bf16 "
+                     "unless given), and muir-run's other products on bf16 "
+                     "inputs with fp32 accumulation"),
+      llvm::cl::init(false), llvm::cl::cat(muirFlagCategory())};
+
   /// The PTX ISA version an architecture needs (0: not supported).
   static int ptxVersion(llvm::StringRef arch) {
     unsigned n = 0;
@@ -103,6 +119,13 @@ struct PipelineFlags {
     // ignore.
     if (cudaArch.getNumOccurrences() && target != Target::Cuda)
       return "--cuda-arch has no effect without --target=cuda";
+    if (cudaBf16 && target != Target::Cuda)
+      return "--cuda-bf16 needs --target=cuda (a CPU step iterates in bf16 "
+             "with --ns-precision=bf16)";
+    if (nsForm == NSFormOption::Gram && precision() == NSPrecision::bf16)
+      return "--ns-form=gram iterates on the Gram matrix in f64; "
+             "a bf16 iterate (--ns-precision=bf16, --cuda-bf16) takes the "
+             "standard form";
     if (fuseAllReduce.getNumOccurrences() && fuseAllReduce && !syrk)
       return "--fuse-syrk-all-reduce needs --syrk (it fuses the SYRK's "
              "all-reduce); --syrk=false computes no SYRK";
@@ -112,10 +135,18 @@ struct PipelineFlags {
     return "";
   }
 
+  /// The iterate's element type: --ns-precision, else bf16 with
+  /// --cuda-bf16.
+  NSPrecision precision() const {
+    if (!nsPrecision.getNumOccurrences() && cudaBf16)
+      return NSPrecision::bf16;
+    return nsPrecision;
+  }
+
   PipelineOptions options(bool probeUpdates) const {
-    return PipelineOptions{probeUpdates, nsMode, machine,       dpAssign,
-                           syrk,         batch,  fuseAllReduce, chunkRows,
-                           nsForm};
+    return PipelineOptions{probeUpdates, nsMode,     machine,       dpAssign,
+                           syrk,         batch,      fuseAllReduce, chunkRows,
+                           nsForm,       precision()};
   }
 
   TargetOptions targetOptions() const {

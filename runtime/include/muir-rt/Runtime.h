@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -88,6 +89,27 @@ void muirrt_dsyrk(int64_t batch, int32_t trans, int64_t n, int64_t k,
 void muirrt_ssyrk_f64(int64_t batch, int32_t trans, int64_t n, int64_t k,
                       double alpha, const float *a, double beta, double *c,
                       const double *acc);
+
+/* muirrt_sgemm and muirrt_ssyrk on bf16 buffers (a Newton-Schulz iterate
+ * of precision bf16; bf16 as its 16 bits): the operands widened to f32,
+ * the products accumulated in f32, the result rounded to bf16 to nearest
+ * even (muirrt_bf16_round). */
+void muirrt_bgemm(int64_t batch, int32_t trans_a, int32_t trans_b, int64_t m,
+                  int64_t n, int64_t k, float alpha, const uint16_t *a,
+                  const uint16_t *b, float beta, uint16_t *c,
+                  const uint16_t *acc);
+void muirrt_bsyrk(int64_t batch, int32_t trans, int64_t n, int64_t k,
+                  float alpha, const uint16_t *a, float beta, uint16_t *c,
+                  const uint16_t *acc);
+/* f rounded to bf16, to nearest even (a NaN stays a quiet NaN). */
+static inline uint16_t muirrt_bf16_round(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return (uint16_t)((bits >> 16) | 0x40u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return (uint16_t)(bits >> 16);
+}
 
 /* Per n x n double matrix A of `batch`: s = 1 / (sqrt(trace(A)) + eps)
  * (trace summed in order; a negative rounding counts as 0), out = s^2 A,

@@ -386,7 +386,7 @@ func.func @newton_schulz_unknown_schedule(%x: tensor<8x4xf32>) {
 // -----
 
 func.func @newton_schulz_unknown_attribute(%x: tensor<8x4xf32>) {
-  // expected-error@+1 {{'muir.newton_schulz' op unknown attribute 'step'; expected one of: coefficients, eps, schedule, steps}}
+  // expected-error@+1 {{'muir.newton_schulz' op unknown attribute 'step'; expected one of: coefficients, eps, precision, schedule, steps}}
   %0 = muir.newton_schulz %x steps(5) schedule(simple) {step = 3} : tensor<8x4xf32>
   return
 }
@@ -450,6 +450,31 @@ func.func @transpose_unknown_attribute(%x: tensor<8x4xf32>) {
 //===----------------------------------------------------------------------===//
 // muir.matmul
 //===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @matmul_mixed_bf16(%a: tensor<4x8xbf16>, %b: tensor<8x6xf32>) {
+  // expected-error@+1 {{'muir.matmul' op expected every operand of element type 'bf16' (the result's), got 'tensor<8x6xf32>'}}
+  %0 = muir.matmul %a, %b : (tensor<4x8xbf16>, tensor<8x6xf32>) -> tensor<4x6xbf16>
+  return
+}
+
+// -----
+
+func.func @syrk_bf16_into_f32(%a: tensor<4x8xbf16>) {
+  // expected-error@+1 {{'muir.syrk' op expected every operand of element type 'f32' (the result's), got 'tensor<4x8xbf16>'}}
+  %0 = muir.syrk %a : (tensor<4x8xbf16>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @newton_schulz_precision(%x: tensor<8x4xf32>) {
+  // expected-error@+2 {{expected ::mlir::muir::NSPrecision to be one of: f32, bf16}}
+  // expected-error@+1 {{failed to parse Muir_NSPrecisionAttr parameter 'value' which is to be a `::mlir::muir::NSPrecision`}}
+  %0 = muir.newton_schulz %x steps(5) schedule(simple) {precision = #muir.ns_precision<f16>} : tensor<8x4xf32>
+  return
+}
 
 // -----
 

@@ -105,21 +105,24 @@ func.func @apply_update(%p: tensor<8x4xf32>, %u: tensor<8x4xf32>) -> tensor<8x4x
 // CHECK: muir.newton_schulz %[[X]] steps(2) schedule(custom)
 // CHECK-SAME: coefficients([3.444500e+00, -4.775000e+00, 2.031500e+00, 1.875000e+00, -1.250000e+00, 3.750000e-01]) : tensor<8x4xf32>
 // CHECK: muir.newton_schulz %[[S]] steps(1) schedule(custom) coefficients([1.500000e+00, -5.000000e-01, 0.000000e+00]) : tensor<3x4x8xf32>
+// CHECK: muir.newton_schulz %[[X]] steps(5) schedule(simple) {precision = #muir.ns_precision<bf16>} : tensor<8x4xf32>
 // GENERIC-LABEL: sym_name = "newton_schulz"
-// GENERIC: "muir.newton_schulz"(%{{.*}}) <{eps = 9.9999999999999995E-8 : f64, schedule = #muir<schedule simple>, steps = 5 : i64}> : (tensor<8x4xf32>) -> tensor<8x4xf32>
-// GENERIC: "muir.newton_schulz"(%{{.*}}) <{eps = 9.9999999999999995E-8 : f64, schedule = #muir<schedule quintic>, steps = 5 : i64}>
-// GENERIC: "muir.newton_schulz"(%{{.*}}) <{eps = 9.9999999999999995E-7 : f64, schedule = #muir<schedule polar_express>, steps = 10 : i64}>
+// GENERIC: "muir.newton_schulz"(%{{.*}}) <{eps = 9.9999999999999995E-8 : f64, precision = #muir.ns_precision<f32>, schedule = #muir<schedule simple>, steps = 5 : i64}> : (tensor<8x4xf32>) -> tensor<8x4xf32>
+// GENERIC: "muir.newton_schulz"(%{{.*}}) <{eps = 9.9999999999999995E-8 : f64, precision = #muir.ns_precision<f32>, schedule = #muir<schedule quintic>, steps = 5 : i64}>
+// GENERIC: "muir.newton_schulz"(%{{.*}}) <{eps = 9.9999999999999995E-7 : f64, precision = #muir.ns_precision<f32>, schedule = #muir<schedule polar_express>, steps = 10 : i64}>
 // GENERIC: "muir.newton_schulz"(%{{.*}}) <{coefficients = array<f64: 3.444500e+00, -4.775000e+00, 2.031500e+00, 1.875000e+00, -1.250000e+00, 3.750000e-01>,
-// GENERIC-SAME: eps = 9.9999999999999995E-8 : f64, schedule = #muir<schedule custom>, steps = 2 : i64}> : (tensor<8x4xf32>) -> tensor<8x4xf32>
+// GENERIC-SAME: eps = 9.9999999999999995E-8 : f64, precision = #muir.ns_precision<f32>, schedule = #muir<schedule custom>, steps = 2 : i64}> : (tensor<8x4xf32>) -> tensor<8x4xf32>
 // GENERIC: "muir.newton_schulz"(%{{.*}}) <{coefficients = array<f64: 1.500000e+00, -5.000000e-01, 0.000000e+00>,
-// GENERIC-SAME: schedule = #muir<schedule custom>, steps = 1 : i64}> : (tensor<3x4x8xf32>) -> tensor<3x4x8xf32>
-func.func @newton_schulz(%x: tensor<8x4xf32>, %s: tensor<3x4x8xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<3x4x8xf32>) {
+// GENERIC-SAME: precision = #muir.ns_precision<f32>, schedule = #muir<schedule custom>, steps = 1 : i64}> : (tensor<3x4x8xf32>) -> tensor<3x4x8xf32>
+// GENERIC: "muir.newton_schulz"(%{{.*}}) <{eps = 9.9999999999999995E-8 : f64, precision = #muir.ns_precision<bf16>, schedule = #muir<schedule simple>, steps = 5 : i64}>
+func.func @newton_schulz(%x: tensor<8x4xf32>, %s: tensor<3x4x8xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<3x4x8xf32>, tensor<8x4xf32>) {
   %0 = muir.newton_schulz %x steps(5) schedule(simple) : tensor<8x4xf32>
   %1 = muir.newton_schulz %x steps(5) schedule(quintic) : tensor<8x4xf32>
   %2 = muir.newton_schulz %x steps(10) schedule(polar_express) {eps = 1.0e-6} : tensor<8x4xf32>
   %3 = muir.newton_schulz %x steps(2) schedule(custom) coefficients([3.4445, -4.775, 2.0315, 1.875, -1.25, 0.375]) : tensor<8x4xf32>
   %4 = muir.newton_schulz %s steps(1) schedule(custom) coefficients([1.5, -0.5, 0.0]) : tensor<3x4x8xf32>
-  return %0, %1, %2, %3, %4 : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<3x4x8xf32>
+  %5 = muir.newton_schulz %x steps(5) schedule(simple) {precision = #muir.ns_precision<bf16>} : tensor<8x4xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<3x4x8xf32>, tensor<8x4xf32>
 }
 
 // CHECK-LABEL: func.func @frobenius_normalize(

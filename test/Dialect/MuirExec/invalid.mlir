@@ -69,7 +69,7 @@ func.func @gemm_rank_mismatch_empty_stack(%a: memref<4x8xf32>, %b: memref<0x8x6x
 // -----
 
 func.func @gemm_rank1(%a: memref<8xf32>, %b: memref<8x6xf32>, %c: memref<4x6xf32>) {
-  // expected-error@+1 {{'muir_exec.gemm' op operand #0 must be 2D/3D memref of 32-bit float or 64-bit float values, but got 'memref<8xf32>'}}
+  // expected-error@+1 {{'muir_exec.gemm' op operand #0 must be 2D/3D memref of 32-bit float or 64-bit float or bfloat16 type values, but got 'memref<8xf32>'}}
   muir_exec.gemm %a, %b, %c {alpha = 1.0, beta = 0.0} : memref<8xf32>, memref<8x6xf32>, memref<4x6xf32>
   return
 }
@@ -339,5 +339,13 @@ muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 func.func @all_to_allv_counts_not_host(%i: memref<8xf32>, %sc: memref<2xi64>, %o: memref<16xf32>, %rc: memref<2xi64, #muir_exec.host>) {
   // expected-error@+1 {{'muir_exec.all_to_allv' op operand #1 must be 1-D i64 memref in #muir_exec.host memory, but got 'memref<2xi64>'}}
   muir_exec.all_to_allv %i, %sc, %o, %rc {group = #muir_exec.group<@world, ["dp"]>} : memref<8xf32>, memref<2xi64>, memref<16xf32>, memref<2xi64, #muir_exec.host>
+  return
+}
+
+// -----
+
+func.func @gemm_mixed_bf16(%a: memref<4x8xbf16>, %b: memref<8x6xbf16>, %c: memref<4x6xf32>) {
+  // expected-error@+1 {{'muir_exec.gemm' op expected buffers of one element type, got 'bf16' and 'f32'}}
+  muir_exec.gemm %a, %b, %c {alpha = 1.0, beta = 0.0} : memref<4x8xbf16>, memref<8x6xbf16>, memref<4x6xf32>
   return
 }

@@ -162,3 +162,13 @@ func.func @all_to_allv(%i: memref<8x4xf32>, %sc: memref<2xi64, #muir_exec.host>,
   muir_exec.all_to_allv %i, %sc, %o, %rc {group = #muir_exec.group<@world, ["dp"]>} : memref<8x4xf32>, memref<2xi64, #muir_exec.host>, memref<16x4xf32>, memref<2xi64, #muir_exec.host>
   return
 }
+
+// bf16 products (a bf16 Newton-Schulz iterate): every buffer bf16.
+// CHECK-LABEL: func.func @bf16_products(
+// CHECK: muir_exec.gemm %{{.*}}, %{{.*}}, %{{.*}} acc %{{.*}} {alpha = 1.000000e+00 : f64, beta = 3.000000e+00 : f64} : memref<4x4xbf16>, memref<4x8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>
+// CHECK: muir_exec.syrk %{{.*}}, %{{.*}} {alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64} : memref<4x8xbf16>, memref<4x4xbf16>
+func.func @bf16_products(%a: memref<4x4xbf16>, %x: memref<4x8xbf16>, %y: memref<4x8xbf16>, %g: memref<4x4xbf16>) {
+  muir_exec.gemm %a, %x, %y acc %x {alpha = 1.0, beta = 3.0} : memref<4x4xbf16>, memref<4x8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>
+  muir_exec.syrk %x, %g {alpha = 1.0, beta = 0.0} : memref<4x8xbf16>, memref<4x4xbf16>
+  return
+}

@@ -160,6 +160,22 @@ expect("old probes name", lambda: muir.compile(SOURCE, "api.yaml",
                                                "probes=true"))
 expect("bad machine", lambda: muir.compile(SOURCE, "api.yaml",
                                            "machine=tpu"))
+expect("bad precision", lambda: muir.compile(SOURCE, "api.yaml",
+                                             "ns-precision=f16"))
+expect("cuda-bf16 on the cpu", lambda: muir.compile(SOURCE, "api.yaml",
+                                                    "cuda-bf16=true"))
+expect("gram in bf16", lambda: muir.compile(
+    SOURCE, "api.yaml", "ns-precision=bf16 ns-form=gram"))
+# ns-precision=bf16 iterates in bf16: 3 steps of the Muon matrix differ from
+# the f32 step's by about bf16's rounding, not f32's.
+f32 = three_steps(values, None)
+bf16 = three_steps(values, None, {"ns-precision": "bf16"})
+w0 = start["w"].astype(np.float64)
+rel = (np.linalg.norm(bf16["w"] - f32["w"]) /
+       np.linalg.norm(f32["w"] - w0))
+check(1e-4 < rel < 5e-2, "bf16 vs f32 W - W0: %.2e" % rel)
+print("ns-precision=bf16: W - W0 within %.0e of f32's, beyond f32 rounding"
+      % 5e-2)
 with muir.compile(SOURCE, "api.yaml",
                   "machine=h200 probe-updates=true ns-form=gram") as named:
     print("named options accepted: %d arguments (%d without them)"

@@ -59,7 +59,8 @@ def main():
     variants = [[], ["--ns-mode=distributed"], ["--ns-mode=resharded"],
                 ["--ns-mode=blockwise"], ["--ns-form=gram"],
                 ["--syrk=false"], ["--fuse-syrk-all-reduce=false"],
-                ["--dp-assign=replicated"], ["--probe-updates"]]
+                ["--dp-assign=replicated"], ["--probe-updates"],
+                ["--ns-precision=bf16"]]
     compiled = {"cpu": {}, "cuda": {}}
 
     def collect(target, path):
