@@ -1,10 +1,15 @@
 #!/bin/bash
-# The device check of the CUDA backend (issue 7), on one lent GPU in well
-# under 5 minutes: builds the CUDA runtime (nvcc) and the step runner (c++)
-# there, runs the GPU correctness test against float64 and the CPU backend,
-# then times Muon steps (NS5) on 8192x8192 and on one Qwen3-30B-A3B layer
-# set, fp32 and bf16: muir, PyTorch eager on the same GPU, cuBLAS's GEMM
-# rate through torch.mm in the same run, and the ratios.
+# The device check of the CUDA backend (issues 7 and 21), on one lent GPU
+# in under 5 minutes: builds the CUDA runtime (nvcc), the step runner and
+# the Gram-product timer (c++) there, runs the GPU correctness tests
+# against float64 and the CPU backend (fp32, and the bf16 Newton-Schulz
+# iterate against the CPU's), then times Muon steps (NS5) on 8192x8192 and
+# on one Qwen3-30B-A3B layer set, fp32 and bf16 (the bf16 steps compiled
+# with --cuda-bf16: a bf16 iterate), the Gram product X X^T as the upper
+# triangle's blocks against the full GEMM, and the MoE layer: muir,
+# PyTorch on the same GPU (eager; in bf16 also torch._grouped_mm and
+# torch.compile where this PyTorch has them), cuBLAS's GEMM rate through
+# torch.mm in the same run, the ratios and the issues' goals.
 # Needs bench/gpu/prebuilt from bench/gpu/prepare.sh (run where muir is
 # built; the GPU machine has no LLVM 22): carry it.
 set -uo pipefail
@@ -51,6 +56,8 @@ export LD_LIBRARY_PATH="$libdirs:${LD_LIBRARY_PATH:-}"
 c++ -O2 -g -rdynamic -std=c++17 -I "$root/include" -I "$root/runtime/include" \
   "$root/bench/gpu/muir-step-runner.cpp" "$root/lib/Runner/StepCore.cpp" \
   "$root/lib/Support/Version.cpp" "$root/runtime/cpu/Host.cpp" "$root/runtime/cpu/Npy.cpp" -ldl -pthread -o "$work/muir-step-runner" || exit 1
+c++ -O2 -std=c++17 -I "$root/runtime/include" "$root/bench/gpu/gram_rate.cpp" \
+  "$work/libmuir_rt_cuda.so" -Wl,-rpath,"$work" -o "$work/gram-rate" || exit 1
 for o in "$pre"/*.o; do
   c++ -shared "$o" -o "$work/$(basename "${o%.o}").so" || exit 1
 done
@@ -75,7 +82,8 @@ fi
 # --- 2. Correctness: float64, the CPU backend, itself ----------------------
 PYTHONPATH="$root/test/lib" "$py" "$root/test/Integration/Inputs/cuda_step.py" \
   --tmp "$work/check" --prepared "$pre/check" --runner "$work/muir-step-runner" \
-  --runtime "$work/libmuir_rt_cuda.so" --step-so "$work/check.so"
+  --runtime "$work/libmuir_rt_cuda.so" --step-so "$work/check.so" \
+  --step-so-bf16 "$work/check-bf16.so"
 test_rc=$?
 PYTHONPATH="$root/test/lib" "$py" "$root/test/Integration/Inputs/cuda_moe.py" \
   --tmp "$work/check-moe" --prepared "$pre/check-moe" \
@@ -86,11 +94,14 @@ echo "correctness done at $((SECONDS - start)) s (rc $test_rc)"
 # --- 3. Speed: muir vs PyTorch eager, cuBLAS's GEMM rate -------------------
 for c in ns8192 qwen3-layer qwen3-moe; do
   for p in fp32 bf16; do
-    extra=(); [ "$p" = bf16 ] && extra=(--bf16)
-    timeout 120 "${runner[@]}" --step "$work/$c.so" --steps 6 "${extra[@]}" \
+    step="$work/$c.so"; extra=()
+    [ "$p" = bf16 ] && { step="$work/$c-bf16.so"; extra=(--bf16); }
+    timeout 120 "${runner[@]}" --step "$step" --steps 6 "${extra[@]}" \
       | tee "$work/$c-$p.txt" | tail -n 1
   done
 done
+# The Gram product X X^T: the upper triangle's blocks against the full GEMM.
+timeout 60 "$work/gram-rate" 8192 4096 | tee "$work/gram.txt"
 # The MoE layer op by op: the runtime's grouped GEMM and cuBLAS's (expert
 # sizes on the host, so no graph), each less the layer set's step op by op.
 for v in layer:qwen3-layer:--no-graph moe:qwen3-moe:--no-graph \
@@ -100,6 +111,10 @@ for v in layer:qwen3-layer:--no-graph moe:qwen3-moe:--no-graph \
     | tee "$work/nograph-$tag.txt" | tail -n 1
 done
 timeout 150 "$py" "$root/bench/gpu/peer.py" > "$work/peer.json" || echo "peer failed"
+# torch.compile of the grouped layer, alone: its compile time must not
+# take the eager peers down with it.
+timeout 100 "$py" "$root/bench/gpu/peer.py" --compile > "$work/peer-compile.json" \
+  || echo "peer with torch.compile failed"
 "$py" - "$work" <<'PY'
 import json, os, re, sys
 work = sys.argv[1]
@@ -120,7 +135,8 @@ def ns_flops(shape, steps=5):
     for d in batch:
         b *= d
     r, c = min(m, n), max(m, n)
-    # X X^T, (X X^T)^2 and B X as full products (as cuBLAS runs them)
+    # X X^T, (X X^T)^2 and B X as full products: an effective rate (the
+    # runtime computes the symmetric ones from n = 1024 on as triangles)
     return b * steps * (2 * r * r * c + 2 * r ** 3 + 2 * r * r * c)
 cases = {"ns8192": [(8192, 8192)],
          "qwen3-layer": [(4096, 2048), (512, 2048), (512, 2048), (2048, 4096),
@@ -162,15 +178,56 @@ for tag, what in (("moe", "runtime grouped"), ("cublas", "cuBLAS grouped")):
     moe = step - median("nograph-layer")
     print("%-20s %11.2f %11.2f %11.2f TF %14.1f  (fp32, op by op)" % (
         what, step, moe, grouped / 1e12, grouped / (moe * 1e-3) / 1e12))
-# The peer: the same layer's forward (teacher and student), loss and
-# backward in PyTorch eager, fp32; against muir's layer in its graph.
-if peer and "moe" in peer:
-    torch = peer["moe"]["fp32"]["median_ms"]
-    layer = median("qwen3-moe-fp32") - median("qwen3-layer-fp32")
-    print("%-20s %11s %11.2f %11.2f TF %14.1f  (PyTorch eager, fp32; "
-          "torch/muir %.2fx)" % ("torch MoE layer", "", torch, grouped / 1e12,
-                                grouped / (torch * 1e-3) / 1e12,
-                                torch / layer))
+# The peers: the same layer's forward (teacher and student), loss and
+# backward in PyTorch, against muir's layer in its graph.
+try:
+    compiled = json.load(open(os.path.join(work, "peer-compile.json")))
+except (OSError, ValueError):
+    compiled = None
+moe_peers = dict(peer["moe"]) if peer and "moe" in peer else {}
+if compiled and "moe" in compiled:
+    for key, v in compiled["moe"].items():
+        if "compiled" in key:
+            moe_peers[key] = v
+best_peer = {}
+for key, v in sorted(moe_peers.items()):
+    p = key.split("/")[0]
+    layer = median("qwen3-moe-" + p) - median("qwen3-layer-" + p)
+    if "error" in v:
+        print("%-20s %s: %s" % ("torch MoE layer", key, v["error"]))
+        continue
+    torch = v["median_ms"]
+    if torch < best_peer.get(p, (nan, float("inf")))[1]:
+        best_peer[p] = (key, torch)
+    print("%-20s %11s %11.2f %11.2f TF %14.1f  (PyTorch %s; torch/muir "
+          "%.2fx)" % ("torch MoE layer", "", torch, grouped / 1e12,
+                      grouped / (torch * 1e-3) / 1e12, key, torch / layer))
+
+# --- The goals of issue 21, each with its figure --------------------------
+def goal(what, value, target, more_is_better=True):
+    met = value >= target if more_is_better else value <= target
+    print("%-58s %8.3f  goal %s %.2f  %s" % (
+        what, value, ">=" if more_is_better else "<=", target,
+        "met" if met else ("NOT MET" if value == value else "no figure")))
+print("\nissue 21 goals")
+gemm_bf16 = peer["gemm_tflops"]["bf16"] if peer else nan
+moe_bf16 = median("qwen3-moe-bf16") - median("qwen3-layer-bf16")
+goal("MoE grouped products TFLOP/s / bf16 GEMM rate (bf16 step)",
+     grouped / (moe_bf16 * 1e-3) / 1e12 / gemm_bf16, 0.5)
+if "bf16" in best_peer:
+    key, torch = best_peer["bf16"]
+    goal("MoE layer: torch best (%s) / muir, bf16" % key, torch / moe_bf16, 1.5)
+else:
+    goal("MoE layer: torch best / muir, bf16 (no peer)", nan, 1.5)
+for c, target in (("qwen3-layer", 1.2), ("ns8192", 1.3)):
+    torch = peer["cases"]["%s/bf16" % c]["median_ms"] if peer else nan
+    goal("%s bf16 Muon step: torch eager / muir" % c,
+         torch / median("%s-bf16" % c), target)
+gram = open(os.path.join(work, "gram.txt")).read()
+for p in ("bf16", "fp32"):
+    m = re.search(r"gram 8192 %s: .*triangle/full ([0-9.]+)" % p, gram)
+    goal("Gram X X^T 8192^2 %s: triangle ms / full GEMM ms" % p,
+         float(m.group(1)) if m else nan, 0.6, more_is_better=False)
 PY
 echo "check.sh: done in $((SECONDS - start)) s; correctness rc $test_rc"
 exit $test_rc

@@ -11,10 +11,15 @@ peer of the MoE layer of cases/qwen3-moe.yaml trained in the step (4096
 tokens, 128 experts of 768, top-8, hidden 2048, fp32): the teacher's
 forward, the student's forward, the loss and autograd's backward, written
 as PyTorch MoE layers are by hand (softmax router, top-k, tokens sorted by
-expert, one SwiGLU per expert over its rows, weighted index_add_ combine).
-Prints one JSON object."""
+expert, one SwiGLU per expert over its rows, weighted index_add_ combine),
+in fp32 and in bf16; in bf16 also the strongest peers this PyTorch has:
+the expert products as torch._grouped_mm (offsets on the device, no host
+sync; PyTorch 2.8 and later) and, with --compile, that layer under
+torch.compile. A peer this PyTorch lacks or refuses is recorded with its
+error instead of a time. Prints one JSON object."""
 import json
 import sys
+import traceback
 
 import torch
 
@@ -65,10 +70,29 @@ def moe_forward(x, router, gate, up, down, k):
     return torch.zeros_like(x).index_add_(0, token, y)
 
 
-def moe_step(x, teacher, student, k):
+def moe_forward_grouped(x, router, gate, up, down, k):
+    """The same layer with the expert products as torch._grouped_mm over
+    the rows sorted by expert (cumulative counts as int32 offsets on the
+    device): no host sync, so torch.compile can take it whole."""
+    probs = torch.softmax(x @ router.mT, dim=-1)
+    weights, idx = torch.topk(probs, k, dim=-1)
+    flat = idx.flatten()
+    order = torch.argsort(flat, stable=True)
+    token = order // k
+    offs = torch.cumsum(torch.bincount(flat, minlength=router.size(0)),
+                        0).to(torch.int32)
+    rows = x[token]
+    h = torch.nn.functional.silu(torch._grouped_mm(rows, gate.mT, offs=offs)) \
+        * torch._grouped_mm(rows, up.mT, offs=offs)
+    y = torch._grouped_mm(h, down.mT, offs=offs) \
+        * weights.flatten()[order].unsqueeze(1).to(h.dtype)
+    return torch.zeros_like(x).index_add_(0, token, y)
+
+
+def moe_step(x, teacher, student, k, forward=moe_forward):
     with torch.no_grad():
-        target = moe_forward(x, *teacher, k)
-    out = moe_forward(x, *student, k)
+        target = forward(x, *teacher, k)
+    out = forward(x, *student, k)
     loss = 0.5 * ((out - target) ** 2).sum(dim=-1).mean()
     loss.backward()
 
@@ -90,12 +114,8 @@ def timed(fn, reps=5, warmup=2):
     return times[0], times[len(times) // 2]
 
 
-def main():
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    dev = torch.device("cuda")
-    out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(),
-           "cases": {}, "gemm_tflops": {}}
+def dense(out, dev):
+    """cuBLAS's GEMM rates and the Muon cases, fp32 and bf16."""
     with torch.no_grad():
         for dtype, name in [(torch.float32, "fp32"), (torch.bfloat16, "bf16")]:
             a = torch.randn(8192, 8192, device=dev, dtype=dtype)
@@ -119,16 +139,51 @@ def main():
                                                         "median_ms": median}
             del params
             torch.cuda.empty_cache()
-    # The MoE layer trained in the step (cases/qwen3-moe.yaml), fp32.
+
+
+def main():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device("cuda")
+    out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(),
+           "cases": {}, "gemm_tflops": {}}
+    # With --compile, only the MoE layer under torch.compile (a run of its
+    # own, under its own timeout in check.sh).
+    compile_only = "--compile" in sys.argv
+    if not compile_only:
+        dense(out, dev)
+    # The MoE layer trained in the step (cases/qwen3-moe.yaml).
     E, K, T, H, F = 128, 8, 4096, 2048, 768
-    x = torch.randn(T, H, device=dev)
-    def layer(requires_grad):
-        shapes = [(E, H), (E, F, H), (E, F, H), (E, H, F)]
-        return [(torch.randn(*s, device=dev) / s[-1] ** 0.5).requires_grad_(
-            requires_grad) for s in shapes]
-    teacher, student = layer(False), layer(True)
-    best, median = timed(lambda: moe_step(x, teacher, student, K))
-    out["moe"] = {"fp32": {"min_ms": best, "median_ms": median}}
+    out["moe"] = {}
+    for dtype, name in [(torch.float32, "fp32"), (torch.bfloat16, "bf16")]:
+        if compile_only and dtype != torch.bfloat16:
+            continue
+        x = torch.randn(T, H, device=dev, dtype=dtype)
+
+        def layer(requires_grad):
+            shapes = [(E, H), (E, F, H), (E, F, H), (E, H, F)]
+            return [(torch.randn(*s, device=dev) / s[-1] ** 0.5).to(
+                dtype).requires_grad_(requires_grad) for s in shapes]
+        teacher, student = layer(False), layer(True)
+        peers = []
+        if not compile_only:
+            peers.append(("loop", moe_forward))
+            if dtype == torch.bfloat16:
+                peers.append(("grouped_mm", moe_forward_grouped))
+        elif dtype == torch.bfloat16:
+            peers.append(("grouped_mm_compiled",
+                          torch.compile(moe_forward_grouped)))
+        for peer, forward in peers:
+            key = name if peer == "loop" else "%s/%s" % (name, peer)
+            try:
+                best, median = timed(
+                    lambda: moe_step(x, teacher, student, K, forward))
+                out["moe"][key] = {"min_ms": best, "median_ms": median}
+            except Exception as e:  # a peer this PyTorch lacks
+                out["moe"][key] = {"error": traceback.format_exception_only(
+                    type(e), e)[-1].strip()[:300]}
+        del x, teacher, student
+        torch.cuda.empty_cache()
     json.dump(out, sys.stdout)
     print()
 

@@ -35,6 +35,9 @@ def parse_args(description):
     ap.add_argument("--runtime", help="libmuir_rt_cuda.so for --runner")
     ap.add_argument("--step-so", help="the step compiled with "
                                       "--emit=object, linked shared")
+    ap.add_argument("--step-so-bf16", help="the step compiled with "
+                                           "--cuda-bf16 (a bf16 Newton-"
+                                           "Schulz iterate), linked shared")
     args = ap.parse_args()
     shutil.rmtree(args.tmp, ignore_errors=True)
     os.makedirs(args.tmp)
@@ -71,14 +74,22 @@ class Case:
         `  loss <layer> <value>` of trained MoE layers)."""
         args = self.args
         out = os.path.join(args.tmp, tag)
-        if tag == "cpu" and args.prepared:
-            return muirtest.read_dump(os.path.join(args.prepared, "cpu"))
-        if tag == "cpu" and args.prepare:
-            out = os.path.join(args.prepare, "cpu")
+        # The CPU backend's runs ("cpu", "cpu-bf16", ...) are prepared.
+        cpu = tag.split("-")[0] == "cpu"
+        if cpu and args.prepared:
+            return muirtest.read_dump(os.path.join(args.prepared, tag))
+        if cpu and args.prepare:
+            out = os.path.join(args.prepare, tag)
         if args.prepared:
             os.makedirs(out)
+            # --cuda-bf16 compiles another program (a bf16 iterate).
+            step = args.step_so_bf16 if "--cuda-bf16" in extra else args.step_so
+            if not step:
+                sys.exit("error: --prepared needs --step-so%s" %
+                         ("-bf16 for --cuda-bf16 runs" if "--cuda-bf16" in
+                          extra else ""))
             cmd = [args.runner, "--runtime", args.runtime, "--step",
-                   args.step_so, "--steps", str(self.steps), "--load",
+                   step, "--steps", str(self.steps), "--load",
                    self.inp, "--dump", out]
             for flag in extra:
                 if flag not in self.RUNNER_FLAGS:
@@ -94,10 +105,12 @@ class Case:
         tensors = muirtest.read_dump(out)
         return (tensors, text) if output else tensors
 
-    def prepare_and_exit(self):
-        """With --prepare: the CPU results, then exit."""
+    def prepare_and_exit(self, cpu_runs=(("cpu", []),)):
+        """With --prepare: the CPU results (each (tag, muir-run flags) of
+        `cpu_runs`), then exit."""
         if self.args.prepare:
-            self.run("cpu", [])
+            for tag, flags in cpu_runs:
+                self.run(tag, flags)
             print("prepared %s" % self.args.prepare)
             sys.exit(0)
 
