@@ -54,29 +54,34 @@ def step_coefficients(schedule, steps, coefficients=None):
     return [table[min(k, len(table) - 1)] for k in range(steps)]
 
 
-def _ns_matrix(x, coeffs, eps):
+def _ns_matrix(x, coeffs, eps, rounding):
     x = np.array(x, dtype=np.float64)
     x = x / (np.sqrt(np.sum(x * x)) + eps)
     tall = x.shape[0] > x.shape[1]
     if tall:
         x = x.T
+    x = rounding(x)
     for a, b, c in coeffs:
-        A = x @ x.T
-        B = b * A + c * (A @ A)
-        x = a * x + B @ x
+        A = rounding(x @ x.T)
+        B = rounding(b * A + c * (A @ A))
+        x = rounding(a * x + B @ x)
     if tall:
         x = x.T
     return x
 
 
-def newton_schulz(x, steps, schedule="simple", coefficients=None, eps=1e-7):
-    """muir.newton_schulz in float64; 2-D, or 3-D as a stack of matrices."""
+def newton_schulz(x, steps, schedule="simple", coefficients=None, eps=1e-7,
+                  rounding=lambda v: v):
+    """muir.newton_schulz in float64; 2-D, or 3-D as a stack of matrices.
+    `rounding` is applied to X after the normalisation and to the result
+    of each product (a bf16 iterate's roundings; none by default)."""
     x = np.asarray(x, dtype=np.float64)
     coeffs = step_coefficients(schedule, steps, coefficients)
     if x.ndim == 2:
-        return _ns_matrix(x, coeffs, eps)
+        return _ns_matrix(x, coeffs, eps, rounding)
     if x.ndim == 3:
-        return np.stack([_ns_matrix(x[i], coeffs, eps) for i in range(x.shape[0])])
+        return np.stack([_ns_matrix(x[i], coeffs, eps, rounding)
+                         for i in range(x.shape[0])])
     raise ValueError("newton_schulz wants a 2-D or 3-D array")
 
 

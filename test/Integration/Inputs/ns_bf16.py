@@ -13,9 +13,9 @@ Three checks per matrix, each the relative Frobenius error:
     Measured 6.6e-3 .. 1.4e-2 after 5 or 8 steps, 2.4e-3 after one.
   - the same error >= 1e-3: the products really ran in bf16 (the f32
     iterate is within 3e-6 of float64, ns_reference.py).
-  - against float64 arithmetic rounded to bf16 where muir rounds (this
-    script's bf16 emulation, which rounds to nearest even on the float32
-    values). After one step <= 5e-4: muir accumulates in f32, the
+  - against float64 arithmetic rounded to bf16 where muir rounds
+    (ref.newton_schulz with this script's `bf16`, nearest even on the
+    float32 values, after the normalisation and after every product). After one step <= 5e-4: muir accumulates in f32, the
     emulation in f64, so now and then a product rounds to the neighbouring
     bf16 value; measured 0 .. 5.4e-5. A product left in f32, or a rounding
     missed or added, moves it by about 2e-3 (the one-step error against
@@ -43,27 +43,6 @@ def bf16(x):
     return bits.astype(np.uint32).view(np.float32).astype(np.float64)
 
 
-def ns_bf16_matrix(x, coeffs, eps):
-    x = np.asarray(x, dtype=np.float64)
-    x = x / (np.sqrt(np.sum(x * x)) + eps)
-    tall = x.shape[0] > x.shape[1]
-    if tall:
-        x = x.T
-    x = bf16(x)
-    for a, b, c in coeffs:
-        A = bf16(x @ x.T)
-        B = bf16(b * A + c * (A @ A))
-        x = bf16(a * x + B @ x)
-    return x.T if tall else x
-
-
-def ns_bf16(x, steps, schedule):
-    coeffs = ref.step_coefficients(schedule, steps)
-    if x.ndim == 2:
-        return ns_bf16_matrix(x, coeffs, 1e-7)
-    return np.stack([ns_bf16_matrix(m, coeffs, 1e-7) for m in x])
-
-
 def main():
     args = mt.parse_args(__doc__)
     rng = np.random.default_rng(20261202)
@@ -86,9 +65,9 @@ def main():
             chk.check(what + " vs f64", f64, TOL_F64)
             chk.expect(what + " ran in bf16", f64 >= FLOOR_F64,
                        "error vs f64 %.3e >= %.0e" % (f64, FLOOR_F64))
-            emu = ref.rel_fro_per_matrix(out[name],
-                                         ns_bf16(inputs[name], steps,
-                                                 schedule))
+            emu = ref.rel_fro_per_matrix(
+                out[name], ref.newton_schulz(inputs[name], steps, schedule,
+                                             rounding=bf16))
             chk.check(what + " vs bf16 emulation", emu,
                       TOL_EMU.get(steps, TOL_EMU_LONG))
     chk.finish()
