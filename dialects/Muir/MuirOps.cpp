@@ -105,6 +105,12 @@ static LogicalResult verifyNSConfig(Operation *op, int64_t steps,
   if (steps < 1)
     return op->emitOpError("expected at least 1 Newton-Schulz step, got ")
            << steps;
+  // Every step is code of its own once expanded: the count is bounded
+  // here, where every way of asking for steps passes.
+  if (steps > kMaxNSSteps)
+    return op->emitOpError("expected at most ")
+           << kMaxNSSteps << " Newton-Schulz steps, got " << steps
+           << " (docs/description.md, \"Limits\")";
   if (schedule == NSSchedule::custom) {
     if (!coeffs)
       return op->emitOpError(
@@ -113,6 +119,11 @@ static LogicalResult verifyNSConfig(Operation *op, int64_t steps,
       return op->emitOpError("expected coefficients to be a non-empty list "
                              "of (a, b, c) triples, got ")
              << coeffs->size() << " values";
+    if (static_cast<int64_t>(coeffs->size()) > kMaxCoefficients)
+      return op->emitOpError("expected at most ")
+             << kMaxCoefficients << " coefficients (a triple for each of at "
+             << "most " << kMaxNSSteps << " steps), got " << coeffs->size()
+             << " (docs/description.md, \"Limits\")";
   } else if (coeffs) {
     return op->emitOpError("'coefficients' are only allowed with schedule "
                            "'custom', got schedule '")
@@ -279,12 +290,19 @@ LogicalResult MuonUpdateOp::verify() {
     if (type.getRank() != 2)
       return emitOpError("row_blocks needs a matrix (rank 2), got rank ")
              << type.getRank();
+    // Each block is a Newton-Schulz of its own once decomposed.
+    if (static_cast<int64_t>(blocks->size()) > kMaxRowBlocks)
+      return emitOpError("expected at most ")
+             << kMaxRowBlocks << " row blocks, got " << blocks->size()
+             << " (docs/description.md, \"Limits\")";
     int64_t sum = 0;
     for (int64_t rows : *blocks) {
       if (rows < 1)
         return emitOpError("expected row blocks of at least 1 row, got ")
                << rows;
-      sum += rows;
+      if (llvm::AddOverflow(sum, rows, sum))
+        return emitOpError("expected row_blocks to add up to the ")
+               << type.getDimSize(0) << " rows, got more than 2^63";
     }
     if (sum != type.getDimSize(0))
       return emitOpError("expected row_blocks to add up to the ")

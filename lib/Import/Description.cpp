@@ -13,6 +13,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/YAMLParser.h"
@@ -25,6 +26,123 @@ using namespace mlir::muir::desc::detail;
 namespace yaml = llvm::yaml;
 
 static constexpr double kInf = std::numeric_limits<double>::infinity();
+
+//===----------------------------------------------------------------------===//
+// Strings: escapes and UTF-8
+//===----------------------------------------------------------------------===//
+
+/// The value of the `digits` hex digits at `text[at]`, if they are.
+static std::optional<uint32_t> hexAt(StringRef text, size_t at,
+                                     unsigned digits) {
+  if (at + digits > text.size())
+    return std::nullopt;
+  uint32_t v = 0;
+  for (char c : text.substr(at, digits)) {
+    if (!llvm::isHexDigit(c))
+      return std::nullopt;
+    v = v * 16 + llvm::hexDigitValue(c);
+  }
+  return v;
+}
+
+size_t mlir::muir::desc::detail::checkEscape(StringRef text, size_t at,
+                                             std::string &problem) {
+  problem.clear();
+  if (at + 1 >= text.size())
+    return 1;
+  char kind = text[at + 1];
+  if (kind != 'u' && kind != 'U')
+    return 2;
+  unsigned digits = kind == 'u' ? 4 : 8;
+  size_t length = 2 + digits;
+  std::optional<uint32_t> v = hexAt(text, at + 2, digits);
+  if (!v) {
+    problem = ("expected " + Twine(digits) + " hex digits after '\\" +
+               Twine(kind) + "'")
+                  .str();
+    return 2;
+  }
+  std::string escape = text.substr(at, length).str();
+  if (*v >= 0xD800 && *v <= 0xDBFF && kind == 'u') {
+    std::optional<uint32_t> low;
+    if (text.substr(at + length).starts_with("\\u"))
+      low = hexAt(text, at + length + 2, 4);
+    if (low && *low >= 0xDC00 && *low <= 0xDFFF)
+      return 2 * length;
+    problem = "lone UTF-16 surrogate '" + escape +
+              "': a high surrogate (\\uD800-\\uDBFF) must be followed by a "
+              "low one (\\uDC00-\\uDFFF), e.g. \"\\ud83d\\ude00\" for U+1F600";
+  } else if (*v >= 0xDC00 && *v <= 0xDFFF && kind == 'u') {
+    problem = "lone UTF-16 surrogate '" + escape +
+              "': a low surrogate (\\uDC00-\\uDFFF) must come right after a "
+              "high one (\\uD800-\\uDBFF), e.g. \"\\ud83d\\ude00\" for U+1F600";
+  } else if (*v >= 0xD800 && *v <= 0xDFFF) {
+    problem = "'" + escape +
+              "' is a UTF-16 surrogate, not a character: write the "
+              "character's code point (e.g. \\U0001F600)";
+  } else if (*v > 0x10FFFF) {
+    problem = "'" + escape + "' is past U+10FFFF, the last Unicode code point";
+  }
+  return length;
+}
+
+size_t mlir::muir::desc::detail::invalidUTF8At(StringRef text) {
+  const auto *begin = reinterpret_cast<const llvm::UTF8 *>(text.data());
+  const auto *end = begin + text.size();
+  for (const llvm::UTF8 *p = begin; p < end;) {
+    if (*p < 0x80) {
+      ++p;
+      continue;
+    }
+    unsigned n = llvm::getNumBytesForUTF8(*p);
+    if (n > size_t(end - p) || !llvm::isLegalUTF8Sequence(p, p + n))
+      return p - begin;
+    p += n;
+  }
+  return StringRef::npos;
+}
+
+/// `value`, a double-quoted scalar as LLVM's YAML parser decodes it, with
+/// each UTF-16 surrogate pair (`\ud83d\ude00`), which the parser encodes
+/// half by half (CESU-8: ED A0 BD ED B8 80), as the one UTF-8 character it
+/// stands for (F0 9F 98 80). The strings were checked before (Reader::
+/// checkStrings): every surrogate in them comes from a pair of escapes.
+static StringRef joinSurrogatePairs(StringRef value,
+                                    SmallVectorImpl<char> &storage) {
+  if (!value.contains('\xED'))
+    return value;
+  std::string out;
+  out.reserve(value.size());
+  auto byte = [&](size_t i) { return static_cast<uint8_t>(value[i]); };
+  for (size_t i = 0; i < value.size();) {
+    if (i + 6 <= value.size() && byte(i) == 0xED &&
+        (byte(i + 1) & 0xF0) == 0xA0 && (byte(i + 2) & 0xC0) == 0x80 &&
+        byte(i + 3) == 0xED && (byte(i + 4) & 0xF0) == 0xB0 &&
+        (byte(i + 5) & 0xC0) == 0x80) {
+      uint32_t high = 0xD000 | (byte(i + 1) & 0x3F) << 6 | (byte(i + 2) & 0x3F);
+      uint32_t low = 0xD000 | (byte(i + 4) & 0x3F) << 6 | (byte(i + 5) & 0x3F);
+      uint32_t c = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
+      out += static_cast<char>(0xF0 | c >> 18);
+      out += static_cast<char>(0x80 | (c >> 12 & 0x3F));
+      out += static_cast<char>(0x80 | (c >> 6 & 0x3F));
+      out += static_cast<char>(0x80 | (c & 0x3F));
+      i += 6;
+    } else {
+      out += value[i++];
+    }
+  }
+  storage.assign(out.begin(), out.end());
+  return StringRef(storage.data(), storage.size());
+}
+
+/// The text of a scalar as the reader takes it (keys, names, numbers,
+/// everything): what the YAML parser decodes, with surrogate pairs joined.
+static StringRef text(yaml::ScalarNode *s, SmallVectorImpl<char> &storage) {
+  StringRef value = s->getValue(storage);
+  return s->getRawValue().starts_with("\"")
+             ? joinSurrogatePairs(value, storage)
+             : value;
+}
 
 namespace {
 
@@ -62,15 +180,33 @@ private:
     ++numErrors;
     sm.PrintMessage(startOf(n), llvm::SourceMgr::DK_Error, msg);
   }
+  void errorAt(const char *at, yaml::Node *n, const Twine &msg) {
+    StringRef buffer = sm.getMemoryBuffer(bufferId)->getBuffer();
+    if (!at || at < buffer.begin() || at >= buffer.end()) {
+      error(n, msg);
+      return;
+    }
+    ++numErrors;
+    sm.PrintMessage(llvm::SMLoc::getFromPointer(at),
+                    llvm::SourceMgr::DK_Error, msg);
+  }
+
+  /// Reports every string of the tree under `n` (keys included) that is
+  /// no text: invalid UTF-8, or an escape of no character (a lone UTF-16
+  /// surrogate, \U past U+10FFFF), each at its place.
+  void checkStrings(yaml::Node *n);
 
   /// Calls `fn(key, value)` for each entry of a mapping; rejects keys not in
   /// `known`, suggesting the closest one.
   void forEachKey(yaml::Node *n, StringRef what, ArrayRef<StringRef> known,
                   function_ref<void(StringRef, yaml::Node *)> fn);
   std::optional<std::string> str(yaml::Node *n, StringRef key);
+  /// An integer in [min, max]; `belowMin` is added to the message of one
+  /// below `min` (what the minimum is for).
   std::optional<int64_t> integer(yaml::Node *n, StringRef key,
                                  int64_t min = 1,
-                                 int64_t max = muir::kMaxDim);
+                                 int64_t max = muir::kMaxDim,
+                                 StringRef belowMin = "");
   std::optional<double> real(yaml::Node *n, StringRef key);
   std::optional<double> ranged(yaml::Node *n, StringRef key, double lo,
                                bool loInclusive, double hi, bool hiInclusive);
@@ -97,6 +233,46 @@ private:
   yaml::Node *devicesNode = nullptr;
   bool badAxis = false; ///< an axis size was rejected: skip product checks
 };
+
+void Reader::checkStrings(yaml::Node *n) {
+  if (!n)
+    return;
+  if (auto *map = dyn_cast<yaml::MappingNode>(n)) {
+    for (yaml::KeyValueNode &kv : *map) {
+      checkStrings(kv.getKey());
+      checkStrings(kv.getValue());
+    }
+  } else if (auto *seq = dyn_cast<yaml::SequenceNode>(n)) {
+    for (yaml::Node &item : *seq)
+      checkStrings(&item);
+  } else if (auto *block = dyn_cast<yaml::BlockScalarNode>(n)) {
+    size_t bad = invalidUTF8At(block->getValue());
+    if (bad != StringRef::npos)
+      error(n, "invalid UTF-8 in a string (byte 0x" +
+                   llvm::utohexstr(uint8_t(block->getValue()[bad])) +
+                   "); a description must be UTF-8");
+  } else if (auto *s = dyn_cast<yaml::ScalarNode>(n)) {
+    StringRef raw = s->getRawValue();
+    if (size_t bad = invalidUTF8At(raw); bad != StringRef::npos)
+      errorAt(raw.data() + bad, n,
+              "invalid UTF-8 in a string (byte 0x" +
+                  llvm::utohexstr(uint8_t(raw[bad])) +
+                  "); a description must be UTF-8");
+    if (!raw.starts_with("\""))
+      return;
+    std::string problem;
+    for (size_t i = 1; i + 1 < raw.size();) {
+      if (raw[i] != '\\') {
+        ++i;
+        continue;
+      }
+      size_t length = checkEscape(raw, i, problem);
+      if (!problem.empty())
+        errorAt(raw.data() + i, n, problem);
+      i += length;
+    }
+  }
+}
 
 std::string closest(StringRef key, ArrayRef<StringRef> known) {
   StringRef best;
@@ -127,7 +303,7 @@ void Reader::forEachKey(yaml::Node *n, StringRef what,
       continue;
     }
     SmallString<32> storage;
-    StringRef key = keyNode->getValue(storage);
+    StringRef key = text(keyNode, storage);
     if (!llvm::is_contained(known, key)) {
       std::string hint = closest(key, known);
       std::string list = llvm::join(known, ", ");
@@ -160,22 +336,23 @@ std::optional<std::string> Reader::str(yaml::Node *n, StringRef key) {
     return std::nullopt;
   }
   SmallString<32> storage;
-  return s->getValue(storage).str();
+  return text(s, storage).str();
 }
 
 std::optional<int64_t> Reader::integer(yaml::Node *n, StringRef key,
-                                       int64_t min, int64_t max) {
+                                       int64_t min, int64_t max,
+                                       StringRef belowMin) {
   auto *s = dyn_cast_or_null<yaml::ScalarNode>(n);
   SmallString<32> storage;
   int64_t v;
-  if (!s || s->getValue(storage).getAsInteger(10, v)) {
+  if (!s || text(s, storage).getAsInteger(10, v)) {
     error(n, "expected an integer for '" + key + "'" +
-                 (s ? ", got '" + s->getValue(storage) + "'" : Twine("")));
+                 (s ? ", got '" + text(s, storage) + "'" : Twine("")));
     return std::nullopt;
   }
   if (v < min) {
     error(n, "expected '" + key + "' to be at least " + Twine(min) + ", got " +
-                 Twine(v));
+                 Twine(v) + belowMin);
     return std::nullopt;
   }
   if (v > max) {
@@ -208,9 +385,9 @@ std::optional<double> Reader::real(yaml::Node *n, StringRef key) {
   auto *s = dyn_cast_or_null<yaml::ScalarNode>(n);
   SmallString<32> storage;
   double v;
-  if (!s || s->getValue(storage).getAsDouble(v) || !std::isfinite(v)) {
+  if (!s || text(s, storage).getAsDouble(v) || !std::isfinite(v)) {
     error(n, "expected a number for '" + key + "'" +
-                 (s ? ", got '" + s->getValue(storage) + "'" : Twine("")));
+                 (s ? ", got '" + text(s, storage) + "'" : Twine("")));
     return std::nullopt;
   }
   return v;
@@ -219,7 +396,7 @@ std::optional<double> Reader::real(yaml::Node *n, StringRef key) {
 std::optional<bool> Reader::boolean(yaml::Node *n, StringRef key) {
   auto *s = dyn_cast_or_null<yaml::ScalarNode>(n);
   SmallString<8> storage;
-  StringRef v = s ? s->getValue(storage) : "";
+  StringRef v = s ? text(s, storage) : "";
   if (v == "true")
     return true;
   if (v == "false")
@@ -264,7 +441,9 @@ void Reader::readGridAxes(yaml::Node *n, StringRef key,
     return;
   }
   llvm::StringSet<> seen;
+  size_t entries = 0;
   for (yaml::KeyValueNode &kv : *map) {
+    ++entries;
     auto *k = dyn_cast_or_null<yaml::ScalarNode>(kv.getKey());
     if (!k) {
       error(kv.getKey(), "expected an axis name");
@@ -272,7 +451,7 @@ void Reader::readGridAxes(yaml::Node *n, StringRef key,
     }
     SmallString<16> storage;
     GridAxis axis;
-    axis.name = k->getValue(storage).str();
+    axis.name = text(k, storage).str();
     axis.loc = locOf(k);
     if (!seen.insert(axis.name).second) {
       error(k, "axis '" + axis.name + "' appears twice in '" + key + "'");
@@ -286,6 +465,10 @@ void Reader::readGridAxes(yaml::Node *n, StringRef key,
       badAxis = true;
     out.push_back(axis);
   }
+  // (An empty 'axes' is the grid without axes, reported by validate.)
+  if (entries == 0 && key == "moe_axes")
+    error(n, "expected at least one axis in 'moe_axes', e.g. {edp: 2, ep: "
+             "4}; leave the key out when the MoE layers use the grid's axes");
 }
 
 void Reader::readGrid(yaml::Node *n, Description &d) {
@@ -332,15 +515,24 @@ void Reader::readMuon(yaml::Node *n, MuonSettings &m) {
           if (auto x = ranged(v, key, 0, false, kInf, false))
             m.scaleExtra = *x;
         } else if (key == "ns_steps") {
-          if (auto x = integer(v, key))
+          if (auto x = integer(v, key, 1, muir::kMaxNSSteps))
             m.nsSteps = *x;
         } else if (key == "schedule") {
           if (auto x = oneOf(v, key,
                              {"simple", "quintic", "polar_express", "custom"}))
             m.schedule = *x;
         } else if (key == "coefficients") {
+          size_t count = 0;
           forEachItem(v, key, [&](yaml::Node *item) {
-            if (auto x = real(item, key))
+            // One (a, b, c) triple per step at most: later ones are never
+            // used, and each is a constant of the generated code.
+            if (++count == muir::kMaxCoefficients + 1)
+              error(item, "expected at most " +
+                              Twine(muir::kMaxCoefficients) +
+                              " values in 'coefficients' (a triple for each "
+                              "of at most " + Twine(muir::kMaxNSSteps) +
+                              " steps; docs/description.md, \"Limits\")");
+            if (auto x = real(item, key); x && count <= muir::kMaxCoefficients)
               m.coefficients.push_back(*x);
           });
         } else if (key == "eps") {
@@ -413,7 +605,7 @@ void Reader::readOverride(yaml::Node *n, Description &d) {
                } else if (key == "weight_decay") {
                  o.weightDecay = ranged(v, key, 0, true, kInf, false);
                } else if (key == "ns_steps") {
-                 o.nsSteps = integer(v, key);
+                 o.nsSteps = integer(v, key, 1, muir::kMaxNSSteps);
                } else if (key == "schedule") {
                  o.schedule = oneOf(
                      v, key, {"simple", "quintic", "polar_express", "custom"});
@@ -480,6 +672,7 @@ void Reader::readParameter(yaml::Node *n, Description &d) {
       [&](StringRef key, yaml::Node *v) {
         if (key == "name") {
           nameGiven = true;
+          p.nameLoc = locOf(v);
           if (auto x = str(v, key)) {
             p.name = *x;
             hasName = !p.name.empty();
@@ -490,7 +683,10 @@ void Reader::readParameter(yaml::Node *n, Description &d) {
           // Present but malformed is reported per element, not as missing.
           hasShape = true;
           forEachItem(v, key, [&](yaml::Node *item) {
-            if (auto x = integer(item, "shape"))
+            if (auto x = integer(item, "shape", 1, muir::kMaxDim,
+                                 " (every dimension needs a size of at least "
+                                 "1: a tensor with a 0-sized dimension has "
+                                 "no elements to update)"))
               p.shape.push_back(*x);
             else
               badShape = true;
@@ -518,10 +714,22 @@ void Reader::readParameter(yaml::Node *n, Description &d) {
           else
             readShard(v, p);
         } else if (key == "split_rows") {
+          // Each block is a Newton-Schulz of its own in the generated code.
+          size_t count = 0;
           forEachItem(v, key, [&](yaml::Node *item) {
-            if (auto x = integer(item, key))
+            if (++count == muir::kMaxRowBlocks + 1)
+              error(item, "expected at most " + Twine(muir::kMaxRowBlocks) +
+                              " blocks in 'split_rows' (docs/description.md, "
+                              "\"Limits\")");
+            if (auto x = integer(item, key); x && count <= muir::kMaxRowBlocks)
               p.splitRows.push_back(*x);
           });
+          if (count > static_cast<size_t>(muir::kMaxRowBlocks))
+            p.splitRows.clear(); // no follow-on error about their sum
+          if (count == 0 && isa<yaml::SequenceNode>(v))
+            error(v, "expected at least one block in 'split_rows' (the row "
+                     "counts of a fused matrix, e.g. [q, k, v]); leave the "
+                     "key out for a matrix that is not fused");
         } else if (key == "moe") {
           if (auto x = boolean(v, key))
             p.moeFolding = *x;
@@ -561,6 +769,7 @@ void Reader::readMoE(yaml::Node *n, Description &d) {
               "drop_policy"},
              [&](StringRef key, yaml::Node *v) {
                if (key == "name") {
+                 m.nameLoc = locOf(v);
                  if (auto x = str(v, key))
                    m.name = *x;
                } else if (key == "capacity_factor") {
@@ -614,6 +823,17 @@ FailureOr<Description> Reader::read() {
     if (!check.validate())
       return failure();
   }
+  // So is a string that is no text (names become file names): every
+  // string, read or not, before any is used.
+  {
+    yaml::Stream strings(sm.getMemoryBuffer(bufferId)->getMemBufferRef(),
+                         sm);
+    auto first = strings.begin();
+    if (first != strings.end())
+      checkStrings(first->getRoot());
+    if (numErrors)
+      return failure();
+  }
   yaml::Stream stream(sm.getMemoryBuffer(bufferId)->getMemBufferRef(), sm);
   auto it = stream.begin();
   yaml::Node *root = it == stream.end() ? nullptr : it->getRoot();
@@ -641,8 +861,14 @@ FailureOr<Description> Reader::read() {
                  readGrid(v, d);
                } else if (key == "parameters") {
                  hasParams = true;
-                 forEachItem(v, key,
-                             [&](yaml::Node *item) { readParameter(item, d); });
+                 size_t count = 0;
+                 forEachItem(v, key, [&](yaml::Node *item) {
+                   ++count;
+                   readParameter(item, d);
+                 });
+                 if (count == 0 && isa<yaml::SequenceNode>(v))
+                   error(v, "expected at least one parameter in "
+                            "'parameters', e.g. - {name: w, shape: [64, 64]}");
                } else if (key == "optimizer") {
                  readOptimizer(v, d);
                } else if (key == "training") {
@@ -687,11 +913,14 @@ FailureOr<Description> Reader::read() {
                    broken.add(loc, msg, subject);
                  });
   numErrors += broken.size();
-  for (const auto &[loc, msg] : broken.grouped()) {
-    llvm::SMLoc at;
-    if (loc.line)
-      at = sm.FindLocForLineAndColumn(bufferId, loc.line, loc.col);
-    sm.PrintMessage(at, llvm::SourceMgr::DK_Error, msg);
+  auto at = [&](const Loc &loc) {
+    return loc.line ? sm.FindLocForLineAndColumn(bufferId, loc.line, loc.col)
+                    : llvm::SMLoc();
+  };
+  for (const ErrorList::Reported &r : broken.grouped()) {
+    sm.PrintMessage(at(r.loc), llvm::SourceMgr::DK_Error, r.message);
+    if (!r.note.empty())
+      sm.PrintMessage(at(r.noteLoc), llvm::SourceMgr::DK_Note, r.note);
   }
   if (numErrors)
     return failure();

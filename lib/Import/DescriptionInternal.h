@@ -26,6 +26,18 @@ std::string number(double v);
 /// DescriptionValidate.cpp.
 std::optional<int64_t> numDevicesChecked(ArrayRef<GridAxis> axes);
 
+/// At a backslash `text[at]` of a JSON string or a YAML double-quoted
+/// scalar: the length of the escape, a UTF-16 surrogate pair (`\ud83d\ude00`)
+/// counting as one. `problem` says why the escape is no character (a lone
+/// surrogate, `\U` past U+10FFFF or of a surrogate, too few hex digits),
+/// and is left empty when it is one. Defined in Description.cpp; JSON
+/// descriptions and Hugging Face configs share it.
+size_t checkEscape(StringRef text, size_t at, std::string &problem);
+
+/// The first byte of `text` at which it is no valid UTF-8 (overlong forms
+/// and surrogates included), or npos.
+size_t invalidUTF8At(StringRef text);
+
 } // namespace mlir::muir::desc::detail
 
 #endif // MUIR_LIB_IMPORT_DESCRIPTIONINTERNAL_H

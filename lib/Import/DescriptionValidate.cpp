@@ -38,7 +38,7 @@ void ErrorList::add(const Loc &loc, const Twine &message,
   entries.push_back({loc, message.str(), subject});
 }
 
-std::vector<std::pair<Loc, std::string>> ErrorList::grouped() const {
+std::vector<ErrorList::Reported> ErrorList::grouped() const {
   // The entries of each rule, in the order the rules first occur.
   std::vector<std::vector<const Entry *>> groups;
   llvm::StringMap<size_t> byRule;
@@ -56,12 +56,13 @@ std::vector<std::pair<Loc, std::string>> ErrorList::grouped() const {
   // A group names its first few; one no bigger is reported error by
   // error, each at its own place.
   constexpr size_t kNamed = 3;
-  std::vector<std::pair<Loc, std::string>> result;
+  std::vector<Reported> result;
   for (const std::vector<const Entry *> &g : groups) {
     const Entry &first = *g.front();
     if (g.size() <= kNamed) {
       for (const Entry *e : g)
-        result.push_back({e->loc, e->message});
+        result.push_back(
+            {e->loc, e->message, e->subject.noteLoc, e->subject.note});
       continue;
     }
     std::string text = std::to_string(g.size()) + " " +
@@ -71,21 +72,166 @@ std::vector<std::pair<Loc, std::string>> ErrorList::grouped() const {
       text += (i ? ", " : "") + g[i]->subject.name;
     if (g.size() > kNamed)
       text += ", ... (" + std::to_string(g.size() - kNamed) + " more)";
-    result.push_back({first.loc, text});
+    result.push_back({first.loc, text, Loc(), ""});
   }
   return result;
 }
 
 std::vector<std::string> ErrorList::lines() const {
-  std::vector<std::string> result;
-  for (const auto &[loc, message] : grouped()) {
-    std::string where = loc.file;
+  auto where = [](const Loc &loc) {
+    std::string text = loc.file;
     if (loc.line)
-      where += ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
-    result.push_back((where.empty() ? "" : where + ": ") + message);
-  }
+      text += ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
+    return text.empty() ? text : text + ": ";
+  };
+  std::vector<std::string> result;
+  for (const Reported &r : grouped())
+    result.push_back(where(r.loc) + r.message +
+                     (r.note.empty() ? ""
+                                     : "; note: " + where(r.noteLoc) + r.note));
   return result;
 }
+
+/// `name` for a message: escaped, and cut after 60 bytes (at a character).
+static std::string shown(StringRef name) {
+  std::string text = llvm::yaml::escape(name, /*EscapePrintable=*/false);
+  if (text.size() <= 64)
+    return text;
+  size_t cut = 60;
+  while (cut > 0 && (static_cast<uint8_t>(text[cut]) & 0xC0) == 0x80)
+    --cut;
+  return text.substr(0, cut) + "...";
+}
+
+/// Whether tensor name `name` can become the file DIR/<name>.npy (and the
+/// other files muir-run adds to it): a relative path without empty, '.' or
+/// '..' parts, and parts no longer than the file system allows once the
+/// longest file suffix and the runtime's temporary names are added. The IR's
+/// 'muir.name' verifier has the same first rule. Reports through `report`
+/// unless it is null.
+static bool
+usableAsFileName(StringRef name, const Loc &loc,
+                 function_ref<void(const Loc &, const Twine &)> report) {
+  if (name.starts_with("/") || name.contains('\0') ||
+      llvm::any_of(llvm::split(name, '/'), [](StringRef part) {
+        return part.empty() || part == "." || part == "..";
+      })) {
+    if (report)
+      report(loc, "parameter name '" + shown(name) +
+                      "' is not usable as a relative file name: no leading "
+                      "'/', NUL, or empty, '.' or '..' parts");
+    return false;
+  }
+  SmallVector<StringRef> parts;
+  name.split(parts, '/');
+  for (auto [i, part] : llvm::enumerate(parts)) {
+    bool last = i + 1 == parts.size();
+    int64_t max = last ? muir::kMaxNameComponentBytes : muir::kMaxFileNameBytes;
+    if (static_cast<int64_t>(part.size()) <= max)
+      continue;
+    if (!report)
+      return false;
+    if (!last)
+      report(loc, "parameter name '" + shown(name) + "' has a folder part '" +
+                      shown(part) + "' of " + Twine(part.size()) +
+                      " bytes; a file or folder name may have at most " +
+                      Twine(muir::kMaxFileNameBytes) +
+                      " bytes (docs/description.md, \"Limits\")");
+    else
+      report(loc, "parameter name '" + shown(name) + "' " +
+                      (parts.size() > 1 ? "ends in a part of " : "is ") +
+                      Twine(part.size()) +
+                      " bytes, too long for a file name: muir-run writes it "
+                      "as '<name>.exp_avg_sq.npy' and others, with "
+                      "temporary names beside them, which must fit in the "
+                      "file system's " +
+                      Twine(muir::kMaxFileNameBytes) +
+                      " bytes, so a name (or its last part after '/') may "
+                      "have at most " +
+                      Twine(muir::kMaxNameComponentBytes) +
+                      " bytes (docs/description.md, \"Limits\")");
+    return false;
+  }
+  return true;
+}
+
+namespace {
+/// The files of a step's tensors (DIR/<tensor>.npy under --load, --dump and
+/// a saved state): no two tensors may have the same one, and no tensor's
+/// file may be a folder that another one's name needs ('a' is a.npy, and
+/// 'a.npy/b' needs a folder a.npy). A clash is reported at the tensor added
+/// second, with a note at the first one's place.
+class TensorFiles {
+public:
+  using Report = function_ref<void(const Loc &, const Twine &, const Loc &,
+                                   const Twine &)>;
+  explicit TensorFiles(Report report) : report(report) {}
+
+  /// Adds run-time hyperparameter `name` (a step argument that is no
+  /// tensor and no file, but whose name is a tensor's name space), set by
+  /// `who` at `loc` (no line when it is not written).
+  void addHyper(const std::string &name, const std::string &who,
+                const Loc &loc) {
+    hypers.try_emplace(name,
+                       Owner{"the run-time hyperparameter '" + name + "'",
+                             who, loc});
+  }
+
+  /// Adds tensor `tensor`, `what` it is ("the gradient of 'w'"), of `who`
+  /// ("parameter 'w'"), whose name is written at `loc`.
+  void add(const std::string &tensor, const std::string &what,
+           const std::string &who, const Loc &loc) {
+    std::string file = tensor + ".npy";
+    auto clash = [&](const Owner &other, const Twine &how) {
+      // One clash of two parameters (or layers) is one error, however many
+      // of their tensors it concerns.
+      if (!reported.insert(who + "\n" + other.who).second)
+        return;
+      report(loc, how + " (under --load, --dump and --save-state); rename "
+                        "one of them",
+             other.loc, other.who + " is named here");
+    };
+    if (auto it = hypers.find(tensor); it != hypers.end()) {
+      const Owner &hyper = it->second;
+      report(loc,
+             what + " has the name of " + hyper.what +
+                 ", which --lr-schedule and muir.torch set by that name; "
+                 "rename the parameter",
+             hyper.loc, hyper.loc.line ? hyper.who + " is here" : "");
+      return;
+    }
+    if (auto it = files.find(file); it != files.end())
+      return clash(it->second, what + " and " + it->second.what +
+                                   " would both be the file '" + file + "'");
+    if (auto it = folders.find(file); it != folders.end())
+      return clash(it->second, what + " would be the file '" + file +
+                                   "', which " + it->second.what +
+                                   " needs as a folder");
+    SmallVector<StringRef> parents;
+    for (size_t slash = tensor.find('/'); slash != std::string::npos;
+         slash = tensor.find('/', slash + 1))
+      parents.push_back(StringRef(tensor).take_front(slash));
+    for (StringRef folder : parents)
+      if (auto it = files.find(folder); it != files.end())
+        return clash(it->second, what + " needs a folder '" + folder +
+                                     "', which is the file of " +
+                                     it->second.what);
+    Owner owner{what, who, loc};
+    files.try_emplace(file, owner);
+    for (StringRef folder : parents)
+      folders.try_emplace(folder, owner);
+  }
+
+private:
+  struct Owner {
+    std::string what, who;
+    Loc loc;
+  };
+  Report report;
+  llvm::StringMap<Owner> files, folders, hypers;
+  llvm::StringSet<> reported;
+};
+} // namespace
 
 LogicalResult mlir::muir::desc::validate(
     const Description &d,
@@ -102,9 +248,20 @@ LogicalResult mlir::muir::desc::validate(
     ok = false;
     report(loc, msg, Subject{name.str(), rule.str(), plural});
   };
+  // An error of its own at `loc`, with a note at the other place it
+  // concerns.
+  auto failWithNote = [&](const Loc &loc, const Twine &msg,
+                          const Loc &noteLoc, const Twine &note) {
+    ok = false;
+    Subject subject;
+    subject.noteLoc = noteLoc;
+    subject.note = note.str();
+    report(loc, msg, subject);
+  };
   // (A description without any grid was already told so by the reader.)
   if (d.grid.axes.empty() && !d.grid.loc.file.empty())
-    fail(d.grid.loc, "the grid needs at least one axis");
+    fail(d.grid.loc, "the grid needs at least one axis in 'axes', e.g. "
+                     "{dp: 8, tp: 2}");
   // Axis names are identifiers: writeDescription and the plan report write
   // them bare, and --layout and shards name them.
   for (const std::vector<GridAxis> *axes : {&d.grid.axes, &d.grid.moeAxes})
@@ -151,21 +308,39 @@ LogicalResult mlir::muir::desc::validate(
                   "optimizer.muon has no coefficients");
 
   llvm::StringMap<const Parameter *> names;
+  TensorFiles files(failWithNote);
+  // The optimizer of each parameter, and the run-time hyperparameters
+  // ("muon.lr", "overrides.0.weight_decay") the step will have.
+  std::vector<Assignment> assignments;
+  assignments.reserve(d.params.size());
+  for (const Parameter &p : d.params) {
+    assignments.push_back(assignOptimizer(d, p));
+    const Assignment &a = assignments.back();
+    for (auto [group, setting] :
+         {std::pair<StringRef, StringRef>{a.lrGroup, ".lr"},
+          {a.weightDecayGroup, ".weight_decay"}}) {
+      if (group.empty())
+        continue;
+      StringRef k = group;
+      size_t index = 0;
+      bool isOverride = k.consume_front("overrides.") &&
+                        !k.getAsInteger(10, index) &&
+                        index < d.overrides.size();
+      files.addHyper((group + setting).str(),
+                     isOverride ? "override " + std::to_string(index)
+                                : ("optimizer." + group).str(),
+                     isOverride ? d.overrides[index].loc : Loc());
+    }
+  }
   int64_t totalElements = 0;
   bool totalReported = false;
   for (const Parameter &p : d.params) {
-    if (p.name.empty() || p.shape.empty())
+    if (p.name.empty())
       continue;
-    // Names become file names (DIR/<name>.npy) and the IR's 'muir.name',
-    // whose verifier has the same rule.
-    StringRef name = p.name;
-    if (name.starts_with("/") || name.contains('\0') ||
-        llvm::any_of(llvm::split(name, '/'), [](StringRef part) {
-          return part.empty() || part == "." || part == "..";
-        }))
-      fail(p.loc, "parameter name '" + llvm::yaml::escape(name) +
-                      "' is not usable as a relative file name: no leading "
-                      "'/', NUL, or empty, '.' or '..' parts");
+    const Loc &nameLoc = p.nameLoc.line ? p.nameLoc : p.loc;
+    bool usable = usableAsFileName(p.name, nameLoc, fail);
+    if (p.shape.empty())
+      continue;
     int64_t count = 1;
     bool overflow = false;
     for (int64_t dim : p.shape)
@@ -185,9 +360,31 @@ LogicalResult mlir::muir::desc::validate(
       totalReported = true;
     }
     auto [it, inserted] = names.try_emplace(p.name, &p);
-    if (!inserted)
-      fail(p.loc, "duplicate parameter name '" + p.name + "' (first at line " +
-                      Twine(it->second->loc.line) + ")");
+    if (!inserted) {
+      const Parameter &first = *it->second;
+      failWithNote(p.loc,
+                   "duplicate parameter name '" + p.name +
+                       "' (first at line " + Twine(first.loc.line) + ")",
+                   first.nameLoc.line ? first.nameLoc : first.loc,
+                   "'" + p.name + "' first named here");
+    } else if (usable) {
+      // Its tensors' files: the parameter, its gradient and its state.
+      const Assignment &a = assignments[&p - d.params.data()];
+      std::string who = "parameter '" + p.name + "'";
+      auto add = [&](StringRef suffix, StringRef what) {
+        files.add(p.name + suffix.str(),
+                  what.empty() ? who : (what + " of '" + p.name + "'").str(),
+                  who, nameLoc);
+      };
+      add("", "");
+      add(".grad", "the gradient");
+      if (a.optimizer == Optimizer::Muon) {
+        add(".momentum", "the momentum");
+      } else {
+        add(".exp_avg", "the exp_avg");
+        add(".exp_avg_sq", "the exp_avg_sq");
+      }
+    }
     if (p.role == Role::Expert && p.shape.size() != 3)
       fail(p.loc, "expert parameter '" + p.name +
                       "' must be a stack [E, m, n], got rank " +
@@ -295,6 +492,16 @@ LogicalResult mlir::muir::desc::validate(
     for (const MoELayer &l : d.moe) {
       if (!names.insert(l.name).second)
         fail(l.loc, "training: two MoE layers are named '" + l.name + "'");
+      // The layer's data and teacher tensors are files too.
+      else if (usableAsFileName(l.name + ".data.tokens", Loc(), nullptr)) {
+        const Loc &at = l.nameLoc.line ? l.nameLoc : l.loc;
+        std::string who = "MoE layer '" + l.name + "'";
+        files.add(l.name + ".data.tokens", "the training tokens of " + who,
+                  who, at);
+        for (StringRef t : {"router", "gate_proj", "up_proj", "down_proj"})
+          files.add((l.name + ".teacher." + t).str(),
+                    ("the teacher's " + t + " of " + who).str(), who, at);
+      }
       if (l.topK < 1 || l.experts < 1 || l.hidden < 1 || l.expertSize < 1)
         fail(l.loc, "training MoE layer '" + l.name +
                         "' needs experts, top_k, hidden and expert_size");

@@ -21,8 +21,10 @@
 // dp=1 axis. The first problem found becomes the one-line error.
 //
 //===----------------------------------------------------------------------===//
+#include "DescriptionInternal.h"
 #include "muir/Import/Description.h"
 #include "muir/Support/Files.h"
+#include "muir/Support/Limits.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -51,8 +53,9 @@ namespace {
 constexpr StringLiteral kSupported =
     "qwen3_moe, deepseek_v3, kimi_k2, mixtral, llama, mistral, qwen2, qwen3";
 
-/// More layers than this is taken for a mistake rather than a model.
-constexpr int64_t kMaxLayers = 100000;
+/// More layers than this is taken for a mistake rather than a model (each
+/// layer is code of its own in the step; docs/description.md, "Limits").
+using mlir::muir::kMaxLayers;
 
 /// No integer key may exceed this, so that the products of two or three of
 /// them that size a tensor's dimension cannot overflow int64_t (the element
@@ -387,7 +390,8 @@ Common readCommon(KeyReader &keys) {
   if (c.layers > kMaxLayers) {
     keys.fail("key 'num_hidden_layers' is " + Twine(c.layers) +
                   "; more than " + Twine(kMaxLayers) +
-                  " layers is not supported",
+                  " layers is not supported (each layer is code of its own "
+                  "in the step; docs/description.md, \"Limits\")",
               {"num_hidden_layers"});
     c.layers = 1;
   }
@@ -688,6 +692,42 @@ std::string malformed(StringRef path, llvm::Error err) {
   return (path + ": malformed JSON: " + text).str();
 }
 
+/// Every string of the JSON `text` (keys and values, used or not) whose
+/// escapes stand for no character: a lone UTF-16 surrogate ("\ud83d"
+/// alone), which llvm::json would turn into U+FFFD without a word. One
+/// "path:line:col: message" each; true when there is none.
+bool checkStrings(StringRef text, StringRef path,
+                  std::vector<std::string> &errors) {
+  bool ok = true;
+  bool inString = false;
+  unsigned line = 1;
+  size_t lineStart = 0;
+  std::string problem;
+  for (size_t i = 0; i < text.size();) {
+    char c = text[i];
+    if (c == '\n') {
+      ++line;
+      lineStart = ++i;
+      continue;
+    }
+    if (c == '"') {
+      inString = !inString;
+    } else if (inString && c == '\\') {
+      size_t length = mlir::muir::desc::detail::checkEscape(text, i, problem);
+      if (!problem.empty()) {
+        errors.push_back((path + ":" + Twine(line) + ":" +
+                          Twine(i - lineStart + 1) + ": " + problem)
+                             .str());
+        ok = false;
+      }
+      i += length;
+      continue;
+    }
+    ++i;
+  }
+  return ok;
+}
+
 } // namespace
 
 FailureOr<Description>
@@ -712,6 +752,8 @@ mlir::muir::desc::importHFConfigText(StringRef text, StringRef path,
   llvm::Expected<json::Value> root = json::parse(text);
   if (!root)
     return fail(malformed(path, root.takeError()));
+  if (!checkStrings(text, path, errors))
+    return failure();
   const json::Object *object = root->getAsObject();
   if (!object)
     return fail(path + ": expected a JSON object at the top level, got " +
@@ -763,6 +805,16 @@ mlir::muir::desc::importHFConfigText(StringRef text, StringRef path,
   }
   if (!keys.ok()) {
     llvm::append_range(errors, keys.getErrors());
+    return failure();
+  }
+  // The rules every description follows (names usable as file names, the
+  // limits of docs/description.md), as for one read from a file.
+  ErrorList broken;
+  if (failed(validate(desc, [&](const Loc &loc, const Twine &message,
+                                const Subject &subject) {
+        broken.add(loc, message, subject);
+      }))) {
+    llvm::append_range(errors, broken.lines());
     return failure();
   }
   return desc;

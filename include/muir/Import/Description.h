@@ -71,6 +71,8 @@ struct Parameter {
   /// distributed, blockwise); empty = the compiler's --ns-mode.
   std::string nsMode;
   Loc loc;
+  /// Where the name is written (the value of `name`); `loc` when unknown.
+  Loc nameLoc;
 
   int64_t numElements() const {
     int64_t n = 1;
@@ -156,6 +158,7 @@ struct MoELayer {
   double capacityFactor = 0.0;
   std::string dropPolicy = "weight"; ///< weight | position
   Loc loc;
+  Loc nameLoc; ///< where the name is written; `loc` when unknown
 };
 
 /// `training`: the step computes its MoE layers' gradients by a forward and
@@ -227,6 +230,10 @@ struct Subject {
   std::string name;
   std::string rule;
   StringRef plural = "parameters"; ///< what the names are
+  /// A second place the error concerns (the other name of a clash), shown
+  /// as a note after the error; none when `note` is empty.
+  Loc noteLoc;
+  std::string note;
 };
 
 /// Errors collected, then reported with those that break the same rule
@@ -240,10 +247,19 @@ public:
   /// The errors added (before grouping).
   size_t size() const { return entries.size(); }
   bool empty() const { return entries.empty(); }
+  /// One error (or group of errors) as reported: its place and message,
+  /// and the note that goes with it (empty for none).
+  struct Reported {
+    Loc loc;
+    std::string message;
+    Loc noteLoc;
+    std::string note;
+  };
   /// Each error, or group of errors, once, in the order they first
   /// occurred, with its place.
-  std::vector<std::pair<Loc, std::string>> grouped() const;
-  /// The same as "file:line:col: message" lines (the place as far as known).
+  std::vector<Reported> grouped() const;
+  /// The same as "file:line:col: message" lines (the place as far as
+  /// known), a note appended as "; note: file:line:col: note".
   std::vector<std::string> lines() const;
 
 private:

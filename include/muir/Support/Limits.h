@@ -25,6 +25,42 @@ inline constexpr int64_t kMaxTensorElements = int64_t(1) << 40;
 /// optimizer state, byte counts stay far inside int64).
 inline constexpr int64_t kMaxModelElements = int64_t(1) << 48;
 
+/// Newton-Schulz iterations of one update (`ns_steps`, the `ns_steps` and
+/// `steps` of muir.muon_update and muir.newton_schulz, checked by their
+/// verifiers). The longest published schedule (polar_express) has 8 steps
+/// and the usual count is 5. Expanded step by step, the generated code
+/// grows with the count (10000 steps took 965 MB and a minute to compile).
+inline constexpr int64_t kMaxNSSteps = 100;
+/// Values of `optimizer.muon.coefficients`: one (a, b, c) triple per step
+/// at most (later triples would never be used).
+inline constexpr int64_t kMaxCoefficients = 3 * kMaxNSSteps;
+/// Row blocks of one fused matrix (`split_rows`, muir.muon_update's
+/// `row_blocks`): each block gets its own Newton-Schulz, kernels and
+/// products in the generated code (about 80 ms of JIT time and 1 MB each on
+/// the CPU backend: 1024 blocks took 80 s). A fused QKV has 3 blocks; one
+/// per head of a 128-head model with its key and value groups fits.
+inline constexpr int64_t kMaxRowBlocks = 256;
+
+/// Layers of a Hugging Face config (`num_hidden_layers`): each adds its
+/// parameters' updates to the generated code (DeepSeek-V3's 61 layers are
+/// 1084 parameters and 1 s to exec IR), so six digits in a config would
+/// ask for hours and gigabytes. The deepest published models have under
+/// 200.
+inline constexpr int64_t kMaxLayers = 1024;
+
+/// A file name (one component of a path) on Linux file systems: NAME_MAX.
+inline constexpr int64_t kMaxFileNameBytes = 255;
+/// What muir-run appends to a tensor name for its file: the longest state
+/// tensor and the extension, "<name>.exp_avg_sq.npy".
+inline constexpr int64_t kTensorFileSuffixBytes = sizeof(".exp_avg_sq.npy") - 1;
+/// Room kept for the temporary names the runtime writes beside a file
+/// before renaming it into place ("<file>.tmp.<pid>.<n>", "<file>.old...").
+inline constexpr int64_t kSideFileSuffixBytes = 32;
+/// The longest last path component of a parameter name: its files and
+/// their temporaries must fit in kMaxFileNameBytes (255 - 15 - 32 = 208).
+inline constexpr int64_t kMaxNameComponentBytes =
+    kMaxFileNameBytes - kTensorFileSuffixBytes - kSideFileSuffixBytes;
+
 } // namespace mlir::muir
 
 #endif // MUIR_SUPPORT_LIMITS_H
