@@ -137,7 +137,11 @@ def _last_error(lib, what):
 
 
 def version():
-    """The library's version string, "muir 0.1.0 (<git commit>)"."""
+    """The version of the loaded step library (muir_step_version), as a
+    str: "muir " and the project's version from CMakeLists.txt, e.g.
+    "muir 0.1.0": the release, not the git commit or the build. Loads the
+    library (library_path()) on the first call; raises MuirError when it
+    cannot be loaded."""
     v = _load().muir_step_version()
     return v.decode("utf-8", "replace") if v else ""
 

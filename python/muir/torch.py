@@ -22,7 +22,21 @@ step() and passed to the compiled step as arguments ("muon.lr",
 hand or with torch.optim.lr_scheduler needs no recompile. The other
 settings (Muon: momentum, nesterov, ns_steps, schedule, scale_mode,
 scale_extra; AdamW: betas, eps) are compiled in: changing them in
-param_groups is allowed and compiles (once) a step with the new values.
+param_groups is allowed and compiles (once) a step with the new values
+(so OneCycleLR and CyclicLR need cycle_momentum=False).
+The constructor and every step() check the values with the description
+reader's ranges (lib/Import/Description.cpp): lr and weight_decay finite
+in [0, inf), momentum and each of betas in [0, 1), eps and scale_extra in
+(0, inf), nesterov True or False, ns_steps an integer >= 1 (its upper
+limit is the reader's, at compile), schedule and scale_mode one of their
+names; a bad one raises ParamGroupError (a
+ValueError) naming the group, the key and the range, and nothing is
+updated. The groups' keys are those above, "params" and "optimizer" (both
+fixed when the optimizer is built), and the keys torch's lr schedulers
+add (SCHEDULER_KEYS: initial_lr, max_lr, min_lr, base_momentum,
+max_momentum, swa_lr; not read). Any other key (a typo such as
+"weight_decy", a setting of the other optimizer), a removed one, or other
+"params" raise ParamGroupError at the next step(), naming the key.
 
 `adamw_lr=None` means the same lr as Muon, as Moonlight does: the default
 spectral scale 0.2 * sqrt(max(m, n)) is chosen so that Muon's update RMS
@@ -38,7 +52,17 @@ device, run on the current stream, after the work queued there; the CUDA
 path has not run on a GPU yet) and of the shape it had when the optimizer
 was built;
 otherwise step() raises ParameterError naming the parameter and updates
-nothing. The step updates the parameters' own storage (p.data_ptr() stays),
+nothing. Before the step, as muir-run does, the gradients are checked for
+NaN and infinities (check_finite=True; one sum per gradient and one read
+of their total on the host, at memory speed; the elements are searched
+only when the total is not finite): one raises NonFiniteGradientError (a
+ParameterError) naming the parameter, the element and its value, and
+nothing is updated: no parameter, no optimizer state, no step count
+(catch it to skip the step, as torch.cuda.amp.GradScaler does).
+check_finite=False (or `optimizer.check_finite = False`) turns the check
+off. With several ranks every rank must hold the same gradients, so all
+stop together.
+The step updates the parameters' own storage (p.data_ptr() stays),
 reading p.grad; muir's step is compiled once per set of taking-part
 parameters (and compile-time settings) and kept, in memory and, for the
 CPU target, on disk (cache_dir below). The state lives in
@@ -73,6 +97,9 @@ More keyword arguments (**more):
   deterministic, probe_updates, machine, ns_form, ns_precision
   (include/muir/Step.h).
 """
+import difflib
+import math
+import numbers
 import os
 
 import torch
@@ -80,7 +107,8 @@ import torch
 import muir
 from muir import description as _description
 
-__all__ = ["Muon", "ParameterError"]
+__all__ = ["Muon", "ParameterError", "NonFiniteGradientError",
+           "ParamGroupError", "SCHEDULER_KEYS"]
 
 _OPTION_KEYS = ("ns_mode", "dp_assign", "syrk", "batch",
                 "fuse_syrk_all_reduce", "syrk_chunk_rows", "cuda_arch",
@@ -102,6 +130,126 @@ class ParameterError(ValueError):
         super().__init__("muir.torch.Muon: parameter '%s': %s"
                          % (name, message))
         self.name = name
+
+
+class NonFiniteGradientError(ParameterError):
+    """A gradient holding a NaN or an infinity (check_finite): `name` is
+    the parameter's name, `element` the flat index of the first such
+    element, `value` its value. Raised before anything is updated."""
+
+    def __init__(self, name, element, numel, value):
+        super().__init__(name, "its gradient holds %s at element %d (of "
+                         "%d); stopped before the step, nothing updated "
+                         "(check_finite=False turns this check off)"
+                         % (_float_text(value), element, numel))
+        self.element = element
+        self.value = value
+
+
+class ParamGroupError(ValueError):
+    """A param_groups value out of range, a key the step does not read, or
+    a structural key changed; `group` is the group's index and `key` the
+    key (both None when the number of groups changed). Raised before
+    anything is updated."""
+
+    def __init__(self, group, kind, key, message):
+        super().__init__("muir.torch.Muon: param_groups%s %s" % (
+            "" if group is None else "[%d] (%s)" % (group, kind), message))
+        self.group = group
+        self.key = key
+
+
+def _float_text(v):
+    return "nan" if v != v else "inf" if v == math.inf else \
+        "-inf" if v == -math.inf else repr(v)
+
+
+_INF = math.inf
+# The description reader's ranges (lib/Import/Description.cpp):
+# key -> (low, low included, high, high included).
+_RANGES = {"lr": (0.0, True, _INF, False),
+           "weight_decay": (0.0, True, _INF, False),
+           "momentum": (0.0, True, 1.0, False),
+           "scale_extra": (0.0, False, _INF, False),
+           "eps": (0.0, False, _INF, False),
+           "betas": (0.0, True, 1.0, False)}
+_CHOICES = {"schedule": ("simple", "quintic", "polar_express", "custom"),
+            "scale_mode": ("spectral", "shape", "unit_rms")}
+# What the step reads of each group: at every step() (the compiled step's
+# hyperparameter arguments), and when it compiles.
+_RUN_TIME_KEYS = ("lr", "weight_decay")
+_COMPILED_KEYS = {"muon": ("momentum", "nesterov", "ns_steps", "schedule",
+                           "scale_mode", "scale_extra"),
+                  "adamw": ("betas", "eps")}
+_STRUCTURAL_KEYS = ("params", "optimizer")
+# The keys torch.optim.lr_scheduler (LRScheduler, OneCycleLR, CyclicLR)
+# and swa_utils.SWALR add to param groups: allowed, not read.
+SCHEDULER_KEYS = frozenset(("initial_lr", "max_lr", "min_lr",
+                            "base_momentum", "max_momentum", "swa_lr"))
+
+
+def _range_text(lo, lo_in, hi, hi_in):
+    return "%s%s, %s%s" % ("[" if lo_in else "(", _num(lo),
+                           "inf" if hi == _INF else _num(hi),
+                           "]" if hi_in and hi != _INF else ")")
+
+
+def _num(x):
+    return "%d" % x if x == int(x) else repr(x)
+
+
+def _real(v):
+    """v as a float, or None when it is not a number (bools and strings
+    are not)."""
+    if isinstance(v, (bool, str, bytes)) or v is None:
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+
+
+def _in_range(x, key):
+    lo, lo_in, hi, hi_in = _RANGES[key]
+    return x is not None and math.isfinite(x) and \
+        (x >= lo if lo_in else x > lo) and (x <= hi if hi_in else x < hi)
+
+
+def _is_bool(v):
+    return isinstance(v, bool) or (type(v).__module__ == "numpy" and
+                                   type(v).__name__ == "bool_")
+
+
+def _value_problem(key, v):
+    """Why v is not a valid value of the group key `key` (None if it is)."""
+    if key in _RANGES and key != "betas":
+        if not _in_range(_real(v), key):
+            return "expected a finite value in %s" % _range_text(
+                *_RANGES[key])
+    elif key == "betas":
+        try:
+            pair = tuple(v)
+        except TypeError:
+            pair = None
+        if pair is None or isinstance(v, (str, bytes)) or len(pair) != 2 \
+                or not all(_in_range(_real(b), key) for b in pair):
+            return "expected (beta1, beta2), two finite values in %s" % \
+                _range_text(*_RANGES[key])
+    elif key == "nesterov":
+        if not _is_bool(v):
+            return "expected True or False"
+    elif key == "ns_steps":
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or \
+                v < 1:
+            return "expected an integer >= 1"
+    elif key in _CHOICES:
+        if v not in _CHOICES[key]:
+            return "expected one of: %s" % ", ".join(_CHOICES[key])
+    return None
+
+
+def _value_text(v):
+    return _float_text(v) if isinstance(v, float) else repr(v)
 
 
 _DEFAULT = object()
@@ -181,7 +329,7 @@ class Muon(torch.optim.Optimizer):
                  adamw_betas=(0.9, 0.95), adamw_eps=1e-8,
                  adamw_weight_decay=0.0, layout=None, target=None,
                  adamw_patterns=_description.DEFAULT_ADAMW_PATTERNS,
-                 **more):
+                 check_finite=True, **more):
         options = dict(more.pop("options", None) or {})
         for key in _OPTION_KEYS:
             if key in more:
@@ -197,12 +345,31 @@ class Muon(torch.optim.Optimizer):
         if target not in (None, "cpu", "cuda"):
             raise ValueError("target %r: expected 'cpu', 'cuda' or None "
                              "(from the parameters' device)" % (target,))
-        if lr < 0 or weight_decay < 0 or adamw_weight_decay < 0:
-            raise ValueError("lr and weight decays must be >= 0")
-        if not 0.0 <= momentum < 1.0:
-            raise ValueError("momentum must be in [0, 1), got %r" % momentum)
+        adamw_lr_keyword = "lr" if adamw_lr is None else "adamw_lr"
         if adamw_lr is None:
             adamw_lr = lr
+        group_values = (
+            ("muon", dict(lr=lr, weight_decay=weight_decay,
+                          momentum=momentum, nesterov=nesterov,
+                          ns_steps=ns_steps, schedule=schedule,
+                          scale_mode=scale_mode, scale_extra=scale_extra),
+             {}),
+            ("adamw", dict(lr=adamw_lr, weight_decay=adamw_weight_decay,
+                           betas=adamw_betas, eps=adamw_eps),
+             {"lr": adamw_lr_keyword, "weight_decay": "adamw_weight_decay",
+              "betas": "adamw_betas", "eps": "adamw_eps"}))
+        for index, (kind, values, keywords) in enumerate(group_values):
+            for key, v in values.items():
+                self._check_value(index, kind, key, v,
+                                  keywords.get(key, key))
+        if not _in_range(_real(extra["ns_eps"]), "eps"):
+            raise ValueError("muir.torch.Muon: ns_eps %s; expected a finite "
+                             "value in %s" % (_value_text(extra["ns_eps"]),
+                                              _range_text(*_RANGES["eps"])))
+        if extra["momentum_kind"] not in ("ema", "accumulate"):
+            raise ValueError("muir.torch.Muon: momentum_kind %r; expected "
+                             "one of: ema, accumulate"
+                             % (extra["momentum_kind"],))
 
         if isinstance(named_parameters, torch.nn.Module):
             named_parameters = named_parameters.named_parameters()
@@ -259,6 +426,7 @@ class Muon(torch.optim.Optimizer):
         self._initial = {"muon": (float(lr), float(weight_decay)),
                          "adamw": (float(adamw_lr),
                                    float(adamw_weight_decay))}
+        self.check_finite = check_finite
         self._ready = False
         defaults = dict(lr=lr, weight_decay=weight_decay)
         super().__init__([
@@ -270,7 +438,23 @@ class Muon(torch.optim.Optimizer):
                  weight_decay=adamw_weight_decay,
                  betas=tuple(adamw_betas), eps=adamw_eps),
         ], defaults)
+        # The groups as built: their optimizer and their tensors (fixed).
+        self._group_kinds = tuple(g["optimizer"] for g in self.param_groups)
+        self._group_params = [list(g["params"]) for g in self.param_groups]
         self._ready = True
+
+    @property
+    def check_finite(self):
+        """Whether step() checks the gradients for NaN and infinities
+        first (the constructor's check_finite, True by default)."""
+        return self._check_finite
+
+    @check_finite.setter
+    def check_finite(self, value):
+        if not _is_bool(value):
+            raise ValueError("muir.torch.Muon: check_finite %r; expected "
+                             "True or False" % (value,))
+        self._check_finite = bool(value)
 
     def add_param_group(self, param_group):
         if getattr(self, "_ready", False):
@@ -278,6 +462,102 @@ class Muon(torch.optim.Optimizer):
                 "muir.torch.Muon has its two groups (Muon, AdamW); give all "
                 "parameters to the constructor")
         super().add_param_group(param_group)
+
+    # ------------------------------------------------------------------
+    @staticmethod
+    def _check_value(index, kind, key, value, keyword=None):
+        """Raises ParamGroupError if `value` is not a valid value of `key`
+        (the description reader's ranges); `keyword`: the constructor's
+        keyword it came from."""
+        why = _value_problem(key, value)
+        if why is not None:
+            raise ParamGroupError(index, kind, key, "has %s %s%s; %s" % (
+                key, _value_text(value),
+                " (keyword %s)" % keyword if keyword and keyword != key
+                else "", why))
+
+    def _check_groups(self):
+        """param_groups as the step reads them: the two groups as built
+        (their optimizer and tensors), no key the step does not read
+        (other than the lr schedulers'), none missing, every value in
+        range. Raises ParamGroupError naming the group and the key."""
+        groups = self.param_groups
+        if len(groups) != len(self._group_kinds):
+            raise ParamGroupError(
+                None, None, None,
+                "has %d groups; muir.torch.Muon has its %d (%s), fixed "
+                "when it was built" % (len(groups), len(self._group_kinds),
+                                       ", ".join(self._group_kinds)))
+        for index, (group, kind, want) in enumerate(
+                zip(groups, self._group_kinds, self._group_params)):
+            got = group.get("optimizer")
+            if got != kind:
+                raise ParamGroupError(
+                    index, kind, "optimizer",
+                    "has optimizer %r, but the group was built as %r; "
+                    "which optimizer a parameter takes is fixed when "
+                    "muir.torch.Muon is built (adamw_patterns)"
+                    % (got, kind))
+            params = group.get("params")
+            if not isinstance(params, list) or len(params) != len(want) or \
+                    any(a is not b for a, b in zip(params, want)):
+                raise ParamGroupError(
+                    index, kind, "params",
+                    "has other 'params' than the %d tensors it was built "
+                    "with; muir.torch.Muon's parameters are fixed when it "
+                    "is built (give them all to the constructor)"
+                    % len(want))
+            read = _RUN_TIME_KEYS + _COMPILED_KEYS[kind]
+            known = read + _STRUCTURAL_KEYS
+            unread = sorted(str(k) for k in group
+                            if k not in known and k not in SCHEDULER_KEYS)
+            missing = [k for k in read if k not in group]
+            if unread or missing:
+                key = (unread or missing)[0]
+                if unread:
+                    what = "has %s, %s the step does not read" % (
+                        ", ".join("'%s'" % k for k in unread),
+                        "a key" if len(unread) == 1 else "keys")
+                    other = [o for o in _COMPILED_KEYS
+                             if o != kind and key in _COMPILED_KEYS[o]]
+                    hint = difflib.get_close_matches(
+                        key, read + tuple(sorted(SCHEDULER_KEYS)), 1)
+                    if other:
+                        what += " (a setting of the %s group)" % other[0]
+                    elif hint:
+                        what += " (did you mean '%s'?)" % hint[0]
+                else:
+                    what = "has no '%s'" % key
+                raise ParamGroupError(
+                    index, kind, key,
+                    "%s; the step reads %s at every step() and %s when it "
+                    "compiles (a new value compiles a new step); "
+                    "torch's lr schedulers may add %s" % (
+                        what, " and ".join(_RUN_TIME_KEYS),
+                        ", ".join(_COMPILED_KEYS[kind]),
+                        ", ".join(sorted(SCHEDULER_KEYS))))
+            for key in read:
+                self._check_value(index, kind, key, group[key])
+
+    def _check_finite_grads(self, params):
+        """NonFiniteGradientError for the first parameter whose gradient
+        holds a NaN or an infinity. One sum per gradient, one read of
+        their total: a NaN or an infinity makes a sum non-finite (a large
+        finite gradient can too, by overflow: then its elements are
+        searched and none is found)."""
+        sums = torch.stack([p.grad.sum() for p in params])
+        if math.isfinite(float(sums.sum())):
+            return
+        for p, total in zip(params, sums.tolist()):
+            if math.isfinite(total):
+                continue
+            flat = p.grad.view(-1)
+            bad = torch.nonzero(~torch.isfinite(flat))
+            if bad.numel():
+                element = int(bad[0, 0])
+                raise NonFiniteGradientError(
+                    self._info[p]["name"], element, flat.numel(),
+                    float(flat[element]))
 
     # ------------------------------------------------------------------
     def _groups(self):
@@ -509,16 +789,19 @@ class Muon(torch.optim.Optimizer):
             with torch.enable_grad():
                 loss = closure()
         info = self._info
+        # Everything that can fail, before anything is changed.
+        self._check_groups()
         params = sorted((p for group in self.param_groups
                          for p in group["params"]
                          if p.grad is not None and p.numel() > 0),
                         key=lambda p: info[p]["index"])
         if not params:
             return loss
-        # Everything that can fail, before anything is changed.
         target, device = self._step_target(params)
         for p in params:
             self._check(p, device)
+        if self._check_finite:
+            self._check_finite_grads(params)
         settings = self._settings()
         muon = [p for p in params if info[p]["optimizer"] == "muon"]
         counts = {}
@@ -537,15 +820,6 @@ class Muon(torch.optim.Optimizer):
         compiled = [(self._compile(batch, target, settings, device), counter,
                      batch)
                     for batch, counter in batches]
-        for group in self.param_groups:
-            for key in ("lr", "weight_decay"):
-                value = float(group[key])
-                if not (value >= 0 and value < float("inf")):
-                    raise ValueError(
-                        "muir.torch.Muon: param_groups[%d] (%s) has %s %r; "
-                        "expected a finite value >= 0" % (
-                            self.param_groups.index(group),
-                            group.get("optimizer", "?"), key, value))
         for p in params:
             self._prepare_state(p, device)
         stream = None

@@ -1,7 +1,11 @@
-"""muir.torch.Muon's errors: each names the parameter, and nothing is
-updated (parameters and optimizer state bitwise as before, no state
-created). Parameters without a gradient are skipped, as torch optimizers
-do: unchanged, no state.
+"""muir.torch.Muon's errors: each names the parameter (or the param group
+and its key), and nothing is updated (parameters and optimizer state
+bitwise as before, no state created, AdamW's step counts as they were).
+Parameters without a gradient are skipped, as torch optimizers do:
+unchanged, no state. Gradients holding NaN or inf are refused
+(check_finite); hyperparameters out of the description reader's ranges
+are refused by the constructor and by step(); a param_groups key the step
+does not read is refused at step(), the lr schedulers' keys are not.
 """
 import torch
 
@@ -24,7 +28,8 @@ def fresh(steps=1, **kw):
     return model, opt
 
 
-def expect_error(case, model, opt, exc=muir.torch.ParameterError, name=None):
+def expect_error(case, model, opt, exc=muir.torch.ParameterError, name=None,
+                 key=None):
     before = tt.snapshot(model, opt)
     try:
         opt.step()
@@ -34,6 +39,10 @@ def expect_error(case, model, opt, exc=muir.torch.ParameterError, name=None):
             fail.check(getattr(e, "name", None) == name and
                        "'%s'" % name in str(e),
                        "%s: the error does not name '%s'" % (case, name))
+        if key is not None:
+            fail.check(getattr(e, "key", None) == key and key in str(e),
+                       "%s: the error does not name the key '%s'"
+                       % (case, key))
     except Exception as e:
         fail.check(False, "%s: raised %s: %s, expected %s" % (
             case, type(e).__name__, e, exc.__name__))
@@ -95,18 +104,193 @@ expect_error("meta device", model, opt, name="extra")
 model, opt = fresh(steps=0, target="cuda")
 expect_error("target cuda", model, opt, name="norm")
 
-# A compile-time setting the description reader refuses (momentum 1.5):
-# the step is compiled again, fails, and nothing is updated.
+NAN, INF = float("nan"), float("inf")
+GroupError = muir.torch.ParamGroupError
+
+# A compile-time setting out of the description reader's range (momentum
+# 1.5): refused before it is compiled, nothing updated.
 model, opt = fresh()
 opt.param_groups[0]["momentum"] = 1.5
-expect_error("momentum 1.5", model, opt, exc=muir.MuirError)
+expect_error("momentum 1.5", model, opt, exc=GroupError, key="momentum")
 
 # A learning rate that is not finite: refused before any state is made.
 model, opt = fresh(steps=0)
 tt.loss_of(model, 1).backward()
-opt.param_groups[1]["lr"] = float("nan")
-expect_error("lr nan", model, opt, exc=ValueError)
+opt.param_groups[1]["lr"] = NAN
+expect_error("lr nan", model, opt, exc=ValueError, key="lr")
 fail.check(len(opt.state) == 0, "lr nan: state made before the refusal")
+
+# More values set in param_groups that the reader refuses, after a step
+# (state and AdamW counts exist and must stay).
+for group, key, value in ((0, "weight_decay", -0.1), (0, "lr", INF),
+                          (1, "betas", (0.9, 1.0)), (1, "betas", (0.9,)),
+                          (1, "eps", 0.0), (0, "nesterov", "true"),
+                          (0, "ns_steps", 2.5), (0, "schedule", "cubic"),
+                          (0, "scale_mode", "rms"),
+                          (0, "scale_extra", NAN)):
+    model, opt = fresh()
+    opt.param_groups[group][key] = value
+    expect_error("group %s %r" % (key, value), model, opt, exc=GroupError,
+                 key=key)
+
+# The constructor refuses the same values, naming its keyword.
+for kw in ({"lr": NAN}, {"lr": -1.0}, {"weight_decay": INF},
+           {"momentum": 1.0}, {"momentum": -0.5}, {"adamw_lr": INF},
+           {"adamw_weight_decay": -1e-3}, {"adamw_betas": (0.9, 1.5)},
+           {"adamw_betas": 0.9}, {"adamw_eps": -1e-8}, {"adamw_eps": NAN},
+           {"nesterov": "yes"}, {"nesterov": None}, {"ns_steps": 0},
+           {"scale_extra": 0.0}, {"lr": "0.02"}):
+    (keyword, value), = kw.items()
+    args = {"lr": 0.02}
+    args.update(kw)
+    try:
+        muir.torch.Muon(tt.make_model().named_parameters(), **args)
+    except GroupError as e:
+        print("constructor %s=%r: %s" % (keyword, value, e))
+        key = keyword.replace("adamw_", "")
+        fail.check(e.key == key and e.group == (1 if "adamw" in keyword
+                                                 else 0),
+                   "constructor %s: key %r group %r" % (keyword, e.key,
+                                                        e.group))
+    except Exception as e:
+        fail.check(False, "constructor %s: raised %s: %s" % (
+            keyword, type(e).__name__, e))
+    else:
+        fail.check(False, "constructor %s=%r: no error" % (keyword, value))
+for kw in ({"ns_eps": 0.0}, {"momentum_kind": "nesterov"},
+           {"check_finite": "no"}):
+    try:
+        muir.torch.Muon(tt.make_model().named_parameters(), lr=0.02, **kw)
+    except ValueError as e:
+        print("constructor %s: %s" % (", ".join(kw), e))
+    else:
+        fail.check(False, "constructor %r: no error" % (kw,))
+
+# param_groups keys the step does not read, removed ones and changed
+# structural ones: refused at the next step(), naming the key.
+def edit_unknown(opt, model):
+    opt.param_groups[0]["foo"] = 1
+def edit_typo(opt, model):
+    opt.param_groups[0]["weight_decy"] = 0.0
+def edit_other(opt, model):
+    opt.param_groups[1]["momentum"] = 0.9    # Muon's, not AdamW's
+def edit_removed(opt, model):
+    del opt.param_groups[1]["eps"]
+def edit_params(opt, model):
+    opt.param_groups[0]["params"].append(torch.nn.Parameter(torch.ones(4)))
+def edit_moved(opt, model):
+    p = opt.param_groups[0]["params"].pop()
+    opt.param_groups[1]["params"].append(p)
+def edit_optimizer(opt, model):
+    opt.param_groups[0]["optimizer"] = "adamw"
+def edit_groups(opt, model):
+    opt.param_groups.append(dict(opt.param_groups[1], params=[]))
+for case, edit, key in (("unknown", edit_unknown, "foo"),
+                        ("typo", edit_typo, "weight_decy"),
+                        ("other's", edit_other, "momentum"),
+                        ("removed", edit_removed, "eps"),
+                        ("params", edit_params, "params"),
+                        ("moved", edit_moved, "params"),
+                        ("optimizer", edit_optimizer, "optimizer"),
+                        ("groups", edit_groups, None)):
+    model, opt = fresh()
+    edit(opt, model)
+    expect_error("key %s" % case, model, opt, exc=GroupError, key=key)
+
+# The keys torch's lr schedulers add are allowed (not read): a few steps
+# under each, lr read at every step.
+scheds = (
+    ("OneCycleLR", lambda o: torch.optim.lr_scheduler.OneCycleLR(
+        o, max_lr=[0.02, 0.003], total_steps=10, cycle_momentum=False)),
+    ("CyclicLR", lambda o: torch.optim.lr_scheduler.CyclicLR(
+        o, base_lr=0.001, max_lr=0.02, step_size_up=2,
+        cycle_momentum=False)),
+    ("CosineAnnealingLR", lambda o:
+     torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=4)),
+    ("SWALR", lambda o: torch.optim.swa_utils.SWALR(o, swa_lr=0.01,
+                                                      anneal_epochs=2)))
+for case, make in scheds:
+    model = tt.make_model()
+    opt = muir.torch.Muon(model.named_parameters(), lr=0.02,
+                          weight_decay=0.1)
+    sched = make(opt)
+    lrs = []
+    try:
+        for step in range(1, 4):
+            tt.train_step(model, opt, step)
+            sched.step()
+            lrs.append(opt.param_groups[0]["lr"])
+    except Exception as e:
+        fail.check(False, "scheduler %s: %s: %s" % (case, type(e).__name__,
+                                                    e))
+    added = sorted(set(opt.param_groups[0]) - {
+        "params", "optimizer", "lr", "weight_decay", "momentum", "nesterov",
+        "ns_steps", "schedule", "scale_mode", "scale_extra"})
+    print("scheduler %s: 3 steps, keys added %s, Muon lr %s" % (
+        case, ", ".join(added), " ".join("%.4g" % x for x in lrs)))
+model, opt = fresh()
+for group in opt.param_groups:
+    group["base_momentum"], group["max_momentum"] = 0.85, 0.95
+opt.step()
+print("base_momentum, max_momentum: stepped")
+
+# Gradients holding NaN or inf: refused before anything changes, naming
+# the parameter and the element (after a step: state and counts stay).
+Finite = muir.torch.NonFiniteGradientError
+model, opt = fresh()
+model.up.grad[1, 2, 3] = NAN
+expect_error("nan gradient", model, opt, exc=Finite, name="up")
+model, opt = fresh()
+model.embed.weight.grad.view(-1)[-1] = -INF
+expect_error("-inf gradient", model, opt, exc=Finite, name="embed.weight")
+# ... at the first step: no state made.
+model, opt = fresh(steps=0)
+model.norm.grad[3] = INF
+model.proj.bias.grad[0] = NAN
+try:
+    before = tt.snapshot(model, opt)
+    opt.step()
+except Finite as e:
+    print("first step: %s: %s; element %d value %s" % (
+        type(e).__name__, e.name, e.element, e.value))
+    fail.check(tt.same(before, tt.snapshot(model, opt))[0] and
+               not opt.state, "first step: something was updated")
+else:
+    fail.check(False, "first step: a non-finite gradient was not refused")
+# Names that clash with the step's own (the step's arguments are p0,
+# p1, ...): the error names the user's.
+w, wg = (torch.nn.Parameter(torch.ones(8, 8)) for _ in range(2))
+opt = muir.torch.Muon([("w", w), ("w.grad", wg)], lr=0.02)
+w.grad, wg.grad = torch.ones(8, 8), torch.ones(8, 8)
+wg.grad[7, 7] = NAN
+try:
+    opt.step()
+except Finite as e:
+    print("clashing names: %s" % e)
+fail.check(torch.equal(w, torch.ones(8, 8)) and not opt.state,
+           "clashing names: updated")
+# Finite gradients whose sum overflows float32: the elements are
+# searched, none is refused.
+model, opt = fresh()
+model.down.grad.fill_(3e38)
+try:
+    opt.step()
+    print("overflowing sum: stepped")
+except Exception as e:
+    fail.check(False, "overflowing sum: %s: %s" % (type(e).__name__, e))
+# check_finite=False (constructor or attribute): no check, the step runs.
+for how in ("constructor", "attribute"):
+    model, opt = fresh(**({"check_finite": False} if how == "constructor"
+                          else {}))
+    if how == "attribute":
+        opt.check_finite = False
+    model.router.weight.grad[0, 0] = NAN
+    before = tt.snapshot(model, opt)
+    opt.step()
+    fail.check(not tt.same(before, tt.snapshot(model, opt))[0],
+               "check_finite=False (%s): nothing updated" % how)
+    print("check_finite=False (%s): stepped, check_finite %s" % (
+        how, opt.check_finite))
 
 # Parameters without a gradient are skipped: unchanged, no state.
 model, opt = fresh(steps=0)
