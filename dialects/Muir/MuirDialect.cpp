@@ -153,6 +153,162 @@ static LogicalResult unknownAttribute(Operation *op, NamedAttribute attr,
   return diag;
 }
 
+//===----------------------------------------------------------------------===//
+// The buffers of an exec function (muir.entry)
+//===----------------------------------------------------------------------===//
+//
+// Exec IR frees its buffers with memref.dealloc (gpu.dealloc on CUDA). An
+// entry that frees one twice, uses it after freeing it, or frees what it
+// did not allocate would corrupt the heap when it runs; the verifier
+// refuses it when the IR is read. The analysis is by names of upstream ops
+// (this dialect does not depend on memref's or gpu's), conservative where
+// control flow makes the order unknown: a free inside a loop, in one
+// branch only, or in another block of an unstructured body does not count
+// after it; what is freed before an op with regions counts in all of them.
+
+namespace {
+class EntryBuffers {
+public:
+  explicit EntryBuffers(Operation *function) : function(function) {}
+
+  LogicalResult check() {
+    for (Region &region : function->getRegions())
+      for (Block &block : region)
+        if (failed(checkBlock(block, Freed())))
+          return failure();
+    return success();
+  }
+
+private:
+  /// Frees certain to have happened, by buffer (an allocation, not a view
+  /// of one), with the first free.
+  using Freed = llvm::SmallDenseMap<Value, Operation *, 8>;
+
+  /// The buffer a free frees, if `op` frees one.
+  static Value freedBy(Operation *op) {
+    StringRef name = op->getName().getStringRef();
+    if (name == "memref.dealloc" && op->getNumOperands() == 1)
+      return op->getOperand(0);
+    // gpu.dealloc async [deps] %buffer: the buffer is the last operand.
+    if (name == "gpu.dealloc" && op->getNumOperands() &&
+        isa<BaseMemRefType>(op->getOperands().back().getType()))
+      return op->getOperands().back();
+    return {};
+  }
+
+  /// Views alias their source's allocation (operand 0 of each).
+  static bool isView(Operation *op) {
+    return op->getNumOperands() &&
+           llvm::is_contained(
+               {"memref.subview", "memref.cast", "memref.reinterpret_cast",
+                "memref.collapse_shape", "memref.expand_shape",
+                "memref.reshape", "memref.transpose", "memref.view",
+                "memref.memory_space_cast"},
+               op->getName().getStringRef());
+  }
+
+  static Value rootOf(Value v) {
+    while (auto r = dyn_cast<OpResult>(v)) {
+      if (!isView(r.getOwner()))
+        break;
+      v = r.getOwner()->getOperand(0);
+    }
+    return v;
+  }
+
+  /// What is wrong with freeing `v`, when it is certainly not a buffer the
+  /// function allocated on the heap; empty when it may be one.
+  std::string notAllocated(Value v) {
+    Value root = rootOf(v);
+    if (auto arg = dyn_cast<BlockArgument>(root)) {
+      if (arg.getOwner()->getParentOp() == function &&
+          arg.getOwner()->isEntryBlock())
+        return "function argument #" + std::to_string(arg.getArgNumber()) +
+               ", which the caller owns";
+      return "";
+    }
+    Operation *def = root.getDefiningOp();
+    StringRef name = def->getName().getStringRef();
+    if (name == "memref.get_global")
+      return "a global (memref.get_global), which was never allocated";
+    if (name == "memref.alloca")
+      return "a stack buffer (memref.alloca), which is released on return";
+    // A cast or reshape is the whole buffer under another type; a subview
+    // (view, reinterpret_cast) is part of one.
+    for (Value x = v; x != root; x = x.getDefiningOp()->getOperand(0)) {
+      StringRef view = x.getDefiningOp()->getName().getStringRef();
+      if (view == "memref.subview" || view == "memref.view" ||
+          view == "memref.reinterpret_cast")
+        return ("a view (" + view + ") of a buffer; deallocate the buffer "
+                "itself").str();
+    }
+    return "";
+  }
+
+  LogicalResult checkBlock(Block &block, Freed freed) {
+    for (Operation &op : block)
+      if (failed(checkOp(op, freed)))
+        return failure();
+    endOfBlock = std::move(freed);
+    return success();
+  }
+
+  LogicalResult checkOp(Operation &op, Freed &freed) {
+    Value released = freedBy(&op);
+    for (OpOperand &operand : op.getOpOperands()) {
+      if (!isa<BaseMemRefType>(operand.get().getType()))
+        continue;
+      auto it = freed.find(rootOf(operand.get()));
+      if (it == freed.end())
+        continue;
+      InFlightDiagnostic diag =
+          operand.get() == released
+              ? op.emitOpError(
+                    "deallocates a buffer that was deallocated already")
+              : op.emitOpError(
+                    "uses a buffer after it was deallocated (operand #")
+                    << operand.getOperandNumber() << ")";
+      diag.attachNote(it->second->getLoc()) << "deallocated here";
+      return diag;
+    }
+    if (released) {
+      std::string why = notAllocated(released);
+      if (!why.empty())
+        return op.emitOpError("deallocates ") << why;
+      freed.try_emplace(rootOf(released), &op);
+    }
+    // Regions run after what came before the op, whatever else they do.
+    SmallVector<std::optional<Freed>> ends;
+    for (Region &region : op.getRegions()) {
+      std::optional<Freed> end;
+      for (Block &b : region) {
+        if (failed(checkBlock(b, freed)))
+          return failure();
+        if (region.hasOneBlock())
+          end = std::move(endOfBlock);
+      }
+      ends.push_back(std::move(end));
+    }
+    // Exactly one region of an scf.if with both branches or of an
+    // scf.index_switch runs: what every one frees is freed after it.
+    StringRef name = op.getName().getStringRef();
+    bool oneOfAll = (name == "scf.if" && op.getNumRegions() == 2 &&
+                     !op.getRegion(1).empty()) ||
+                    name == "scf.index_switch";
+    if (oneOfAll && !ends.empty() &&
+        llvm::all_of(ends, [](auto &e) { return e.has_value(); }))
+      for (auto &[buffer, first] : *ends.front())
+        if (!freed.count(buffer) &&
+            llvm::all_of(ends, [&](auto &e) { return e->count(buffer); }))
+          freed.try_emplace(buffer, first);
+    return success();
+  }
+
+  Operation *function;
+  Freed endOfBlock;
+};
+} // namespace
+
 LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
@@ -161,6 +317,10 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
       name == "muir.local") {
     if (!isa<UnitAttr>(value))
       return op->emitError("'") << name << "' must be a unit attribute";
+    // An exec function frees each buffer it allocated once, and uses none
+    // after.
+    if (name == "muir.entry")
+      return EntryBuffers(op).check();
     return success();
   }
   if (name == "muir.ns_mode") {

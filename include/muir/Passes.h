@@ -33,6 +33,131 @@ llvm::cl::ValuesClass targetValues();
 /// The values the ns-precision flags and pass options accept.
 llvm::cl::ValuesClass nsPrecisionValues();
 
+namespace detail {
+/// Takes what cl::values(...) adds to an option: each value's name and
+/// number.
+struct EnumValueList {
+  struct Parser {
+    SmallVector<std::pair<StringRef, int>> values;
+    template <class DT>
+    void addLiteralOption(StringRef name, const DT &value, StringRef) {
+      values.push_back({name, static_cast<int>(value)});
+    }
+  } parser;
+  Parser &getParser() { return parser; }
+  explicit EnumValueList(const llvm::cl::ValuesClass &list) {
+    list.apply(*this);
+  }
+};
+} // namespace detail
+
+/// The names of a list of enum values (targetValues() and the like), in
+/// their order.
+inline SmallVector<StringRef> valueNames(const llvm::cl::ValuesClass &values) {
+  SmallVector<StringRef> names;
+  for (auto &[name, value] : detail::EnumValueList(values).parser.values)
+    names.push_back(name);
+  return names;
+}
+
+/// "expected one of: a, b, c": what every enum-valued flag, pass option
+/// and step-library option says of a value it does not know.
+inline std::string expectedOneOf(const llvm::cl::ValuesClass &values) {
+  std::string text = "expected one of: ";
+  llvm::raw_string_ostream os(text);
+  llvm::interleaveComma(valueNames(values), os);
+  return text;
+}
+
+/// `text` as one of `values` (the flags' own list), if it is one.
+template <typename E>
+std::optional<E> parseEnumValue(const llvm::cl::ValuesClass &values,
+                                StringRef text) {
+  for (auto &[name, value] : detail::EnumValueList(values).parser.values)
+    if (name == text)
+      return static_cast<E>(value);
+  return std::nullopt;
+}
+
+/// The command-line parser of muir's enum-valued flags and pass options:
+/// LLVM's cl::parser<E> (which MLIR's pass options wrap), except that an
+/// unknown value's error lists the valid ones. MUIR_ENUM_FLAG(E) makes it
+/// the parser of every cl::opt<E> and pass Option<E>.
+template <typename E>
+class EnumParser : public llvm::cl::generic_parser_base {
+protected:
+  class OptionInfo : public GenericOptionInfo {
+  public:
+    OptionInfo(StringRef name, E v, StringRef helpStr)
+        : GenericOptionInfo(name, helpStr), V(v) {}
+    llvm::cl::OptionValue<E> V;
+  };
+  SmallVector<OptionInfo, 8> Values;
+
+public:
+  EnumParser(llvm::cl::Option &o) : generic_parser_base(o) {}
+  using parser_data_type = E;
+
+  unsigned getNumOptions() const override { return unsigned(Values.size()); }
+  StringRef getOption(unsigned n) const override { return Values[n].Name; }
+  StringRef getDescription(unsigned n) const override {
+    return Values[n].HelpStr;
+  }
+  const llvm::cl::GenericOptionValue &
+  getOptionValue(unsigned n) const override {
+    return Values[n].V;
+  }
+
+  /// True on error.
+  bool parse(llvm::cl::Option &o, StringRef argName, StringRef arg, E &v) {
+    StringRef value = Owner.hasArgStr() ? arg : argName;
+    for (const OptionInfo &info : Values)
+      if (info.Name == value) {
+        v = info.V.getValue();
+        return false;
+      }
+    std::string message = "unknown value '" + value.str() +
+                          "'; expected one of: ";
+    llvm::raw_string_ostream os(message);
+    llvm::interleaveComma(
+        llvm::map_range(Values, [](const OptionInfo &i) { return i.Name; }),
+        os);
+    return o.error(message);
+  }
+
+  template <class DT>
+  void addLiteralOption(StringRef name, const DT &v, StringRef helpStr) {
+    Values.push_back(OptionInfo(name, static_cast<E>(v), helpStr));
+    AddLiteralOption(Owner, name);
+  }
+  void removeLiteralOption(StringRef name) {
+    unsigned n = findOption(name);
+    assert(n != Values.size() && "Option not found!");
+    Values.erase(Values.begin() + n);
+  }
+};
+
+} // namespace mlir::muir
+
+/// Makes EnumParser<E> the parser of every cl::opt<E> (and MLIR pass option
+/// of type E); at namespace scope, before the first such option.
+#define MUIR_ENUM_FLAG(E)                                                      \
+  namespace llvm::cl {                                                         \
+  template <> class parser<E> : public ::mlir::muir::EnumParser<E> {           \
+  public:                                                                      \
+    using ::mlir::muir::EnumParser<E>::EnumParser;                             \
+  };                                                                           \
+  }
+
+MUIR_ENUM_FLAG(mlir::muir::Target)
+MUIR_ENUM_FLAG(mlir::muir::NSPrecision)
+MUIR_ENUM_FLAG(mlir::muir::NSModeOption)
+MUIR_ENUM_FLAG(mlir::muir::NSFormOption)
+MUIR_ENUM_FLAG(mlir::muir::Machine)
+MUIR_ENUM_FLAG(mlir::muir::DpAssign)
+
+namespace mlir::muir {
+
 #define GEN_PASS_DECL
 #include "muir/Passes.h.inc"
 
@@ -141,6 +266,114 @@ void registerBufferizableOpInterfaceExternalModels(DialectRegistry &registry);
 /// contiguous, else an element-wise linalg.copy (loops after lowering, with
 /// no runtime library behind them).
 void copyBuffer(OpBuilder &b, Location loc, Value from, Value to);
+
+/// The level of IR a muir pass takes (the stages of docs/design.md).
+enum class PassInput {
+  /// Tensor-level IR, high or planned: muir ops on tensors, before
+  /// muir-lower-to-exec (muir-distribute, the Newton-Schulz rewrites, ...).
+  Tensors,
+  /// Planned IR: distributed, optimizers decomposed, Newton-Schulz
+  /// expanded (muir-lower-to-exec).
+  Planned,
+  /// Exec IR: buffers, muir_exec ops, a muir.entry function
+  /// (muir-exec-to-runtime-calls, muir-exec-to-gpu, muir-trace-buffers).
+  Exec,
+};
+
+/// Fails, with an error on the first op of `module` that is not IR of
+/// level `input` (naming `pass` and the pass that makes the IR it takes),
+/// unless `module` is such IR. Every muir pass checks its input so, so that
+/// a pass given the wrong level fails instead of leaving the IR as it was.
+inline LogicalResult checkPassInput(ModuleOp module, StringRef pass,
+                                    PassInput input) {
+  auto fail = [&](Operation *op, const Twine &found, const Twine &hint) {
+    StringRef level = input == PassInput::Exec ? "exec IR (buffers and "
+                                                 "muir_exec ops)"
+                      : input == PassInput::Planned
+                          ? "planned IR (distributed, optimizers "
+                            "decomposed, Newton-Schulz expanded)"
+                          : "tensor-level IR (high or planned: muir ops on "
+                            "tensors)";
+    op->emitError() << pass << " expects " << level << "; found " << found
+                    << ": " << hint;
+    return failure();
+  };
+  auto isMuir = [](Operation *op) {
+    return op->getDialect() && isa<MuirDialect>(op->getDialect()) &&
+           !isa<GridOp>(op);
+  };
+  // A step function on tensors: its arguments name tensors.
+  auto isTensorStep = [](func::FuncOp f) {
+    if (f->hasAttr("muir.entry"))
+      return false;
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      if (f.getArgAttr(i, "muir.name") &&
+          isa<TensorType>(f.getArgument(i).getType()))
+        return true;
+    return false;
+  };
+  bool hasGrid = !module.getOps<GridOp>().empty();
+  Operation *bad = nullptr;
+  std::string found, hint;
+  module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (auto f = dyn_cast<LLVM::LLVMFuncOp>(op); f && !f.isExternal()) {
+      found = ("LLVM-dialect function @" + f.getName()).str();
+      hint = "the IR is lowered to LLVM already";
+    } else if (input == PassInput::Exec) {
+      if (!isMuir(op))
+        return WalkResult::advance();
+      found = ("tensor-level op '" + op->getName().getStringRef() + "'").str();
+      hint = "run muir-lower-to-exec first (the muir-to-exec pipeline)";
+    } else if (auto f = dyn_cast<func::FuncOp>(op);
+               f && f->hasAttr("muir.entry")) {
+      found = ("exec function @" + f.getName() + " (muir.entry)").str();
+      hint = input == PassInput::Planned
+                 ? "it is lowered to exec IR already"
+                 : "the pass runs before muir-lower-to-exec";
+    } else if (op->getDialect() &&
+               isa<muir_exec::MuirExecDialect>(op->getDialect())) {
+      found = ("exec op '" + op->getName().getStringRef() + "'").str();
+      hint = input == PassInput::Planned
+                 ? "it is lowered to exec IR already"
+                 : "the pass runs before muir-lower-to-exec";
+    } else if (input != PassInput::Planned) {
+      return WalkResult::advance();
+    } else if (auto f = dyn_cast<func::FuncOp>(op);
+               f && hasGrid && !f->hasAttr("muir.per_rank") &&
+               isTensorStep(f) &&
+               llvm::any_of(llvm::seq(f.getNumArguments()), [&](unsigned i) {
+                 return bool(f.getArgAttr(i, "muir.shards"));
+               })) {
+      found = ("function @" + f.getName() +
+               ", whose arguments are sharded (muir.shards) but not "
+               "distributed")
+                  .str();
+      hint = "run muir-distribute first";
+    } else if (isa<MuonUpdateOp>(op)) {
+      found = "high-level op 'muir.muon_update'";
+      hint = "run muir-decompose-optimizers first (the muir-to-exec "
+             "pipeline)";
+    } else if (isa<NewtonSchulzOp>(op)) {
+      found = "op 'muir.newton_schulz'";
+      hint = "run muir-expand-newton-schulz first (the muir-to-exec "
+             "pipeline)";
+    } else {
+      return WalkResult::advance();
+    }
+    bad = op;
+    return WalkResult::interrupt();
+  });
+  if (bad)
+    return fail(bad, found, hint);
+  // Exec IR has no step function on tensors left.
+  if (input == PassInput::Exec)
+    for (auto f : module.getOps<func::FuncOp>())
+      if (isTensorStep(f))
+        return fail(f, "tensor-level function @" + f.getName(),
+                    "run muir-lower-to-exec first (the muir-to-exec "
+                    "pipeline)");
+  return success();
+}
 
 /// Registers every muir pass and the pipelines `muir-to-exec`,
 /// `muir-exec-to-llvm` and `muir-compile-cpu` (both in a row).

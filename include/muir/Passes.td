@@ -18,6 +18,9 @@ def MuirDecomposeOptimizers
     so is the update of each `muir.apply_update` already in the module
     (those `muir-distribute` wrote: this rank's part of the output, laid
     out as the parameter).
+
+    Takes tensor-level IR (high or planned; `PassInput::Tensors`): on exec
+    or LLVM-dialect IR it fails at the first op of that level.
   }];
   let dependentDialects = ["mlir::muir::MuirDialect",
                            "mlir::tensor::TensorDialect"];
@@ -54,6 +57,9 @@ def MuirDistribute : Pass<"muir-distribute", "mlir::ModuleOp"> {
     with a ragged all_gatherv; FSDP-split matrices travel to their owner
     and back with two all_to_allv. The owner's work is an
     `scf.index_switch` on `muir.group_rank`.
+
+    Takes tensor-level IR (high or planned; `PassInput::Tensors`): on exec
+    or LLVM-dialect IR it fails at the first op of that level.
   }];
   let dependentDialects = ["mlir::muir::MuirDialect",
                            "mlir::scf::SCFDialect",
@@ -119,6 +125,9 @@ def MuirGramNewtonSchulz
     always stays standard. The choice is recorded as `muir.ns_form` (and
     both modelled times as `muir.ns_form_cost`) on the Newton-Schulz that
     stays, or on the Gram form's last product.
+
+    Takes tensor-level IR (high or planned; `PassInput::Tensors`): on exec
+    or LLVM-dialect IR it fails at the first op of that level.
   }];
   let dependentDialects = ["mlir::muir::MuirDialect",
                            "mlir::arith::ArithDialect"];
@@ -145,6 +154,9 @@ def MuirExpandNewtonSchulz
     Frobenius normalisation; a tall X iterates as A = X^T X and
     X' = a X + X B, so the Gram matrix is the small one without
     transposing.
+
+    Takes tensor-level IR (high or planned; `PassInput::Tensors`): on exec
+    or LLVM-dialect IR it fails at the first op of that level.
   }];
   let dependentDialects = ["mlir::muir::MuirDialect"];
 }
@@ -160,6 +172,9 @@ def MuirFuseSyrkAllReduce
     the unfused pair bitwise where the SYRK is exact, and within fp32
     rounding otherwise. Other reductions, products with an accumulator and
     syrk results read elsewhere are left alone.
+
+    Takes tensor-level IR (high or planned; `PassInput::Tensors`): on exec
+    or LLVM-dialect IR it fails at the first op of that level.
   }];
   let dependentDialects = ["mlir::muir::MuirDialect"];
   let options = [
@@ -186,6 +201,9 @@ def MuirBatchNewtonSchulz
     slices of its result, so every GEMM of the chain is one runtime call
     for the whole group. Different shapes, different settings and
     different blocks (matrices owned by different ranks) stay apart.
+
+    Takes tensor-level IR (high or planned; `PassInput::Tensors`): on exec
+    or LLVM-dialect IR it fails at the first op of that level.
   }];
   let dependentDialects = ["mlir::muir::MuirDialect",
                            "mlir::tensor::TensorDialect"];
@@ -203,6 +221,9 @@ def MuirFormSyrk : Pass<"muir-form-syrk", "mlir::ModuleOp"> {
     symmetric (a syrk, such a product, or an all_reduce of one). The
     accumulator joins with its beta only when it is symmetric itself;
     otherwise, and for every other product (B X + a X), the GEMM stays.
+
+    Takes tensor-level IR (high or planned; `PassInput::Tensors`): on exec
+    or LLVM-dialect IR it fails at the first op of that level.
   }];
   let dependentDialects = ["mlir::muir::MuirDialect"];
 }
@@ -217,6 +238,9 @@ def MuirElementwiseToLinalg
     `arith` ops on whole tensors take upstream's element-wise-to-linalg
     patterns, so linalg's tensor transforms (`linalg-fuse-elementwise-ops`)
     apply. `muir-lower-to-exec` applies the same patterns first.
+
+    Takes tensor-level IR (high or planned; `PassInput::Tensors`): on exec
+    or LLVM-dialect IR it fails at the first op of that level.
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect",
                            "mlir::tensor::TensorDialect",
@@ -243,6 +267,10 @@ def MuirLowerToExec : Pass<"muir-lower-to-exec", "mlir::ModuleOp"> {
     muir ops' BufferizableOpInterface models; the function boundary (the
     updates), the runtime calls computed in place and the frees are
     muir's, around it.
+
+    Takes planned IR (`PassInput::Planned`): a `muir.muon_update`, a
+    `muir.newton_schulz`, sharded arguments not distributed, exec or
+    LLVM-dialect IR are errors naming the pass to run first.
   }];
   let dependentDialects = ["mlir::muir_exec::MuirExecDialect",
                            "mlir::bufferization::BufferizationDialect",
@@ -266,6 +294,10 @@ def MuirExecToRuntimeCalls
     index, so the module needs one run grid (one that `folds` no other).
     `!muir_exec.request`s become the runtime's `i64` handles, also where a
     loop carries them (upstream's SCF structural type conversion).
+
+    Takes exec IR (`PassInput::Exec`): a muir op other than `muir.grid`, a
+    step function on tensors or LLVM-dialect IR is an error naming
+    muir-lower-to-exec.
   }];
   let options = [
     Option<"target", "target", "::mlir::muir::Target",
@@ -291,6 +323,10 @@ def MuirExecToGPU : Pass<"muir-exec-to-gpu", "mlir::ModuleOp"> {
     views of its operands (blocks of 256 threads). `math.sqrt` on f32 in a
     kernel becomes PTX's correctly rounded `sqrt.rn.f32`. Host loads or
     stores of buffers, and other linalg ops, are errors.
+
+    Takes exec IR (`PassInput::Exec`): a muir op other than `muir.grid`, a
+    step function on tensors or LLVM-dialect IR is an error naming
+    muir-lower-to-exec.
   }];
   let dependentDialects = ["mlir::gpu::GPUDialect",
                            "mlir::scf::SCFDialect",
@@ -308,6 +344,10 @@ def MuirTraceBuffers : Pass<"muir-trace-buffers", "mlir::ModuleOp"> {
     and of each it writes (after), tagged with the op's id, name, location,
     operand index and shape. The runtime hashes the bytes and keeps one
     record per execution.
+
+    Takes exec IR (`PassInput::Exec`): a muir op other than `muir.grid`, a
+    step function on tensors or LLVM-dialect IR is an error naming
+    muir-lower-to-exec.
   }];
   let dependentDialects = ["mlir::muir_exec::MuirExecDialect"];
 }

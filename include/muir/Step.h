@@ -97,6 +97,8 @@ const char *muir_step_last_error(void);
  *   cuda-bf16=BOOL (with target=cuda; implies ns-precision=bf16 unless
  *   given)  cuda-graph=BOOL  deterministic=BOOL
  *   probe-updates=BOOL
+ *   jit-listeners=BOOL (default false: register the JIT's code with gdb and
+ *                   perf, whose listener writes under $TMPDIR/.debug/jit)
  *   cache-dir=DIR   (CPU target: keep the compiled step in DIR as a shared
  *                   library named by a hash of the source, the options, this
  *                   build and the host CPU; compiling the same step again

@@ -262,6 +262,9 @@ struct ElementwiseToLinalgPass
     : public mlir::muir::impl::MuirElementwiseToLinalgBase<
           ElementwiseToLinalgPass> {
   void runOnOperation() override {
+    if (failed(checkPassInput(getOperation(), getArgument(),
+                              PassInput::Tensors)))
+      return signalPassFailure();
     applyElementwiseToLinalg(getOperation());
   }
 };

@@ -414,6 +414,9 @@ LogicalResult checkHostBuffers(ModuleOp module) {
 struct ExecToGPUPass
     : public mlir::muir::impl::MuirExecToGPUBase<ExecToGPUPass> {
   void runOnOperation() override {
+    if (failed(muir::checkPassInput(getOperation(), getArgument(),
+                                    muir::PassInput::Exec)))
+      return signalPassFailure();
     ModuleOp module = getOperation();
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {

@@ -686,6 +686,9 @@ struct ExecToRuntimeCallsPass
   using MuirExecToRuntimeCallsBase::MuirExecToRuntimeCallsBase;
 
   void runOnOperation() override {
+    if (failed(muir::checkPassInput(getOperation(), getArgument(),
+                                    muir::PassInput::Exec)))
+      return signalPassFailure();
     ModuleOp module = getOperation();
     bool cuda = target == mlir::muir::Target::Cuda;
     // Groups become masks numbered by folding index, which needs one run

@@ -161,12 +161,8 @@ LogicalResult StepFunction::checkSignature() {
 /// What one-shot would reject less clearly, or not at all.
 LogicalResult StepFunction::checkOps() {
   WalkResult bad = func.walk([&](Operation *op) {
-    if (isa<NewtonSchulzOp, MuonUpdateOp>(op)) {
-      op->emitOpError("must be expanded before lowering to exec IR "
-                      "(run muir-decompose-optimizers and "
-                      "muir-expand-newton-schulz first)");
-      return WalkResult::interrupt();
-    }
+    // (Unexpanded optimizers and Newton-Schulz are refused before, by
+    // checkPassInput.)
     if (auto g = dyn_cast<linalg::GenericOp>(op);
         g && (!g.hasPureTensorSemantics() || capturesTensors(g))) {
       op->emitOpError("expected a linalg.generic on tensors whose body "
@@ -569,6 +565,9 @@ LogicalResult bufferize(ModuleOp scratch) {
 struct LowerToExecPass
     : public mlir::muir::impl::MuirLowerToExecBase<LowerToExecPass> {
   void runOnOperation() override {
+    if (failed(checkPassInput(getOperation(), getArgument(),
+                              PassInput::Planned)))
+      return signalPassFailure();
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>()) {

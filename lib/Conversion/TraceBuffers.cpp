@@ -35,6 +35,9 @@ std::string locString(Location loc) {
 struct TraceBuffersPass
     : public mlir::muir::impl::MuirTraceBuffersBase<TraceBuffersPass> {
   void runOnOperation() override {
+    if (failed(muir::checkPassInput(getOperation(), getArgument(),
+                                    muir::PassInput::Exec)))
+      return signalPassFailure();
     int64_t nextId = 0;
     getOperation().walk([&](func::FuncOp func) {
       if (!func->hasAttr("muir.entry"))

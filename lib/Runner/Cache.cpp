@@ -16,12 +16,17 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/xxhash.h"
 #include "llvm/TargetParser/Host.h"
 
+#include "muir-rt/Runtime.h"
+
+#include <cstring>
 #include <dlfcn.h>
+#include <elf.h>
 
 using namespace mlir;
 using namespace mlir::muir;
@@ -101,6 +106,92 @@ std::string runner::cachePath(StringRef dir, StringRef key) {
   SmallString<256> p(dir);
   llvm::sys::path::append(p, "muir-step-" + key + ".so");
   return p.str().str();
+}
+
+/// The record beside a cached library: its size and hash, written after
+/// it, so that a library cut short (a killed compile, a full disk) or
+/// changed is never loaded.
+static std::string recordPath(StringRef library) {
+  return (library + ".record").str();
+}
+
+/// The size and xxh3 hash of a file, as the record holds them.
+static llvm::Expected<std::pair<uint64_t, std::string>>
+sizeAndHash(StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return error("cannot read '" + path + "': " + buffer.getError().message());
+  StringRef data = (*buffer)->getBuffer();
+  return std::make_pair(
+      static_cast<uint64_t>(data.size()),
+      state::hex64(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(data))));
+}
+
+/// Whether `path` is a whole shared library of this machine: an ELF file
+/// whose headers and every loaded segment lie inside the file. dlopen maps
+/// the segments, and a segment past the end of a cut file is a SIGBUS at
+/// the first touch: checked here, before dlopen.
+static llvm::Error checkLibraryFile(StringRef path) {
+  auto bad = [&](const Twine &why) {
+    return error("'" + path + "' is not a whole shared library (" + why +
+                 ")");
+  };
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return error("cannot read '" + path + "': " + buffer.getError().message());
+  StringRef data = (*buffer)->getBuffer();
+  uint64_t size = data.size();
+  if (size < sizeof(Elf64_Ehdr))
+    return bad(size == 0 ? "it is empty" : "it ends within the ELF header");
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, data.data(), sizeof(eh));
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_DYN)
+    return bad("not a 64-bit ELF shared object");
+  auto within = [&](uint64_t offset, uint64_t count, uint64_t each) {
+    return offset <= size && (each == 0 || count <= (size - offset) / each);
+  };
+  if (eh.e_phentsize != sizeof(Elf64_Phdr) ||
+      !within(eh.e_phoff, eh.e_phnum, sizeof(Elf64_Phdr)))
+    return bad("its program headers lie past its end");
+  if (eh.e_shoff && !within(eh.e_shoff, eh.e_shnum, eh.e_shentsize))
+    return bad("its section headers lie past its end");
+  for (uint16_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, data.data() + eh.e_phoff + i * sizeof(Elf64_Phdr),
+                sizeof(ph));
+    if (ph.p_type == PT_LOAD && !within(ph.p_offset, ph.p_filesz, 1))
+      return bad("a loaded segment lies past its end: the file is cut short");
+  }
+  return llvm::Error::success();
+}
+
+/// A cached library is loaded only if its record says this very file.
+static llvm::Error checkCacheEntry(StringRef library) {
+  std::string why;
+  auto record = readBoundedFile(recordPath(library), why, 4096);
+  if (!record)
+    return error("no record beside it (" + why + ")");
+  auto parsed = llvm::json::parse(record->getBuffer());
+  if (!parsed) {
+    llvm::consumeError(parsed.takeError());
+    return error("its record is damaged");
+  }
+  const llvm::json::Object *o = parsed->getAsObject();
+  std::optional<int64_t> size = o ? o->getInteger("size") : std::nullopt;
+  std::optional<StringRef> hash = o ? o->getString("xxh3") : std::nullopt;
+  if (!size || !hash)
+    return error("its record is damaged");
+  auto got = sizeAndHash(library);
+  if (!got)
+    return got.takeError();
+  if (static_cast<int64_t>(got->first) != *size || got->second != *hash)
+    return error("it is not the file its record describes (" +
+                 Twine(got->first) + " bytes, hash " + got->second +
+                 "; recorded " + Twine(*size) + " bytes, hash " + *hash + ")");
+  return checkLibraryFile(library);
 }
 
 std::string Step::metadata() const {
@@ -252,7 +343,13 @@ llvm::Error Step::writeCache(StringRef manifest) {
   if ((ec = llvm::sys::fs::createUniqueFile(
            options.cacheDir + "/muir-step-%%%%%%%%.o", fd, object)))
     return error("cache-dir '" + options.cacheDir + "': " + ec.message());
-  llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(object); });
+  // Temporaries go on a signal too (the runtime's cleanup on SIGINT,
+  // SIGTERM, SIGHUP), not only on an error.
+  muirrt_cleanup_register(object.c_str());
+  llvm::scope_exit removeObject([&] {
+    llvm::sys::fs::remove(object);
+    muirrt_cleanup_unregister(object.c_str());
+  });
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     std::string why = emitObject(module, "native", os);
@@ -267,6 +364,9 @@ llvm::Error Step::writeCache(StringRef manifest) {
   }
   library = object;
   llvm::sys::path::replace_extension(library, ".so.tmp");
+  muirrt_cleanup_register(library.c_str());
+  llvm::scope_exit forgetLibrary(
+      [&] { muirrt_cleanup_unregister(library.c_str()); });
   auto cc = llvm::sys::findProgramByName("cc");
   if (!cc)
     return error("caching the compiled step needs a C compiler driver (cc) "
@@ -295,7 +395,39 @@ llvm::Error Step::writeCache(StringRef manifest) {
   std::string path = cachePath(options.cacheDir, cacheKey(I.sourceText,
                                                           I.filename,
                                                           options));
-  if ((ec = llvm::sys::fs::rename(library, path))) {
+  // The record (size and hash) under a temporary name too; the library
+  // goes in place first, the record last: an entry is loaded only once
+  // both are there and agree.
+  auto got = sizeAndHash(library);
+  if (!got) {
+    llvm::sys::fs::remove(library);
+    return got.takeError();
+  }
+  SmallString<256> record;
+  if ((ec = llvm::sys::fs::createUniqueFile(
+           options.cacheDir + "/muir-step-%%%%%%%%.record.tmp", fd, record))) {
+    llvm::sys::fs::remove(library);
+    return error("cache-dir '" + options.cacheDir + "': " + ec.message());
+  }
+  muirrt_cleanup_register(record.c_str());
+  llvm::scope_exit removeRecord([&] {
+    llvm::sys::fs::remove(record);
+    muirrt_cleanup_unregister(record.c_str());
+  });
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << llvm::json::Value(llvm::json::Object{
+        {"size", static_cast<int64_t>(got->first)}, {"xxh3", got->second}});
+    os.close();
+    bool failed = os.has_error();
+    os.clear_error();
+    if (failed) {
+      llvm::sys::fs::remove(library);
+      return error("cache-dir: cannot write " + record.str());
+    }
+  }
+  if ((ec = llvm::sys::fs::rename(library, path)) ||
+      (ec = llvm::sys::fs::rename(record, recordPath(path)))) {
     llvm::sys::fs::remove(library);
     return error("cache-dir: " + ec.message());
   }
@@ -317,6 +449,15 @@ llvm::Error Step::openLibrary(StringRef path) {
 
 llvm::Expected<std::unique_ptr<Step>>
 Step::open(StringRef path, const StepOptions &options) {
+  // A cut or damaged file would be a SIGBUS inside dlopen: refused first
+  // (with a record beside it, a cache entry, also its size and hash).
+  if (llvm::sys::fs::exists(recordPath(path))) {
+    if (llvm::Error e = checkCacheEntry(path))
+      return error("cannot load the step '" + path +
+                   "': " + llvm::toString(std::move(e)));
+  } else if (llvm::Error e = checkLibraryFile(path)) {
+    return error("cannot load the step: " + llvm::toString(std::move(e)));
+  }
   std::unique_ptr<Step> step(new Step());
   step->options = options;
   step->impl->library = dlopen(path.str().c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -348,10 +489,18 @@ Step::compile(StringRef source, StringRef filename, const StepOptions &options,
     std::string path =
         cachePath(options.cacheDir, cacheKey(source, filename, options));
     if (llvm::sys::fs::exists(path)) {
-      auto cached = open(path, options);
-      if (cached)
-        return cached;
-      llvm::consumeError(cached.takeError());
+      // A damaged entry (cut short, no record, another file) is removed
+      // and compiled again; never loaded.
+      if (llvm::Error e = checkCacheEntry(path)) {
+        llvm::consumeError(std::move(e));
+        llvm::sys::fs::remove(path);
+        llvm::sys::fs::remove(recordPath(path));
+      } else {
+        auto cached = open(path, options);
+        if (cached)
+          return cached;
+        llvm::consumeError(cached.takeError());
+      }
     }
   }
   auto step = load(source, filename, options, diagnostics);

@@ -26,26 +26,6 @@ using llvm::StringRef;
 using llvm::Twine;
 
 
-llvm::Error runner::checkDistinctPaths(llvm::ArrayRef<NamedPath> inputs,
-                                       llvm::ArrayRef<NamedPath> outputs,
-                                       NamedPath allowed) {
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const auto &[flag, path] = outputs[i];
-    if (path.empty())
-      continue;
-    for (const auto &[what, in] : inputs)
-      if (!in.empty() && samePath(path, in) &&
-          !(flag == allowed.first && what == allowed.second))
-        return error(flag + " '" + path + "' is also " + what +
-                     "; write it elsewhere");
-    for (size_t j = 0; j < i; ++j)
-      if (!outputs[j].second.empty() && samePath(path, outputs[j].second))
-        return error(outputs[j].first + " and " + flag + " both write '" +
-                     path + "'; give them different paths");
-  }
-  return llvm::Error::success();
-}
-
 llvm::Error runner::checkRanks(const Step &step, int64_t ranks) {
   int64_t devices = step.devices();
   if (devices == ranks)
@@ -173,10 +153,12 @@ runner::lrSchedule(StringRef spec, int64_t first, int64_t last) {
     double w = 0, t = 0, lo = 0;
     if (parts.size() < 2 || parts.size() > 3 || parts[0].getAsDouble(w) ||
         parts[1].getAsDouble(t) ||
-        (parts.size() == 3 && parts[2].getAsDouble(lo)) || w < 0 || t <= w ||
-        lo < 0 || lo > 1)
-      return bad("expected cosine:WARMUP:TOTAL[:MIN] with 0 <= WARMUP < "
-                 "TOTAL and 0 <= MIN <= 1, got '" + given + "'");
+        (parts.size() == 3 && parts[2].getAsDouble(lo)) ||
+        !std::isfinite(w) || !std::isfinite(t) || !std::isfinite(lo) ||
+        w < 0 || t <= w || lo < 0 || lo > 1)
+      return bad("expected cosine:WARMUP:TOTAL[:MIN] with finite numbers, "
+                 "0 <= WARMUP < TOTAL and 0 <= MIN <= 1, got '" + given +
+                 "'");
     for (int64_t s = first; s <= last; ++s)
       factors.push_back(
           s <= w   ? s / w
@@ -201,7 +183,8 @@ runner::lrSchedule(StringRef spec, int64_t first, int64_t last) {
       double f;
       if (line.trim().getAsDouble(f) || !std::isfinite(f) || f < 0)
         return bad(spec + ":" + Twine(i + 1) +
-                   ": expected a factor >= 0, got '" + line.trim() + "'");
+                   ": expected a finite factor >= 0, got '" + line.trim() +
+                   "'");
       int64_t s = static_cast<int64_t>(i) + 1;
       if (s >= first && s <= last)
         factors.push_back(f);

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Runner/Step.h"
+#include "muir-rt/Runtime.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -19,6 +20,8 @@
 #include <fcntl.h>
 #include <fstream>
 #include <poll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -162,8 +165,13 @@ int mlir::muir::runner::relaunchUnderMPI(int numRanks, int argc, char **argv,
       std::string(getenv("OPENBLAS_NUM_THREADS")
                       ? getenv("OPENBLAS_NUM_THREADS")
                       : std::to_string(std::max(1u, cores / numRanks)));
-  std::vector<std::string> cmd = {*mpirun, "-n", ranks, "--oversubscribe",
-                                  "--bind-to", "none", "-x", threads};
+  // The ranks watch this process (watchLauncher): killed even with
+  // SIGKILL, it leaves no rank running.
+  pid_t launcher = ::getpid();
+  std::string watch = "MUIR_LAUNCHER_PID=" + std::to_string(launcher);
+  std::vector<std::string> cmd = {*mpirun, "-n",   ranks, "--oversubscribe",
+                                  "--bind-to", "none", "-x",  threads,
+                                  "-x",       watch};
   if (geteuid() == 0)
     cmd.push_back("--allow-run-as-root");
   cmd.push_back(self);
@@ -188,6 +196,11 @@ int mlir::muir::runner::relaunchUnderMPI(int numRanks, int argc, char **argv,
   if (pid < 0)
     return fail("cannot run mpirun: " + Twine(std::strerror(errno)));
   if (pid == 0) {
+    // mpirun ends with this process, however it ends (mpirun then ends
+    // its ranks; they also watch this process themselves).
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != launcher)
+      std::_Exit(1);
     ::dup2(errPipe[1], STDERR_FILENO);
     ::execv(cargv[0], cargv.data());
     std::fprintf(stderr, "%s: error: cannot run %s: %s\n", tool.str().c_str(),
@@ -235,6 +248,31 @@ int mlir::muir::runner::relaunchUnderMPI(int numRanks, int argc, char **argv,
   if (WIFSIGNALED(status))
     return 128 + WTERMSIG(status);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+void mlir::muir::runner::watchLauncher() {
+  const char *given = getenv("MUIR_LAUNCHER_PID");
+  pid_t launcher = 0;
+  if (!given || StringRef(given).getAsInteger(10, launcher) || launcher <= 1)
+    return;
+  // A pidfd becomes readable when the process ends; without one (an old
+  // kernel), the launcher is looked for four times a second.
+  int fd = static_cast<int>(::syscall(SYS_pidfd_open, launcher, 0));
+  if (fd < 0 && ::kill(launcher, 0) != 0 && errno == ESRCH)
+    fd = -2; // gone already
+  std::thread([fd, launcher] {
+    if (fd >= 0) {
+      struct pollfd pfd = {fd, POLLIN, 0};
+      while (::poll(&pfd, 1, -1) < 0 && errno == EINTR)
+        ;
+    } else if (fd == -1) {
+      while (::kill(launcher, 0) == 0 || errno == EPERM)
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    // The launcher is gone: what this rank staged goes, then the rank.
+    muirrt_cleanup_now();
+    std::_Exit(128 + SIGKILL);
+  }).detach();
 }
 
 /// Test-only fault injection for the fault tests: MUIR_TEST_FAULT =

@@ -43,39 +43,27 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
       return llvm::Error::success();
     };
     llvm::Error e = llvm::Error::success();
+    // Enum values: the flags' own lists (muir-compile's --target and the
+    // like), so that the names and the error's list are the same.
+    auto enumeration = [&](auto &out, const llvm::cl::ValuesClass &values)
+        -> llvm::Error {
+      auto v = parseEnumValue<std::decay_t<decltype(out)>>(values, value);
+      if (!v)
+        return error("option '" + item + "': " + expectedOneOf(values));
+      out = *v;
+      return llvm::Error::success();
+    };
     if (key == "target") {
-      if (value != "cpu" && value != "cuda")
-        return error("option '" + item + "': expected cpu or cuda");
-      o.target.target = value == "cuda" ? Target::Cuda : Target::Cpu;
+      e = enumeration(o.target.target, targetValues());
     } else if (key == "ns-mode") {
-      std::optional<NSModeOption> m;
-      for (NSModeOption v :
-           {NSModeOption::Auto, NSModeOption::Duplicated,
-            NSModeOption::Distributed, NSModeOption::Resharded,
-            NSModeOption::Blockwise})
-        if (stringify(v) == value)
-          m = v;
-      if (!m)
-        return error("option '" + item +
-                     "': expected auto, duplicated, distributed, resharded "
-                     "or blockwise");
-      o.pipeline.nsMode = *m;
+      e = enumeration(o.pipeline.nsMode, nsModeValues());
     } else if (key == "ns-form") {
-      std::optional<NSFormOption> f = symbolizeNSFormOption(value);
-      if (!f)
-        return error("option '" + item + "': expected auto, standard or gram");
-      o.pipeline.nsForm = *f;
+      e = enumeration(o.pipeline.nsForm, nsFormValues());
     } else if (key == "ns-precision") {
-      std::optional<NSPrecision> p = symbolizeNSPrecision(value);
-      if (!p)
-        return error("option '" + item + "': expected f32 or bf16");
-      o.pipeline.nsPrecision = *p;
+      e = enumeration(o.pipeline.nsPrecision, nsPrecisionValues());
       precisionGiven = true;
     } else if (key == "dp-assign") {
-      auto d = symbolizeDpAssign(value);
-      if (!d)
-        return error("option '" + item + "': unknown dp-assign policy");
-      o.pipeline.dpAssign = *d;
+      e = enumeration(o.pipeline.dpAssign, dpAssignValues());
     } else if (key == "syrk") {
       e = boolean(o.pipeline.syrk);
     } else if (key == "batch") {
@@ -85,10 +73,7 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
     } else if (key == "syrk-chunk-rows") {
       e = integer(o.pipeline.chunkRows);
     } else if (key == "machine") {
-      std::optional<Machine> m = symbolizeMachine(value);
-      if (!m)
-        return error("option '" + item + "': expected cpu, h200 or h200-bf16");
-      o.pipeline.machine = *m;
+      e = enumeration(o.pipeline.machine, machineValues());
     } else if (key == "probe-updates") {
       e = boolean(o.pipeline.probeUpdates);
     } else if (key == "cuda-arch") {
@@ -105,6 +90,8 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
       e = boolean(o.deterministic);
     } else if (key == "cuda-device") {
       e = integer(o.cudaDevice);
+    } else if (key == "jit-listeners") {
+      e = boolean(o.jitListeners);
     } else if (key == "cache-dir") {
       o.cacheDir = value.str();
     } else if (key == "nccl-id") {

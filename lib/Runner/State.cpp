@@ -24,6 +24,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/xxhash.h"
 
+#include <climits>
 #include <cstdio>
 #include <set>
 #include <unistd.h>
@@ -188,6 +189,11 @@ mlir::muir::state::differences(const StepIdentity &saved,
       out.push_back("the flag --" + name + ": saved with '" + was +
                     "', this run has '" + is + "'");
   }
+  // Another build may compute other bits (a changed kernel, another
+  // schedule): a state continues only on the build that saved it.
+  if (saved.build != now.build)
+    out.push_back("the build: saved by '" + saved.build + "', this run is '" +
+                  now.build + "' (resume with the build that saved it)");
   // The IR hash covers the grid too: name it alone only if nothing more
   // specific explains the difference.
   if (saved.stepHash != now.stepHash && out.empty())
@@ -224,19 +230,18 @@ llvm::Error mlir::muir::state::checkSaveTarget(StringRef given) {
   if (dir.empty() || path::filename(dir) == "." || path::filename(dir) == "..")
     return refuse("give the state's directory by its name (not '.', '..' "
                   "or '/')");
+  // The new state is staged beside it and renamed into place: the parent
+  // must take new entries, whether or not a state is there.
+  llvm::SmallString<256> parent(dir);
+  path::remove_dots(parent, /*remove_dot_dot=*/true);
+  path::remove_filename(parent);
+  if (parent.empty())
+    parent = ".";
+  if (!fs::is_directory(parent) || fs::access(parent, fs::AccessMode::Write))
+    return refuse("its folder '" + parent + "' is not a writable directory");
   fs::file_status st;
-  if (fs::status(dir, st, /*follow=*/false)) {
-    // Nothing there: the parent must take the new state.
-    llvm::SmallString<256> parent(dir);
-    path::remove_dots(parent, /*remove_dot_dot=*/true);
-    path::remove_filename(parent);
-    if (parent.empty())
-      parent = ".";
-    if (!fs::is_directory(parent) ||
-        fs::access(parent, fs::AccessMode::Write))
-      return refuse("its folder '" + parent + "' is not a writable directory");
+  if (fs::status(dir, st, /*follow=*/false))
     return llvm::Error::success();
-  }
   if (fs::is_symlink_file(st))
     return refuse("it is a symbolic link; give the state's own directory");
   if (!fs::is_directory(st))
@@ -327,21 +332,19 @@ llvm::Error mlir::muir::state::saveState(const MuirRtContext *ctx,
   auto fail = [&](const Twine &why) {
     return error("cannot save the state to '" + dir + "': " + why);
   };
-  // A fresh sibling (never an existing name, which may be the user's).
-  llvm::SmallString<256> prefix(dir);
-  path::remove_dots(prefix, /*remove_dot_dot=*/true);
-  while (prefix.size() > 1 && path::is_separator(prefix.back()))
-    prefix.pop_back();
-  llvm::SmallString<256> tmp;
-  if (std::error_code ec = fs::createUniqueDirectory(prefix + ".new", tmp))
-    return fail(ec.message());
-  // As mkdir would make it (createUniqueDirectory leaves out others).
-  fs::setPermissions(tmp, fs::all_read | fs::all_exe | fs::owner_write);
-  llvm::scope_exit removeTmp([&] {
-    if (!tmp.empty())
-      fs::remove_directories(tmp);
+  // Built in a staging directory beside the state (same file system,
+  // never $TMPDIR), which then takes the state's place in one rename: the
+  // directory is the old state whole or the new one whole, also under a
+  // signal (the runtime removes the staging directory).
+  char staged[PATH_MAX] = {0};
+  if (muirrt_stage_dir(dir.str().c_str(), staged, sizeof(staged)))
+    return fail(muirrt_last_error());
+  llvm::scope_exit removeStaged([&] {
+    if (staged[0])
+      muirrt_stage_abort(staged);
   });
-  if (muirrt_dump_dir(ctx, tmp.c_str()))
+  llvm::StringRef tmp = staged;
+  if (muirrt_write_dir(ctx, staged))
     return fail(muirrt_last_error());
   Manifest m;
   m.identity = identity;
@@ -363,25 +366,8 @@ llvm::Error mlir::muir::state::saveState(const MuirRtContext *ctx,
     if (os.has_error())
       return fail(os.error().message());
   }
-  // The old state (checked above to be one) moves aside onto a fresh
-  // empty name, the new one into place, then the old one goes.
-  bool had = fs::exists(dir);
-  llvm::SmallString<256> old;
-  if (had) {
-    if (std::error_code ec = fs::createUniqueDirectory(prefix + ".old", old))
-      return fail(ec.message());
-    if (std::error_code ec = fs::rename(dir, old)) {
-      fs::remove(old);
-      return fail("cannot move the old state aside: " + ec.message());
-    }
-  }
-  if (std::error_code ec = fs::rename(tmp, dir)) {
-    if (had)
-      fs::rename(old, dir);
-    return fail(ec.message());
-  }
-  tmp.clear();
-  if (had)
-    fs::remove_directories(old);
+  if (muirrt_stage_commit(staged, dir.str().c_str()))
+    return fail(muirrt_last_error());
+  staged[0] = 0;
   return llvm::Error::success();
 }

@@ -11,6 +11,7 @@
 #include "muir/Import/Description.h"
 #include "muir/Step.h"
 #include "muir/Support/Files.h"
+#include "muir/Support/Version.h"
 #include "muir/Support/Limits.h"
 #include "muir/Version.h"
 #include "muir-rt/Runtime.h"
@@ -32,6 +33,7 @@
 #include "llvm/TargetParser/Host.h"
 
 #include <cstdlib>
+#include <cmath>
 #include <dlfcn.h>
 #include <mutex>
 
@@ -298,6 +300,13 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
     // Planned IR has its Newton-Schulz expanded already.
     bool distributeOnly = flag == "ns-mode" || flag == "dp-assign" ||
                           flag == "ns-form" || flag == "ns-precision";
+    // muir-compile writes no probes (it has no such flag): planned and exec
+    // IR have none to leave out.
+    if (flag == "no-probes" && stage != Stage::High)
+      return error("--no-probes has no effect on " +
+                   Twine(stage == Stage::Exec ? "exec" : "planned") +
+                   " IR: muir-compile writes it without Newton-Schulz "
+                   "probes, so it has none to leave out; drop the flag");
     if (stage == Stage::Exec || (stage == Stage::Planned && distributeOnly))
       return error("--" + flag + " has no effect on " +
                    (stage == Stage::Exec ? "exec IR, which is compiled"
@@ -322,7 +331,9 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
     // holds that); --cuda-bf16's implied precision says nothing there.
     if (stage != Stage::High)
       step->id.flags.erase("ns-precision");
-    step->id.build = MUIR_VERSION_STRING;
+    // The version and the commit: a state continues on the build that
+    // saved it.
+    step->id.build = muirBuildVersion();
   }
   // Gradients the step computes itself (a trained MoE layer's, returned
   // with muir.updates).
@@ -410,6 +421,7 @@ llvm::Error Step::readArguments() {
         return error("the grid " + id.grid + " has more than " +
                      Twine(kMaxDevices) + " devices");
 
+  llvm::StringMap<unsigned> argIndexByName;
   for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
     Type t = entry.getArgument(i).getType();
     Argument a;
@@ -492,6 +504,16 @@ llvm::Error Step::readArguments() {
     } else {
       return error("entry argument " + Twine(i) + " has unsupported type");
     }
+    if (a.role == MUIR_ROLE_HYPER && !std::isfinite(a.defaultValue))
+      return error("hyperparameter '" + a.name + "' (entry argument " +
+                   Twine(i) + ") has a muir.default that is not finite");
+    // Names address tensors and hyperparameters (files, the C API, the
+    // learning-rate schedule): each names one argument.
+    if (auto [it, inserted] = argIndexByName.try_emplace(a.name, i);
+        !inserted)
+      return error("entry arguments " + Twine(it->second) + " and " +
+                   Twine(i) + " are both named '" + a.name +
+                   "'; each argument needs its own muir.name");
     args.push_back(std::move(a));
   }
   bound.assign(args.size(), nullptr);
@@ -696,6 +718,10 @@ llvm::Error Step::startEngine() {
   auto transformer = makeOptimizingTransformer(3, 0, optimizerTM->get());
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
+  // LLVM's defaults register both listeners; perf's writes files under
+  // $TMPDIR/.debug/jit that nobody asked for.
+  engineOptions.enableGDBNotificationListener = options.jitListeners;
+  engineOptions.enablePerfNotificationListener = options.jitListeners;
   auto engine =
       ExecutionEngine::create(module, engineOptions, std::move(*engineTM));
   if (!engine)
@@ -842,6 +868,23 @@ llvm::Error Step::copyToHost(void *dst, const void *src, size_t bytes) {
   return llvm::Error::success();
 }
 
+/// The program a trace is of: a hash of the identity's IR hash, grid and
+/// compile flags (what a resume compares, but the build: traces of two
+/// builds are compared, to find where their bits part), each field
+/// NUL-terminated.
+static std::string programFingerprint(const state::StepIdentity &id) {
+  std::string text;
+  auto field = [&](const std::string &value) {
+    text += value;
+    text += '\0';
+  };
+  field(id.stepHash);
+  field(id.grid);
+  for (const auto &[name, value] : id.flags)
+    field(name + "=" + value);
+  return state::hex64(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(text)));
+}
+
 llvm::Error Step::writeTrace(StringRef path) const {
   // Written whole or not at all.
   std::string why;
@@ -849,11 +892,22 @@ llvm::Error Step::writeTrace(StringRef path) const {
   if (!out)
     return error("cannot write the trace: " + why);
   llvm::raw_fd_ostream &os = out->os();
-  os << "# muir fingerprint trace: step rank seq op_id name loc in|out "
-        "operand type bytes hash\n";
   int64_t r = rank();
+  int64_t n = muirrt_trace_count();
+  // What the trace is of (muir-trace-diff refuses to compare two programs
+  // and names what differs), then the records, then their count (a trace
+  // without it was cut).
+  os << "# muir fingerprint trace: program " << programFingerprint(id)
+     << " rank " << r << " of " << muirrt_dist_size() << "\n"
+     << "# fields: step rank seq op_id name loc in|out operand type bytes "
+        "hash\n"
+     << "# ir " << id.stepHash << "\n"
+     << "# grid " << id.grid << "\n";
+  for (const auto &[name, value] : id.flags)
+    os << "# flag " << name << "=" << value << "\n";
+  os << "# build " << id.build << "\n";
   const MuirRtTraceRecord *rec = muirrt_trace_records();
-  for (int64_t i = 0, n = muirrt_trace_count(); i < n; ++i) {
+  for (int64_t i = 0; i < n; ++i) {
     const MuirRtTraceRecord &t = rec[i];
     auto found = impl->tracedOps.find(t.op_id);
     TracedOp none;
@@ -865,6 +919,7 @@ llvm::Error Step::writeTrace(StringRef path) const {
        << t.index << " " << (type == op.types.end() ? "?" : type->second)
        << " " << t.bytes << " " << state::hex64(t.hash) << "\n";
   }
+  os << "# end " << n << " records\n";
   if (!out->commit(why))
     return error("cannot write the trace: " + why);
   return llvm::Error::success();

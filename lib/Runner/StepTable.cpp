@@ -17,6 +17,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -258,13 +259,21 @@ void HostTensors::printStep(llvm::raw_ostream &os) const {
       os << "  " << obs.label << " "
          << llvm::format("%.6e", static_cast<double>(data[0])) << "\n";
   }
+  // Columns as wide as their longest entry (at least 20 and 11), so that
+  // long names never run into the next column.
+  size_t nameWidth = 20, shapeWidth = 11;
+  for (const Argument &a : args)
+    if (a.role == MUIR_ROLE_PARAM && a.isTensor()) {
+      nameWidth = std::max(nameWidth, a.name.size());
+      shapeWidth = std::max(shapeWidth, shapeText(a.globalShape).size());
+    }
   size_t row = 0;
   for (const Argument &a : args) {
     if (a.role != MUIR_ROLE_PARAM || !a.isTensor())
       continue;
     const std::array<double, 2> &squares = norms[row++];
-    os << "  " << llvm::left_justify(a.name, 20) << " "
-       << llvm::left_justify(shapeText(a.globalShape), 11);
+    os << "  " << llvm::left_justify(a.name, nameWidth) << " "
+       << llvm::left_justify(shapeText(a.globalShape), shapeWidth);
     auto it = merged.find(a.name);
     if (it != merged.end())
       os << " sigma "

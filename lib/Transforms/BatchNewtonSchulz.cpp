@@ -64,6 +64,9 @@ struct BatchNewtonSchulzPass
     : public mlir::muir::impl::MuirBatchNewtonSchulzBase<
           BatchNewtonSchulzPass> {
   void runOnOperation() override {
+    if (failed(checkPassInput(getOperation(), getArgument(),
+                              PassInput::Tensors)))
+      return signalPassFailure();
     SmallVector<Block *> blocks;
     getOperation().walk([&](Block *b) { blocks.push_back(b); });
     for (Block *block : blocks) {

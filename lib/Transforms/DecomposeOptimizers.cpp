@@ -137,6 +137,9 @@ struct DecomposeOptimizersPass
   using Base::Base;
 
   void runOnOperation() override {
+    if (failed(checkPassInput(getOperation(), getArgument(),
+                              PassInput::Tensors)))
+      return signalPassFailure();
     ModuleOp module = getOperation();
     // Slots continue after probes already in the module.
     int64_t nextSlot = 0;

@@ -194,6 +194,9 @@ struct DistributePass
   FlatSymbolRefAttr gridRef;
 
   void runOnOperation() override {
+    if (failed(checkPassInput(getOperation(), getArgument(),
+                              PassInput::Tensors)))
+      return signalPassFailure();
     ModuleOp module = getOperation();
     MachineProfile profile = MachineProfile::get(machine);
     policy = dpAssign;

@@ -79,6 +79,9 @@ struct ExpandNewtonSchulz : OpRewritePattern<NewtonSchulzOp> {
 struct ExpandNewtonSchulzPass
     : public mlir::muir::impl::MuirExpandNewtonSchulzBase<ExpandNewtonSchulzPass> {
   void runOnOperation() override {
+    if (failed(checkPassInput(getOperation(), getArgument(),
+                              PassInput::Tensors)))
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     populateExpandNewtonSchulzPatterns(patterns);
     walkAndApplyPatterns(getOperation(), std::move(patterns));

@@ -86,6 +86,9 @@ struct MatmulToSyrk : OpRewritePattern<MatmulOp> {
 struct FormSyrkPass
     : public mlir::muir::impl::MuirFormSyrkBase<FormSyrkPass> {
   void runOnOperation() override {
+    if (failed(checkPassInput(getOperation(), getArgument(),
+                              PassInput::Tensors)))
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     populateFormSyrkPatterns(patterns);
     walkAndApplyPatterns(getOperation(), std::move(patterns));

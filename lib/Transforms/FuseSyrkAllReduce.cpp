@@ -73,6 +73,9 @@ struct FuseSyrkAllReducePass
   using Base::Base;
 
   void runOnOperation() override {
+    if (failed(checkPassInput(getOperation(), getArgument(),
+                              PassInput::Tensors)))
+      return signalPassFailure();
     if (chunkRows < 0) {
       getOperation().emitError("syrk-chunk-rows must be >= 0, got ")
           << static_cast<int64_t>(chunkRows);

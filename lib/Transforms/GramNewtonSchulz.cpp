@@ -184,6 +184,9 @@ struct GramNewtonSchulzPass
   using MuirGramNewtonSchulzBase::MuirGramNewtonSchulzBase;
 
   void runOnOperation() override {
+    if (failed(checkPassInput(getOperation(), getArgument(),
+                              PassInput::Tensors)))
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     populateGramNewtonSchulzPatterns(patterns, machine, nsForm, syrk);
     walkAndApplyPatterns(getOperation(), std::move(patterns));

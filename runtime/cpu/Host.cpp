@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +33,7 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <set>
 #include <new>
 #include <string>
 #include <thread>
@@ -58,20 +60,6 @@ int fail(std::string message) {
 }
 
 std::string errnoText(int err) { return std::strerror(err); }
-
-// Runs `body` (returning 0/non-zero) and converts any escaping exception into
-// an error return, so no exception crosses the C boundary.
-template <typename Fn> int guarded(Fn &&body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    return fail("out of memory");
-  } catch (const std::exception &e) {
-    return fail(e.what());
-  } catch (...) {
-    return fail("unknown error");
-  }
-}
 
 // Python's repr() of a shape tuple: (), (5,), (3, 4).
 std::string shapeString(int32_t rank, const int64_t *shape) {
@@ -248,8 +236,7 @@ bool writeFull(int fd, const void *buf, size_t size) {
 
 // mkdir -p. Existing directories are fine; an existing non-directory is an
 // error naming the offending prefix.
-int makeDirs(const std::string &dir,
-             std::vector<std::string> *created = nullptr) {
+int makeDirs(const std::string &dir, std::vector<std::string> *created) {
   if (dir.empty())
     return fail("empty directory path");
   std::string prefix;
@@ -656,8 +643,20 @@ extern "C" int muirrt_check_dump(const char *dir, const char *const *names,
     if (!dir || !*dir)
       return fail("muirrt_check_dump: empty directory path");
     std::string base = dir;
-    // DIR, or the nearest folder above it that exists, must take writes.
-    std::string existing = base;
+    // The new dump is staged beside DIR: DIR's folder, or the nearest
+    // folder above it that exists, must take writes.
+    std::string trimmed = base;
+    while (trimmed.size() > 1 && trimmed.back() == '/')
+      trimmed.pop_back();
+    size_t cut = trimmed.find_last_of('/');
+    std::string last =
+        cut == std::string::npos ? trimmed : trimmed.substr(cut + 1);
+    if (last.empty() || last == "." || last == ".." || trimmed == "/")
+      return fail("'" + base + "': give the dump's directory by its name "
+                  "(not '.', '..' or '/')");
+    std::string existing = cut == std::string::npos ? "."
+                           : cut == 0               ? "/"
+                                                    : trimmed.substr(0, cut);
     int err = 0;
     while (true) {
       struct stat st;
@@ -678,8 +677,12 @@ extern "C" int muirrt_check_dump(const char *dir, const char *const *names,
     if (::access(existing.c_str(), W_OK | X_OK) != 0)
       return fail("cannot write in directory '" + existing +
                   "': " + errnoText(errno));
-    if (existing != base)
+    struct stat dst;
+    if (::stat(base.c_str(), &dst) != 0)
       return 0; // DIR will be new: nothing in it can be in the way
+    if (!S_ISDIR(dst.st_mode))
+      return fail("cannot write in directory '" + base +
+                  "': " + errnoText(ENOTDIR));
     for (int32_t i = 0; i < count; ++i)
       if (int rc = checkDumpTarget(base, names[i] ? names[i] : "", nullptr))
         return rc;
@@ -687,42 +690,122 @@ extern "C" int muirrt_check_dump(const char *dir, const char *const *names,
   });
 }
 
-extern "C" int muirrt_dump_dir(const MuirRtContext *ctx, const char *dir) {
-  // Temporaries written so far (temporary, final path), the folders this
-  // call created, and each previous file's second name until every new
-  // file is in place: a hard link (the file stays where it was) or, where
-  // the file system has none, the file itself moved aside.
-  struct Kept {
-    std::string path;
-    bool moved = false;
-  };
-  std::vector<std::pair<std::string, std::string>> pending;
-  std::vector<std::string> created;
-  std::vector<Kept> kept;
-  size_t renamed = 0;
-  auto rollBack = [&] {
-    // Files already renamed into place go back to their previous version
-    // (or away, if there was none); a previous file moved aside goes back;
-    // temporaries, second names and new folders go.
-    for (size_t i = 0; i < pending.size(); ++i) {
-      const Kept *k = i < kept.size() && !kept[i].path.empty() ? &kept[i]
-                                                                : nullptr;
-      if (i < renamed) {
-        if (k)
-          ::rename(k->path.c_str(), pending[i].second.c_str());
-        else
-          ::unlink(pending[i].second.c_str());
+namespace {
+
+/// Copies a regular file (a hard link where the file system has none).
+int copyFile(const std::string &from, const std::string &to, mode_t mode) {
+  int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0)
+    return fail("cannot read '" + from + "': " + errnoText(errno));
+  FdCloser closeIn{in};
+  int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (out < 0)
+    return fail("cannot create '" + to + "': " + errnoText(errno));
+  FdCloser closeOut{out};
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = readFull(in, buf, sizeof(buf));
+    if (n < 0)
+      return fail("cannot read '" + from + "': " + errnoText(errno));
+    if (n == 0)
+      return 0;
+    if (!writeFull(out, buf, static_cast<size_t>(n)))
+      return fail("cannot write '" + to + "': " + errnoText(errno));
+  }
+}
+
+/// Carries every entry of the old dump directory `from` that the new dump
+/// does not replace (`replaced`: paths relative to the dump directory) into
+/// the staging directory `to`: files as hard links (so they stay the same
+/// files), folders recreated, links recreated as links.
+int carryOver(const std::string &from, const std::string &to,
+              const std::string &rel, const std::set<std::string> &replaced,
+              int depth) {
+  if (depth > 64)
+    return fail("'" + from + "': folders nested too deeply");
+  DIR *d = ::opendir(from.c_str());
+  if (!d)
+    return fail("cannot read directory '" + from + "': " + errnoText(errno));
+  struct Closer {
+    DIR *d;
+    ~Closer() { ::closedir(d); }
+  } closer{d};
+  while (struct dirent *e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..")
+      continue;
+    std::string path = joinPath(from, name), dest = joinPath(to, name),
+                relName = rel.empty() ? name : rel + "/" + name;
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0)
+      return fail("'" + path + "': " + errnoText(errno));
+    if (S_ISDIR(st.st_mode)) {
+      if (::mkdir(dest.c_str(), st.st_mode & 07777) != 0 && errno != EEXIST)
+        return fail("cannot create '" + dest + "': " + errnoText(errno));
+      if (int rc = carryOver(path, dest, relName, replaced, depth + 1))
+        return rc;
+    } else if (S_ISREG(st.st_mode)) {
+      if (replaced.count(relName))
         continue;
-      }
-      ::unlink(pending[i].first.c_str());
-      if (k && k->moved)
-        ::rename(k->path.c_str(), pending[i].second.c_str());
-      else if (k)
-        ::unlink(k->path.c_str());
+      if (::link(path.c_str(), dest.c_str()) != 0)
+        if (int rc = copyFile(path, dest, st.st_mode & 07777))
+          return rc;
+    } else if (S_ISLNK(st.st_mode)) {
+      std::string target(PATH_MAX, '\0');
+      ssize_t n = ::readlink(path.c_str(), target.data(), target.size());
+      if (n < 0)
+        return fail("cannot read link '" + path + "': " + errnoText(errno));
+      target.resize(static_cast<size_t>(n));
+      if (::symlink(target.c_str(), dest.c_str()) != 0)
+        return fail("cannot create link '" + dest + "': " + errnoText(errno));
+    } else {
+      return fail("'" + path + "' is not a file, a folder or a link; muir "
+                  "cannot carry it into the new dump (move it elsewhere)");
     }
-    for (auto it = created.rbegin(); it != created.rend(); ++it)
-      ::rmdir(it->c_str());
-  };
+  }
+  return 0;
+}
+
+/// Writes every tensor to DIR/<name>.npy in a directory that holds none of
+/// them (a staging directory), creating subfolders.
+int writeTensors(const MuirRtContext *ctx, const std::string &base) {
+  for (const Tensor &t : ctx->tensors) {
+    if (int rc = checkFileName(t.name))
+      return rc;
+    size_t slash = 0;
+    while ((slash = t.name.find('/', slash)) != std::string::npos) {
+      std::string d = joinPath(base, t.name.substr(0, slash++));
+      if (::mkdir(d.c_str(), 0777) != 0 && errno != EEXIST)
+        return fail("cannot create directory '" + d + "': " + errnoText(errno));
+    }
+    std::string path = joinPath(base, t.name + ".npy");
+    // The carried-over tree may hold a stale file by this name only if it
+    // was not replaced, which the check excludes.
+    if (int rc = writeNpyFile(path, t.data.get(), t.rank, t.shape))
+      return rc;
+  }
+  return 0;
+}
+
+} // namespace
+
+extern "C" int muirrt_write_dir(const MuirRtContext *ctx, const char *dir) {
+  return guarded([&]() -> int {
+    if (!ctx)
+      return fail("muirrt_write_dir: null context");
+    if (!dir || !*dir)
+      return fail("muirrt_write_dir: empty directory path");
+    return writeTensors(ctx, dir);
+  });
+}
+
+extern "C" int muirrt_dump_dir(const MuirRtContext *ctx, const char *dir) {
+  // The new dump is built in a staging directory beside DIR (the old
+  // dump's other files carried over as hard links), which then takes DIR's
+  // place in one rename: DIR is the old dump whole or the new one whole,
+  // also under a signal (Staging.cpp removes the staging directory).
+  std::vector<std::string> created;
+  char staged[PATH_MAX] = {0};
   int rc = guarded([&]() -> int {
     if (!ctx)
       return fail("muirrt_dump_dir: null context");
@@ -731,73 +814,45 @@ extern "C" int muirrt_dump_dir(const MuirRtContext *ctx, const char *dir) {
     std::string base = dir;
     // Every target is checked before anything is written: a folder or a
     // link in the way fails the dump with nothing changed.
-    std::vector<std::string> missing;
-    for (const Tensor &t : ctx->tensors)
-      if (int rc = checkDumpTarget(base, t.name, &missing))
-        return rc;
-    if (int rc = makeDirs(base, &created))
-      return rc;
-    for (const std::string &d : missing) {
-      if (::mkdir(d.c_str(), 0777) == 0)
-        created.push_back(d);
-      else if (errno != EEXIST)
-        return fail("cannot create directory '" + d + "': " + errnoText(errno));
-    }
-    pending.reserve(ctx->tensors.size());
-
-    // Phase 1: every tensor to a temporary next to its final name, so a
-    // failure (full disk, bad folder) leaves the previous dump untouched.
+    std::set<std::string> replaced;
     for (const Tensor &t : ctx->tensors) {
-      std::string path = joinPath(base, t.name + ".npy"), tmp;
-      if (int rc = writeTemp(path, t.data.get(), t.rank, t.shape, tmp))
+      if (int rc = checkDumpTarget(base, t.name, nullptr))
         return rc;
-      pending.emplace_back(tmp, path);
+      replaced.insert(t.name + ".npy");
     }
-
-    // Phase 2: keep each previous file under a second name, then rename()
-    // the new one over it; a failure puts every previous file back, so the
-    // dump is all new or all old.
-    kept.assign(pending.size(), Kept());
-    int err = 0;
-    for (size_t i = 0; i < pending.size(); ++i) {
-      const std::string &path = pending[i].second;
-      if (entryAt(path, err) != Entry::File)
-        continue;
-      std::string keep;
-      for (int attempt = 0; attempt < 100 && keep.empty(); ++attempt) {
-        std::string name = sideName(path, "old");
-        if (::link(path.c_str(), name.c_str()) == 0) {
-          keep = name;
-        } else if (errno == EEXIST) {
-          continue;
-        } else if (entryAt(name, err) == Entry::None && err == ENOENT &&
-                   ::rename(path.c_str(), name.c_str()) == 0) {
-          // No hard links here: the file itself moves aside.
-          keep = name;
-          kept[i].moved = true;
-        } else {
-          return fail(path + ": cannot keep the previous file: " +
-                      errnoText(errno));
-        }
-      }
-      if (keep.empty())
-        return fail(path + ": cannot find a free name to keep the previous "
-                           "file under");
-      kept[i].path = keep;
+    std::string parent = base;
+    while (parent.size() > 1 && parent.back() == '/')
+      parent.pop_back();
+    size_t slash = parent.find_last_of('/');
+    parent = slash == std::string::npos ? "." : slash == 0 ? "/" : parent.substr(0, slash);
+    if (int rc = makeDirs(parent, &created))
+      return rc;
+    if (muirrt_stage_dir(dir, staged, sizeof(staged)))
+      return 1;
+    struct stat st;
+    if (::stat(dir, &st) == 0) {
+      if (!S_ISDIR(st.st_mode))
+        return fail("cannot write in directory '" + base +
+                    "': " + errnoText(ENOTDIR));
+      ::chmod(staged, st.st_mode & 07777);
+      if (int rc = carryOver(base, staged, "", replaced, 0))
+        return rc;
     }
-    for (; renamed < pending.size(); ++renamed)
-      if (::rename(pending[renamed].first.c_str(),
-                   pending[renamed].second.c_str()) != 0)
-        return fail(pending[renamed].second + ": cannot rename '" +
-                    pending[renamed].first +
-                    "' into place: " + errnoText(errno));
-    for (const Kept &k : kept)
-      if (!k.path.empty())
-        ::unlink(k.path.c_str());
+    if (int rc = writeTensors(ctx, staged))
+      return rc;
+    if (muirrt_stage_commit(staged, dir))
+      return 1;
+    staged[0] = 0;
     return 0;
   });
-  if (rc != 0)
-    rollBack();
+  if (rc != 0) {
+    std::string why = muirrt_last_error();
+    if (staged[0])
+      muirrt_stage_abort(staged);
+    for (auto it = created.rbegin(); it != created.rend(); ++it)
+      ::rmdir(it->c_str());
+    fail(why);
+  }
   return rc;
 }
 

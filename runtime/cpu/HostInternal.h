@@ -13,7 +13,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <new>
 #include <string>
+#include <vector>
 
 namespace [[gnu::visibility("hidden")]] muirrt_host {
 
@@ -42,6 +45,29 @@ ssize_t readFull(int fd, void *buf, size_t size);
 bool writeFull(int fd, const void *buf, size_t size);
 
 /// What lies at `path`, not following a symbolic link there.
+// Runs `body` (returning 0/non-zero) and converts any escaping exception into
+// an error return, so no exception crosses the C boundary.
+template <typename Fn> int guarded(Fn &&body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return fail("out of memory");
+  } catch (const std::exception &e) {
+    return fail(e.what());
+  } catch (...) {
+    return fail("unknown error");
+  }
+}
+
+/// mkdir -p; the folders it made are appended to `created`.
+int makeDirs(const std::string &dir,
+             std::vector<std::string> *created = nullptr);
+/// DIR/rel.
+std::string joinPath(const std::string &dir, const std::string &rel);
+/// Writes a complete .npy file at `file`, which must not exist.
+int writeNpyFile(const std::string &file, const float *data, int32_t rank,
+                 const int64_t *shape);
+
 enum class Entry { None, File, Directory, Link, Other };
 Entry entryAt(const std::string &path, int &err);
 /// A new name beside `path` for a temporary.

@@ -36,7 +36,7 @@ func.func @twice(%x: tensor<4xf32> {muir.name = "x"}) -> (tensor<4xf32> {muir.up
 // -----
 
 func.func @unexpanded(%x: tensor<4x4xf32> {muir.name = "x"}) -> (tensor<4x4xf32> {muir.updates = "x"}) {
-  // expected-error@+1 {{must be expanded before lowering to exec IR}}
+  // expected-error@+1 {{muir-lower-to-exec expects planned IR (distributed, optimizers decomposed, Newton-Schulz expanded); found op 'muir.newton_schulz': run muir-expand-newton-schulz first}}
   %y = muir.newton_schulz %x steps(1) schedule(simple) : tensor<4x4xf32>
   return %y : tensor<4x4xf32>
 }

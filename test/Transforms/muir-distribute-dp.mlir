@@ -3,7 +3,7 @@
 // RUN: muir-opt %s --split-input-file --muir-distribute=dp-assign=replicated | FileCheck %s --check-prefix=REP
 // RUN: not muir-opt %s --split-input-file --muir-distribute=dp-assign=sideways 2>&1 | FileCheck %s --check-prefix=BAD
 
-// BAD: for the --dp-assign option: Cannot find option named 'sideways'!
+// BAD: for the --dp-assign option: unknown value 'sideways'; expected one of: greedy, round-robin, replicated
 
 // Layer-wise over dp=2: weights m n min(m, n) per step are 5*64*64*64 (c),
 // 5*16*32*16 (a) and 5*32*16*16 (b, transposed shape, same weight).

@@ -59,6 +59,7 @@ static cl::opt<std::string>
            cl::init(""),
     cl::cat(muir::muirFlagCategory()));
 enum class Emit { Description, High, Planned, Exec, LLVM, PTX, Object, None };
+MUIR_ENUM_FLAG(Emit)
 static cl::opt<Emit> emit(
     "emit", cl::desc("IR stage to write"), cl::init(Emit::Exec),
     cl::values(clEnumValN(Emit::Description, "description",
@@ -137,36 +138,31 @@ int main(int argc, char **argv) {
     return fail("--emit=ptx needs --target=cuda");
   if (emit == Emit::Object && outputFile == "-")
     return fail("--emit=object needs -o FILE");
-  if (inputFile.empty() == hfConfig.empty())
-    return fail(inputFile.empty()
-                    ? "no input: give a description file or --hf config.json"
-                    : "give either a description file or --hf, not both");
   if (layout.getNumOccurrences() && layout.empty())
     return fail("--layout is empty: give the grid's axes, e.g. "
                 "--layout dp=2,tp=2 (or leave the flag out to keep the "
                 "description's grid)");
-  // Every output is checked against the others and the input before any
-  // work: none may overwrite another or what is read.
+  // Every path, checked at once before any work: no output overwrites
+  // another or what is read (muir/Support/Files.h).
   {
-    std::vector<std::pair<std::string, std::string>> outputs;
+    using muir::PathKind;
+    std::vector<muir::PathUse> paths = {
+        {"the input", inputFile, PathKind::InputFile,
+         inputFile.getNumOccurrences() > 0},
+        {"--hf", hfConfig, PathKind::InputFile,
+         hfConfig.getNumOccurrences() > 0}};
     if (emit != Emit::None)
-      outputs.push_back({"-o", outputFile});
-    if (!reportFile.empty())
-      outputs.push_back({"--report", reportFile});
-    StringRef input = hfConfig.empty() ? inputFile : hfConfig;
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      const auto &[flag, path] = outputs[i];
-      if (muir::samePath(path, input))
-        return fail(flag + " '" + path + "' is the input file; write the " +
-                    "output elsewhere");
-      for (size_t j = 0; j < i; ++j)
-        if (muir::samePath(path, outputs[j].second))
-          return fail(outputs[j].first + " and " + flag + " both write " +
-                      (path == "-" ? std::string("to stdout")
-                                   : "'" + path + "'") +
-                      "; give them different files");
-    }
+      paths.push_back({"-o", outputFile, PathKind::OutputFile,
+                       outputFile.getNumOccurrences() > 0});
+    paths.push_back({"--report", reportFile, PathKind::OutputFile,
+                     reportFile.getNumOccurrences() > 0});
+    if (std::string bad = muir::checkPathUses(paths); !bad.empty())
+      return fail(bad);
   }
+  if (inputFile.empty() == hfConfig.empty())
+    return fail(inputFile.empty()
+                    ? "no input: give a description file or --hf config.json"
+                    : "give either a description file or --hf, not both");
 
   // Read the description.
   llvm::SourceMgr sourceMgr;
@@ -306,7 +302,8 @@ int main(int argc, char **argv) {
   }
   if (jsonOut)
     report.writeJSON(jsonOut->os());
-  if (!quiet)
+  // The description asked for is the output: no plan table beside it.
+  if (!quiet && emit != Emit::Description)
     report.printTable(stdoutTaken ? llvm::errs() : llvm::outs());
   // Both outputs are complete before either is put in place.
   if ((irOut && !irOut->written(error)) ||

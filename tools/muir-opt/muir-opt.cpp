@@ -14,10 +14,8 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
-#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
 int main(int argc, char **argv) {
@@ -31,19 +29,27 @@ int main(int argc, char **argv) {
       argc, argv, "muir optimizer driver\n", registry);
   mlir::MlirOptMainConfig config = mlir::MlirOptMainConfig::createFromCLOptions();
   std::string error;
+  auto fail = [](const std::string &msg) {
+    llvm::WithColor::error(llvm::errs(), "muir-opt") << msg << "\n";
+    return 1;
+  };
+  // The output never replaces the input, and is written whole or not at
+  // all: a failing pass leaves what was at -o as it was.
+  if (std::string bad = mlir::muir::checkPathUses(
+          {{"the input", inputFile, mlir::muir::PathKind::InputFile, true},
+           {"-o", outputFile, mlir::muir::PathKind::OutputFile, true}});
+      !bad.empty())
+    return fail(bad);
   auto input = mlir::muir::readBoundedFile(inputFile, error);
-  if (!input) {
-    llvm::WithColor::error(llvm::errs(), "muir-opt") << error << "\n";
-    return 1;
-  }
-  auto output = mlir::openOutputFile(outputFile, &error);
-  if (!output) {
-    llvm::WithColor::error(llvm::errs(), "muir-opt") << error << "\n";
-    return 1;
-  }
+  if (!input)
+    return fail(error);
+  auto output = mlir::muir::AtomicOutput::open(outputFile, error);
+  if (!output)
+    return fail(error);
   if (mlir::failed(mlir::MlirOptMain(output->os(), std::move(input),
                                      registry, config)))
     return 1;
-  output->keep();
+  if (!output->commit(error))
+    return fail(error);
   return 0;
 }

@@ -108,6 +108,12 @@ static cl::opt<bool> checkFinite(
              "MoE layer's loss is not finite after it; nothing is written "
              "(--check-finite=false: no check)"),
     cl::init(true), cl::cat(muirCat));
+static cl::opt<bool> jitListeners(
+    "jit-listeners",
+    cl::desc("register the JIT-compiled step with gdb and perf (perf's "
+             "listener writes dumps under $TMPDIR/.debug/jit); off by "
+             "default: the JIT writes no file"),
+    cl::init(false), cl::cat(muirCat));
 static cl::opt<bool> noProbes(
     "no-probes",
     cl::desc("do not record Newton-Schulz outputs (no singular values in "
@@ -150,6 +156,8 @@ int main(int argc, char **argv) {
   // The launcher (more than one rank, not yet under mpirun) checks
   // everything it can before mpirun starts, once.
   bool launcher = numRanks > 1 && !runner::underMPI();
+  if (runner::underMPI())
+    runner::watchLauncher();
   bool cuda = flags.target == muir::Target::Cuda;
   if (numSteps < 1)
     return fail("--steps must be at least 1, got " + Twine(numSteps));
@@ -170,18 +178,38 @@ int main(int argc, char **argv) {
         " is not available with --target=cuda yet");
   if (!cuda && cudaCublasGrouped)
     return fail("--cuda-cublas-grouped-gemm needs --target=cuda");
-  // No output may overwrite an input or another output; --save-state into
-  // the state being resumed continues a run (replaced atomically).
-  if (llvm::Error e = runner::checkDistinctPaths(
-          {{"the input",
-            inputFile.empty() ? "<default>" : inputFile.getValue()},
-           {"--load", loadDir.getValue()},
-           {"--resume", resumeDir.getValue()}},
-          {{"--dump", dumpDir.getValue()},
-           {"--save-state", saveState.getValue()},
-           {"--trace-fingerprints", traceFile.getValue()}},
-          {"--save-state", "--resume"}))
-    return fail(llvm::toString(std::move(e)));
+  // Every path of the run, checked at once before anything runs: no
+  // output overwrites an input or another output or lies in a folder that
+  // is read or replaced; --save-state into the state being resumed
+  // continues a run (replaced atomically).
+  {
+    using muir::PathKind;
+    auto given = [](const cl::opt<std::string> &o) {
+      return o.getNumOccurrences() > 0;
+    };
+    std::vector<muir::PathUse> paths = {
+        {"the input", inputFile, PathKind::InputFile, given(inputFile)},
+        {"--load", loadDir, PathKind::InputDir, given(loadDir)},
+        {"--resume", resumeDir, PathKind::InputDir, given(resumeDir)},
+        {"--dump", dumpDir, PathKind::OutputDir, given(dumpDir)},
+        {"--save-state", saveState, PathKind::OutputDir, given(saveState)}};
+    if (StringRef(lrSchedule).starts_with("file:"))
+      paths.push_back({"--lr-schedule", lrSchedule.substr(5),
+                       PathKind::InputFile, true});
+    // With several ranks each writes its own FILE.rank<R>.
+    if (numRanks > 1 && !traceFile.empty())
+      for (int r = 0; r < numRanks; ++r)
+        paths.push_back({"--trace-fingerprints",
+                         traceFile + ".rank" + std::to_string(r),
+                         PathKind::OutputFile, true});
+    else
+      paths.push_back({"--trace-fingerprints", traceFile, PathKind::OutputFile,
+                       given(traceFile)});
+    if (std::string bad =
+            muir::checkPathUses(paths, {{"--save-state", "--resume"}});
+        !bad.empty())
+      return fail(bad);
+  }
 
   std::string source = kDefaultModule, name = "<default>";
   if (!inputFile.empty()) {
@@ -200,6 +228,7 @@ int main(int argc, char **argv) {
   options.cudaCublasGrouped = cudaCublasGrouped;
   options.deterministic = !nondeterministic;
   options.trace = !traceFile.empty();
+  options.jitListeners = jitListeners;
   options.given = givenCompileFlags();
   auto loaded = runner::Step::load(source, name, options, llvm::errs());
   if (!loaded)

@@ -10,8 +10,21 @@
 // data comes after the op that made it. An op whose inputs already differ
 // is named as such (the runs started from different state, or an untraced
 // op changed a buffer); one whose inputs agree but outputs do not made the
-// difference. A trace must start with muir-run's header, hold at least one
-// record, and each record's byte count must be its buffer type's size.
+// difference.
+//
+// A trace says what it is of and how long it is: its first line names the
+// program (a hash of the step's IR hash, grid and compile flags, what a
+// resume compares but the build), the rank and the number of ranks;
+// "# ir", "# grid", "# flag" and "# build" lines spell it out; its last
+// line is "# end <N> records". A trace without that line, or whose count
+// is not its records', is cut (the run that wrote it was killed while
+// writing) and is refused; so are two traces of different programs
+// (naming what differs) and rank files of different runs. Two builds of
+// one program are compared, with a note: where their bits part is what a
+// trace is for. A trace from before traces said this (its first line
+// names no program) is compared with a warning that neither can be
+// checked. Each record's byte count must be its buffer type's size, and a
+// trace must hold at least one record.
 // Exit status: 0 identical, 1 divergent, 2 an error (bad arguments too).
 //
 //===----------------------------------------------------------------------===//
@@ -34,6 +47,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 using namespace llvm;
 
@@ -102,22 +116,114 @@ int error(const Twine &msg) {
   return 2;
 }
 
-/// Reads one file into `t`; an empty string on success, else why not.
-/// Reads one rank's file (`rank`: the rank its records must be of).
-std::string readFile(StringRef path, int64_t rank, Trace &t) {
+/// What a trace file says it is of (its header); `old` when it says
+/// nothing (written before traces recorded their program).
+struct Header {
+  bool old = true;
+  std::string program, ir, grid, build;
+  std::map<std::string, std::string> flags;
+  int64_t rank = 0, ranks = 1;
+};
+
+std::string cut(StringRef path, const Twine &how) {
+  return (path + ": the trace is cut: " + how +
+          "; the run that wrote it was probably killed while writing; "
+          "rerun it")
+      .str();
+}
+
+/// Reads one rank's file (`rank`: the rank its records must be of) into
+/// `t` and its header into `h`; an empty string on success, else why not.
+std::string readFile(StringRef path, int64_t rank, Trace &t, Header &h) {
   std::string why;
   auto buf = mlir::muir::readBoundedFile(path, why);
   if (!buf)
     return why;
-  SmallVector<StringRef> lines;
-  buf->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
-  if (lines.empty() || !lines.front().starts_with(kHeader))
+  StringRef text = buf->getBuffer();
+  auto notTrace = [&] {
     return path.str() + ": not a fingerprint trace (no '" + kHeader.str() +
            "' header line; write one with muir-run --trace-fingerprints)";
+  };
+  // Cut inside its first line.
+  if (!text.empty() && !text.contains('\n') && kHeader.starts_with(text))
+    return cut(path, "it ends inside its first line");
+  if (!text.starts_with(kHeader))
+    return notTrace();
+  SmallVector<StringRef> lines;
+  text.split(lines, '\n', -1, /*KeepEmpty=*/false);
+  // muir-run ends every line, the last one too.
+  if (!text.ends_with("\n"))
+    return cut(path, "its last line (line " + Twine(lines.size()) +
+                         ") is incomplete and the '# end <N> records' "
+                         "line is missing");
+  // "program <hash> rank <r> of <n>" after the header's colon, or (an
+  // older trace) the fields' names.
+  StringRef first = lines.front().drop_front(kHeader.size()).trim();
+  if (first.starts_with("program ")) {
+    SmallVector<StringRef> f;
+    first.split(f, ' ', -1, /*KeepEmpty=*/false);
+    if (f.size() != 6 || f[2] != "rank" || f[4] != "of" ||
+        f[3].getAsInteger(10, h.rank) || f[5].getAsInteger(10, h.ranks) ||
+        h.rank < 0 || h.ranks < 1 || h.rank >= h.ranks)
+      return path.str() + ":1: a damaged header line: " + lines.front().str();
+    h.old = false;
+    h.program = f[1].str();
+    if (h.rank != rank)
+      return path.str() + ": the trace of rank " + std::to_string(h.rank) +
+             ", named as rank " + std::to_string(rank) + "'s";
+  }
+  // Whole: the last line is the only end line and counts the records.
+  if (!h.old) {
+    size_t held = 0, ends = 0;
+    for (StringRef line : lines) {
+      if (!line.starts_with("#"))
+        ++held;
+      else if (line.starts_with("# end "))
+        ++ends;
+    }
+    SmallVector<StringRef> f;
+    lines.back().split(f, ' ', -1, /*KeepEmpty=*/false);
+    uint64_t counted;
+    bool isEnd = f.size() == 4 && f[0] == "#" && f[1] == "end" &&
+                 f[3] == "records" && !f[2].getAsInteger(10, counted);
+    if (!isEnd && ends == 0)
+      return cut(path, "the '# end <N> records' line is missing (it stops "
+                       "after line " +
+                           Twine(lines.size()) +
+                           (held ? ", a record" : ", in its header") + ")");
+    if (ends > 1)
+      return path.str() + ": the trace is damaged: it holds " +
+             std::to_string(ends) +
+             " '# end' lines (two traces joined?); rerun the run that "
+             "wrote it";
+    if (!isEnd)
+      return path.str() + ": the trace is damaged: lines follow its "
+             "'# end' line (appended to?); rerun the run that wrote it";
+    if (counted != held)
+      return path.str() + ": the trace is cut or damaged: its end line " +
+             "counts " + std::to_string(counted) + " records, it holds " +
+             std::to_string(held) + "; rerun the run that wrote it";
+  }
   size_t records = 0;
   for (auto [n, line] : llvm::enumerate(lines)) {
-    if (line.starts_with("#"))
+    if (line.starts_with("#")) {
+      // The program spelled out (a header line muir-run did not write is
+      // skipped: a comment).
+      if (h.old)
+        continue;
+      auto [key, value] = line.drop_front(1).ltrim().split(' ');
+      if (key == "ir")
+        h.ir = value.str();
+      else if (key == "grid")
+        h.grid = value.str();
+      else if (key == "build")
+        h.build = value.str();
+      else if (key == "flag") {
+        auto [name, setting] = value.split('=');
+        h.flags[name.str()] = setting.str();
+      }
       continue;
+    }
     // step rank seq op_id name loc in|out operand type bytes hash, where
     // only the location may hold spaces (a path): the fields around it are
     // counted from both ends.
@@ -164,23 +270,84 @@ std::string readFile(StringRef path, int64_t rank, Trace &t) {
   return "";
 }
 
-/// FILE, or FILE.rank0, FILE.rank1, ...
-std::string readTrace(StringRef base, Trace &t, int64_t &ranks) {
+std::string ofRun(const Header &h) {
+  return "program " + h.program + ", rank " + std::to_string(h.rank) +
+         " of " + std::to_string(h.ranks);
+}
+
+/// FILE, or FILE.rank0, FILE.rank1, ...; `h` gets rank 0's header, whose
+/// run every other rank's file must be of.
+std::string readTrace(StringRef base, Trace &t, int64_t &ranks, Header &h) {
   ranks = 0;
   if (sys::fs::exists(base) && !sys::fs::is_directory(base)) {
     ranks = 1;
-    return readFile(base, 0, t);
+    if (std::string why = readFile(base, 0, t, h); !why.empty())
+      return why;
+    if (!h.old && h.ranks != 1)
+      return base.str() + ": the trace of rank " + std::to_string(h.rank) +
+             " of a run on " + std::to_string(h.ranks) +
+             " ranks, named as a one-rank run's (its ranks' traces are " +
+             base.str() + ".rank<R>)";
+    return "";
   }
   for (;; ++ranks) {
     std::string path = (base + ".rank" + Twine(ranks)).str();
     if (!sys::fs::exists(path))
       break;
-    if (std::string why = readFile(path, ranks, t); !why.empty())
+    Header mine;
+    Header &got = ranks ? mine : h;
+    if (std::string why = readFile(path, ranks, t, got); !why.empty())
       return why;
+    // Every rank's file of one run (a file left from an earlier run
+    // beside it is no part of it).
+    if (ranks && (mine.old != h.old || mine.program != h.program ||
+                  mine.ranks != h.ranks))
+      return path + " is not of the run that wrote " + base.str() +
+             ".rank0 (" + (mine.old ? "no program recorded" : ofRun(mine)) +
+             "; " + base.str() + ".rank0: " +
+             (h.old ? "no program recorded" : ofRun(h)) +
+             "): left from an earlier run? remove it, or rerun";
   }
   if (ranks == 0)
     return "no trace '" + base.str() + "' (nor '" + base.str() + ".rank0')";
+  if (!h.old && ranks < h.ranks)
+    return "no trace '" + base.str() + ".rank" + std::to_string(ranks) +
+           "': the run that wrote " + base.str() + ".rank0 had " +
+           std::to_string(h.ranks) + " ranks";
   return "";
+}
+
+/// One line per difference between two traces' programs, as a resume
+/// names them; empty when they are of the same program.
+std::vector<std::string> differences(const Header &a, const Header &b) {
+  std::vector<std::string> out;
+  if (a.ranks != b.ranks)
+    out.push_back("the ranks: " + std::to_string(a.ranks) + " in A, " +
+                  std::to_string(b.ranks) + " in B");
+  if (a.grid != b.grid)
+    out.push_back("the grid: '" + a.grid + "' in A, '" + b.grid + "' in B");
+  std::set<std::string> names;
+  for (const auto &kv : a.flags)
+    names.insert(kv.first);
+  for (const auto &kv : b.flags)
+    names.insert(kv.first);
+  for (const std::string &name : names) {
+    auto x = a.flags.find(name), y = b.flags.find(name);
+    std::string was = x == a.flags.end() ? "(none)" : x->second;
+    std::string is = y == b.flags.end() ? "(none)" : y->second;
+    if (was != is)
+      out.push_back("the flag --" + name + ": '" + was + "' in A, '" + is +
+                    "' in B");
+  }
+  // The IR's hash covers the grid too: named alone only if nothing more
+  // specific explains the difference.
+  if (a.ir != b.ir && out.size() == size_t(a.ranks != b.ranks))
+    out.push_back("the step: its IR (shapes, optimizer settings, "
+                  "parameters) differs (hash " +
+                  a.ir + " in A, " + b.ir + " in B)");
+  if (out.empty() && a.program != b.program)
+    out.push_back("only the program's hash (its header lines agree)");
+  return out;
 }
 
 std::string where(const Key &k, const Exec &e) {
@@ -204,10 +371,44 @@ int main(int argc, char **argv) {
     return 2;
   Trace a, b;
   int64_t ranksA, ranksB;
-  if (std::string why = readTrace(traceA, a, ranksA); !why.empty())
+  Header ha, hb;
+  if (std::string why = readTrace(traceA, a, ranksA, ha); !why.empty())
     return error(why);
-  if (std::string why = readTrace(traceB, b, ranksB); !why.empty())
+  if (std::string why = readTrace(traceB, b, ranksB, hb); !why.empty())
     return error(why);
+  // Two programs' traces: no op is "divergent".
+  if (!ha.old && !hb.old && (ha.program != hb.program || ha.ranks != hb.ranks)) {
+    std::string text = "A (" + traceA + ") and B (" + traceB +
+                       ") are traces of different programs (" + ha.program +
+                       " on " + std::to_string(ha.ranks) + " rank(s), " +
+                       hb.program + " on " + std::to_string(hb.ranks) +
+                       " rank(s)); what differs:";
+    for (const std::string &line : differences(ha, hb))
+      text += "\n  " + line;
+    text += "\ncompare two runs of one program (the same description, grid "
+            "and compile flags, as --resume requires)";
+    return error(text);
+  }
+  // One program built twice: compared (where the builds' bits part is what
+  // a trace is for), with a note. A resume also requires the build.
+  if (!ha.old && !hb.old && ha.build != hb.build)
+    WithColor::note(errs(), "muir-trace-diff")
+        << "A and B are of one program, written by different builds ('"
+        << ha.build << "' and '" << hb.build
+        << "'): an op that differs may be one whose kernel changed\n";
+  auto warnOld = [](const Header &h, const char *which, StringRef path,
+                    const char *other) {
+    if (h.old)
+      WithColor::warning(errs(), "muir-trace-diff")
+          << which << " (" << path
+          << ") is from a muir from before traces recorded their program "
+             "and length: whether it is whole and of the same program as "
+          << other
+          << " cannot be checked; comparing anyway (rerun it with this "
+             "muir-run to check)\n";
+  };
+  warnOld(ha, "A", traceA, "B");
+  warnOld(hb, "B", traceB, "A");
   if (ranksA != ranksB)
     return error("the traces come from " + Twine(ranksA) + " and " +
                  Twine(ranksB) + " ranks");

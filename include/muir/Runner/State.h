@@ -32,7 +32,7 @@ inline constexpr const char *kManifestName = "muir-state.json";
 inline constexpr int64_t kMaxStep = int64_t(1) << 53;
 
 /// What a state was saved for. Two runs may continue each other's state
-/// only if every field but `build` is equal.
+/// only if every field, `build` included, is equal.
 struct StepIdentity {
   /// Hash of the step's IR as parsed or built (shapes, settings, grid).
   std::string stepHash;
@@ -41,7 +41,7 @@ struct StepIdentity {
   /// The compile flags that change the step's program or its bits:
   /// flag name (as on the command line) -> value.
   std::map<std::string, std::string> flags;
-  /// The muir build that saved it (information only).
+  /// The muir build that saved it (MUIR_VERSION_STRING).
   std::string build;
 };
 

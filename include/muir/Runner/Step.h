@@ -50,6 +50,9 @@ struct StepOptions {
   /// Record every executed op's buffers' hashes (muir-run
   /// --trace-fingerprints).
   bool trace = false;
+  /// Register the JIT's code with gdb and perf (LLVM's listeners; perf's
+  /// writes dumps under $TMPDIR/.debug/jit). Off: the JIT writes nothing.
+  bool jitListeners = false;
   /// The CUDA runtime library (empty: MUIR_CUDA_RUNTIME, else
   /// lib/libmuir_rt_cuda.so beside the running program's bin/ or beside
   /// the step library).
@@ -338,14 +341,6 @@ LogicalResult addPackedEntry(ModuleOp module, llvm::StringRef entryName,
 std::string emitObject(ModuleOp module, llvm::StringRef march,
                        llvm::raw_pwrite_stream &os);
 
-/// A flag or role and the path it names ("--dump", "out/").
-using NamedPath = std::pair<std::string, std::string>;
-/// No output may be an input or another output (through links and `..`
-/// too), except the `allowed` pair (output flag, input name): --save-state
-/// into the state being resumed replaces it atomically.
-llvm::Error checkDistinctPaths(llvm::ArrayRef<NamedPath> inputs,
-                               llvm::ArrayRef<NamedPath> outputs,
-                               NamedPath allowed);
 /// `ranks` processes run the step's grid.
 llvm::Error checkRanks(const Step &step, int64_t ranks);
 /// `dir` is a directory that can be read ("--load: cannot open ...").
@@ -397,6 +392,10 @@ bool underMPI();
 /// ranks' stderr through without mpirun's banners that only repeat a
 /// rank's non-zero exit. Returns the exit status for the launcher.
 int relaunchUnderMPI(int ranks, int argc, char **argv, llvm::StringRef tool);
+/// In a rank started by relaunchUnderMPI (MUIR_LAUNCHER_PID set): a thread
+/// that ends this rank, removing what it staged, as soon as the launcher
+/// ends, however it ends (SIGKILL too). Elsewhere nothing.
+void watchLauncher();
 
 } // namespace muir::runner
 } // namespace mlir

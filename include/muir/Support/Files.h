@@ -272,6 +272,130 @@ inline bool samePath(llvm::StringRef a, llvm::StringRef b) {
   return normal(a) == normal(b);
 }
 
+/// `p` absolute, "." and ".." resolved, and symbolic links resolved in the
+/// part of it that exists (an output not yet written resolves through its
+/// existing folders), so that two spellings of one place compare equal.
+inline std::string resolvedPath(llvm::StringRef p) {
+  namespace fs = llvm::sys::fs;
+  namespace path = llvm::sys::path;
+  llvm::SmallString<256> abs(p);
+  fs::make_absolute(abs);
+  path::remove_dots(abs, /*remove_dot_dot=*/true);
+  while (abs.size() > 1 && path::is_separator(abs.back()))
+    abs.pop_back();
+  llvm::SmallString<256> head(abs);
+  std::vector<std::string> tail;
+  while (true) {
+    llvm::SmallString<256> real;
+    if (!fs::real_path(head, real)) {
+      for (auto it = tail.rbegin(); it != tail.rend(); ++it)
+        path::append(real, *it);
+      return std::string(real);
+    }
+    llvm::StringRef parent = path::parent_path(head);
+    if (parent.empty() || parent == head)
+      return std::string(abs);
+    tail.push_back(path::filename(head).str());
+    head = parent;
+  }
+}
+
+/// Whether `inner` lies inside the folder `outer` (both resolvedPath).
+inline bool pathWithin(llvm::StringRef inner, llvm::StringRef outer) {
+  if (outer == "/")
+    return inner.size() > 1 && inner.starts_with("/");
+  return inner.size() > outer.size() + 1 && inner.starts_with(outer) &&
+         llvm::sys::path::is_separator(inner[outer.size()]);
+}
+
+/// How a run uses a path. An output directory is replaced whole (a dump,
+/// a saved state): nothing else of the run may lie inside it.
+enum class PathKind { InputFile, InputDir, OutputFile, OutputDir };
+
+/// A path flag of a run: the flag ("--dump", "the input"), its value, how
+/// it is used, and whether the user gave it (an empty value given is an
+/// error; one not given is no path).
+struct PathUse {
+  std::string flag;
+  std::string path;
+  PathKind kind;
+  bool given = true;
+};
+
+/// The one check of a run's paths, before any work: no output is an input
+/// or another output (through links, hard links and ".." too), lies inside
+/// a folder the run reads, or holds (as a folder it replaces) any other
+/// path of the run; no path flag given is empty. `allowed` are pairs of
+/// flags that may name the same path (--save-state into the state being
+/// resumed continues the run). The error names both flags; empty if the
+/// paths are fine.
+inline std::string
+checkPathUses(const std::vector<PathUse> &uses,
+              const std::vector<std::pair<std::string, std::string>> &allowed =
+                  {}) {
+  auto isOutput = [](const PathUse &u) {
+    return u.kind == PathKind::OutputFile || u.kind == PathKind::OutputDir;
+  };
+  auto isDir = [](const PathUse &u) {
+    return u.kind == PathKind::InputDir || u.kind == PathKind::OutputDir;
+  };
+  for (const PathUse &u : uses)
+    if (u.given && u.path.empty())
+      return u.flag + ": the path is empty; give a " +
+             (isDir(u) ? "directory" : "file");
+  std::vector<std::string> resolved;
+  for (const PathUse &u : uses)
+    resolved.push_back(u.path.empty() || u.path == "-" ? u.path
+                                                       : resolvedPath(u.path));
+  auto quoted = [](const PathUse &u) {
+    return u.path == "-" ? std::string("to stdout") : "'" + u.path + "'";
+  };
+  for (size_t i = 0; i < uses.size(); ++i)
+    for (size_t j = 0; j < uses.size(); ++j) {
+      const PathUse &a = uses[i], &b = uses[j];
+      if (i == j || a.path.empty() || b.path.empty() ||
+          (!isOutput(a) && !isOutput(b)))
+        continue;
+      // A device (/dev/null) takes any number of writers.
+      auto device = [](const std::string &p) {
+        llvm::sys::fs::file_status st;
+        return p != "-" && !llvm::sys::fs::status(p, st) &&
+               st.type() == llvm::sys::fs::file_type::character_file;
+      };
+      if (device(a.path) && device(b.path))
+        continue;
+      bool pairAllowed = false;
+      for (const auto &[x, y] : allowed)
+        pairAllowed |= (x == a.flag && y == b.flag) ||
+                       (x == b.flag && y == a.flag);
+      if (i < j && !pairAllowed &&
+          (a.path == "-" || b.path == "-"
+               // "-" is stdin for an input, stdout for an output.
+               ? a.path == b.path && isOutput(a) && isOutput(b)
+               : resolved[i] == resolved[j] || samePath(a.path, b.path))) {
+        if (isOutput(a) && isOutput(b))
+          return a.flag + " and " + b.flag + " both write " + quoted(a) +
+                 "; give them different paths";
+        const PathUse &out = isOutput(a) ? a : b, &in = isOutput(a) ? b : a;
+        return out.flag + " '" + out.path + "' is also " + in.flag +
+               ", which the run reads; write it elsewhere";
+      }
+      // a inside b: b replaced whole loses a; a written inside a folder
+      // that is read changes what is read.
+      if (a.path == "-" || b.path == "-" || !isDir(b) ||
+          !pathWithin(resolved[i], resolved[j]))
+        continue;
+      if (b.kind == PathKind::OutputDir)
+        return b.flag + " '" + b.path + "' replaces that whole directory, " +
+               "which holds " + a.flag + " '" + a.path + "'; put " + a.flag +
+               " outside it";
+      if (isOutput(a))
+        return a.flag + " '" + a.path + "' is inside " + b.flag + " '" +
+               b.path + "', which the run reads; write it elsewhere";
+    }
+  return "";
+}
+
 } // namespace mlir::muir
 
 #endif // MUIR_SUPPORT_FILES_H

@@ -358,11 +358,35 @@ int muirrt_check_dump(const char *dir, const char *const *names,
 
 /* Writes every tensor to DIR/<name>.npy (creating DIR and subfolders),
  * all or nothing: every target is checked first (as muirrt_check_dump;
- * symbolic links inside DIR are never followed), every file is written to
- * a temporary beside its final name, then renamed into place. On any
- * failure the previous files are put back, the temporaries and the folders
- * this call created are removed: DIR is as it was. */
+ * symbolic links inside DIR are never followed); the new dump is built in
+ * a staging directory beside DIR (muirrt_stage_dir), with DIR's other
+ * files carried over as hard links, which then takes DIR's place in one
+ * rename (muirrt_stage_commit). DIR is at every moment the old dump whole
+ * or the new one whole, also when a signal stops the process; on a failure
+ * the staging directory and the folders this call created are removed. */
 int muirrt_dump_dir(const MuirRtContext *ctx, const char *dir);
+
+/* Writes every tensor to DIR/<name>.npy in DIR, an existing directory that
+ * holds none of them (a staging directory); subfolders are created. */
+int muirrt_write_dir(const MuirRtContext *ctx, const char *dir);
+
+/* Staging (cpu/Staging.cpp). An output of more than one file is built in
+ * a staging directory beside its destination, on the same file system:
+ * muirrt_stage_dir creates `.<name>.muir-staging-<pid>-XXXXXX` beside DIR
+ * (creating DIR's parent folders; removing staging directories that
+ * processes no longer running left) and writes its path to `out`;
+ * muirrt_stage_commit puts it in DIR's place in one rename (an existing
+ * directory is swapped with it, RENAME_EXCHANGE, and the old one removed;
+ * a link to a directory: the directory it names); muirrt_stage_abort
+ * removes it. Staging paths, and paths given to muirrt_cleanup_register,
+ * are removed when SIGINT, SIGTERM or SIGHUP arrives (then the signal
+ * takes its previous course) or by muirrt_cleanup_now. */
+int muirrt_stage_dir(const char *dir, char *out, size_t size);
+int muirrt_stage_commit(const char *staged, const char *dir);
+void muirrt_stage_abort(const char *staged);
+int muirrt_cleanup_register(const char *path);
+void muirrt_cleanup_unregister(const char *path);
+void muirrt_cleanup_now(void);
 
 /* Single-file helpers (also used by the tests). npy_read allocates *data
  * with malloc (caller frees) and reports rank and shape (up to 8 dims). */

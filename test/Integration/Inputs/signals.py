@@ -5,7 +5,10 @@ ranks, and kills whatever remains after 5 s). Rank 1 hangs before step 2
 (MUIR_TEST_FAULT, with the collective watchdog's timeout far away), so
 without the forwarding its rank and mpirun would stay. A third run stops
 mpirun (SIGSTOP) first, so that it cannot pass the signal on: muir-run's
-own fallback must kill the ranks and mpirun."""
+own fallback must kill the ranks and mpirun. A fourth kills muir-run with
+SIGKILL, which it cannot see: mpirun ends with it (PR_SET_PDEATHSIG) and
+the ranks watch it themselves (a pidfd), so nothing of the run is left
+either."""
 import argparse
 import os
 import signal
@@ -39,7 +42,7 @@ def main():
     env = dict(os.environ, MUIR_TEST_FAULT="hang:1:2",
                MUIR_RT_COLLECTIVE_TIMEOUT="600")
     for sig, stuck in ((signal.SIGTERM, False), (signal.SIGINT, False),
-                       (signal.SIGTERM, True)):
+                       (signal.SIGTERM, True), (signal.SIGKILL, False)):
         label = sig.name + (" with mpirun stopped" if stuck else "")
         marker = os.path.join(args.tmp, "run-%s-%d" % (sig.name, stuck))
         proc = subprocess.Popen(
@@ -74,7 +77,10 @@ def main():
         print("%s: %d processes ran; muir-run exited %s after the signal; "
               "%d left" % (label, started, rc, len(left)))
         sys.stdout.flush()
-        ok = started >= 4 and rc == 128 + sig and not left and ended < 8
+        # Killed by a signal, Popen reports -signal; muir-run itself
+        # exits 128 + the signal it forwarded.
+        want = -sig if sig == signal.SIGKILL else 128 + sig
+        ok = started >= 4 and rc == want and not left and ended < 8
         print("%s: %s" % (label, "ok" if ok else "FAIL"))
 
 

@@ -162,6 +162,10 @@ expect("bad machine", lambda: muir.compile(SOURCE, "api.yaml",
                                            "machine=tpu"))
 expect("bad precision", lambda: muir.compile(SOURCE, "api.yaml",
                                              "ns-precision=f16"))
+expect("bad ns-mode", lambda: muir.compile(SOURCE, "api.yaml",
+                                           "ns-mode=sideways"))
+expect("bad dp-assign", lambda: muir.compile(SOURCE, "api.yaml",
+                                             "dp-assign=sideways"))
 expect("cuda-bf16 on the cpu", lambda: muir.compile(SOURCE, "api.yaml",
                                                     "cuda-bf16=true"))
 expect("gram in bf16", lambda: muir.compile(
