@@ -19,6 +19,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/WithColor.h"
 #include "llvm/Support/xxhash.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -426,11 +427,17 @@ llvm::Error Step::writeCache(StringRef manifest) {
       return error("cache-dir: cannot write " + record.str());
     }
   }
-  if ((ec = llvm::sys::fs::rename(library, path)) ||
-      (ec = llvm::sys::fs::rename(record, recordPath(path)))) {
+  if ((ec = llvm::sys::fs::rename(library, path))) {
     llvm::sys::fs::remove(library);
     return error("cache-dir: " + ec.message());
   }
+  // The library is in place (and this process loads it by its path); an
+  // entry without its record is compiled again by the next process.
+  if ((ec = llvm::sys::fs::rename(record, recordPath(path))))
+    llvm::WithColor::warning(llvm::errs(), "muir")
+        << "cache-dir: cannot put the record of " << path
+        << " in place (" << ec.message()
+        << "); the step will be compiled again next time\n";
   return openLibrary(path);
 }
 
@@ -489,12 +496,12 @@ Step::compile(StringRef source, StringRef filename, const StepOptions &options,
     std::string path =
         cachePath(options.cacheDir, cacheKey(source, filename, options));
     if (llvm::sys::fs::exists(path)) {
-      // A damaged entry (cut short, no record, another file) is removed
-      // and compiled again; never loaded.
+      // A damaged entry (cut short, no record, another file) is never
+      // loaded: the step is compiled again and its entry renamed over it.
+      // Nothing is removed here: another process may be between putting
+      // its library and its record in place.
       if (llvm::Error e = checkCacheEntry(path)) {
         llvm::consumeError(std::move(e));
-        llvm::sys::fs::remove(path);
-        llvm::sys::fs::remove(recordPath(path));
       } else {
         auto cached = open(path, options);
         if (cached)

@@ -145,6 +145,15 @@ private:
 };
 } // namespace
 
+/// This machine's boot id (/proc/sys/kernel/random/boot_id), which tells
+/// one machine from another; empty if unknown.
+static std::string bootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return StringRef(id).trim().str();
+}
+
 int mlir::muir::runner::relaunchUnderMPI(int numRanks, int argc, char **argv,
                                          StringRef tool) {
   auto fail = [&](const Twine &msg) {
@@ -168,7 +177,8 @@ int mlir::muir::runner::relaunchUnderMPI(int numRanks, int argc, char **argv,
   // The ranks watch this process (watchLauncher): killed even with
   // SIGKILL, it leaves no rank running.
   pid_t launcher = ::getpid();
-  std::string watch = "MUIR_LAUNCHER_PID=" + std::to_string(launcher);
+  std::string watch = "MUIR_LAUNCHER_PID=" + std::to_string(launcher) + "@" +
+                      bootId();
   std::vector<std::string> cmd = {*mpirun, "-n",   ranks, "--oversubscribe",
                                   "--bind-to", "none", "-x",  threads,
                                   "-x",       watch};
@@ -251,25 +261,36 @@ int mlir::muir::runner::relaunchUnderMPI(int numRanks, int argc, char **argv,
 }
 
 void mlir::muir::runner::watchLauncher() {
+  // "PID@BOOT": the launcher's pid, and the boot id of its machine; a rank
+  // on another machine (mpirun over several hosts), or one that cannot
+  // see the launcher's pid (another pid namespace), does not watch.
   const char *given = getenv("MUIR_LAUNCHER_PID");
+  if (!given)
+    return;
+  auto [pidText, boot] = StringRef(given).split('@');
   pid_t launcher = 0;
-  if (!given || StringRef(given).getAsInteger(10, launcher) || launcher <= 1)
+  if (pidText.getAsInteger(10, launcher) || launcher <= 1 || boot.empty() ||
+      boot != bootId())
     return;
   // A pidfd becomes readable when the process ends; without one (an old
   // kernel), the launcher is looked for four times a second.
   int fd = static_cast<int>(::syscall(SYS_pidfd_open, launcher, 0));
   if (fd < 0 && ::kill(launcher, 0) != 0 && errno == ESRCH)
-    fd = -2; // gone already
+    return; // not visible from here: nothing to watch
   std::thread([fd, launcher] {
     if (fd >= 0) {
       struct pollfd pfd = {fd, POLLIN, 0};
       while (::poll(&pfd, 1, -1) < 0 && errno == EINTR)
         ;
-    } else if (fd == -1) {
+    } else {
       while (::kill(launcher, 0) == 0 || errno == EPERM)
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
     // The launcher is gone: what this rank staged goes, then the rank.
+    const char msg[] = "muir-run: the launcher of this rank ended; the rank "
+                       "stops (what it staged is removed)\n";
+    ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof(msg) - 1);
+    (void)ignored;
     muirrt_cleanup_now();
     std::_Exit(128 + SIGKILL);
   }).detach();

@@ -27,6 +27,7 @@
 #include <climits>
 #include <cstdio>
 #include <set>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace mlir::muir::state;
@@ -244,6 +245,17 @@ llvm::Error mlir::muir::state::checkSaveTarget(StringRef given) {
     return llvm::Error::success();
   if (fs::is_symlink_file(st))
     return refuse("it is a symbolic link; give the state's own directory");
+  // The new state takes the directory's place by a rename, which a mount
+  // point refuses (after the whole run): refused now.
+  {
+    struct stat here, up;
+    std::string parentDir = (dir + "/..").str();
+    if (::stat(dir.str().c_str(), &here) == 0 &&
+        ::stat(parentDir.c_str(), &up) == 0 &&
+        (here.st_dev != up.st_dev || here.st_ino == up.st_ino))
+      return refuse("it is a mount point, which the saved state cannot "
+                    "replace; save it in a folder inside it");
+  }
   if (!fs::is_directory(st))
     return refuse("it exists and is not a directory; muir replaces only a "
                   "state it saved before");

@@ -637,12 +637,26 @@ extern "C" int muirrt_check_dump_dir(const char *dir) {
   });
 }
 
+namespace {
+int carryOver(const std::string &from, const std::string &to,
+              const std::string &rel, const std::set<std::string> &replaced,
+              int depth);
+bool isMountPoint(const std::string &dir);
+} // namespace
+
 extern "C" int muirrt_check_dump(const char *dir, const char *const *names,
                                  int32_t count) {
   return guarded([&]() -> int {
     if (!dir || !*dir)
       return fail("muirrt_check_dump: empty directory path");
     std::string base = dir;
+    // A link to a directory: the dump replaces the directory it names,
+    // staged beside it (muirrt_stage_dir), so that is what is checked.
+    struct stat lst;
+    char real[PATH_MAX];
+    if (::lstat(dir, &lst) == 0 && S_ISLNK(lst.st_mode) &&
+        ::realpath(dir, real))
+      base = real;
     // The new dump is staged beside DIR: DIR's folder, or the nearest
     // folder above it that exists, must take writes.
     std::string trimmed = base;
@@ -683,8 +697,16 @@ extern "C" int muirrt_check_dump(const char *dir, const char *const *names,
     if (!S_ISDIR(dst.st_mode))
       return fail("cannot write in directory '" + base +
                   "': " + errnoText(ENOTDIR));
-    for (int32_t i = 0; i < count; ++i)
+    std::set<std::string> replaced;
+    for (int32_t i = 0; i < count; ++i) {
       if (int rc = checkDumpTarget(base, names[i] ? names[i] : "", nullptr))
+        return rc;
+      replaced.insert(std::string(names[i] ? names[i] : "") + ".npy");
+    }
+    // What the dump carries over from the old directory must be carriable
+    // (checked now, not after the run).
+    if (!isMountPoint(base))
+      if (int rc = carryOver(base, "", "", replaced, 0))
         return rc;
     return 0;
   });
@@ -721,6 +743,8 @@ int copyFile(const std::string &from, const std::string &to, mode_t mode) {
 int carryOver(const std::string &from, const std::string &to,
               const std::string &rel, const std::set<std::string> &replaced,
               int depth) {
+  // With `to` empty, only checks that everything can be carried over.
+  bool dry = to.empty();
   if (depth > 64)
     return fail("'" + from + "': folders nested too deeply");
   DIR *d = ::opendir(from.c_str());
@@ -739,18 +763,23 @@ int carryOver(const std::string &from, const std::string &to,
     struct stat st;
     if (::lstat(path.c_str(), &st) != 0)
       return fail("'" + path + "': " + errnoText(errno));
+    if (dry)
+      dest.clear();
     if (S_ISDIR(st.st_mode)) {
-      if (::mkdir(dest.c_str(), st.st_mode & 07777) != 0 && errno != EEXIST)
+      if (!dry && ::mkdir(dest.c_str(), st.st_mode & 07777) != 0 &&
+          errno != EEXIST)
         return fail("cannot create '" + dest + "': " + errnoText(errno));
       if (int rc = carryOver(path, dest, relName, replaced, depth + 1))
         return rc;
     } else if (S_ISREG(st.st_mode)) {
-      if (replaced.count(relName))
+      if (replaced.count(relName) || dry)
         continue;
       if (::link(path.c_str(), dest.c_str()) != 0)
         if (int rc = copyFile(path, dest, st.st_mode & 07777))
           return rc;
     } else if (S_ISLNK(st.st_mode)) {
+      if (dry)
+        continue;
       std::string target(PATH_MAX, '\0');
       ssize_t n = ::readlink(path.c_str(), target.data(), target.size());
       if (n < 0)
@@ -759,8 +788,9 @@ int carryOver(const std::string &from, const std::string &to,
       if (::symlink(target.c_str(), dest.c_str()) != 0)
         return fail("cannot create link '" + dest + "': " + errnoText(errno));
     } else {
-      return fail("'" + path + "' is not a file, a folder or a link; muir "
-                  "cannot carry it into the new dump (move it elsewhere)");
+      return fail("--dump: '" + path + "' is not a file, a folder or a link; "
+                  "muir cannot carry it into the new dump (move it "
+                  "elsewhere)");
     }
   }
   return 0;
@@ -785,6 +815,133 @@ int writeTensors(const MuirRtContext *ctx, const std::string &base) {
       return rc;
   }
   return 0;
+}
+
+/// Whether DIR is a mount point (its parent is on another device): it
+/// cannot be renamed, so the dump goes file by file inside it.
+bool isMountPoint(const std::string &dir) {
+  struct stat st, up;
+  std::string parent = dir + "/..";
+  return ::stat(dir.c_str(), &st) == 0 && ::stat(parent.c_str(), &up) == 0 &&
+         (st.st_dev != up.st_dev || st.st_ino == up.st_ino);
+}
+
+/// The dump file by file inside DIR (each file to a temporary beside it,
+/// then all renamed into place, the previous files put back on a failure):
+/// for a DIR that cannot be swapped whole (a mount point). All or nothing
+/// on an error, not under a signal.
+int dumpInPlace(const MuirRtContext *ctx, const char *dir) {
+  // Temporaries written so far (temporary, final path), the folders this
+  // call created, and each previous file's second name until every new
+  // file is in place: a hard link (the file stays where it was) or, where
+  // the file system has none, the file itself moved aside.
+  struct Kept {
+    std::string path;
+    bool moved = false;
+  };
+  std::vector<std::pair<std::string, std::string>> pending;
+  std::vector<std::string> created;
+  std::vector<Kept> kept;
+  size_t renamed = 0;
+  auto rollBack = [&] {
+    // Files already renamed into place go back to their previous version
+    // (or away, if there was none); a previous file moved aside goes back;
+    // temporaries, second names and new folders go.
+    for (size_t i = 0; i < pending.size(); ++i) {
+      const Kept *k = i < kept.size() && !kept[i].path.empty() ? &kept[i]
+                                                                : nullptr;
+      if (i < renamed) {
+        if (k)
+          ::rename(k->path.c_str(), pending[i].second.c_str());
+        else
+          ::unlink(pending[i].second.c_str());
+        continue;
+      }
+      ::unlink(pending[i].first.c_str());
+      if (k && k->moved)
+        ::rename(k->path.c_str(), pending[i].second.c_str());
+      else if (k)
+        ::unlink(k->path.c_str());
+    }
+    for (auto it = created.rbegin(); it != created.rend(); ++it)
+      ::rmdir(it->c_str());
+  };
+  int rc = guarded([&]() -> int {
+    if (!ctx)
+      return fail("muirrt_dump_dir: null context");
+    if (!dir || !*dir)
+      return fail("muirrt_dump_dir: empty directory path");
+    std::string base = dir;
+    // Every target is checked before anything is written: a folder or a
+    // link in the way fails the dump with nothing changed.
+    std::vector<std::string> missing;
+    for (const Tensor &t : ctx->tensors)
+      if (int rc = checkDumpTarget(base, t.name, &missing))
+        return rc;
+    if (int rc = makeDirs(base, &created))
+      return rc;
+    for (const std::string &d : missing) {
+      if (::mkdir(d.c_str(), 0777) == 0)
+        created.push_back(d);
+      else if (errno != EEXIST)
+        return fail("cannot create directory '" + d + "': " + errnoText(errno));
+    }
+    pending.reserve(ctx->tensors.size());
+
+    // Phase 1: every tensor to a temporary next to its final name, so a
+    // failure (full disk, bad folder) leaves the previous dump untouched.
+    for (const Tensor &t : ctx->tensors) {
+      std::string path = joinPath(base, t.name + ".npy"), tmp;
+      if (int rc = writeTemp(path, t.data.get(), t.rank, t.shape, tmp))
+        return rc;
+      pending.emplace_back(tmp, path);
+    }
+
+    // Phase 2: keep each previous file under a second name, then rename()
+    // the new one over it; a failure puts every previous file back, so the
+    // dump is all new or all old.
+    kept.assign(pending.size(), Kept());
+    int err = 0;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      const std::string &path = pending[i].second;
+      if (entryAt(path, err) != Entry::File)
+        continue;
+      std::string keep;
+      for (int attempt = 0; attempt < 100 && keep.empty(); ++attempt) {
+        std::string name = sideName(path, "old");
+        if (::link(path.c_str(), name.c_str()) == 0) {
+          keep = name;
+        } else if (errno == EEXIST) {
+          continue;
+        } else if (entryAt(name, err) == Entry::None && err == ENOENT &&
+                   ::rename(path.c_str(), name.c_str()) == 0) {
+          // No hard links here: the file itself moves aside.
+          keep = name;
+          kept[i].moved = true;
+        } else {
+          return fail(path + ": cannot keep the previous file: " +
+                      errnoText(errno));
+        }
+      }
+      if (keep.empty())
+        return fail(path + ": cannot find a free name to keep the previous "
+                           "file under");
+      kept[i].path = keep;
+    }
+    for (; renamed < pending.size(); ++renamed)
+      if (::rename(pending[renamed].first.c_str(),
+                   pending[renamed].second.c_str()) != 0)
+        return fail(pending[renamed].second + ": cannot rename '" +
+                    pending[renamed].first +
+                    "' into place: " + errnoText(errno));
+    for (const Kept &k : kept)
+      if (!k.path.empty())
+        ::unlink(k.path.c_str());
+    return 0;
+  });
+  if (rc != 0)
+    rollBack();
+  return rc;
 }
 
 } // namespace
@@ -820,6 +977,8 @@ extern "C" int muirrt_dump_dir(const MuirRtContext *ctx, const char *dir) {
         return rc;
       replaced.insert(t.name + ".npy");
     }
+    if (isMountPoint(base))
+      return dumpInPlace(ctx, dir);
     std::string parent = base;
     while (parent.size() > 1 && parent.back() == '/')
       parent.pop_back();

@@ -18,10 +18,12 @@
 #include "HostInternal.h"
 
 #include <cerrno>
+#include <atomic>
 #include <climits>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 #include <dirent.h>
@@ -42,14 +44,20 @@ namespace {
 /// it), or, for a directory moved aside by the fallback of a file system
 /// without RENAME_EXCHANGE, moved back to `restore` if nothing is there.
 struct Slot {
-  volatile sig_atomic_t used = 0;
+  /// Set (release) once path and restore are written; read (acquire) by
+  /// the handler on any thread.
+  std::atomic<int> used{0};
+  /// The process that registered it: a forked child (a data loader's
+  /// worker) inherits the table but must not remove its parent's paths.
+  pid_t owner = 0;
   char path[PATH_MAX];
   char restore[PATH_MAX];
 };
 constexpr int kSlots = 64;
 Slot slots[kSlots];
 struct sigaction previous[NSIG];
-bool installed = false;
+std::atomic<bool> installed{false};
+std::mutex installing;
 constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 /// Blocks the cleanup signals while the registry changes.
@@ -103,16 +111,16 @@ void removeTreeAt(int parentFd, const char *name, int depth) {
 }
 
 void cleanSlot(Slot &s) {
-  if (!s.used)
+  if (!s.used.load(std::memory_order_acquire) || s.owner != ::getpid())
     return;
   struct stat st;
   if (s.restore[0] && ::lstat(s.restore, &st) != 0 && errno == ENOENT &&
       ::rename(s.path, s.restore) == 0) {
-    s.used = 0;
+    s.used.store(0, std::memory_order_release);
     return;
   }
   removeTreeAt(AT_FDCWD, s.path, 0);
-  s.used = 0;
+  s.used.store(0, std::memory_order_release);
 }
 
 void cleanAll() {
@@ -145,18 +153,27 @@ void onSignal(int sig, siginfo_t *info, void *context) {
 }
 
 void install() {
-  if (installed)
+  if (installed.load(std::memory_order_acquire))
     return;
-  installed = true;
+  std::lock_guard<std::mutex> lock(installing);
+  if (installed.load(std::memory_order_relaxed))
+    return;
   struct sigaction action = {};
   action.sa_sigaction = onSignal;
   action.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&action.sa_mask);
-  for (int s : kSignals) {
-    sigaddset(&action.sa_mask, s);
-  }
   for (int s : kSignals)
+    sigaddset(&action.sa_mask, s);
+  for (int s : kSignals) {
+    // A signal the process ignores (nohup, a background job's SIGINT)
+    // stays ignored: it must not end the staging of a run that goes on.
+    struct sigaction current;
+    ::sigaction(s, nullptr, &current);
+    if (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_IGN)
+      continue;
     ::sigaction(s, &action, &previous[s]);
+  }
+  installed.store(true, std::memory_order_release);
 }
 
 /// The absolute form of `path` (relative to the working directory now).
@@ -175,11 +192,14 @@ int registerPath(const std::string &path, const std::string &restore) {
     return fail("'" + path + "': path too long to stage");
   Blocked blocked;
   install();
+  static std::mutex registering;
+  std::lock_guard<std::mutex> lock(registering);
   for (Slot &s : slots)
-    if (!s.used) {
+    if (!s.used.load(std::memory_order_acquire) || s.owner != ::getpid()) {
+      s.owner = ::getpid();
       std::memcpy(s.path, abs.c_str(), abs.size() + 1);
       std::memcpy(s.restore, back.c_str(), back.size() + 1);
-      s.used = 1;
+      s.used.store(1, std::memory_order_release);
       return 0;
     }
   return fail("too many outputs staged at once (" + std::to_string(kSlots) +
@@ -190,8 +210,9 @@ void unregisterPath(const std::string &path) {
   std::string abs = absolute(path);
   Blocked blocked;
   for (Slot &s : slots)
-    if (s.used && abs == s.path) {
-      s.used = 0;
+    if (s.used.load(std::memory_order_acquire) && s.owner == ::getpid() &&
+        abs == s.path) {
+      s.used.store(0, std::memory_order_release);
       return;
     }
 }
@@ -222,8 +243,17 @@ void removeStale(const std::string &parent, const std::string &base) {
     if (name.compare(0, prefix.size(), prefix) != 0)
       continue;
     long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
-    if (pid > 0 && !alive(pid))
-      removeTreeAt(AT_FDCWD, joinPath(parent, name).c_str(), 0);
+    if (pid <= 0 || alive(pid))
+      continue;
+    // An old directory moved aside by the fallback commit, whose process
+    // died before the new one took its place: it goes back.
+    std::string stale = joinPath(parent, name), target = joinPath(parent, base);
+    struct stat st;
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".old") == 0 &&
+        ::lstat(target.c_str(), &st) != 0 && errno == ENOENT &&
+        ::rename(stale.c_str(), target.c_str()) == 0)
+      continue;
+    removeTreeAt(AT_FDCWD, stale.c_str(), 0);
   }
   ::closedir(d);
 }
@@ -267,24 +297,29 @@ extern "C" int muirrt_stage_dir(const char *dir, char *out, size_t size) {
     if (int rc = makeDirs(parent))
       return rc;
     removeStale(parent, base);
-    std::string model = joinPath(parent, "." + base + ".muir-staging-" +
-                                             std::to_string(::getpid()) +
-                                             "-XXXXXX");
-    std::string staged = model;
-    // No signal between the directory's creation and its registration: it
-    // would be left behind.
-    Blocked blocked;
-    if (!::mkdtemp(staged.data()))
-      return fail("cannot create a staging directory beside '" +
-                  std::string(dir) + "' in '" + parent +
-                  "': " + errnoText(errno));
-    // As mkdir would make it (mkdtemp leaves out the group and others).
-    mode_t mask = ::umask(0);
-    ::umask(mask);
-    ::chmod(staged.c_str(), 0777 & ~mask);
-    if (int rc = registerPath(staged, "")) {
-      ::rmdir(staged.c_str());
-      return rc;
+    // The name is registered before the directory is made: a signal on
+    // any thread (the handler may run on a BLAS thread) finds it
+    // registered from the moment it exists.
+    std::string prefix = joinPath(parent, "." + base + ".muir-staging-" +
+                                              std::to_string(::getpid()) + "-");
+    static std::atomic<uint64_t> counter{0};
+    std::string staged;
+    for (int attempt = 0;; ++attempt) {
+      if (attempt == 100)
+        return fail("cannot find a free staging name beside '" +
+                    std::string(dir) + "' in '" + parent + "'");
+      staged = prefix + std::to_string(counter++) + "." +
+               std::to_string(static_cast<unsigned>(::random() % 1000000));
+      if (int rc = registerPath(staged, ""))
+        return rc;
+      if (::mkdir(staged.c_str(), 0777) == 0)
+        break;
+      int err = errno;
+      unregisterPath(staged);
+      if (err != EEXIST)
+        return fail("cannot create a staging directory beside '" +
+                    std::string(dir) + "' in '" + parent +
+                    "': " + errnoText(err));
     }
     if (staged.size() + 1 > size) {
       muirrt_stage_abort(staged.c_str());

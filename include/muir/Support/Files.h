@@ -272,32 +272,39 @@ inline bool samePath(llvm::StringRef a, llvm::StringRef b) {
   return normal(a) == normal(b);
 }
 
-/// `p` absolute, "." and ".." resolved, and symbolic links resolved in the
-/// part of it that exists (an output not yet written resolves through its
-/// existing folders), so that two spellings of one place compare equal.
+/// `p` absolute with symbolic links, "." and ".." resolved as the kernel
+/// resolves them, component by component (".." after a link is the link
+/// target's parent); the part that does not exist yet (an output not yet
+/// written) is appended as given. Two spellings of one place compare
+/// equal.
 inline std::string resolvedPath(llvm::StringRef p) {
   namespace fs = llvm::sys::fs;
   namespace path = llvm::sys::path;
   llvm::SmallString<256> abs(p);
   fs::make_absolute(abs);
-  path::remove_dots(abs, /*remove_dot_dot=*/true);
-  while (abs.size() > 1 && path::is_separator(abs.back()))
-    abs.pop_back();
-  llvm::SmallString<256> head(abs);
-  std::vector<std::string> tail;
-  while (true) {
-    llvm::SmallString<256> real;
-    if (!fs::real_path(head, real)) {
-      for (auto it = tail.rbegin(); it != tail.rend(); ++it)
-        path::append(real, *it);
-      return std::string(real);
+  llvm::SmallString<256> cur("/");
+  bool exists = true;
+  for (auto it = path::begin(abs), end = path::end(abs); it != end; ++it) {
+    llvm::StringRef part = *it;
+    if (part == "/" || part == "." || part.empty())
+      continue;
+    if (part == "..") {
+      path::remove_filename(cur);
+      if (cur.empty())
+        cur = "/";
+      exists = fs::exists(cur);
+      continue;
     }
-    llvm::StringRef parent = path::parent_path(head);
-    if (parent.empty() || parent == head)
-      return std::string(abs);
-    tail.push_back(path::filename(head).str());
-    head = parent;
+    path::append(cur, part);
+    if (!exists)
+      continue;
+    llvm::SmallString<256> real;
+    if (fs::real_path(cur, real))
+      exists = false;
+    else
+      cur = real;
   }
+  return std::string(cur);
 }
 
 /// Whether `inner` lies inside the folder `outer` (both resolvedPath).
