@@ -557,9 +557,9 @@ mlir::muir::getNamedSchedule(NSSchedule schedule) {
 }
 
 SmallVector<std::array<double, 3>>
-mlir::muir::resolveSchedule(NSSchedule schedule,
-                            std::optional<ArrayRef<double>> explicitCoeffs,
-                            int64_t steps) {
+mlir::muir::resolveTable(NSSchedule schedule,
+                         std::optional<ArrayRef<double>> explicitCoeffs,
+                         int64_t steps) {
   SmallVector<std::array<double, 3>> table;
   if (schedule == NSSchedule::custom && explicitCoeffs) {
     for (size_t i = 0; i + 2 < explicitCoeffs->size(); i += 3)
@@ -568,12 +568,12 @@ mlir::muir::resolveSchedule(NSSchedule schedule,
   } else {
     llvm::append_range(table, getNamedSchedule(schedule));
   }
-  SmallVector<std::array<double, 3>> result;
-  if (table.empty())
-    return result;
-  for (int64_t k = 0; k < steps; ++k)
-    result.push_back(table[std::min<size_t>(k, table.size() - 1)]);
-  return result;
+  if (static_cast<int64_t>(table.size()) > steps)
+    table.resize(std::max<int64_t>(steps, 0));
+  // A run of equal triples at the end is one: the last repeats anyway.
+  while (table.size() > 1 && table[table.size() - 2] == table.back())
+    table.pop_back();
+  return table;
 }
 
 double mlir::muir::getUpdateScale(ScaleMode mode, double extra, int64_t m,

@@ -51,12 +51,14 @@ namespace mlir::muir {
 /// The (a, b, c) triples of a named schedule (empty for `custom`).
 ArrayRef<std::array<double, 3>> getNamedSchedule(NSSchedule schedule);
 
-/// The triple used at each of `steps` iterations: from `explicitCoeffs` (a
-/// flat a0,b0,c0,... list) for `custom`, else from the named set; past the
-/// end of the list the last triple repeats.
+/// The coefficient table of `steps` iterations: from `explicitCoeffs` (a
+/// flat a0,b0,c0,... list) for `custom`, else from the named set, cut to
+/// `steps` triples and to the last that differs from its successor; step k
+/// uses triple min(k, size - 1) (past the table the last repeats). What a
+/// Newton-Schulz loop embeds.
 SmallVector<std::array<double, 3>>
-resolveSchedule(NSSchedule schedule, std::optional<ArrayRef<double>> explicitCoeffs,
-                int64_t steps);
+resolveTable(NSSchedule schedule, std::optional<ArrayRef<double>> explicitCoeffs,
+             int64_t steps);
 
 /// The factor Muon multiplies the orthogonalised update by, for an m x n
 /// matrix.

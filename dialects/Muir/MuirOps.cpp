@@ -42,6 +42,34 @@ static void printSchedule(OpAsmPrinter &printer, Operation *,
   printer << stringifyNSSchedule(attr.getValue());
 }
 
+/// `1.5` (a constant, the attribute) or `%a` (an f64 operand).
+static ParseResult
+parseCoefficient(OpAsmParser &parser,
+                 std::optional<OpAsmParser::UnresolvedOperand> &operand,
+                 FloatAttr &attr) {
+  OpAsmParser::UnresolvedOperand value;
+  OptionalParseResult named = parser.parseOptionalOperand(value);
+  if (named.has_value()) {
+    if (failed(*named))
+      return failure();
+    operand = value;
+    return success();
+  }
+  double constant;
+  if (parser.parseFloat(constant))
+    return failure();
+  attr = parser.getBuilder().getF64FloatAttr(constant);
+  return success();
+}
+
+static void printCoefficient(OpAsmPrinter &printer, Operation *, Value operand,
+                             FloatAttr attr) {
+  if (operand)
+    printer << operand;
+  else
+    printer.printAttributeWithoutType(attr);
+}
+
 #define GET_OP_CLASSES
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -75,7 +103,8 @@ LogicalResult opcheck::verifyMatrixRank(Operation *op, Type type,
 static LogicalResult verifySameElementType(Operation *op) {
   Type want = cast<ShapedType>(op->getResult(0).getType()).getElementType();
   for (Value v : op->getOperands())
-    if (cast<ShapedType>(v.getType()).getElementType() != want)
+    if (auto shaped = dyn_cast<ShapedType>(v.getType());
+        shaped && shaped.getElementType() != want)
       return op->emitOpError("expected every operand of element type ")
              << want << " (the result's), got " << v.getType();
   return success();
@@ -105,8 +134,8 @@ static LogicalResult verifyNSConfig(Operation *op, int64_t steps,
   if (steps < 1)
     return op->emitOpError("expected at least 1 Newton-Schulz step, got ")
            << steps;
-  // Every step is code of its own once expanded: the count is bounded
-  // here, where every way of asking for steps passes.
+  // The count is bounded here, where every way of asking for steps
+  // passes.
   if (steps > kMaxNSSteps)
     return op->emitOpError("expected at most ")
            << kMaxNSSteps << " Newton-Schulz steps, got " << steps
@@ -121,8 +150,8 @@ static LogicalResult verifyNSConfig(Operation *op, int64_t steps,
              << coeffs->size() << " values";
     if (static_cast<int64_t>(coeffs->size()) > kMaxCoefficients)
       return op->emitOpError("expected at most ")
-             << kMaxCoefficients << " coefficients (a triple for each of at "
-             << "most " << kMaxNSSteps << " steps), got " << coeffs->size()
+             << kMaxCoefficients << " coefficients (" << kMaxCoefficientTriples
+             << " triples; the last repeats), got " << coeffs->size()
              << " (docs/description.md, \"Limits\")";
   } else if (coeffs) {
     return op->emitOpError("'coefficients' are only allowed with schedule "
@@ -354,8 +383,8 @@ LogicalResult NewtonSchulzOp::verify() {
                         getEps().convertToDouble());
 }
 
-SmallVector<std::array<double, 3>> NewtonSchulzOp::getStepCoefficients() {
-  return resolveSchedule(getSchedule(), getCoefficients(), getSteps());
+SmallVector<std::array<double, 3>> NewtonSchulzOp::getStepTable() {
+  return resolveTable(getSchedule(), getCoefficients(), getSteps());
 }
 
 LogicalResult FrobeniusNormalizeOp::verify() {
@@ -400,6 +429,23 @@ static LogicalResult verifyAccumulator(Operation *op, Value acc, double beta,
   return success();
 }
 
+/// alpha and beta of a product: an operand replaces its attribute, left at
+/// its default; a beta operand (not known to be 0) needs the accumulator.
+static LogicalResult verifyCoefficients(Operation *op, Value acc,
+                                        Value alphaValue, Value betaValue,
+                                        double alpha, double beta,
+                                        RankedTensorType resultType) {
+  if (alphaValue && alpha != 1.0)
+    return op->emitOpError("has both an alpha operand and alpha = ")
+           << alpha << "; give one";
+  if (betaValue && beta != 0.0)
+    return op->emitOpError("has both a beta operand and beta = ")
+           << beta << "; give one";
+  if (betaValue && !acc)
+    return op->emitOpError("has a beta operand but no accumulator operand");
+  return verifyAccumulator(op, acc, beta, resultType);
+}
+
 LogicalResult MatmulOp::verify() {
   auto at = getA().getType(), bt = getB().getType();
   auto rt = getResult().getType();
@@ -432,7 +478,9 @@ LogicalResult MatmulOp::verify() {
   if (getSymmetric() && !rt.getElementType().isF64())
     return emitOpError("a symmetric product runs in f64, got ")
            << rt.getElementType();
-  return verifyAccumulator(*this, getAcc(), getBeta().convertToDouble(), rt);
+  return verifyCoefficients(*this, getAcc(), getAlphaValue(), getBetaValue(),
+                            getAlpha().convertToDouble(),
+                            getBeta().convertToDouble(), rt);
 }
 
 LogicalResult SyrkOp::verify() {
@@ -458,7 +506,9 @@ LogicalResult SyrkOp::verify() {
            << an << "x" << an << " (A is " << ar << "x" << ac
            << (getTranspose() ? ", transposed" : "") << "), got " << rr
            << "x" << rc;
-  return verifyAccumulator(*this, getAcc(), getBeta().convertToDouble(), rt);
+  return verifyCoefficients(*this, getAcc(), getAlphaValue(), getBetaValue(),
+                            getAlpha().convertToDouble(),
+                            getBeta().convertToDouble(), rt);
 }
 
 /// A [B] or [1] vector of one scalar per matrix of `matrices`.
@@ -507,6 +557,9 @@ LogicalResult ScaleMatricesOp::verify() {
 }
 
 LogicalResult AddDiagonalOp::verify() {
+  if (bool(getValueOperand()) == bool(getValueAttr()))
+    return emitOpError("expected the value as an attribute or as an f64 "
+                       "operand, exactly one of them");
   auto t = getInput().getType();
   if (failed(verifyMatrixRank(*this, t, "input")))
     return failure();

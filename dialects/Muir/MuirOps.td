@@ -261,8 +261,9 @@ def Muir_NewtonSchulzOp : Muir_Op<"newton_schulz", [Pure,
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// The (a, b, c) triple of each of the `steps` iterations.
-    ::llvm::SmallVector<std::array<double, 3>> getStepCoefficients();
+    /// The coefficient table of the iterations (resolveTable): step k
+    /// uses triple min(k, size - 1).
+    ::llvm::SmallVector<std::array<double, 3>> getStepTable();
   }];
 }
 
@@ -293,7 +294,7 @@ def Muir_TransposeOp : Muir_Op<"transpose", [Pure]> {
   let hasFolder = 1;
 }
 
-def Muir_MatmulOp : Muir_Op<"matmul", [Pure]> {
+def Muir_MatmulOp : Muir_Op<"matmul", [Pure, AttrSizedOperandSegments]> {
   let summary = "D = alpha * op(A) * op(B) + beta * C";
   let description = [{
     General matrix product on 2-D operands or batched 3-D operands (same
@@ -304,20 +305,38 @@ def Muir_MatmulOp : Muir_Op<"matmul", [Pure]> {
     symmetric (square operands that commute, as polynomials in one
     symmetric matrix do, and a symmetric accumulator): the runtime may
     compute one triangle and mirror it.
+
+    alpha and beta are the attributes, or the f64 operands `alpha` and
+    `beta` where they are only known at run time (a Newton-Schulz loop's
+    coefficients, read from its table each step); an operand replaces its
+    attribute, which must then be left at its default. A `beta` operand
+    needs the accumulator.
   }];
   let arguments = (ins Muir_ProductTensor:$a, Muir_ProductTensor:$b,
       Optional<Muir_ProductTensor>:$acc,
+      Optional<F64>:$alpha_value, Optional<F64>:$beta_value,
       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
       DefaultValuedAttr<F64Attr, "0.0">:$beta,
       UnitAttr:$transpose_a, UnitAttr:$transpose_b, UnitAttr:$symmetric);
   let results = (outs Muir_ProductTensor:$result);
   let assemblyFormat = [{
-    $a `,` $b (`acc` $acc^)? attr-dict `:` functional-type(operands, results)
+    $a `,` $b (`acc` $acc^)? (`alpha` `(` $alpha_value^ `)`)?
+    (`beta` `(` $beta_value^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
+  let builders = [
+    // Constant coefficients.
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$a,
+        "::mlir::Value":$b, "::mlir::Value":$acc, "::mlir::FloatAttr":$alpha,
+        "::mlir::FloatAttr":$beta, CArg<"::mlir::UnitAttr", "{}">:$transpose_a,
+        CArg<"::mlir::UnitAttr", "{}">:$transpose_b,
+        CArg<"::mlir::UnitAttr", "{}">:$symmetric), [{
+      build($_builder, $_state, result, a, b, acc, ::mlir::Value(),
+            ::mlir::Value(), alpha, beta, transpose_a, transpose_b, symmetric);
+    }]>];
   let hasVerifier = 1;
 }
 
-def Muir_SyrkOp : Muir_Op<"syrk", [Pure]> {
+def Muir_SyrkOp : Muir_Op<"syrk", [Pure, AttrSizedOperandSegments]> {
   let summary = "symmetric rank-k update C' = alpha * A * A^T + beta * C";
   let description = [{
     A is n x k (or [B, n, k]); the result is the symmetric n x n matrix
@@ -327,16 +346,26 @@ def Muir_SyrkOp : Muir_Op<"syrk", [Pure]> {
     and result are all f32, all f64 or all bf16 (accumulated in f32,
     rounded to bf16), except that an f32 A may give an
     f64 result: the products accumulated in double (the Gram matrix of the
-    Gram form of Newton-Schulz).
+    Gram form of Newton-Schulz). alpha and beta may be f64 operands, as
+    for muir.matmul.
   }];
   let arguments = (ins Muir_ProductTensor:$a,
       Optional<Muir_ProductTensor>:$acc,
+      Optional<F64>:$alpha_value, Optional<F64>:$beta_value,
       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
       DefaultValuedAttr<F64Attr, "0.0">:$beta, UnitAttr:$transpose);
   let results = (outs Muir_ProductTensor:$result);
   let assemblyFormat = [{
-    $a (`acc` $acc^)? attr-dict `:` functional-type(operands, results)
+    $a (`acc` $acc^)? (`alpha` `(` $alpha_value^ `)`)?
+    (`beta` `(` $beta_value^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$a,
+        "::mlir::Value":$acc, "::mlir::FloatAttr":$alpha,
+        "::mlir::FloatAttr":$beta, CArg<"::mlir::UnitAttr", "{}">:$transpose), [{
+      build($_builder, $_state, result, a, acc, ::mlir::Value(),
+            ::mlir::Value(), alpha, beta, transpose);
+    }]>];
   let hasVerifier = 1;
 }
 
@@ -378,16 +407,31 @@ def Muir_ScaleMatricesOp : Muir_Op<"scale_matrices", [Pure]> {
 }
 
 def Muir_AddDiagonalOp : Muir_Op<"add_diagonal", [Pure,
-    SameOperandsAndResultType]> {
+    AllTypesMatch<["input", "result"]>]> {
   let summary = "X + value * I, per matrix";
   let description = [{
     Adds `value` to the diagonal of each square matrix (the last two
     dimensions) of an f32 or f64 tensor: the constant term of a matrix
-    polynomial, aI + bA + cA^2 in the Gram form of Newton-Schulz.
+    polynomial, aI + bA + cA^2 in the Gram form of Newton-Schulz. The value
+    is a constant (`muir.add_diagonal %x, 1.5`) or an f64 operand
+    (`muir.add_diagonal %x, %a`: a coefficient read at run time).
   }];
-  let arguments = (ins Muir_FloatTensor:$input, F64Attr:$value);
+  let arguments = (ins Muir_FloatTensor:$input, Optional<F64>:$value_operand,
+                   OptionalAttr<F64Attr>:$value);
   let results = (outs Muir_FloatTensor:$result);
-  let assemblyFormat = "$input `,` $value attr-dict `:` type($input)";
+  let assemblyFormat = [{
+    $input `,` custom<Coefficient>($value_operand, $value) attr-dict `:`
+    type($input)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "::mlir::FloatAttr":$value), [{
+      build($_builder, $_state, input.getType(), input, ::mlir::Value(),
+            value);
+    }]>,
+    OpBuilder<(ins "::mlir::Value":$input, "::mlir::Value":$value), [{
+      build($_builder, $_state, input.getType(), input, value,
+            ::mlir::FloatAttr());
+    }]>];
   let hasVerifier = 1;
 }
 

@@ -138,7 +138,10 @@ static LogicalResult verifyBatch(Operation *op, int64_t a, int64_t b) {
 static LogicalResult verifyOneElementType(Operation *op) {
   Type first;
   for (Value v : op->getOperands()) {
-    Type e = cast<MemRefType>(v.getType()).getElementType();
+    auto buffer = dyn_cast<MemRefType>(v.getType());
+    if (!buffer) // a coefficient known at run time
+      continue;
+    Type e = buffer.getElementType();
     if (first && e != first)
       return op->emitOpError("expected buffers of one element type, got ")
              << first << " and " << e;

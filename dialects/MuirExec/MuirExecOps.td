@@ -31,7 +31,7 @@ class MuirExec_Op<string mnemonic, list<Trait> traits = [],
   }];
 }
 
-def MuirExec_GemmOp : MuirExec_Op<"gemm"> {
+def MuirExec_GemmOp : MuirExec_Op<"gemm", [AttrSizedOperandSegments]> {
   let summary = "C = alpha * op(A) * op(B) + beta * acc (runtime sgemm)";
   let description = [{
     GEMM on 2-D or batched 3-D buffers; the accumulator is `acc` when
@@ -43,22 +43,34 @@ def MuirExec_GemmOp : MuirExec_Op<"gemm"> {
     rounded to bf16 to nearest even).
     `symmetric` (square f64 operands whose product and accumulator are
     symmetric) calls `muirrt_dgemm_sym`, which computes the upper triangle
-    in blocks of rows and mirrors it.
+    in blocks of rows and mirrors it. alpha and beta are the attributes or,
+    known only at run time (a Newton-Schulz loop's coefficients), the f64
+    operands `alpha` and `beta`, which replace them.
   }];
   let arguments = (ins Arg<MuirExec_ProductBuffer, "", [MemRead]>:$a,
       Arg<MuirExec_ProductBuffer, "", [MemRead]>:$b,
       Arg<MuirExec_ProductBuffer, "", [MemRead, MemWrite]>:$c,
       Arg<Optional<MuirExec_ProductBuffer>, "", [MemRead]>:$acc,
+      Optional<F64>:$alpha_value, Optional<F64>:$beta_value,
       F64Attr:$alpha, F64Attr:$beta, UnitAttr:$transpose_a,
       UnitAttr:$transpose_b, UnitAttr:$symmetric);
   let assemblyFormat = [{
-    $a `,` $b `,` $c (`acc` $acc^)? attr-dict `:` type($a) `,` type($b) `,`
+    $a `,` $b `,` $c (`acc` $acc^)? (`alpha` `(` $alpha_value^ `)`)?
+    (`beta` `(` $beta_value^ `)`)? attr-dict `:` type($a) `,` type($b) `,`
     type($c) (`,` type($acc)^)?
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$a, "::mlir::Value":$b, "::mlir::Value":$c,
+        "::mlir::Value":$acc, "::mlir::FloatAttr":$alpha,
+        "::mlir::FloatAttr":$beta, "::mlir::UnitAttr":$transpose_a,
+        "::mlir::UnitAttr":$transpose_b, "::mlir::UnitAttr":$symmetric), [{
+      build($_builder, $_state, a, b, c, acc, ::mlir::Value(), ::mlir::Value(),
+            alpha, beta, transpose_a, transpose_b, symmetric);
+    }]>];
   let hasVerifier = 1;
 }
 
-def MuirExec_SyrkOp : MuirExec_Op<"syrk"> {
+def MuirExec_SyrkOp : MuirExec_Op<"syrk", [AttrSizedOperandSegments]> {
   let summary = "C = alpha * A * A^T + beta * acc (runtime ssyrk)";
   let description = [{
     Symmetric rank-k update; both triangles of C are written. With
@@ -66,16 +78,26 @@ def MuirExec_SyrkOp : MuirExec_Op<"syrk"> {
     accumulator (symmetric) is `acc` when given, else C. All buffers share
     one element type (f32: `muirrt_ssyrk`, f64: `muirrt_dsyrk`, bf16:
     `muirrt_bsyrk`, accumulated in f32 and rounded to bf16), except
-    that an f32 A may accumulate into f64 C (`muirrt_ssyrk_f64`).
+    that an f32 A may accumulate into f64 C (`muirrt_ssyrk_f64`). alpha and
+    beta may be f64 operands, as for muir_exec.gemm.
   }];
   let arguments = (ins Arg<MuirExec_ProductBuffer, "", [MemRead]>:$a,
       Arg<MuirExec_ProductBuffer, "", [MemRead, MemWrite]>:$c,
       Arg<Optional<MuirExec_ProductBuffer>, "", [MemRead]>:$acc,
+      Optional<F64>:$alpha_value, Optional<F64>:$beta_value,
       F64Attr:$alpha, F64Attr:$beta, UnitAttr:$transpose);
   let assemblyFormat = [{
-    $a `,` $c (`acc` $acc^)? attr-dict `:` type($a) `,` type($c)
+    $a `,` $c (`acc` $acc^)? (`alpha` `(` $alpha_value^ `)`)?
+    (`beta` `(` $beta_value^ `)`)? attr-dict `:` type($a) `,` type($c)
     (`,` type($acc)^)?
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$a, "::mlir::Value":$c,
+        "::mlir::Value":$acc, "::mlir::FloatAttr":$alpha,
+        "::mlir::FloatAttr":$beta, "::mlir::UnitAttr":$transpose), [{
+      build($_builder, $_state, a, c, acc, ::mlir::Value(), ::mlir::Value(),
+            alpha, beta, transpose);
+    }]>];
   let hasVerifier = 1;
 }
 

@@ -62,8 +62,9 @@ mx::ScoringAttr scoringAttr(MLIRContext *ctx, RouteScoring scoring) {
 
 /// C = alpha op(A) op(B) + beta acc: the runtime call reads the
 /// accumulator itself (scaling it into C on the way), so no copy here.
-Value accOf(ExecBuilder &x, Value acc, FloatAttr beta) {
-  return acc && beta.getValueAsDouble() != 0.0 ? x.in(acc) : Value();
+Value accOf(ExecBuilder &x, Value acc, Value betaValue, FloatAttr beta) {
+  return acc && (betaValue || beta.getValueAsDouble() != 0.0) ? x.in(acc)
+                                                               : Value();
 }
 
 /// Expert dispatch and combine always call the runtime, even on one rank:
@@ -166,18 +167,21 @@ LogicalResult build(ExecBuilder &x, TransposeOp op) {
 }
 
 LogicalResult build(ExecBuilder &x, MatmulOp op) {
-  mx::GemmOp::create(x.b, x.loc, x.in(op.getA()), x.in(op.getB()),
-                     x.out(op.getResult()),
-                     accOf(x, op.getAcc(), op.getBetaAttr()), op.getAlphaAttr(),
-                     op.getBetaAttr(), op.getTransposeAAttr(),
-                     op.getTransposeBAttr(), op.getSymmetricAttr());
+  mx::GemmOp::create(
+      x.b, x.loc, x.in(op.getA()), x.in(op.getB()), x.out(op.getResult()),
+      accOf(x, op.getAcc(), op.getBetaValue(), op.getBetaAttr()),
+      op.getAlphaValue(), op.getBetaValue(), op.getAlphaAttr(),
+      op.getBetaAttr(), op.getTransposeAAttr(), op.getTransposeBAttr(),
+      op.getSymmetricAttr());
   return success();
 }
 
 LogicalResult build(ExecBuilder &x, SyrkOp op) {
-  mx::SyrkOp::create(x.b, x.loc, x.in(op.getA()), x.out(op.getResult()),
-                     accOf(x, op.getAcc(), op.getBetaAttr()), op.getAlphaAttr(),
-                     op.getBetaAttr(), op.getTransposeAttr());
+  mx::SyrkOp::create(
+      x.b, x.loc, x.in(op.getA()), x.out(op.getResult()),
+      accOf(x, op.getAcc(), op.getBetaValue(), op.getBetaAttr()),
+      op.getAlphaValue(), op.getBetaValue(), op.getAlphaAttr(),
+      op.getBetaAttr(), op.getTransposeAttr());
   return success();
 }
 

@@ -186,15 +186,23 @@ LogicalResult lower(AdamWUpdateOp op, PatternRewriter &rw) {
 /// Element-wise with the element's indices: row == column gains value.
 LogicalResult lower(AddDiagonalOp op, PatternRewriter &rw) {
   int64_t rank = op.getType().getRank();
-  double shift = value(op.getValueAttr());
+  Type element = op.getType().getElementType();
+  // A value known only at run time is converted once, outside the kernel.
+  Value shift = op.getValueOperand();
+  if (shift && !element.isF64())
+    shift = arith::TruncFOp::create(rw, op.getLoc(), element, shift);
   replaceByGeneric(rw, op, {op.getInput()},
                    [&](OpBuilder &nb, Location nl, ValueRange a) {
                      Value r = linalg::IndexOp::create(nb, nl, rank - 2);
                      Value c = linalg::IndexOp::create(nb, nl, rank - 1);
                      Value onDiagonal = arith::CmpIOp::create(
                          nb, nl, arith::CmpIPredicate::eq, r, c);
-                     Value v = arith::ConstantOp::create(
-                         nb, nl, FloatAttr::get(a[0].getType(), shift));
+                     Value v = shift ? shift
+                                     : Value(arith::ConstantOp::create(
+                                           nb, nl,
+                                           FloatAttr::get(
+                                               a[0].getType(),
+                                               value(op.getValueAttr()))));
                      Value sum = arith::AddFOp::create(nb, nl, a[0], v);
                      return SmallVector<Value>{arith::SelectOp::create(
                          nb, nl, onDiagonal, sum, a[0])};

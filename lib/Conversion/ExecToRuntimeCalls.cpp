@@ -56,6 +56,16 @@ public:
     return arith::ConstantOp::create(
         b, loc, b.getF64FloatAttr(v.getValueAsDouble()));
   }
+  /// A coefficient as the runtime takes it (double for f64 buffers, else
+  /// float): the operand where the op has one (known at run time), else
+  /// the attribute.
+  Value scalar(Value operand, FloatAttr attr, bool dbl) {
+    if (!operand)
+      return dbl ? f64(attr) : f32(attr);
+    return dbl ? operand
+               : Value(arith::TruncFOp::create(b, loc, b.getF32Type(),
+                                               operand));
+  }
   /// The address of a buffer's first element (its offset included, for a
   /// view that is not at its allocation's start).
   Value ptr(Value memref) {
@@ -219,7 +229,6 @@ Value emit(mx::GemmOp g, CallBuilder &c) {
   // f64 buffers (the Gram form of Newton-Schulz) call dgemm with
   // double scalars.
   bool d = isF64(g.getC());
-  auto scalar = [&](FloatAttr v) { return d ? c.f64(v) : c.f32(v); };
   bool sym = g.getSymmetric(); // f64 (verified)
   // bf16 buffers: bf16 operands, f32 accumulation and scalars.
   c.call(sym                ? "dgemm_sym"
@@ -227,8 +236,9 @@ Value emit(mx::GemmOp g, CallBuilder &c) {
          : isBF16(g.getC()) ? "bgemm"
                             : "sgemm",
          {c.i64(batch), c.i32(g.getTransposeA()), c.i32(g.getTransposeB()),
-          c.i64(m), c.i64(n), c.i64(k), scalar(g.getAlphaAttr()),
-          c.ptr(g.getA()), c.ptr(g.getB()), scalar(g.getBetaAttr()),
+          c.i64(m), c.i64(n), c.i64(k),
+          c.scalar(g.getAlphaValue(), g.getAlphaAttr(), d), c.ptr(g.getA()),
+          c.ptr(g.getB()), c.scalar(g.getBetaValue(), g.getBetaAttr(), d),
           c.ptr(g.getC()), c.ptrOrNull(g.getAcc())});
   return {};
 }
@@ -237,14 +247,14 @@ Value emit(mx::SyrkOp s, CallBuilder &c) {
   auto [batch, r, cl] = dims(s.getA());
   bool t = s.getTranspose();
   bool d = isF64(s.getC());
-  auto scalar = [&](FloatAttr v) { return d ? c.f64(v) : c.f32(v); };
   // An f32 A into f64 C: the products accumulated in double.
   c.call(isBF16(s.getC())  ? "bsyrk"
          : !d              ? "ssyrk"
          : isF64(s.getA()) ? "dsyrk"
                            : "ssyrk_f64",
          {c.i64(batch), c.i32(t), c.i64(t ? cl : r), c.i64(t ? r : cl),
-          scalar(s.getAlphaAttr()), c.ptr(s.getA()), scalar(s.getBetaAttr()),
+          c.scalar(s.getAlphaValue(), s.getAlphaAttr(), d), c.ptr(s.getA()),
+          c.scalar(s.getBetaValue(), s.getBetaAttr(), d),
           c.ptr(s.getC()), c.ptrOrNull(s.getAcc())});
   return {};
 }

@@ -105,6 +105,7 @@ private:
   void materializeSwitches();
   LogicalResult dropSwitchResults();
   void lowerGroupRanks();
+  LogicalResult placeLoopBuffers();
   void dropUndefinedCopies();
   void computeInPlace();
   void freeAllocations();
@@ -197,6 +198,12 @@ LogicalResult StepFunction::planHostCounts() {
   func.walk([&](AllToAllVOp x) {
     work.push_back(x.getSendCounts());
     work.push_back(x.getRecvCounts());
+  });
+  // So do the constant tables whose elements the host reads one by one (a
+  // Newton-Schulz loop's coefficients).
+  func.walk([&](tensor::ExtractOp x) {
+    if (x.getTensor().getDefiningOp<arith::ConstantOp>())
+      work.push_back(x.getTensor());
   });
   while (!work.empty()) {
     Value v = work.pop_back_val();
@@ -403,6 +410,104 @@ SmallVector<Operation *> usersIn(Block &block, Value buffer) {
   return users;
 }
 
+/// A loop's buffers after one-shot: each step's fresh allocations are made
+/// once, before the loop (every step writes them before it reads them), and
+/// a carried buffer that each step computes anew (a Newton-Schulz iterate:
+/// the step reads X while it writes X') alternates between two buffers
+/// made before the loop, the step writing the one it does not read. The
+/// first of the two is the initial buffer when nothing else uses it, else a
+/// copy of it. So a loop allocates nothing, and freeAllocations frees its
+/// buffers after it, at the end of its block.
+LogicalResult StepFunction::placeLoopBuffers() {
+  SmallVector<scf::ForOp> loops;
+  func.walk([&](scf::ForOp loop) { loops.push_back(loop); }); // inner first
+  IRRewriter rewriter(func.getContext());
+  for (scf::ForOp loop : loops) {
+    Block *body = loop.getBody();
+    Operation *yield = body->getTerminator();
+    // The carried buffers and the allocation each step yields for them.
+    SmallVector<std::pair<unsigned, memref::AllocOp>> carried;
+    for (auto [i, arg] : llvm::enumerate(loop.getRegionIterArgs())) {
+      if (!isa<MemRefType>(arg.getType()))
+        continue;
+      Value next = yield->getOperand(i);
+      if (next == arg)
+        continue;
+      auto alloc = next.getDefiningOp<memref::AllocOp>();
+      if (!alloc || alloc->getBlock() != body ||
+          alloc.getType() != arg.getType() ||
+          !alloc.getDynamicSizes().empty())
+        return loop.emitOpError("carries buffer #")
+               << i << ", which a step does not compute into a fresh buffer "
+               << "of its own type";
+      carried.push_back({static_cast<unsigned>(i), alloc});
+    }
+    // Every other allocation of a step: once, before the loop.
+    for (auto alloc : llvm::make_early_inc_range(body->getOps<memref::AllocOp>()))
+      if (alloc.getDynamicSizes().empty() &&
+          llvm::none_of(carried, [&](auto &c) { return c.second == alloc; }))
+        alloc->moveBefore(loop);
+    if (carried.empty())
+      continue;
+    // The two buffers of each carried one: the first holds the initial
+    // value, the second (the step's own allocation, made before the loop)
+    // is written by step 0.
+    SmallVector<Value> spares;
+    for (auto [i, alloc] : carried) {
+      OpOperand &init = loop.getInitArgsMutable()[i];
+      Value first = init.get();
+      // The initial buffer itself when nothing uses it from the loop on.
+      auto initAlloc = first.getDefiningOp<memref::AllocOp>();
+      bool ownInit =
+          initAlloc && initAlloc->getBlock() == loop->getBlock() &&
+          initAlloc.getType() == alloc.getType() &&
+          llvm::all_of(usersIn(*loop->getBlock(), first), [&](Operation *u) {
+            return u != loop ? u->isBeforeInBlock(loop)
+                             : llvm::count(loop->getOperands(), first) == 1;
+          });
+      if (!ownInit) {
+        rewriter.setInsertionPoint(loop);
+        first = memref::AllocOp::create(rewriter, loop.getLoc(),
+                                        alloc.getType(),
+                                        alloc.getAlignmentAttr());
+        copyBuffer(rewriter, loop.getLoc(), init.get(), first);
+      }
+      init.set(first);
+      alloc->moveBefore(loop);
+      spares.push_back(alloc.getResult());
+    }
+    rewriter.setInsertionPoint(loop);
+    FailureOr<LoopLikeOpInterface> grown =
+        cast<LoopLikeOpInterface>(loop.getOperation())
+            .replaceWithAdditionalYields(
+                rewriter, spares, /*replaceInitOperandUsesInLoop=*/false,
+                [&](OpBuilder &, Location,
+                    ArrayRef<BlockArgument> added) {
+                  // The buffer this step read is the next one's to write
+                  // (argument 0 of the body is the induction variable).
+                  Block *step = added.front().getOwner();
+                  SmallVector<Value> read;
+                  for (auto [i, alloc] : carried)
+                    read.push_back(step->getArgument(1 + i));
+                  return read;
+                });
+    if (failed(grown))
+      return loop.emitOpError("could not carry its buffers in pairs");
+    auto updated = cast<scf::ForOp>(grown->getOperation());
+    unsigned extra = updated.getNumRegionIterArgs() - carried.size();
+    for (auto [j, entry] : llvm::enumerate(carried)) {
+      Value spare = updated.getRegionIterArgs()[extra + j];
+      // The step writes the spare and yields it as the next value.
+      rewriter.replaceUsesWithIf(entry.second.getResult(), spare,
+                                 [&](OpOperand &use) {
+                                   return updated->isProperAncestor(
+                                       use.getOwner());
+                                 });
+    }
+  }
+  return success();
+}
+
 /// A copy of a buffer nothing wrote (a tensor.empty's: the padding of a
 /// concatenation) leaves its target undefined, as it was.
 void StepFunction::dropUndefinedCopies() {
@@ -506,6 +611,8 @@ LogicalResult StepFunction::finish() {
       c.erase();
   });
   lowerGroupRanks();
+  if (failed(placeLoopBuffers()))
+    return failure();
   dropUndefinedCopies();
   computeInPlace();
   freeAllocations();
@@ -538,6 +645,9 @@ LogicalResult bufferize(ModuleOp scratch) {
     return success();
   };
   options.bufferAlignment = 64;
+  // A Newton-Schulz loop yields each step's fresh iterate (placeLoopBuffers
+  // then alternates two buffers).
+  options.allowReturnAllocsFromLoops = true;
   // runOneShotModuleBufferize, in its steps: the writable marks are
   // stripped between analysis and rewriting, all of a function's at once
   // (the rewrite strips them one argument at a time, each rebuilding the

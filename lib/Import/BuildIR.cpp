@@ -108,6 +108,15 @@ struct TrainedLayer {
   template <typename Op>
   Operation *make(TypeRange types, ValueRange operands,
                   ArrayRef<NamedAttribute> attrs = {}) {
+    if constexpr (std::is_same_v<Op, MatmulOp>) {
+      // A, B and the accumulator when there is one; coefficients are
+      // attributes here.
+      SmallVector<NamedAttribute> all(attrs);
+      int32_t acc = static_cast<int32_t>(operands.size()) - 2;
+      all.push_back(b.getNamedAttr(
+          "operandSegmentSizes", b.getDenseI32ArrayAttr({1, 1, acc, 0, 0})));
+      return Op::create(b, loc, types, operands, all).getOperation();
+    }
     return Op::create(b, loc, types, operands, attrs).getOperation();
   }
   Value one(Operation *op) { return op->getResult(0); }

@@ -524,14 +524,14 @@ void Reader::readMuon(yaml::Node *n, MuonSettings &m) {
         } else if (key == "coefficients") {
           size_t count = 0;
           forEachItem(v, key, [&](yaml::Node *item) {
-            // One (a, b, c) triple per step at most: later ones are never
-            // used, and each is a constant of the generated code.
+            // The table the Newton-Schulz loop embeds.
             if (++count == muir::kMaxCoefficients + 1)
               error(item, "expected at most " +
                               Twine(muir::kMaxCoefficients) +
-                              " values in 'coefficients' (a triple for each "
-                              "of at most " + Twine(muir::kMaxNSSteps) +
-                              " steps; docs/description.md, \"Limits\")");
+                              " values in 'coefficients' (" +
+                              Twine(muir::kMaxCoefficientTriples) +
+                              " triples; the last repeats; "
+                              "docs/description.md, \"Limits\")");
             if (auto x = real(item, key); x && count <= muir::kMaxCoefficients)
               m.coefficients.push_back(*x);
           });

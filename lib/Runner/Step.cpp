@@ -366,8 +366,9 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
     ns.text = (Twine(op.getNsSteps()) + " " +
                stringifyNSSchedule(op.getSchedule()) + " steps")
                   .str();
-    std::tie(ns.low, ns.high) = expectedBand(resolveSchedule(
-        op.getSchedule(), op.getCoefficients(), op.getNsSteps()));
+    std::tie(ns.low, ns.high) = expectedBand(
+        resolveTable(op.getSchedule(), op.getCoefficients(), op.getNsSteps()),
+        op.getNsSteps());
   });
   // Exec IR updates in place and names no results: its parameters and
   // state are what a step writes.

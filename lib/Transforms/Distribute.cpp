@@ -34,6 +34,7 @@
 #include "muir/Analysis/CostModel.h"
 #include "muir/Passes.h"
 #include "muir/Transforms/GramForm.h"
+#include "muir/Transforms/NewtonSchulzSteps.h"
 
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -910,10 +911,10 @@ struct DistributePass
     auto norm = TraceNormalizeOp::create(
         b, loc, gram64, RankedTensorType::get({batch}, f64), a,
         op.getEpsAttr());
+    int64_t steps = op.getNsStepsAttr().getInt();
     Value q = buildGramIteration(
         b, loc, norm.getResult(),
-        resolveSchedule(op.getSchedule(), op.getCoefficients(),
-                        op.getNsStepsAttr().getInt()),
+        resolveTable(op.getSchedule(), op.getCoefficients(), steps), steps,
         syrk);
     Value qf = ScaleMatricesOp::create(b, loc, gram32, q, norm.getScale());
     return rowsSplit ? MatmulOp::create(b, loc, type, u, qf, Value(),
@@ -951,22 +952,30 @@ struct DistributePass
     auto gramType = RankedTensorType::get(gramShape, f32);
     auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
     UnitAttr no, yes = b.getUnitAttr();
-    for (auto [ca, cb, cc] :
-         resolveSchedule(op.getSchedule(), op.getCoefficients(),
-                         op.getNsStepsAttr().getInt())) {
-      Value local = MatmulOp::create(b, loc, gramType, x, x, Value(), f64(1.0),
-                                     f64(0.0), rowsSplit ? yes : no,
-                                     rowsSplit ? no : yes);
-      Value gram = AllReduceOp::create(
-          b, loc, gramType, s.gridRef(), axes, local,
-          ReductionKindAttr::get(b.getContext(), ReductionKind::sum));
-      Value bm = MatmulOp::create(b, loc, gramType, gram, gram, gram, f64(cc),
-                                  f64(cb), no, no);
-      x = rowsSplit ? MatmulOp::create(b, loc, type, x, bm, x, f64(1.0),
-                                       f64(ca), no, no)
-                    : MatmulOp::create(b, loc, type, bm, x, x, f64(1.0),
-                                       f64(ca), no, no);
-    }
+    int64_t steps = op.getNsStepsAttr().getInt();
+    NSCoefficients table(
+        b, loc, resolveTable(op.getSchedule(), op.getCoefficients(), steps));
+    x = buildStepLoop(
+        b, loc, 0, steps, x,
+        [&](OpBuilder &nb, Location nl, Value k, ValueRange carried) {
+          Value xk = carried[0];
+          auto [ca, cb, cc] = table.at(nb, nl, k);
+          Value local = MatmulOp::create(
+              nb, nl, gramType, xk, xk, Value(), f64(1.0), f64(0.0),
+              rowsSplit ? yes : no, rowsSplit ? no : yes);
+          Value gram = AllReduceOp::create(
+              nb, nl, gramType, s.gridRef(), axes, local,
+              ReductionKindAttr::get(nb.getContext(), ReductionKind::sum));
+          Value bm = MatmulOp::create(nb, nl, gramType, gram, gram, gram, cc,
+                                      cb, f64(1.0), f64(0.0), no, no, no);
+          Value next =
+              rowsSplit
+                  ? MatmulOp::create(nb, nl, type, xk, bm, xk, Value(), ca,
+                                     f64(1.0), f64(0.0), no, no, no)
+                  : MatmulOp::create(nb, nl, type, bm, xk, xk, Value(), ca,
+                                     f64(1.0), f64(0.0), no, no, no);
+          return SmallVector<Value>{next};
+        })[0];
     return x;
   }
 };

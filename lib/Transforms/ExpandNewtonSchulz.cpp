@@ -1,12 +1,15 @@
 //===- ExpandNewtonSchulz.cpp - Newton-Schulz as matmuls ------------------===//
 //
-// X <- X / (||X|| + eps); each step is three products whose Gram matrix is
-// min(m, n) square: A = X X^T, B = b A + c A A, X' = a X + B X for a wide X
-// (m <= n), and A = X^T X, B as before, X' = a X + X B for a tall one (the
-// transposed iteration, with no transposes).
+// X <- X / (||X|| + eps); then a loop over the steps (each step's
+// coefficients read from the schedule's table) whose body is one step:
+// three products whose Gram matrix is min(m, n) square, A = X X^T,
+// B = b A + c A A, X' = a X + B X for a wide X (m <= n), and A = X^T X, B as
+// before, X' = a X + X B for a tall one (the transposed iteration, with no
+// transposes).
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"
+#include "muir/Transforms/NewtonSchulzSteps.h"
 
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
@@ -50,17 +53,26 @@ Value expand(OpBuilder &b, NewtonSchulzOp op) {
   auto gram = withLastTwo(type, r, r);
   auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
   UnitAttr no, yes = b.getUnitAttr();
-  for (auto [ca, cb, cc] : op.getStepCoefficients()) {
-    Value a = MatmulOp::create(b, loc, gram, x, x, Value(), f64(1.0),
-                               f64(0.0), /*transpose_a=*/tall ? yes : no,
-                               /*transpose_b=*/tall ? no : yes);
-    Value bm = MatmulOp::create(b, loc, gram, a, a, a, f64(cc), f64(cb),
-                                no, no);
-    x = tall ? MatmulOp::create(b, loc, type, x, bm, x, f64(1.0), f64(ca),
-                                no, no)
-             : MatmulOp::create(b, loc, type, bm, x, x, f64(1.0), f64(ca),
-                                no, no);
-  }
+  // One step in a loop over the steps, its coefficients read from the
+  // table.
+  NSCoefficients table(b, loc, op.getStepTable());
+  x = buildStepLoop(
+      b, loc, 0, op.getSteps(), x,
+      [&](OpBuilder &nb, Location nl, Value k, ValueRange carried) {
+        Value xk = carried[0];
+        auto [ca, cb, cc] = table.at(nb, nl, k);
+        Value a = MatmulOp::create(nb, nl, gram, xk, xk, Value(), f64(1.0),
+                                   f64(0.0), /*transpose_a=*/tall ? yes : no,
+                                   /*transpose_b=*/tall ? no : yes);
+        Value bm = MatmulOp::create(nb, nl, gram, a, a, a, cc, cb, f64(1.0),
+                                    f64(0.0), no, no, no);
+        Value next =
+            tall ? MatmulOp::create(nb, nl, type, xk, bm, xk, Value(), ca,
+                                    f64(1.0), f64(0.0), no, no, no)
+                 : MatmulOp::create(nb, nl, type, bm, xk, xk, Value(), ca,
+                                    f64(1.0), f64(0.0), no, no, no);
+        return SmallVector<Value>{next};
+      })[0];
   if (bf16)
     x = arith::ExtFOp::create(b, loc, f32Type, x);
   return x;

@@ -29,15 +29,20 @@ namespace {
 
 bool isSymmetric(Value v, int depth = 0);
 
+/// Whether an accumulator is read: beta is an operand or not 0.
+bool readsAccumulator(Value acc, Value betaValue, FloatAttr beta) {
+  return acc && (betaValue || beta.getValueAsDouble() != 0.0);
+}
+
 /// The accumulator may join a SYRK when it is not read or is symmetric.
-bool accumulatorFits(Value acc, FloatAttr beta, int depth) {
-  return !acc || beta.getValueAsDouble() == 0.0 || isSymmetric(acc, depth);
+bool accumulatorFits(Value acc, Value betaValue, FloatAttr beta, int depth) {
+  return !readsAccumulator(acc, betaValue, beta) || isSymmetric(acc, depth);
 }
 
 /// What a matmul would become: 0 none, 1 X X^T, 2 X^T X, 3 A A (A sym.).
 int syrkForm(MatmulOp mm, int depth) {
   if (mm.getA() != mm.getB() ||
-      !accumulatorFits(mm.getAcc(), mm.getBetaAttr(), depth))
+      !accumulatorFits(mm.getAcc(), mm.getBetaValue(), mm.getBetaAttr(), depth))
     return 0;
   bool ta = mm.getTransposeA(), tb = mm.getTransposeB();
   if (!ta && tb)
@@ -56,7 +61,8 @@ bool isSymmetric(Value v, int depth) {
   if (!def)
     return false;
   if (auto syrk = dyn_cast<SyrkOp>(def))
-    return accumulatorFits(syrk.getAcc(), syrk.getBetaAttr(), depth + 1);
+    return accumulatorFits(syrk.getAcc(), syrk.getBetaValue(),
+                           syrk.getBetaAttr(), depth + 1);
   if (auto mm = dyn_cast<MatmulOp>(def))
     return syrkForm(mm, depth + 1) != 0;
   if (auto ar = dyn_cast<AllReduceOp>(def))
@@ -74,11 +80,13 @@ struct MatmulToSyrk : OpRewritePattern<MatmulOp> {
     if (!form)
       return rewriter.notifyMatchFailure(mm, "not a symmetric product");
     UnitAttr transpose = form == 2 ? rewriter.getUnitAttr() : UnitAttr();
-    Value acc =
-        mm.getBetaAttr().getValueAsDouble() != 0.0 ? mm.getAcc() : Value();
+    bool reads =
+        readsAccumulator(mm.getAcc(), mm.getBetaValue(), mm.getBetaAttr());
     rewriter.replaceOpWithNewOp<SyrkOp>(
-        mm, mm.getType(), mm.getA(), acc, mm.getAlphaAttr(),
-        acc ? mm.getBetaAttr() : rewriter.getF64FloatAttr(0.0), transpose);
+        mm, mm.getType(), mm.getA(), reads ? mm.getAcc() : Value(),
+        mm.getAlphaValue(), reads ? mm.getBetaValue() : Value(),
+        mm.getAlphaAttr(),
+        reads ? mm.getBetaAttr() : rewriter.getF64FloatAttr(0.0), transpose);
     return success();
   }
 };

@@ -38,10 +38,11 @@ struct FuseSyrkAllReduce : OpRewritePattern<AllReduceOp> {
                                 PatternRewriter &rewriter) const override {
     auto syrk = ar.getInput().getDefiningOp<SyrkOp>();
     if (!syrk || ar.getReduction() != ReductionKind::sum ||
-        !syrk->hasOneUse() ||
+        !syrk->hasOneUse() || syrk.getAlphaValue() || syrk.getBetaValue() ||
         (syrk.getAcc() && syrk.getBetaAttr().getValueAsDouble() != 0.0))
       return rewriter.notifyMatchFailure(
-          ar, "not a sum of a SYRK without accumulator or other readers");
+          ar, "not a sum of a SYRK with constant alpha and no accumulator "
+              "or other readers");
     auto type = syrk.getType();
     int64_t s = type.getDimSize(type.getRank() - 1);
     int64_t rows = chunkRows ? chunkRows : defaultChunk(ar, s);

@@ -23,6 +23,7 @@
 #include "muir/Analysis/CostModel.h"
 #include "muir/Passes.h"
 #include "muir/Transforms/GramForm.h"
+#include "muir/Transforms/NewtonSchulzSteps.h"
 
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
@@ -35,39 +36,58 @@ using namespace mlir;
 using namespace mlir::muir;
 
 Value mlir::muir::buildGramIteration(OpBuilder &b, Location loc, Value a,
-                                     ArrayRef<std::array<double, 3>> steps,
-                                     bool syrk) {
+                                     ArrayRef<std::array<double, 3>> table,
+                                     int64_t steps, bool syrk) {
   auto gram = cast<RankedTensorType>(a.getType());
   auto num = [&](double v) { return b.getF64FloatAttr(v); };
   UnitAttr no, yes = b.getUnitAttr();
-  Value q;
-  for (auto [k, abc] : llvm::enumerate(steps)) {
-    auto [ca, cb, cc] = abc;
-    // B = c A A + b A (A symmetric: A A = A A^T).
-    Value bm;
+  NSCoefficients coefficients(b, loc, table);
+  // B = c A A + b A (A symmetric: A A = A A^T).
+  auto polynomial = [&](OpBuilder &nb, Location nl, Value a, Value cb,
+                        Value cc) -> Value {
     if (syrk)
-      bm = SyrkOp::create(b, loc, gram, a, a, num(cc), num(cb), no);
-    else
-      bm = MatmulOp::create(b, loc, gram, a, a, a, num(cc), num(cb), no, no);
-    // Q <- P Q = a Q + B Q; the first P is a I + B.
-    q = k == 0 ? Value(AddDiagonalOp::create(b, loc, bm, num(ca)))
-               : Value(MatmulOp::create(b, loc, gram, bm, q, q, num(1.0),
-                                        num(ca), no, no, yes));
-    if (k + 1 == steps.size())
-      break;
-    // A <- P A P = A P^2 (P and A commute, both polynomials in A0), with
-    // P^2 = B B + 2 a B + a^2 I symmetric: a SYRK and one GEMM (3 m^3
-    // instead of two GEMMs' 4 m^3).
-    Value p2 = syrk ? Value(SyrkOp::create(b, loc, gram, bm, bm, num(1.0),
-                                           num(2 * ca), no))
-                    : Value(MatmulOp::create(b, loc, gram, bm, bm, bm,
-                                             num(1.0), num(2 * ca), no, no,
-                                             yes));
-    p2 = AddDiagonalOp::create(b, loc, p2, num(ca * ca));
-    a = MatmulOp::create(b, loc, gram, a, p2, Value(), num(1.0), num(0.0), no,
-                         no, yes);
-  }
-  return q;
+      return SyrkOp::create(nb, nl, gram, a, a, cc, cb, num(1.0), num(0.0),
+                            no);
+    return MatmulOp::create(nb, nl, gram, a, a, a, cc, cb, num(1.0),
+                            num(0.0), no, no, no);
+  };
+  // Step 0: Q = a I + B.
+  auto [a0, b0, c0] = coefficients.at(0);
+  Value bm;
+  if (syrk)
+    bm = SyrkOp::create(b, loc, gram, a, a, num(c0), num(b0), no);
+  else
+    bm = MatmulOp::create(b, loc, gram, a, a, a, num(c0), num(b0), no, no);
+  Value q = AddDiagonalOp::create(b, loc, bm, num(a0));
+  // Steps 1, 2, ...: first the previous step's A <- P A P = A P^2 (P and A
+  // commute, both polynomials in A0), with P^2 = B B + 2 a B + a^2 I
+  // symmetric: a SYRK and one GEMM (3 m^3 instead of two GEMMs' 4 m^3);
+  // then B and Q <- P Q = a Q + B Q.
+  SmallVector<Value> last = buildStepLoop(
+      b, loc, 1, steps, {a, bm, q},
+      [&](OpBuilder &nb, Location nl, Value k, ValueRange carried) {
+        Value ak = carried[0], bprev = carried[1], qk = carried[2];
+        Value one = arith::ConstantIndexOp::create(nb, nl, 1);
+        Value prev = coefficients.at(
+            nb, nl, Value(arith::SubIOp::create(nb, nl, k, one)))[0];
+        auto [ca, cb, cc] = coefficients.at(nb, nl, k);
+        Value twoA = arith::AddFOp::create(nb, nl, prev, prev);
+        Value aSquared = arith::MulFOp::create(nb, nl, prev, prev);
+        Value p2 =
+            syrk ? Value(SyrkOp::create(nb, nl, gram, bprev, bprev, Value(),
+                                        twoA, num(1.0), num(0.0), no))
+                 : Value(MatmulOp::create(nb, nl, gram, bprev, bprev, bprev,
+                                          Value(), twoA, num(1.0), num(0.0),
+                                          no, no, yes));
+        p2 = AddDiagonalOp::create(nb, nl, p2, aSquared);
+        Value next = MatmulOp::create(nb, nl, gram, ak, p2, Value(), num(1.0),
+                                      num(0.0), no, no, yes);
+        Value bk = polynomial(nb, nl, next, cb, cc);
+        Value qn = MatmulOp::create(nb, nl, gram, bk, qk, qk, Value(), ca,
+                                    num(1.0), num(0.0), no, no, yes);
+        return SmallVector<Value>{next, bk, qn};
+      });
+  return last[2];
 }
 
 namespace {
@@ -117,8 +137,8 @@ std::pair<Value, Operation *> gramForm(OpBuilder &b, NewtonSchulzOp op,
   auto norm = TraceNormalizeOp::create(
       b, loc, gram, RankedTensorType::get({batch}, f64), a, op.getEpsAttr());
   a = norm.getResult();
-  Value q = buildGramIteration(b, loc, norm.getResult(),
-                               op.getStepCoefficients(), syrk);
+  Value q = buildGramIteration(b, loc, norm.getResult(), op.getStepTable(),
+                               op.getSteps(), syrk);
   // Q s (X = Q X0 = (Q s) X), rounded to f32 once.
   Value qf = ScaleMatricesOp::create(
       b, loc, square(type, r, b.getF32Type()), q, norm.getScale());

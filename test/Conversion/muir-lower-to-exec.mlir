@@ -473,3 +473,44 @@ func.func @renamed(%x: tensor<8xf32> {muir.name = "x"}) -> (tensor<8xf32> {muir.
   %s:2 = muir.all_to_allv %r#0, %b on @w2 axes = ["dp"] : (tensor<4xf32>, tensor<2xi64>) -> (tensor<8xf32>, tensor<2xi64>)
   return %s#0 : tensor<8xf32>
 }
+
+// -----
+
+// A loop carrying a tensor that each step computes anew (a Newton-Schulz
+// iterate): each step's other buffer (the Gram matrix) is allocated once,
+// before the loop, and the iterate alternates between two buffers made
+// before it; the step writes the one it does not read, and the loop yields
+// the pair swapped. The initial value (read again after the loop) keeps
+// its own buffer: the first of the pair is one-shot's copy of it.
+// Everything is freed after the loop.
+// CHECK-LABEL: func.func @loop
+// CHECK-SAME: (%[[X:.+]]: memref<4x8xf32> {muir.name = "x"}, %[[S:.+]]: f64 {muir.name = "s"})
+// CHECK: %[[N:.+]] = memref.alloc() {{.*}} : memref<4x8xf32>
+// CHECK: muir_exec.frobenius_normalize %[[X]], %[[N]]
+// CHECK: %[[FIRST:.+]] = memref.alloc() {{.*}} : memref<4x8xf32>
+// CHECK-NEXT: memref.copy %[[N]], %[[FIRST]]
+// CHECK-NEXT: %[[G:.+]] = memref.alloc() {{.*}} : memref<4x4xf32>
+// CHECK-NEXT: %[[SPARE:.+]] = memref.alloc() {{.*}} : memref<4x8xf32>
+// CHECK: %[[R:.+]]:2 = scf.for {{.*}} iter_args(%[[CUR:.+]] = %[[FIRST]], %[[NEXT:.+]] = %[[SPARE]]) -> (memref<4x8xf32>, memref<4x8xf32>) {
+// CHECK-NOT: memref.alloc
+// CHECK: muir_exec.gemm %[[CUR]], %[[CUR]], %[[G]]
+// CHECK: muir_exec.gemm %[[G]], %[[CUR]], %[[NEXT]] acc %[[CUR]] beta(%[[S]])
+// CHECK-NEXT: scf.yield %[[NEXT]], %[[CUR]]
+// CHECK: linalg.generic {{.*}} ins(%[[R]]#0, %[[N]] : {{.*}}) outs(%[[X]] :
+// CHECK-DAG: memref.dealloc %[[G]]
+// CHECK-DAG: memref.dealloc %[[SPARE]]
+// CHECK-DAG: memref.dealloc %[[FIRST]]
+// CHECK-DAG: memref.dealloc %[[N]]
+func.func @loop(%x: tensor<4x8xf32> {muir.name = "x"}, %s: f64 {muir.name = "s"}) -> (tensor<4x8xf32> {muir.updates = "x"}) {
+  %n = muir.frobenius_normalize %x : tensor<4x8xf32>
+  %c0 = arith.constant 0 : index
+  %c3 = arith.constant 3 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %k = %c0 to %c3 step %c1 iter_args(%xk = %n) -> (tensor<4x8xf32>) {
+    %g = muir.matmul %xk, %xk {transpose_b} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x4xf32>
+    %x1 = muir.matmul %g, %xk acc %xk beta(%s) : (tensor<4x4xf32>, tensor<4x8xf32>, tensor<4x8xf32>, f64) -> tensor<4x8xf32>
+    scf.yield %x1 : tensor<4x8xf32>
+  }
+  %y = muir.add %r, %n : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}

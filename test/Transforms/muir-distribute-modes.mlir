@@ -10,17 +10,24 @@
 muir.grid @world axes = ["tp"] shape = [4]
 
 // Distributed: the norm and each step's 256x256 Gram matrix (over the
-// unsplit rows) are all-reduced; X <- a X + B X stays local.
+// unsplit rows) are all-reduced; X <- a X + B X stays local. The steps are
+// one loop whose body is one step, its all-reduce included.
 // DIST-LABEL: func.func @step
 // DIST: %[[U:.+]], %{{.+}} = muir.momentum {{.*}} : tensor<256x256xf32>
 // DIST: %[[SS:.+]] = muir.sum_squares %[[U]] : tensor<256x256xf32> -> tensor<1xf32>
 // DIST: %[[N:.+]] = muir.all_reduce %[[SS]] on @world axes = ["tp"] : tensor<1xf32>
-// DIST: %[[X:.+]] = muir.scale_by_norm %[[U]], %[[N]] : tensor<256x256xf32>, tensor<1xf32>
-// DIST: %[[G:.+]] = muir.matmul %[[X]], %[[X]] {transpose_b} : (tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>
-// DIST: %[[GR:.+]] = muir.all_reduce %[[G]] on @world axes = ["tp"] : tensor<256x256xf32>
-// DIST: %[[B:.+]] = muir.matmul %[[GR]], %[[GR]] acc %[[GR]] {alpha = 2.031500e+00 : f64, beta = -4.775000e+00 : f64}
-// DIST: muir.matmul %[[B]], %[[X]] acc %[[X]] {beta = 3.444500e+00 : f64}
-// DIST-COUNT-4: muir.all_reduce
+// DIST: %[[X0:.+]] = muir.scale_by_norm %[[U]], %[[N]] : tensor<256x256xf32>, tensor<1xf32>
+// DIST-DAG: %[[CA:.+]] = arith.constant 3.444500e+00 : f64
+// DIST-DAG: %[[CB:.+]] = arith.constant -4.775000e+00 : f64
+// DIST-DAG: %[[CC:.+]] = arith.constant 2.031500e+00 : f64
+// DIST-DAG: %[[STEPS:.+]] = arith.constant 5 : index
+// DIST: scf.for %{{.+}} = %{{.+}} to %[[STEPS]] step %{{.+}} iter_args(%[[X:.+]] = %[[X0]]) -> (tensor<256x256xf32>) {
+// DIST-NEXT: %[[G:.+]] = muir.matmul %[[X]], %[[X]] {transpose_b} : (tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>
+// DIST-NEXT: %[[GR:.+]] = muir.all_reduce %[[G]] on @world axes = ["tp"] : tensor<256x256xf32>
+// DIST-NEXT: %[[B:.+]] = muir.matmul %[[GR]], %[[GR]] acc %[[GR]] alpha(%[[CC]]) beta(%[[CB]])
+// DIST-NEXT: %[[X1:.+]] = muir.matmul %[[B]], %[[X]] acc %[[X]] beta(%[[CA]])
+// DIST-NEXT: scf.yield %[[X1]]
+// DIST-NOT: muir.all_reduce
 // DIST-NOT: muir.all_gather
 // DIST: muir.apply_update {{.*}}muir.ns_mode = #muir.ns_mode<distributed>, muir.ns_why = #muir.ns_why<requested>, scale = 6.400000e+00 : f64
 

@@ -9,24 +9,34 @@
 // matrix (trace(A0) = ||X||_F^2); per step B = b A + c A A (SYRK with
 // accumulator), Q = a I + B first and a Q + B Q after, A = A P^2 with
 // P^2 = B B + 2 a B + a^2 I (not after the last step); then s Q in f32
-// times X. The products of commuting symmetric matrices are marked
-// symmetric. Auto picks it.
+// times X. The first step is written out; steps 1 and 2 are one loop whose
+// body begins with the previous step's A = A P^2 and reads the previous
+// and its own step's coefficients from the table. The products of
+// commuting symmetric matrices are marked symmetric. Auto picks it.
 // GRAM-LABEL: func.func @wide
 // GRAM: %[[A0:.+]] = muir.syrk %arg0 : (tensor<24x4096xf32>) -> tensor<24x24xf64>
 // GRAM: %[[A:.+]], %[[S:.+]] = muir.trace_normalize %[[A0]] : tensor<24x24xf64> -> tensor<24x24xf64>, tensor<1xf64>
+// GRAM: %[[T:.+]] = arith.constant dense<{{\[}}[4.084800e+00, -6.894600e+00, 2.927000e+00], [3.950500e+00, -6.302900e+00, 2.637700e+00], [3.741800e+00, -5.591300e+00, 2.303700e+00]]> : tensor<3x3xf64>
 // GRAM: %[[B0:.+]] = muir.syrk %[[A]] acc %[[A]] {alpha = 2.927000e+00 : f64, beta = -6.894600e+00 : f64}
 // GRAM: %[[Q0:.+]] = muir.add_diagonal %[[B0]], 4.084800e+00 : tensor<24x24xf64>
-// GRAM: %[[P2:.+]] = muir.syrk %[[B0]] acc %[[B0]] {beta = 8.169600e+00 : f64}
-// GRAM: %[[P2I:.+]] = muir.add_diagonal %[[P2]], 16.68{{[0-9]+}} : tensor<24x24xf64>
-// GRAM: %[[A1:.+]] = muir.matmul %[[A]], %[[P2I]] {symmetric}
-// GRAM: %[[B1:.+]] = muir.syrk %[[A1]] acc %[[A1]] {alpha = 2.637700e+00 : f64, beta = -6.302900e+00 : f64}
-// GRAM: %[[Q1:.+]] = muir.matmul %[[B1]], %[[Q0]] acc %[[Q0]] {beta = 3.950500e+00 : f64, symmetric}
-// GRAM: muir.syrk %[[B1]] acc %[[B1]]
-// GRAM: %[[A2:.+]] = muir.matmul %[[A1]], %{{.+}} {symmetric}
-// GRAM: %[[B2:.+]] = muir.syrk %[[A2]] acc %[[A2]] {alpha = 2.303700e+00 : f64, beta = -5.591300e+00 : f64}
-// GRAM: %[[Q2:.+]] = muir.matmul %[[B2]], %[[Q1]] acc %[[Q1]] {beta = 3.741800e+00 : f64, symmetric}
-// GRAM-NOT: muir.syrk %[[B2]]
-// GRAM: %[[QF:.+]] = muir.scale_matrices %[[Q2]], %[[S]] : tensor<24x24xf64>, tensor<1xf64> -> tensor<24x24xf32>
+// GRAM: %[[HI:.+]] = arith.constant 3 : index
+// GRAM: %[[R:.+]]:3 = scf.for %[[K:.+]] = %{{.+}} to %[[HI]] step %{{.+}} iter_args(%[[AK:.+]] = %[[A]], %[[BP:.+]] = %[[B0]], %[[QK:.+]] = %[[Q0]])
+// GRAM: %[[KP:.+]] = arith.subi %[[K]], %{{.+}} : index
+// GRAM: %[[RP:.+]] = arith.minui %[[KP]], %{{.+}} : index
+// GRAM: %[[AP:.+]] = tensor.extract %[[T]][%[[RP]], %{{.+}}] : tensor<3x3xf64>
+// GRAM: %[[RK:.+]] = arith.minui %[[K]], %{{.+}} : index
+// GRAM: %[[CA:.+]] = tensor.extract %[[T]][%[[RK]], %{{.+}}] : tensor<3x3xf64>
+// GRAM: %[[CB:.+]] = tensor.extract %[[T]][%[[RK]], %{{.+}}] : tensor<3x3xf64>
+// GRAM: %[[CC:.+]] = tensor.extract %[[T]][%[[RK]], %{{.+}}] : tensor<3x3xf64>
+// GRAM: %[[TWOA:.+]] = arith.addf %[[AP]], %[[AP]] : f64
+// GRAM: %[[ASQ:.+]] = arith.mulf %[[AP]], %[[AP]] : f64
+// GRAM: %[[P2:.+]] = muir.syrk %[[BP]] acc %[[BP]] beta(%[[TWOA]])
+// GRAM: %[[P2I:.+]] = muir.add_diagonal %[[P2]], %[[ASQ]] : tensor<24x24xf64>
+// GRAM: %[[A1:.+]] = muir.matmul %[[AK]], %[[P2I]] {symmetric}
+// GRAM: %[[B1:.+]] = muir.syrk %[[A1]] acc %[[A1]] alpha(%[[CC]]) beta(%[[CB]])
+// GRAM: %[[Q1:.+]] = muir.matmul %[[B1]], %[[QK]] acc %[[QK]] beta(%[[CA]]) {symmetric}
+// GRAM: scf.yield %[[A1]], %[[B1]], %[[Q1]]
+// GRAM: %[[QF:.+]] = muir.scale_matrices %[[R]]#2, %[[S]] : tensor<24x24xf64>, tensor<1xf64> -> tensor<24x24xf32>
 // GRAM: %[[X:.+]] = muir.matmul %[[QF]], %arg0 {muir.ns_form = #muir.ns_form<gram>, muir.ns_form_cost = array<f64: {{.*}}>} : (tensor<24x24xf32>, tensor<24x4096xf32>) -> tensor<24x4096xf32>
 // GRAM: return %[[X]]
 // AUTO-LABEL: func.func @wide

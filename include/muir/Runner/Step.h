@@ -128,10 +128,12 @@ struct NSSettings {
 /// band (a square gradient's smallest ones): 1/500 of its Frobenius norm.
 inline constexpr double kBandFloor = 2e-3;
 
-/// The range of x -> p_k(...p_1(x)) over [kBandFloor, 1], p_i(x) = a x +
-/// b x^3 + c x^5 with the i-th (a, b, c) of `coefficients` (sampled).
+/// The range of x -> p_steps(...p_1(x)) over [kBandFloor, 1], p_i(x) = a x +
+/// b x^3 + c x^5 with the i-th (a, b, c) of `table`, its last repeating
+/// (sampled; a sample settled in a cycle of the last polynomial is
+/// followed to `steps` by parity).
 std::pair<double, double>
-expectedBand(llvm::ArrayRef<std::array<double, 3>> coefficients);
+expectedBand(llvm::ArrayRef<std::array<double, 3>> table, int64_t steps);
 
 class Step {
 public:

@@ -27,13 +27,16 @@ inline constexpr int64_t kMaxModelElements = int64_t(1) << 48;
 
 /// Newton-Schulz iterations of one update (`ns_steps`, the `ns_steps` and
 /// `steps` of muir.muon_update and muir.newton_schulz, checked by their
-/// verifiers). The longest published schedule (polar_express) has 8 steps
-/// and the usual count is 5. Expanded step by step, the generated code
-/// grows with the count (10000 steps took 965 MB and a minute to compile).
-inline constexpr int64_t kMaxNSSteps = 100;
-/// Values of `optimizer.muon.coefficients`: one (a, b, c) triple per step
-/// at most (later triples would never be used).
-inline constexpr int64_t kMaxCoefficients = 3 * kMaxNSSteps;
+/// verifiers). The steps are one loop, so the generated code does not grow
+/// with the count; the bound only catches a count no run could finish (a
+/// typo of 2^31 - 1): the longest published schedule (polar_express) has 8
+/// steps and the usual count is 5.
+inline constexpr int64_t kMaxNSSteps = 1000000;
+/// Values of `optimizer.muon.coefficients`: 100 (a, b, c) triples, the
+/// table a Newton-Schulz loop embeds (its last triple repeats); the
+/// longest published schedule has 8.
+inline constexpr int64_t kMaxCoefficientTriples = 100;
+inline constexpr int64_t kMaxCoefficients = 3 * kMaxCoefficientTriples;
 /// Row blocks of one fused matrix (`split_rows`, muir.muon_update's
 /// `row_blocks`): each block gets its own Newton-Schulz, kernels and
 /// products in the generated code (about 80 ms of JIT time and 1 MB each on

@@ -15,13 +15,16 @@
 namespace mlir::muir {
 
 /// Q (f64, `a`'s type) of the Gram form from the normalised Gram matrix `a`
-/// (f64, square, or a stack): per step with (a, b, c), B = b A + c A A;
+/// (f64, square, or a stack), over `steps` steps with the coefficients of
+/// `table` (resolveTable): per step with (a, b, c), B = b A + c A A;
 /// Q = a I + B at the first step, a Q + B Q after; A <- A P^2 with
-/// P^2 = B B + 2 a B + a^2 I, except after the last step. Symmetric
-/// products are `muir.syrk` when `syrk`, and the products of commuting
-/// symmetric matrices are marked `symmetric`.
+/// P^2 = B B + 2 a B + a^2 I, except after the last step. The first step
+/// is written out, the others are one loop (each begins with the previous
+/// step's A <- A P^2). Symmetric products are `muir.syrk` when `syrk`, and
+/// the products of commuting symmetric matrices are marked `symmetric`.
 Value buildGramIteration(OpBuilder &b, Location loc, Value a,
-                         ArrayRef<std::array<double, 3>> steps, bool syrk);
+                         ArrayRef<std::array<double, 3>> table, int64_t steps,
+                         bool syrk);
 
 } // namespace mlir::muir
 

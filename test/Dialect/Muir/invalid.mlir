@@ -1486,3 +1486,35 @@ func.func @trace_normalize_eps(%a: tensor<4x4xf64>) -> tensor<4x4xf64> {
   %r, %s = muir.trace_normalize %a {eps = 0.0} : tensor<4x4xf64> -> tensor<4x4xf64>, tensor<1xf64>
   return %r : tensor<4x4xf64>
 }
+
+// -----
+
+func.func @matmul_alpha_twice(%a: tensor<4x4xf32>, %s: f64) -> tensor<4x4xf32> {
+  // expected-error@+1 {{'muir.matmul' op has both an alpha operand and alpha = 2.000000e+00; give one}}
+  %0 = muir.matmul %a, %a alpha(%s) {alpha = 2.0} : (tensor<4x4xf32>, tensor<4x4xf32>, f64) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @matmul_beta_operand_without_acc(%a: tensor<4x4xf32>, %s: f64) -> tensor<4x4xf32> {
+  // expected-error@+1 {{'muir.matmul' op has a beta operand but no accumulator operand}}
+  %0 = muir.matmul %a, %a beta(%s) : (tensor<4x4xf32>, tensor<4x4xf32>, f64) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @syrk_beta_twice(%a: tensor<4x8xf32>, %c: tensor<4x4xf32>, %s: f64) -> tensor<4x4xf32> {
+  // expected-error@+1 {{'muir.syrk' op has both a beta operand and beta = 5.000000e-01; give one}}
+  %0 = muir.syrk %a acc %c beta(%s) {beta = 0.5} : (tensor<4x8xf32>, tensor<4x4xf32>, f64) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @add_diagonal_two_values(%g: tensor<4x4xf64>, %s: f64) -> tensor<4x4xf64> {
+  // expected-error@+1 {{'muir.add_diagonal' op expected the value as an attribute or as an f64 operand, exactly one of them}}
+  %0 = muir.add_diagonal %g, %s {value = 1.0 : f64} : tensor<4x4xf64>
+  return %0 : tensor<4x4xf64>
+}

@@ -156,11 +156,11 @@ func.func @transpose(%x: tensor<8x4xf32>, %s: tensor<3x4x8xf32>) -> (tensor<4x8x
 // CHECK: muir.matmul %[[A]], %[[B]] acc %[[C]] {alpha = 5.000000e-01 : f64, beta = 1.000000e+00 : f64}
 // CHECK-SAME: : (tensor<4x8xf32>, tensor<8x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
 // GENERIC-LABEL: sym_name = "matmul"
-// GENERIC: "muir.matmul"(%{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64}> : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
-// GENERIC: "muir.matmul"(%{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, transpose_a}>
-// GENERIC: "muir.matmul"(%{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, transpose_b}>
-// GENERIC: "muir.matmul"(%{{.*}}, %{{.*}}) <{alpha = 2.000000e+00 : f64, beta = 0.000000e+00 : f64, transpose_a, transpose_b}>
-// GENERIC: "muir.matmul"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 5.000000e-01 : f64, beta = 1.000000e+00 : f64}>
+// GENERIC: "muir.matmul"(%{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>}> : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
+// GENERIC: "muir.matmul"(%{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>, transpose_a}>
+// GENERIC: "muir.matmul"(%{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>, transpose_b}>
+// GENERIC: "muir.matmul"(%{{.*}}, %{{.*}}) <{alpha = 2.000000e+00 : f64, beta = 0.000000e+00 : f64, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>, transpose_a, transpose_b}>
+// GENERIC: "muir.matmul"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 5.000000e-01 : f64, beta = 1.000000e+00 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}>
 // GENERIC-SAME: : (tensor<4x8xf32>, tensor<8x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
 func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %at: tensor<8x4xf32>, %bt: tensor<6x8xf32>, %c: tensor<4x6xf32>) -> (tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>) {
   %0 = muir.matmul %a, %b : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
@@ -189,8 +189,8 @@ func.func @matmul_batched(%x: tensor<2x4x8xf32>, %c: tensor<2x4x4xf32>) -> (tens
 // CHECK: muir.syrk %[[A]] acc %[[C]] {alpha = 2.031500e+00 : f64, beta = -4.775000e+00 : f64} : (tensor<4x8xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
 // CHECK: muir.syrk %[[S]] : (tensor<2x4x8xf32>) -> tensor<2x4x4xf32>
 // GENERIC-LABEL: sym_name = "syrk"
-// GENERIC: "muir.syrk"(%{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64}> : (tensor<4x8xf32>) -> tensor<4x4xf32>
-// GENERIC: "muir.syrk"(%{{.*}}, %{{.*}}) <{alpha = 2.031500e+00 : f64, beta = -4.775000e+00 : f64}> : (tensor<4x8xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// GENERIC: "muir.syrk"(%{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, operandSegmentSizes = array<i32: 1, 0, 0, 0>}> : (tensor<4x8xf32>) -> tensor<4x4xf32>
+// GENERIC: "muir.syrk"(%{{.*}}, %{{.*}}) <{alpha = 2.031500e+00 : f64, beta = -4.775000e+00 : f64, operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (tensor<4x8xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
 func.func @syrk(%a: tensor<4x8xf32>, %c: tensor<4x4xf32>, %s: tensor<2x4x8xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<2x4x4xf32>) {
   %0 = muir.syrk %a : (tensor<4x8xf32>) -> tensor<4x4xf32>
   %1 = muir.syrk %a acc %c {alpha = 2.0315, beta = -4.775} : (tensor<4x8xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
@@ -424,3 +424,22 @@ func.func @moe_grads(%x: tensor<8x16xf32>, %d: tensor<8x24xf32>, %s: tensor<4xi6
 // A grid may be private to its module.
 // CHECK: muir.grid @hidden axes = ["dp"] shape = [1] {sym_visibility = "private"}
 muir.grid @hidden axes = ["dp"] shape = [1] {sym_visibility = "private"}
+
+// Coefficients known only at run time (a Newton-Schulz loop's, read from
+// its table): f64 operands in place of alpha and beta, and of
+// add_diagonal's value.
+// CHECK-LABEL: func.func @run_time_coefficients(
+// CHECK-SAME: %[[X:.+]]: tensor<4x8xf32>, %[[A:.+]]: tensor<4x4xf32>, %[[G:.+]]: tensor<4x4xf64>, %[[S:.+]]: f64, %[[T:.+]]: f64)
+// CHECK: muir.matmul %[[A]], %[[A]] acc %[[A]] alpha(%[[S]]) beta(%[[T]]) : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, f64, f64) -> tensor<4x4xf32>
+// CHECK: muir.matmul %[[A]], %[[X]] acc %[[X]] beta(%[[T]]) : (tensor<4x4xf32>, tensor<4x8xf32>, tensor<4x8xf32>, f64) -> tensor<4x8xf32>
+// CHECK: muir.syrk %[[X]] alpha(%[[S]]) : (tensor<4x8xf32>, f64) -> tensor<4x4xf32>
+// CHECK: muir.add_diagonal %[[G]], %[[S]] : tensor<4x4xf64>
+// CHECK: muir.add_diagonal %[[G]], 2.500000e-01 : tensor<4x4xf64>
+func.func @run_time_coefficients(%x: tensor<4x8xf32>, %a: tensor<4x4xf32>, %g: tensor<4x4xf64>, %s: f64, %t: f64) -> (tensor<4x4xf32>, tensor<4x8xf32>, tensor<4x4xf32>, tensor<4x4xf64>, tensor<4x4xf64>) {
+  %0 = muir.matmul %a, %a acc %a alpha(%s) beta(%t) : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, f64, f64) -> tensor<4x4xf32>
+  %1 = muir.matmul %a, %x acc %x beta(%t) : (tensor<4x4xf32>, tensor<4x8xf32>, tensor<4x8xf32>, f64) -> tensor<4x8xf32>
+  %2 = muir.syrk %x alpha(%s) : (tensor<4x8xf32>, f64) -> tensor<4x4xf32>
+  %3 = muir.add_diagonal %g, %s : tensor<4x4xf64>
+  %4 = muir.add_diagonal %g, 0.25 : tensor<4x4xf64>
+  return %0, %1, %2, %3, %4 : tensor<4x4xf32>, tensor<4x8xf32>, tensor<4x4xf32>, tensor<4x4xf64>, tensor<4x4xf64>
+}

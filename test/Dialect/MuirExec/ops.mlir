@@ -14,11 +14,11 @@
 // CHECK: muir_exec.gemm %[[AT]], %[[BT]], %[[C]] {alpha = -1.000000e+00 : f64, beta = 5.000000e-01 : f64, transpose_a, transpose_b}
 // CHECK-SAME: : memref<8x4xf32>, memref<6x8xf32>, memref<4x6xf32>
 // GENERIC-LABEL: sym_name = "gemm"
-// GENERIC: "muir_exec.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64}>
+// GENERIC: "muir_exec.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>}>
 // GENERIC-SAME: : (memref<4x8xf32>, memref<8x6xf32>, memref<4x6xf32>) -> ()
-// GENERIC: "muir_exec.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 2.000000e+00 : f64, beta = 1.000000e+00 : f64, transpose_a}>
-// GENERIC: "muir_exec.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, transpose_b}>
-// GENERIC: "muir_exec.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = -1.000000e+00 : f64, beta = 5.000000e-01 : f64, transpose_a, transpose_b}>
+// GENERIC: "muir_exec.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 2.000000e+00 : f64, beta = 1.000000e+00 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>, transpose_a}>
+// GENERIC: "muir_exec.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>, transpose_b}>
+// GENERIC: "muir_exec.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = -1.000000e+00 : f64, beta = 5.000000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>, transpose_a, transpose_b}>
 muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 func.func @gemm(%a: memref<4x8xf32>, %b: memref<8x6xf32>, %at: memref<8x4xf32>, %bt: memref<6x8xf32>, %c: memref<4x6xf32>) {
   muir_exec.gemm %a, %b, %c {alpha = 1.0, beta = 0.0} : memref<4x8xf32>, memref<8x6xf32>, memref<4x6xf32>
@@ -46,7 +46,7 @@ func.func @gemm_batched(%x: memref<2x4x8xf32>, %a: memref<2x4x4xf32>, %y: memref
 // CHECK: muir_exec.syrk %[[A]], %[[C]] {alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64} : memref<4x8xf32>, memref<4x4xf32>
 // CHECK: muir_exec.syrk %[[S]], %[[SC]] {alpha = 2.031500e+00 : f64, beta = -4.775000e+00 : f64} : memref<3x4x8xf32>, memref<3x4x4xf32>
 // GENERIC-LABEL: sym_name = "syrk"
-// GENERIC: "muir_exec.syrk"(%{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64}> : (memref<4x8xf32>, memref<4x4xf32>) -> ()
+// GENERIC: "muir_exec.syrk"(%{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>}> : (memref<4x8xf32>, memref<4x4xf32>) -> ()
 func.func @syrk(%a: memref<4x8xf32>, %c: memref<4x4xf32>, %s: memref<3x4x8xf32>, %sc: memref<3x4x4xf32>) {
   muir_exec.syrk %a, %c {alpha = 1.0, beta = 0.0} : memref<4x8xf32>, memref<4x4xf32>
   muir_exec.syrk %s, %sc {alpha = 2.0315, beta = -4.775} : memref<3x4x8xf32>, memref<3x4x4xf32>
@@ -60,7 +60,7 @@ func.func @syrk(%a: memref<4x8xf32>, %c: memref<4x4xf32>, %s: memref<3x4x8xf32>,
 // CHECK: muir_exec.syrk %[[A]], %[[C]] acc %[[ACC]] {alpha = 1.000000e+00 : f64, beta = 5.000000e-01 : f64} : memref<4x8xf32>, memref<4x4xf32>, memref<4x4xf32>
 // CHECK: muir_exec.gemm %[[C]], %[[C]], %[[C]] acc %[[ACC]] {alpha = 1.000000e+00 : f64, beta = 2.000000e+00 : f64} : memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>
 // GENERIC-LABEL: sym_name = "with_acc"
-// GENERIC: "muir_exec.syrk"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 5.000000e-01 : f64}> : (memref<4x8xf32>, memref<4x4xf32>, memref<4x4xf32>) -> ()
+// GENERIC: "muir_exec.syrk"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 5.000000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (memref<4x8xf32>, memref<4x4xf32>, memref<4x4xf32>) -> ()
 func.func @with_acc(%a: memref<4x8xf32>, %c: memref<4x4xf32>, %acc: memref<4x4xf32>) {
   muir_exec.syrk %a, %c acc %acc {alpha = 1.0, beta = 0.5} : memref<4x8xf32>, memref<4x4xf32>, memref<4x4xf32>
   muir_exec.gemm %c, %c, %c acc %acc {alpha = 1.0, beta = 2.0} : memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>
