@@ -399,7 +399,9 @@ LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
     return success();
   }
   if (name == "muir.role")
-    return checkOneOf(op, attr, {"param", "grad", "state", "data", "step", "hyper"},
+    return checkOneOf(op, attr,
+                      {"param", "grad", "state", "data", "step", "hyper",
+                       "tokens"},
                       "(the argument's role)");
   if (name == "muir.kind")
     return checkOneOf(op, attr,

@@ -478,6 +478,12 @@ LogicalResult MatmulOp::verify() {
   if (getSymmetric() && !rt.getElementType().isF64())
     return emitOpError("a symmetric product runs in f64, got ")
            << rt.getElementType();
+  if (getRowStable() &&
+      (!rt.getElementType().isF32() || rt.getRank() != 2 || getAcc() ||
+       getAlphaValue() || getAlpha().convertToDouble() != 1.0 ||
+       getSymmetric()))
+    return emitOpError("a row_stable product is a plain f32 matrix product "
+                       "(2-D, no accumulator, alpha 1, not symmetric)");
   return verifyCoefficients(*this, getAcc(), getAlphaValue(), getBetaValue(),
                             getAlpha().convertToDouble(),
                             getBeta().convertToDouble(), rt);
@@ -696,6 +702,10 @@ LogicalResult CapacityOp::verify() {
   if (group < 0 || (group > 0 && tokens % group != 0))
     return emitOpError("group_tokens ")
            << group << " must be 0 or divide the " << tokens << " tokens";
+  if (getTokens() && group != 0)
+    return emitOpError("a run-time token count needs group_tokens 0 (the "
+                       "block is the first `tokens` rows), got ")
+           << group;
   Type f32 = it.getContext() ? Float32Type::get(getContext()) : Type();
   if (failed(expectType(*this, "weights", getWeights().getType(),
                         it.getShape(), f32)) ||

@@ -311,13 +311,22 @@ def Muir_MatmulOp : Muir_Op<"matmul", [Pure, AttrSizedOperandSegments]> {
     coefficients, read from its table each step); an operand replaces its
     attribute, which must then be left at its default. A `beta` operand
     needs the accumulator.
+
+    `row_stable` (f32, 2-D, no accumulator, alpha 1): every element is the
+    sum over k in ascending order of its products, whatever the shapes and
+    wherever its row is, so a row's result has the same bits however many
+    rows come with it (BLAS rounds differently for another M or row
+    position). An MoE layer's products over token rows use it: the same
+    bits for a token on any number of expert-parallel ranks and any bound.
+    Runs as `muirrt_gemm_rows`, slower than BLAS.
   }];
   let arguments = (ins Muir_ProductTensor:$a, Muir_ProductTensor:$b,
       Optional<Muir_ProductTensor>:$acc,
       Optional<F64>:$alpha_value, Optional<F64>:$beta_value,
       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
       DefaultValuedAttr<F64Attr, "0.0">:$beta,
-      UnitAttr:$transpose_a, UnitAttr:$transpose_b, UnitAttr:$symmetric);
+      UnitAttr:$transpose_a, UnitAttr:$transpose_b, UnitAttr:$symmetric,
+      UnitAttr:$row_stable);
   let results = (outs Muir_ProductTensor:$result);
   let assemblyFormat = [{
     $a `,` $b (`acc` $acc^)? (`alpha` `(` $alpha_value^ `)`)?
@@ -331,7 +340,8 @@ def Muir_MatmulOp : Muir_Op<"matmul", [Pure, AttrSizedOperandSegments]> {
         CArg<"::mlir::UnitAttr", "{}">:$transpose_b,
         CArg<"::mlir::UnitAttr", "{}">:$symmetric), [{
       build($_builder, $_state, result, a, b, acc, ::mlir::Value(),
-            ::mlir::Value(), alpha, beta, transpose_a, transpose_b, symmetric);
+            ::mlir::Value(), alpha, beta, transpose_a, transpose_b, symmetric,
+            ::mlir::UnitAttr());
     }]>];
   let hasVerifier = 1;
 }
@@ -439,7 +449,7 @@ def Muir_AddDiagonalOp : Muir_Op<"add_diagonal", [Pure,
 // Mixture of experts
 //===----------------------------------------------------------------------===//
 
-def Muir_RouteOp : Muir_Op<"route", [Pure]> {
+def Muir_RouteOp : Muir_Op<"route", [Pure, AttrSizedOperandSegments]> {
   let summary = "top-k expert routing of tokens";
   let description = [{
     Router logits [T, E] (T tokens, E experts) become, per token, the
@@ -468,9 +478,14 @@ def Muir_RouteOp : Muir_Op<"route", [Pure]> {
     so later dispatch sizes need no host round trip. Lowered to one
     `muir_exec.route` (runtime `muirrt_route`), which sums in double in a
     fixed order.
+
+    With `tokens` (a run-time count n, 0 <= n <= T: a layer compiled for a
+    bound of T rows and called on fewer) only the first n rows are tokens:
+    the rows after them get index -1 and weight 0 (dispatch and combine
+    skip them) and are not counted.
   }];
   let arguments = (ins Muir_F32Tensor:$logits,
-      Optional<Muir_F32Tensor>:$bias, I64Attr:$top_k,
+      Optional<Muir_F32Tensor>:$bias, Optional<I64>:$tokens, I64Attr:$top_k,
       DefaultValuedAttr<Muir_RouteScoringAttr, "RouteScoring::softmax">:$scoring,
       UnitAttr:$softmax_after_topk, UnitAttr:$normalize,
       DefaultValuedAttr<I64Attr, "1">:$n_group,
@@ -479,7 +494,8 @@ def Muir_RouteOp : Muir_Op<"route", [Pure]> {
   let results = (outs Muir_I64Tensor:$indices, Muir_F32Tensor:$weights,
       Muir_I64Tensor:$counts);
   let assemblyFormat = [{
-    $logits (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+    $logits (`bias` $bias^)? (`tokens` `(` $tokens^ `)`)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -498,15 +514,20 @@ def Muir_CapacityOp : Muir_Op<"capacity", [Pure]> {
     expert. Blocks make the drops independent of how tokens are spread over
     ranks: ranks holding whole blocks drop exactly what one rank holding all
     of them would.
+
+    With `tokens` (a run-time count n <= T, `group_tokens` 0) the block is
+    the first n rows: C = ceil(capacity_factor * n * K / E), and the rows
+    after them are dropped.
   }];
   let arguments = (ins Muir_I64Tensor:$indices, Muir_F32Tensor:$weights,
-      I64Attr:$num_experts, F64Attr:$capacity_factor,
+      Optional<I64>:$tokens, I64Attr:$num_experts, F64Attr:$capacity_factor,
       DefaultValuedAttr<Muir_DropPolicyAttr, "DropPolicy::weight">:$policy,
       DefaultValuedAttr<I64Attr, "0">:$group_tokens);
   let results = (outs Muir_I64Tensor:$kept_indices,
       Muir_F32Tensor:$kept_weights, Muir_I64Tensor:$counts);
   let assemblyFormat = [{
-    $indices `,` $weights attr-dict `:` functional-type(operands, results)
+    $indices `,` $weights (`tokens` `(` $tokens^ `)`)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -618,17 +639,18 @@ def Muir_RouteGradOp : Muir_Op<"route_grad", [Pure]> {
     gradient [T, K], in double per token. The selection (bias, expert groups) has
     no gradient; the weights are differentiated through the scaling, the
     normalisation and the scoring (softmax over all experts, sigmoid, or
-    softmax over the K selected).
+    softmax over the K selected). With `tokens` (as route's), the rows
+    after the first n get a zero gradient.
   }];
   let arguments = (ins Muir_F32Tensor:$logits, Muir_I64Tensor:$indices,
-      Muir_F32Tensor:$weights_grad,
+      Muir_F32Tensor:$weights_grad, Optional<I64>:$tokens,
       DefaultValuedAttr<Muir_RouteScoringAttr, "RouteScoring::softmax">:$scoring,
       UnitAttr:$softmax_after_topk, UnitAttr:$normalize,
       DefaultValuedAttr<F64Attr, "1.0">:$scaling);
   let results = (outs Muir_F32Tensor:$result);
   let assemblyFormat = [{
-    $logits `,` $indices `,` $weights_grad attr-dict `:`
-    functional-type(operands, results)
+    $logits `,` $indices `,` $weights_grad (`tokens` `(` $tokens^ `)`)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -173,6 +173,14 @@ LogicalResult GemmOp::verify() {
       (cr != cc || ka != cr ||
        !cast<MemRefType>(getC().getType()).getElementType().isF64()))
     return emitOpError("a symmetric product needs square f64 operands");
+  if (getRowStable() &&
+      (cast<MemRefType>(getC().getType()).getRank() != 2 ||
+       !cast<MemRefType>(getC().getType()).getElementType().isF32() ||
+       getAcc() || getAlphaValue() || getBetaValue() ||
+       getAlpha().convertToDouble() != 1.0 ||
+       getBeta().convertToDouble() != 0.0 || getSymmetric()))
+    return emitOpError("a row_stable product is a plain f32 matrix product "
+                       "(2-D, no accumulator, alpha 1, beta 0)");
   return success();
 }
 

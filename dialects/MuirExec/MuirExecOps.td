@@ -45,7 +45,10 @@ def MuirExec_GemmOp : MuirExec_Op<"gemm", [AttrSizedOperandSegments]> {
     symmetric) calls `muirrt_dgemm_sym`, which computes the upper triangle
     in blocks of rows and mirrors it. alpha and beta are the attributes or,
     known only at run time (a Newton-Schulz loop's coefficients), the f64
-    operands `alpha` and `beta`, which replace them.
+    operands `alpha` and `beta`, which replace them. `row_stable` (f32,
+    2-D, no accumulator, alpha 1, beta 0: `muir.matmul`'s) calls
+    `muirrt_gemm_rows`, whose every element sums its products in ascending
+    order whatever the shapes.
   }];
   let arguments = (ins Arg<MuirExec_ProductBuffer, "", [MemRead]>:$a,
       Arg<MuirExec_ProductBuffer, "", [MemRead]>:$b,
@@ -53,7 +56,7 @@ def MuirExec_GemmOp : MuirExec_Op<"gemm", [AttrSizedOperandSegments]> {
       Arg<Optional<MuirExec_ProductBuffer>, "", [MemRead]>:$acc,
       Optional<F64>:$alpha_value, Optional<F64>:$beta_value,
       F64Attr:$alpha, F64Attr:$beta, UnitAttr:$transpose_a,
-      UnitAttr:$transpose_b, UnitAttr:$symmetric);
+      UnitAttr:$transpose_b, UnitAttr:$symmetric, UnitAttr:$row_stable);
   let assemblyFormat = [{
     $a `,` $b `,` $c (`acc` $acc^)? (`alpha` `(` $alpha_value^ `)`)?
     (`beta` `(` $beta_value^ `)`)? attr-dict `:` type($a) `,` type($b) `,`
@@ -65,7 +68,8 @@ def MuirExec_GemmOp : MuirExec_Op<"gemm", [AttrSizedOperandSegments]> {
         "::mlir::FloatAttr":$beta, "::mlir::UnitAttr":$transpose_a,
         "::mlir::UnitAttr":$transpose_b, "::mlir::UnitAttr":$symmetric), [{
       build($_builder, $_state, a, b, c, acc, ::mlir::Value(), ::mlir::Value(),
-            alpha, beta, transpose_a, transpose_b, symmetric);
+            alpha, beta, transpose_a, transpose_b, symmetric,
+            ::mlir::UnitAttr());
     }]>];
   let hasVerifier = 1;
 }
@@ -411,23 +415,26 @@ def MuirExec_PackedAllReduceWaitOp
   let assemblyFormat = "$request `,` $buffer attr-dict `:` type($buffer)";
 }
 
-def MuirExec_RouteOp : MuirExec_Op<"route"> {
+def MuirExec_RouteOp : MuirExec_Op<"route", [AttrSizedOperandSegments]> {
   let summary = "top-k expert routing (runtime route)";
   let description = [{
     `muir.route` on buffers: logits [T, E] (and the optional selection bias
     [E]) in; the indices [T, K], weights [T, K] and tokens-per-expert counts
     [E] out. `scoring`: 0 softmax, 1 sigmoid. One `muirrt_route` call.
+    With `tokens` (a run-time count n): the rows after the first n are
+    written as dropped (-1, 0) and the call routes n tokens.
   }];
   let arguments = (ins Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$logits,
       Arg<Optional<MemRefRankOf<[F32], [1]>>, "", [MemRead]>:$bias,
       Arg<MemRefRankOf<[I64], [2]>, "", [MemWrite]>:$indices,
       Arg<MemRefRankOf<[F32], [2]>, "", [MemWrite]>:$weights,
       Arg<MemRefRankOf<[I64], [1]>, "", [MemWrite]>:$counts,
+      Optional<I64>:$tokens,
       MuirExec_ScoringAttr:$scoring, UnitAttr:$softmax_after_topk, UnitAttr:$normalize,
       I64Attr:$n_group, I64Attr:$topk_group, F64Attr:$scaling);
   let assemblyFormat = [{
     $logits (`bias` $bias^)? `into` $indices `,` $weights `,` $counts
-    attr-dict `:` type($logits) (`,` type($bias)^)? `->` type($indices) `,`
+    (`tokens` `(` $tokens^ `)`)? attr-dict `:` type($logits) (`,` type($bias)^)? `->` type($indices) `,`
     type($weights) `,` type($counts)
   }];
 }
@@ -473,10 +480,12 @@ def MuirExec_RouteGradOp : MuirExec_Op<"route_grad"> {
       Arg<MemRefRankOf<[I64], [2]>, "", [MemRead]>:$indices,
       Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$weights_grad,
       Arg<MemRefRankOf<[F32], [2]>, "", [MemWrite]>:$output,
+      Optional<I64>:$tokens,
       MuirExec_ScoringAttr:$scoring, UnitAttr:$softmax_after_topk, UnitAttr:$normalize,
       F64Attr:$scaling);
   let assemblyFormat = [{
-    $logits `,` $indices `,` $weights_grad `into` $output attr-dict `:`
+    $logits `,` $indices `,` $weights_grad `into` $output
+    (`tokens` `(` $tokens^ `)`)? attr-dict `:`
     type($logits) `,` type($indices) `,` type($weights_grad) `->`
     type($output)
   }];
@@ -590,10 +599,11 @@ def MuirExec_CapacityOp : MuirExec_Op<"capacity"> {
       Arg<MemRefRankOf<[I64], [2]>, "", [MemWrite]>:$kept_indices,
       Arg<MemRefRankOf<[F32], [2]>, "", [MemWrite]>:$kept_weights,
       Arg<MemRefRankOf<[I64], [1]>, "", [MemWrite]>:$counts,
+      Optional<I64>:$tokens,
       F64Attr:$capacity_factor, MuirExec_DropPolicyAttr:$policy, I64Attr:$group_tokens);
   let assemblyFormat = [{
     $indices `,` $weights `into` $kept_indices `,` $kept_weights `,` $counts
-    attr-dict `:` type($indices) `,` type($weights) `->` type($kept_indices)
+    (`tokens` `(` $tokens^ `)`)? attr-dict `:` type($indices) `,` type($weights) `->` type($kept_indices)
     `,` type($kept_weights) `,` type($counts)
   }];
 }

@@ -7,7 +7,11 @@ weights and see the same batches; the script prints both losses and both
 optimizer-step times every step.
 
   PYTHONPATH=python MUIR_BUILD_DIR=build /usr/bin/python3 \\
-      examples/torch/train_moe.py [--steps 30] [--text FILE]
+      examples/torch/train_moe.py [--steps 30] [--text FILE] [--moe muir]
+
+With --moe muir, the muir run's MoE blocks are muir.torch.MoE layers
+(muir's compiled forward and backward, from the same weights) while the
+PyTorch run keeps the MoE layer written here from the documented formulas.
 
 The model: token embedding, 2 blocks of (RMSNorm, causal multi-head
 attention, RMSNorm, MoE MLP), final RMSNorm, head. The MoE MLP has a
@@ -254,6 +258,9 @@ def main():
     ap.add_argument("--top-k", type=int, default=2)
     ap.add_argument("--hidden", type=int, default=256,
                     help="each expert's intermediate size")
+    ap.add_argument("--moe", choices=("torch", "muir"), default="torch",
+                    help="the muir run's MoE layers: the script's PyTorch "
+                    "layer, or muir.torch.MoE")
     args = ap.parse_args()
 
     data, chars = load_text(args.text)
@@ -262,6 +269,20 @@ def main():
                          heads=args.heads, hidden=args.hidden,
                          experts=args.experts, top_k=args.top_k)
     model_torch = copy.deepcopy(model_muir)
+    if args.moe == "muir":
+        # muir.torch.MoE from the same weights: its router is the
+        # Linear's weight, its expert stacks the same tensors.
+        for block in model_muir.layers:
+            plain = block.moe
+            layer = muir.torch.MoE(args.dim, args.hidden, args.experts,
+                                   args.top_k)
+            layer.load_state_dict({
+                "router": plain.router.weight.detach(),
+                "gate_proj": plain.gate_proj.detach(),
+                "up_proj": plain.up_proj.detach(),
+                "down_proj": plain.down_proj.detach()})
+            block.moe = layer
+        print("the muir run's MoE layers: muir.torch.MoE")
     n_params = sum(p.numel() for p in model_muir.parameters())
     print("text: %s (%d characters, vocabulary %d); model: %d parameters"
           % (args.text, data.numel(), len(chars), n_params))

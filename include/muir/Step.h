@@ -59,7 +59,7 @@ enum MuirArgumentRole {
 /* An argument's element type. */
 enum MuirArgumentDtype {
   MUIR_DTYPE_F32 = 0, /* tensors: float32, row-major, contiguous */
-  MUIR_DTYPE_I64 = 1, /* the step counter */
+  MUIR_DTYPE_I64 = 1, /* the step counter; a layer's tokens_per_expert */
   MUIR_DTYPE_F64 = 2  /* hyperparameters */
 };
 
@@ -105,6 +105,11 @@ const char *muir_step_last_error(void);
  *                   loads it without compiling; needs `cc` to link it)
  *   nccl-id=HEX nccl-rank=R nccl-world=N  (CUDA, several ranks: see
  *                   muir_step_nccl_unique_id)
+ *   layer=NAME layer-pass=forward|backward  (a description's MoE layer
+ *                   NAME as a pass a model calls, instead of the step; its
+ *                   arguments are in docs/step-library.md; muir_step_run's
+ *                   `counter` is then the call's token count, 0 to the
+ *                   layer's tokens_per_rank; not kept by cache-dir)
  * Returns NULL on error. */
 MuirStep *muir_step_compile(const char *source, size_t size,
                             const char *filename, const char *options);

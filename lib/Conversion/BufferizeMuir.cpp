@@ -172,7 +172,7 @@ LogicalResult build(ExecBuilder &x, MatmulOp op) {
       accOf(x, op.getAcc(), op.getBetaValue(), op.getBetaAttr()),
       op.getAlphaValue(), op.getBetaValue(), op.getAlphaAttr(),
       op.getBetaAttr(), op.getTransposeAAttr(), op.getTransposeBAttr(),
-      op.getSymmetricAttr());
+      op.getSymmetricAttr(), op.getRowStableAttr());
   return success();
 }
 
@@ -198,6 +198,21 @@ LogicalResult build(ExecBuilder &x, ScaleMatricesOp op) {
   return success();
 }
 
+/// With a run-time token count, the rows after the first `tokens` are not
+/// written by the runtime call: they are filled first (dropped slots: -1
+/// and 0; gradients 0).
+void fillUnrouted(ExecBuilder &x, Value tokens, ArrayRef<Value> buffers) {
+  if (!tokens)
+    return;
+  for (Value buf : buffers) {
+    Type et = cast<MemRefType>(buf.getType()).getElementType();
+    TypedAttr fill = et.isInteger(64) ? TypedAttr(x.b.getI64IntegerAttr(-1))
+                                      : TypedAttr(x.b.getFloatAttr(et, 0.0));
+    Value v = arith::ConstantOp::create(x.b, x.loc, fill);
+    linalg::FillOp::create(x.b, x.loc, ValueRange{v}, ValueRange{buf});
+  }
+}
+
 LogicalResult build(ExecBuilder &x, GroupedMatmulOp op) {
   mx::GroupedGemmOp::create(x.b, x.loc, x.in(op.getInput()),
                             x.in(op.getWeights()), x.in(op.getSizes()),
@@ -206,10 +221,12 @@ LogicalResult build(ExecBuilder &x, GroupedMatmulOp op) {
 }
 
 LogicalResult build(ExecBuilder &x, CapacityOp op) {
+  fillUnrouted(x, op.getTokens(),
+               {x.out(op.getKeptIndices()), x.out(op.getKeptWeights())});
   mx::CapacityOp::create(
       x.b, x.loc, x.in(op.getIndices()), x.in(op.getWeights()),
       x.out(op.getKeptIndices()), x.out(op.getKeptWeights()),
-      x.out(op.getCounts()), op.getCapacityFactorAttr(),
+      x.out(op.getCounts()), op.getTokens(), op.getCapacityFactorAttr(),
       mx::DropPolicyAttr::get(x.ctx(), op.getPolicy() == DropPolicy::position
                                            ? mx::DropPolicy::position
                                            : mx::DropPolicy::weight),
@@ -232,9 +249,10 @@ LogicalResult build(ExecBuilder &x, GroupedMatmulWgradOp op) {
 }
 
 LogicalResult build(ExecBuilder &x, RouteGradOp op) {
+  fillUnrouted(x, op.getTokens(), {x.out(op.getResult())});
   mx::RouteGradOp::create(
       x.b, x.loc, x.in(op.getLogits()), x.in(op.getIndices()),
-      x.in(op.getWeightsGrad()), x.out(op.getResult()),
+      x.in(op.getWeightsGrad()), x.out(op.getResult()), op.getTokens(),
       scoringAttr(x.ctx(), op.getScoring()), op.getSoftmaxAfterTopkAttr(),
       op.getNormalizeAttr(), op.getScalingAttr());
   return success();
@@ -266,9 +284,12 @@ LogicalResult build(ExecBuilder &x, CombineWeightsGradOp op) {
 }
 
 LogicalResult build(ExecBuilder &x, RouteOp op) {
+  fillUnrouted(x, op.getTokens(),
+               {x.out(op.getIndices()), x.out(op.getWeights())});
   mx::RouteOp::create(
       x.b, x.loc, x.in(op.getLogits()), x.in(op.getBias()),
       x.out(op.getIndices()), x.out(op.getWeights()), x.out(op.getCounts()),
+      op.getTokens(),
       scoringAttr(x.ctx(), op.getScoring()), op.getSoftmaxAfterTopkAttr(),
       op.getNormalizeAttr(), op.getNGroupAttr(), op.getTopkGroupAttr(),
       op.getScalingAttr());

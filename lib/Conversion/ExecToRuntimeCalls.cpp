@@ -42,6 +42,9 @@ public:
   Value i64(int64_t v) {
     return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
   }
+  /// The rows a call works on: the run-time token count where the op has
+  /// one (its buffers' later rows were filled before), else all of them.
+  Value rows(Value tokens, int64_t all) { return tokens ? tokens : i64(all); }
   Value i32(int32_t v) {
     return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
   }
@@ -230,6 +233,13 @@ Value emit(mx::GemmOp g, CallBuilder &c) {
   // double scalars.
   bool d = isF64(g.getC());
   bool sym = g.getSymmetric(); // f64 (verified)
+  if (g.getRowStable()) {
+    c.call("gemm_rows",
+           {c.i32(g.getTransposeA()), c.i32(g.getTransposeB()), c.i64(m),
+            c.i64(n), c.i64(k), c.ptr(g.getA()), c.ptr(g.getB()),
+            c.ptr(g.getC())});
+    return {};
+  }
   // bf16 buffers: bf16 operands, f32 accumulation and scalars.
   c.call(sym                ? "dgemm_sym"
          : d                ? "dgemm"
@@ -463,7 +473,7 @@ Value emit(mx::CapacityOp cap, CallBuilder &c) {
   auto it = cast<MemRefType>(cap.getIndices().getType());
   auto ct = cast<MemRefType>(cap.getCounts().getType());
   c.call("capacity",
-         {c.i64(it.getDimSize(0)), c.i64(it.getDimSize(1)),
+         {c.rows(cap.getTokens(), it.getDimSize(0)), c.i64(it.getDimSize(1)),
           c.i64(ct.getDimSize(0)), c.f64(cap.getCapacityFactorAttr()),
           c.i32(static_cast<int32_t>(cap.getPolicy())), c.i64(cap.getGroupTokens()),
           c.ptr(cap.getIndices()), c.ptr(cap.getWeights()),
@@ -497,7 +507,7 @@ Value emit(mx::RouteGradOp rg, CallBuilder &c) {
   auto lt = cast<MemRefType>(rg.getLogits().getType());
   auto it = cast<MemRefType>(rg.getIndices().getType());
   c.call("route_grad",
-         {c.i64(lt.getDimSize(0)), c.i64(lt.getDimSize(1)),
+         {c.rows(rg.getTokens(), lt.getDimSize(0)), c.i64(lt.getDimSize(1)),
           c.i64(it.getDimSize(1)), c.ptr(rg.getLogits()),
           c.i32(static_cast<int32_t>(rg.getScoring())), c.i32(rg.getSoftmaxAfterTopk()),
           c.i32(rg.getNormalize()), c.f32(rg.getScalingAttr()),
@@ -561,7 +571,7 @@ Value emit(mx::RouteOp rt, CallBuilder &c) {
   auto lt = cast<MemRefType>(rt.getLogits().getType());
   auto it = cast<MemRefType>(rt.getIndices().getType());
   c.call("route",
-         {c.i64(lt.getDimSize(0)), c.i64(lt.getDimSize(1)),
+         {c.rows(rt.getTokens(), lt.getDimSize(0)), c.i64(lt.getDimSize(1)),
           c.i64(it.getDimSize(1)), c.ptr(rt.getLogits()),
           c.ptrOrNull(rt.getBias()), c.i32(static_cast<int32_t>(rt.getScoring())),
           c.i32(rt.getSoftmaxAfterTopk()), c.i32(rt.getNormalize()),

@@ -120,13 +120,15 @@ LogicalResult StepFunction::checkSignature() {
   DenseMap<StringAttr, int64_t> argIndex;
   for (auto [i, t] : llvm::enumerate(type.getInputs())) {
     auto tensor = dyn_cast<RankedTensorType>(t);
+    // (int64 tensors: a called MoE layer's tokens_per_expert.)
     bool ok = (tensor && tensor.hasStaticShape() &&
-               tensor.getElementType().isF32()) ||
+               (tensor.getElementType().isF32() ||
+                tensor.getElementType().isInteger(64))) ||
               t.isInteger(64) || t.isF64();
     if (!ok)
       return func.emitOpError("argument ")
-             << i << ": expected a static f32 tensor, the i64 step or an "
-             << "f64 hyperparameter, got " << t;
+             << i << ": expected a static f32 or i64 tensor, the i64 step "
+             << "or an f64 hyperparameter, got " << t;
     auto name = func.getArgAttrOfType<StringAttr>(i, "muir.name");
     if (tensor && !name)
       return func.emitOpError("argument ")

@@ -82,6 +82,13 @@ struct TrainedLayer {
   ArrayRef<std::string> replicas; ///< the folding's other axes of size > 1
   int64_t ranks;                  ///< ep times the replicas
   Value x;
+  /// A layer called on fewer tokens than its bound: the run-time count
+  /// (null: every row of x is a token).
+  Value count = nullptr;
+  /// A called layer: products over token rows are row-stable (the same
+  /// bits for a token whatever the bound and the number of ranks), and
+  /// each rank routes its own tokens.
+  bool stable = false;
 
   int64_t tokens() const { return l.tokensPerRank; }
   int64_t local() const { return l.experts / ep; }
@@ -108,6 +115,23 @@ struct TrainedLayer {
   template <typename Op>
   Operation *make(TypeRange types, ValueRange operands,
                   ArrayRef<NamedAttribute> attrs = {}) {
+    if constexpr (std::is_same_v<Op, RouteOp>) {
+      // The logits, no bias, and the token count when there is one.
+      SmallVector<NamedAttribute> all(attrs);
+      SmallVector<Value> in(operands);
+      if (count)
+        in.push_back(count);
+      all.push_back(b.getNamedAttr(
+          "operandSegmentSizes", b.getDenseI32ArrayAttr({1, 0, count ? 1 : 0})));
+      return Op::create(b, loc, types, in, all).getOperation();
+    }
+    if constexpr (std::is_same_v<Op, CapacityOp> ||
+                  std::is_same_v<Op, RouteGradOp>) {
+      SmallVector<Value> in(operands);
+      if (count)
+        in.push_back(count);
+      return Op::create(b, loc, types, in, attrs).getOperation();
+    }
     if constexpr (std::is_same_v<Op, MatmulOp>) {
       // A, B and the accumulator when there is one; coefficients are
       // attributes here.
@@ -115,6 +139,8 @@ struct TrainedLayer {
       int32_t acc = static_cast<int32_t>(operands.size()) - 2;
       all.push_back(b.getNamedAttr(
           "operandSegmentSizes", b.getDenseI32ArrayAttr({1, 1, acc, 0, 0})));
+      if (stable)
+        all.push_back(b.getNamedAttr("row_stable", b.getUnitAttr()));
       return Op::create(b, loc, types, operands, all).getOperation();
     }
     return Op::create(b, loc, types, operands, attrs).getOperation();
@@ -134,8 +160,9 @@ struct TrainedLayer {
         "scoring", RouteScoringAttr::get(b.getContext(),
                                          sigmoid() ? RouteScoring::sigmoid
                                                    : RouteScoring::softmax)));
-    // DeepSeek-V3's sigmoid router normalises its top-k weights.
-    if (sigmoid())
+    // DeepSeek-V3's sigmoid router normalises its top-k weights (the
+    // scoring's default); `normalize` says so for any scoring.
+    if (l.normalizes())
       a.push_back(b.getNamedAttr("normalize", b.getUnitAttr()));
     a.push_back(b.getNamedAttr("scaling", b.getF64FloatAttr(l.routedScaling)));
     return a;
@@ -175,6 +202,7 @@ struct TrainedLayer {
     /// selected: what route chose (route_grad differentiates that).
     Value logits, selected, indices, weights, rows, counts, plan, gate, up,
         act, out, y;
+    Value choices; ///< route's counts: pairs per expert, before drops
     Value sGate, sUp, sAct; ///< the shared experts'
   };
   struct Shared {
@@ -191,16 +219,29 @@ struct TrainedLayer {
 
   Forward forward(Value router, Value gate, Value up, Value down,
                   const Shared *shared = nullptr) {
+    Forward f = routeAndDispatch(router);
+    experts(f, gate, up, down, shared);
+    return f;
+  }
+
+  /// The router's logits, the routing (and capacity drops), and the
+  /// dispatch of the tokens to their experts' rows.
+  Forward routeAndDispatch(Value router) {
     Forward f;
-    int64_t t = tokens(), e = l.experts, k = l.topK, h = l.hidden,
-            ff = l.expertSize;
+    int64_t t = tokens(), e = l.experts, k = l.topK, h = l.hidden;
     // The router's logits of every rank's tokens, then this rank's rows:
     // one product of the same shape for any ep, so the same bits (BLAS may
     // round a product's entries differently for another number of rows).
-    f.logits = one(make<MatmulOp>(
-        {f32({t * ep, e})}, {allTokens(), router},
-        {b.getNamedAttr("transpose_b", b.getUnitAttr())}));
-    if (ep > 1) {
+    if (stable) {
+      f.logits = one(make<MatmulOp>(
+          {f32({t, e})}, {x, router},
+          {b.getNamedAttr("transpose_b", b.getUnitAttr())}));
+    } else {
+      f.logits = one(make<MatmulOp>(
+          {f32({t * ep, e})}, {allTokens(), router},
+          {b.getNamedAttr("transpose_b", b.getUnitAttr())}));
+    }
+    if (ep > 1 && !stable) {
       SmallVector<NamedAttribute> a = group();
       a.push_back(b.getNamedAttr("slice_axis", b.getI64IntegerAttr(0)));
       f.logits = one(make<AllSliceOp>({f32({t, e})}, {f.logits}, a));
@@ -209,6 +250,7 @@ struct TrainedLayer {
                                      {f.logits}, scoringAttrs(true));
     f.selected = f.indices = route->getResult(0);
     f.weights = route->getResult(1);
+    f.choices = route->getResult(2);
     // Capacity mode: pairs beyond an expert's capacity (over this rank's
     // tokens) are dropped before dispatch.
     if (l.capacityFactor > 0) {
@@ -231,6 +273,14 @@ struct TrainedLayer {
     f.rows = dispatch->getResult(0);
     f.counts = dispatch->getResult(1);
     f.plan = dispatch->getResult(2);
+    return f;
+  }
+
+  /// The SwiGLU experts on the dispatched rows, combined per token, plus
+  /// the shared experts.
+  void experts(Forward &f, Value gate, Value up, Value down,
+               const Shared *shared) {
+    int64_t t = tokens(), h = l.hidden, ff = l.expertSize;
     f.gate = gmm(f.rows, gate, f.counts, ff, true);
     f.up = gmm(f.rows, up, f.counts, ff, true);
     f.act = one(make<SwigluOp>({f32({bound(), ff})}, {f.gate, f.up}));
@@ -250,7 +300,6 @@ struct TrainedLayer {
                                    {tb}));
       f.y = one(make<AddOp>({f32({t, h})}, {f.y, s}));
     }
-    return f;
   }
 
   struct Grads {
@@ -331,6 +380,72 @@ struct TrainedLayer {
     g.down = sumOver(g.down, replicas);
     return g;
   }
+
+  /// A called layer's backward pass from its output gradient `dy`, given
+  /// the forward's routing and dispatch (`f`, recomputed) and its kept
+  /// products (f.gate, f.up, f.out and the shared f.sGate, f.sUp): the
+  /// input's gradient and the gradients of the router, this rank's
+  /// experts and the shared experts, all from this rank's tokens (and, for
+  /// its experts, the tokens every rank of the ep group sent them).
+  Grads layerBackward(Forward &f, Value dy, Value router, Value gate,
+                      Value up, Value down, const Shared *shared,
+                      Value &dx) {
+    int64_t t = tokens(), e = l.experts, h = l.hidden, ff = l.expertSize,
+            k = l.topK;
+    auto ta = b.getNamedAttr("transpose_a", b.getUnitAttr());
+    f.act = one(make<SwigluOp>({f32({bound(), ff})}, {f.gate, f.up}));
+    Value dOut = make<DispatchOp>({f32({bound(), h}), i64({local()}),
+                                   i64({2 * bound() + 4 * ep})},
+                                  {dy, f.indices, f.weights}, onGroup())
+                     ->getResult(0);
+    Value dWeights = one(make<CombineWeightsGradOp>(
+        {f32({t, k})}, {dy, f.out, f.indices, f.plan}, onGroup()));
+    auto wgrad = [&](Value in, Value grad, ArrayRef<int64_t> shape) {
+      return one(make<GroupedMatmulWgradOp>(
+          {f32(shape)}, {in, grad, f.counts},
+          {b.getNamedAttr("transpose_b", b.getUnitAttr())}));
+    };
+    Grads g;
+    g.down = wgrad(f.act, dOut, {local(), h, ff});
+    Value dAct = gmm(dOut, down, f.counts, ff, false);
+    Operation *sg = make<SwigluGradOp>({f32({bound(), ff}), f32({bound(), ff})},
+                                       {f.gate, f.up, dAct});
+    g.gate = wgrad(f.rows, sg->getResult(0), {local(), ff, h});
+    g.up = wgrad(f.rows, sg->getResult(1), {local(), ff, h});
+    // The rows' gradient (through gate and up), home to their tokens:
+    // combine without weights is dispatch's transpose.
+    Value dRows = one(make<AddOp>(
+        {f32({bound(), h})}, {gmm(sg->getResult(0), gate, f.counts, h, false),
+                              gmm(sg->getResult(1), up, f.counts, h, false)}));
+    dx = one(make<CombineOp>({f32({t, h})}, {dRows, f.indices, f.plan},
+                             onGroup()));
+    // Through the router: this rank's logits and tokens.
+    Value dLogits = one(make<RouteGradOp>({f32({t, e})},
+                                          {f.logits, f.selected, dWeights},
+                                          scoringAttrs(false)));
+    g.router = one(make<MatmulOp>({f32({e, h})}, {dLogits, x}, {ta}));
+    dx = one(make<AddOp>({f32({t, h})},
+                         {dx, one(make<MatmulOp>({f32({t, h})},
+                                                 {dLogits, router}))}));
+    if (shared) {
+      int64_t sf = l.sharedExperts * ff;
+      Value sAct = one(make<SwigluOp>({f32({t, sf})}, {f.sGate, f.sUp}));
+      g.sDown = one(make<MatmulOp>({f32({h, sf})}, {dy, sAct}, {ta}));
+      Value dsAct = one(make<MatmulOp>({f32({t, sf})}, {dy, shared->down}));
+      Operation *ssg = make<SwigluGradOp>({f32({t, sf}), f32({t, sf})},
+                                          {f.sGate, f.sUp, dsAct});
+      g.sGate = one(make<MatmulOp>({f32({sf, h})},
+                                   {ssg->getResult(0), x}, {ta}));
+      g.sUp = one(make<MatmulOp>({f32({sf, h})},
+                                 {ssg->getResult(1), x}, {ta}));
+      Value dxs = one(make<AddOp>(
+          {f32({t, h})},
+          {one(make<MatmulOp>({f32({t, h})}, {ssg->getResult(0), shared->gate})),
+           one(make<MatmulOp>({f32({t, h})}, {ssg->getResult(1), shared->up}))}));
+      dx = one(make<AddOp>({f32({t, h})}, {dx, dxs}));
+    }
+    return g;
+  }
 };
 
 } // namespace
@@ -340,6 +455,13 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
   ctx.loadDialect<muir::MuirDialect, func::FuncDialect>();
   OpBuilder b(&ctx);
   Location loc = locFor(ctx, d.loc);
+  if (d.params.empty()) {
+    emitError(loc) << "the description needs 'parameters' for an optimizer "
+                      "step (one that holds only 'moe' compiles an MoE layer "
+                      "a model calls: the step library's layer=NAME option, "
+                      "muir.torch.MoE)";
+    return nullptr;
+  }
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc, StringRef(d.name));
   b.setInsertionPointToEnd(module->getBody());
   buildGrid(b, locFor(ctx, d.grid.loc), "world", d.grid.axes);
@@ -680,5 +802,180 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
   }
   results.append(gradValues);
   func::ReturnOp::create(b, loc, results);
+  return module;
+}
+
+//===----------------------------------------------------------------------===//
+// One MoE layer as a pass a model calls
+//===----------------------------------------------------------------------===//
+
+OwningOpRef<ModuleOp> mlir::muir::desc::buildLayerModule(
+    MLIRContext &ctx, const Description &d, StringRef name, bool backward) {
+  ctx.loadDialect<muir::MuirDialect, func::FuncDialect>();
+  Location loc = locFor(ctx, d.loc);
+  auto it = llvm::find_if(d.moe, [&](const MoELayer &l) {
+    return l.name == name;
+  });
+  if (it == d.moe.end()) {
+    std::string names;
+    for (const MoELayer &l : d.moe)
+      names += (names.empty() ? "'" : ", '") + l.name + "'";
+    emitError(loc) << "no MoE layer named '" << name << "' under 'moe'"
+                   << (names.empty() ? std::string(" (there is none)")
+                                     : " (there are " + names + ")");
+    return nullptr;
+  }
+  const MoELayer &l = *it;
+  Location lloc = locFor(ctx, l.loc);
+  if (l.topK < 1 || l.experts < 1 || l.hidden < 1 || l.expertSize < 1) {
+    emitError(lloc) << "MoE layer '" << l.name
+                    << "' needs experts, top_k, hidden and expert_size";
+    return nullptr;
+  }
+  OpBuilder b(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc, StringRef(d.name));
+  b.setInsertionPointToEnd(module->getBody());
+  buildGrid(b, locFor(ctx, d.grid.loc), "world", d.grid.axes);
+  if (!d.grid.moeAxes.empty())
+    buildGrid(b, locFor(ctx, d.grid.loc), "moe", d.grid.moeAxes, "world");
+  // The ep axis of the MoE folding (none: every rank holds every expert).
+  const std::vector<GridAxis> &fold =
+      d.grid.moeAxes.empty() ? d.grid.axes : d.grid.moeAxes;
+  std::string epAxis;
+  int64_t ep = 1;
+  for (const GridAxis &a : fold)
+    if (a.name == "ep") {
+      epAxis = a.name;
+      ep = a.size;
+    }
+  if (l.experts % ep != 0) {
+    emitError(lloc) << "MoE layer '" << l.name << "': " << l.experts
+                    << " experts do not divide over ep=" << ep;
+    return nullptr;
+  }
+
+  int64_t t = l.tokensPerRank, e = l.experts, h = l.hidden, f = l.expertSize,
+          el = e / ep, sf = l.sharedExperts * f;
+  int64_t rows = ep * t * std::min(l.topK, el);
+  Type f32 = b.getF32Type(), i64 = b.getI64Type();
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  llvm::StringMap<unsigned> argOf;
+  auto add = [&](StringRef n, ArrayRef<int64_t> shape, StringRef role,
+                 Type et) {
+    argOf[n] = argTypes.size();
+    argTypes.push_back(RankedTensorType::get(shape, et));
+    argAttrs.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("muir.name", b.getStringAttr(n)),
+         b.getNamedAttr("muir.role", b.getStringAttr(role))}));
+  };
+  bool shared = l.sharedExperts > 0;
+  if (backward)
+    add("dy", {t, h}, "data", f32);
+  add("x", {t, h}, "data", f32);
+  add("router", {e, h}, "param", f32);
+  add("gate_proj", {el, f, h}, "param", f32);
+  add("up_proj", {el, f, h}, "param", f32);
+  add("down_proj", {el, h, f}, "param", f32);
+  if (shared) {
+    add("shared_gate_proj", {sf, h}, "param", f32);
+    add("shared_up_proj", {sf, h}, "param", f32);
+    add("shared_down_proj", {h, sf}, "param", f32);
+  }
+  // What the forward keeps for the backward: the experts' three products
+  // (and the shared experts' two); routing and dispatch are recomputed.
+  SmallVector<std::string> saved = {"saved.gate", "saved.up", "saved.out"};
+  if (shared)
+    saved.append({"saved.shared_gate", "saved.shared_up"});
+  auto savedShape = [&](StringRef n) -> SmallVector<int64_t> {
+    if (n == "saved.gate" || n == "saved.up")
+      return {rows, f};
+    if (n == "saved.out")
+      return {rows, h};
+    return {t, sf};
+  };
+  SmallVector<std::string> outputs;
+  if (!backward) {
+    outputs = {"y", "tokens_per_expert"};
+    outputs.append(saved.begin(), saved.end());
+  } else {
+    for (const std::string &n : saved)
+      add(n, savedShape(n), "data", f32);
+    outputs = {"dx", "router.grad", "gate_proj.grad", "up_proj.grad",
+               "down_proj.grad"};
+    if (shared)
+      outputs.append({"shared_gate_proj.grad", "shared_up_proj.grad",
+                      "shared_down_proj.grad"});
+  }
+  for (const std::string &n : outputs) {
+    if (n == "y" || n == "dx")
+      add(n, {t, h}, "data", f32);
+    else if (n == "tokens_per_expert")
+      add(n, {e}, "data", i64);
+    else if (StringRef(n).starts_with("saved."))
+      add(n, savedShape(n), "data", f32);
+    else
+      add(n,
+          cast<RankedTensorType>(
+              argTypes[argOf[StringRef(n).drop_back(strlen(".grad"))]])
+              .getShape(),
+          "grad", f32);
+  }
+  unsigned countArg = argTypes.size();
+  argTypes.push_back(i64);
+  argAttrs.push_back(b.getDictionaryAttr(
+      {b.getNamedAttr("muir.name", b.getStringAttr("tokens")),
+       b.getNamedAttr("muir.role", b.getStringAttr("tokens"))}));
+
+  SmallVector<Type> resultTypes;
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (const std::string &n : outputs) {
+    resultTypes.push_back(argTypes[argOf[n]]);
+    resultAttrs.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("muir.updates", b.getStringAttr(n))}));
+  }
+  auto func = func::FuncOp::create(b, lloc, backward ? "moe_backward"
+                                                     : "moe_forward",
+                                   b.getFunctionType(argTypes, resultTypes));
+  func.setAllArgAttrs(argAttrs);
+  func.setAllResultAttrs(resultAttrs);
+  Block *body = func.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  auto arg = [&](StringRef n) { return body->getArgument(argOf[n]); };
+
+  TrainedLayer layer{b,   lloc, l, "world", epAxis, ep, {}, ep, arg("x"),
+                     body->getArgument(countArg), /*stable=*/true};
+  if (!d.grid.moeAxes.empty())
+    layer.grid = "moe";
+  TrainedLayer::Shared sw;
+  if (shared)
+    sw = {arg("shared_gate_proj"), arg("shared_up_proj"),
+          arg("shared_down_proj")};
+  SmallVector<Value> results;
+  if (!backward) {
+    TrainedLayer::Forward fw = layer.forward(
+        arg("router"), arg("gate_proj"), arg("up_proj"), arg("down_proj"),
+        shared ? &sw : nullptr);
+    results = {fw.y, fw.choices, fw.gate, fw.up, fw.out};
+    if (shared)
+      results.append({fw.sGate, fw.sUp});
+  } else {
+    TrainedLayer::Forward fw = layer.routeAndDispatch(arg("router"));
+    fw.gate = arg("saved.gate");
+    fw.up = arg("saved.up");
+    fw.out = arg("saved.out");
+    if (shared) {
+      fw.sGate = arg("saved.shared_gate");
+      fw.sUp = arg("saved.shared_up");
+    }
+    Value dx;
+    TrainedLayer::Grads g = layer.layerBackward(
+        fw, arg("dy"), arg("router"), arg("gate_proj"), arg("up_proj"),
+        arg("down_proj"), shared ? &sw : nullptr, dx);
+    results = {dx, g.router, g.gate, g.up, g.down};
+    if (shared)
+      results.append({g.sGate, g.sUp, g.sDown});
+  }
+  func::ReturnOp::create(b, lloc, results);
   return module;
 }

@@ -766,7 +766,7 @@ void Reader::readMoE(yaml::Node *n, Description &d) {
              {"name", "experts", "top_k", "shared_experts", "scoring",
               "groups", "groups_per_token", "hidden", "expert_size",
               "tokens_per_rank", "routed_scaling", "capacity_factor",
-              "drop_policy"},
+              "drop_policy", "normalize"},
              [&](StringRef key, yaml::Node *v) {
                if (key == "name") {
                  m.nameLoc = locOf(v);
@@ -785,6 +785,9 @@ void Reader::readMoE(yaml::Node *n, Description &d) {
                } else if (key == "routed_scaling") {
                  if (auto x = real(v, key))
                    m.routedScaling = *x;
+               } else if (key == "normalize") {
+                 if (auto x = boolean(v, key))
+                   m.normalize = *x ? 1 : 0;
                } else {
                  int64_t min = key == "shared_experts" ? 0 : 1;
                  int64_t max = key == "experts" || key == "groups"
@@ -889,7 +892,9 @@ FailureOr<Description> Reader::read() {
   if (isa<yaml::MappingNode>(root)) {
     if (!hasGrid)
       error(root, "the description needs a 'grid'");
-    if (!hasParams)
+    // (An MoE layer that a model calls compiles from its `moe` entry
+    // alone: buildLayerModule.)
+    if (!hasParams && d.moe.empty())
       error(root, "the description needs 'parameters'");
   }
   // (validate reports a product that overflows.)

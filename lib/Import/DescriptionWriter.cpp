@@ -196,6 +196,10 @@ void mlir::muir::desc::writeDescription(const Description &d,
          << size("hidden", l.hidden) << size("expert_size", l.expertSize)
          << ", tokens_per_rank: " << l.tokensPerRank
          << ", routed_scaling: " << number(l.routedScaling)
+         << (l.normalize >= 0 && l.normalizes() != (l.scoring == "sigmoid")
+                 ? std::string(", normalize: ") +
+                       (l.normalizes() ? "true" : "false")
+                 : std::string())
          << (l.capacityFactor > 0
                  ? ", capacity_factor: " + number(l.capacityFactor) +
                        ", drop_policy: " + l.dropPolicy

@@ -59,8 +59,10 @@ static std::string selfLibrary() {
 /// The cache keeps CPU steps without fingerprint tracing, compiled in a
 /// shared library (the cached one binds to it).
 bool runner::cacheableWith(const StepOptions &o) {
+  // A called MoE layer's manifest would need its int64 tensors and token
+  // count: layers compile each time for now.
   return !o.cacheDir.empty() && o.target.target == Target::Cpu && !o.trace &&
-         !selfLibrary().empty();
+         o.layer.empty() && !selfLibrary().empty();
 }
 
 bool Step::cacheable() const { return cacheableWith(options); }
@@ -95,6 +97,8 @@ std::string runner::cacheKey(StringRef source, StringRef filename,
   field(Twine("probe-updates=") + (p.probeUpdates ? "true" : "false"));
   for (const auto &[name, value] : identityOf(p, o.target))
     field(name + "=" + value);
+  field("layer=" + o.layer);
+  field(Twine("layer-pass=") + (o.layerBackward ? "backward" : "forward"));
   field(llvm::sys::getHostCPUName());
   for (const auto &[feature, on] : llvm::sys::getHostCPUFeatures())
     os << (on ? "+" : "-") << feature << ",";

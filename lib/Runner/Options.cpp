@@ -94,6 +94,14 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
       e = boolean(o.jitListeners);
     } else if (key == "cache-dir") {
       o.cacheDir = value.str();
+    } else if (key == "layer") {
+      if (value.empty())
+        return error("option 'layer=': expected the name of an MoE layer");
+      o.layer = value.str();
+    } else if (key == "layer-pass") {
+      if (value != "forward" && value != "backward")
+        return error("option '" + item + "': expected forward or backward");
+      o.layerBackward = value == "backward";
     } else if (key == "nccl-id") {
       o.ncclId = value.str();
     } else if (key == "nccl-rank") {
@@ -107,6 +115,8 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
     if (e)
       return std::move(e);
   }
+  if (o.layerBackward && o.layer.empty())
+    return error("option 'layer-pass' needs layer=NAME");
   // cuda-bf16 iterates Newton-Schulz in bf16 unless ns-precision says.
   if (o.cudaBf16 && !precisionGiven)
     o.pipeline.nsPrecision = NSPrecision::bf16;

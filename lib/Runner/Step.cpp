@@ -122,6 +122,7 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
     };
 #define MUIR_RT_SYMBOL(name) add(#name, &name);
     MUIR_RT_SYMBOL(muirrt_sgemm)
+    MUIR_RT_SYMBOL(muirrt_gemm_rows)
     MUIR_RT_SYMBOL(muirrt_ssyrk)
     MUIR_RT_SYMBOL(muirrt_dgemm)
     MUIR_RT_SYMBOL(muirrt_dsyrk)
@@ -282,10 +283,16 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
     auto desc = desc::parseDescription(I.sourceMgr, 1);
     if (failed(desc))
       return error("");
-    module = desc::buildModule(context, *desc);
+    module = options.layer.empty()
+                 ? desc::buildModule(context, *desc)
+                 : desc::buildLayerModule(context, *desc, options.layer,
+                                          options.layerBackward);
     if (module && failed(verify(*module)))
       return error("");
   } else {
+    if (!options.layer.empty())
+      return error("option 'layer' needs a description (.yaml, .yml or "
+                   ".json) holding the MoE layer, not IR");
     module = parseSourceFile<ModuleOp>(I.sourceMgr, &context);
   }
   if (!module)
@@ -435,6 +442,14 @@ llvm::Error Step::readArguments() {
                                                                  "muir.role"));
       a.shape.assign(mt.getShape().begin(), mt.getShape().end());
       a.globalShape = a.shape;
+      a.i64 = mt.getElementType().isInteger(64);
+      if (!a.i64 && !mt.getElementType().isF32())
+        return error("tensor '" + a.name + "' has element type " +
+                     Twine(mt.getElementType().isF64() ? "f64" : "other "
+                                                                 "than f32") +
+                     "; step tensors are f32 (int64 for a layer's counts)");
+      if (a.name == "x" && a.shape.size() == 2)
+        tokenBound = a.shape[0];
       // The entry stores written results in place; a trained layer's
       // computed gradients are written too.
       a.updated = updatesByRole ? a.role == MUIR_ROLE_PARAM ||
@@ -485,7 +500,10 @@ llvm::Error Step::readArguments() {
       if (auto std = entry.getArgAttrOfType<FloatAttr>(i, "muir.init_std"))
         a.initStd = std.getValueAsDouble();
     } else if (t.isInteger(64)) {
-      a.name = "step";
+      // The step counter, or a called layer's token count ("tokens").
+      auto role = entry.getArgAttrOfType<StringAttr>(i, "muir.role");
+      tokenCount = role && role.getValue() == "tokens";
+      a.name = tokenCount ? "tokens" : "step";
       a.role = MUIR_ROLE_COUNTER;
       counterUsed |= !entry.getArgument(i).use_empty();
     } else if (t.isF64()) {
@@ -774,7 +792,10 @@ llvm::Error Step::run(int64_t counter, llvm::ArrayRef<double> hyper,
     if (!std::isfinite(v) || v < 0)
       return error("hyperparameter '" + args[hyperArgs[k]].name +
                    "' must be finite and >= 0, got " + std::to_string(v));
-  if (counter < 1)
+  if (tokenCount && (counter < 0 || counter > tokenBound))
+    return error("a layer compiled for at most " + Twine(tokenBound) +
+                 " tokens was called on " + Twine(counter));
+  if (!tokenCount && counter < 1)
     return error("the step counter is 1-based, got " + Twine(counter));
   if (hyper.empty())
     I.hyperValues = defaultHyper();

@@ -107,8 +107,10 @@ import torch
 import muir
 from muir import description as _description
 
-__all__ = ["Muon", "ParameterError", "NonFiniteGradientError",
-           "ParamGroupError", "SCHEDULER_KEYS"]
+from muir._moe import MoE, MoEInputError  # noqa: E402,F401
+
+__all__ = ["Muon", "MoE", "MoEInputError", "ParameterError",
+           "NonFiniteGradientError", "ParamGroupError", "SCHEDULER_KEYS"]
 
 _OPTION_KEYS = ("ns_mode", "dp_assign", "syrk", "batch",
                 "fuse_syrk_all_reduce", "syrk_chunk_rows", "cuda_arch",

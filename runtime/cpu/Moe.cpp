@@ -534,6 +534,10 @@ extern "C" void muirrt_capacity(int64_t tokens, int64_t k, int64_t experts,
                                 const float *weights, int64_t *kept_indices,
                                 float *kept_weights, int64_t *counts) {
   int64_t group = group_tokens > 0 ? group_tokens : tokens;
+  if (tokens == 0 && group_tokens == 0) { // a layer called on no tokens
+    std::fill(counts, counts + experts, int64_t{0});
+    return;
+  }
   if (group <= 0 || tokens % group != 0 || !(capacity_factor > 0.0))
     muirrt_abort_run("muirrt_capacity",
                      ("bad capacity factor or token group (" +

@@ -36,6 +36,28 @@ func.func @route(%l: memref<6x8xf32>, %i: memref<6x2xi64>, %w: memref<6x2xf32>, 
   return
 }
 
+// A layer called on %n of its 6 rows: the count replaces the rows (its
+// buffers' later rows were filled by the lowering to exec).
+// CHECK-LABEL: func.func @route_tokens
+// CHECK-SAME: %[[N:[^:]+]]: i64
+// CHECK: call @muirrt_route(%[[N]], {{.*}}) : (i64, i64, i64,
+// CHECK: call @muirrt_capacity(%[[N]], {{.*}}) : (i64, i64, i64, f64,
+// CHECK: call @muirrt_route_grad(%[[N]], {{.*}}) : (i64, i64, i64,
+func.func @route_tokens(%l: memref<6x8xf32>, %i: memref<6x2xi64>, %w: memref<6x2xf32>, %c: memref<8xi64>, %n: i64, %dl: memref<6x8xf32>) {
+  muir_exec.route %l into %i, %w, %c tokens(%n) {scoring = #muir_exec.scoring<softmax>, n_group = 1 : i64, topk_group = 1 : i64, scaling = 1.0 : f64} : memref<6x8xf32> -> memref<6x2xi64>, memref<6x2xf32>, memref<8xi64>
+  muir_exec.capacity %i, %w into %i, %w, %c tokens(%n) {capacity_factor = 1.0 : f64, policy = #muir_exec.drop_policy<weight>, group_tokens = 0 : i64} : memref<6x2xi64>, memref<6x2xf32> -> memref<6x2xi64>, memref<6x2xf32>, memref<8xi64>
+  muir_exec.route_grad %l, %i, %w into %dl tokens(%n) {scoring = #muir_exec.scoring<softmax>, scaling = 1.0 : f64} : memref<6x8xf32>, memref<6x2xi64>, memref<6x2xf32> -> memref<6x8xf32>
+  return
+}
+
+// A row-stable product: muirrt_gemm_rows with the flags, sizes and buffers.
+// CHECK-LABEL: func.func @gemm_rows
+// CHECK: call @muirrt_gemm_rows({{.*}}) : (i32, i32, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+func.func @gemm_rows(%a: memref<6x4xf32>, %b: memref<8x4xf32>, %c: memref<6x8xf32>) {
+  muir_exec.gemm %a, %b, %c {alpha = 1.0, beta = 0.0, transpose_b, row_stable} : memref<6x4xf32>, memref<8x4xf32>, memref<6x8xf32>
+  return
+}
+
 // A grouped GEMM: experts, the row bound, k and n, then the buffers.
 // CHECK-LABEL: func.func @grouped_gemm
 // CHECK: call @muirrt_grouped_gemm({{.*}}) : (i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, !llvm.ptr) -> ()

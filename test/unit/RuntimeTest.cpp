@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -186,6 +187,62 @@ TEST(Sgemm, LargerThanBlasBlocks) {
   std::vector<double> want;
   refGemm(true, false, m, n, k, 1.0, a.data(), b.data(), 0.0, nullptr, want);
   expectNear(c.data(), want, 1e-4, "70x65x130");
+}
+
+// The row-stable product: every element the float sum of its products in
+// ascending order (a float loop written here), whatever the blocking; and
+// so a row's bits are the same alone, among other rows, at any position.
+TEST(GemmRows, AscendingSumsAndRowsIndependentOfShape) {
+  const int64_t n = 70, k = 33;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      const int64_t m = 37;
+      std::vector<float> a = randomVector(m * k, 11), b = randomVector(k * n, 12);
+      std::vector<float> c(m * n);
+      muirrt_gemm_rows(ta, tb, m, n, k, a.data(), b.data(), c.data());
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          float acc = 0.0f;
+          for (int64_t p = 0; p < k; ++p) {
+            volatile float prod = (ta ? a[p * m + i] : a[i * k + p]) *
+                                  (tb ? b[j * k + p] : b[p * n + j]);
+            acc = acc + prod;
+          }
+          ASSERT_EQ(acc, c[i * n + j]) << "ta " << ta << " tb " << tb
+                                       << " element " << i << "," << j;
+        }
+      std::vector<double> want;
+      refGemm(ta, tb, m, n, k, 1.0, a.data(), b.data(), 0.0, nullptr, want);
+      expectNear(c.data(), want, 1e-5, "gemm_rows 37x70x33");
+    }
+  // Large enough for two threads, over columns and over rows.
+  for (auto [bm, bn, bk] : {std::array<int64_t, 3>{300, 200, 100},
+                            std::array<int64_t, 3>{1000, 16, 400}}) {
+    std::vector<float> a = randomVector(bm * bk, 15),
+                       b = randomVector(bk * bn, 16), c(bm * bn);
+    muirrt_gemm_rows(0, 0, bm, bn, bk, a.data(), b.data(), c.data());
+    for (int64_t i = 0; i < bm; i += 7)
+      for (int64_t j = 0; j < bn; ++j) {
+        float acc = 0.0f;
+        for (int64_t p = 0; p < bk; ++p) {
+          volatile float prod = a[i * bk + p] * b[p * bn + j];
+          acc = acc + prod;
+        }
+        ASSERT_EQ(acc, c[i * bn + j]) << bm << "x" << bn << "x" << bk
+                                      << " element " << i << "," << j;
+      }
+  }
+  // Row 5 of a 37-row product, alone (m = 1) and at row 2 of a 9-row one.
+  const int64_t m = 37;
+  std::vector<float> a = randomVector(m * k, 13), b = randomVector(n * k, 14);
+  std::vector<float> all(m * n), one(n), some(9 * n);
+  muirrt_gemm_rows(0, 1, m, n, k, a.data(), b.data(), all.data());
+  muirrt_gemm_rows(0, 1, 1, n, k, a.data() + 5 * k, b.data(), one.data());
+  muirrt_gemm_rows(0, 1, 9, n, k, a.data() + 3 * k, b.data(), some.data());
+  for (int64_t j = 0; j < n; ++j) {
+    ASSERT_EQ(all[5 * n + j], one[j]) << "column " << j;
+    ASSERT_EQ(all[5 * n + j], some[2 * n + j]) << "column " << j;
+  }
 }
 
 TEST(Ssyrk, BothTrianglesAndBeta) {

@@ -227,7 +227,7 @@ int main(int argc, char **argv) {
   muir::PipelineOptions pipeline = flags.options(false);
   if (emit != Emit::None && emit != Emit::Description) {
     module = muir::desc::buildModule(context, *desc);
-    if (failed(verify(*module)))
+    if (!module || failed(verify(*module)))
       return 1;
     phase("high-level IR built");
     PassManager pm(&context);

@@ -154,6 +154,13 @@ struct MoELayer {
   int64_t expertSize = 0; ///< expert intermediate size
   int64_t tokensPerRank = 4096;
   double routedScaling = 1.0;
+  /// `normalize`: the chosen k weights renormalised to sum 1 (for softmax,
+  /// a softmax over the chosen logits). -1: not given, which means the
+  /// scoring's default (sigmoid: yes, DeepSeek-V3; softmax: no).
+  int normalize = -1;
+  bool normalizes() const {
+    return normalize < 0 ? scoring == "sigmoid" : normalize != 0;
+  }
   /// Capacity-factor mode (muir.capacity before dispatch); 0: dropless.
   double capacityFactor = 0.0;
   std::string dropPolicy = "weight"; ///< weight | position
@@ -291,6 +298,16 @@ void writeDescription(const Description &d, llvm::raw_ostream &os);
 
 /// Builds the high-level IR of one optimizer step for `d`.
 OwningOpRef<ModuleOp> buildModule(MLIRContext &context, const Description &d);
+
+/// Builds one of `d`'s MoE layers (the `moe` entry named `layer`) as a
+/// function a model calls, per rank, for `tokens_per_rank` rows at most:
+/// `moe_forward` (x, the weights, the token count -> y, tokens_per_expert
+/// and what the backward keeps) or, with `backward`, `moe_backward` (dy,
+/// x, the weights, the kept tensors, the count -> dx and the weights'
+/// gradients). Null after an error at the layer's location.
+OwningOpRef<ModuleOp> buildLayerModule(MLIRContext &context,
+                                       const Description &d,
+                                       StringRef layer, bool backward);
 
 StringRef stringify(Role role);
 StringRef stringify(ShardKind kind);

@@ -69,6 +69,11 @@ struct StepOptions {
   /// the build and the host CPU; a later compile of the same step loads it
   /// without compiling. Empty: no cache.
   std::string cacheDir;
+  /// A description's MoE layer as a pass a model calls (layer=NAME,
+  /// layer-pass=forward|backward; see desc::buildLayerModule) instead of
+  /// the description's optimizer step.
+  std::string layer;
+  bool layerBackward = false;
   /// The compile options the user gave explicitly ("ns-mode", "syrk", ...,
   /// "no-probes"): refused for exec IR, which is compiled already, and
   /// ns-mode / dp-assign for planned IR, which is distributed.
@@ -95,6 +100,7 @@ struct Argument {
   double defaultValue = 0; ///< hyperparameters
   int32_t hyperIndex = -1; ///< hyperparameters: index into run()'s values
   bool updated = false;
+  bool i64 = false; ///< an int64 tensor (a layer's tokens_per_expert)
   double initStd = 0; ///< seeded data's standard deviation (0: 1)
   bool isTensor() const { return role <= 3; }
   int64_t numel() const;
@@ -245,6 +251,10 @@ private:
   state::StepIdentity id;
   std::string entryName;
   bool counterUsed = false, hyperUsed = false, prepared = false;
+  /// A called layer: run()'s counter is its token count, in [0, the rows
+  /// of its `x`].
+  bool tokenCount = false;
+  int64_t tokenBound = 0;
   bool rebound = false; ///< a tensor was bound anew since the last run
   std::string cacheFailure;
   int64_t runs = 0;

@@ -39,6 +39,14 @@ void muirrt_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b, int64_t m,
                   int64_t n, int64_t k, float alpha, const float *a,
                   const float *b, float beta, float *c, const float *acc);
 
+/* C = op(A) op(B) (2-D, shapes as muirrt_sgemm's) where every element is
+ * the sum of its k products in ascending order (each product rounded, then
+ * added): a row's result has the same bits for any m, any position of the
+ * row and any blocking (BLAS does not promise that). muir.matmul
+ * row_stable; slower than sgemm. */
+void muirrt_gemm_rows(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
+                      int64_t k, const float *a, const float *b, float *c);
+
 /* muirrt_sgemm in double (the Gram form of Newton-Schulz). */
 void muirrt_dgemm(int64_t batch, int32_t trans_a, int32_t trans_b, int64_t m,
                   int64_t n, int64_t k, double alpha, const double *a,

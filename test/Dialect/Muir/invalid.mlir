@@ -1208,7 +1208,7 @@ func.func @capacity_group(%i: tensor<6x2xi64>, %w: tensor<6x2xf32>) {
 
 // The discardable muir.* attributes (MuirDialect.cpp): one case per kind.
 
-// expected-error@+1 {{'muir.role' (the argument's role) must be one of: param, grad, state, data, step, hyper; got "bogus"}}
+// expected-error@+1 {{'muir.role' (the argument's role) must be one of: param, grad, state, data, step, hyper, tokens; got "bogus"}}
 func.func @arg_role(%x: tensor<8xf32> {muir.name = "x", muir.role = "bogus"}) {
   return
 }
@@ -1517,4 +1517,20 @@ func.func @add_diagonal_two_values(%g: tensor<4x4xf64>, %s: f64) -> tensor<4x4xf
   // expected-error@+1 {{'muir.add_diagonal' op expected the value as an attribute or as an f64 operand, exactly one of them}}
   %0 = muir.add_diagonal %g, %s {value = 1.0 : f64} : tensor<4x4xf64>
   return %0 : tensor<4x4xf64>
+}
+
+// -----
+
+func.func @capacity_tokens_in_blocks(%i: tensor<8x2xi64>, %w: tensor<8x2xf32>, %n: i64) -> tensor<8x2xi64> {
+  // expected-error@+1 {{'muir.capacity' op a run-time token count needs group_tokens 0 (the block is the first `tokens` rows), got 4}}
+  %ki, %kw, %kc = muir.capacity %i, %w tokens(%n) {num_experts = 4, capacity_factor = 1.0, group_tokens = 4} : (tensor<8x2xi64>, tensor<8x2xf32>, i64) -> (tensor<8x2xi64>, tensor<8x2xf32>, tensor<4xi64>)
+  return %ki : tensor<8x2xi64>
+}
+
+// -----
+
+func.func @row_stable_with_acc(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error@+1 {{'muir.matmul' op a row_stable product is a plain f32 matrix product (2-D, no accumulator, alpha 1, not symmetric)}}
+  %0 = muir.matmul %a, %b acc %c {row_stable, beta = 1.0} : (tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
 }

@@ -351,12 +351,29 @@ func.func @ns_why(%x: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>, ten
 // CHECK: muir.route %{{.+}} bias %{{.+}} {n_group = 4 : i64, normalize, scaling = 2.500000e+00 : f64, scoring = #muir<route_scoring sigmoid>, top_k = 3 : i64, topk_group = 2 : i64}
 // CHECK: muir.route %{{.+}} {softmax_after_topk, top_k = 2 : i64}
 // GENERIC-LABEL: sym_name = "route"
-// GENERIC: "muir.route"(%{{.*}}) <{n_group = 1 : i64, normalize, scaling = 1.000000e+00 : f64, scoring = #muir<route_scoring softmax>, top_k = 2 : i64, topk_group = 1 : i64}> : (tensor<6x8xf32>) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
+// GENERIC: "muir.route"(%{{.*}}) <{n_group = 1 : i64, normalize, operandSegmentSizes = array<i32: 1, 0, 0>, scaling = 1.000000e+00 : f64, scoring = #muir<route_scoring softmax>, top_k = 2 : i64, topk_group = 1 : i64}> : (tensor<6x8xf32>) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
 func.func @route(%l: tensor<6x8xf32>, %b: tensor<8xf32>) -> (tensor<6x2xi64>, tensor<6x3xf32>, tensor<8xi64>) {
   %i, %w, %c = muir.route %l {top_k = 2, normalize} : (tensor<6x8xf32>) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
   %i2, %w2, %c2 = muir.route %l bias %b {top_k = 3, scoring = #muir<route_scoring sigmoid>, n_group = 4, topk_group = 2, normalize, scaling = 2.5} : (tensor<6x8xf32>, tensor<8xf32>) -> (tensor<6x3xi64>, tensor<6x3xf32>, tensor<8xi64>)
   %i3, %w3, %c3 = muir.route %l {top_k = 2, softmax_after_topk} : (tensor<6x8xf32>) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
   return %i, %w2, %c3 : tensor<6x2xi64>, tensor<6x3xf32>, tensor<8xi64>
+}
+
+// A layer compiled for 6 rows called on %n tokens: route, capacity and
+// route_grad take the count; the token-row products are row-stable.
+// CHECK-LABEL: func.func @layer_tokens
+// CHECK: muir.route %{{.+}} tokens(%{{.+}}) {normalize, top_k = 2 : i64} : (tensor<6x8xf32>, i64)
+// CHECK: muir.capacity %{{.+}}, %{{.+}} tokens(%{{.+}}) {capacity_factor = 1.000000e+00 : f64, num_experts = 8 : i64} : (tensor<6x2xi64>, tensor<6x2xf32>, i64)
+// CHECK: muir.route_grad %{{.+}}, %{{.+}}, %{{.+}} tokens(%{{.+}}) {normalize} : (tensor<6x8xf32>, tensor<6x2xi64>, tensor<6x2xf32>, i64)
+// CHECK: muir.matmul %{{.+}}, %{{.+}} {row_stable, transpose_b}
+// GENERIC-LABEL: sym_name = "layer_tokens"
+// GENERIC: "muir.route"(%{{.*}}, %{{.*}}) <{{{.*}}operandSegmentSizes = array<i32: 1, 0, 1>
+func.func @layer_tokens(%l: tensor<6x8xf32>, %n: i64, %x: tensor<6x4xf32>, %r: tensor<8x4xf32>) -> (tensor<6x8xf32>, tensor<6x2xi64>, tensor<6x8xf32>) {
+  %i, %w, %c = muir.route %l tokens(%n) {top_k = 2, normalize} : (tensor<6x8xf32>, i64) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
+  %ki, %kw, %kc = muir.capacity %i, %w tokens(%n) {num_experts = 8, capacity_factor = 1.0} : (tensor<6x2xi64>, tensor<6x2xf32>, i64) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
+  %g = muir.route_grad %l, %i, %kw tokens(%n) {normalize} : (tensor<6x8xf32>, tensor<6x2xi64>, tensor<6x2xf32>, i64) -> tensor<6x8xf32>
+  %p = muir.matmul %x, %r {transpose_b, row_stable} : (tensor<6x4xf32>, tensor<8x4xf32>) -> tensor<6x8xf32>
+  return %g, %ki, %p : tensor<6x8xf32>, tensor<6x2xi64>, tensor<6x8xf32>
 }
 
 // Per-expert products over ragged row groups, weights as [E, K, N] or as

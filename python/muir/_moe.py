@@ -1,0 +1,384 @@
+"""muir.torch.MoE: a Mixture-of-Experts layer whose forward and backward
+passes are muir's compiled MoE ops (see muir.torch.MoE's docstring)."""
+import math
+import os
+
+import torch
+
+import muir
+
+__all__ = ["MoE", "MoEInputError"]
+
+_SCORINGS = ("softmax", "sigmoid")
+_POLICIES = ("weight", "position")
+
+
+class MoEInputError(ValueError):
+    """A bad input to a muir.torch.MoE layer (names the layer)."""
+
+
+def _world_size():
+    size = os.environ.get("OMPI_COMM_WORLD_SIZE")
+    return int(size) if size else 1
+
+
+def _int(v, key, lo):
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        raise ValueError("muir.torch.MoE: %s must be an integer >= %d, got "
+                         "%r" % (key, lo, v))
+    return v
+
+
+def _bound_for(tokens):
+    """The token bound a layer compiles for when max_tokens is not given:
+    the next power of two >= tokens, at least 128."""
+    b = 128
+    while b < tokens:
+        b *= 2
+    return b
+
+
+class _Pass:
+    """One compiled pass (forward or backward) of a layer for one bound."""
+
+    def __init__(self, step):
+        self.step = step
+        self.index = {a.name: a.index for a in step.arguments}
+        self.shapes = {a.name: a.shape for a in step.arguments}
+
+    def run(self, tensors, tokens):
+        for name, t in tensors.items():
+            self.step.bind(self.index[name], t.data_ptr())
+        self.step.run(counter=tokens)
+
+
+class _MoEFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, layer, x, *weights):
+        y, saved, tokens_per_expert, bound = layer._forward(x, weights)
+        ctx.layer = layer
+        ctx.bound = bound
+        ctx.save_for_backward(x, *weights, *saved)
+        ctx.mark_non_differentiable(tokens_per_expert)
+        return y, tokens_per_expert
+
+    @staticmethod
+    def backward(ctx, dy, _unused):
+        layer = ctx.layer
+        nw = len(layer._weight_names)
+        tensors = ctx.saved_tensors
+        x, weights, saved = tensors[0], tensors[1:1 + nw], tensors[1 + nw:]
+        dx, grads = layer._backward(ctx.bound, dy, x, weights, saved)
+        return (None, dx) + tuple(grads)
+
+
+class MoE(torch.nn.Module):
+    """A Mixture-of-Experts layer (routing, SwiGLU experts, combine) whose
+    forward and backward passes run muir's compiled MoE ops.
+
+        layer = muir.torch.MoE(hidden=1024, expert_size=512, experts=16,
+                               top_k=2)
+        y = layer(x)                    # x [..., hidden] -> y [..., hidden]
+
+    Semantics (docs/description.md, "MoE layers"): per token, scores over
+    all experts (softmax of the router's logits, or sigmoid; with
+    groups > 1 only the experts of the groups_per_token best groups, a
+    group scored by the sum of its two best, compete), the top_k experts
+    (ties to the lower index), their scores as weights, renormalised over
+    the chosen k when `normalize` (for softmax: a softmax over the chosen
+    logits, Qwen3-MoE's and Mixtral's router), times routed_scaling; y is
+    the weighted sum of the chosen experts' down(silu(gate x) * up x), plus
+    the shared experts' SwiGLU MLP (shared_experts * expert_size wide) on
+    every token. capacity_factor (None: dropless) keeps at most
+    ceil(capacity_factor * T * top_k / experts) pairs per expert over the
+    call's T tokens, by weight (drop_policy "weight", ties to the earlier
+    token) or by position; a dropped pair adds nothing and its weight is
+    not renormalised.
+
+    Parameters (PyTorch Linear layouts): router [experts, hidden];
+    gate_proj, up_proj [local experts, expert_size, hidden]; down_proj
+    [local experts, hidden, expert_size]; with shared experts also
+    shared_gate_proj, shared_up_proj [S * expert_size, hidden] and
+    shared_down_proj [hidden, S * expert_size]. Initialised as nn.Linear
+    initialises its weight (uniform in +-1/sqrt(fan in)).
+
+    Tokens: x [..., hidden] float32 on the CPU (non-contiguous x is copied).
+    The layer is compiled for a bound of tokens per call (`max_tokens`; by
+    default the first call's T rounded up to a power of two, at least 128,
+    and again, doubled, the first time a larger T comes) and runs any T up
+    to it without compiling: the rows past T are padding that routes
+    nowhere. T = 0 gives an empty y and zero gradients.
+    `layer.tokens_per_expert` (int64 [experts]) holds the last forward's
+    routed (token, slot) pairs per expert, before capacity drops.
+
+    aux_loss_coef (None: off): forward returns (y, aux_loss) with the
+    Switch load-balancing loss aux_loss_coef * experts * sum_e f_e * P_e,
+    f_e = tokens_per_expert[e] / (T * top_k) and P_e the mean over tokens
+    of expert e's score (softmax, or sigmoid scores normalised per token),
+    computed in PyTorch from the router so that autograd gives the router
+    its gradient.
+
+    Expert parallel (ep > 1, under mpirun with ep ranks): rank r holds
+    experts [r * E / ep, (r + 1) * E / ep) (gate_proj, up_proj and
+    down_proj have the local count), each rank passes its own tokens, and
+    dispatch and combine exchange them over MPI; y, dx and the experts'
+    gradients are bitwise those of one rank given every rank's tokens in
+    rank order; the router's gradient is from the rank's own tokens. Every
+    rank must then compile the same bound: give max_tokens.
+
+    check_finite (True): a NaN or infinity in x raises MoEInputError
+    before anything runs. options: compile options for muir.compile.
+    """
+
+    def __init__(self, hidden, expert_size, experts, top_k, *,
+                 scoring="softmax", shared_experts=0, routed_scaling=1.0,
+                 normalize=True, groups=1, groups_per_token=1,
+                 capacity_factor=None, drop_policy="weight", ep=1,
+                 aux_loss_coef=None, max_tokens=None, check_finite=True,
+                 name="moe", options=None):
+        super().__init__()
+        self.hidden = _int(hidden, "hidden", 1)
+        self.expert_size = _int(expert_size, "expert_size", 1)
+        self.experts = _int(experts, "experts", 1)
+        self.top_k = _int(top_k, "top_k", 1)
+        self.shared_experts = _int(shared_experts, "shared_experts", 0)
+        self.groups = _int(groups, "groups", 1)
+        self.groups_per_token = _int(groups_per_token, "groups_per_token", 1)
+        self.ep = _int(ep, "ep", 1)
+        if scoring not in _SCORINGS:
+            raise ValueError("muir.torch.MoE: scoring must be one of %s, "
+                             "got %r" % (", ".join(_SCORINGS), scoring))
+        if drop_policy not in _POLICIES:
+            raise ValueError("muir.torch.MoE: drop_policy must be one of "
+                             "%s, got %r" % (", ".join(_POLICIES),
+                                             drop_policy))
+        if self.top_k > self.experts:
+            raise ValueError("muir.torch.MoE: top_k (%d) is greater than "
+                             "experts (%d)" % (self.top_k, self.experts))
+        if self.experts % self.groups or \
+                self.groups_per_token > self.groups or \
+                self.top_k > self.groups_per_token * (self.experts //
+                                                      self.groups):
+            raise ValueError("muir.torch.MoE: groups (%d) must divide "
+                             "experts (%d), groups_per_token (%d) be at most "
+                             "groups, and top_k (%d) at most the experts of "
+                             "groups_per_token groups"
+                             % (self.groups, self.experts,
+                                self.groups_per_token, self.top_k))
+        if self.experts % self.ep:
+            raise ValueError("muir.torch.MoE: experts (%d) do not divide "
+                             "over ep=%d" % (self.experts, self.ep))
+        world = _world_size()
+        if self.ep > 1 and self.ep != world:
+            raise ValueError("muir.torch.MoE: ep=%d needs a job of %d ranks "
+                             "(mpirun -np %d); this one has %d"
+                             % (self.ep, self.ep, self.ep, world))
+        if self.ep > 1 and max_tokens is None:
+            raise ValueError("muir.torch.MoE: ep=%d needs max_tokens (every "
+                             "rank compiles the same bound)" % self.ep)
+        for key, v in (("routed_scaling", routed_scaling),
+                       ("capacity_factor", capacity_factor),
+                       ("aux_loss_coef", aux_loss_coef)):
+            if v is None and key != "routed_scaling":
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or \
+                    not math.isfinite(v) or \
+                    (v <= 0 if key != "aux_loss_coef" else v < 0):
+                raise ValueError("muir.torch.MoE: %s must be a finite "
+                                 "number %s, got %r"
+                                 % (key, "> 0" if key != "aux_loss_coef"
+                                    else ">= 0", v))
+        if not isinstance(normalize, bool):
+            raise ValueError("muir.torch.MoE: normalize must be True or "
+                             "False, got %r" % (normalize,))
+        self.scoring = scoring
+        self.routed_scaling = float(routed_scaling)
+        self.normalize = normalize
+        self.capacity_factor = capacity_factor
+        self.drop_policy = drop_policy
+        self.aux_loss_coef = aux_loss_coef
+        self.max_tokens = None if max_tokens is None else \
+            _int(max_tokens, "max_tokens", 1)
+        self.check_finite = bool(check_finite)
+        self.name = str(name)
+        self.options = dict(options or {})
+        el = self.experts // self.ep
+        h, f = self.hidden, self.expert_size
+        P = torch.nn.Parameter
+
+        def linear(*shape):
+            w = torch.empty(*shape)
+            bound = 1.0 / math.sqrt(shape[-1])
+            torch.nn.init.uniform_(w, -bound, bound)
+            return P(w)
+        self.router = linear(self.experts, h)
+        self.gate_proj = linear(el, f, h)
+        self.up_proj = linear(el, f, h)
+        self.down_proj = linear(el, h, f)
+        self._weight_names = ["router", "gate_proj", "up_proj", "down_proj"]
+        if self.shared_experts:
+            sf = self.shared_experts * f
+            self.shared_gate_proj = linear(sf, h)
+            self.shared_up_proj = linear(sf, h)
+            self.shared_down_proj = linear(h, sf)
+            self._weight_names += ["shared_gate_proj", "shared_up_proj",
+                                   "shared_down_proj"]
+        self.tokens_per_expert = torch.zeros(self.experts, dtype=torch.int64)
+        self._passes = {}   # (bound, "forward"|"backward") -> _Pass
+        self._bound = self.max_tokens
+
+    # -- compiling --------------------------------------------------------
+    def description(self, bound=None):
+        """The description (YAML text) the layer compiles from."""
+        bound = bound or self._bound or 128
+        world = _world_size()
+        grid = ("{ep: %d}" % self.ep) if self.ep > 1 else ("{dp: %d}" % world)
+        entry = ("{name: %s, experts: %d, top_k: %d, scoring: %s, "
+                 "shared_experts: %d, groups: %d, groups_per_token: %d, "
+                 "hidden: %d, expert_size: %d, tokens_per_rank: %d, "
+                 "routed_scaling: %r, normalize: %s"
+                 % ("layer", self.experts, self.top_k, self.scoring,
+                    self.shared_experts, self.groups, self.groups_per_token,
+                    self.hidden, self.expert_size, bound,
+                    self.routed_scaling,
+                    "true" if self.normalize else "false"))
+        if self.capacity_factor is not None:
+            entry += ", capacity_factor: %r, drop_policy: %s" % (
+                float(self.capacity_factor), self.drop_policy)
+        return ("name: moe-layer\ngrid:\n  axes: %s\nmoe:\n  - %s}\n"
+                % (grid, entry))
+
+    def _pass(self, bound, which):
+        key = (bound, which)
+        p = self._passes.get(key)
+        if p is None:
+            opts = {"target": "cpu"}
+            opts.update(self.options)
+            opts["layer"] = "layer"
+            opts["layer-pass"] = which
+            try:
+                step = muir.compile(self.description(bound),
+                                    "%s.yaml" % self.name, opts)
+            except muir.MuirError as e:
+                raise muir.MuirError("muir.torch.MoE %r: %s"
+                                     % (self.name, e)) from None
+            p = self._passes[key] = _Pass(step)
+        return p
+
+    def _bound_of(self, tokens):
+        if self.max_tokens is not None:
+            if tokens > self.max_tokens:
+                raise MoEInputError(
+                    "muir.torch.MoE %r: %d tokens, more than max_tokens "
+                    "(%d)" % (self.name, tokens, self.max_tokens))
+            return self.max_tokens
+        if self._bound is None or tokens > self._bound:
+            self._bound = _bound_for(tokens)
+        return self._bound
+
+    # -- the passes -------------------------------------------------------
+    def _weights(self):
+        return [getattr(self, n) for n in self._weight_names]
+
+    def _check(self, x):
+        who = "muir.torch.MoE %r" % self.name
+        if not isinstance(x, torch.Tensor):
+            raise MoEInputError("%s: expected a tensor, got %s"
+                                % (who, type(x).__name__))
+        if x.device.type != "cpu":
+            raise MoEInputError("%s: x is on %s; the layer runs on the CPU"
+                                % (who, x.device))
+        if x.dtype != torch.float32:
+            raise MoEInputError("%s: x has dtype %s; expected torch.float32"
+                                % (who, str(x.dtype).replace("torch.", "")))
+        if x.dim() < 1 or x.shape[-1] != self.hidden:
+            raise MoEInputError("%s: x has shape %s; expected [..., %d] "
+                                "(hidden)" % (who, list(x.shape),
+                                              self.hidden))
+        for n, w in zip(self._weight_names, self._weights()):
+            if w.device.type != "cpu" or w.dtype != torch.float32 or \
+                    not w.is_contiguous():
+                raise MoEInputError("%s: parameter %s must be contiguous "
+                                    "float32 on the CPU" % (who, n))
+        if self.check_finite and x.numel() and \
+                not bool(torch.isfinite(x).all()):
+            bad = (~torch.isfinite(x)).nonzero()[0].tolist()
+            raise MoEInputError("%s: x has a non-finite value %r at %s "
+                                "(check_finite)"
+                                % (who, x[tuple(bad)].item(), bad))
+
+    def _padded(self, t, bound):
+        """t [T, H] as a contiguous [bound, H] buffer (zero rows after T)."""
+        if t.shape[0] == bound and t.is_contiguous():
+            return t
+        buf = torch.zeros(bound, t.shape[1], dtype=t.dtype)
+        buf[:t.shape[0]] = t
+        return buf
+
+    def _forward(self, x, weights):
+        tokens = x.shape[0]
+        bound = self._bound_of(tokens)
+        p = self._pass(bound, "forward")
+        xb = self._padded(x.detach(), bound)
+        out = {n: torch.empty(p.shapes[n],
+                              dtype=torch.int64 if n == "tokens_per_expert"
+                              else torch.float32)
+               for n in p.shapes if n == "y" or n == "tokens_per_expert" or
+               n.startswith("saved.")}
+        tensors = dict(out)
+        tensors["x"] = xb
+        for n, w in zip(self._weight_names, weights):
+            tensors[n] = w.detach()
+        p.run(tensors, tokens)
+        saved = [out[n] for n in sorted(k for k in out
+                                        if k.startswith("saved."))]
+        return out["y"][:tokens], saved, out["tokens_per_expert"], bound
+
+    def _backward(self, bound, dy, x, weights, saved):
+        tokens = x.shape[0]
+        p = self._pass(bound, "backward")
+        tensors = {"dy": self._padded(dy.contiguous(), bound),
+                   "x": self._padded(x, bound)}
+        for n, w in zip(self._weight_names, weights):
+            tensors[n] = w.detach()
+        for n, t in zip(sorted(k for k in p.shapes if k.startswith("saved.")),
+                        saved):
+            tensors[n] = t
+        outs = {n: torch.empty(p.shapes[n]) for n in p.shapes
+                if n == "dx" or n.endswith(".grad")}
+        tensors.update(outs)
+        p.run(tensors, tokens)
+        return outs["dx"][:tokens], [outs[n + ".grad"]
+                                     for n in self._weight_names]
+
+    def forward(self, x):
+        self._check(x)
+        shape = x.shape
+        x2 = x.reshape(-1, self.hidden)
+        if not x2.is_contiguous():
+            x2 = x2.contiguous()
+        y, tpe = _MoEFunction.apply(self, x2, *self._weights())
+        self.tokens_per_expert = tpe
+        y = y.reshape(shape)
+        if self.aux_loss_coef is None:
+            return y
+        return y, self._aux_loss(x2, tpe)
+
+    def _aux_loss(self, x2, tpe):
+        tokens = x2.shape[0]
+        if tokens == 0:
+            return self.router.sum() * 0.0
+        logits = x2 @ self.router.t()
+        if self.scoring == "softmax":
+            scores = logits.softmax(-1)
+        else:
+            s = logits.sigmoid()
+            scores = s / s.sum(-1, keepdim=True)
+        f = tpe.to(torch.float32) / float(tokens * self.top_k)
+        return self.aux_loss_coef * self.experts * (f * scores.mean(0)).sum()
+
+    def extra_repr(self):
+        return ("hidden=%d, expert_size=%d, experts=%d, top_k=%d, "
+                "scoring=%s, shared_experts=%d, ep=%d"
+                % (self.hidden, self.expert_size, self.experts, self.top_k,
+                   self.scoring, self.shared_experts, self.ep))
