@@ -18,9 +18,11 @@ float32, CPU.
   Each eager layer at both thread settings of bench/common.py
   (torch.set_num_threads(2); torch.set_num_threads(1) with
   OPENBLAS_NUM_THREADS=2), the faster reported. Every side runs in its own
-  process; peak memory is that process's peak RSS over its baseline
-  after the layer and the data are built (ru_maxrss, what the pass
-  allocates), and the machine's sgemm rate (bin/muir-sgemm-rate) gives
+  process; peak memory is the process's peak RSS during the timed passes
+  (VmHWM, reset after the warm-ups) over its RSS before the first pass,
+  after the parameters and data were made: what a forward and backward
+  hold at their peak, and for muir also its compiled passes (the JIT's
+  code and MLIR context, about 100 MB here). The machine's sgemm rate (bin/muir-sgemm-rate) gives
   the fraction: useful flops (6 T k H F forward, twice that backward, plus
   the router's 6 T H E) over time.
 
@@ -46,8 +48,19 @@ POINTS = {"small": (1024, 512, 256, 8, 2),
           "large": (8192, 1024, 512, 32, 2)}
 
 
-def rss_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+def status_mb(key):
+    """VmRSS or VmHWM of this process, in MB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def reset_peak():
+    """Resets VmHWM to the current RSS (Linux: clear_refs 5)."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
 
 
 def worker(args):
@@ -100,7 +113,7 @@ def worker(args):
             return out
     x = torch.randn(T, H, requires_grad=True)
     dy = torch.randn(T, H)
-    base = rss_mb()
+    before = status_mb("VmRSS")
 
     def once():
         for p in params:
@@ -110,8 +123,11 @@ def worker(args):
         (y * dy).sum().backward()
     once()
     once()
+    # Peak memory of the timed passes over the process's memory before the
+    # first pass (the parameters and the data are in both).
+    reset_peak()
     ms = common.fastest_ms(once, args.reps)
-    print(json.dumps({"ms": ms, "peak_mb": rss_mb() - base}))
+    print(json.dumps({"ms": ms, "peak_mb": status_mb("VmHWM") - before}))
 
 
 def side(args, name, threads, blas):
