@@ -123,8 +123,12 @@ class MoE(torch.nn.Module):
     down_proj have the local count), each rank passes its own tokens, and
     dispatch and combine exchange them over MPI; y, dx and the experts'
     gradients are bitwise those of one rank given every rank's tokens in
-    rank order; the router's gradient is from the rank's own tokens. Every
-    rank must then compile the same bound: give max_tokens.
+    rank order (an expert's gradient sums over every token routed to it,
+    from any rank); the router's and the shared experts' gradients are
+    from the rank's own tokens (average them over the ranks, as DDP does
+    for replicated parameters). Every rank must then compile the same
+    bound: give max_tokens. muir.torch.Muon steps the expert stacks (marked
+    `_muir_ep`) per expert on their own rank, never shared out.
 
     check_finite (True): a NaN or infinity in x raises MoEInputError
     before anything runs. options: compile options for muir.compile.
@@ -216,6 +220,10 @@ class MoE(torch.nn.Module):
         self.up_proj = linear(el, f, h)
         self.down_proj = linear(el, h, f)
         self._weight_names = ["router", "gate_proj", "up_proj", "down_proj"]
+        if self.ep > 1:
+            # muir.torch.Muon steps these per expert on this rank only.
+            for p in (self.gate_proj, self.up_proj, self.down_proj):
+                p._muir_ep = self.ep
         if self.shared_experts:
             sf = self.shared_experts * f
             self.shared_gate_proj = linear(sf, h)
@@ -232,7 +240,12 @@ class MoE(torch.nn.Module):
         """The description (YAML text) the layer compiles from."""
         bound = bound or self._bound or 128
         world = _world_size()
-        grid = ("{ep: %d}" % self.ep) if self.ep > 1 else ("{dp: %d}" % world)
+        # With ep, the experts' folding of the job's ranks (muir.torch.Muon
+        # steps the expert stacks on the same grid).
+        grid = "{dp: %d}" % world
+        if self.ep > 1:
+            grid += "\n  moe_axes: {edp: %d, ep: %d}" % (world // self.ep,
+                                                         self.ep)
         entry = ("{name: %s, experts: %d, top_k: %d, scoring: %s, "
                  "shared_experts: %d, groups: %d, groups_per_token: %d, "
                  "hidden: %d, expert_size: %d, tokens_per_rank: %d, "

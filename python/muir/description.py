@@ -68,12 +68,16 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
                 ns_eps=1e-7, momentum_kind="ema", coefficients=None,
                 adamw_lr=None, adamw_betas=(0.9, 0.95), adamw_eps=1e-8,
                 adamw_weight_decay=0.0,
-                adamw_patterns=DEFAULT_ADAMW_PATTERNS):
+                adamw_patterns=DEFAULT_ADAMW_PATTERNS, ep=1):
     """The description as a dict. `params`: (name, shape) pairs, or
-    (name, shape, "muon"|"adamw") to state the optimizer yourself.
-    `devices` ranks share Newton-Schulz out over a `dp` axis. adamw_lr None
-    means `lr`."""
+    (name, shape, "muon"|"adamw") to state the optimizer yourself, or
+    (name, shape, optimizer, True) for a 3-D expert stack split over `ep`
+    ranks (shape: this rank's part; muir.torch.MoE's expert stacks).
+    `devices` ranks share Newton-Schulz out over a `dp` axis; with ep > 1
+    the experts take the MoE folding edp x ep of the same ranks. adamw_lr
+    None means `lr`."""
     entries = []
+    ep = int(ep)
     for item in params:
         pname, shape = item[0], tuple(int(d) for d in item[1])
         if len(item) > 2 and item[2] is not None:
@@ -91,8 +95,15 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
         if any(d < 1 for d in shape):
             raise ValueError("parameter %r has an empty shape %s"
                              % (pname, shape))
-        entries.append({"name": pname, "shape": list(shape) or [1],
-                        "role": role})
+        entry = {"name": pname, "shape": list(shape) or [1], "role": role}
+        if len(item) > 3 and item[3]:
+            if len(shape) != 3 or ep < 2:
+                raise ValueError("parameter %r: only 3-D expert stacks split "
+                                 "over ep > 1" % (pname,))
+            entry.update(shape=[shape[0] * ep] + list(shape[1:]),
+                         role="expert",
+                         shard={"kind": "expert", "axis": "ep"})
+        entries.append(entry)
     muon = {"lr": float(lr), "momentum": float(momentum),
             "nesterov": bool(nesterov), "momentum_kind": momentum_kind,
             "weight_decay": float(weight_decay), "scale_mode": scale_mode,
@@ -104,8 +115,14 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
     adamw = {"lr": float(lr if adamw_lr is None else adamw_lr),
              "beta1": float(b1), "beta2": float(b2), "eps": float(adamw_eps),
              "weight_decay": float(adamw_weight_decay)}
+    grid = {"axes": {"dp": int(devices)}, "devices": int(devices)}
+    if ep > 1:
+        if int(devices) % ep:
+            raise ValueError("ep=%d does not divide the %d ranks"
+                             % (ep, int(devices)))
+        grid["moe_axes"] = {"edp": int(devices) // ep, "ep": ep}
     return {"name": name,
-            "grid": {"axes": {"dp": int(devices)}, "devices": int(devices)},
+            "grid": grid,
             "optimizer": {"muon": muon, "adamw": adamw},
             "parameters": entries}
 

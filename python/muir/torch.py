@@ -80,6 +80,10 @@ are the job's MPI world, so launch with mpirun. On the CUDA target under
 torchrun (torch.distributed initialised, no mpirun), rank 0 makes an NCCL
 unique id (muir.nccl_unique_id) and torch.distributed broadcasts it, so
 muir's communicator spans the job's ranks.
+Expert stacks of a muir.torch.MoE with ep > 1 (marked `_muir_ep`) hold
+this rank's experts only: the step declares them split over ep (the MoE
+folding edp x ep of the same ranks) and each rank steps its own, per
+expert, never shared out; they take Muon (an ep stack cannot take AdamW).
 
 More keyword arguments (**more):
   ns_eps (1e-7), momentum_kind ("ema" | "accumulate"), coefficients (a flat
@@ -401,8 +405,15 @@ class Muon(torch.optim.Optimizer):
             seen_names.add(name)
             shape = tuple(p.shape)
             opt = _description.assign(name, shape, adamw_patterns)[0]
+            # An expert stack of a muir.torch.MoE with ep > 1: this rank's
+            # experts, split over ep in the step (never shared out).
+            ep = int(getattr(p, "_muir_ep", 1) or 1)
+            if ep > 1 and (opt != "muon" or len(shape) != 3):
+                raise ValueError("parameter '%s' is an expert-parallel stack "
+                                 "(ep=%d) and takes Muon per expert; it "
+                                 "cannot take AdamW" % (name, ep))
             info[p] = {"name": name, "shape": shape, "optimizer": opt,
-                       "index": len(info)}
+                       "index": len(info), "ep": ep}
             groups[opt].append(p)
 
         # Names as the step's arguments: the parameters' own, unless one
@@ -415,6 +426,12 @@ class Muon(torch.optim.Optimizer):
         for p, d in info.items():
             d["desc_name"] = "p%d" % d["index"] if use_index else d["name"]
 
+        eps = sorted({d["ep"] for d in info.values()} - {1})
+        if len(eps) > 1:
+            raise ValueError("expert-parallel stacks of different ep (%s); "
+                             "the ranks of a process run one grid"
+                             % ", ".join(map(str, eps)))
+        self._ep = eps[0] if eps else 1
         self._info = info
         self._target = target
         self._layout = layout
@@ -860,9 +877,10 @@ class Muon(torch.optim.Optimizer):
         # constructor's values as their defaults, so that the text (and the
         # on-disk cache's hash of it) does not change with the schedule.
         return _description.describe(
-            [(info[p]["desc_name"], info[p]["shape"], info[p]["optimizer"])
+            [(info[p]["desc_name"], info[p]["shape"], info[p]["optimizer"],
+              info[p]["ep"] > 1)
              for p in params],
-            name=self._name,
+            name=self._name, ep=self._ep,
             devices=self._devices or _parse_layout(self._layout),
             lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=wd,
             ns_steps=ns_steps, schedule=schedule, scale_mode=scale_mode,

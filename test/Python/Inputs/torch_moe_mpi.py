@@ -1,7 +1,9 @@
 """muir.torch.MoE expert-parallel: under `mpirun -n 2`, ep=2 (rank r holds
 experts [4r, 4r + 4) of 8, passes its own tokens: 40 on rank 0, 29 on
 rank 1) against one rank (ep=1) on both ranks' tokens concatenated in rank
-order. y, dx and every expert's gradients must be bitwise equal; the
+order. y, dx and every expert's gradients must be bitwise equal, and so
+must the experts after one muir.torch.Muon step (each rank steps its own
+experts: the stacks are split over ep in its step, never shared out); the
 router's gradient is from the rank's own tokens (against the one-rank
 layer on them alone, within float32 rounding: its expert outputs were
 computed in groups of another size), the shared experts' bitwise.
@@ -41,13 +43,24 @@ def data():
     return xs, dys
 
 
-def run(layer, x, dy):
+def run(layer, x, dy, muon=False):
+    """The layer's outputs and gradients; with `muon`, then one
+    muir.torch.Muon step of the expert stacks (their updated values)."""
     x = x.clone().requires_grad_(True)
     y = layer(x)
     (y * dy).sum().backward()
     out = {"y": y.detach().clone(), "dx": x.grad.clone()}
     for n in layer._weight_names:
         out[n + ".grad"] = getattr(layer, n).grad.clone()
+    if muon:
+        stacks = [(n, getattr(layer, n))
+                  for n in ("gate_proj", "up_proj", "down_proj")]
+        opt = mt.Muon(stacks, lr=0.02, weight_decay=0.1, cache_dir=None)
+        opt.step()
+        for n, p in stacks:
+            out[n + ".updated"] = p.detach().clone()
+        opt.close()
+    for n in layer._weight_names:
         getattr(layer, n).grad = None
     return out
 
@@ -65,7 +78,8 @@ def main():
     if mode == "one":
         layer = mt.MoE(max_tokens=128, **SETTINGS)
         load(layer, w, 0, E)
-        out = run(layer, torch.cat(xs), torch.cat(dys))
+        out = run(layer, torch.cat(xs), torch.cat(dys), muon=True)
+        load(layer, w, 0, E)
         # The router's gradient from each rank's tokens alone.
         for r in range(2):
             own = run(layer, xs[r], dys[r])
@@ -79,7 +93,7 @@ def main():
     layer = mt.MoE(ep=2, max_tokens=64, **SETTINGS)
     el = E // 2
     load(layer, w, rank * el, (rank + 1) * el)
-    out = run(layer, xs[rank], dys[rank])
+    out = run(layer, xs[rank], dys[rank], muon=True)
     torch.save(out, "%s%d.pt" % (path, rank))
     print("rank %d of 2: %d tokens, experts %d-%d" % (
         rank, TOKENS[rank], rank * el, (rank + 1) * el - 1), flush=True)
@@ -97,7 +111,9 @@ def compare(one, eps):
         for n in ("y", "dx"):
             if not torch.equal(a[n][rows], b[n]):
                 bad.append("%s rank %d" % (n, r))
-        for n in ("gate_proj.grad", "up_proj.grad", "down_proj.grad"):
+        for n in ("gate_proj.grad", "up_proj.grad", "down_proj.grad",
+                  "gate_proj.updated", "up_proj.updated",
+                  "down_proj.updated"):
             if not torch.equal(a[n][r * el:(r + 1) * el], b[n]):
                 bad.append("%s rank %d" % (n, r))
         # The router's gradient is the rank's own tokens', through expert
@@ -118,6 +134,8 @@ def compare(one, eps):
     print("ep=2: y, dx and the experts' gradients bitwise those of one rank "
           "on the concatenated tokens; the shared experts' gradients bitwise "
           "and the router's within 1e-5 those of the rank's own tokens")
+    print("ep=2: muir.torch.Muon stepped each rank's experts to bitwise the "
+          "one-rank step's")
     print("torch-moe-mpi: PASS")
 
 
