@@ -12,6 +12,15 @@ optimizer-step times every step.
 With --moe muir, the muir run's MoE blocks are muir.torch.MoE layers
 (muir's compiled forward and backward, from the same weights) while the
 PyTorch run keeps the MoE layer written here from the documented formulas.
+Under `mpirun -np N` with --moe muir --ep N, the muir layers are expert
+parallel (rank r holds experts [r E/N, (r+1) E/N) and exchanges tokens
+with the others); every rank reads its own batches, the gradients of the
+replicated parameters are averaged over the ranks (torch.distributed,
+gloo) as DDP does, the experts' (summed over every rank's tokens by the
+layer) divided by N, and both runs minimise the mean loss over the ranks,
+which rank 0 prints:
+
+  mpirun -np 2 /usr/bin/python3 examples/torch/train_moe.py --moe muir --ep 2
 
 The model: token embedding, 2 blocks of (RMSNorm, causal multi-head
 attention, RMSNorm, MoE MLP), final RMSNorm, head. The MoE MLP has a
@@ -172,8 +181,9 @@ class TorchMuon(torch.optim.Optimizer):
                  adamw_weight_decay=0.0):
         muon, adamw = [], []
         for name, p in named_parameters:
-            (muon if assign(name, tuple(p.shape))[0] == "muon"
-             else adamw).append(p)
+            opt = getattr(p, "_muir_optimizer", None) or \
+                assign(name, tuple(p.shape))[0]
+            (muon if opt == "muon" else adamw).append(p)
         super().__init__([
             dict(params=muon, optimizer="muon", lr=lr,
                  weight_decay=weight_decay, momentum=momentum,
@@ -261,7 +271,44 @@ def main():
     ap.add_argument("--moe", choices=("torch", "muir"), default="torch",
                     help="the muir run's MoE layers: the script's PyTorch "
                     "layer, or muir.torch.MoE")
+    ap.add_argument("--ep", type=int, default=1,
+                    help="with --moe muir under mpirun -np N: expert "
+                    "parallel over the N ranks (N)")
     args = ap.parse_args()
+    world = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
+    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+    if args.ep > 1 and (args.moe != "muir" or args.ep != world):
+        ap.error("--ep %d needs --moe muir and mpirun -np %d"
+                 % (args.ep, args.ep))
+    dist = None
+    if world > 1:
+        import torch.distributed as dist
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29517")
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+    if rank != 0:
+        sys.stdout = open(os.devnull, "w")
+
+    def average(model):
+        """The mean over the ranks of each gradient (an expert-parallel
+        stack's is the sum over every rank's tokens already)."""
+        if dist is None:
+            return
+        for p in model.parameters():
+            if p.grad is None:
+                continue
+            if getattr(p, "_muir_ep", 1) > 1:
+                p.grad.div_(world)
+            else:
+                dist.all_reduce(p.grad)
+                p.grad.div_(world)
+
+    def mean_loss(loss):
+        value = loss.detach().clone()
+        if dist is not None:
+            dist.all_reduce(value)
+            value /= world
+        return float(value)
 
     data, chars = load_text(args.text)
     torch.manual_seed(args.seed)
@@ -272,18 +319,26 @@ def main():
     if args.moe == "muir":
         # muir.torch.MoE from the same weights: its router is the
         # Linear's weight, its expert stacks the same tensors.
+        local = args.experts // args.ep
+        lo, hi = rank * local, (rank + 1) * local
         for block in model_muir.layers:
             plain = block.moe
-            layer = muir.torch.MoE(args.dim, args.hidden, args.experts,
-                                   args.top_k)
+            layer = muir.torch.MoE(
+                args.dim, args.hidden, args.experts, args.top_k, ep=args.ep,
+                max_tokens=args.batch * args.length if args.ep > 1 else None)
             layer.load_state_dict({
                 "router": plain.router.weight.detach(),
-                "gate_proj": plain.gate_proj.detach(),
-                "up_proj": plain.up_proj.detach(),
-                "down_proj": plain.down_proj.detach()})
+                "gate_proj": plain.gate_proj.detach()[lo:hi],
+                "up_proj": plain.up_proj.detach()[lo:hi],
+                "down_proj": plain.down_proj.detach()[lo:hi]})
             block.moe = layer
-        print("the muir run's MoE layers: muir.torch.MoE")
-    n_params = sum(p.numel() for p in model_muir.parameters())
+        # muir.torch.MoE's router takes AdamW: the PyTorch run's too.
+        for block in model_torch.layers:
+            block.moe.router.weight._muir_optimizer = "adamw"
+        print("the muir run's MoE layers: muir.torch.MoE%s"
+              % (" (ep=%d, %d ranks)" % (args.ep, world) if args.ep > 1
+                 else ""))
+    n_params = sum(p.numel() for p in model_torch.parameters())
     print("text: %s (%d characters, vocabulary %d); model: %d parameters"
           % (args.text, data.numel(), len(chars), n_params))
     settings = dict(lr=args.lr, weight_decay=args.weight_decay,
@@ -311,18 +366,20 @@ def main():
                                              "torch step ms"))
     losses, times = {"muir": [], "torch": []}, {"muir": [], "torch": []}
     for step in range(args.steps):
-        x, y = get_batch(data, step, args.batch, args.length, args.seed)
+        x, y = get_batch(data, step, args.batch, args.length,
+                         args.seed + 1000 * rank)
         for key, model, opt in (("muir", model_muir, opt_muir),
                                 ("torch", model_torch, opt_torch)):
             logits = model(x)
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                    y.reshape(-1))
             loss.backward()
+            average(model)
             t0 = time.perf_counter()
             opt.step()
             times[key].append((time.perf_counter() - t0) * 1e3)
             opt.zero_grad(set_to_none=True)
-            losses[key].append(float(loss))
+            losses[key].append(mean_loss(loss))
         for s in scheds:
             s.step()
         lm, lt = losses["muir"][-1], losses["torch"][-1]

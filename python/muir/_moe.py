@@ -95,7 +95,9 @@ class MoE(torch.nn.Module):
     token) or by position; a dropped pair adds nothing and its weight is
     not renormalised.
 
-    Parameters (PyTorch Linear layouts): router [experts, hidden];
+    Parameters (PyTorch Linear layouts): router [experts, hidden] (marked
+    to take AdamW under muir.torch.Muon; the expert stacks take Muon per
+    expert);
     gate_proj, up_proj [local experts, expert_size, hidden]; down_proj
     [local experts, hidden, expert_size]; with shared experts also
     shared_gate_proj, shared_up_proj [S * expert_size, hidden] and
@@ -216,6 +218,9 @@ class MoE(torch.nn.Module):
             torch.nn.init.uniform_(w, -bound, bound)
             return P(w)
         self.router = linear(self.experts, h)
+        # The router takes AdamW under muir.torch.Muon (the experts Muon,
+        # per expert).
+        self.router._muir_optimizer = "adamw"
         self.gate_proj = linear(el, f, h)
         self.up_proj = linear(el, f, h)
         self.down_proj = linear(el, h, f)

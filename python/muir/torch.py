@@ -12,7 +12,9 @@ Which parameters take Muon (muir.description.assign): 2-D ones (Muon),
 3-D ones (Muon per matrix over dim 0: expert stacks [E, out, in]), unless
 their name matches one of `adamw_patterns` (Python fnmatch globs on the
 whole name; the default, muir.description.DEFAULT_ADAMW_PATTERNS, catches
-embeddings and output heads); everything else takes AdamW. They form two
+embeddings and output heads); everything else takes AdamW. A tensor's
+`_muir_optimizer` attribute ("muon" or "adamw") decides instead
+(muir.torch.MoE's router says "adamw"). They form two
 param groups, `optimizer.param_groups[0]` (Muon, "optimizer": "muon") and
 `[1]` (AdamW, "optimizer": "adamw"), either possibly empty.
 
@@ -405,6 +407,12 @@ class Muon(torch.optim.Optimizer):
             seen_names.add(name)
             shape = tuple(p.shape)
             opt = _description.assign(name, shape, adamw_patterns)[0]
+            # A parameter may say which optimizer it takes (muir.torch.MoE's
+            # router: AdamW).
+            marked = getattr(p, "_muir_optimizer", None)
+            if marked in ("muon", "adamw") and \
+                    (marked == "adamw" or len(shape) in (2, 3)):
+                opt = marked
             # An expert stack of a muir.torch.MoE with ep > 1: this rank's
             # experts, split over ep in the step (never shared out).
             ep = int(getattr(p, "_muir_ep", 1) or 1)
