@@ -200,16 +200,26 @@ LogicalResult build(ExecBuilder &x, ScaleMatricesOp op) {
 
 /// With a run-time token count, the rows after the first `tokens` are not
 /// written by the runtime call: they are filled first (dropped slots: -1
-/// and 0; gradients 0).
+/// and 0; gradients 0), by an element-wise linalg.generic (loops on the
+/// CPU, a kernel on the CUDA target).
 void fillUnrouted(ExecBuilder &x, Value tokens, ArrayRef<Value> buffers) {
   if (!tokens)
     return;
   for (Value buf : buffers) {
-    Type et = cast<MemRefType>(buf.getType()).getElementType();
+    auto type = cast<MemRefType>(buf.getType());
+    Type et = type.getElementType();
     TypedAttr fill = et.isInteger(64) ? TypedAttr(x.b.getI64IntegerAttr(-1))
                                       : TypedAttr(x.b.getFloatAttr(et, 0.0));
-    Value v = arith::ConstantOp::create(x.b, x.loc, fill);
-    linalg::FillOp::create(x.b, x.loc, ValueRange{v}, ValueRange{buf});
+    SmallVector<AffineMap> maps = {
+        AffineMap::getMultiDimIdentityMap(type.getRank(), x.ctx())};
+    SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                               utils::IteratorType::parallel);
+    linalg::GenericOp::create(
+        x.b, x.loc, ValueRange{}, ValueRange{buf}, maps, iterators,
+        [&](OpBuilder &nb, Location loc, ValueRange) {
+          Value v = arith::ConstantOp::create(nb, loc, fill);
+          linalg::YieldOp::create(nb, loc, v);
+        });
   }
 }
 

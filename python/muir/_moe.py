@@ -46,10 +46,14 @@ class _Pass:
         self.index = {a.name: a.index for a in step.arguments}
         self.shapes = {a.name: a.shape for a in step.arguments}
 
-    def run(self, tensors, tokens):
+    def run(self, tensors, tokens, device):
         for name, t in tensors.items():
             self.step.bind(self.index[name], t.data_ptr())
-        self.step.run(counter=tokens)
+        stream = None
+        if device.type == "cuda":
+            # The caller's current stream: after the work queued there.
+            stream = torch.cuda.current_stream(device).cuda_stream
+        self.step.run(counter=tokens, stream=stream)
 
 
 class _MoEFunction(torch.autograd.Function):
@@ -104,7 +108,9 @@ class MoE(torch.nn.Module):
     shared_down_proj [hidden, S * expert_size]. Initialised as nn.Linear
     initialises its weight (uniform in +-1/sqrt(fan in)).
 
-    Tokens: x [..., hidden] float32 on the CPU (non-contiguous x is copied).
+    Tokens: x [..., hidden] float32 on the CPU, or on the CUDA device that
+    holds the parameters (the CUDA target, on the current stream; that
+    path has not run on a GPU yet). Non-contiguous x is copied.
     The layer is compiled for a bound of tokens per call (`max_tokens`; by
     default the first call's T rounded up to a power of two, at least 128,
     and again, doubled, the first time a larger T comes) and runs any T up
@@ -266,11 +272,14 @@ class MoE(torch.nn.Module):
         return ("name: moe-layer\ngrid:\n  axes: %s\nmoe:\n  - %s}\n"
                 % (grid, entry))
 
-    def _pass(self, bound, which):
-        key = (bound, which)
+    def _pass(self, bound, which, device):
+        key = (bound, which) if device.type == "cpu" else \
+            (bound, which, device.type, device.index)
         p = self._passes.get(key)
         if p is None:
             opts = {"target": "cpu"}
+            if device.type == "cuda":
+                opts = {"target": "cuda", "cuda-device": device.index or 0}
             opts.update(self.options)
             opts["layer"] = "layer"
             opts["layer-pass"] = which
@@ -303,9 +312,11 @@ class MoE(torch.nn.Module):
         if not isinstance(x, torch.Tensor):
             raise MoEInputError("%s: expected a tensor, got %s"
                                 % (who, type(x).__name__))
-        if x.device.type != "cpu":
-            raise MoEInputError("%s: x is on %s; the layer runs on the CPU"
-                                % (who, x.device))
+        device = self.router.device
+        if x.device.type not in ("cpu", "cuda") or x.device != device:
+            raise MoEInputError("%s: x is on %s, the layer's parameters on "
+                                "%s; give x on %s" % (who, x.device, device,
+                                                      device))
         if x.dtype != torch.float32:
             raise MoEInputError("%s: x has dtype %s; expected torch.float32"
                                 % (who, str(x.dtype).replace("torch.", "")))
@@ -314,10 +325,11 @@ class MoE(torch.nn.Module):
                                 "(hidden)" % (who, list(x.shape),
                                               self.hidden))
         for n, w in zip(self._weight_names, self._weights()):
-            if w.device.type != "cpu" or w.dtype != torch.float32 or \
+            if w.device != device or w.dtype != torch.float32 or \
                     not w.is_contiguous():
                 raise MoEInputError("%s: parameter %s must be contiguous "
-                                    "float32 on the CPU" % (who, n))
+                                    "float32 on %s (the router's device)"
+                                    % (who, n, device))
         if self.check_finite and x.numel() and \
                 not bool(torch.isfinite(x).all()):
             bad = (~torch.isfinite(x)).nonzero()[0].tolist()
@@ -329,32 +341,32 @@ class MoE(torch.nn.Module):
         """t [T, H] as a contiguous [bound, H] buffer (zero rows after T)."""
         if t.shape[0] == bound and t.is_contiguous():
             return t
-        buf = torch.zeros(bound, t.shape[1], dtype=t.dtype)
+        buf = torch.zeros(bound, t.shape[1], dtype=t.dtype, device=t.device)
         buf[:t.shape[0]] = t
         return buf
 
     def _forward(self, x, weights):
         tokens = x.shape[0]
         bound = self._bound_of(tokens)
-        p = self._pass(bound, "forward")
+        p = self._pass(bound, "forward", x.device)
         xb = self._padded(x.detach(), bound)
         out = {n: torch.empty(p.shapes[n],
                               dtype=torch.int64 if n == "tokens_per_expert"
-                              else torch.float32)
+                              else torch.float32, device=x.device)
                for n in p.shapes if n == "y" or n == "tokens_per_expert" or
                n.startswith("saved.")}
         tensors = dict(out)
         tensors["x"] = xb
         for n, w in zip(self._weight_names, weights):
             tensors[n] = w.detach()
-        p.run(tensors, tokens)
+        p.run(tensors, tokens, x.device)
         saved = [out[n] for n in sorted(k for k in out
                                         if k.startswith("saved."))]
         return out["y"][:tokens], saved, out["tokens_per_expert"], bound
 
     def _backward(self, bound, dy, x, weights, saved):
         tokens = x.shape[0]
-        p = self._pass(bound, "backward")
+        p = self._pass(bound, "backward", x.device)
         tensors = {"dy": self._padded(dy.contiguous(), bound),
                    "x": self._padded(x, bound)}
         for n, w in zip(self._weight_names, weights):
@@ -362,10 +374,10 @@ class MoE(torch.nn.Module):
         for n, t in zip(sorted(k for k in p.shapes if k.startswith("saved.")),
                         saved):
             tensors[n] = t
-        outs = {n: torch.empty(p.shapes[n]) for n in p.shapes
+        outs = {n: torch.empty(p.shapes[n], device=x.device) for n in p.shapes
                 if n == "dx" or n.endswith(".grad")}
         tensors.update(outs)
-        p.run(tensors, tokens)
+        p.run(tensors, tokens, x.device)
         return outs["dx"][:tokens], [outs[n + ".grad"]
                                      for n in self._weight_names]
 

@@ -96,6 +96,13 @@ extern "C" void muirrt_cuda_capacity(int64_t tokens, int64_t k,
                                      float *kept_weights, int64_t *counts) {
   const char *fn = "muirrt_cuda_capacity";
   ensureReady(fn);
+  if (tokens == 0 && group_tokens == 0) { // a layer called on no tokens
+    check(cudaMemsetAsync(counts, 0,
+                          static_cast<size_t>(experts) * sizeof(int64_t),
+                          state.stream),
+          "cudaMemsetAsync");
+    return;
+  }
   int64_t group = group_tokens > 0 ? group_tokens : tokens;
   if (group <= 0 || tokens % group != 0 || !(capacity_factor > 0.0) ||
       experts < 1)
@@ -113,6 +120,17 @@ extern "C" void muirrt_cuda_capacity(int64_t tokens, int64_t k,
                                     group, indices, weights, kept_indices,
                                     kept_weights, counts, s, state.stream),
         "capacity kernel");
+}
+
+extern "C" void muirrt_cuda_gemm_rows(int32_t trans_a, int32_t trans_b,
+                                      int64_t m, int64_t n, int64_t k,
+                                      const float *a, const float *b,
+                                      float *c) {
+  const char *fn = "muirrt_cuda_gemm_rows";
+  ensureReady(fn);
+  check(muirrt_cuda_detail_gemm_rows(trans_a, trans_b, m, n, k, a, b, c,
+                                     state.stream),
+        "row-stable product kernel");
 }
 
 extern "C" void muirrt_cuda_mse_loss(int64_t n, const float *in,

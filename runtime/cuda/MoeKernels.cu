@@ -524,6 +524,38 @@ cudaError_t muirrt_cuda_detail_capacity(
   return cudaGetLastError();
 }
 
+/// muirrt_cuda_gemm_rows: one thread per element of C (a grid-stride loop),
+/// its k products in ascending order, each rounded, then added
+/// (__fmul_rn, __fadd_rn: never fused), as the CPU runtime's
+/// muirrt_gemm_rows does: the same bits for a row on either runtime,
+/// whatever the shapes.
+__global__ void gemmRows(int64_t m, int64_t n, int64_t k, const float *a,
+                         int32_t transA, const float *b, int32_t transB,
+                         float *c) {
+  int64_t stride = int64_t(gridDim.x) * kThreads;
+  for (int64_t idx = blockIdx.x * int64_t(kThreads) + threadIdx.x;
+       idx < m * n; idx += stride) {
+    int64_t i = idx / n, j = idx % n;
+    float acc = 0.0f;
+    for (int64_t p = 0; p < k; ++p) {
+      float av = transA ? a[p * m + i] : a[i * k + p];
+      float bv = transB ? b[j * k + p] : b[p * n + j];
+      acc = __fadd_rn(acc, __fmul_rn(av, bv));
+    }
+    c[idx] = acc;
+  }
+}
+
+cudaError_t muirrt_cuda_detail_gemm_rows(int32_t trans_a, int32_t trans_b,
+                                         int64_t m, int64_t n, int64_t k,
+                                         const float *a, const float *b,
+                                         float *c, cudaStream_t stream) {
+  if (m * n > 0)
+    gemmRows<<<gridFor(m * n), kThreads, 0, stream>>>(m, n, k, a, trans_a,
+                                                      b, trans_b, c);
+  return cudaGetLastError();
+}
+
 size_t muirrt_cuda_detail_mse_scratch(void) {
   return kLossParts * sizeof(double);
 }

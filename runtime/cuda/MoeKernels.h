@@ -61,6 +61,13 @@ cudaError_t muirrt_cuda_detail_capacity(
     const float *weights, int64_t *kept_indices, float *kept_weights,
     int64_t *counts, void *scratch, cudaStream_t stream);
 
+/// C = op(A) op(B), each element's products summed in ascending order,
+/// never fused (muirrt_cuda_gemm_rows).
+cudaError_t muirrt_cuda_detail_gemm_rows(int32_t trans_a, int32_t trans_b,
+                                         int64_t m, int64_t n, int64_t k,
+                                         const float *a, const float *b,
+                                         float *c, cudaStream_t stream);
+
 size_t muirrt_cuda_detail_mse_scratch(void);
 cudaError_t muirrt_cuda_detail_mse_loss(int64_t n, const float *in,
                                         const float *target, float scale,

@@ -103,6 +103,16 @@ static cl::opt<std::string> march(
 static cl::opt<bool> quiet("quiet", cl::desc("no readable report table"),
                            cl::init(false),
     cl::cat(muir::muirFlagCategory()));
+static cl::opt<std::string>
+    layerName("layer",
+              cl::desc("compile the description's MoE layer NAME as a pass "
+                       "a model calls (docs/step-library.md) instead of "
+                       "the optimizer step; no plan report"),
+              cl::value_desc("NAME"), cl::init(""),
+    cl::cat(muir::muirFlagCategory()));
+static cl::opt<bool> layerBackward(
+    "layer-backward", cl::desc("with --layer: the backward pass"),
+    cl::init(false), cl::cat(muir::muirFlagCategory()));
 static cl::opt<bool> timing("timing",
                             cl::desc("print wall time per phase to stderr"),
                             cl::init(false),
@@ -138,6 +148,13 @@ int main(int argc, char **argv) {
     return fail("--emit=ptx needs --target=cuda");
   if (emit == Emit::Object && outputFile == "-")
     return fail("--emit=object needs -o FILE");
+  if (layerBackward && layerName.empty())
+    return fail("--layer-backward needs --layer NAME");
+  if (!layerName.empty() && (!reportFile.empty() || emit == Emit::None ||
+                             emit == Emit::Description))
+    return fail("--layer compiles an MoE layer, which has no plan report: "
+                "give --emit=high, planned, exec, llvm, ptx or object, "
+                "without --report");
   if (layout.getNumOccurrences() && layout.empty())
     return fail("--layout is empty: give the grid's axes, e.g. "
                 "--layout dp=2,tp=2 (or leave the flag out to keep the "
@@ -226,7 +243,10 @@ int main(int argc, char **argv) {
   std::string manifest, entryName;
   muir::PipelineOptions pipeline = flags.options(false);
   if (emit != Emit::None && emit != Emit::Description) {
-    module = muir::desc::buildModule(context, *desc);
+    module = layerName.empty()
+                 ? muir::desc::buildModule(context, *desc)
+                 : muir::desc::buildLayerModule(context, *desc, layerName,
+                                                layerBackward);
     if (!module || failed(verify(*module)))
       return 1;
     phase("high-level IR built");
@@ -254,6 +274,24 @@ int main(int argc, char **argv) {
     phase("lowered");
   }
 
+  if (!layerName.empty()) {
+    std::string error;
+    auto out = muir::AtomicOutput::open(outputFile, error);
+    if (!out)
+      return fail(error);
+    if (emit == Emit::Object) {
+      if (std::string why = muir::runner::emitObject(*module, march,
+                                                     out->os());
+          !why.empty())
+        return fail(why);
+    } else {
+      module->print(out->os());
+      out->os() << "\n";
+    }
+    if (!out->written(error) || !out->commit(error))
+      return fail(error);
+    return 0;
+  }
   std::string reportError;
   FailureOr<muir::PlanReport> planned = muir::PlanReport::compute(
       *desc,

@@ -260,6 +260,11 @@ void muirrt_cuda_capacity(int64_t tokens, int64_t k, int64_t experts,
                           int64_t group_tokens, const int64_t *indices,
                           const float *weights, int64_t *kept_indices,
                           float *kept_weights, int64_t *counts);
+/* muirrt_gemm_rows on device buffers: every element's products summed in
+ * ascending order, never fused (the CPU runtime's bits). */
+void muirrt_cuda_gemm_rows(int32_t trans_a, int32_t trans_b, int64_t m,
+                           int64_t n, int64_t k, const float *a,
+                           const float *b, float *c);
 void muirrt_cuda_mse_loss(int64_t n, const float *in, const float *target,
                           float scale, float *loss, float *grad);
 void muirrt_cuda_grouped_gemm(int64_t experts, int64_t rows, int64_t k,
