@@ -248,11 +248,15 @@ for what, x in (("float64", torch.randn(4, H, dtype=F64)),
     except mt.MoEInputError as e:
         print("bad input %s: %s" % (what, e))
         check("bad input %s" % what, "'blocks.3.moe'" in str(e))
-if torch.cuda.is_available():
+# Another device than the parameters' (a meta tensor here; a CUDA one
+# where there is a GPU).
+for device in ["meta"] + (["cuda"] if torch.cuda.is_available() else []):
     try:
-        layer(torch.randn(4, H, device="cuda"))
+        layer(torch.empty(4, H, device=device))
+        check("bad input device %s" % device, False, "no error")
     except mt.MoEInputError as e:
-        print("bad input device: %s" % e)
+        print("bad input device %s: %s" % (device, e))
+        check("bad input device %s" % device, "'blocks.3.moe'" in str(e))
 for kw in (dict(top_k=9), dict(experts=6, groups=4), dict(ep=2),
            dict(scoring="softmin")):
     args = dict(base)
