@@ -311,8 +311,7 @@ struct TrainedLayer {
                      Value target, int64_t slot,
                      const Shared *shared = nullptr) {
     Forward f = forward(router, gate, up, down, shared);
-    int64_t t = tokens(), e = l.experts, h = l.hidden, ff = l.expertSize,
-            k = l.topK;
+    int64_t t = tokens(), e = l.experts, h = l.hidden;
     // Loss: the mean over all ranks' tokens of half the squared error.
     Operation *mse = make<MseLossOp>(
         {f32({1}), f32({t, h})}, {f.y, target},
@@ -325,27 +324,10 @@ struct TrainedLayer {
     loss = sumOver(loss, all);
     ProbeOp::create(b, loc, loss, b.getStringAttr("loss " + l.name),
                     b.getI64IntegerAttr(slot));
-    // Backward. The rows' gradient is dy dispatched with the weights.
-    Value dOut = make<DispatchOp>({f32({bound(), h}), i64({local()}),
-                                   i64({2 * bound() + 4 * ep})},
-                                  {dy, f.indices, f.weights}, onGroup())
-                     ->getResult(0);
-    Value dWeights = one(make<CombineWeightsGradOp>(
-        {f32({t, k})}, {dy, f.out, f.indices, f.plan}, onGroup()));
-    auto wgrad = [&](Value in, Value grad, ArrayRef<int64_t> shape) {
-      return one(make<GroupedMatmulWgradOp>(
-          {f32(shape)}, {in, grad, f.counts},
-          {b.getNamedAttr("transpose_b", b.getUnitAttr())}));
-    };
     Grads g;
-    g.down = wgrad(f.act, dOut, {local(), h, ff});
-    Value dAct = gmm(dOut, down, f.counts, ff, false);
-    Operation *sg = make<SwigluGradOp>({f32({bound(), ff}), f32({bound(), ff})},
-                                       {f.gate, f.up, dAct});
-    g.gate = wgrad(f.rows, sg->getResult(0), {local(), ff, h});
-    g.up = wgrad(f.rows, sg->getResult(1), {local(), ff, h});
+    ExpertGrads eg = expertsBackward(f, dy, down, g);
     Value dLogits = one(make<RouteGradOp>({f32({t, e})},
-                                          {f.logits, f.selected, dWeights},
+                                          {f.logits, f.selected, eg.weights},
                                           scoringAttrs(false)));
     // The router's gradient over every rank's tokens, as one product of the
     // gathered tokens and logit gradients: the same arithmetic for any ep.
@@ -356,16 +338,7 @@ struct TrainedLayer {
     // Shared experts: ordinary products over this rank's tokens, their
     // weight gradients summed over every rank of the folding.
     if (shared) {
-      int64_t sf = l.sharedExperts * ff;
-      auto ta = b.getNamedAttr("transpose_a", b.getUnitAttr());
-      g.sDown = one(make<MatmulOp>({f32({h, sf})}, {dy, f.sAct}, {ta}));
-      Value dAct = one(make<MatmulOp>({f32({t, sf})}, {dy, shared->down}));
-      Operation *ssg = make<SwigluGradOp>({f32({t, sf}), f32({t, sf})},
-                                          {f.sGate, f.sUp, dAct});
-      g.sGate = one(make<MatmulOp>({f32({sf, h})},
-                                   {ssg->getResult(0), x}, {ta}));
-      g.sUp = one(make<MatmulOp>({f32({sf, h})},
-                                 {ssg->getResult(1), x}, {ta}));
+      sharedBackward(f, dy, f.sAct, *shared, g);
       SmallVector<std::string> every(replicas.begin(), replicas.end());
       if (ep > 1)
         every.push_back(axis.str());
@@ -390,38 +363,21 @@ struct TrainedLayer {
   Grads layerBackward(Forward &f, Value dy, Value router, Value gate,
                       Value up, Value down, const Shared *shared,
                       Value &dx) {
-    int64_t t = tokens(), e = l.experts, h = l.hidden, ff = l.expertSize,
-            k = l.topK;
+    int64_t t = tokens(), e = l.experts, h = l.hidden, ff = l.expertSize;
     auto ta = b.getNamedAttr("transpose_a", b.getUnitAttr());
     f.act = one(make<SwigluOp>({f32({bound(), ff})}, {f.gate, f.up}));
-    Value dOut = make<DispatchOp>({f32({bound(), h}), i64({local()}),
-                                   i64({2 * bound() + 4 * ep})},
-                                  {dy, f.indices, f.weights}, onGroup())
-                     ->getResult(0);
-    Value dWeights = one(make<CombineWeightsGradOp>(
-        {f32({t, k})}, {dy, f.out, f.indices, f.plan}, onGroup()));
-    auto wgrad = [&](Value in, Value grad, ArrayRef<int64_t> shape) {
-      return one(make<GroupedMatmulWgradOp>(
-          {f32(shape)}, {in, grad, f.counts},
-          {b.getNamedAttr("transpose_b", b.getUnitAttr())}));
-    };
     Grads g;
-    g.down = wgrad(f.act, dOut, {local(), h, ff});
-    Value dAct = gmm(dOut, down, f.counts, ff, false);
-    Operation *sg = make<SwigluGradOp>({f32({bound(), ff}), f32({bound(), ff})},
-                                       {f.gate, f.up, dAct});
-    g.gate = wgrad(f.rows, sg->getResult(0), {local(), ff, h});
-    g.up = wgrad(f.rows, sg->getResult(1), {local(), ff, h});
+    ExpertGrads eg = expertsBackward(f, dy, down, g);
     // The rows' gradient (through gate and up), home to their tokens:
     // combine without weights is dispatch's transpose.
     Value dRows = one(make<AddOp>(
-        {f32({bound(), h})}, {gmm(sg->getResult(0), gate, f.counts, h, false),
-                              gmm(sg->getResult(1), up, f.counts, h, false)}));
+        {f32({bound(), h})}, {gmm(eg.gate, gate, f.counts, h, false),
+                              gmm(eg.up, up, f.counts, h, false)}));
     dx = one(make<CombineOp>({f32({t, h})}, {dRows, f.indices, f.plan},
                              onGroup()));
     // Through the router: this rank's logits and tokens.
     Value dLogits = one(make<RouteGradOp>({f32({t, e})},
-                                          {f.logits, f.selected, dWeights},
+                                          {f.logits, f.selected, eg.weights},
                                           scoringAttrs(false)));
     g.router = one(make<MatmulOp>({f32({e, h})}, {dLogits, x}, {ta}));
     dx = one(make<AddOp>({f32({t, h})},
@@ -430,21 +386,61 @@ struct TrainedLayer {
     if (shared) {
       int64_t sf = l.sharedExperts * ff;
       Value sAct = one(make<SwigluOp>({f32({t, sf})}, {f.sGate, f.sUp}));
-      g.sDown = one(make<MatmulOp>({f32({h, sf})}, {dy, sAct}, {ta}));
-      Value dsAct = one(make<MatmulOp>({f32({t, sf})}, {dy, shared->down}));
-      Operation *ssg = make<SwigluGradOp>({f32({t, sf}), f32({t, sf})},
-                                          {f.sGate, f.sUp, dsAct});
-      g.sGate = one(make<MatmulOp>({f32({sf, h})},
-                                   {ssg->getResult(0), x}, {ta}));
-      g.sUp = one(make<MatmulOp>({f32({sf, h})},
-                                 {ssg->getResult(1), x}, {ta}));
+      auto [dsGate, dsUp] = sharedBackward(f, dy, sAct, *shared, g);
       Value dxs = one(make<AddOp>(
           {f32({t, h})},
-          {one(make<MatmulOp>({f32({t, h})}, {ssg->getResult(0), shared->gate})),
-           one(make<MatmulOp>({f32({t, h})}, {ssg->getResult(1), shared->up}))}));
+          {one(make<MatmulOp>({f32({t, h})}, {dsGate, shared->gate})),
+           one(make<MatmulOp>({f32({t, h})}, {dsUp, shared->up}))}));
       dx = one(make<AddOp>({f32({t, h})}, {dx, dxs}));
     }
     return g;
+  }
+
+  /// The routed experts' backward, shared by both passes: the rows'
+  /// gradient is dy dispatched with the weights; the weights' gradient
+  /// (`weights`), the three stacks' (into g) and the gate and up rows'
+  /// gradients.
+  struct ExpertGrads {
+    Value weights, gate, up;
+  };
+  ExpertGrads expertsBackward(Forward &f, Value dy, Value down, Grads &g) {
+    int64_t t = tokens(), h = l.hidden, ff = l.expertSize, k = l.topK;
+    Value dOut = make<DispatchOp>({f32({bound(), h}), i64({local()}),
+                                   i64({2 * bound() + 4 * ep})},
+                                  {dy, f.indices, f.weights}, onGroup())
+                     ->getResult(0);
+    ExpertGrads eg;
+    eg.weights = one(make<CombineWeightsGradOp>(
+        {f32({t, k})}, {dy, f.out, f.indices, f.plan}, onGroup()));
+    auto wgrad = [&](Value in, Value grad, ArrayRef<int64_t> shape) {
+      return one(make<GroupedMatmulWgradOp>(
+          {f32(shape)}, {in, grad, f.counts},
+          {b.getNamedAttr("transpose_b", b.getUnitAttr())}));
+    };
+    g.down = wgrad(f.act, dOut, {local(), h, ff});
+    Value dAct = gmm(dOut, down, f.counts, ff, false);
+    Operation *sg = make<SwigluGradOp>({f32({bound(), ff}), f32({bound(), ff})},
+                                       {f.gate, f.up, dAct});
+    eg.gate = sg->getResult(0);
+    eg.up = sg->getResult(1);
+    g.gate = wgrad(f.rows, eg.gate, {local(), ff, h});
+    g.up = wgrad(f.rows, eg.up, {local(), ff, h});
+    return eg;
+  }
+
+  /// The shared experts' weight gradients (into g) over this rank's tokens,
+  /// given their activation `sAct`; returns the gate and up gradients.
+  std::pair<Value, Value> sharedBackward(Forward &f, Value dy, Value sAct,
+                                         const Shared &shared, Grads &g) {
+    int64_t t = tokens(), h = l.hidden, sf = l.sharedExperts * l.expertSize;
+    auto ta = b.getNamedAttr("transpose_a", b.getUnitAttr());
+    g.sDown = one(make<MatmulOp>({f32({h, sf})}, {dy, sAct}, {ta}));
+    Value dsAct = one(make<MatmulOp>({f32({t, sf})}, {dy, shared.down}));
+    Operation *ssg = make<SwigluGradOp>({f32({t, sf}), f32({t, sf})},
+                                        {f.sGate, f.sUp, dsAct});
+    g.sGate = one(make<MatmulOp>({f32({sf, h})}, {ssg->getResult(0), x}, {ta}));
+    g.sUp = one(make<MatmulOp>({f32({sf, h})}, {ssg->getResult(1), x}, {ta}));
+    return {ssg->getResult(0), ssg->getResult(1)};
   }
 };
 

@@ -49,16 +49,12 @@ blockBody(int64_t i, int64_t j, int64_t cols, int64_t n, int64_t k,
     std::copy(acc[r], acc[r] + cols, c + (i + r) * n + j);
 }
 
-/// Columns [j0, j1) of C (whole column blocks).
-template <bool Avx2>
-void columns(int64_t j0, int64_t j1, int64_t i0, int64_t i1, int64_t m,
-             int64_t n, int64_t k, const float *a, bool transA,
-             const float *bn, float *c);
-
-template <>
-void columns<false>(int64_t j0, int64_t j1, int64_t i0, int64_t i1,
-                    int64_t m, int64_t n, int64_t k, const float *a,
-                    bool transA, const float *bn, float *c) {
+/// Columns [j0, j1) x rows [i0, i1) of C (whole column blocks), inlined
+/// into each instruction-set variant below.
+__attribute__((always_inline)) inline void
+columnsBody(int64_t j0, int64_t j1, int64_t i0, int64_t i1, int64_t m,
+            int64_t n, int64_t k, const float *a, bool transA,
+            const float *bn, float *c) {
   for (int64_t j = j0; j < j1; j += kCols) {
     int64_t cols = std::min(kCols, j1 - j);
     int64_t i = i0;
@@ -67,30 +63,27 @@ void columns<false>(int64_t j0, int64_t j1, int64_t i0, int64_t i1,
     for (; i < i1; ++i)
       blockBody<1>(i, j, cols, n, k, a, transA, m, bn, c);
   }
+}
+
+void columnsBase(int64_t j0, int64_t j1, int64_t i0, int64_t i1, int64_t m,
+                 int64_t n, int64_t k, const float *a, bool transA,
+                 const float *bn, float *c) {
+  columnsBody(j0, j1, i0, i1, m, n, k, a, transA, bn, c);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-template <>
 __attribute__((target("avx2"))) void
-columns<true>(int64_t j0, int64_t j1, int64_t i0, int64_t i1, int64_t m,
-              int64_t n, int64_t k, const float *a, bool transA,
-              const float *bn, float *c) {
-  for (int64_t j = j0; j < j1; j += kCols) {
-    int64_t cols = std::min(kCols, j1 - j);
-    int64_t i = i0;
-    for (; i + kRows <= i1; i += kRows)
-      blockBody<kRows>(i, j, cols, n, k, a, transA, m, bn, c);
-    for (; i < i1; ++i)
-      blockBody<1>(i, j, cols, n, k, a, transA, m, bn, c);
-  }
+columnsAvx2(int64_t j0, int64_t j1, int64_t i0, int64_t i1, int64_t m,
+            int64_t n, int64_t k, const float *a, bool transA,
+            const float *bn, float *c) {
+  columnsBody(j0, j1, i0, i1, m, n, k, a, transA, bn, c);
 }
 bool haveAvx2() { return __builtin_cpu_supports("avx2"); }
 #else
-template <>
-void columns<true>(int64_t j0, int64_t j1, int64_t i0, int64_t i1,
-                   int64_t m, int64_t n, int64_t k, const float *a,
-                   bool transA, const float *bn, float *c) {
-  columns<false>(j0, j1, i0, i1, m, n, k, a, transA, bn, c);
+void columnsAvx2(int64_t j0, int64_t j1, int64_t i0, int64_t i1, int64_t m,
+                 int64_t n, int64_t k, const float *a, bool transA,
+                 const float *bn, float *c) {
+  columnsBase(j0, j1, i0, i1, m, n, k, a, transA, bn, c);
 }
 bool haveAvx2() { return false; }
 #endif
@@ -118,10 +111,8 @@ extern "C" void muirrt_gemm_rows(int32_t trans_a, int32_t trans_b, int64_t m,
   }
   static const bool avx2 = haveAvx2();
   auto run = [&](int64_t j0, int64_t j1, int64_t i0, int64_t i1) {
-    if (avx2)
-      columns<true>(j0, j1, i0, i1, m, n, k, a, trans_a != 0, bn, c);
-    else
-      columns<false>(j0, j1, i0, i1, m, n, k, a, trans_a != 0, bn, c);
+    (avx2 ? columnsAvx2 : columnsBase)(j0, j1, i0, i1, m, n, k, a,
+                                        trans_a != 0, bn, c);
   };
   // A large product on two threads, over disjoint column blocks or row
   // blocks (each element is computed as it would be on one).
