@@ -290,18 +290,22 @@ int64_t GridOp::getNumDevices() {
 // Optimizer ops
 //===----------------------------------------------------------------------===//
 
-/// Run-time hyperparameters: none, or the learning rate and the weight
-/// decay.
-static LogicalResult verifyHyper(Operation *op, ValueRange hyper) {
-  if (hyper.empty() || hyper.size() == 2)
+/// Run-time hyperparameters: none, the learning rate and the weight decay,
+/// or those two and the op's `more` (the momentum of Muon; AdamW's beta1,
+/// beta2 and eps).
+static LogicalResult verifyHyper(Operation *op, ValueRange hyper,
+                                 StringRef more = "", unsigned moreCount = 0) {
+  if (hyper.empty() || hyper.size() == 2 ||
+      (moreCount && hyper.size() == 2 + moreCount))
     return success();
-  return op->emitOpError("expected hyper(lr, weight_decay) (two f64 "
-                         "values) or none, got ")
-         << hyper.size() << " values";
+  auto diag = op->emitOpError("expected hyper(lr, weight_decay)");
+  if (moreCount)
+    diag << " or hyper(lr, weight_decay, " << more << ")";
+  return diag << " (f64 values) or none, got " << hyper.size() << " values";
 }
 
 LogicalResult MuonUpdateOp::verify() {
-  if (failed(verifyHyper(*this, getHyper())) ||
+  if (failed(verifyHyper(*this, getHyper(), "momentum", 1)) ||
       failed(verifyMatrixRank(*this, getParam().getType(), "param")) ||
       failed(verifyRange(*this, "lr", getLr().convertToDouble(), 0, true,
                          kInf, false)) ||
@@ -343,7 +347,7 @@ LogicalResult MuonUpdateOp::verify() {
 
 LogicalResult AdamWUpdateOp::verify() {
   return success(
-      succeeded(verifyHyper(*this, getHyper())) &&
+      succeeded(verifyHyper(*this, getHyper(), "beta1, beta2, eps", 3)) &&
       succeeded(verifyRange(*this, "lr", getLr().convertToDouble(), 0, true,
                             kInf, false)) &&
       succeeded(verifyRange(*this, "beta1", getBeta1().convertToDouble(), 0,

@@ -114,11 +114,12 @@ def Muir_MuonUpdateOp : Muir_Op<"muon_update", [Pure,
     `muir.newton_schulz` and `muir.apply_update` (per row block, joined
     with `tensor.concat`).
 
-    Run-time hyperparameters: with `hyper(%lr, %wd)` (two f64 scalars,
-    typically arguments of the step with `muir.role = "hyper"`) the
-    learning rate and weight decay are read when the step runs, and the
-    `lr` and `weight_decay` attributes are only the defaults a runner
-    passes when the caller gives none.
+    Run-time hyperparameters: with `hyper(%lr, %wd)` or `hyper(%lr, %wd,
+    %beta)` (f64 scalars, typically arguments of the step with `muir.role =
+    "hyper"`) the learning rate, the weight decay and (the third) the
+    momentum are read when the step runs, and the `lr`, `weight_decay` and
+    `beta` attributes are only the defaults a runner passes when the caller
+    gives none.
   }];
   let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$grad,
       Muir_F32Tensor:$momentum_buffer, Variadic<F64>:$hyper,
@@ -159,7 +160,8 @@ def Muir_AdamWUpdateOp : Muir_Op<"adamw_update", [Pure,
     ```
 
     With `hyper(%lr, %wd)` the learning rate and weight decay are read at
-    run time (as for `muir.muon_update`); the attributes are the defaults.
+    run time (as for `muir.muon_update`), with `hyper(%lr, %wd, %beta1,
+    %beta2, %eps)` all five; the attributes are the defaults.
   }];
   let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$grad,
       Muir_F32Tensor:$exp_avg, Muir_F32Tensor:$exp_avg_sq, I64:$step,
@@ -184,14 +186,18 @@ def Muir_MomentumOp : Muir_Op<"momentum", [Pure,
   let summary = "Muon's momentum accumulation and Nesterov look-ahead";
   let description = [{
     The element-wise front of `muir.muon_update`: returns the update U to
-    orthogonalise and the new momentum buffer M' (formulas there).
+    orthogonalise and the new momentum buffer M' (formulas there). With
+    `beta(%b)` (an f64 scalar) the momentum is read at run time and the
+    `beta` attribute is its default.
   }];
   let arguments = (ins Muir_F32Tensor:$grad, Muir_F32Tensor:$momentum_buffer,
+      Optional<F64>:$beta_value,
       F64Attr:$beta, Muir_MomentumKindAttr:$momentum_kind, BoolAttr:$nesterov);
   let results = (outs Muir_F32Tensor:$update,
                       Muir_F32Tensor:$new_momentum_buffer);
   let assemblyFormat = [{
-    $grad `,` $momentum_buffer attr-dict `:` type($grad)
+    $grad `,` $momentum_buffer (`beta` `(` $beta_value^ `)`)? attr-dict `:`
+    type($grad)
   }];
   let hasVerifier = 1;
 }

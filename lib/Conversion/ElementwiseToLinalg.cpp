@@ -99,12 +99,24 @@ struct Hyper {
 
 // One `lower` overload per op; ToLinalg<Op> applies it.
 
+/// A coefficient c (f64, from the run-time operand `v` where there is one,
+/// else the attribute's value) as the f32 of c and of 1 - c, each rounded
+/// once from f64: the same bits as the constants.
+std::pair<Value, Value> withComplement(OpBuilder &b, Location loc, Value v,
+                                       FloatAttr attr) {
+  if (!v)
+    return {f32(b, loc, value(attr)), f32(b, loc, 1.0 - value(attr))};
+  auto f32Of = [&](Value x) -> Value {
+    return arith::TruncFOp::create(b, loc, b.getF32Type(), x);
+  };
+  return {f32Of(v), f32Of(arith::SubFOp::create(b, loc, f64(b, loc, 1.0), v))};
+}
+
 LogicalResult lower(MomentumOp op, PatternRewriter &rw) {
-  double beta = value(op.getBetaAttr());
   bool ema = op.getMomentumKind() == MomentumKind::ema;
   bool nesterov = op.getNesterov();
-  Value cBeta = f32(rw, op.getLoc(), beta);
-  Value cOneMinus = f32(rw, op.getLoc(), 1.0 - beta);
+  auto [cBeta, cOneMinus] = withComplement(rw, op.getLoc(),
+                                           op.getBetaValue(), op.getBetaAttr());
   replaceByGeneric(
       rw, op, {op.getGrad(), op.getMomentumBuffer()},
       [&](OpBuilder &nb, Location nl, ValueRange a) {
@@ -140,24 +152,35 @@ LogicalResult lower(ApplyUpdateOp op, PatternRewriter &rw) {
 
 LogicalResult lower(AdamWUpdateOp op, PatternRewriter &rw) {
   Location loc = op.getLoc();
-  double beta1 = value(op.getBeta1Attr()), beta2 = value(op.getBeta2Attr());
-  Hyper h(rw, loc, op.getHyper(), op.getLrAttr(), op.getWeightDecayAttr());
+  ValueRange hyper = op.getHyper();
+  Hyper h(rw, loc, hyper.take_front(std::min<size_t>(hyper.size(), 2)),
+          op.getLrAttr(), op.getWeightDecayAttr());
+  // beta1, beta2 and eps: run-time operands (hyper's last three) or the
+  // attributes.
+  bool runTime = hyper.size() == 5;
+  Value beta1 = runTime ? hyper[2] : f64(rw, loc, value(op.getBeta1Attr()));
+  Value beta2 = runTime ? hyper[3] : f64(rw, loc, value(op.getBeta2Attr()));
   // Bias corrections from the run-time step t, in f64:
   // step_size = lr / (1 - beta1^t), bc2_sqrt = sqrt(1 - beta2^t).
   Value t = arith::SIToFPOp::create(rw, loc, rw.getF64Type(), op.getStep());
   Value one = f64(rw, loc, 1.0);
   Value bc1 = arith::SubFOp::create(
-      rw, loc, one, math::PowFOp::create(rw, loc, f64(rw, loc, beta1), t));
+      rw, loc, one, math::PowFOp::create(rw, loc, beta1, t));
   Value bc2 = arith::SubFOp::create(
-      rw, loc, one, math::PowFOp::create(rw, loc, f64(rw, loc, beta2), t));
+      rw, loc, one, math::PowFOp::create(rw, loc, beta2, t));
   Value stepSize = arith::TruncFOp::create(
       rw, loc, rw.getF32Type(), arith::DivFOp::create(rw, loc, h.lr, bc1));
   Value bc2Sqrt = arith::TruncFOp::create(rw, loc, rw.getF32Type(),
                                           math::SqrtOp::create(rw, loc, bc2));
   Value decay = h.decay;
-  Value cB1 = f32(rw, loc, beta1), c1mB1 = f32(rw, loc, 1.0 - beta1),
-        cB2 = f32(rw, loc, beta2), c1mB2 = f32(rw, loc, 1.0 - beta2),
-        eps = f32(rw, loc, value(op.getEpsAttr()));
+  auto [cB1, c1mB1] = withComplement(rw, loc, runTime ? hyper[2] : Value(),
+                                     op.getBeta1Attr());
+  auto [cB2, c1mB2] = withComplement(rw, loc, runTime ? hyper[3] : Value(),
+                                     op.getBeta2Attr());
+  Value eps = runTime ? arith::TruncFOp::create(rw, loc, rw.getF32Type(),
+                                                hyper[4])
+                            .getResult()
+                      : f32(rw, loc, value(op.getEpsAttr()));
   replaceByGeneric(
       rw, op,
       {op.getParam(), op.getGrad(), op.getExpAvg(), op.getExpAvgSq()},

@@ -629,7 +629,8 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
     argAttrs.push_back(b.getDictionaryAttr(
         {b.getNamedAttr("muir.role", b.getStringAttr("step"))}));
   }
-  // Run-time hyperparameters: each group's learning rate and weight decay,
+  // Run-time hyperparameters: each group's learning rate, weight decay and
+  // momentum (Muon) or betas and eps (AdamW),
   // one f64 argument per value some parameter uses, in order of first use
   // ("muon.lr", "adamw.weight_decay", "overrides.1.lr", ...). The
   // description's value is the default a runner passes (muir.default).
@@ -645,13 +646,11 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
     }
     return it->second;
   };
-  SmallVector<std::pair<unsigned, unsigned>> hyperOf;
+  SmallVector<SmallVector<unsigned, 5>> hyperOf;
   for (auto &[p, a] : plan) {
-    bool muon = a.optimizer == Optimizer::Muon;
-    hyperOf.push_back(
-        {hyperArg(a.lrGroup + ".lr", muon ? a.muon.lr : a.adamw.lr),
-         hyperArg(a.weightDecayGroup + ".weight_decay",
-                  muon ? a.muon.weightDecay : a.adamw.weightDecay)});
+    hyperOf.emplace_back();
+    for (const HyperArgument &h : hyperArguments(a))
+      hyperOf.back().push_back(hyperArg(h.name, h.value));
   }
 
   // Results: the updated parameter and state, in argument order.
@@ -756,8 +755,9 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       return body->getArgument(firstArg[i] + k);
     };
     auto type = cast<RankedTensorType>(arg(0).getType());
-    SmallVector<Value, 2> hyper = {body->getArgument(hyperOf[i].first),
-                                   body->getArgument(hyperOf[i].second)};
+    SmallVector<Value, 5> hyper;
+    for (unsigned h : hyperOf[i])
+      hyper.push_back(body->getArgument(h));
     if (a.optimizer == Optimizer::Muon) {
       const MuonSettings &m = a.muon;
       auto schedule = *symbolizeNSSchedule(m.schedule);

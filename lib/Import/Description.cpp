@@ -573,12 +573,28 @@ void Reader::readOverride(yaml::Node *n, Description &d) {
   o.loc = locOf(n);
   bool hasPattern = false;
   forEachKey(n, "an override",
-             {"match", "regex", "optimizer", "lr", "weight_decay",
-              "ns_steps", "schedule"},
+             {"match", "regex", "names", "optimizer", "lr", "weight_decay",
+              "momentum", "nesterov", "scale_mode", "scale_extra", "beta1",
+              "beta2", "eps", "ns_steps", "schedule"},
              [&](StringRef key, yaml::Node *v) {
+               if (key == "names") {
+                 if (hasPattern) {
+                   error(v, "an override takes one of 'match', 'regex' and "
+                            "'names'");
+                   return;
+                 }
+                 hasPattern = true;
+                 o.byNames = true;
+                 forEachItem(v, key, [&](yaml::Node *item) {
+                   if (auto x = str(item, key))
+                     o.names.push_back(*x);
+                 });
+                 return;
+               }
                if (key == "match" || key == "regex") {
                  if (hasPattern) {
-                   error(v, "an override takes one of 'match' and 'regex'");
+                   error(v, "an override takes one of 'match', 'regex' and "
+                            "'names'");
                    return;
                  }
                  if (auto x = str(v, key)) {
@@ -604,6 +620,20 @@ void Reader::readOverride(yaml::Node *n, Description &d) {
                  o.lr = ranged(v, key, 0, true, kInf, false);
                } else if (key == "weight_decay") {
                  o.weightDecay = ranged(v, key, 0, true, kInf, false);
+               } else if (key == "momentum") {
+                 o.momentum = ranged(v, key, 0, true, 1, false);
+               } else if (key == "beta1") {
+                 o.beta1 = ranged(v, key, 0, true, 1, false);
+               } else if (key == "beta2") {
+                 o.beta2 = ranged(v, key, 0, true, 1, false);
+               } else if (key == "eps") {
+                 o.eps = ranged(v, key, 0, false, kInf, false);
+               } else if (key == "nesterov") {
+                 o.nesterov = boolean(v, key);
+               } else if (key == "scale_mode") {
+                 o.scaleMode = oneOf(v, key, {"spectral", "shape", "unit_rms"});
+               } else if (key == "scale_extra") {
+                 o.scaleExtra = ranged(v, key, 0, false, kInf, false);
                } else if (key == "ns_steps") {
                  o.nsSteps = integer(v, key, 1, muir::kMaxNSSteps);
                } else if (key == "schedule") {
@@ -612,7 +642,8 @@ void Reader::readOverride(yaml::Node *n, Description &d) {
                }
              });
   if (!hasPattern && isa_and_nonnull<yaml::MappingNode>(n))
-    error(n, "an override needs 'match' (a glob) or 'regex'");
+    error(n, "an override needs 'match' (a glob), 'regex' or 'names' (a "
+             "list of parameter names)");
   d.overrides.push_back(o);
 }
 

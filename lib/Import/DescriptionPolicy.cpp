@@ -195,6 +195,8 @@ LogicalResult mlir::muir::desc::applyLayout(Description &d, const Grid &layout,
 //===----------------------------------------------------------------------===//
 
 static bool matches(const Override &o, StringRef name) {
+  if (o.byNames)
+    return llvm::is_contained(o.names, name);
   if (o.isRegex)
     return llvm::Regex("^(" + o.pattern + ")$").match(name);
   auto glob = llvm::GlobPattern::create(o.pattern, /*MaxSubPatterns=*/1024);
@@ -211,22 +213,46 @@ Assignment mlir::muir::desc::assignOptimizer(const Description &d,
   a.optimizer = matrix ? Optimizer::Muon : Optimizer::AdamW;
   a.muon = d.muon;
   a.adamw = d.adamw;
-  std::string lrOverride, weightDecayOverride;
+  std::string lrOverride, weightDecayOverride, momentumOverride,
+      beta1Override, beta2Override, epsOverride;
   for (auto [k, o] : llvm::enumerate(d.overrides)) {
-    if (o.pattern.empty() || !matches(o, p.name))
+    if ((o.pattern.empty() && !o.byNames) || !matches(o, p.name))
       continue;
+    std::string group = "overrides." + std::to_string(k);
     if (o.optimizer)
       a.optimizer = *o.optimizer;
     if (o.lr) {
       a.muon.lr = *o.lr;
       a.adamw.lr = *o.lr;
-      lrOverride = "overrides." + std::to_string(k);
+      lrOverride = group;
     }
     if (o.weightDecay) {
       a.muon.weightDecay = *o.weightDecay;
       a.adamw.weightDecay = *o.weightDecay;
-      weightDecayOverride = "overrides." + std::to_string(k);
+      weightDecayOverride = group;
     }
+    if (o.momentum) {
+      a.muon.beta = *o.momentum;
+      momentumOverride = group;
+    }
+    if (o.beta1) {
+      a.adamw.beta1 = *o.beta1;
+      beta1Override = group;
+    }
+    if (o.beta2) {
+      a.adamw.beta2 = *o.beta2;
+      beta2Override = group;
+    }
+    if (o.eps) {
+      a.adamw.eps = *o.eps;
+      epsOverride = group;
+    }
+    if (o.nesterov)
+      a.muon.nesterov = *o.nesterov;
+    if (o.scaleMode)
+      a.muon.scaleMode = *o.scaleMode;
+    if (o.scaleExtra)
+      a.muon.scaleExtra = *o.scaleExtra;
     if (o.nsSteps)
       a.muon.nsSteps = *o.nsSteps;
     if (o.schedule)
@@ -237,8 +263,25 @@ Assignment mlir::muir::desc::assignOptimizer(const Description &d,
       p.shape.size() != 3)
     a.optimizer = Optimizer::AdamW;
   std::string base = a.optimizer == Optimizer::Muon ? "muon" : "adamw";
-  a.lrGroup = lrOverride.empty() ? base : lrOverride;
-  a.weightDecayGroup =
-      weightDecayOverride.empty() ? base : weightDecayOverride;
+  auto from = [&](const std::string &o) { return o.empty() ? base : o; };
+  a.lrGroup = from(lrOverride);
+  a.weightDecayGroup = from(weightDecayOverride);
+  a.momentumGroup = from(momentumOverride);
+  a.beta1Group = from(beta1Override);
+  a.beta2Group = from(beta2Override);
+  a.epsGroup = from(epsOverride);
   return a;
+}
+
+SmallVector<HyperArgument, 5>
+mlir::muir::desc::hyperArguments(const Assignment &a) {
+  if (a.optimizer == Optimizer::Muon)
+    return {{a.lrGroup + ".lr", a.muon.lr},
+            {a.weightDecayGroup + ".weight_decay", a.muon.weightDecay},
+            {a.momentumGroup + ".momentum", a.muon.beta}};
+  return {{a.lrGroup + ".lr", a.adamw.lr},
+          {a.weightDecayGroup + ".weight_decay", a.adamw.weightDecay},
+          {a.beta1Group + ".beta1", a.adamw.beta1},
+          {a.beta2Group + ".beta2", a.adamw.beta2},
+          {a.epsGroup + ".eps", a.adamw.eps}};
 }

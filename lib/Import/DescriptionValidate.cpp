@@ -316,17 +316,14 @@ LogicalResult mlir::muir::desc::validate(
   for (const Parameter &p : d.params) {
     assignments.push_back(assignOptimizer(d, p));
     const Assignment &a = assignments.back();
-    for (auto [group, setting] :
-         {std::pair<StringRef, StringRef>{a.lrGroup, ".lr"},
-          {a.weightDecayGroup, ".weight_decay"}}) {
-      if (group.empty())
-        continue;
+    for (const HyperArgument &h : hyperArguments(a)) {
+      StringRef group = StringRef(h.name).rsplit('.').first;
       StringRef k = group;
       size_t index = 0;
       bool isOverride = k.consume_front("overrides.") &&
                         !k.getAsInteger(10, index) &&
                         index < d.overrides.size();
-      files.addHyper((group + setting).str(),
+      files.addHyper(h.name,
                      isOverride ? "override " + std::to_string(index)
                                 : ("optimizer." + group).str(),
                      isOverride ? d.overrides[index].loc : Loc());
@@ -441,6 +438,12 @@ LogicalResult mlir::muir::desc::validate(
       }
     }
   }
+  // An override's `names` are parameters (a misspelt one would silently
+  // leave its parameter on the global settings).
+  for (const Override &o : d.overrides)
+    for (const std::string &n : o.names)
+      if (!names.count(n))
+        fail(o.loc, "an override names '" + n + "', which is no parameter");
   for (const MoELayer &l : d.moe) {
     // A rank's routed rows (tokens x top_k) of the widest activation.
     int64_t rows = 0, elements = 0;

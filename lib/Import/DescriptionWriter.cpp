@@ -137,8 +137,15 @@ void mlir::muir::desc::writeDescription(const Description &d,
   if (!d.overrides.empty()) {
     os << "  overrides:\n";
     for (const Override &o : d.overrides) {
-      os << "    - {" << (o.isRegex ? "regex" : "match") << ": "
-         << quoted(o.pattern);
+      if (o.byNames) {
+        os << "    - {names: [";
+        llvm::interleaveComma(o.names, os,
+                              [&](const std::string &n) { os << quoted(n); });
+        os << "]";
+      } else {
+        os << "    - {" << (o.isRegex ? "regex" : "match") << ": "
+           << quoted(o.pattern);
+      }
       if (o.optimizer)
         os << ", optimizer: "
            << (*o.optimizer == Optimizer::Muon ? "muon" : "adamw");
@@ -146,6 +153,20 @@ void mlir::muir::desc::writeDescription(const Description &d,
         os << ", lr: " << number(*o.lr);
       if (o.weightDecay)
         os << ", weight_decay: " << number(*o.weightDecay);
+      if (o.momentum)
+        os << ", momentum: " << number(*o.momentum);
+      if (o.nesterov)
+        os << ", nesterov: " << (*o.nesterov ? "true" : "false");
+      if (o.scaleMode)
+        os << ", scale_mode: " << *o.scaleMode;
+      if (o.scaleExtra)
+        os << ", scale_extra: " << number(*o.scaleExtra);
+      if (o.beta1)
+        os << ", beta1: " << number(*o.beta1);
+      if (o.beta2)
+        os << ", beta2: " << number(*o.beta2);
+      if (o.eps)
+        os << ", eps: " << number(*o.eps);
       if (o.nsSteps)
         os << ", ns_steps: " << *o.nsSteps;
       if (o.schedule)

@@ -69,6 +69,7 @@ struct DecomposeMuonUpdate : OpRewritePattern<MuonUpdateOp> {
 
     auto mom = MomentumOp::create(
         rewriter, loc, type, type, op.getGrad(), op.getMomentumBuffer(),
+        op.getHyper().size() > 2 ? op.getHyper()[2] : Value(),
         op.getBetaAttr(), op.getMomentumKindAttr(), op.getNesterovAttr());
     StringAttr name = getArgName(op.getParam());
     std::string label =
@@ -106,7 +107,9 @@ struct DecomposeMuonUpdate : OpRewritePattern<MuonUpdateOp> {
       double scale =
           getUpdateScale(op.getScaleMode(), extra, whole ? m : rows, n);
       return ApplyUpdateOp::create(rewriter, loc, blockType, p, ns.getResult(),
-                                   op.getHyper(), op.getLrAttr(),
+                                   op.getHyper().take_front(
+                                       std::min<size_t>(op.getHyper().size(), 2)),
+                                   op.getLrAttr(),
                                    rewriter.getF64FloatAttr(scale),
                                    op.getWeightDecayAttr());
     };

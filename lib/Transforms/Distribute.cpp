@@ -450,8 +450,9 @@ struct DistributePass
     OpBuilder b(op);
     job.momentum = MomentumOp::create(
         b, op.getLoc(), localType, localType, op.getGrad(),
-        op.getMomentumBuffer(), op.getBetaAttr(), op.getMomentumKindAttr(),
-        op.getNesterovAttr());
+        op.getMomentumBuffer(),
+        op.getHyper().size() > 2 ? op.getHyper()[2] : Value(),
+        op.getBetaAttr(), op.getMomentumKindAttr(), op.getNesterovAttr());
     if (job.fsdp) {
       job.weight = layerwiseWeight(m, n, batch, steps);
       job.owner = 0;
@@ -597,9 +598,10 @@ struct DistributePass
     int64_t m = global.getDimSize(rank - 2), n = global.getDimSize(rank - 1);
     double extra = op.getScaleExtra().convertToDouble();
     auto apply = [&](Value p, Value x, double scale) -> Value {
-      auto a = ApplyUpdateOp::create(b, loc, p.getType(), p, x,
-                                     op.getHyper(), op.getLrAttr(), b.getF64FloatAttr(scale),
-                                     op.getWeightDecayAttr());
+      auto a = ApplyUpdateOp::create(
+          b, loc, p.getType(), p, x,
+          op.getHyper().take_front(std::min<size_t>(op.getHyper().size(), 2)),
+          op.getLrAttr(), b.getF64FloatAttr(scale), op.getWeightDecayAttr());
       // The decision stays visible in the planned IR.
       if (job.matrixSplit)
         a->setAttr("muir.ns_mode",

@@ -131,12 +131,20 @@ struct AdamWSettings {
 };
 
 /// Settings for the parameters whose names match `pattern` (a glob, or a
-/// regex when `isRegex`). Later overrides win over earlier ones.
+/// regex when `isRegex`) or are listed in `names` (exact names: a group of
+/// muir.torch's param_groups). Later overrides win over earlier ones.
 struct Override {
   std::string pattern;
   bool isRegex = false;
+  std::vector<std::string> names;
+  bool byNames = false;
   std::optional<Optimizer> optimizer;
   std::optional<double> lr, weightDecay;
+  /// Muon's momentum; AdamW's beta1, beta2 and eps (run-time values).
+  std::optional<double> momentum, beta1, beta2, eps;
+  std::optional<bool> nesterov;
+  std::optional<std::string> scaleMode;
+  std::optional<double> scaleExtra;
   std::optional<int64_t> nsSteps;
   std::optional<std::string> schedule;
   Loc loc;
@@ -195,12 +203,25 @@ struct Assignment {
   Optimizer optimizer;
   MuonSettings muon;   ///< valid when optimizer == Muon
   AdamWSettings adamw; ///< valid when optimizer == AdamW
-  /// Where the learning rate and the weight decay come from, naming the
-  /// step's run-time hyperparameters ("<group>.lr", "<group>.weight_decay"):
-  /// "muon" or "adamw" (the optimizer's settings) or "overrides.<k>" (the
-  /// last override that sets the value, k counted from 0).
-  std::string lrGroup, weightDecayGroup;
+  /// Where each run-time hyperparameter comes from, naming the step's
+  /// arguments ("<group>.lr", "<group>.momentum", ...): "muon" or "adamw"
+  /// (the optimizer's settings) or "overrides.<k>" (the last override that
+  /// sets the value, k counted from 0).
+  std::string lrGroup, weightDecayGroup, momentumGroup, beta1Group,
+      beta2Group, epsGroup;
 };
+
+/// One run-time hyperparameter of a parameter's update: its argument's name
+/// ("muon.lr", "overrides.2.beta1") and its value (the argument's default).
+struct HyperArgument {
+  std::string name;
+  double value;
+};
+
+/// The run-time hyperparameters of an update, in the order its op takes
+/// them: Muon (lr, weight_decay, momentum); AdamW (lr, weight_decay, beta1,
+/// beta2, eps).
+SmallVector<HyperArgument, 5> hyperArguments(const Assignment &a);
 
 /// Default policy (Muon for 2-D hidden matrices and 3-D expert stacks, AdamW
 /// for embeddings, head, norms, biases, routers and 1-D tensors) with the

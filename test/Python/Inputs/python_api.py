@@ -68,8 +68,9 @@ start = {k: v.astype(np.float64) for k, v in arrays.items()}
 # Step 1 with the description's values, step 2 with new ones.
 hyper_names = step.hyper_names
 step.run(1)
-h = {"muon.lr": 0.05, "muon.weight_decay": 0.0, "adamw.lr": 0.003,
-     "adamw.weight_decay": 0.5}
+h = {"muon.lr": 0.05, "muon.weight_decay": 0.0, "muon.momentum": 0.8,
+     "adamw.lr": 0.003, "adamw.weight_decay": 0.5, "adamw.beta1": 0.7,
+     "adamw.beta2": 0.95, "adamw.eps": 1e-6}
 values = [h[n] for n in hyper_names]
 mid = {k: v.astype(np.float64) for k, v in arrays.items()}
 step.run(2, values)
@@ -77,13 +78,13 @@ step.run(2, values)
 W1, M1 = ref.muon_update(start["w"], start["w.grad"], start["w.momentum"],
                          lr=0.02, beta=0.9, weight_decay=0.1)
 W2, M2 = ref.muon_update(mid["w"], start["w.grad"], mid["w.momentum"],
-                         lr=0.05, beta=0.9, weight_decay=0.0)
+                         lr=0.05, beta=0.8, weight_decay=0.0)
 B1, m1, v1 = ref.adamw_update(start["b"], start["b.grad"], start["b.exp_avg"],
                               start["b.exp_avg_sq"], 1, lr=0.001, beta1=0.8,
                               beta2=0.9, weight_decay=0.2)
 B2, m2, v2 = ref.adamw_update(mid["b"], start["b.grad"], mid["b.exp_avg"],
-                              mid["b.exp_avg_sq"], 2, lr=0.003, beta1=0.8,
-                              beta2=0.9, weight_decay=0.5)
+                              mid["b.exp_avg_sq"], 2, lr=0.003, beta1=0.7,
+                              beta2=0.95, eps=1e-6, weight_decay=0.5)
 for what, got, want in (("w step 1", mid["w"], W1), ("b step 1", mid["b"], B1),
                         ("w", arrays["w"], W2), ("w.momentum",
                                                  arrays["w.momentum"], M2),
@@ -96,7 +97,7 @@ check(np.array_equal(arrays["w.grad"], start["w.grad"]), "w.grad changed")
 print("two steps (defaults, then hyper %s) match the reference" %
       ", ".join("%s=%g" % (n, h[n]) for n in hyper_names))
 check([a.dtype for a in step.arguments if a.role == "hyper"] ==
-      ["float64"] * 4 and step.find("w").dtype == "float32" and
+      ["float64"] * 8 and step.find("w").dtype == "float32" and
       step.find("step").dtype == "int64", "dtypes")
 
 # Without values a run takes the defaults again, not the last ones: step 3
