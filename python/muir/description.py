@@ -68,14 +68,16 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
                 ns_eps=1e-7, momentum_kind="ema", coefficients=None,
                 adamw_lr=None, adamw_betas=(0.9, 0.95), adamw_eps=1e-8,
                 adamw_weight_decay=0.0,
-                adamw_patterns=DEFAULT_ADAMW_PATTERNS, ep=1):
+                adamw_patterns=DEFAULT_ADAMW_PATTERNS, ep=1, overrides=None):
     """The description as a dict. `params`: (name, shape) pairs, or
     (name, shape, "muon"|"adamw") to state the optimizer yourself, or
     (name, shape, optimizer, True) for a 3-D expert stack split over `ep`
     ranks (shape: this rank's part; muir.torch.MoE's expert stacks).
     `devices` ranks share Newton-Schulz out over a `dp` axis; with ep > 1
     the experts take the MoE folding edp x ep of the same ranks. adamw_lr
-    None means `lr`."""
+    None means `lr`. `overrides`: optimizer.overrides entries (dicts), e.g.
+    {"names": [...], "lr": 0.01, "momentum": 0.9} for a group of
+    parameters named exactly (muir.torch's param_groups)."""
     entries = []
     ep = int(ep)
     for item in params:
@@ -121,9 +123,12 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
             raise ValueError("ep=%d does not divide the %d ranks"
                              % (ep, int(devices)))
         grid["moe_axes"] = {"edp": int(devices) // ep, "ep": ep}
+    optimizer = {"muon": muon, "adamw": adamw}
+    if overrides:
+        optimizer["overrides"] = [dict(o) for o in overrides]
     return {"name": name,
             "grid": grid,
-            "optimizer": {"muon": muon, "adamw": adamw},
+            "optimizer": optimizer,
             "parameters": entries}
 
 
@@ -136,8 +141,16 @@ def describe(params, **settings):
              ' "grid": %s,' % json.dumps(d["grid"]),
              ' "optimizer": {',
              '  "muon": %s,' % json.dumps(d["optimizer"]["muon"]),
-             '  "adamw": %s},' % json.dumps(d["optimizer"]["adamw"]),
-             ' "parameters": [']
+             '  "adamw": %s%s' % (json.dumps(d["optimizer"]["adamw"]),
+                                   "," if "overrides" in d["optimizer"]
+                                   else "},")]
+    if "overrides" in d["optimizer"]:
+        lines.append('  "overrides": [')
+        lines += ["   %s," % json.dumps(o)
+                  for o in d["optimizer"]["overrides"]]
+        lines[-1] = lines[-1].rstrip(",")
+        lines.append('  ]},')
+    lines.append(' "parameters": [')
     lines += ["  %s," % json.dumps(p) for p in d["parameters"]]
     lines[-1] = lines[-1].rstrip(",")
     lines.append(" ]}")

@@ -8,37 +8,59 @@
         loss = model(batch); loss.backward()
         opt.step(); opt.zero_grad(); sched.step()
 
-Which parameters take Muon (muir.description.assign): 2-D ones (Muon),
-3-D ones (Muon per matrix over dim 0: expert stacks [E, out, in]), unless
-their name matches one of `adamw_patterns` (Python fnmatch globs on the
-whole name; the default, muir.description.DEFAULT_ADAMW_PATTERNS, catches
+Parameters, as torch.optim takes them: `model.parameters()` (plain
+tensors, named "param0", "param1", ... by their place), `model.named_
+parameters()` (or a Module, or a dict of name -> tensor), or a list of
+group dicts {"params": [...], "use_muon": bool, "lr": ..., ...} whose
+"params" are tensors or (name, tensor) pairs. Names appear in errors and,
+where they cannot clash, as the compiled step's argument names.
+
+Which parameters take Muon. In a group with "use_muon": True, all of
+them (2-D matrices, 3-D stacks [E, out, in] per matrix, 4-D convolution
+weights [out, in, kh, kw] as the matrix [out, in*kh*kw], as Keller
+Jordan's Muon does); with False, AdamW. Otherwise (plain or named
+parameters, or a group without use_muon) each is assigned
+(muir.description.assign): 2-D, 3-D and 4-D ones take Muon unless their
+name matches one of `adamw_patterns` (Python fnmatch globs on the whole
+name; the default, muir.description.DEFAULT_ADAMW_PATTERNS, catches
 embeddings and output heads); everything else takes AdamW. A tensor's
 `_muir_optimizer` attribute ("muon" or "adamw") decides instead
-(muir.torch.MoE's router says "adamw"). They form two
-param groups, `optimizer.param_groups[0]` (Muon, "optimizer": "muon") and
-`[1]` (AdamW, "optimizer": "adamw"), either possibly empty.
+(muir.torch.MoE's router says "adamw"). Plain or named parameters form
+two param groups, `optimizer.param_groups[0]` (Muon, "use_muon": True) and
+`[1]` (AdamW, "use_muon": False), either possibly empty; a list of group
+dicts gives one group each, in order (a group without use_muon holds
+"use_muon": None, and both kinds). add_param_group adds a group at any
+time; its parameters take part from the next step() on.
 
-Hyperparameters. Each group's `lr` and `weight_decay` are read at every
-step() and passed to the compiled step as arguments ("muon.lr",
-"muon.weight_decay", "adamw.lr", "adamw.weight_decay"), so changing them by
-hand or with torch.optim.lr_scheduler needs no recompile. The other
-settings (Muon: momentum, nesterov, ns_steps, schedule, scale_mode,
-scale_extra; AdamW: betas, eps) are compiled in: changing them in
-param_groups is allowed and compiles (once) a step with the new values
-(so OneCycleLR and CyclicLR need cycle_momentum=False).
+Group keys. A group of Muon parameters reads lr, weight_decay, momentum,
+nesterov, ns_steps, schedule, scale_mode and scale_extra; of AdamW
+parameters lr, weight_decay, betas and eps; a mixed group all of them.
+Keys a group leaves out take the constructor's values (a use_muon=False
+group: adamw_lr, adamw_weight_decay, adamw_betas, adamw_eps).
+
+Hyperparameters at run time. lr, weight_decay, momentum (Muon), betas
+and eps (AdamW) are read from each group at every step() and passed to
+the compiled step as arguments ("overrides.<k>.lr", ".momentum",
+".beta1", ...: one override of the step's description per group), so
+changing them by hand or with torch.optim.lr_scheduler never compiles:
+OneCycleLR and CyclicLR with cycle_momentum=True cycle Muon's momentum
+(the "momentum" those schedulers write to an AdamW-only group is not
+read). Only the structural settings (nesterov, ns_steps, schedule,
+scale_mode, scale_extra, and the set of parameters taking part) compile
+a step, once per distinct value.
 The constructor and every step() check the values with the description
 reader's ranges (lib/Import/Description.cpp): lr and weight_decay finite
 in [0, inf), momentum and each of betas in [0, 1), eps and scale_extra in
 (0, inf), nesterov True or False, ns_steps an integer >= 1 (its upper
 limit is the reader's, at compile), schedule and scale_mode one of their
-names; a bad one raises ParamGroupError (a
-ValueError) naming the group, the key and the range, and nothing is
-updated. The groups' keys are those above, "params" and "optimizer" (both
-fixed when the optimizer is built), and the keys torch's lr schedulers
-add (SCHEDULER_KEYS: initial_lr, max_lr, min_lr, base_momentum,
-max_momentum, swa_lr; not read). Any other key (a typo such as
-"weight_decy", a setting of the other optimizer), a removed one, or other
-"params" raise ParamGroupError at the next step(), naming the key.
+names; a bad one raises ParamGroupError (a ValueError) naming the group,
+the key and the range, and nothing is updated. The groups' keys are
+those above, "params" and "use_muon" (both fixed when the group is
+added), and the keys torch's lr schedulers add (SCHEDULER_KEYS:
+initial_lr, max_lr, min_lr, base_momentum, max_momentum, swa_lr; not
+read). Any other key (a typo such as "weight_decy", a setting of the other
+optimizer), a removed one, or other "params" raise ParamGroupError at the
+next step(), naming the key.
 
 `adamw_lr=None` means the same lr as Muon, as Moonlight does: the default
 spectral scale 0.2 * sqrt(max(m, n)) is chosen so that Muon's update RMS
@@ -48,13 +70,15 @@ around 0.02 for Muon) give AdamW its own lr (e.g. 3e-4).
 
 step(): the parameters with a gradient take part (those without are
 skipped, their state untouched, as torch optimizers do). Every one of them
-and its gradient must be float32, contiguous, on the device of the step's
+and its gradient must be float32, on the device of the step's
 target (CPU tensors: target cpu; CUDA tensors: target cuda on their
 device, run on the current stream, after the work queued there; the CUDA
 path has not run on a GPU yet) and of the shape it had when the optimizer
 was built;
 otherwise step() raises ParameterError naming the parameter and updates
-nothing. Before the step, as muir-run does, the gradients are checked for
+nothing. A non-contiguous gradient (a channels_last one, a view) is read
+through a contiguous copy; a non-contiguous parameter is updated in a
+contiguous copy written back into it. Before the step, as muir-run does, the gradients are checked for
 NaN and infinities (check_finite=True; one sum per gradient and one read
 of their total on the host, at memory speed; the elements are searched
 only when the total is not finite): one raises NonFiniteGradientError (a
@@ -64,14 +88,27 @@ nothing is updated: no parameter, no optimizer state, no step count
 check_finite=False (or `optimizer.check_finite = False`) turns the check
 off. With several ranks every rank must hold the same gradients, so all
 stop together.
+check_replicas=True (or `optimizer.check_replicas = True`; off by default)
+checks before the step that every rank holds the same gradients: the
+hash of each gradient (the sum of its elements' bit patterns, exact) is
+all-reduced as a maximum and a minimum over torch.distributed (which must
+be initialised), two collectives of one int64 per tensor; a difference
+raises ParameterError naming the parameter, and nothing is updated (a
+missing gradient all-reduce would otherwise desynchronise the ranks).
 The step updates the parameters' own storage (p.data_ptr() stays),
 reading p.grad; muir's step is compiled once per set of taking-part
-parameters (and compile-time settings) and kept, in memory and, for the
-CPU target, on disk (cache_dir below). The state lives in
+parameters (and structural settings) and kept, in memory (at most
+max_compiled_steps, default DEFAULT_MAX_COMPILED_STEPS = 8: the least
+recently used is freed first; `optimizer.compiled_steps()` lists those
+held) and, for the CPU target, on disk (cache_dir below). The state lives in
 `optimizer.state[p]`: "momentum_buffer" (Muon), "exp_avg", "exp_avg_sq" and
 "step" (an int, AdamW's 1-based count), so state_dict()/load_state_dict()
-and torch.save checkpoints work and a resumed run equals the continuous one
-bitwise.
+and torch.save checkpoints work (with any number of groups) and a resumed
+run equals the continuous one bitwise; load_state_dict refuses, with a
+ValueError naming the group or the parameter, a state made for other
+groups (their count, sizes, use_muon) or other shapes. copy.deepcopy (and
+pickling) copies the optimizer with its parameters and state; the copy
+compiles its own steps.
 
 Several ranks: under mpirun (OMPI_COMM_WORLD_SIZE), or on CUDA with
 torch.distributed initialised, layout defaults to "dp=<world size>":
@@ -103,6 +140,7 @@ More keyword arguments (**more):
   deterministic, probe_updates, machine, ns_form, ns_precision
   (include/muir/Step.h).
 """
+import collections
 import difflib
 import math
 import numbers
@@ -116,7 +154,8 @@ from muir import description as _description
 from muir._moe import MoE, MoEInputError  # noqa: E402,F401
 
 __all__ = ["Muon", "MoE", "MoEInputError", "ParameterError",
-           "NonFiniteGradientError", "ParamGroupError", "SCHEDULER_KEYS"]
+           "NonFiniteGradientError", "ParamGroupError", "SCHEDULER_KEYS",
+           "DEFAULT_MAX_COMPILED_STEPS"]
 
 _OPTION_KEYS = ("ns_mode", "dp_assign", "syrk", "batch",
                 "fuse_syrk_all_reduce", "syrk_chunk_rows", "cuda_arch",
@@ -183,17 +222,44 @@ _RANGES = {"lr": (0.0, True, _INF, False),
            "betas": (0.0, True, 1.0, False)}
 _CHOICES = {"schedule": ("simple", "quintic", "polar_express", "custom"),
             "scale_mode": ("spectral", "shape", "unit_rms")}
-# What the step reads of each group: at every step() (the compiled step's
-# hyperparameter arguments), and when it compiles.
-_RUN_TIME_KEYS = ("lr", "weight_decay")
-_COMPILED_KEYS = {"muon": ("momentum", "nesterov", "ns_steps", "schedule",
-                           "scale_mode", "scale_extra"),
-                  "adamw": ("betas", "eps")}
-_STRUCTURAL_KEYS = ("params", "optimizer")
+# What the step reads of each group, by the optimizer its parameters take:
+# at every step() (the compiled step's run-time arguments), and when it
+# compiles (a new value compiles a new step).
+_RUN_TIME_KEYS = {"muon": ("lr", "weight_decay", "momentum"),
+                  "adamw": ("lr", "weight_decay", "betas", "eps")}
+_COMPILED_KEYS = {"muon": ("nesterov", "ns_steps", "schedule", "scale_mode",
+                           "scale_extra"),
+                  "adamw": ()}
+_STRUCTURAL_KEYS = ("params", "use_muon")
 # The keys torch.optim.lr_scheduler (LRScheduler, OneCycleLR, CyclicLR)
-# and swa_utils.SWALR add to param groups: allowed, not read.
+# and swa_utils.SWALR add to param groups: allowed, not read (a
+# scheduler's momentum cycling writes "momentum", which Muon's parameters
+# read; in a group of AdamW parameters only, it is not read).
 SCHEDULER_KEYS = frozenset(("initial_lr", "max_lr", "min_lr",
                             "base_momentum", "max_momentum", "swa_lr"))
+# The step's run-time argument "overrides.<k>.<field>" -> the group key it
+# reads (and the element of betas).
+_HYPER_FIELDS = {"lr": ("lr", None), "weight_decay": ("weight_decay", None),
+                 "momentum": ("momentum", None), "beta1": ("betas", 0),
+                 "beta2": ("betas", 1), "eps": ("eps", None)}
+# Compiled steps kept in memory (least recently used evicted first).
+DEFAULT_MAX_COMPILED_STEPS = 8
+
+
+def _kinds(use_muon):
+    """The optimizers a group's parameters take: use_muon True, False or
+    None (each parameter by its shape and name)."""
+    return ("muon",) if use_muon is True else ("adamw",) \
+        if use_muon is False else ("muon", "adamw")
+
+
+def _group_keys(use_muon):
+    """(run-time keys, compiled keys) a group reads."""
+    run, comp = [], []
+    for kind in _kinds(use_muon):
+        run += [k for k in _RUN_TIME_KEYS[kind] if k not in run]
+        comp += [k for k in _COMPILED_KEYS[kind] if k not in comp]
+    return tuple(run), tuple(comp)
 
 
 def _range_text(lo, lo_in, hi, hi_in):
@@ -317,27 +383,55 @@ def _parse_layout(layout, target="cpu"):
 
 class _Compiled:
     """One compiled step and how to feed it."""
-    __slots__ = ("step", "binds", "bound", "hyper", "hyper_buf")
+    __slots__ = ("step", "binds", "bound", "hyper", "hyper_buf", "params")
 
-    def __init__(self, step, binds, hyper):
+    def __init__(self, step, binds, hyper, params):
         self.step = step
         self.binds = binds          # [(arg index, param, kind)]
         self.bound = [None] * len(binds)
-        self.hyper = hyper          # [(group index, key) or default float]
+        # [(group index, key, element of betas or None) or default float]
+        self.hyper = hyper
         self.hyper_buf = [0.0] * len(hyper)
+        self.params = params        # the parameters it updates, in order
+
+
+def _named_items(params, where):
+    """[(name or None, tensor)] of a params value: a tensor, a Module, a
+    dict of name -> tensor, or an iterable of tensors or (name, tensor)
+    pairs."""
+    if isinstance(params, torch.Tensor):
+        return [(None, params)]
+    if isinstance(params, torch.nn.Module):
+        return list(params.named_parameters())
+    if isinstance(params, dict):
+        return [(str(k), v) for k, v in params.items()]
+    items = []
+    for item in params:
+        if isinstance(item, torch.Tensor):
+            items.append((None, item))
+        elif isinstance(item, (tuple, list)) and len(item) == 2 and \
+                isinstance(item[1], torch.Tensor):
+            items.append((str(item[0]), item[1]))
+        else:
+            raise TypeError("muir.torch.Muon: %s holds %r; expected tensors "
+                            "or (name, tensor) pairs such as "
+                            "model.named_parameters()"
+                            % (where, type(item).__name__))
+    return items
 
 
 class Muon(torch.optim.Optimizer):
     """Muon (with AdamW for the parameters Muon does not take) run by muir's
     compiled step. See the module's documentation."""
 
-    def __init__(self, named_parameters, lr, momentum=0.95, nesterov=True,
+    def __init__(self, params, lr=0.02, momentum=0.95, nesterov=True,
                  weight_decay=0.0, ns_steps=5, schedule="simple",
                  scale_mode="spectral", scale_extra=0.2, adamw_lr=None,
                  adamw_betas=(0.9, 0.95), adamw_eps=1e-8,
                  adamw_weight_decay=0.0, layout=None, target=None,
                  adamw_patterns=_description.DEFAULT_ADAMW_PATTERNS,
-                 check_finite=True, **more):
+                 check_finite=True, check_replicas=False,
+                 max_compiled_steps=DEFAULT_MAX_COMPILED_STEPS, **more):
         options = dict(more.pop("options", None) or {})
         for key in _OPTION_KEYS:
             if key in more:
@@ -356,20 +450,24 @@ class Muon(torch.optim.Optimizer):
         adamw_lr_keyword = "lr" if adamw_lr is None else "adamw_lr"
         if adamw_lr is None:
             adamw_lr = lr
-        group_values = (
-            ("muon", dict(lr=lr, weight_decay=weight_decay,
-                          momentum=momentum, nesterov=nesterov,
-                          ns_steps=ns_steps, schedule=schedule,
-                          scale_mode=scale_mode, scale_extra=scale_extra),
-             {}),
-            ("adamw", dict(lr=adamw_lr, weight_decay=adamw_weight_decay,
-                           betas=adamw_betas, eps=adamw_eps),
-             {"lr": adamw_lr_keyword, "weight_decay": "adamw_weight_decay",
-              "betas": "adamw_betas", "eps": "adamw_eps"}))
-        for index, (kind, values, keywords) in enumerate(group_values):
-            for key, v in values.items():
+        # The values a group gets for the keys it does not give: Muon's
+        # (also a mixed group's lr and weight_decay) and AdamW's.
+        self._group_defaults = {
+            "muon": dict(lr=lr, weight_decay=weight_decay,
+                         momentum=momentum, nesterov=nesterov,
+                         ns_steps=ns_steps, schedule=schedule,
+                         scale_mode=scale_mode, scale_extra=scale_extra),
+            "adamw": dict(lr=adamw_lr, weight_decay=adamw_weight_decay,
+                          betas=adamw_betas, eps=adamw_eps)}
+        keywords = {"lr": adamw_lr_keyword,
+                    "weight_decay": "adamw_weight_decay",
+                    "betas": "adamw_betas", "eps": "adamw_eps"}
+        for index, kind in enumerate(("muon", "adamw")):
+            for key, v in self._group_defaults[kind].items():
                 self._check_value(index, kind, key, v,
-                                  keywords.get(key, key))
+                                  keywords.get(key, key) if kind == "adamw"
+                                  else key)
+        self._group_defaults["adamw"]["betas"] = tuple(adamw_betas)
         if not _in_range(_real(extra["ns_eps"]), "eps"):
             raise ValueError("muir.torch.Muon: ns_eps %s; expected a finite "
                              "value in %s" % (_value_text(extra["ns_eps"]),
@@ -379,68 +477,20 @@ class Muon(torch.optim.Optimizer):
                              "one of: ema, accumulate"
                              % (extra["momentum_kind"],))
 
-        if isinstance(named_parameters, torch.nn.Module):
-            named_parameters = named_parameters.named_parameters()
-        elif isinstance(named_parameters, dict):
-            named_parameters = named_parameters.items()
-        pairs = list(named_parameters)
-        if not pairs:
+        # The groups as given: a list of dicts, or parameters (plain or
+        # named), which form two groups (Muon's, AdamW's).
+        if isinstance(params, (torch.Tensor, torch.nn.Module, dict)):
+            given = [params]
+        else:
+            given = list(params)
+        if not given:
             raise ValueError("muir.torch.Muon got an empty parameter list")
-        groups = {"muon": [], "adamw": []}
-        info = {}
-        seen_names = set()
-        for item in pairs:
-            if not (isinstance(item, (tuple, list)) and len(item) == 2
-                    and isinstance(item[1], torch.Tensor)):
-                raise TypeError("muir.torch.Muon takes named parameters: "
-                                "(name, tensor) pairs such as "
-                                "model.named_parameters(), got %r"
-                                % (type(item).__name__,))
-            name, p = str(item[0]), item[1]
-            if not name:
-                raise ValueError("a parameter has an empty name")
-            if name in seen_names:
-                raise ValueError("parameter name '%s' given twice" % name)
-            if p in info:
-                raise ValueError("parameter '%s' is the same tensor as '%s'"
-                                 % (name, info[p]["name"]))
-            seen_names.add(name)
-            shape = tuple(p.shape)
-            opt = _description.assign(name, shape, adamw_patterns)[0]
-            # A parameter may say which optimizer it takes (muir.torch.MoE's
-            # router: AdamW).
-            marked = getattr(p, "_muir_optimizer", None)
-            if marked in ("muon", "adamw") and \
-                    (marked == "adamw" or len(shape) in (2, 3)):
-                opt = marked
-            # An expert stack of a muir.torch.MoE with ep > 1: this rank's
-            # experts, split over ep in the step (never shared out).
-            ep = int(getattr(p, "_muir_ep", 1) or 1)
-            if ep > 1 and (opt != "muon" or len(shape) != 3):
-                raise ValueError("parameter '%s' is an expert-parallel stack "
-                                 "(ep=%d) and takes Muon per expert; it "
-                                 "cannot take AdamW" % (name, ep))
-            info[p] = {"name": name, "shape": shape, "optimizer": opt,
-                       "index": len(info), "ep": ep}
-            groups[opt].append(p)
-
-        # Names as the step's arguments: the parameters' own, unless one
-        # could be taken for another's gradient or state (or the counter).
-        def clash(n):
-            return n == "step" or any(
-                n.endswith(s) and n[:-len(s)] in seen_names
-                for s in _SUFFIXES)
-        use_index = any(clash(n) for n in seen_names)
-        for p, d in info.items():
-            d["desc_name"] = "p%d" % d["index"] if use_index else d["name"]
-
-        eps = sorted({d["ep"] for d in info.values()} - {1})
-        if len(eps) > 1:
-            raise ValueError("expert-parallel stacks of different ep (%s); "
-                             "the ranks of a process run one grid"
-                             % ", ".join(map(str, eps)))
-        self._ep = eps[0] if eps else 1
-        self._info = info
+        self._adamw_patterns = tuple(adamw_patterns)
+        self._info = {}
+        self._names = set()
+        self._group_params = []      # each group's tensors (fixed)
+        self._group_use_muon = []    # each group's use_muon
+        self._group_initial = []     # its run-time values when added
         self._target = target
         self._layout = layout
         # An explicit layout is checked now; the default one (the job's
@@ -448,28 +498,40 @@ class Muon(torch.optim.Optimizer):
         self._devices = None if layout is None else _parse_layout(layout)
         self._options = options
         self._extra = extra
-        self._cache = {}
+        self._cache = collections.OrderedDict()
         self._nccl = None
-        self._initial = {"muon": (float(lr), float(weight_decay)),
-                         "adamw": (float(adamw_lr),
-                                   float(adamw_weight_decay))}
+        self._use_index = False
+        self._preset_index = {}
+        self._ep = 1
         self.check_finite = check_finite
-        self._ready = False
-        defaults = dict(lr=lr, weight_decay=weight_decay)
-        super().__init__([
-            dict(params=groups["muon"], optimizer="muon", lr=lr,
-                 weight_decay=weight_decay, momentum=momentum,
-                 nesterov=nesterov, ns_steps=ns_steps, schedule=schedule,
-                 scale_mode=scale_mode, scale_extra=scale_extra),
-            dict(params=groups["adamw"], optimizer="adamw", lr=adamw_lr,
-                 weight_decay=adamw_weight_decay,
-                 betas=tuple(adamw_betas), eps=adamw_eps),
-        ], defaults)
-        # The groups as built: their optimizer and their tensors (fixed).
-        self._group_kinds = tuple(g["optimizer"] for g in self.param_groups)
-        self._group_params = [list(g["params"]) for g in self.param_groups]
-        self._ready = True
+        self.check_replicas = check_replicas
+        self.max_compiled_steps = max_compiled_steps
+        if isinstance(given[0], dict):
+            groups = given
+            if not all(isinstance(g, dict) for g in groups):
+                raise TypeError("muir.torch.Muon: a list of param groups "
+                                "holds dicts only")
+        else:
+            items = _named_items(given if len(given) > 1 or
+                                 not isinstance(given[0], (torch.nn.Module,
+                                                           dict))
+                                 else given[0], "params")
+            # Unnamed tensors are named by their place in the list.
+            # Unnamed tensors are named by their place in the list, and
+            # the step takes the tensors in that order.
+            split = {"muon": [], "adamw": []}
+            for n, (name, p) in enumerate(items):
+                name = "param%d" % n if name is None else name
+                split[self._assign(name, p, None)].append((name, p))
+                self._preset_index[p] = n
+            groups = [dict(params=split["muon"], use_muon=True),
+                      dict(params=split["adamw"], use_muon=False)]
+        # torch.optim.lr_scheduler's momentum cycling (OneCycleLR,
+        # CyclicLR with cycle_momentum=True) needs "momentum" here.
+        defaults = dict(lr=lr, weight_decay=weight_decay, momentum=momentum)
+        super().__init__(groups, defaults)
 
+    # ------------------------------------------------------------------
     @property
     def check_finite(self):
         """Whether step() checks the gradients for NaN and infinities
@@ -483,12 +545,148 @@ class Muon(torch.optim.Optimizer):
                              "True or False" % (value,))
         self._check_finite = bool(value)
 
+    @property
+    def check_replicas(self):
+        """Whether step() first checks that every rank holds the same
+        gradients (one hash per gradient, all-reduced; False by default)."""
+        return self._check_replicas
+
+    @check_replicas.setter
+    def check_replicas(self, value):
+        if not _is_bool(value):
+            raise ValueError("muir.torch.Muon: check_replicas %r; expected "
+                             "True or False" % (value,))
+        self._check_replicas = bool(value)
+
+    @property
+    def max_compiled_steps(self):
+        """How many compiled steps are kept in memory (the least recently
+        used is freed first; DEFAULT_MAX_COMPILED_STEPS by default)."""
+        return self._max_compiled
+
+    @max_compiled_steps.setter
+    def max_compiled_steps(self, value):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
+                or value < 1:
+            raise ValueError("muir.torch.Muon: max_compiled_steps %r; "
+                             "expected an integer >= 1" % (value,))
+        self._max_compiled = int(value)
+        self._evict()
+
+    # ------------------------------------------------------------------
+    def _assign(self, name, p, use_muon):
+        """The optimizer `p` takes: use_muon (True, False) decides, else
+        the tensor's `_muir_optimizer` mark, else muir.description.assign
+        (4-D weights as the matrix [out, in*kh*kw])."""
+        shape = tuple(p.shape)
+        matrix = shape if len(shape) != 4 else \
+            (shape[0], shape[1] * shape[2] * shape[3])
+        if use_muon is True:
+            if len(shape) not in (2, 3, 4):
+                raise ValueError("muir.torch.Muon: parameter '%s' of shape %s "
+                                 "is in a group with use_muon=True, but Muon "
+                                 "takes matrices (2-D, 3-D stacks, 4-D "
+                                 "convolution weights)" % (name, shape))
+            return "muon"
+        if use_muon is False:
+            return "adamw"
+        opt = _description.assign(name, matrix, self._adamw_patterns)[0]
+        marked = getattr(p, "_muir_optimizer", None)
+        if marked in ("muon", "adamw") and \
+                (marked == "adamw" or len(shape) in (2, 3, 4)):
+            opt = marked
+        return opt
+
     def add_param_group(self, param_group):
-        if getattr(self, "_ready", False):
-            raise NotImplementedError(
-                "muir.torch.Muon has its two groups (Muon, AdamW); give all "
-                "parameters to the constructor")
-        super().add_param_group(param_group)
+        """Adds a group (a dict with "params" and any of the group keys; a
+        "use_muon" of True or False puts all its parameters on Muon or
+        AdamW, else each is assigned by shape and name). Its parameters
+        take part from the next step() on."""
+        if not isinstance(param_group, dict):
+            raise TypeError("muir.torch.Muon: a param group is a dict, got %r"
+                            % type(param_group).__name__)
+        group = dict(param_group)
+        index = len(self.param_groups)
+        if "params" not in group:
+            raise ValueError("muir.torch.Muon: param group %d has no "
+                             "'params'" % index)
+        use_muon = group.get("use_muon")
+        if use_muon is not None and not _is_bool(use_muon):
+            raise ParamGroupError(index, "group", "use_muon",
+                                  "has use_muon %r; expected True, False or "
+                                  "None" % (use_muon,))
+        use_muon = None if use_muon is None else bool(use_muon)
+        group["use_muon"] = use_muon
+        items = _named_items(group["params"], "param group %d" % index)
+        kinds = _kinds(use_muon)
+        kind = kinds[0] if len(kinds) == 1 else "mixed"
+        # Keys it does not give: the constructor's (AdamW's for use_muon
+        # False, Muon's lr and weight_decay for a mixed group).
+        for k in reversed(kinds):
+            for key, v in self._group_defaults[k].items():
+                group.setdefault(key, v)
+        run, comp = _group_keys(use_muon)
+        for key in run + comp:
+            self._check_value(index, kind, key, group[key])
+        # The tensors: named, assigned, checked, before anything is kept.
+        added, names = [], set()
+        for n, (name, p) in enumerate(items):
+            if name is None:
+                name = "param%d" % (len(self._info) + len(added))
+            if not name:
+                raise ValueError("a parameter has an empty name")
+            if name in self._names or name in names:
+                raise ValueError("parameter name '%s' given twice" % name)
+            if p in self._info or any(p is q for _, q, _ in added):
+                other = self._info[p]["name"] if p in self._info else \
+                    next(m for m, q, _ in added if q is p)
+                raise ValueError("parameter '%s' is the same tensor as '%s'"
+                                 % (name, other))
+            opt = self._assign(name, p, use_muon)
+            # An expert stack of a muir.torch.MoE with ep > 1: this rank's
+            # experts, split over ep in the step (never shared out).
+            ep = int(getattr(p, "_muir_ep", 1) or 1)
+            if ep > 1 and (opt != "muon" or p.dim() != 3):
+                raise ValueError("parameter '%s' is an expert-parallel stack "
+                                 "(ep=%d) and takes Muon per expert; it "
+                                 "cannot take AdamW" % (name, ep))
+            if ep > 1 and self._ep not in (1, ep):
+                raise ValueError("expert-parallel stacks of different ep "
+                                 "(%d, %d); the ranks of a process run one "
+                                 "grid" % (self._ep, ep))
+            names.add(name)
+            added.append((name, p, (opt, ep)))
+        group["params"] = [p for _, p, _ in added]
+        super().add_param_group(group)
+        for name, p, (opt, ep) in added:
+            shape = tuple(p.shape)
+            desc = shape if len(shape) != 4 or opt != "muon" else \
+                (shape[0], shape[1] * shape[2] * shape[3])
+            self._info[p] = {"name": name, "shape": shape, "desc_shape": desc,
+                             "optimizer": opt,
+                             "index": self._preset_index.pop(
+                                 p, len(self._info)),
+                             "ep": ep, "group": index}
+            self._names.add(name)
+            if ep > 1:
+                self._ep = ep
+        self._group_params.append(list(group["params"]))
+        self._group_use_muon.append(use_muon)
+        self._group_initial.append({k: group[k] for k in run})
+        self._name_arguments()
+
+    def _name_arguments(self):
+        """Names as the step's arguments: the parameters' own, unless one
+        could be taken for another's gradient or state (or the counter)."""
+        names = self._names
+
+        def clash(n):
+            return n == "step" or any(
+                n.endswith(s) and n[:-len(s)] in names for s in _SUFFIXES)
+        self._use_index = any(clash(n) for n in names)
+        for d in self._info.values():
+            d["desc_name"] = "p%d" % d["index"] if self._use_index \
+                else d["name"]
 
     # ------------------------------------------------------------------
     @staticmethod
@@ -504,40 +702,50 @@ class Muon(torch.optim.Optimizer):
                 else "", why))
 
     def _check_groups(self):
-        """param_groups as the step reads them: the two groups as built
-        (their optimizer and tensors), no key the step does not read
-        (other than the lr schedulers'), none missing, every value in
-        range. Raises ParamGroupError naming the group and the key."""
+        """param_groups as the step reads them: the groups as added (their
+        use_muon and tensors), no key the step does not read (other than
+        the lr schedulers'), none missing, every value in range. Raises
+        ParamGroupError naming the group and the key."""
         groups = self.param_groups
-        if len(groups) != len(self._group_kinds):
+        if len(groups) != len(self._group_params):
             raise ParamGroupError(
                 None, None, None,
-                "has %d groups; muir.torch.Muon has its %d (%s), fixed "
-                "when it was built" % (len(groups), len(self._group_kinds),
-                                       ", ".join(self._group_kinds)))
-        for index, (group, kind, want) in enumerate(
-                zip(groups, self._group_kinds, self._group_params)):
-            got = group.get("optimizer")
-            if got != kind:
+                "has %d groups, but muir.torch.Muon was given %d; add groups "
+                "with add_param_group" % (len(groups),
+                                          len(self._group_params)))
+        for index, (group, use_muon, want) in enumerate(
+                zip(groups, self._group_use_muon, self._group_params)):
+            kinds = _kinds(use_muon)
+            kind = kinds[0] if len(kinds) == 1 else "mixed"
+            got = group.get("use_muon", _DEFAULT)
+            same = got is use_muon or (use_muon is not None and
+                                       _is_bool(got) and
+                                       bool(got) == use_muon)
+            if not same:
+                got = "no use_muon" if got is _DEFAULT else \
+                    "use_muon %r" % (got,)
                 raise ParamGroupError(
-                    index, kind, "optimizer",
-                    "has optimizer %r, but the group was built as %r; "
-                    "which optimizer a parameter takes is fixed when "
-                    "muir.torch.Muon is built (adamw_patterns)"
-                    % (got, kind))
+                    index, kind, "use_muon",
+                    "has %s, but the group was added with use_muon %r; "
+                    "which optimizer a parameter takes is fixed when its "
+                    "group is added" % (got, use_muon))
             params = group.get("params")
             if not isinstance(params, list) or len(params) != len(want) or \
                     any(a is not b for a, b in zip(params, want)):
                 raise ParamGroupError(
                     index, kind, "params",
-                    "has other 'params' than the %d tensors it was built "
-                    "with; muir.torch.Muon's parameters are fixed when it "
-                    "is built (give them all to the constructor)"
-                    % len(want))
-            read = _RUN_TIME_KEYS + _COMPILED_KEYS[kind]
+                    "has other 'params' than the %d tensors it was added "
+                    "with; a group's parameters are fixed when it is added "
+                    "(add_param_group adds more)" % len(want))
+            run, comp = _group_keys(use_muon)
+            read = run + comp
             known = read + _STRUCTURAL_KEYS
+            # A scheduler's momentum cycling writes "momentum" to AdamW's
+            # groups too (not read there).
+            tolerated = SCHEDULER_KEYS if "muon" in kinds else \
+                SCHEDULER_KEYS | {"momentum"}
             unread = sorted(str(k) for k in group
-                            if k not in known and k not in SCHEDULER_KEYS)
+                            if k not in known and k not in tolerated)
             missing = [k for k in read if k not in group]
             if unread or missing:
                 key = (unread or missing)[0]
@@ -545,40 +753,41 @@ class Muon(torch.optim.Optimizer):
                     what = "has %s, %s the step does not read" % (
                         ", ".join("'%s'" % k for k in unread),
                         "a key" if len(unread) == 1 else "keys")
-                    other = [o for o in _COMPILED_KEYS
-                             if o != kind and key in _COMPILED_KEYS[o]]
+                    other = [o for o in ("muon", "adamw") if o not in kinds
+                             and key in _RUN_TIME_KEYS[o] + _COMPILED_KEYS[o]]
                     hint = difflib.get_close_matches(
                         key, read + tuple(sorted(SCHEDULER_KEYS)), 1)
                     if other:
-                        what += " (a setting of the %s group)" % other[0]
+                        what += " (a setting of %s)" % (
+                            "Muon" if other[0] == "muon" else "AdamW")
                     elif hint:
                         what += " (did you mean '%s'?)" % hint[0]
                 else:
                     what = "has no '%s'" % key
                 raise ParamGroupError(
                     index, kind, key,
-                    "%s; the step reads %s at every step() and %s when it "
-                    "compiles (a new value compiles a new step); "
+                    "%s; the step reads %s at every step()%s; "
                     "torch's lr schedulers may add %s" % (
-                        what, " and ".join(_RUN_TIME_KEYS),
-                        ", ".join(_COMPILED_KEYS[kind]),
+                        what, ", ".join(run),
+                        " and %s when it compiles (a new value compiles a "
+                        "new step)" % ", ".join(comp) if comp else "",
                         ", ".join(sorted(SCHEDULER_KEYS))))
             for key in read:
                 self._check_value(index, kind, key, group[key])
 
-    def _check_finite_grads(self, params):
+    def _check_finite_grads(self, params, grads):
         """NonFiniteGradientError for the first parameter whose gradient
         holds a NaN or an infinity. One sum per gradient, one read of
         their total: a NaN or an infinity makes a sum non-finite (a large
         finite gradient can too, by overflow: then its elements are
         searched and none is found)."""
-        sums = torch.stack([p.grad.sum() for p in params])
+        sums = torch.stack([g.sum() for g in grads])
         if math.isfinite(float(sums.sum())):
             return
-        for p, total in zip(params, sums.tolist()):
+        for p, g, total in zip(params, grads, sums.tolist()):
             if math.isfinite(total):
                 continue
-            flat = p.grad.view(-1)
+            flat = g.reshape(-1)
             bad = torch.nonzero(~torch.isfinite(flat))
             if bad.numel():
                 element = int(bad[0, 0])
@@ -586,21 +795,44 @@ class Muon(torch.optim.Optimizer):
                     self._info[p]["name"], element, flat.numel(),
                     float(flat[element]))
 
-    # ------------------------------------------------------------------
-    def _groups(self):
-        """(muon group index, adamw group index) of param_groups."""
-        g = {grp.get("optimizer"): i for i, grp in
-             enumerate(self.param_groups)}
-        return g.get("muon", 0), g.get("adamw", 1)
+    def _check_replica_grads(self, params, grads):
+        """ParameterError naming the first parameter whose gradient differs
+        between ranks: each gradient's hash (the sum of its elements' bit
+        patterns as int64, exact and independent of the order of the sum)
+        is all-reduced as a maximum and a minimum over torch.distributed's
+        ranks, which agree only where every rank holds the same bits."""
+        world = _world_size(self._target or params[0].device.type)
+        if world == 1:
+            return
+        import torch.distributed as dist
+        if not (dist.is_available() and dist.is_initialized()):
+            raise RuntimeError(
+                "muir.torch.Muon: check_replicas on %d ranks needs "
+                "torch.distributed initialised (gloo or nccl): the hashes "
+                "of the gradients are all-reduced over it" % world)
+        hashes = torch.stack([g.reshape(-1).view(torch.int32).sum(
+            dtype=torch.int64) for g in grads])
+        if dist.get_backend() == "gloo" and hashes.device.type != "cpu":
+            hashes = hashes.cpu()
+        high, low = hashes.clone(), hashes.clone()
+        dist.all_reduce(high, op=dist.ReduceOp.MAX)
+        dist.all_reduce(low, op=dist.ReduceOp.MIN)
+        differ = torch.nonzero(high != low)
+        if differ.numel():
+            p = params[int(differ[0, 0])]
+            raise ParameterError(
+                self._info[p]["name"], "its gradient differs between the "
+                "ranks (check_replicas: the hashes of rank %d's and of "
+                "another rank's differ); all-reduce the gradients before "
+                "step(); stopped before the step, nothing updated"
+                % dist.get_rank())
 
-    def _settings(self):
-        """The compile-time settings now in param_groups."""
-        mi, ai = self._groups()
-        m, a = self.param_groups[mi], self.param_groups[ai]
-        return (float(m["momentum"]), bool(m["nesterov"]), int(m["ns_steps"]),
-                str(m["schedule"]), str(m["scale_mode"]),
-                float(m["scale_extra"]), float(a["betas"][0]),
-                float(a["betas"][1]), float(a["eps"]))
+    # ------------------------------------------------------------------
+    def _structure(self, index):
+        """A group's compiled settings now in param_groups."""
+        group = self.param_groups[index]
+        return tuple((k, group[k]) for k in
+                     _group_keys(self._group_use_muon[index])[1])
 
     def _step_target(self, params):
         """The target and the torch device of the taking-part parameters."""
@@ -628,6 +860,8 @@ class Muon(torch.optim.Optimizer):
         return self._target or device.type, device
 
     def _check(self, p, device):
+        """p's gradient as the step reads it (contiguous: a copy of a
+        non-contiguous one), after checking p, its gradient and state."""
         d = self._info[p]
         name = d["name"]
         if tuple(p.shape) != d["shape"]:
@@ -638,11 +872,6 @@ class Muon(torch.optim.Optimizer):
         if p.dtype != torch.float32:
             raise ParameterError(name, "is %s; muir updates float32 "
                                  "parameters" % p.dtype)
-        if not p.is_contiguous():
-            raise ParameterError(name, "is not contiguous (strides %s); "
-                                 "muir updates the parameter's memory in "
-                                 "place as a row-major array"
-                                 % (tuple(p.stride()),))
         g = p.grad
         if g.is_sparse:
             raise ParameterError(name, "has a sparse gradient; muir needs a "
@@ -656,9 +885,6 @@ class Muon(torch.optim.Optimizer):
         if g.device != device:
             raise ParameterError(name, "has its gradient on %s, not %s"
                                  % (g.device, device))
-        if not g.is_contiguous():
-            raise ParameterError(name, "has a non-contiguous gradient "
-                                 "(strides %s)" % (tuple(g.stride()),))
         state = self.state.get(p)
         if state:
             keys = _MUON_STATE if d["optimizer"] == "muon" else _ADAMW_STATE
@@ -674,6 +900,7 @@ class Muon(torch.optim.Optimizer):
                                                      d["shape"]))
             if d["optimizer"] == "adamw" and "step" not in state:
                 raise ParameterError(name, "has AdamW state without 'step'")
+        return g if g.is_contiguous() else g.contiguous()
 
     def _prepare_state(self, p, device):
         """Creates p's state, or makes loaded state float32, contiguous and
@@ -702,16 +929,18 @@ class Muon(torch.optim.Optimizer):
         s = state["step"]
         return int(s.item()) if isinstance(s, torch.Tensor) else int(s)
 
-    def _compile(self, params, target, settings, device):
-        key = (tuple(self._info[p]["index"] for p in params), target,
-               device.index, settings)
+    def _compile(self, params, target, device):
+        info = self._info
+        groups = sorted({info[p]["group"] for p in params})
+        key = (tuple(info[p]["index"] for p in params), target,
+               device.index, tuple(self._structure(g) for g in groups))
         c = self._cache.get(key)
         if c is not None:
+            self._cache.move_to_end(key)
             return c
         if self._devices is None:
             self._devices = _parse_layout(self._layout, target)
-        mi, ai = self._groups()
-        text = self._describe(params, settings)
+        text, override_groups = self._describe(params)
         options = dict(self._options)
         options["target"] = target
         if target == "cpu":
@@ -727,14 +956,16 @@ class Muon(torch.optim.Optimizer):
             options["cuda-device"] = device.index
         options.update(self._nccl_options(target))
         step = muir.compile(text, self._name + ".json", options)
-        by_desc = {self._info[p]["desc_name"]: p for p in params}
+        by_desc = {info[p]["desc_name"]: p for p in params}
         binds, hyper = [], [None] * step.num_hyper
-        group_of = {"muon": mi, "adamw": ai}
         for a in step.arguments:
             if a.role == "hyper":
-                group, _, field = a.name.partition(".")
-                if group in group_of and field in ("lr", "weight_decay"):
-                    hyper[a.hyper_index] = (group_of[group], field)
+                head, _, field = a.name.rpartition(".")
+                where = _HYPER_FIELDS.get(field)
+                k = head[len("overrides."):] if head.startswith(
+                    "overrides.") else ""
+                if where and k.isdigit() and int(k) < len(override_groups):
+                    hyper[a.hyper_index] = (override_groups[int(k)],) + where
                 else:
                     hyper[a.hyper_index] = float(a.default)
                 continue
@@ -756,18 +987,30 @@ class Muon(torch.optim.Optimizer):
                 raise muir.MuirError("muir.torch.Muon: the compiled step "
                                      "has an argument '%s' (%s) it cannot "
                                      "bind" % (a.name, a.role))
-            if a.shape != self._info[p]["shape"] and \
-                    not (a.shape == (1,) and self._info[p]["shape"] == ()):
+            want = info[p]["desc_shape"]
+            if a.shape != want and not (a.shape == (1,) and want == ()):
                 step.close()
                 raise muir.MuirError(
                     "muir.torch.Muon: the step's '%s' has shape %s on rank "
                     "%d, not the tensor's %s (muir.torch binds whole "
-                    "tensors)" % (a.name, a.shape, step.rank,
-                                  self._info[p]["shape"]))
+                    "tensors)" % (a.name, a.shape, step.rank, want))
             binds.append((a.index, p, kind))
-        c = _Compiled(step, binds, hyper)
+        c = _Compiled(step, binds, hyper, list(params))
         self._cache[key] = c
         return c
+
+    def _evict(self, keep=()):
+        """Frees the least recently used compiled steps beyond
+        max_compiled_steps (not those in `keep`)."""
+        cache = getattr(self, "_cache", None)
+        if cache is None:
+            return
+        for key in list(cache):
+            if len(cache) <= self._max_compiled:
+                break
+            if any(cache[key] is c for c in keep):
+                continue
+            cache.pop(key).step.close()
 
     def _nccl_options(self, target):
         """CUDA on several ranks without mpirun (torchrun): rank 0 makes an
@@ -788,15 +1031,15 @@ class Muon(torch.optim.Optimizer):
                           "nccl-world": world}
         return self._nccl
 
-    def _run(self, c, counter, stream):
+    def _run(self, c, counter, stream, work):
         step = c.step
         state = self.state
         bound = c.bound
         for k, (index, p, kind) in enumerate(c.binds):
             if kind == "param":
-                addr = p.data_ptr()
+                addr = work[p][0].data_ptr()
             elif kind == "grad":
-                addr = p.grad.data_ptr()
+                addr = work[p][1].data_ptr()
             else:
                 addr = state[p][kind].data_ptr()
             if bound[k] != addr:
@@ -805,7 +1048,12 @@ class Muon(torch.optim.Optimizer):
         buf = c.hyper_buf
         groups = self.param_groups
         for k, h in enumerate(c.hyper):
-            buf[k] = h if isinstance(h, float) else float(groups[h[0]][h[1]])
+            if isinstance(h, float):
+                buf[k] = h
+            elif h[2] is None:
+                buf[k] = float(groups[h[0]][h[1]])
+            else:
+                buf[k] = float(groups[h[0]][h[1]][h[2]])
         step.run(counter, buf if buf else None, stream)
 
     @torch.no_grad()
@@ -825,11 +1073,16 @@ class Muon(torch.optim.Optimizer):
         if not params:
             return loss
         target, device = self._step_target(params)
-        for p in params:
-            self._check(p, device)
+        grads = [self._check(p, device) for p in params]
         if self._check_finite:
-            self._check_finite_grads(params)
-        settings = self._settings()
+            self._check_finite_grads(params, grads)
+        if self._check_replicas:
+            self._check_replica_grads(params, grads)
+        # What the step reads and writes: the parameter's own memory (a
+        # contiguous copy, written back, for a non-contiguous one) and the
+        # contiguous gradient.
+        work = {p: (p if p.is_contiguous() else p.contiguous(), g)
+                for p, g in zip(params, grads)}
         muon = [p for p in params if info[p]["optimizer"] == "muon"]
         counts = {}
         for p in params:
@@ -844,8 +1097,7 @@ class Muon(torch.optim.Optimizer):
                             count + 1))
         if not batches:
             batches.append((muon, 1))
-        compiled = [(self._compile(batch, target, settings, device), counter,
-                     batch)
+        compiled = [(self._compile(batch, target, device), counter, batch)
                     for batch, counter in batches]
         for p in params:
             self._prepare_state(p, device)
@@ -854,14 +1106,18 @@ class Muon(torch.optim.Optimizer):
             stream = torch.cuda.current_stream(device).cuda_stream
             with torch.cuda.device(device):
                 for c, counter, _ in compiled:
-                    self._run(c, counter, stream)
+                    self._run(c, counter, stream, work)
         else:
             for c, counter, _ in compiled:
-                self._run(c, counter, stream)
+                self._run(c, counter, stream, work)
+        for p, (w, _) in work.items():
+            if w is not p:
+                p.copy_(w)
         for c, counter, batch in compiled:
             for p in batch:
                 if info[p]["optimizer"] == "adamw":
                     self.state[p]["step"] = counter
+        self._evict(keep=[c for c, _, _ in compiled])
         return loss
 
     def close(self):
@@ -870,36 +1126,139 @@ class Muon(torch.optim.Optimizer):
             c.step.close()
         self._cache.clear()
 
-    @property
     def compiled_steps(self):
-        """The muir.Step objects compiled so far."""
+        """The compiled steps held in memory (muir.Step objects), least
+        recently used first; at most max_compiled_steps."""
         return [c.step for c in self._cache.values()]
 
-    def _describe(self, params, settings):
-        (momentum, nesterov, ns_steps, schedule, scale_mode, scale_extra,
-         beta1, beta2, eps) = settings
-        (lr, wd), (alr, awd) = self._initial["muon"], self._initial["adamw"]
+    # ------------------------------------------------------------------
+    def load_state_dict(self, state_dict):
+        """torch.optim's load_state_dict, after checking that the state
+        was made for these groups: as many groups, as many parameters in
+        each, the same use_muon, and state tensors of each parameter's
+        shape. A mismatch raises ValueError naming the group or the
+        parameter; nothing is loaded."""
+        groups = state_dict.get("param_groups") \
+            if isinstance(state_dict, dict) else None
+        if not isinstance(groups, list) or \
+                not isinstance(state_dict.get("state"), dict):
+            raise ValueError("muir.torch.Muon.load_state_dict: expected a "
+                             "state_dict() (a dict with 'state' and "
+                             "'param_groups')")
+        if len(groups) != len(self.param_groups):
+            raise ValueError(
+                "muir.torch.Muon.load_state_dict: the state has %d param "
+                "groups, this optimizer %d" % (len(groups),
+                                               len(self.param_groups)))
+        ids = {}
+        for index, (saved, mine) in enumerate(zip(groups,
+                                                  self.param_groups)):
+            if len(saved.get("params", ())) != len(mine["params"]):
+                raise ValueError(
+                    "muir.torch.Muon.load_state_dict: param group %d holds "
+                    "%d parameters in the state, %d here"
+                    % (index, len(saved.get("params", ())),
+                       len(mine["params"])))
+            if saved.get("use_muon", mine["use_muon"]) != mine["use_muon"]:
+                raise ValueError(
+                    "muir.torch.Muon.load_state_dict: param group %d has "
+                    "use_muon %r in the state, %r here"
+                    % (index, saved.get("use_muon"), mine["use_muon"]))
+            for i, p in zip(saved["params"], mine["params"]):
+                ids[i] = p
+        for i, entry in state_dict["state"].items():
+            p = ids.get(i)
+            if p is None:
+                raise ValueError("muir.torch.Muon.load_state_dict: the state "
+                                 "holds parameter %r, which no group lists"
+                                 % (i,))
+            d = self._info[p]
+            keys = _MUON_STATE if d["optimizer"] == "muon" else _ADAMW_STATE
+            for key in keys:
+                t = entry.get(key)
+                if not isinstance(t, torch.Tensor):
+                    raise ValueError(
+                        "muir.torch.Muon.load_state_dict: parameter '%s' "
+                        "(%s) has no '%s' in the state (it holds %s)"
+                        % (d["name"], "Muon" if d["optimizer"] == "muon"
+                           else "AdamW", key, ", ".join(sorted(entry))))
+                if tuple(t.shape) != d["shape"]:
+                    raise ValueError(
+                        "muir.torch.Muon.load_state_dict: parameter '%s' "
+                        "has state '%s' of shape %s, but the parameter is %s"
+                        % (d["name"], key, tuple(t.shape), d["shape"]))
+        super().load_state_dict(state_dict)
+        # torch puts the groups' values back, params aside.
+        for group, use_muon in zip(self.param_groups, self._group_use_muon):
+            group["use_muon"] = use_muon
+
+    def __getstate__(self):
+        # Compiled steps are handles into muir's library: a copy compiles
+        # its own.
+        state = dict(self.__dict__)
+        state["_cache"] = collections.OrderedDict()
+        state["_nccl"] = None
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+
+    # ------------------------------------------------------------------
+    def _describe(self, params):
+        """The description's text for `params`, and the group of each
+        override it writes (override k: the parameters of that group)."""
         info = self._info
-        # lr and weight decay are the step's arguments, passed from
-        # param_groups at every run; the description holds the
-        # constructor's values as their defaults, so that the text (and the
-        # on-disk cache's hash of it) does not change with the schedule.
-        return _description.describe(
-            [(info[p]["desc_name"], info[p]["shape"], info[p]["optimizer"],
-              info[p]["ep"] > 1)
+        m, a = self._group_defaults["muon"], self._group_defaults["adamw"]
+        by_group = {}
+        for p in params:
+            by_group.setdefault(info[p]["group"], []).append(p)
+        overrides, override_groups = [], []
+        for index, members in sorted(by_group.items()):
+            use_muon = self._group_use_muon[index]
+            # The run-time values are the step's arguments, passed from
+            # param_groups at every run; the description holds the values
+            # the group was added with as their defaults, so that the text
+            # (and the on-disk cache's hash of it) does not change with a
+            # schedule.
+            o = {"names": [info[p]["desc_name"] for p in members]}
+            initial = self._group_initial[index]
+            o["lr"] = float(initial["lr"])
+            o["weight_decay"] = float(initial["weight_decay"])
+            if "momentum" in initial:
+                o["momentum"] = float(initial["momentum"])
+            if "betas" in initial:
+                o["beta1"] = float(initial["betas"][0])
+                o["beta2"] = float(initial["betas"][1])
+                o["eps"] = float(initial["eps"])
+            for key, v in self._structure(index):
+                o[key] = bool(v) if key == "nesterov" else \
+                    int(v) if key == "ns_steps" else \
+                    float(v) if key == "scale_extra" else str(v)
+            overrides.append(o)
+            override_groups.append(index)
+        text = _description.describe(
+            [(info[p]["desc_name"], info[p]["desc_shape"],
+              info[p]["optimizer"], info[p]["ep"] > 1)
              for p in params],
             name=self._name, ep=self._ep,
             devices=self._devices or _parse_layout(self._layout),
-            lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=wd,
-            ns_steps=ns_steps, schedule=schedule, scale_mode=scale_mode,
-            scale_extra=scale_extra, ns_eps=self._extra["ns_eps"],
+            lr=float(m["lr"]), momentum=float(m["momentum"]),
+            nesterov=bool(m["nesterov"]),
+            weight_decay=float(m["weight_decay"]),
+            ns_steps=int(m["ns_steps"]), schedule=str(m["schedule"]),
+            scale_mode=str(m["scale_mode"]),
+            scale_extra=float(m["scale_extra"]),
+            ns_eps=self._extra["ns_eps"],
             momentum_kind=self._extra["momentum_kind"],
             coefficients=self._extra["coefficients"],
-            adamw_lr=alr, adamw_betas=(beta1, beta2), adamw_eps=eps,
-            adamw_weight_decay=awd)
+            adamw_lr=float(a["lr"]), adamw_betas=tuple(a["betas"]),
+            adamw_eps=float(a["eps"]),
+            adamw_weight_decay=float(a["weight_decay"]),
+            overrides=overrides)
+        return text, override_groups
 
     def description(self, params=None):
         """The JSON description step() compiles for `params` (default: all
         parameters, in order), with the present settings."""
         params = list(self._info) if params is None else list(params)
-        return self._describe(params, self._settings())
+        return self._describe(params)[0]

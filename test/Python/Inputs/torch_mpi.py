@@ -27,7 +27,7 @@ def run(prefix):
     for step in range(1, STEPS + 1):
         losses.append(tt.train_step(model, opt, step))
         sched.step()
-    step = opt.compiled_steps[0]
+    step = opt.compiled_steps()[0]
     env = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
     print("rank %d of %d (mpirun: %d); losses %s" % (
         step.rank, step.world_size, env,
