@@ -137,6 +137,13 @@ int32_t muir_step_world_size(const MuirStep *step);
  * place at every run until bound again). */
 int muir_step_bind(MuirStep *step, int32_t index, void *data);
 
+/* The first NaN or infinity among the bound tensors of role `role`
+ * (MUIR_ROLE_GRAD: the gradients), in argument order: `*index` its argument
+ * and `*element` its flat index, both -1 when every element is finite. CPU
+ * target only (host memory); returns non-zero on the CUDA target. */
+int muir_step_first_nonfinite(const MuirStep *step, int32_t role,
+                              int32_t *index, int64_t *element);
+
 /* Runs one step: `counter` is the 1-based step number (AdamW's bias
  * corrections); `hyper` holds muir_step_num_hyper values in hyper_index
  * order (NULL: the defaults); `stream` is a cudaStream_t for the CUDA

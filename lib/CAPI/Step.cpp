@@ -130,6 +130,20 @@ int muir_step_bind(MuirStep *step, int32_t index, void *data) {
   return 0;
 }
 
+int muir_step_first_nonfinite(const MuirStep *step, int32_t role,
+                              int32_t *index, int64_t *element) {
+  if (!step || !index || !element) {
+    lastError = "muir_step_first_nonfinite: no step or no result pointers";
+    return 1;
+  }
+  auto found = step->step->firstNonFinite(role);
+  if (!found)
+    return failWith(found.takeError());
+  *index = found->first;
+  *element = found->second;
+  return 0;
+}
+
 int muir_step_run(MuirStep *step, int64_t counter, const double *hyper,
                   int32_t num_hyper, void *stream) {
   if (!step) {

@@ -776,6 +776,22 @@ llvm::Error Step::bind(int32_t index, void *data) {
   return llvm::Error::success();
 }
 
+llvm::Expected<std::pair<int32_t, int64_t>>
+Step::firstNonFinite(int32_t role) const {
+  if (cuda())
+    return error("the non-finite check reads host memory; the CUDA target's "
+                 "tensors are on the device");
+  for (auto [i, a] : llvm::enumerate(args)) {
+    if (a.role != role || !a.isTensor() || a.i64 || !bound[i])
+      continue;
+    int64_t at = muirrt_first_nonfinite(static_cast<const float *>(bound[i]),
+                                        a.numel());
+    if (at >= 0)
+      return std::make_pair(static_cast<int32_t>(i), at);
+  }
+  return std::make_pair(int32_t(-1), int64_t(-1));
+}
+
 llvm::Error Step::run(int64_t counter, llvm::ArrayRef<double> hyper,
                       void *stream, bool wait) {
   Impl &I = *impl;

@@ -109,6 +109,10 @@ def _load():
                                              ctypes.POINTER(ctypes.c_double),
                                              ctypes.c_int32, P]),
             "muir_step_close": (None, [P]),
+            "muir_step_first_nonfinite": (
+                ctypes.c_int, [P, ctypes.c_int32,
+                               ctypes.POINTER(ctypes.c_int32),
+                               ctypes.POINTER(ctypes.c_int64)]),
         }
         optional = {
             "muir_step_open": (P, [ctypes.c_char_p, ctypes.c_char_p]),
@@ -304,6 +308,17 @@ class Step:
         if self._lib.muir_step_bind(self._h(), i,
                                     ctypes.c_void_p(int(address))) != 0:
             raise _last_error(self._lib, "muir_step_bind")
+
+    def first_nonfinite(self, role="grad"):
+        """(argument index, flat element) of the first NaN or infinity in
+        the bound tensors of `role` ("grad" by default), or None when all
+        are finite. CPU target (host memory) only."""
+        index, element = ctypes.c_int32(-1), ctypes.c_int64(-1)
+        if self._lib.muir_step_first_nonfinite(
+                self._h(), ROLES.index(role), ctypes.byref(index),
+                ctypes.byref(element)) != 0:
+            raise _last_error(self._lib, "muir_step_first_nonfinite")
+        return None if index.value < 0 else (index.value, element.value)
 
     def run(self, counter=1, hyper=None, stream=None):
         """Runs one step. `counter` is the 1-based step number (AdamW's

@@ -144,6 +144,7 @@ import collections
 import difflib
 import math
 import numbers
+import operator
 import os
 
 import torch
@@ -167,6 +168,15 @@ _ADAMW_STATE = ("exp_avg", "exp_avg_sq")
 # The step's tensor argument suffix -> the key of optimizer.state[p].
 _STATE_OF_SUFFIX = {".momentum": "momentum_buffer", ".exp_avg": "exp_avg",
                     ".exp_avg_sq": "exp_avg_sq"}
+# What a compiled step's tensor argument binds: 0 the parameter, 1 its
+# gradient, 2.. a state tensor (_STATE_KEYS[kind]).
+_STATE_KEYS = (None, None, "momentum_buffer", "exp_avg", "exp_avg_sq")
+_KIND_OF = {"param": 0, "grad": 1, "momentum_buffer": 2, "exp_avg": 3,
+            "exp_avg_sq": 4}
+
+
+def _first(item):
+    return item[0]
 
 
 class ParameterError(ValueError):
@@ -383,12 +393,20 @@ def _parse_layout(layout, target="cpu"):
 
 class _Compiled:
     """One compiled step and how to feed it."""
-    __slots__ = ("step", "binds", "bound", "hyper", "hyper_buf", "params")
+    __slots__ = ("step", "binds", "bound", "hyper", "hyper_buf", "params",
+                 "inputs", "states")
 
     def __init__(self, step, binds, hyper, params):
         self.step = step
-        self.binds = binds          # [(arg index, param, kind)]
+        # [(arg index, parameter index, kind: 0 param, 1 grad, 2.. state
+        # (_STATE_KEYS))]
+        self.binds = binds
         self.bound = [None] * len(binds)
+        # (slot in bound, arg index, parameter index, kind or state key)
+        self.inputs = [(k, a, i, kind)
+                       for k, (a, i, kind) in enumerate(binds) if kind < 2]
+        self.states = [(k, a, i, _STATE_KEYS[kind])
+                       for k, (a, i, kind) in enumerate(binds) if kind >= 2]
         # [(group index, key, element of betas or None) or default float]
         self.hyper = hyper
         self.hyper_buf = [0.0] * len(hyper)
@@ -489,6 +507,7 @@ class Muon(torch.optim.Optimizer):
         self._info = {}
         self._names = set()
         self._group_params = []      # each group's tensors (fixed)
+        self._group_records = []     # their _info entries, in that order
         self._group_use_muon = []    # each group's use_muon
         self._group_initial = []     # its run-time values when added
         self._target = target
@@ -663,14 +682,18 @@ class Muon(torch.optim.Optimizer):
             desc = shape if len(shape) != 4 or opt != "muon" else \
                 (shape[0], shape[1] * shape[2] * shape[3])
             self._info[p] = {"name": name, "shape": shape, "desc_shape": desc,
+                             "size": torch.Size(shape), "numel": p.numel(),
                              "optimizer": opt,
+                             "state_keys": _MUON_STATE if opt == "muon"
+                             else _ADAMW_STATE,
                              "index": self._preset_index.pop(
                                  p, len(self._info)),
-                             "ep": ep, "group": index}
+                             "ep": ep, "group": index, "seen": None}
             self._names.add(name)
             if ep > 1:
                 self._ep = ep
         self._group_params.append(list(group["params"]))
+        self._group_records.append([self._info[p] for p in group["params"]])
         self._group_use_muon.append(use_muon)
         self._group_initial.append({k: group[k] for k in run})
         self._name_arguments()
@@ -731,7 +754,7 @@ class Muon(torch.optim.Optimizer):
                     "group is added" % (got, use_muon))
             params = group.get("params")
             if not isinstance(params, list) or len(params) != len(want) or \
-                    any(a is not b for a, b in zip(params, want)):
+                    not all(map(operator.is_, params, want)):
                 raise ParamGroupError(
                     index, kind, "params",
                     "has other 'params' than the %d tensors it was added "
@@ -775,25 +798,38 @@ class Muon(torch.optim.Optimizer):
             for key in read:
                 self._check_value(index, kind, key, group[key])
 
-    def _check_finite_grads(self, params, grads):
+    def _check_finite_grads(self, compiled, work, target):
         """NonFiniteGradientError for the first parameter whose gradient
-        holds a NaN or an infinity. One sum per gradient, one read of
-        their total: a NaN or an infinity makes a sum non-finite (a large
-        finite gradient can too, by overflow: then its elements are
-        searched and none is found)."""
+        holds a NaN or an infinity. The CPU target: one pass over the bound
+        gradients in muir's runtime (memory speed, one call). CUDA: one sum
+        per gradient, one read of their total (a NaN or an infinity makes a
+        sum non-finite; a large finite gradient can too, by overflow: then
+        its elements are searched and none is found)."""
+        if target == "cpu":
+            for c, _ in compiled:
+                found = c.step.first_nonfinite("grad")
+                if found is None:
+                    continue
+                index, element = found
+                i = next(i for k, i, kind in c.binds
+                         if k == index and kind == 1)
+                g = work[i][1].reshape(-1)
+                raise NonFiniteGradientError(work[i][3]["name"], element,
+                                             g.numel(), float(g[element]))
+            return
+        grads = [w[1] for w in work.values()]
         sums = torch.stack([g.sum() for g in grads])
         if math.isfinite(float(sums.sum())):
             return
-        for p, g, total in zip(params, grads, sums.tolist()):
+        for w, total in zip(work.values(), sums.tolist()):
             if math.isfinite(total):
                 continue
-            flat = g.reshape(-1)
+            flat = w[1].reshape(-1)
             bad = torch.nonzero(~torch.isfinite(flat))
             if bad.numel():
                 element = int(bad[0, 0])
                 raise NonFiniteGradientError(
-                    self._info[p]["name"], element, flat.numel(),
-                    float(flat[element]))
+                    w[3]["name"], element, flat.numel(), float(flat[element]))
 
     def _check_replica_grads(self, params, grads):
         """ParameterError naming the first parameter whose gradient differs
@@ -902,42 +938,36 @@ class Muon(torch.optim.Optimizer):
                 raise ParameterError(name, "has AdamW state without 'step'")
         return g if g.is_contiguous() else g.contiguous()
 
-    def _prepare_state(self, p, device):
+    def _prepare_state(self, p, d, device):
         """Creates p's state, or makes loaded state float32, contiguous and
         on p's device (our tensors, so replacing them is allowed)."""
-        d = self._info[p]
         state = self.state[p]
-        keys = _MUON_STATE if d["optimizer"] == "muon" else _ADAMW_STATE
         if not state:
-            for key in keys:
+            for key in d["state_keys"]:
                 state[key] = torch.zeros(d["shape"], dtype=torch.float32,
                                          device=device)
             if d["optimizer"] == "adamw":
                 state["step"] = 0
             return
-        for key in keys:
+        for key in d["state_keys"]:
             t = state[key]
             if t.dtype != torch.float32 or t.device != device or \
                     not t.is_contiguous():
                 state[key] = t.to(device=device,
                                   dtype=torch.float32).contiguous()
 
-    def _count(self, p):
-        state = self.state.get(p)
-        if not state or "step" not in state:
-            return 0
-        s = state["step"]
-        return int(s.item()) if isinstance(s, torch.Tensor) else int(s)
-
-    def _compile(self, params, target, device):
-        info = self._info
-        groups = sorted({info[p]["group"] for p in params})
-        key = (tuple(info[p]["index"] for p in params), target,
-               device.index, tuple(self._structure(g) for g in groups))
+    def _compile(self, batch, work, target, device):
+        """The compiled step of the parameters of indices `batch` (sorted;
+        their entries in `work`), from the cache or compiled now."""
+        groups = sorted({work[i][3]["group"] for i in batch})
+        key = (tuple(batch), target, device.index,
+               tuple(self._structure(g) for g in groups))
         c = self._cache.get(key)
         if c is not None:
             self._cache.move_to_end(key)
             return c
+        info = self._info
+        params = [work[i][2] for i in batch]
         if self._devices is None:
             self._devices = _parse_layout(self._layout, target)
         text, override_groups = self._describe(params)
@@ -994,7 +1024,7 @@ class Muon(torch.optim.Optimizer):
                     "muir.torch.Muon: the step's '%s' has shape %s on rank "
                     "%d, not the tensor's %s (muir.torch binds whole "
                     "tensors)" % (a.name, a.shape, step.rank, want))
-            binds.append((a.index, p, kind))
+            binds.append((a.index, info[p]["index"], _KIND_OF[kind]))
         c = _Compiled(step, binds, hyper, list(params))
         self._cache[key] = c
         return c
@@ -1031,20 +1061,76 @@ class Muon(torch.optim.Optimizer):
                           "nccl-world": world}
         return self._nccl
 
-    def _run(self, c, counter, stream, work):
-        step = c.step
-        state = self.state
-        bound = c.bound
-        for k, (index, p, kind) in enumerate(c.binds):
-            if kind == "param":
-                addr = work[p][0].data_ptr()
-            elif kind == "grad":
-                addr = work[p][1].data_ptr()
-            else:
-                addr = state[p][kind].data_ptr()
+    def _fast_checks(self, plan):
+        """The target and device of the taking-part parameters, after the
+        checks of every parameter and its gradient (dtype, shape, device,
+        layout); the full checks, which name what is wrong, only when the
+        quick ones fail."""
+        device = plan[0][1].device
+        dtype, strided = torch.float32, torch.strided
+        for _, p, d in plan:
+            g = p.grad
+            if p.dtype is not dtype or g.dtype is not dtype or \
+                    p.shape != d["size"] or g.shape != d["size"] or \
+                    p.device != device or g.device != device or \
+                    g.layout is not strided:
+                break
+        else:
+            if device.type in ("cpu", "cuda") and \
+                    self._target in (None, device.type):
+                return self._target or device.type, device
+        params = [p for _, p, _ in plan]
+        target, device = self._step_target(params)
+        for p in params:
+            self._check(p, device)
+        return target, device
+
+    def _check_state(self, p, d, st, device):
+        """ParameterError if p's state misses a tensor or holds one of
+        another shape; True when a tensor needs converting (dtype, device,
+        layout) before the step."""
+        convert = False
+        for key in d["state_keys"]:
+            t = st.get(key)
+            if not isinstance(t, torch.Tensor):
+                raise ParameterError(d["name"], "has optimizer state without "
+                                     "'%s' (state keys: %s)"
+                                     % (key, ", ".join(sorted(st))))
+            if t.shape != d["size"]:
+                raise ParameterError(d["name"], "has state '%s' of shape %s, "
+                                     "not %s" % (key, tuple(t.shape),
+                                                 d["shape"]))
+            if t.dtype is not torch.float32 or t.device != device or \
+                    not t.is_contiguous():
+                convert = True
+        if d["optimizer"] == "adamw" and "step" not in st:
+            raise ParameterError(d["name"], "has AdamW state without 'step'")
+        return convert
+
+    @staticmethod
+    def _bind_inputs(c, work):
+        """Binds c's parameters and gradients to the tensors in `work`
+        (rebinding only what moved: by address, since `p.data = ...` moves
+        a parameter's storage, not the tensor)."""
+        step, bound = c.step, c.bound
+        for k, index, i, kind in c.inputs:
+            addr = work[i][kind].data_ptr()
             if bound[k] != addr:
                 step.bind(index, addr)
                 bound[k] = addr
+
+    @staticmethod
+    def _bind_state(c, work):
+        """Binds c's state arguments (rebinding only a new tensor: state
+        tensors are the optimizer's own, replaced, never moved)."""
+        step, bound = c.step, c.bound
+        for k, index, i, key in c.states:
+            t = work[i][4][key]
+            if bound[k] is not t:
+                step.bind(index, t.data_ptr())
+                bound[k] = t
+
+    def _run(self, c, counter, stream):
         buf = c.hyper_buf
         groups = self.param_groups
         for k, h in enumerate(c.hyper):
@@ -1054,7 +1140,7 @@ class Muon(torch.optim.Optimizer):
                 buf[k] = float(groups[h[0]][h[1]])
             else:
                 buf[k] = float(groups[h[0]][h[1]][h[2]])
-        step.run(counter, buf if buf else None, stream)
+        c.step.run(counter, buf if buf else None, stream)
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -1063,61 +1149,102 @@ class Muon(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        info = self._info
         # Everything that can fail, before anything is changed.
         self._check_groups()
-        params = sorted((p for group in self.param_groups
-                         for p in group["params"]
-                         if p.grad is not None and p.numel() > 0),
-                        key=lambda p: info[p]["index"])
-        if not params:
+        plan = [(d["index"], p, d)
+                for group, records in zip(self.param_groups,
+                                          self._group_records)
+                for p, d in zip(group["params"], records)
+                if p.grad is not None and d["numel"]]
+        if not plan:
             return loss
-        target, device = self._step_target(params)
-        grads = [self._check(p, device) for p in params]
-        if self._check_finite:
-            self._check_finite_grads(params, grads)
-        if self._check_replicas:
-            self._check_replica_grads(params, grads)
-        # What the step reads and writes: the parameter's own memory (a
-        # contiguous copy, written back, for a non-contiguous one) and the
-        # contiguous gradient.
-        work = {p: (p if p.is_contiguous() else p.contiguous(), g)
-                for p, g in zip(params, grads)}
-        muon = [p for p in params if info[p]["optimizer"] == "muon"]
-        counts = {}
-        for p in params:
-            if info[p]["optimizer"] == "adamw":
-                counts.setdefault(self._count(p), []).append(p)
+        plan.sort(key=_first)
+        target, device = self._fast_checks(plan)
+        # What the step reads and writes, by parameter index: the
+        # parameter's own memory (a contiguous copy, written back, for a
+        # non-contiguous one), the contiguous gradient, the parameter, its
+        # record and its state (None before its first step).
+        state = self.state
+        work, convert, fresh, copies = {}, [], [], []
+        for i, p, d in plan:
+            g = p.grad
+            st = state.get(p) or None
+            if st is not None:
+                # The tensors checked at the last step need no new check.
+                seen = d["seen"]
+                if seen is None or seen[0] is not st or not all(
+                        map(operator.is_, map(st.get, d["state_keys"]),
+                            seen[1])):
+                    d["seen"] = None
+                    fresh.append(i)
+                    if self._check_state(p, d, st, device):
+                        convert.append(i)
+            else:
+                fresh.append(i)
+            if p.is_contiguous():
+                w = p
+            else:
+                w = p.contiguous()
+                copies.append(i)
+            work[i] = (w, g if g.is_contiguous() else g.contiguous(), p, d,
+                       st)
         # One step per AdamW step count (usually one): the compiled step
         # takes one counter. Muon's parameters ride with the first.
-        batches = []
-        for n, (count, adamw) in enumerate(sorted(counts.items())):
-            batch = (muon if n == 0 else []) + adamw
-            batches.append((sorted(batch, key=lambda p: info[p]["index"]),
-                            count + 1))
+        muon, counts = [], {}
+        for i, p, d in plan:
+            if d["optimizer"] == "muon":
+                muon.append(i)
+            else:
+                st = work[i][4]
+                n = 0 if st is None else st["step"]
+                n = int(n.item()) if isinstance(n, torch.Tensor) else int(n)
+                counts.setdefault(n, []).append(i)
+        batches = [(sorted((muon if n == 0 else []) + adamw), count + 1)
+                   for n, (count, adamw) in enumerate(sorted(counts.items()))]
         if not batches:
             batches.append((muon, 1))
-        compiled = [(self._compile(batch, target, device), counter, batch)
+        compiled = [(self._compile(batch, work, target, device), counter)
                     for batch, counter in batches]
-        for p in params:
-            self._prepare_state(p, device)
+        # The parameters and gradients are bound first: the CPU target's
+        # non-finite check reads the bound gradients, before any state is
+        # made.
+        for c, _ in compiled:
+            self._bind_inputs(c, work)
+        if self._check_finite:
+            self._check_finite_grads(compiled, work, target)
+        if self._check_replicas:
+            self._check_replica_grads([w[2] for w in work.values()],
+                                      [w[1] for w in work.values()])
+        for i, p, d in plan:
+            st = work[i][4]
+            if st is None or i in convert:
+                self._prepare_state(p, d, device)
+                w = work[i]
+                work[i] = w[:4] + (state[p],)
         stream = None
         if device.type == "cuda":
             stream = torch.cuda.current_stream(device).cuda_stream
             with torch.cuda.device(device):
-                for c, counter, _ in compiled:
-                    self._run(c, counter, stream, work)
+                for c, counter in compiled:
+                    self._bind_state(c, work)
+                    self._run(c, counter, stream)
         else:
-            for c, counter, _ in compiled:
-                self._run(c, counter, stream, work)
-        for p, (w, _) in work.items():
-            if w is not p:
-                p.copy_(w)
-        for c, counter, batch in compiled:
-            for p in batch:
-                if info[p]["optimizer"] == "adamw":
-                    self.state[p]["step"] = counter
-        self._evict(keep=[c for c, _, _ in compiled])
+            for c, counter in compiled:
+                self._bind_state(c, work)
+                self._run(c, counter, stream)
+        for i in copies:
+            w = work[i]
+            w[2].copy_(w[0])
+        for i in fresh:
+            w = work[i]
+            st = w[4]
+            w[3]["seen"] = (st, tuple(map(st.get, w[3]["state_keys"])))
+        for (batch, counter), (c, _) in zip(batches, compiled):
+            for i in batch:
+                w = work[i]
+                if w[3]["optimizer"] == "adamw":
+                    w[4]["step"] = counter
+        self._evict(keep=[c for c, _ in compiled])
         return loss
 
     def close(self):

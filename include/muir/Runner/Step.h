@@ -201,6 +201,12 @@ public:
   /// pointer by target), used in place by every run until bound again.
   llvm::Error bind(int32_t index, void *data);
 
+  /// The first element that is NaN or infinite among the bound float32
+  /// tensor arguments of `role` (MUIR_ROLE_*), in argument order: {argument
+  /// index, flat element}, or {-1, -1} when every one is finite. Host memory
+  /// only (an error on the CUDA target).
+  llvm::Expected<std::pair<int32_t, int64_t>> firstNonFinite(int32_t role) const;
+
   /// Runs one step. `hyper` holds numHyper() values (empty: defaults). On
   /// the CUDA target `stream` (a cudaStream_t, null: the runtime's) gets
   /// the step, and `wait` says whether to wait for it.
