@@ -205,6 +205,17 @@ expect("bad index", lambda: step.bind(999, arrays["w"].ctypes.data))
 expect("bad name", lambda: step.bind("nope", arrays["w"].ctypes.data),
        KeyError)
 expect("hyper count", lambda: step.run(3, [0.1]), ValueError)
+# The runtime's pass over the bound gradients: the first NaN or infinity
+# (argument, flat element), None when all are finite.
+clean = step.first_nonfinite()
+arrays["b.grad"][3] = np.inf
+arrays["w.grad"][2, 1] = np.nan
+first = step.first_nonfinite("grad")
+check(clean is None and first == (step.index("w.grad"), 2 * 4 + 1),
+      "first_nonfinite: %r then %r" % (clean, first))
+arrays["w.grad"][2, 1] = 0.0
+print("first non-finite: %r, then w.grad element %d, then b.grad element %d"
+      % (clean, first[1], step.first_nonfinite()[1]))
 expect("counter 0", lambda: step.run(0))
 expect("open a non-step", lambda: muir.open_step(os.path.join(cache, "x.so")))
 expect("option spaces", lambda: muir.compile(SOURCE, "api.yaml",
