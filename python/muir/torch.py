@@ -70,7 +70,8 @@ around 0.02 for Muon) give AdamW its own lr (e.g. 3e-4).
 
 step(): the parameters with a gradient take part (those without are
 skipped, their state untouched, as torch optimizers do). Every one of them
-and its gradient must be float32, on the device of the step's
+must be float32 or bfloat16 (its gradient float32, or bfloat16 like it),
+on the device of the step's
 target (CPU tensors: target cpu; CUDA tensors: target cuda on their
 device, run on the current stream, after the work queued there; the CUDA
 path has not run on a GPU yet) and of the shape it had when the optimizer
@@ -78,7 +79,12 @@ was built;
 otherwise step() raises ParameterError naming the parameter and updates
 nothing. A non-contiguous gradient (a channels_last one, a view) is read
 through a contiguous copy; a non-contiguous parameter is updated in a
-contiguous copy written back into it. Before the step, as muir-run does, the gradients are checked for
+contiguous copy written back into it. A bfloat16 parameter is updated as
+mixed-precision training expects: its optimizer state is float32, the
+step's maths float32 on the parameter's value (a float32 copy of it and
+of its gradient), and the result rounded once to bfloat16 (to nearest,
+ties to even) when it is written back: within one bfloat16 ulp of the
+float64 step. Before the step, as muir-run does, the gradients are checked for
 NaN and infinities (check_finite=True; one sum per gradient and one read
 of their total on the host, at memory speed; the elements are searched
 only when the total is not finite): one raises NonFiniteGradientError (a
@@ -163,6 +169,8 @@ _OPTION_KEYS = ("ns_mode", "dp_assign", "syrk", "batch",
                 "cuda_bf16", "cuda_graph", "deterministic", "probe_updates",
                 "machine", "ns_form", "ns_precision", "cache_dir")
 _SUFFIXES = (".grad", ".momentum", ".exp_avg", ".exp_avg_sq")
+# The parameter dtypes a step updates (bfloat16 through a float32 copy).
+_DTYPES = (torch.float32, torch.bfloat16)
 _MUON_STATE = ("momentum_buffer",)
 _ADAMW_STATE = ("exp_avg", "exp_avg_sq")
 # The step's tensor argument suffix -> the key of optimizer.state[p].
@@ -905,16 +913,17 @@ class Muon(torch.optim.Optimizer):
                                  "the optimizer was built (muir's step is "
                                  "compiled for that shape)"
                                  % (tuple(p.shape), d["shape"]))
-        if p.dtype != torch.float32:
-            raise ParameterError(name, "is %s; muir updates float32 "
-                                 "parameters" % p.dtype)
+        if p.dtype not in _DTYPES:
+            raise ParameterError(name, "is %s; muir updates float32 and "
+                                 "bfloat16 parameters" % p.dtype)
         g = p.grad
         if g.is_sparse:
             raise ParameterError(name, "has a sparse gradient; muir needs a "
                                  "dense one")
-        if g.dtype != torch.float32:
+        if g.dtype is not torch.float32 and g.dtype is not p.dtype:
             raise ParameterError(name, "has a %s gradient; muir reads "
-                                 "float32 gradients" % g.dtype)
+                                 "float32 gradients (or bfloat16 ones of a "
+                                 "bfloat16 parameter)" % g.dtype)
         if tuple(g.shape) != d["shape"]:
             raise ParameterError(name, "has a gradient of shape %s, not %s"
                                  % (tuple(g.shape), d["shape"]))
@@ -1067,10 +1076,11 @@ class Muon(torch.optim.Optimizer):
         layout); the full checks, which name what is wrong, only when the
         quick ones fail."""
         device = plan[0][1].device
-        dtype, strided = torch.float32, torch.strided
+        dtype, bf16, strided = torch.float32, torch.bfloat16, torch.strided
         for _, p, d in plan:
             g = p.grad
-            if p.dtype is not dtype or g.dtype is not dtype or \
+            if (p.dtype is not dtype and p.dtype is not bf16) or \
+                    (g.dtype is not dtype and g.dtype is not p.dtype) or \
                     p.shape != d["size"] or g.shape != d["size"] or \
                     p.device != device or g.device != device or \
                     g.layout is not strided:
@@ -1165,6 +1175,7 @@ class Muon(torch.optim.Optimizer):
         # non-contiguous one), the contiguous gradient, the parameter, its
         # record and its state (None before its first step).
         state = self.state
+        f32 = torch.float32
         work, convert, fresh, copies = {}, [], [], []
         for i, p, d in plan:
             g = p.grad
@@ -1181,13 +1192,17 @@ class Muon(torch.optim.Optimizer):
                         convert.append(i)
             else:
                 fresh.append(i)
-            if p.is_contiguous():
+            if p.dtype is f32 and p.is_contiguous():
                 w = p
             else:
-                w = p.contiguous()
+                # A float32 row-major copy, written back (rounded once to
+                # bfloat16 for a bfloat16 parameter).
+                w = torch.empty(d["size"], dtype=f32, device=device)
+                w.copy_(p)
                 copies.append(i)
-            work[i] = (w, g if g.is_contiguous() else g.contiguous(), p, d,
-                       st)
+            if g.dtype is not f32 or not g.is_contiguous():
+                g = torch.empty(d["size"], dtype=f32, device=device).copy_(g)
+            work[i] = (w, g, p, d, st)
         # One step per AdamW step count (usually one): the compiled step
         # takes one counter. Muon's parameters ride with the first.
         muon, counts = [], {}

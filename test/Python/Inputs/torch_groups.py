@@ -306,4 +306,47 @@ o.step()
 e = check_step(o, before, "conv channels_last")
 fail.check(not conv.weight.is_contiguous(), "weight became contiguous")
 print("conv channels_last weight: within %.3f of the tolerance" % e)
+
+# --- 8. bfloat16 parameters: float32 state and maths, rounded once ------
+torch.manual_seed(3)
+net = torch.nn.Sequential(torch.nn.Linear(16, 24), torch.nn.Tanh(),
+                          torch.nn.Linear(24, 8)).to(torch.bfloat16)
+o = muir.torch.Muon(net.named_parameters(), lr=0.02, weight_decay=0.1)
+worst_ulp = 0.0
+for step in range(1, 4):
+    x = torch.randn(5, 16, dtype=torch.bfloat16)
+    net(x).float().square().sum().backward()
+    before = capture(o)
+    o.step()
+    for p, (w, g, s, group, gi) in before.items():
+        info = o._info[p]
+        fail.check(p.dtype is torch.bfloat16 and all(
+            t.dtype is torch.float32 for t in o.state[p].values()
+            if isinstance(t, torch.Tensor)), "bf16: dtypes")
+        if info["optimizer"] == "muon":
+            rw, rm = tt.ref.muon_update(
+                w, g, s.get("momentum_buffer", 0.0 * w), group["lr"],
+                beta=group["momentum"], weight_decay=group["weight_decay"])
+            rstate = [("momentum_buffer", rm)]
+        else:
+            t = s.get("step", 0) + 1
+            rw, rm, rv = tt.ref.adamw_update(
+                w, g, s.get("exp_avg", 0.0 * w), s.get("exp_avg_sq", 0.0 * w),
+                t, group["lr"], beta1=group["betas"][0],
+                beta2=group["betas"][1], eps=group["eps"],
+                weight_decay=group["weight_decay"])
+            rstate = [("exp_avg", rm), ("exp_avg_sq", rv)]
+        # One bfloat16 ulp at the reference's value: 2^(exponent - 7).
+        ulp = 2.0 ** (np.floor(np.log2(np.maximum(np.abs(rw), 1e-30))) - 7)
+        err = float(np.max(np.abs(f64(p) - rw) / ulp))
+        worst_ulp = max(worst_ulp, err)
+        fail.check(err <= 1.0, "bf16 step %d %s: %.3g ulp from the float64 "
+                   "step" % (step, info["name"], err))
+        for kind, r in rstate:
+            e = tt.rel(f64(o.state[p][kind]), r) / TOL
+            fail.check(e <= 1.0, "bf16 step %d %s %s: %.3g times the "
+                       "tolerance" % (step, info["name"], kind, e))
+    o.zero_grad(set_to_none=True)
+print("bf16: 3 steps, parameters within %.2f bfloat16 ulp of the float64 "
+      "step, state float32" % worst_ulp)
 fail.finish()
