@@ -8,6 +8,10 @@ both front doors: the Hugging Face config and the equivalent YAML
 description. Each case runs --reps times; the best wall time and the largest
 peak RSS are reported.
 
+Then Llama-3-8B (examples/hf/llama-3-8b.json) with 4 to 32 layers compiled
+to an object file (--emit=object): the time per layer, which should stay
+flat, and the 32 layers against issue 38's goal (<= 3 s).
+
 Run:  /usr/bin/python3 bench/compile_scale.py --build build
 """
 import argparse
@@ -94,7 +98,36 @@ def main():
                                                  "met" if met else "MISSED"))
         print()
         print("exec IR size: %.1f MiB" % (os.path.getsize(exec_ir) / 2**20))
+        ok &= object_scan(compiler, root, tmp, args.reps)
     return 0 if ok else 1
+
+
+def object_scan(compiler, root, tmp, reps):
+    """--emit=object of Llama-3-8B with 4, 8, 16 and 32 layers (the config's
+    num_hidden_layers), one rank: the time per layer, which should stay
+    flat (issue 38), and the whole model against its goal (<= 3 s)."""
+    import json
+    with open(os.path.join(root, "examples", "hf", "llama-3-8b.json")) as f:
+        config = json.load(f)
+    print()
+    print("Llama-3-8B to an object file (--emit=object, one rank), best of "
+          "%d runs" % reps)
+    print("%8s %10s %12s %12s" % ("layers", "wall s", "s per layer",
+                                  "peak RSS MiB"))
+    wall = None
+    for layers in (4, 8, 16, 32):
+        path = os.path.join(tmp, "llama-%d.json" % layers)
+        with open(path, "w") as f:
+            json.dump(dict(config, num_hidden_layers=layers), f)
+        wall, peak = measure([compiler, "--hf", path, "--emit=object",
+                              "--quiet", "-o",
+                              os.path.join(tmp, "llama.o")], reps)
+        print("%8d %10.2f %12.3f %12.0f" % (layers, wall, wall / layers,
+                                           peak / 2**20))
+    met = wall <= 3.0
+    print("32 layers: %.2f s, goal <= 3 s: %s" % (wall,
+                                                 "met" if met else "MISSED"))
+    return met
 
 
 if __name__ == "__main__":

@@ -352,4 +352,23 @@ def MuirTraceBuffers : Pass<"muir-trace-buffers", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::muir_exec::MuirExecDialect"];
 }
 
+def MuirOutlineLoops : Pass<"muir-outline-loops", "mlir::ModuleOp"> {
+  let summary = "move each top-level loop nest of the CPU step into a "
+                "function of its own";
+  let description = [{
+    After `convert-linalg-to-loops` on the CPU target: every `scf.for`
+    directly in the body of a function with a body (the step) becomes a
+    call of a private function (`<function>_loop<N>`, LLVM's `noinline`) that
+    holds the loop nest, taking the values the nest uses from outside as
+    arguments (constants are copied in). LLVM optimises one function at a
+    time, and its loop passes (induction-variable simplification above
+    all) cost more than linearly in the size of a function: a step of many
+    tensors as one function took most of its compile time there. A loop
+    with results, or one using a memref whose layout the bare-pointer
+    calling convention cannot pass (dynamic strides or offset), stays.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
 #endif // MUIR_PASSES_TD

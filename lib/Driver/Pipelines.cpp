@@ -101,7 +101,13 @@ void mlir::muir::buildExecToLLVMPipeline(OpPassManager &pm,
   // the same bits on every CPU, and no __truncsfbf2, which Debian 12's
   // libgcc lacks, where the target has no bf16 instructions.
   if (failed(parsePassPipeline(
-          "func.func(convert-linalg-to-loops,arith-expand{include-bf16=true}),"
+          "func.func(convert-linalg-to-loops,arith-expand{include-bf16=true})",
+          pm)))
+    llvm::report_fatal_error("muir: malformed built-in lowering pipeline");
+  // One function per loop nest: LLVM's compile time grows with the
+  // functions' sizes faster than linearly.
+  pm.addPass(createMuirOutlineLoops());
+  if (failed(parsePassPipeline(
           "lower-affine,convert-scf-to-cf,"
           "expand-strided-metadata,finalize-memref-to-llvm,"
           "convert-math-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"

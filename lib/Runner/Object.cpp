@@ -10,10 +10,10 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -117,6 +117,29 @@ LogicalResult runner::addPackedEntry(ModuleOp module, StringRef entryName,
   return success();
 }
 
+llvm::Error runner::optimizeHostCode(llvm::Module &module,
+                                     llvm::TargetMachine *tm) {
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopUnrolling = false;
+  tuning.LoopInterleaving = false;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(tm, tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm =
+      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(module, mam);
+  return llvm::Error::success();
+}
+
 std::string runner::emitObject(ModuleOp module, StringRef march,
                                llvm::raw_pwrite_stream &os) {
   llvm::InitializeNativeTarget();
@@ -155,8 +178,7 @@ std::string runner::emitObject(ModuleOp module, StringRef march,
 
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(tm->createDataLayout());
-  if (llvm::Error e = makeOptimizingTransformer(3, 0, tm.get())(
-          llvmModule.get()))
+  if (llvm::Error e = optimizeHostCode(*llvmModule, tm.get()))
     return llvm::toString(std::move(e));
   llvm::legacy::PassManager passes;
   if (tm->addPassesToEmitFile(passes, os, nullptr,

@@ -734,7 +734,10 @@ llvm::Error Step::startEngine() {
   auto engineTM = hostBuilder->createTargetMachine();
   if (!optimizerTM || !engineTM)
     return error("cannot create a target machine for the host");
-  auto transformer = makeOptimizingTransformer(3, 0, optimizerTM->get());
+  llvm::TargetMachine *tm = optimizerTM->get();
+  auto transformer = [tm](llvm::Module *m) {
+    return optimizeHostCode(*m, tm);
+  };
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
   // LLVM's defaults register both listeners; perf's writes files under

@@ -5,8 +5,11 @@
 // CHECK-NOT: muir.
 // CHECK-NOT: memref.
 // CHECK-NOT: linalg.
-// CHECK-LABEL: llvm.func @step
-// CHECK-SAME: (%{{.*}}: !llvm.ptr {muir.name = "w"}, %{{.*}}: !llvm.ptr {muir.name = "w.grad"}, %{{.*}}: !llvm.ptr {muir.name = "w.momentum"}, %{{.*}}: !llvm.ptr {muir.name = "b"}, %{{.*}}: !llvm.ptr {muir.name = "b.grad"}, %{{.*}}: !llvm.ptr {muir.name = "b.exp_avg"}, %{{.*}}: !llvm.ptr {muir.name = "b.exp_avg_sq"}, %{{.*}}: i64 {muir.role = "step"})
+// The element-wise loop nests are functions of their own (muir-outline-
+// loops), never inlined, before the entry.
+// CHECK: llvm.func @step_loop0({{.*}}) attributes {passthrough = ["noinline"], sym_visibility = "private"}
+// CHECK-LABEL: llvm.func @step(
+// CHECK-SAME: %{{.*}}: !llvm.ptr {muir.name = "w"}, %{{.*}}: !llvm.ptr {muir.name = "w.grad"}, %{{.*}}: !llvm.ptr {muir.name = "w.momentum"}, %{{.*}}: !llvm.ptr {muir.name = "b"}, %{{.*}}: !llvm.ptr {muir.name = "b.grad"}, %{{.*}}: !llvm.ptr {muir.name = "b.exp_avg"}, %{{.*}}: !llvm.ptr {muir.name = "b.exp_avg_sq"}, %{{.*}}: i64 {muir.role = "step"})
 // CHECK: llvm.call @muirrt_frobenius_normalize
 // The 5 steps are one loop (w is tall: no transposes) whose body is one
 // step: the Gram matrix X^T X and A A as SYRK, X B + a X a GEMM (the
@@ -23,6 +26,7 @@
 // CHECK-NOT: llvm.call @muirrt_transpose
 // CHECK: llvm.intr.pow
 // CHECK: llvm.intr.sqrt
+// CHECK: llvm.call @step_loop2(
 // CHECK: llvm.return
 // CHECK-DAG: llvm.func @muirrt_sgemm(i64, i32, i32, i64, i64, i64, f32, !llvm.ptr, !llvm.ptr, f32, !llvm.ptr, !llvm.ptr)
 func.func @step(%w: tensor<16x8xf32> {muir.name = "w"}, %g: tensor<16x8xf32> {muir.name = "w.grad"}, %m: tensor<16x8xf32> {muir.name = "w.momentum"},

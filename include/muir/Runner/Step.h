@@ -29,6 +29,11 @@
 #include <string>
 #include <vector>
 
+namespace llvm {
+class Module;
+class TargetMachine;
+} // namespace llvm
+
 namespace mlir {
 class ExecutionEngine;
 namespace muir::runner {
@@ -352,6 +357,12 @@ std::string entryManifest(ModuleOp module, std::string &entryName);
 LogicalResult addPackedEntry(ModuleOp module, llvm::StringRef entryName,
                              llvm::StringRef manifest,
                              llvm::StringRef metadata = "");
+
+/// LLVM's O3 pipeline for a step's host code, without loop unrolling and
+/// interleaving: the step's loops are element-wise and memory-bound (the
+/// products are the BLAS's), and unrolled copies of a step's hundreds of
+/// loops doubled the code and the time to generate it. `tm` may be null.
+llvm::Error optimizeHostCode(llvm::Module &module, llvm::TargetMachine *tm);
 
 /// The LLVM-dialect module as a relocatable object (PIC, O3) for `march`:
 /// "native" (the host's CPU and features, as the JIT), "x86-64", or an
