@@ -172,7 +172,8 @@ std::string runner::emitObject(ModuleOp module, StringRef march,
   if (!known || !known->isCPUStringValid(cpu))
     return "--march: unknown CPU '" + cpu + "' for " + triple.str();
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, cpu, features, options, llvm::Reloc::PIC_));
+      triple, cpu, features, options, llvm::Reloc::PIC_, std::nullopt,
+      kHostCodeGenLevel));
   if (!tm)
     return "cannot create a target machine for " + triple.str();
 

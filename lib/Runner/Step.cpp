@@ -740,6 +740,7 @@ llvm::Error Step::startEngine() {
   };
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
+  engineOptions.jitCodeGenOptLevel = kHostCodeGenLevel;
   // LLVM's defaults register both listeners; perf's writes files under
   // $TMPDIR/.debug/jit that nobody asked for.
   engineOptions.enableGDBNotificationListener = options.jitListeners;
