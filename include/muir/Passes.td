@@ -363,11 +363,22 @@ def MuirOutlineLoops : Pass<"muir-outline-loops", "mlir::ModuleOp"> {
     arguments (constants are copied in). LLVM optimises one function at a
     time, and its loop passes (induction-variable simplification above
     all) cost more than linearly in the size of a function: a step of many
-    tensors as one function took most of its compile time there. A loop
-    with results, or one using a memref whose layout the bare-pointer
-    calling convention cannot pass (dynamic strides or offset), stays.
+    tensors as one function took most of its compile time there.
+
+    Code per shape class and kind of nest, not per tensor: a nest equal to
+    one outlined before (the same argument types, the same ops and
+    constants) calls that function. A view the nest only loads from and
+    stores to (a slot of a batch buffer, a strided slice: any layout other
+    than the plain row-major one, static sizes and strides) is passed as
+    its base buffer (`memref<f32>`) and its offset
+    (`memref.extract_strided_metadata` at the call,
+    `memref.reinterpret_cast` in the function), so that the nests over
+    the slots of a batch share one function. A loop with results, or one
+    using another memref the bare-pointer calling convention cannot pass,
+    stays.
   }];
   let dependentDialects = ["mlir::func::FuncDialect",
+                           "mlir::memref::MemRefDialect",
                            "mlir::scf::SCFDialect"];
 }
 

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
@@ -62,6 +63,9 @@ struct OutlineLoopsPass
     }
   }
 
+  /// Outlined functions by a hash of their type and body.
+  DenseMap<llvm::hash_code, SmallVector<func::FuncOp, 1>> outlined;
+
   void outline(SymbolTable &symbols, func::FuncOp f, scf::ForOp loop,
                int64_t &n) {
     if (loop.getNumResults() != 0)
@@ -82,37 +86,127 @@ struct OutlineLoopsPass
             constants.push_back(def);
           continue;
         }
-        ok &= passable(v.getType());
         captured.insert(v);
       }
     });
+    // What the function takes for each captured value: the value itself,
+    // or, for a view (an offset or other strides) that the nest only loads
+    // from and stores to, its base buffer and its offset, so that the
+    // views of one shape at different places share one function.
+    SmallVector<Value> operands;
+    SmallVector<bool> viaBase;
+    for (Value v : captured) {
+      bool rebase = isRebasable(v, loop);
+      ok &= rebase || passable(v.getType());
+      viaBase.push_back(rebase);
+    }
     if (!ok)
       return;
+    OpBuilder at(loop);
+    for (auto [v, rebase] : llvm::zip(captured, viaBase)) {
+      if (!rebase) {
+        operands.push_back(v);
+        continue;
+      }
+      auto meta =
+          memref::ExtractStridedMetadataOp::create(at, loop.getLoc(), v);
+      operands.push_back(meta.getBaseBuffer());
+      operands.push_back(meta.getOffset());
+    }
     OpBuilder b(f);
     SmallVector<Type> types;
-    for (Value v : captured)
+    for (Value v : operands)
       types.push_back(v.getType());
     auto callee = func::FuncOp::create(
-        b, loop.getLoc(), (f.getName() + "_loop" + Twine(n++)).str(),
+        b, loop.getLoc(), (f.getName() + "_loop" + Twine(n)).str(),
         b.getFunctionType(types, {}));
     callee.setPrivate();
     // convert-func-to-llvm keeps `passthrough` (LLVM's own attributes).
     callee->setAttr("passthrough",
                     b.getArrayAttr({b.getStringAttr("noinline")}));
-    symbols.insert(callee);
     Block *body = callee.addEntryBlock();
     OpBuilder inside = OpBuilder::atBlockBegin(body);
     IRMapping map;
-    for (auto [v, arg] : llvm::zip(captured, body->getArguments()))
+    unsigned next = 0;
+    for (auto [v, rebase] : llvm::zip(captured, viaBase)) {
+      Value arg = body->getArgument(next++);
+      if (rebase) {
+        auto type = cast<MemRefType>(v.getType());
+        auto [strides, offset] = type.getStridesAndOffset();
+        arg = memref::ReinterpretCastOp::create(
+            inside, loop.getLoc(), arg, OpFoldResult(body->getArgument(next++)),
+            getAsIndexOpFoldResult(b.getContext(), type.getShape()),
+            getAsIndexOpFoldResult(b.getContext(), strides));
+      }
       map.map(v, arg);
+    }
     for (Operation *c : constants)
       inside.clone(*c, map);
     inside.clone(*loop, map);
     func::ReturnOp::create(inside, loop.getLoc());
-    OpBuilder at(loop);
-    func::CallOp::create(at, loop.getLoc(), callee,
-                         SmallVector<Value>(captured.begin(), captured.end()));
+    // A nest equal to one outlined before (the same types and body) calls
+    // that function instead.
+    func::FuncOp same = findEqual(callee);
+    if (same) {
+      callee.erase();
+      callee = same;
+    } else {
+      symbols.insert(callee);
+      ++n;
+    }
+    func::CallOp::create(at, loop.getLoc(), callee, operands);
     loop.erase();
+  }
+
+  /// Whether the nest `loop` can take `v` through its base buffer and
+  /// offset: a memref of static shape and strides, not of the plain
+  /// row-major type, that the nest only loads from and stores to.
+  static bool isRebasable(Value v, scf::ForOp loop) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    // The plain row-major type is passed as it is; any other layout
+    // (strided, even with the row-major strides and offset 0) is rebased.
+    if (!type || !type.hasStaticShape() ||
+        (isa<AffineMapAttr>(type.getLayout()) &&
+         type.getLayout().isIdentity()))
+      return false;
+    int64_t offset = 0;
+    SmallVector<int64_t> strides;
+    if (failed(type.getStridesAndOffset(strides, offset)) ||
+        llvm::any_of(strides, ShapedType::isDynamic))
+      return false;
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (!loop->isAncestor(user))
+        continue;
+      auto load = dyn_cast<memref::LoadOp>(user);
+      auto store = dyn_cast<memref::StoreOp>(user);
+      if (!(load && load.getMemRef() == v) &&
+          !(store && store.getMemRef() == v))
+        return false;
+    }
+    return true;
+  }
+
+  /// An outlined function of the same type and body as `callee`, or null
+  /// (recording `callee` for the next ones).
+  func::FuncOp findEqual(func::FuncOp callee) {
+    llvm::hash_code hash = hash_value(callee.getFunctionType());
+    callee.getBody().walk([&](Operation *op) {
+      hash = llvm::hash_combine(
+          hash, OperationEquivalence::computeHash(
+                    op, OperationEquivalence::ignoreHashValue,
+                    OperationEquivalence::ignoreHashValue,
+                    OperationEquivalence::IgnoreLocations));
+    });
+    SmallVector<func::FuncOp, 1> &bucket = outlined[hash];
+    for (func::FuncOp other : bucket)
+      if (other.getFunctionType() == callee.getFunctionType() &&
+          OperationEquivalence::isRegionEquivalentTo(
+              &other.getBody(), &callee.getBody(),
+              OperationEquivalence::IgnoreLocations))
+        return other;
+    bucket.push_back(callee);
+    return {};
   }
 };
 
