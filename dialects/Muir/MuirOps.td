@@ -85,7 +85,7 @@ def Muir_GridOp : Muir_Op<"grid", [Symbol]> {
 //===----------------------------------------------------------------------===//
 
 def Muir_MuonUpdateOp : Muir_Op<"muon_update", [Pure,
-    AllTypesMatch<["param", "grad", "momentum_buffer", "new_param",
+    AttrSizedOperandSegments, AllTypesMatch<["param", "grad", "momentum_buffer", "new_param",
                    "new_momentum_buffer"]>]> {
   let summary = "one Muon step for a matrix or a stack of matrices";
   let description = [{
@@ -120,9 +120,16 @@ def Muir_MuonUpdateOp : Muir_Op<"muon_update", [Pure,
     momentum are read when the step runs, and the `lr`, `weight_decay` and
     `beta` attributes are only the defaults a runner passes when the caller
     gives none.
+
+    Taking part at run time: with `take(%t)` (an i1, typically from the
+    step's `<name>.take` argument) a false %t leaves the parameter and its
+    momentum buffer as they are, bit for bit (W' = W, M' = M): the step
+    skips a parameter without a gradient this time without being compiled
+    again.
   }];
   let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$grad,
       Muir_F32Tensor:$momentum_buffer, Variadic<F64>:$hyper,
+      Optional<I1>:$take,
       F64Attr:$lr,
       DefaultValuedAttr<F64Attr, "0.95">:$beta,
       DefaultValuedAttr<Muir_MomentumKindAttr, "MomentumKind::ema">:$momentum_kind,
@@ -139,13 +146,13 @@ def Muir_MuonUpdateOp : Muir_Op<"muon_update", [Pure,
                       Muir_F32Tensor:$new_momentum_buffer);
   let assemblyFormat = [{
     $param `,` $grad `,` $momentum_buffer (`hyper` `(` $hyper^ `)`)?
-    attr-dict `:` type($param)
+    (`take` `(` $take^ `)`)? attr-dict `:` type($param)
   }];
   let hasVerifier = 1;
 }
 
 def Muir_AdamWUpdateOp : Muir_Op<"adamw_update", [Pure,
-    AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
+    AttrSizedOperandSegments, AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
                    "new_exp_avg", "new_exp_avg_sq"]>]> {
   let summary = "one AdamW step (decoupled weight decay)";
   let description = [{
@@ -161,11 +168,13 @@ def Muir_AdamWUpdateOp : Muir_Op<"adamw_update", [Pure,
 
     With `hyper(%lr, %wd)` the learning rate and weight decay are read at
     run time (as for `muir.muon_update`), with `hyper(%lr, %wd, %beta1,
-    %beta2, %eps)` all five; the attributes are the defaults.
+    %beta2, %eps)` all five; the attributes are the defaults. With
+    `take(%t)` a false %t leaves W, m and v as they are, bit for bit (as
+    for `muir.muon_update`).
   }];
   let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$grad,
       Muir_F32Tensor:$exp_avg, Muir_F32Tensor:$exp_avg_sq, I64:$step,
-      Variadic<F64>:$hyper,
+      Variadic<F64>:$hyper, Optional<I1>:$take,
       F64Attr:$lr,
       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
@@ -175,46 +184,51 @@ def Muir_AdamWUpdateOp : Muir_Op<"adamw_update", [Pure,
                       Muir_F32Tensor:$new_exp_avg_sq);
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `step` $step
-    (`hyper` `(` $hyper^ `)`)? attr-dict `:` type($param)
+    (`hyper` `(` $hyper^ `)`)? (`take` `(` $take^ `)`)? attr-dict `:`
+    type($param)
   }];
   let hasVerifier = 1;
 }
 
 def Muir_MomentumOp : Muir_Op<"momentum", [Pure,
-    AllTypesMatch<["grad", "momentum_buffer", "update",
+    AttrSizedOperandSegments, AllTypesMatch<["grad", "momentum_buffer", "update",
                    "new_momentum_buffer"]>]> {
   let summary = "Muon's momentum accumulation and Nesterov look-ahead";
   let description = [{
     The element-wise front of `muir.muon_update`: returns the update U to
     orthogonalise and the new momentum buffer M' (formulas there). With
     `beta(%b)` (an f64 scalar) the momentum is read at run time and the
-    `beta` attribute is its default.
+    `beta` attribute is its default. With `take(%t)` a false %t gives
+    U = 0 (a Newton-Schulz of it stays finite and is not applied) and
+    M' = M.
   }];
   let arguments = (ins Muir_F32Tensor:$grad, Muir_F32Tensor:$momentum_buffer,
-      Optional<F64>:$beta_value,
+      Optional<F64>:$beta_value, Optional<I1>:$take,
       F64Attr:$beta, Muir_MomentumKindAttr:$momentum_kind, BoolAttr:$nesterov);
   let results = (outs Muir_F32Tensor:$update,
                       Muir_F32Tensor:$new_momentum_buffer);
   let assemblyFormat = [{
-    $grad `,` $momentum_buffer (`beta` `(` $beta_value^ `)`)? attr-dict `:`
-    type($grad)
+    $grad `,` $momentum_buffer (`beta` `(` $beta_value^ `)`)?
+    (`take` `(` $take^ `)`)? attr-dict `:` type($grad)
   }];
   let hasVerifier = 1;
 }
 
 def Muir_ApplyUpdateOp : Muir_Op<"apply_update", [Pure,
-    AllTypesMatch<["param", "update", "new_param"]>]> {
+    AttrSizedOperandSegments, AllTypesMatch<["param", "update", "new_param"]>]> {
   let summary = "W' = W * (1 - lr * weight_decay) - lr * scale * U";
   let description = [{
     The element-wise tail of `muir.muon_update`: decoupled weight decay and
     the scaled step along the orthogonalised update U. With `hyper(%lr,
-    %wd)` the learning rate and weight decay are read at run time.
+    %wd)` the learning rate and weight decay are read at run time. With
+    `take(%t)` a false %t gives W' = W.
   }];
   let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$update,
-      Variadic<F64>:$hyper, F64Attr:$lr, F64Attr:$scale, F64Attr:$weight_decay);
+      Variadic<F64>:$hyper, Optional<I1>:$take, F64Attr:$lr, F64Attr:$scale, F64Attr:$weight_decay);
   let results = (outs Muir_F32Tensor:$new_param);
   let assemblyFormat = [{
-    $param `,` $update (`hyper` `(` $hyper^ `)`)? attr-dict `:` type($param)
+    $param `,` $update (`hyper` `(` $hyper^ `)`)? (`take` `(` $take^ `)`)?
+    attr-dict `:` type($param)
   }];
   let hasVerifier = 1;
 }

@@ -99,6 +99,19 @@ struct Hyper {
 
 // One `lower` overload per op; ToLinalg<Op> applies it.
 
+/// An update's results where it takes part: with a run-time `take` flag,
+/// each computed value where the flag is true, else the value it replaces
+/// (the same bits), in the kernel: no copy of the old tensor is needed.
+SmallVector<Value> unlessSkipped(OpBuilder &b, Location loc, Value take,
+                                 SmallVector<Value> computed,
+                                 ArrayRef<Value> kept) {
+  if (!take)
+    return computed;
+  for (auto [value, old] : llvm::zip(computed, kept))
+    value = arith::SelectOp::create(b, loc, take, value, old);
+  return computed;
+}
+
 /// A coefficient c (f64, from the run-time operand `v` where there is one,
 /// else the attribute's value) as the f32 of c and of 1 - c, each rounded
 /// once from f64: the same bits as the constants.
@@ -130,7 +143,9 @@ LogicalResult lower(MomentumOp op, PatternRewriter &rw) {
         if (nesterov)
           upd = arith::AddFOp::create(
               nb, nl, gTerm, arith::MulFOp::create(nb, nl, cBeta, newM));
-        return SmallVector<Value>{upd, newM};
+        // Skipped: U = 0 (its Newton-Schulz stays finite), M' = M.
+        return unlessSkipped(nb, nl, op.getTake(), {upd, newM},
+                             {op.getTake() ? f32(nb, nl, 0.0) : Value(), old});
       });
   return success();
 }
@@ -144,8 +159,9 @@ LogicalResult lower(ApplyUpdateOp op, PatternRewriter &rw) {
                    [&](OpBuilder &nb, Location nl, ValueRange a) {
                      Value kept = arith::MulFOp::create(nb, nl, a[0], decay);
                      Value delta = arith::MulFOp::create(nb, nl, step, a[1]);
-                     return SmallVector<Value>{
-                         arith::SubFOp::create(nb, nl, kept, delta)};
+                     return unlessSkipped(
+                         nb, nl, op.getTake(),
+                         {arith::SubFOp::create(nb, nl, kept, delta)}, {a[0]});
                    });
   return success();
 }
@@ -201,7 +217,8 @@ LogicalResult lower(AdamWUpdateOp op, PatternRewriter &rw) {
         Value ratio = arith::DivFOp::create(nb, nl, newM, denom);
         Value newP = arith::SubFOp::create(nb, nl, mul(a[0], decay),
                                            mul(stepSize, ratio));
-        return SmallVector<Value>{newP, newM, newV};
+        return unlessSkipped(nb, nl, op.getTake(), {newP, newM, newV},
+                             {a[0], a[2], a[3]});
       });
   return success();
 }

@@ -448,7 +448,7 @@ struct TrainedLayer {
 
 OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
                                                      const Description &d) {
-  ctx.loadDialect<muir::MuirDialect, func::FuncDialect>();
+  ctx.loadDialect<muir::MuirDialect, func::FuncDialect, arith::ArithDialect>();
   OpBuilder b(&ctx);
   Location loc = locFor(ctx, d.loc);
   if (d.params.empty()) {
@@ -652,6 +652,19 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
     for (const HyperArgument &h : hyperArguments(a))
       hyperOf.back().push_back(hyperArg(h.name, h.value));
   }
+  // optimizer.mask: per parameter "<name>.take" (1 updates it, 0 leaves it
+  // and its state as they are) and per AdamW parameter "<name>.step" (its
+  // own bias-correction count; 0, the default: the step's counter).
+  // All flags first, then all counts, in parameter order: each a run of
+  // consecutive hyperparameters a caller fills at once.
+  SmallVector<int64_t> takeArg(plan.size(), -1), countArg(plan.size(), -1);
+  if (d.mask) {
+    for (auto [i, entry] : llvm::enumerate(plan))
+      takeArg[i] = hyperArg(entry.first->name + ".take", 1.0);
+    for (auto [i, entry] : llvm::enumerate(plan))
+      if (entry.second.optimizer == Optimizer::AdamW)
+        countArg[i] = hyperArg(entry.first->name + ".step", 0.0);
+  }
 
   // Results: the updated parameter and state, in argument order.
   SmallVector<Type> resultTypes;
@@ -758,6 +771,13 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
     SmallVector<Value, 5> hyper;
     for (unsigned h : hyperOf[i])
       hyper.push_back(body->getArgument(h));
+    Value take;
+    auto zero = [&] {
+      return arith::ConstantOp::create(b, ploc, b.getF64FloatAttr(0.0));
+    };
+    if (takeArg[i] >= 0)
+      take = arith::CmpFOp::create(b, ploc, arith::CmpFPredicate::UNE,
+                                   body->getArgument(takeArg[i]), zero());
     if (a.optimizer == Optimizer::Muon) {
       const MuonSettings &m = a.muon;
       auto schedule = *symbolizeNSSchedule(m.schedule);
@@ -765,7 +785,7 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       if (schedule == NSSchedule::custom)
         coeffs = b.getDenseF64ArrayAttr(m.coefficients);
       auto op = MuonUpdateOp::create(
-          b, ploc, type, type, arg(0), arg(1), arg(2), hyper,
+          b, ploc, type, type, arg(0), arg(1), arg(2), hyper, take,
           b.getF64FloatAttr(m.lr),
           b.getF64FloatAttr(m.beta),
           MomentumKindAttr::get(&ctx, *symbolizeMomentumKind(m.momentumKind)),
@@ -786,9 +806,18 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       results.push_back(op.getNewMomentumBuffer());
     } else {
       const AdamWSettings &w = a.adamw;
+      Value count = body->getArgument(stepArg);
+      if (countArg[i] >= 0) {
+        Value own = body->getArgument(countArg[i]);
+        Value given = arith::CmpFOp::create(b, ploc, arith::CmpFPredicate::OGT,
+                                            own, zero());
+        count = arith::SelectOp::create(
+            b, ploc, given,
+            arith::FPToSIOp::create(b, ploc, b.getI64Type(), own), count);
+      }
       auto op = AdamWUpdateOp::create(
-          b, ploc, type, type, type, arg(0), arg(1), arg(2), arg(3),
-          body->getArgument(stepArg), hyper, b.getF64FloatAttr(w.lr),
+          b, ploc, type, type, type, arg(0), arg(1), arg(2), arg(3), count,
+          hyper, take, b.getF64FloatAttr(w.lr),
           b.getF64FloatAttr(w.beta1), b.getF64FloatAttr(w.beta2),
           b.getF64FloatAttr(w.eps), b.getF64FloatAttr(w.weightDecay));
       results.push_back(op.getNewParam());

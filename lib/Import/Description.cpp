@@ -648,13 +648,16 @@ void Reader::readOverride(yaml::Node *n, Description &d) {
 }
 
 void Reader::readOptimizer(yaml::Node *n, Description &d) {
-  forEachKey(n, "'optimizer'", {"muon", "adamw", "overrides"},
+  forEachKey(n, "'optimizer'", {"muon", "adamw", "overrides", "mask"},
              [&](StringRef key, yaml::Node *v) {
                if (key == "muon")
                  readMuon(v, d.muon);
                else if (key == "adamw")
                  readAdamW(v, d.adamw);
-               else
+               else if (key == "mask") {
+                 if (auto x = boolean(v, key))
+                   d.mask = *x;
+               } else
                  forEachItem(v, key,
                              [&](yaml::Node *item) { readOverride(item, d); });
              });

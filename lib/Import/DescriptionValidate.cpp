@@ -328,6 +328,12 @@ LogicalResult mlir::muir::desc::validate(
                                 : ("optimizer." + group).str(),
                      isOverride ? d.overrides[index].loc : Loc());
     }
+    // optimizer.mask's flags and AdamW's own counts.
+    if (d.mask && !p.name.empty()) {
+      files.addHyper(p.name + ".take", "optimizer.mask", Loc());
+      if (a.optimizer == Optimizer::AdamW)
+        files.addHyper(p.name + ".step", "optimizer.mask", Loc());
+    }
   }
   int64_t totalElements = 0;
   bool totalReported = false;

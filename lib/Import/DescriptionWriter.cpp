@@ -134,6 +134,8 @@ void mlir::muir::desc::writeDescription(const Description &d,
   os << "  adamw: {lr: " << number(a.lr) << ", beta1: " << number(a.beta1)
      << ", beta2: " << number(a.beta2) << ", eps: " << number(a.eps)
      << ", weight_decay: " << number(a.weightDecay) << "}\n";
+  if (d.mask)
+    os << "  mask: true\n";
   if (!d.overrides.empty()) {
     os << "  overrides:\n";
     for (const Override &o : d.overrides) {

@@ -69,7 +69,7 @@ struct DecomposeMuonUpdate : OpRewritePattern<MuonUpdateOp> {
 
     auto mom = MomentumOp::create(
         rewriter, loc, type, type, op.getGrad(), op.getMomentumBuffer(),
-        op.getHyper().size() > 2 ? op.getHyper()[2] : Value(),
+        op.getHyper().size() > 2 ? op.getHyper()[2] : Value(), op.getTake(),
         op.getBetaAttr(), op.getMomentumKindAttr(), op.getNesterovAttr());
     StringAttr name = getArgName(op.getParam());
     std::string label =
@@ -109,7 +109,7 @@ struct DecomposeMuonUpdate : OpRewritePattern<MuonUpdateOp> {
       return ApplyUpdateOp::create(rewriter, loc, blockType, p, ns.getResult(),
                                    op.getHyper().take_front(
                                        std::min<size_t>(op.getHyper().size(), 2)),
-                                   op.getLrAttr(),
+                                   op.getTake(), op.getLrAttr(),
                                    rewriter.getF64FloatAttr(scale),
                                    op.getWeightDecayAttr());
     };

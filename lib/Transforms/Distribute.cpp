@@ -451,7 +451,7 @@ struct DistributePass
     job.momentum = MomentumOp::create(
         b, op.getLoc(), localType, localType, op.getGrad(),
         op.getMomentumBuffer(),
-        op.getHyper().size() > 2 ? op.getHyper()[2] : Value(),
+        op.getHyper().size() > 2 ? op.getHyper()[2] : Value(), op.getTake(),
         op.getBetaAttr(), op.getMomentumKindAttr(), op.getNesterovAttr());
     if (job.fsdp) {
       job.weight = layerwiseWeight(m, n, batch, steps);
@@ -601,7 +601,8 @@ struct DistributePass
       auto a = ApplyUpdateOp::create(
           b, loc, p.getType(), p, x,
           op.getHyper().take_front(std::min<size_t>(op.getHyper().size(), 2)),
-          op.getLrAttr(), b.getF64FloatAttr(scale), op.getWeightDecayAttr());
+          op.getTake(), op.getLrAttr(), b.getF64FloatAttr(scale),
+          op.getWeightDecayAttr());
       // The decision stays visible in the planned IR.
       if (job.matrixSplit)
         a->setAttr("muir.ns_mode",

@@ -309,6 +309,12 @@ class Step:
                                     ctypes.c_void_p(int(address))) != 0:
             raise _last_error(self._lib, "muir_step_bind")
 
+    @property
+    def hyper_buffer(self):
+        """The step's own ctypes array of num_hyper doubles (at least one),
+        in hyper_index order: fill it and pass it to run() as `hyper`."""
+        return self._hyper_buf
+
     def first_nonfinite(self, role="grad"):
         """(argument index, flat element) of the first NaN or infinity in
         the bound tensors of `role` ("grad" by default), or None when all
@@ -324,19 +330,22 @@ class Step:
         """Runs one step. `counter` is the 1-based step number (AdamW's
         bias correction); `hyper` num_hyper floats in hyper_index order
         (None: the description's values); `stream` a cudaStream_t as an int
-        for the CUDA target (None: the runtime's)."""
+        for the CUDA target (None: the runtime's). `hyper` may be the
+        step's own `hyper_buffer`, filled by the caller: then nothing is
+        copied."""
         h = self._h()
         if hyper is None:
             buf, n = None, 0
         else:
-            if len(hyper) != self.num_hyper:
+            if hyper is not self._hyper_buf and len(hyper) != self.num_hyper:
                 raise ValueError("the step takes %d hyperparameters (%s), "
                                  "got %d" % (self.num_hyper,
                                              ", ".join(self.hyper_names),
                                              len(hyper)))
             buf = self._hyper_buf
-            for k, v in enumerate(hyper):
-                buf[k] = float(v)
+            if hyper is not buf:
+                for k, v in enumerate(hyper):
+                    buf[k] = float(v)
             n = self.num_hyper
         s = ctypes.c_void_p(int(stream)) if stream else None
         if self._lib.muir_step_run(h, int(counter), buf, n, s) != 0:

@@ -68,7 +68,8 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
                 ns_eps=1e-7, momentum_kind="ema", coefficients=None,
                 adamw_lr=None, adamw_betas=(0.9, 0.95), adamw_eps=1e-8,
                 adamw_weight_decay=0.0,
-                adamw_patterns=DEFAULT_ADAMW_PATTERNS, ep=1, overrides=None):
+                adamw_patterns=DEFAULT_ADAMW_PATTERNS, ep=1, overrides=None,
+                mask=False):
     """The description as a dict. `params`: (name, shape) pairs, or
     (name, shape, "muon"|"adamw") to state the optimizer yourself, or
     (name, shape, optimizer, True) for a 3-D expert stack split over `ep`
@@ -77,7 +78,10 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
     the experts take the MoE folding edp x ep of the same ranks. adamw_lr
     None means `lr`. `overrides`: optimizer.overrides entries (dicts), e.g.
     {"names": [...], "lr": 0.01, "momentum": 0.9} for a group of
-    parameters named exactly (muir.torch's param_groups)."""
+    parameters named exactly (muir.torch's param_groups). `mask`: the
+    step takes per parameter a run-time flag "<name>.take" (0 leaves the
+    parameter and its state as they are) and per AdamW parameter its own
+    step count "<name>.step" (optimizer.mask)."""
     entries = []
     ep = int(ep)
     for item in params:
@@ -126,6 +130,8 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
     optimizer = {"muon": muon, "adamw": adamw}
     if overrides:
         optimizer["overrides"] = [dict(o) for o in overrides]
+    if mask:
+        optimizer["mask"] = True
     return {"name": name,
             "grid": grid,
             "optimizer": optimizer,
@@ -141,15 +147,16 @@ def describe(params, **settings):
              ' "grid": %s,' % json.dumps(d["grid"]),
              ' "optimizer": {',
              '  "muon": %s,' % json.dumps(d["optimizer"]["muon"]),
-             '  "adamw": %s%s' % (json.dumps(d["optimizer"]["adamw"]),
-                                   "," if "overrides" in d["optimizer"]
-                                   else "},")]
+             '  "adamw": %s,' % json.dumps(d["optimizer"]["adamw"])]
+    if "mask" in d["optimizer"]:
+        lines.append('  "mask": true,')
     if "overrides" in d["optimizer"]:
         lines.append('  "overrides": [')
         lines += ["   %s," % json.dumps(o)
                   for o in d["optimizer"]["overrides"]]
         lines[-1] = lines[-1].rstrip(",")
-        lines.append('  ]},')
+        lines.append('  ],')
+    lines[-1] = lines[-1].rstrip(",") + "},"     # the end of "optimizer"
     lines.append(' "parameters": [')
     lines += ["  %s," % json.dumps(p) for p in d["parameters"]]
     lines[-1] = lines[-1].rstrip(",")

@@ -69,7 +69,16 @@ With scale_mode "shape" or "unit_rms" (Keller Jordan's convention, lr
 around 0.02 for Muon) give AdamW its own lr (e.g. 3e-4).
 
 step(): the parameters with a gradient take part (those without are
-skipped, their state untouched, as torch optimizers do). Every one of them
+skipped, their state untouched, as torch optimizers do). The compiled step
+holds every parameter that has taken part in some step (its members, per
+device): one without a gradient now is skipped by its run-time flag (the
+description's optimizer.mask, "<name>.take" = 0), bit for bit, without
+compiling; each AdamW parameter counts its own steps ("<name>.step"). A
+parameter taking part for the first time (one added by add_param_group, or
+frozen until now) compiles the step once more; one that never has a
+gradient costs nothing. A skipped member's arguments are bound to its
+state (read and written back unchanged): its element-wise passes and its
+Newton-Schulz still run, so skipping saves no time. Every one of them
 must be float32 or bfloat16 (its gradient float32, or bfloat16 like it),
 on the device of the step's
 target (CPU tensors: target cpu; CUDA tensors: target cuda on their
@@ -102,8 +111,8 @@ be initialised), two collectives of one int64 per tensor; a difference
 raises ParameterError naming the parameter, and nothing is updated (a
 missing gradient all-reduce would otherwise desynchronise the ranks).
 The step updates the parameters' own storage (p.data_ptr() stays),
-reading p.grad; muir's step is compiled once per set of taking-part
-parameters (and structural settings) and kept, in memory (at most
+reading p.grad; muir's step is compiled once per set of members (and
+structural settings) and kept, in memory (at most
 max_compiled_steps, default DEFAULT_MAX_COMPILED_STEPS = 8: the least
 recently used is freed first; `optimizer.compiled_steps()` lists those
 held) and, for the CPU target, on disk (cache_dir below). The state lives in
@@ -400,11 +409,13 @@ def _parse_layout(layout, target="cpu"):
 
 
 class _Compiled:
-    """One compiled step and how to feed it."""
-    __slots__ = ("step", "binds", "bound", "hyper", "hyper_buf", "params",
-                 "inputs", "states")
+    """One compiled step (over a set of member parameters, each of which
+    takes part in a run or is skipped by its take flag) and how to feed
+    it."""
+    __slots__ = ("step", "binds", "bound", "hyper", "takes", "counts",
+                 "members", "params", "inputs", "states", "all_take")
 
-    def __init__(self, step, binds, hyper, params):
+    def __init__(self, step, binds, hyper, takes, counts, members, params):
         self.step = step
         # [(arg index, parameter index, kind: 0 param, 1 grad, 2.. state
         # (_STATE_KEYS))]
@@ -415,10 +426,16 @@ class _Compiled:
                        for k, (a, i, kind) in enumerate(binds) if kind < 2]
         self.states = [(k, a, i, _STATE_KEYS[kind])
                        for k, (a, i, kind) in enumerate(binds) if kind >= 2]
-        # [(group index, key, element of betas or None) or default float]
+        # [(hyper index, (group index, key, element of betas or None))]
         self.hyper = hyper
-        self.hyper_buf = [0.0] * len(hyper)
+        # The take flags: (first hyper index, parameter indices in order),
+        # one consecutive run; each AdamW member's own step count:
+        # [(hyper index, parameter index)].
+        self.takes = takes
+        self.counts = counts
+        self.members = members      # parameter indices, sorted
         self.params = params        # the parameters it updates, in order
+        self.all_take = True        # the flags in the buffer are all 1
 
 
 def _named_items(params, where):
@@ -513,6 +530,8 @@ class Muon(torch.optim.Optimizer):
             raise ValueError("muir.torch.Muon got an empty parameter list")
         self._adamw_patterns = tuple(adamw_patterns)
         self._info = {}
+        self._records = {}           # parameter index -> (tensor, record)
+        self._members = {}           # (target, device) -> member indices
         self._names = set()
         self._group_params = []      # each group's tensors (fixed)
         self._group_records = []     # their _info entries, in that order
@@ -697,6 +716,8 @@ class Muon(torch.optim.Optimizer):
                              "index": self._preset_index.pop(
                                  p, len(self._info)),
                              "ep": ep, "group": index, "seen": None}
+            d = self._info[p]
+            self._records[d["index"]] = (p, d)
             self._names.add(name)
             if ep > 1:
                 self._ep = ep
@@ -806,7 +827,7 @@ class Muon(torch.optim.Optimizer):
             for key in read:
                 self._check_value(index, kind, key, group[key])
 
-    def _check_finite_grads(self, compiled, work, target):
+    def _check_finite_grads(self, c, work, target):
         """NonFiniteGradientError for the first parameter whose gradient
         holds a NaN or an infinity. The CPU target: one pass over the bound
         gradients in muir's runtime (memory speed, one call). CUDA: one sum
@@ -814,17 +835,18 @@ class Muon(torch.optim.Optimizer):
         sum non-finite; a large finite gradient can too, by overflow: then
         its elements are searched and none is found)."""
         if target == "cpu":
-            for c, _ in compiled:
-                found = c.step.first_nonfinite("grad")
-                if found is None:
-                    continue
-                index, element = found
-                i = next(i for k, i, kind in c.binds
-                         if k == index and kind == 1)
+            found = c.step.first_nonfinite("grad")
+            if found is None:
+                return
+            index, element = found
+            i = next(i for k, i, kind in c.binds
+                     if k == index and kind == 1)
+            if i in work:
                 g = work[i][1].reshape(-1)
                 raise NonFiniteGradientError(work[i][3]["name"], element,
                                              g.numel(), float(g[element]))
-            return
+            # A skipped member's stand-in (its state): search the
+            # gradients themselves.
         grads = [w[1] for w in work.values()]
         sums = torch.stack([g.sum() for g in grads])
         if math.isfinite(float(sums.sum())):
@@ -965,18 +987,19 @@ class Muon(torch.optim.Optimizer):
                 state[key] = t.to(device=device,
                                   dtype=torch.float32).contiguous()
 
-    def _compile(self, batch, work, target, device):
-        """The compiled step of the parameters of indices `batch` (sorted;
-        their entries in `work`), from the cache or compiled now."""
-        groups = sorted({work[i][3]["group"] for i in batch})
-        key = (tuple(batch), target, device.index,
+    def _compile(self, members, target, device):
+        """The compiled step of the parameters of indices `members` (a
+        sorted tuple), from the cache or compiled now."""
+        records = self._records
+        groups = sorted({records[i][1]["group"] for i in members})
+        key = (members, target, device.index,
                tuple(self._structure(g) for g in groups))
         c = self._cache.get(key)
         if c is not None:
             self._cache.move_to_end(key)
             return c
         info = self._info
-        params = [work[i][2] for i in batch]
+        params = [records[i][0] for i in members]
         if self._devices is None:
             self._devices = _parse_layout(self._layout, target)
         text, override_groups = self._describe(params)
@@ -996,17 +1019,23 @@ class Muon(torch.optim.Optimizer):
         options.update(self._nccl_options(target))
         step = muir.compile(text, self._name + ".json", options)
         by_desc = {info[p]["desc_name"]: p for p in params}
-        binds, hyper = [], [None] * step.num_hyper
+        binds, hyper, takes, counts = [], [], [], []
+        buf = step.hyper_buffer
         for a in step.arguments:
             if a.role == "hyper":
                 head, _, field = a.name.rpartition(".")
+                buf[a.hyper_index] = float(a.default)
+                if field in ("take", "step") and head in by_desc:
+                    i = info[by_desc[head]]["index"]
+                    (takes if field == "take" else counts).append(
+                        (a.hyper_index, i))
+                    continue
                 where = _HYPER_FIELDS.get(field)
                 k = head[len("overrides."):] if head.startswith(
                     "overrides.") else ""
                 if where and k.isdigit() and int(k) < len(override_groups):
-                    hyper[a.hyper_index] = (override_groups[int(k)],) + where
-                else:
-                    hyper[a.hyper_index] = float(a.default)
+                    hyper.append((a.hyper_index,
+                                  (override_groups[int(k)],) + where))
                 continue
             if a.role == "counter":
                 continue
@@ -1034,7 +1063,17 @@ class Muon(torch.optim.Optimizer):
                     "%d, not the tensor's %s (muir.torch binds whole "
                     "tensors)" % (a.name, a.shape, step.rank, want))
             binds.append((a.index, info[p]["index"], _KIND_OF[kind]))
-        c = _Compiled(step, binds, hyper, list(params))
+        # The flags, one per member, are one run of hyperparameters
+        # (lib/Import/BuildIR.cpp).
+        takes.sort()
+        first = takes[0][0] if takes else 0
+        if [t for t, _ in takes] != list(range(first, first + len(takes))) \
+                or sorted(i for _, i in takes) != list(members):
+            step.close()
+            raise muir.MuirError("muir.torch.Muon: the compiled step's take "
+                                 "flags are not one run, one per parameter")
+        c = _Compiled(step, binds, hyper, (first, [i for _, i in takes]),
+                      counts, members, list(params))
         self._cache[key] = c
         return c
 
@@ -1118,39 +1157,65 @@ class Muon(torch.optim.Optimizer):
         return convert
 
     @staticmethod
-    def _bind_inputs(c, work):
+    def _bind_inputs(c, work, skipped):
         """Binds c's parameters and gradients to the tensors in `work`
         (rebinding only what moved: by address, since `p.data = ...` moves
-        a parameter's storage, not the tensor)."""
+        a parameter's storage, not the tensor); a skipped member's to its
+        stand-in (`skipped`)."""
         step, bound = c.step, c.bound
         for k, index, i, kind in c.inputs:
-            addr = work[i][kind].data_ptr()
+            w = work.get(i)
+            addr = (w[kind] if w is not None else skipped[i]).data_ptr()
             if bound[k] != addr:
                 step.bind(index, addr)
                 bound[k] = addr
 
     @staticmethod
-    def _bind_state(c, work):
+    def _bind_state(c, work, skipped):
         """Binds c's state arguments (rebinding only a new tensor: state
         tensors are the optimizer's own, replaced, never moved)."""
         step, bound = c.step, c.bound
         for k, index, i, key in c.states:
-            t = work[i][4][key]
+            w = work.get(i)
+            t = w[4][key] if w is not None else skipped[i]
             if bound[k] is not t:
                 step.bind(index, t.data_ptr())
                 bound[k] = t
 
-    def _run(self, c, counter, stream):
-        buf = c.hyper_buf
+    def _stand_in(self, i, device):
+        """What a skipped member's arguments are all bound to: its first
+        state tensor (the step reads it and writes back the same bits,
+        under every argument), or zeros when it has none usable."""
+        p, d = self._records[i]
+        st = self.state.get(p)
+        t = st.get(d["state_keys"][0]) if st else None
+        if isinstance(t, torch.Tensor) and t.dtype is torch.float32 and \
+                t.device == device and t.is_contiguous() and \
+                t.shape == d["size"]:
+            return t
+        return torch.zeros(d["size"], dtype=torch.float32, device=device)
+
+    def _run(self, c, work, skipped, counts, stream):
+        """Runs c with the groups' run-time values, the take flags (the
+        members in `work` take part) and the AdamW members' counts."""
+        buf = c.step.hyper_buffer
         groups = self.param_groups
-        for k, h in enumerate(c.hyper):
-            if isinstance(h, float):
-                buf[k] = h
-            elif h[2] is None:
+        for k, h in c.hyper:
+            if h[2] is None:
                 buf[k] = float(groups[h[0]][h[1]])
             else:
                 buf[k] = float(groups[h[0]][h[1]][h[2]])
-        c.step.run(counter, buf if buf else None, stream)
+        first, members = c.takes
+        if skipped:
+            buf[first:first + len(members)] = [
+                0.0 if i in skipped else 1.0 for i in members]
+            c.all_take = False
+        elif not c.all_take:
+            buf[first:first + len(members)] = [1.0] * len(members)
+            c.all_take = True
+        for k, i in c.counts:
+            buf[k] = counts.get(i, 0.0)
+        c.step.run(1, buf, stream)
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -1203,50 +1268,50 @@ class Muon(torch.optim.Optimizer):
             if g.dtype is not f32 or not g.is_contiguous():
                 g = torch.empty(d["size"], dtype=f32, device=device).copy_(g)
             work[i] = (w, g, p, d, st)
-        # One step per AdamW step count (usually one): the compiled step
-        # takes one counter. Muon's parameters ride with the first.
-        muon, counts = [], {}
-        for i, p, d in plan:
-            if d["optimizer"] == "muon":
-                muon.append(i)
-            else:
-                st = work[i][4]
-                n = 0 if st is None else st["step"]
-                n = int(n.item()) if isinstance(n, torch.Tensor) else int(n)
-                counts.setdefault(n, []).append(i)
-        batches = [(sorted((muon if n == 0 else []) + adamw), count + 1)
-                   for n, (count, adamw) in enumerate(sorted(counts.items()))]
-        if not batches:
-            batches.append((muon, 1))
-        compiled = [(self._compile(batch, work, target, device), counter)
-                    for batch, counter in batches]
+        # One compiled step over the members: every parameter that has
+        # taken part on this device; those without a gradient now are
+        # skipped by their take flag (no new compile), their state left.
+        key = (target, device)
+        members, member_set = self._members.get(key, ((), frozenset()))
+        if not member_set.issuperset(work):
+            member_set = member_set.union(work)
+            members = tuple(sorted(member_set))
+            self._members[key] = (members, member_set)
+        c = self._compile(members, target, device)
+        skipped = {}
+        if len(work) != len(members):
+            for i in members:
+                if i not in work:
+                    skipped[i] = self._stand_in(i, device)
         # The parameters and gradients are bound first: the CPU target's
         # non-finite check reads the bound gradients, before any state is
         # made.
-        for c, _ in compiled:
-            self._bind_inputs(c, work)
+        self._bind_inputs(c, work, skipped)
         if self._check_finite:
-            self._check_finite_grads(compiled, work, target)
+            self._check_finite_grads(c, work, target)
         if self._check_replicas:
             self._check_replica_grads([w[2] for w in work.values()],
                                       [w[1] for w in work.values()])
+        counts = {}
         for i, p, d in plan:
             st = work[i][4]
             if st is None or i in convert:
                 self._prepare_state(p, d, device)
                 w = work[i]
                 work[i] = w[:4] + (state[p],)
+            if d["optimizer"] == "adamw":
+                n = work[i][4]["step"]
+                n = int(n.item()) if isinstance(n, torch.Tensor) else int(n)
+                counts[i] = float(n + 1)
         stream = None
         if device.type == "cuda":
             stream = torch.cuda.current_stream(device).cuda_stream
             with torch.cuda.device(device):
-                for c, counter in compiled:
-                    self._bind_state(c, work)
-                    self._run(c, counter, stream)
+                self._bind_state(c, work, skipped)
+                self._run(c, work, skipped, counts, stream)
         else:
-            for c, counter in compiled:
-                self._bind_state(c, work)
-                self._run(c, counter, stream)
+            self._bind_state(c, work, skipped)
+            self._run(c, work, skipped, counts, stream)
         for i in copies:
             w = work[i]
             w[2].copy_(w[0])
@@ -1254,12 +1319,9 @@ class Muon(torch.optim.Optimizer):
             w = work[i]
             st = w[4]
             w[3]["seen"] = (st, tuple(map(st.get, w[3]["state_keys"])))
-        for (batch, counter), (c, _) in zip(batches, compiled):
-            for i in batch:
-                w = work[i]
-                if w[3]["optimizer"] == "adamw":
-                    w[4]["step"] = counter
-        self._evict(keep=[c for c, _ in compiled])
+        for i, n in counts.items():
+            work[i][4]["step"] = int(n)
+        self._evict(keep=[c])
         return loss
 
     def close(self):
@@ -1396,7 +1458,7 @@ class Muon(torch.optim.Optimizer):
             adamw_lr=float(a["lr"]), adamw_betas=tuple(a["betas"]),
             adamw_eps=float(a["eps"]),
             adamw_weight_decay=float(a["weight_decay"]),
-            overrides=overrides)
+            overrides=overrides, mask=True)
         return text, override_groups
 
     def description(self, params=None):

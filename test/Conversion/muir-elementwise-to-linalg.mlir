@@ -81,3 +81,38 @@ func.func @add_swiglu(%a: tensor<8x24xf32>, %b: tensor<8x24xf32>, %u: tensor<8x2
   %h = muir.swiglu %g, %u : tensor<8x24xf32>
   return %h : tensor<8x24xf32>
 }
+
+// -----
+
+// A take flag selects, in the kernel, between each computed value and the
+// one it replaces (U: 0), so a skipped update writes back the same bits and
+// needs no copy of the old tensor.
+// CHECK-LABEL: func.func @take_flags
+// CHECK-SAME: (%[[G:[^:]+]]: tensor<4x8xf32>, %[[M:[^:]+]]: tensor<4x8xf32>, %[[W:[^:]+]]: tensor<4x8xf32>, %[[V:[^:]+]]: tensor<4x8xf32>, %[[T:[^:]+]]: i1, %[[S:[^:]+]]: i64)
+// CHECK: linalg.generic {{.*}} ins(%[[G]], %[[M]] : tensor<4x8xf32>, tensor<4x8xf32>)
+// CHECK-NEXT: ^bb0(%{{[^:]+}}: f32, %[[m:[^:]+]]: f32, %{{[^:]+}}: f32, %{{[^:]+}}: f32):
+// CHECK: %[[NEWM:.+]] = arith.addf
+// CHECK: %[[UPD:.+]] = arith.addf
+// CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT: %[[U:.+]] = arith.select %[[T]], %[[UPD]], %[[ZERO]] : f32
+// CHECK-NEXT: %[[M1:.+]] = arith.select %[[T]], %[[NEWM]], %[[m]] : f32
+// CHECK-NEXT: linalg.yield %[[U]], %[[M1]] : f32, f32
+// CHECK: linalg.generic {{.*}} ins(%[[W]], %{{.+}} : tensor<4x8xf32>, tensor<4x8xf32>)
+// CHECK-NEXT: ^bb0(%[[w:[^:]+]]: f32, %{{[^:]+}}: f32, %{{[^:]+}}: f32):
+// CHECK: %[[NEW:.+]] = arith.subf
+// CHECK-NEXT: %[[W1:.+]] = arith.select %[[T]], %[[NEW]], %[[w]] : f32
+// CHECK-NEXT: linalg.yield %[[W1]] : f32
+// CHECK: linalg.generic {{.*}} ins(%[[W]], %[[G]], %[[M]], %[[V]] : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+// CHECK-NEXT: ^bb0(%[[aw:[^:]+]]: f32, %{{[^:]+}}: f32, %[[am:[^:]+]]: f32, %[[av:[^:]+]]: f32, %{{[^:]+}}: f32, %{{[^:]+}}: f32, %{{[^:]+}}: f32):
+// CHECK: %[[P:.+]] = arith.subf
+// CHECK-NEXT: %[[P1:.+]] = arith.select %[[T]], %[[P]], %[[aw]] : f32
+// CHECK-NEXT: %[[M2:.+]] = arith.select %[[T]], %{{.+}}, %[[am]] : f32
+// CHECK-NEXT: %[[V2:.+]] = arith.select %[[T]], %{{.+}}, %[[av]] : f32
+// CHECK-NEXT: linalg.yield %[[P1]], %[[M2]], %[[V2]] : f32, f32, f32
+// FUSED-LABEL: func.func @take_flags
+func.func @take_flags(%g: tensor<4x8xf32>, %m: tensor<4x8xf32>, %w: tensor<4x8xf32>, %v: tensor<4x8xf32>, %t: i1, %s: i64) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %u, %m1 = muir.momentum %g, %m take(%t) {beta = 0.95, momentum_kind = #muir<momentum_kind ema>, nesterov = true} : tensor<4x8xf32>
+  %w1 = muir.apply_update %w, %u take(%t) {lr = 0.02, scale = 0.5, weight_decay = 0.1} : tensor<4x8xf32>
+  %w2, %m2, %v2 = muir.adamw_update %w, %g, %m, %v step %s take(%t) {lr = 1.0e-3} : tensor<4x8xf32>
+  return %u, %m1, %w1, %w2, %m2, %v2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}

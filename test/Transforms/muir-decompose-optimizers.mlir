@@ -122,3 +122,19 @@ func.func @applied(%w: tensor<4x8xf32> {muir.name = "w"}, %o: tensor<4x8xf32>,
   %x1 = muir.apply_update %w, %x {lr = 0.02, scale = 1.0, weight_decay = 0.0} : tensor<4x8xf32>
   return %w1, %q1, %x1 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A run-time take flag reaches the momentum and the apply (the Newton-Schulz
+// of a skipped matrix runs on U = 0 and is not applied).
+// CHECK-LABEL: func.func @take_flag
+// CHECK-SAME: (%[[W:[^:]+]]: tensor<4x8xf32>, %[[G:[^:]+]]: tensor<4x8xf32>, %[[M:[^:]+]]: tensor<4x8xf32>, %[[T:[^:]+]]: i1)
+// CHECK: %[[U:.+]], %[[M1:.+]] = muir.momentum %[[G]], %[[M]] take(%[[T]])
+// CHECK: %[[O:.+]] = muir.newton_schulz %[[U]]
+// CHECK: muir.apply_update %[[W]], %[[O]] take(%[[T]])
+// PROBE-LABEL: func.func @take_flag
+// BF16-LABEL: func.func @take_flag
+func.func @take_flag(%w: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x8xf32>, %t: i1) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %w1, %m1 = muir.muon_update %w, %g, %m take(%t) {lr = 0.02} : tensor<4x8xf32>
+  return %w1, %m1 : tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -194,6 +194,10 @@ struct Description {
   MuonSettings muon;
   AdamWSettings adamw;
   std::vector<Override> overrides;
+  /// optimizer.mask: the step takes, per parameter, a run-time flag
+  /// "<name>.take" (0 leaves the parameter and its state as they are) and,
+  /// per AdamW parameter, its own step count "<name>.step".
+  bool mask = false;
   std::vector<MoELayer> moe;
   Loc loc;
 };

@@ -207,7 +207,7 @@ func.func @muon_unknown_attribute(%p: tensor<8x4xf32>) {
 // The unknown-attribute check also covers the generic form.
 func.func @muon_unknown_attribute_generic(%p: tensor<8x4xf32>) {
   // expected-error@+1 {{'muir.muon_update' op unknown attribute 'nesterv'}}
-  %0:2 = "muir.muon_update"(%p, %p, %p) <{lr = 0.1 : f64}> {nesterv = false} : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>)
+  %0:2 = "muir.muon_update"(%p, %p, %p) <{lr = 0.1 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> {nesterv = false} : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>)
   return
 }
 
@@ -231,7 +231,7 @@ func.func @muon_f64(%p: tensor<8x4xf64>) {
 
 func.func @muon_types_differ(%p: tensor<8x4xf32>, %g: tensor<4x8xf32>) {
   // expected-error@+1 {{'muir.muon_update' op failed to verify that all of {param, grad, momentum_buffer, new_param, new_momentum_buffer} have same type}}
-  %0:2 = "muir.muon_update"(%p, %g, %p) <{lr = 0.1 : f64}> : (tensor<8x4xf32>, tensor<4x8xf32>, tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>)
+  %0:2 = "muir.muon_update"(%p, %g, %p) <{lr = 0.1 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (tensor<8x4xf32>, tensor<4x8xf32>, tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>)
   return
 }
 
@@ -283,7 +283,7 @@ func.func @adamw_weight_decay(%p: tensor<16xf32>, %t: i64) {
 
 func.func @adamw_step_type(%p: tensor<16xf32>, %t: i32) {
   // expected-error@+1 {{'muir.adamw_update' op operand #4 must be 64-bit signless integer, but got 'i32'}}
-  %0:3 = "muir.adamw_update"(%p, %p, %p, %p, %t) <{lr = 1.0e-3 : f64}> : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, i32) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %0:3 = "muir.adamw_update"(%p, %p, %p, %p, %t) <{lr = 1.0e-3 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0>}> : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, i32) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
   return
 }
 

@@ -24,7 +24,7 @@ muir.grid @cube axes = ["dp", "ep", "tp"] shape = [1, 2, 3]
 // CHECK: return %[[W]], %[[MB]]
 // GENERIC-LABEL: sym_name = "muon_update_defaults"
 // GENERIC: "muir.muon_update"(%{{.*}}, %{{.*}}, %{{.*}}) <{beta = 0.94999999999999996 : f64, eps = 9.9999999999999995E-8 : f64, lr = 2.000000e-02 : f64,
-// GENERIC-SAME: momentum_kind = #muir<momentum_kind ema>, nesterov = true, ns_steps = 5 : i64, scale_extra = 2.000000e-01 : f64,
+// GENERIC-SAME: momentum_kind = #muir<momentum_kind ema>, nesterov = true, ns_steps = 5 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, scale_extra = 2.000000e-01 : f64,
 // GENERIC-SAME: scale_mode = #muir<scale_mode spectral>, schedule = #muir<schedule simple>, weight_decay = 0.000000e+00 : f64}>
 // GENERIC-SAME: : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>)
 func.func @muon_update_defaults(%p: tensor<8x4xf32>, %g: tensor<8x4xf32>, %m: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
@@ -65,7 +65,7 @@ func.func @muon_update_stack(%p: tensor<2x8x4xf32>, %g: tensor<2x8x4xf32>, %m: t
 // CHECK: return %[[W2]], %[[M2]], %[[V2]]
 // GENERIC-LABEL: sym_name = "adamw_update"
 // GENERIC: "muir.adamw_update"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64,
-// GENERIC-SAME: eps = 1.000000e-08 : f64, lr = 1.000000e-03 : f64, weight_decay = 0.000000e+00 : f64}>
+// GENERIC-SAME: eps = 1.000000e-08 : f64, lr = 1.000000e-03 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0>, weight_decay = 0.000000e+00 : f64}>
 // GENERIC-SAME: : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, i64) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
 func.func @adamw_update(%p: tensor<16xf32>, %g: tensor<16xf32>, %m: tensor<16xf32>, %v: tensor<16xf32>, %t: i64) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) {
   %0:3 = muir.adamw_update %p, %g, %m, %v step %t {lr = 1.0e-3} : tensor<16xf32>

@@ -17,7 +17,7 @@ func.func @step(%w: tensor<64x32xf32> {muir.name = "w"},
     -> (tensor<64x32xf32> {muir.updates = "w"},
         tensor<64x32xf32> {muir.updates = "w.momentum"}) {
   // CHECK: [[FILE]]:[[@LINE+1]]:14: error: 'muir.muon_update' op failed to verify that all of {param, grad, momentum_buffer, new_param, new_momentum_buffer} have same type
-  %w1, %m1 = "muir.muon_update"(%w, %g, %m) {lr = 0.02 : f64}
+  %w1, %m1 = "muir.muon_update"(%w, %g, %m) {lr = 0.02 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}
       : (tensor<64x32xf32>, tensor<32x64xf32>, tensor<64x32xf32>)
       -> (tensor<64x32xf32>, tensor<64x32xf32>)
   return %w1, %m1 : tensor<64x32xf32>, tensor<64x32xf32>

@@ -84,12 +84,21 @@ def run_step(opt, model, step, what):
     loss = tt.loss_of(model, step)
     loss.backward()
     before = capture(opt)
-    frozen = {p: p.detach().clone() for g in opt.param_groups
-              for p in g["params"] if p.grad is None}
+    frozen = {p: (p.detach().clone(),
+                  {k: (v.clone() if isinstance(v, torch.Tensor) else v)
+                   for k, v in opt.state.get(p, {}).items()})
+              for g in opt.param_groups for p in g["params"]
+              if p.grad is None}
     opt.step()
-    for p, old in frozen.items():
+    for p, (old, old_state) in frozen.items():
         fail.check(torch.equal(p, old), "%s: %s has no gradient but changed"
                    % (what, opt._info[p]["name"]))
+        st = opt.state.get(p, {})
+        fail.check(set(st) == set(old_state) and all(
+            torch.equal(st[k], v) if isinstance(v, torch.Tensor)
+            else st[k] == v for k, v in old_state.items()),
+            "%s: %s has no gradient but its state changed"
+            % (what, opt._info[p]["name"]))
     opt.zero_grad(set_to_none=True)
     return check_step(opt, before, what)
 
@@ -176,6 +185,40 @@ fail.check(named["up"] not in opt.state or
            "frozen parameter state")
 named["up"].requires_grad_(True)
 print("late: %d compiled steps" % len(opt.compiled_steps()))
+
+# --- 3b. Parameters skipped at run time: one compiled step ----------------
+# Each step a different set has no gradient (requires_grad toggled, a
+# gradient set to None): the step skips them by their take flags, bit for
+# bit (parameter and state), and counts each AdamW parameter's own steps;
+# the members (parameters that have taken part) compile once. A parameter
+# without a gradient from the start joins when it first has one: one more
+# compile, then none.
+model = tt.make_model()
+named = dict(model.named_parameters())
+opt = muir.torch.Muon(model.named_parameters(), lr=0.02, weight_decay=0.1,
+                      adamw_lr=1e-3, adamw_weight_decay=0.01)
+named["down"].requires_grad_(False)          # frozen until step 5
+skips = {1: (), 2: ("up", "norm"), 3: ("embed.weight", "proj.weight"),
+         4: ("up", "head.weight", "proj.bias"), 5: (), 6: ("router.weight",),
+         7: ("norm", "embed.weight", "up")}
+worst, compiled = 0.0, []
+for step in range(1, 8):
+    if step == 5:
+        named["down"].requires_grad_(True)
+    for n in skips[step]:
+        named[n].requires_grad_(False)
+    worst = max(worst, run_step(opt, model, step, "skipped step %d" % step))
+    for n in skips[step]:
+        named[n].requires_grad_(True)
+    compiled.append(len(opt.compiled_steps()))
+counts = {n: opt.state[p].get("step") for n, p in named.items()
+          if opt._info[p]["optimizer"] == "adamw"}
+fail.check(compiled == [1, 1, 1, 1, 2, 2, 2], "skipped: compiled steps %r"
+           % compiled)
+print("skipped: 7 steps within %.3f of the tolerance, compiled steps %s, "
+      "AdamW counts %s" % (worst, " ".join(map(str, compiled)),
+                           " ".join("%s=%d" % kv for kv in
+                                    sorted(counts.items()))))
 
 # --- 4. OneCycleLR and CyclicLR cycling momentum: no compile --------------
 for make in (lambda o: torch.optim.lr_scheduler.OneCycleLR(

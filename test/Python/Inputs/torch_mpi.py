@@ -2,7 +2,8 @@
 OMPI_COMM_WORLD_SIZE: Newton-Schulz shared out over the ranks, results
 gathered) against 1 rank, bitwise. Every rank sees the same data (as after
 a data-parallel gradient all-reduce), so every rank must end with the
-parameters and state of the 1-rank run.
+parameters and state of the 1-rank run; step 3 skips two parameters (no
+gradient) on every rank.
 
   torch_mpi.py run OUT_PREFIX      writes OUT_PREFIX<rank>.pt (1 rank: 0)
   torch_mpi.py compare ONE R0 R1   every tensor bitwise equal
@@ -23,14 +24,22 @@ def run(prefix):
     opt = muir.torch.Muon(model.named_parameters(), lr=0.02,
                           weight_decay=0.1, adamw_weight_decay=0.01)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.8)
+    named = dict(model.named_parameters())
     losses = []
     for step in range(1, STEPS + 1):
+        # Step 3 skips two parameters (no gradient): their take flags.
+        skip = [named["up"], named["norm"]] if step == 3 else []
+        for p in skip:
+            p.requires_grad_(False)
         losses.append(tt.train_step(model, opt, step))
+        for p in skip:
+            p.requires_grad_(True)
         sched.step()
+    compiled = len(opt.compiled_steps())
     step = opt.compiled_steps()[0]
     env = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
-    print("rank %d of %d (mpirun: %d); losses %s" % (
-        step.rank, step.world_size, env,
+    print("rank %d of %d (mpirun: %d); %d compiled step; losses %s" % (
+        step.rank, step.world_size, env, compiled,
         " ".join("%.6f" % x for x in losses)), flush=True)
     if step.world_size != env:
         print("FAIL: the step runs on %d ranks, the job has %d"
