@@ -531,11 +531,13 @@ class Muon(torch.optim.Optimizer):
         self._adamw_patterns = tuple(adamw_patterns)
         self._info = {}
         self._records = {}           # parameter index -> (tensor, record)
+        self._last_device = None     # (target, device) of the last step
         self._members = {}           # (target, device) -> member indices
         self._names = set()
         self._group_params = []      # each group's tensors (fixed)
         self._group_records = []     # their _info entries, in that order
         self._group_use_muon = []    # each group's use_muon
+        self._group_checked = []     # its keys and values last checked
         self._group_initial = []     # its run-time values when added
         self._target = target
         self._layout = layout
@@ -545,6 +547,7 @@ class Muon(torch.optim.Optimizer):
         self._options = options
         self._extra = extra
         self._cache = collections.OrderedDict()
+        self._last_compiled = None   # (members, target, structure, _Compiled)
         self._nccl = None
         self._use_index = False
         self._preset_index = {}
@@ -724,6 +727,7 @@ class Muon(torch.optim.Optimizer):
         self._group_params.append(list(group["params"]))
         self._group_records.append([self._info[p] for p in group["params"]])
         self._group_use_muon.append(use_muon)
+        self._group_checked.append(None)
         self._group_initial.append({k: group[k] for k in run})
         self._name_arguments()
 
@@ -789,6 +793,11 @@ class Muon(torch.optim.Optimizer):
                     "has other 'params' than the %d tensors it was added "
                     "with; a group's parameters are fixed when it is added "
                     "(add_param_group adds more)" % len(want))
+            # The keys and values checked last time, unchanged: valid.
+            checked = self._group_checked[index]
+            if checked is not None and group.keys() == checked[0] and \
+                    tuple(map(group.get, checked[1])) == checked[2]:
+                continue
             run, comp = _group_keys(use_muon)
             read = run + comp
             known = read + _STRUCTURAL_KEYS
@@ -826,6 +835,11 @@ class Muon(torch.optim.Optimizer):
                         ", ".join(sorted(SCHEDULER_KEYS))))
             for key in read:
                 self._check_value(index, kind, key, group[key])
+            # (betas as a tuple: a list compares equal to it.)
+            self._group_checked[index] = (
+                set(group), read, tuple(
+                    tuple(group[k]) if k == "betas" else group[k]
+                    for k in read))
 
     def _check_finite_grads(self, c, work, target):
         """NonFiniteGradientError for the first parameter whose gradient
@@ -987,16 +1001,22 @@ class Muon(torch.optim.Optimizer):
                 state[key] = t.to(device=device,
                                   dtype=torch.float32).contiguous()
 
-    def _compile(self, members, target, device):
+    def _compile(self, members, groups, target, device):
         """The compiled step of the parameters of indices `members` (a
-        sorted tuple), from the cache or compiled now."""
+        sorted tuple; `groups` the indices of their groups), from the cache
+        or compiled now."""
         records = self._records
-        groups = sorted({records[i][1]["group"] for i in members})
-        key = (members, target, device.index,
-               tuple(self._structure(g) for g in groups))
+        structure = tuple(self._structure(g) for g in groups)
+        last = self._last_compiled
+        # The step of the last call, again (the usual case): no key hashed.
+        if last is not None and last[0] is members and \
+                last[1] == (target, device.index) and last[2] == structure:
+            return last[3]
+        key = (members, target, device.index, structure)
         c = self._cache.get(key)
         if c is not None:
             self._cache.move_to_end(key)
+            self._last_compiled = (members, key[1:3], structure, c)
             return c
         info = self._info
         params = [records[i][0] for i in members]
@@ -1075,6 +1095,7 @@ class Muon(torch.optim.Optimizer):
         c = _Compiled(step, binds, hyper, (first, [i for _, i in takes]),
                       counts, members, list(params))
         self._cache[key] = c
+        self._last_compiled = (members, key[1:3], structure, c)
         return c
 
     def _evict(self, keep=()):
@@ -1088,7 +1109,11 @@ class Muon(torch.optim.Optimizer):
                 break
             if any(cache[key] is c for c in keep):
                 continue
-            cache.pop(key).step.close()
+            c = cache.pop(key)
+            if self._last_compiled is not None and \
+                    self._last_compiled[3] is c:
+                self._last_compiled = None
+            c.step.close()
 
     def _nccl_options(self, target):
         """CUDA on several ranks without mpirun (torchrun): rank 0 makes an
@@ -1226,6 +1251,13 @@ class Muon(torch.optim.Optimizer):
                 loss = closure()
         # Everything that can fail, before anything is changed.
         self._check_groups()
+        steady = self._steady_work()
+        if steady is not None:
+            work, target, device = steady
+            if not work:
+                return loss
+            self._finish_step(work, target, device, (), (), ())
+            return loss
         plan = [(d["index"], p, d)
                 for group, records in zip(self.param_groups,
                                           self._group_records)
@@ -1268,16 +1300,68 @@ class Muon(torch.optim.Optimizer):
             if g.dtype is not f32 or not g.is_contiguous():
                 g = torch.empty(d["size"], dtype=f32, device=device).copy_(g)
             work[i] = (w, g, p, d, st)
+        self._finish_step(work, target, device, convert, fresh, copies)
+        self._last_device = (target, device)
+        return loss
+
+    def _steady_work(self):
+        """The step's work (as step() builds it) in one pass when every
+        parameter with a gradient is as at the last step: float32 and
+        contiguous (with its gradient) on the last step's device, of its
+        shape, its state the tensors checked then; None otherwise (the
+        general path checks and converts)."""
+        last = self._last_device
+        if last is None:
+            return None
+        target, device = last
+        cpu = device.type == "cpu"
+        f32, strided, is_ = torch.float32, torch.strided, operator.is_
+        state = self.state
+        work = {}
+        for group, records in zip(self.param_groups, self._group_records):
+            for p, d in zip(group["params"], records):
+                g = p.grad
+                if g is None or not d["numel"]:
+                    continue
+                size = d["size"]
+                if p.dtype is not f32 or g.dtype is not f32 or \
+                        p.shape != size or g.shape != size or \
+                        g.layout is not strided or not p.is_contiguous() or \
+                        not g.is_contiguous():
+                    return None
+                if cpu:
+                    if not (p.is_cpu and g.is_cpu):
+                        return None
+                elif p.device != device or g.device != device:
+                    return None
+                st = state.get(p)
+                seen = d["seen"]
+                if seen is None or seen[0] is not st or not all(
+                        map(is_, map(st.get, d["state_keys"]), seen[1])):
+                    return None
+                work[d["index"]] = (p, g, p, d, st)
+        return work, target, device
+
+    def _finish_step(self, work, target, device, convert, fresh, copies):
+        """The rest of step() over `work` (parameter index -> (the
+        float32 tensor updated, the gradient read, the parameter, its
+        record, its state or None)): the compiled step of the members,
+        the checks of the gradients, the state made, the run, copies
+        written back, counts kept."""
+        state = self.state
         # One compiled step over the members: every parameter that has
         # taken part on this device; those without a gradient now are
         # skipped by their take flag (no new compile), their state left.
         key = (target, device)
-        members, member_set = self._members.get(key, ((), frozenset()))
+        members, member_set, groups = self._members.get(
+            key, ((), frozenset(), ()))
         if not member_set.issuperset(work):
             member_set = member_set.union(work)
             members = tuple(sorted(member_set))
-            self._members[key] = (members, member_set)
-        c = self._compile(members, target, device)
+            groups = tuple(sorted({self._records[i][1]["group"]
+                                   for i in members}))
+            self._members[key] = (members, member_set, groups)
+        c = self._compile(members, groups, target, device)
         skipped = {}
         if len(work) != len(members):
             for i in members:
@@ -1293,14 +1377,14 @@ class Muon(torch.optim.Optimizer):
             self._check_replica_grads([w[2] for w in work.values()],
                                       [w[1] for w in work.values()])
         counts = {}
-        for i, p, d in plan:
-            st = work[i][4]
+        for i, w in work.items():
+            p, d, st = w[2], w[3], w[4]
             if st is None or i in convert:
                 self._prepare_state(p, d, device)
-                w = work[i]
-                work[i] = w[:4] + (state[p],)
+                st = state[p]
+                work[i] = w[:4] + (st,)
             if d["optimizer"] == "adamw":
-                n = work[i][4]["step"]
+                n = st["step"]
                 n = int(n.item()) if isinstance(n, torch.Tensor) else int(n)
                 counts[i] = float(n + 1)
         stream = None
@@ -1322,13 +1406,13 @@ class Muon(torch.optim.Optimizer):
         for i, n in counts.items():
             work[i][4]["step"] = int(n)
         self._evict(keep=[c])
-        return loss
 
     def close(self):
         """Frees the compiled steps (they are compiled again if needed)."""
         for c in self._cache.values():
             c.step.close()
         self._cache.clear()
+        self._last_compiled = None
 
     def compiled_steps(self):
         """The compiled steps held in memory (muir.Step objects), least
@@ -1401,6 +1485,7 @@ class Muon(torch.optim.Optimizer):
         # its own.
         state = dict(self.__dict__)
         state["_cache"] = collections.OrderedDict()
+        state["_last_compiled"] = None
         state["_nccl"] = None
         return state
 
