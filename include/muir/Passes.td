@@ -367,7 +367,11 @@ def MuirOutlineLoops : Pass<"muir-outline-loops", "mlir::ModuleOp"> {
 
     Code per shape class and kind of nest, not per tensor: a nest equal to
     one outlined before (the same argument types, the same ops and
-    constants) calls that function. A view the nest only loads from and
+    constants) calls that function. The scalar arithmetic that computes a
+    captured scalar from the step's own scalars (a kernel's coefficients
+    from the run-time hyperparameters: pure ops on scalars in the same
+    block, at most 256 per nest) is copied into the function, so that the
+    step holds one call per nest. A view the nest only loads from and
     stores to (a slot of a batch buffer, a strided slice: any layout other
     than the plain row-major one, static sizes and strides) is passed as
     its base buffer (`memref<f32>`) and its offset

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::muir {
@@ -70,24 +71,41 @@ struct OutlineLoopsPass
                int64_t &n) {
     if (loop.getNumResults() != 0)
       return;
-    // The values the nest uses from outside it; constants are copied in.
+    // The values the nest uses from outside it; constants are copied in,
+    // and so is the scalar arithmetic that computes a captured scalar from
+    // the step's own scalars (a kernel's coefficients from the run-time
+    // hyperparameters), so that the step itself holds one call per nest
+    // and the function takes what every nest of its kind takes.
     llvm::SetVector<Value> captured;
-    SmallVector<Operation *> constants;
-    llvm::SmallPtrSet<Operation *, 8> seenConstants;
+    SmallVector<Operation *> constants, pulled;
+    llvm::SmallPtrSet<Operation *, 8> seenConstants, seenPulled;
     bool ok = true;
-    loop->walk([&](Operation *op) {
-      for (Value v : op->getOperands()) {
-        // Defined in the nest (its ops' results, its blocks' arguments).
-        if (loop->isAncestor(v.getParentRegion()->getParentOp()))
-          continue;
-        if (Operation *def = v.getDefiningOp();
-            def && def->hasTrait<OpTrait::ConstantLike>()) {
-          if (seenConstants.insert(def).second)
-            constants.push_back(def);
-          continue;
-        }
-        captured.insert(v);
+    std::function<void(Value)> capture = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (def && def->hasTrait<OpTrait::ConstantLike>()) {
+        if (seenConstants.insert(def).second)
+          constants.push_back(def);
+        return;
       }
+      if (def && def->getBlock() == loop->getBlock() && isScalarMath(def) &&
+          seenPulled.size() < kMaxPulled) {
+        if (seenPulled.insert(def).second) {
+          pulled.push_back(def);
+          for (Value operand : def->getOperands())
+            capture(operand);
+        }
+        return;
+      }
+      captured.insert(v);
+    };
+    loop->walk([&](Operation *op) {
+      for (Value v : op->getOperands())
+        // Not defined in the nest (its ops' results, its blocks' arguments).
+        if (!loop->isAncestor(v.getParentRegion()->getParentOp()))
+          capture(v);
+    });
+    llvm::sort(pulled, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
     });
     // What the function takes for each captured value: the value itself,
     // or, for a view (an offset or other strides) that the nest only loads
@@ -142,6 +160,8 @@ struct OutlineLoopsPass
     }
     for (Operation *c : constants)
       inside.clone(*c, map);
+    for (Operation *op : pulled)
+      inside.clone(*op, map);
     inside.clone(*loop, map);
     func::ReturnOp::create(inside, loop.getLoc());
     // A nest equal to one outlined before (the same types and body) calls
@@ -156,6 +176,19 @@ struct OutlineLoopsPass
     }
     func::CallOp::create(at, loop.getLoc(), callee, operands);
     loop.erase();
+  }
+
+  /// At most this many scalar ops are copied into one function.
+  static constexpr size_t kMaxPulled = 256;
+
+  /// Scalar arithmetic a function can recompute from its arguments: no
+  /// memory effects, no regions, scalar operands and results.
+  static bool isScalarMath(Operation *op) {
+    auto scalar = [](Type t) { return t.isIntOrIndexOrFloat(); };
+    return op->getNumRegions() == 0 && op->getNumResults() > 0 &&
+           isMemoryEffectFree(op) &&
+           llvm::all_of(op->getOperandTypes(), scalar) &&
+           llvm::all_of(op->getResultTypes(), scalar);
   }
 
   /// Whether the nest `loop` can take `v` through its base buffer and

@@ -78,10 +78,13 @@ LogicalResult runner::addPackedEntry(ModuleOp module, StringRef entryName,
     return module.emitError("no entry function '") << entryName << "'";
   // The muir.* argument attributes are in the manifest.
   muir::dropMuirArgAttrs(entry);
-  // The entry keeps its name but binds inside the shared library it is
-  // linked into: a plain global `step` lost to libc's step(3) (regexp.h),
-  // which the packed entry called instead on the first GPU run.
-  entry.setVisibility_(LLVM::Visibility::Hidden);
+  // The entry keeps its name but is local to the object: a plain global
+  // `step` lost to libc's step(3) (regexp.h), which the packed entry
+  // called instead on the first GPU run. It is inlined into the packed
+  // entry: a call with one argument per tensor and hyperparameter (2000
+  // for 400 tensors) took longer to compile than the whole step.
+  entry.setLinkage(LLVM::Linkage::Internal);
+  entry.setAlwaysInline(true);
   MLIRContext *ctx = module.getContext();
   Location loc = entry.getLoc();
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());

@@ -46,6 +46,8 @@ struct Step::Impl {
   // A cached step: its library and packed entry.
   void *library = nullptr;
   void (*packedEntry)(void **) = nullptr;
+  // A CPU step run by the JIT: its muir_step_packed.
+  void (*jitEntry)(void **) = nullptr;
 };
 
 /// Whether steps compiled with these options can be kept in the cache.
