@@ -383,6 +383,10 @@ LogicalResult ApplyUpdateOp::verify() {
 LogicalResult NewtonSchulzOp::verify() {
   if (failed(verifyMatrixRank(*this, getInput().getType(), "input")))
     return failure();
+  if (getInput().getType().getElementType().isF64() &&
+      getPrecision() != NSPrecision::f32)
+    return emitOpError("an f64 input iterates in f64: precision bf16 "
+                       "takes an f32 input");
   return verifyNSConfig(*this, getStepsAttr().getInt(), getSchedule(), getCoefficients(),
                         getEps().convertToDouble());
 }
@@ -403,6 +407,9 @@ LogicalResult TransposeOp::verify() {
   auto out = getResult().getType();
   if (failed(verifyMatrixRank(*this, in, "input")))
     return failure();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("expected the result's element type ")
+           << in.getElementType() << ", got " << out.getElementType();
   SmallVector<int64_t> expected(in.getShape());
   std::swap(expected[in.getRank() - 1], expected[in.getRank() - 2]);
   if (out.getShape() != ArrayRef<int64_t>(expected))

@@ -127,8 +127,8 @@ def Muir_MuonUpdateOp : Muir_Op<"muon_update", [Pure,
     skips a parameter without a gradient this time without being compiled
     again.
   }];
-  let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$grad,
-      Muir_F32Tensor:$momentum_buffer, Variadic<F64>:$hyper,
+  let arguments = (ins Muir_FloatTensor:$param, Muir_FloatTensor:$grad,
+      Muir_FloatTensor:$momentum_buffer, Variadic<F64>:$hyper,
       Optional<I1>:$take,
       F64Attr:$lr,
       DefaultValuedAttr<F64Attr, "0.95">:$beta,
@@ -142,8 +142,8 @@ def Muir_MuonUpdateOp : Muir_Op<"muon_update", [Pure,
       OptionalAttr<DenseF64ArrayAttr>:$coefficients,
       DefaultValuedAttr<F64Attr, "1.0e-7">:$eps,
       OptionalAttr<DenseI64ArrayAttr>:$row_blocks);
-  let results = (outs Muir_F32Tensor:$new_param,
-                      Muir_F32Tensor:$new_momentum_buffer);
+  let results = (outs Muir_FloatTensor:$new_param,
+                      Muir_FloatTensor:$new_momentum_buffer);
   let assemblyFormat = [{
     $param `,` $grad `,` $momentum_buffer (`hyper` `(` $hyper^ `)`)?
     (`take` `(` $take^ `)`)? attr-dict `:` type($param)
@@ -172,16 +172,16 @@ def Muir_AdamWUpdateOp : Muir_Op<"adamw_update", [Pure,
     `take(%t)` a false %t leaves W, m and v as they are, bit for bit (as
     for `muir.muon_update`).
   }];
-  let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$grad,
-      Muir_F32Tensor:$exp_avg, Muir_F32Tensor:$exp_avg_sq, I64:$step,
+  let arguments = (ins Muir_FloatTensor:$param, Muir_FloatTensor:$grad,
+      Muir_FloatTensor:$exp_avg, Muir_FloatTensor:$exp_avg_sq, I64:$step,
       Variadic<F64>:$hyper, Optional<I1>:$take,
       F64Attr:$lr,
       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
       DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
-  let results = (outs Muir_F32Tensor:$new_param, Muir_F32Tensor:$new_exp_avg,
-                      Muir_F32Tensor:$new_exp_avg_sq);
+  let results = (outs Muir_FloatTensor:$new_param, Muir_FloatTensor:$new_exp_avg,
+                      Muir_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `step` $step
     (`hyper` `(` $hyper^ `)`)? (`take` `(` $take^ `)`)? attr-dict `:`
@@ -202,11 +202,11 @@ def Muir_MomentumOp : Muir_Op<"momentum", [Pure,
     U = 0 (a Newton-Schulz of it stays finite and is not applied) and
     M' = M.
   }];
-  let arguments = (ins Muir_F32Tensor:$grad, Muir_F32Tensor:$momentum_buffer,
+  let arguments = (ins Muir_FloatTensor:$grad, Muir_FloatTensor:$momentum_buffer,
       Optional<F64>:$beta_value, Optional<I1>:$take,
       F64Attr:$beta, Muir_MomentumKindAttr:$momentum_kind, BoolAttr:$nesterov);
-  let results = (outs Muir_F32Tensor:$update,
-                      Muir_F32Tensor:$new_momentum_buffer);
+  let results = (outs Muir_FloatTensor:$update,
+                      Muir_FloatTensor:$new_momentum_buffer);
   let assemblyFormat = [{
     $grad `,` $momentum_buffer (`beta` `(` $beta_value^ `)`)?
     (`take` `(` $take^ `)`)? attr-dict `:` type($grad)
@@ -223,9 +223,9 @@ def Muir_ApplyUpdateOp : Muir_Op<"apply_update", [Pure,
     %wd)` the learning rate and weight decay are read at run time. With
     `take(%t)` a false %t gives W' = W.
   }];
-  let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$update,
+  let arguments = (ins Muir_FloatTensor:$param, Muir_FloatTensor:$update,
       Variadic<F64>:$hyper, Optional<I1>:$take, F64Attr:$lr, F64Attr:$scale, F64Attr:$weight_decay);
-  let results = (outs Muir_F32Tensor:$new_param);
+  let results = (outs Muir_FloatTensor:$new_param);
   let assemblyFormat = [{
     $param `,` $update (`hyper` `(` $hyper^ `)`)? (`take` `(` $take^ `)`)?
     attr-dict `:` type($param)
@@ -269,12 +269,12 @@ def Muir_NewtonSchulzOp : Muir_Op<"newton_schulz", [Pure,
     distributed or resharded mode is no `muir.newton_schulz` but
     muir-distribute's own iteration, in f32.)
   }];
-  let arguments = (ins Muir_F32Tensor:$input, I64Attr:$steps,
+  let arguments = (ins Muir_FloatTensor:$input, I64Attr:$steps,
       DefaultValuedAttr<Muir_NSScheduleAttr, "NSSchedule::simple">:$schedule,
       OptionalAttr<DenseF64ArrayAttr>:$coefficients,
       DefaultValuedAttr<F64Attr, "1.0e-7">:$eps,
       DefaultValuedAttr<Muir_NSPrecisionAttr, "NSPrecision::f32">:$precision);
-  let results = (outs Muir_F32Tensor:$result);
+  let results = (outs Muir_FloatTensor:$result);
   let assemblyFormat = [{
     $input `steps` `(` $steps `)` `schedule` `(` custom<Schedule>($schedule) `)`
     (`coefficients` `(` $coefficients^ `)`)? attr-dict `:` type($input)
@@ -294,9 +294,9 @@ def Muir_FrobeniusNormalizeOp : Muir_Op<"frobenius_normalize", [Pure,
     Divides each matrix (the last two dimensions) by its Frobenius norm plus
     `eps`; the norm is accumulated in double in a fixed order.
   }];
-  let arguments = (ins Muir_F32Tensor:$input,
+  let arguments = (ins Muir_FloatTensor:$input,
                    DefaultValuedAttr<F64Attr, "1.0e-7">:$eps);
-  let results = (outs Muir_F32Tensor:$result);
+  let results = (outs Muir_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
@@ -306,8 +306,8 @@ def Muir_TransposeOp : Muir_Op<"transpose", [Pure]> {
   let description = [{
     `[..., m, n] -> [..., n, m]`; leading (batch) dimensions are kept.
   }];
-  let arguments = (ins Muir_F32Tensor:$input);
-  let results = (outs Muir_F32Tensor:$result);
+  let arguments = (ins Muir_FloatTensor:$input);
+  let results = (outs Muir_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   // transpose(transpose(x)) = x.

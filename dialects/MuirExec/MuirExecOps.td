@@ -142,10 +142,13 @@ def MuirExec_FrobeniusNormalizeOp
   let summary = "out = in / (||in||_F + eps) per matrix";
   let description = [{
     Norm accumulated in double in a fixed order; `in` and `out` may be the
-    same buffer.
+    same buffer. f32 buffers: `muirrt_frobenius_normalize`; f64 buffers (an
+    f64 parameter's Newton-Schulz): `muirrt_frobenius_normalize_f64`.
   }];
-  let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$input,
-      Arg<MuirExec_F32Buffer, "", [MemWrite]>:$output, F64Attr:$eps);
+  let arguments = (ins
+      Arg<MemRefRankOf<[F32, F64], [2, 3]>, "", [MemRead]>:$input,
+      Arg<MemRefRankOf<[F32, F64], [2, 3]>, "", [MemWrite]>:$output,
+      F64Attr:$eps);
   let assemblyFormat = [{
     $input `,` $output attr-dict `:` type($input) `,` type($output)
   }];

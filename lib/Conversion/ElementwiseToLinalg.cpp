@@ -64,36 +64,54 @@ Value f64(OpBuilder &b, Location loc, double v) {
 }
 double value(FloatAttr a) { return a.getValueAsDouble(); }
 
-/// An update's learning rate (f64) and its decay factor 1 - lr * wd
-/// (rounded to f32): from the run-time `hyper(lr, wd)` operands where the
-/// op has them, else from its attributes.
+/// The constant v in the element type `t` (f32: rounded once from f64).
+Value constant(OpBuilder &b, Location loc, Type t, double v) {
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(t, v));
+}
+/// An f64 value in the element type `t`: rounded once for f32, as it is
+/// for f64.
+Value narrowed(OpBuilder &b, Location loc, Type t, Value x) {
+  if (t.isF64())
+    return x;
+  return arith::TruncFOp::create(b, loc, t, x);
+}
+/// The element type of an op's first operand (the update's tensors are of
+/// one type: f32, or f64 computed in f64 throughout).
+Type elementOf(Operation *op) {
+  return cast<RankedTensorType>(op->getOperand(0).getType()).getElementType();
+}
+
+/// An update's learning rate (f64) and its decay factor 1 - lr * wd (in
+/// the element type `t`, rounded once for f32): from the run-time
+/// `hyper(lr, wd)` operands where the op has them, else from its
+/// attributes.
 struct Hyper {
-  Hyper(OpBuilder &b, Location loc, ValueRange operands, FloatAttr lrAttr,
-        FloatAttr wdAttr)
-      : b(b), loc(loc) {
+  Hyper(OpBuilder &b, Location loc, Type t, ValueRange operands,
+        FloatAttr lrAttr, FloatAttr wdAttr)
+      : b(b), loc(loc), t(t) {
     if (operands.empty()) {
       lr = f64(b, loc, value(lrAttr));
-      decay = f32(b, loc, 1.0 - value(lrAttr) * value(wdAttr));
+      decay = constant(b, loc, t, 1.0 - value(lrAttr) * value(wdAttr));
       return;
     }
     lr = operands[0];
-    decay = arith::TruncFOp::create(
-        b, loc, b.getF32Type(),
+    decay = narrowed(
+        b, loc, t,
         arith::SubFOp::create(b, loc, f64(b, loc, 1.0),
                               arith::MulFOp::create(b, loc, lr, operands[1])));
   }
-  /// lr * factor, rounded to f32.
+  /// lr * factor in the element type.
   Value times(double factor) {
     if (auto c = lr.getDefiningOp<arith::ConstantOp>())
-      return f32(b, loc,
-                 cast<FloatAttr>(c.getValue()).getValueAsDouble() * factor);
-    return arith::TruncFOp::create(
-        b, loc, b.getF32Type(),
-        arith::MulFOp::create(b, loc, lr, f64(b, loc, factor)));
+      return constant(
+          b, loc, t, cast<FloatAttr>(c.getValue()).getValueAsDouble() * factor);
+    return narrowed(b, loc, t,
+                    arith::MulFOp::create(b, loc, lr, f64(b, loc, factor)));
   }
 
   OpBuilder &b;
   Location loc;
+  Type t;
   Value lr, decay;
 };
 
@@ -113,23 +131,24 @@ SmallVector<Value> unlessSkipped(OpBuilder &b, Location loc, Value take,
 }
 
 /// A coefficient c (f64, from the run-time operand `v` where there is one,
-/// else the attribute's value) as the f32 of c and of 1 - c, each rounded
-/// once from f64: the same bits as the constants.
-std::pair<Value, Value> withComplement(OpBuilder &b, Location loc, Value v,
-                                       FloatAttr attr) {
+/// else the attribute's value) as c and 1 - c in the element type `t`,
+/// each rounded once from f64 for f32: the same bits as the constants.
+std::pair<Value, Value> withComplement(OpBuilder &b, Location loc, Type t,
+                                       Value v, FloatAttr attr) {
   if (!v)
-    return {f32(b, loc, value(attr)), f32(b, loc, 1.0 - value(attr))};
-  auto f32Of = [&](Value x) -> Value {
-    return arith::TruncFOp::create(b, loc, b.getF32Type(), x);
-  };
-  return {f32Of(v), f32Of(arith::SubFOp::create(b, loc, f64(b, loc, 1.0), v))};
+    return {constant(b, loc, t, value(attr)),
+            constant(b, loc, t, 1.0 - value(attr))};
+  return {narrowed(b, loc, t, v),
+          narrowed(b, loc, t,
+                   arith::SubFOp::create(b, loc, f64(b, loc, 1.0), v))};
 }
 
 LogicalResult lower(MomentumOp op, PatternRewriter &rw) {
   bool ema = op.getMomentumKind() == MomentumKind::ema;
   bool nesterov = op.getNesterov();
-  auto [cBeta, cOneMinus] = withComplement(rw, op.getLoc(),
-                                           op.getBetaValue(), op.getBetaAttr());
+  Type t = elementOf(op);
+  auto [cBeta, cOneMinus] = withComplement(
+      rw, op.getLoc(), t, op.getBetaValue(), op.getBetaAttr());
   replaceByGeneric(
       rw, op, {op.getGrad(), op.getMomentumBuffer()},
       [&](OpBuilder &nb, Location nl, ValueRange a) {
@@ -145,13 +164,14 @@ LogicalResult lower(MomentumOp op, PatternRewriter &rw) {
               nb, nl, gTerm, arith::MulFOp::create(nb, nl, cBeta, newM));
         // Skipped: U = 0 (its Newton-Schulz stays finite), M' = M.
         return unlessSkipped(nb, nl, op.getTake(), {upd, newM},
-                             {op.getTake() ? f32(nb, nl, 0.0) : Value(), old});
+                             {op.getTake() ? constant(nb, nl, t, 0.0) : Value(),
+                              old});
       });
   return success();
 }
 
 LogicalResult lower(ApplyUpdateOp op, PatternRewriter &rw) {
-  Hyper h(rw, op.getLoc(), op.getHyper(), op.getLrAttr(),
+  Hyper h(rw, op.getLoc(), elementOf(op), op.getHyper(), op.getLrAttr(),
           op.getWeightDecayAttr());
   Value decay = h.decay;
   Value step = h.times(value(op.getScaleAttr()));
@@ -169,7 +189,8 @@ LogicalResult lower(ApplyUpdateOp op, PatternRewriter &rw) {
 LogicalResult lower(AdamWUpdateOp op, PatternRewriter &rw) {
   Location loc = op.getLoc();
   ValueRange hyper = op.getHyper();
-  Hyper h(rw, loc, hyper.take_front(std::min<size_t>(hyper.size(), 2)),
+  Type elt = elementOf(op);
+  Hyper h(rw, loc, elt, hyper.take_front(std::min<size_t>(hyper.size(), 2)),
           op.getLrAttr(), op.getWeightDecayAttr());
   // beta1, beta2 and eps: run-time operands (hyper's last three) or the
   // attributes.
@@ -184,19 +205,17 @@ LogicalResult lower(AdamWUpdateOp op, PatternRewriter &rw) {
       rw, loc, one, math::PowFOp::create(rw, loc, beta1, t));
   Value bc2 = arith::SubFOp::create(
       rw, loc, one, math::PowFOp::create(rw, loc, beta2, t));
-  Value stepSize = arith::TruncFOp::create(
-      rw, loc, rw.getF32Type(), arith::DivFOp::create(rw, loc, h.lr, bc1));
-  Value bc2Sqrt = arith::TruncFOp::create(rw, loc, rw.getF32Type(),
-                                          math::SqrtOp::create(rw, loc, bc2));
+  Value stepSize =
+      narrowed(rw, loc, elt, arith::DivFOp::create(rw, loc, h.lr, bc1));
+  Value bc2Sqrt =
+      narrowed(rw, loc, elt, math::SqrtOp::create(rw, loc, bc2));
   Value decay = h.decay;
-  auto [cB1, c1mB1] = withComplement(rw, loc, runTime ? hyper[2] : Value(),
-                                     op.getBeta1Attr());
-  auto [cB2, c1mB2] = withComplement(rw, loc, runTime ? hyper[3] : Value(),
-                                     op.getBeta2Attr());
-  Value eps = runTime ? arith::TruncFOp::create(rw, loc, rw.getF32Type(),
-                                                hyper[4])
-                            .getResult()
-                      : f32(rw, loc, value(op.getEpsAttr()));
+  auto [cB1, c1mB1] = withComplement(
+      rw, loc, elt, runTime ? hyper[2] : Value(), op.getBeta1Attr());
+  auto [cB2, c1mB2] = withComplement(
+      rw, loc, elt, runTime ? hyper[3] : Value(), op.getBeta2Attr());
+  Value eps = runTime ? narrowed(rw, loc, elt, hyper[4])
+                      : constant(rw, loc, elt, value(op.getEpsAttr()));
   replaceByGeneric(
       rw, op,
       {op.getParam(), op.getGrad(), op.getExpAvg(), op.getExpAvgSq()},

@@ -299,6 +299,12 @@ Value emit(mx::ScaleMatricesOp sm, CallBuilder &c) {
 
 Value emit(mx::FrobeniusNormalizeOp nrm, CallBuilder &c) {
   auto [batch, r, cl] = dims(nrm.getInput());
+  if (isF64(nrm.getInput())) {
+    c.call("frobenius_normalize_f64",
+           {c.i64(batch), c.i64(r * cl), c.f64(nrm.getEpsAttr()),
+            c.ptr(nrm.getInput()), c.ptr(nrm.getOutput())});
+    return {};
+  }
   c.call("frobenius_normalize",
          {c.i64(batch), c.i64(r * cl), c.f32(nrm.getEpsAttr()),
           c.ptr(nrm.getInput()), c.ptr(nrm.getOutput())});

@@ -123,12 +123,13 @@ LogicalResult StepFunction::checkSignature() {
     // (int64 tensors: a called MoE layer's tokens_per_expert.)
     bool ok = (tensor && tensor.hasStaticShape() &&
                (tensor.getElementType().isF32() ||
+                tensor.getElementType().isF64() ||
                 tensor.getElementType().isInteger(64))) ||
               t.isInteger(64) || t.isF64();
     if (!ok)
       return func.emitOpError("argument ")
-             << i << ": expected a static f32 or i64 tensor, the i64 step "
-             << "or an f64 hyperparameter, got " << t;
+             << i << ": expected a static f32, f64 or i64 tensor, the i64 "
+             << "step or an f64 hyperparameter, got " << t;
     auto name = func.getArgAttrOfType<StringAttr>(i, "muir.name");
     if (tensor && !name)
       return func.emitOpError("argument ")

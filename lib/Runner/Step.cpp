@@ -134,6 +134,7 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
     MUIR_RT_SYMBOL(muirrt_scale_matrices_f32)
     MUIR_RT_SYMBOL(muirrt_scale_matrices_f64)
     MUIR_RT_SYMBOL(muirrt_frobenius_normalize)
+    MUIR_RT_SYMBOL(muirrt_frobenius_normalize_f64)
     MUIR_RT_SYMBOL(muirrt_transpose)
     MUIR_RT_SYMBOL(muirrt_sum_squares)
     MUIR_RT_SYMBOL(muirrt_scale_by_norm)

@@ -33,10 +33,11 @@ struct Key {
   SmallVector<double> coefficients;
   double eps;
   NSPrecision precision;
+  Type element; ///< f32, or f64 (computed in f64)
   bool operator==(const Key &o) const {
     return m == o.m && n == o.n && steps == o.steps && schedule == o.schedule &&
            coefficients == o.coefficients && eps == o.eps &&
-           precision == o.precision;
+           precision == o.precision && element == o.element;
   }
 };
 
@@ -49,7 +50,8 @@ Key keyOf(NewtonSchulzOp op) {
         op.getSchedule(),
         {},
         op.getEps().convertToDouble(),
-        op.getPrecision()};
+        op.getPrecision(),
+        t.getElementType()};
   if (auto c = op.getCoefficients())
     k.coefficients.assign(c->begin(), c->end());
   return k;
@@ -100,7 +102,7 @@ struct BatchNewtonSchulzPass
     OpBuilder b(block, after ? std::next(after->getIterator())
                              : block->begin());
     Location loc = ops.front().getLoc();
-    auto f32 = b.getF32Type();
+    Type element = keyOf(ops.front()).element;
     int64_t m = keyOf(ops.front()).m, n = keyOf(ops.front()).n;
     int64_t total = 0;
     SmallVector<Value> parts;
@@ -108,12 +110,12 @@ struct BatchNewtonSchulzPass
       Value in = op.getInput();
       if (cast<RankedTensorType>(in.getType()).getRank() == 2)
         in = tensor::ExpandShapeOp::create(
-            b, loc, RankedTensorType::get({1, m, n}, f32), in,
+            b, loc, RankedTensorType::get({1, m, n}, element), in,
             SmallVector<ReassociationIndices>{{0, 1}, {2}});
       parts.push_back(in);
       total += batchOf(in);
     }
-    auto stackType = RankedTensorType::get({total, m, n}, f32);
+    auto stackType = RankedTensorType::get({total, m, n}, element);
     Value stack = tensor::ConcatOp::create(b, loc, stackType, 0, parts);
     NewtonSchulzOp first = ops.front();
     Value out = NewtonSchulzOp::create(
@@ -133,7 +135,7 @@ struct BatchNewtonSchulzPass
                                          b.getIndexAttr(n)};
       SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
       Value piece = tensor::ExtractSliceOp::create(
-          b, loc, RankedTensorType::get({count, m, n}, f32), out, offsets,
+          b, loc, RankedTensorType::get({count, m, n}, element), out, offsets,
           sizes, strides);
       if (type.getRank() == 2)
         piece = tensor::CollapseShapeOp::create(

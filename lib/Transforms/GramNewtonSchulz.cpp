@@ -169,9 +169,11 @@ struct ChooseNewtonSchulzForm : OpRewritePattern<NewtonSchulzOp> {
     bool gram = model.preferGram(m, n, batch, op.getSteps(), syrk, &cost);
     if (nsForm != NSFormOption::Auto)
       gram = nsForm == NSFormOption::Gram;
-    // The Gram form iterates in double: a bf16 iterate is the standard
-    // form's (the tools reject --ns-form=gram with it).
-    if (op.getPrecision() == NSPrecision::bf16)
+    // The Gram form iterates in double from an f32 X: a bf16 iterate is the
+    // standard form's (the tools reject --ns-form=gram with it), and so is
+    // an f64 X, which iterates in double already.
+    if (op.getPrecision() == NSPrecision::bf16 ||
+        type.getElementType().isF64())
       gram = false;
     auto formAttr =
         NSFormAttr::get(getContext(), gram ? NSForm::gram : NSForm::standard);

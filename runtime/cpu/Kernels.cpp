@@ -486,6 +486,26 @@ extern "C" void muirrt_frobenius_normalize(int64_t batch, int64_t numel,
   }
 }
 
+extern "C" void muirrt_frobenius_normalize_f64(int64_t batch, int64_t numel,
+                                               double eps, const double *in,
+                                               double *out) {
+  if (batch <= 0 || numel < 0)
+    return;
+  countOther();
+  for (int64_t i = 0; i < batch; ++i) {
+    const double *x = in + i * numel;
+    double *y = out + i * numel;
+    // Strictly sequential, as the f32 version: the same bits for any
+    // thread count or vector width.
+    double sum = 0.0;
+    for (int64_t j = 0; j < numel; ++j)
+      sum += x[j] * x[j];
+    double scale = 1.0 / (std::sqrt(sum) + eps);
+    for (int64_t j = 0; j < numel; ++j)
+      y[j] = x[j] * scale;
+  }
+}
+
 extern "C" void muirrt_sum_squares(int64_t batch, int64_t numel,
                                    const float *in, float *ss) {
   if (batch <= 0 || numel < 0)

@@ -116,3 +116,29 @@ func.func @take_flags(%g: tensor<4x8xf32>, %m: tensor<4x8xf32>, %w: tensor<4x8xf
   %w2, %m2, %v2 = muir.adamw_update %w, %g, %m, %v step %s take(%t) {lr = 1.0e-3} : tensor<4x8xf32>
   return %u, %m1, %w1, %w2, %m2, %v2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// f64 tensors (an f64 parameter, computed in f64): the coefficients are f64
+// constants or the f64 hyperparameters as they are, never rounded to f32.
+// CHECK-LABEL: func.func @f64_update
+// CHECK-SAME: (%[[W:[^:]+]]: tensor<8xf64>, %[[G:[^:]+]]: tensor<8xf64>, %[[M:[^:]+]]: tensor<8xf64>, %[[V:[^:]+]]: tensor<8xf64>, %[[S:[^:]+]]: i64, %[[LR:[^:]+]]: f64, %[[WD:[^:]+]]: f64, %[[B:[^:]+]]: f64)
+// CHECK-NOT: arith.truncf
+// CHECK: %[[BETA:.+]] = arith.constant 0.94999999999999996 : f64
+// CHECK: linalg.generic {{.*}} ins(%[[G]], %[[M]] : tensor<8xf64>, tensor<8xf64>)
+// CHECK: arith.mulf %[[BETA]], %{{.+}} : f64
+// CHECK-NOT: arith.truncf
+// CHECK: linalg.generic {{.*}} ins(%[[W]], %{{.+}} : tensor<8xf64>, tensor<8xf64>)
+// CHECK-NOT: arith.truncf
+// CHECK: %[[ONEMB:.+]] = arith.subf %{{.+}}, %[[B]] : f64
+// CHECK: linalg.generic {{.*}} ins(%[[W]], %[[G]], %[[M]], %[[V]] : tensor<8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<8xf64>)
+// CHECK: arith.mulf %[[ONEMB]], %{{.+}} : f64
+// CHECK-NEXT: arith.mulf %[[B]], %{{.+}} : f64
+// CHECK-NOT: arith.truncf
+// FUSED-LABEL: func.func @f64_update
+func.func @f64_update(%w: tensor<8xf64>, %g: tensor<8xf64>, %m: tensor<8xf64>, %v: tensor<8xf64>, %s: i64, %lr: f64, %wd: f64, %b: f64) -> (tensor<8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<8xf64>) {
+  %u, %m1 = muir.momentum %g, %m {beta = 0.95, momentum_kind = #muir<momentum_kind ema>, nesterov = true} : tensor<8xf64>
+  %w1 = muir.apply_update %w, %u hyper(%lr, %wd) {lr = 0.02, scale = 0.5, weight_decay = 0.1} : tensor<8xf64>
+  %w2, %m2, %v2 = muir.adamw_update %w, %g, %m, %v step %s hyper(%lr, %wd, %b, %b, %b) {lr = 1.0e-3} : tensor<8xf64>
+  return %u, %m1, %w1, %w2, %m2, %v2 : tensor<8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<8xf64>
+}

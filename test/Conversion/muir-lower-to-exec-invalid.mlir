@@ -21,7 +21,7 @@ func.func @unnamed(%x: tensor<4xf32> {muir.name = "x"}, %y: tensor<4xf32>) -> (t
 
 // -----
 
-// expected-error@+1 {{argument 1: expected a static f32 or i64 tensor, the i64 step or an f64 hyperparameter, got 'tensor<?xf32>'}}
+// expected-error@+1 {{argument 1: expected a static f32, f64 or i64 tensor, the i64 step or an f64 hyperparameter, got 'tensor<?xf32>'}}
 func.func @dynamic(%x: tensor<4xf32> {muir.name = "x"}, %y: tensor<?xf32> {muir.name = "y"}) {
   return
 }

@@ -84,3 +84,20 @@ func.func @precisions(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %c: tensor<4x8xf
   %3 = muir.newton_schulz %d steps(5) schedule(simple) {precision = #muir.ns_precision<bf16>} : tensor<4x8xf32>
   return %0, %1, %2, %3 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// f64 matrices (an f64 parameter's, computed in f64) batch with each other,
+// never with f32 ones of the same shape.
+// CHECK-LABEL: func.func @element_types
+// CHECK: tensor.concat dim(0) %{{.*}}, %{{.*}} : (tensor<1x8x16xf64>, tensor<1x8x16xf64>) -> tensor<2x8x16xf64>
+// CHECK: muir.newton_schulz %{{.*}} steps(5) schedule(simple) : tensor<2x8x16xf64>
+// CHECK: muir.newton_schulz %{{.*}} steps(5) schedule(simple) : tensor<8x16xf32>
+// CHECK-NOT: muir.newton_schulz
+func.func @element_types(%a: tensor<8x16xf64>, %b: tensor<8x16xf64>, %c: tensor<8x16xf32>)
+    -> (tensor<8x16xf64>, tensor<8x16xf64>, tensor<8x16xf32>) {
+  %a1 = muir.newton_schulz %a steps(5) schedule(simple) : tensor<8x16xf64>
+  %c1 = muir.newton_schulz %c steps(5) schedule(simple) : tensor<8x16xf32>
+  %b1 = muir.newton_schulz %b steps(5) schedule(simple) : tensor<8x16xf64>
+  return %a1, %b1, %c1 : tensor<8x16xf64>, tensor<8x16xf64>, tensor<8x16xf32>
+}

@@ -127,3 +127,15 @@ func.func @bf16_standard(%x: tensor<128x1024xf32>) -> tensor<128x1024xf32> {
   %y = muir.newton_schulz %x steps(5) schedule(simple) {precision = #muir.ns_precision<bf16>} : tensor<128x1024xf32>
   return %y : tensor<128x1024xf32>
 }
+
+// -----
+
+// An f64 matrix iterates in f64 already: the standard form, even where the
+// Gram form is asked for.
+// GRAM-LABEL: func.func @f64_standard
+// GRAM: muir.newton_schulz {{.*}}muir.ns_form = #muir.ns_form<standard>{{.*}} : tensor<128x1024xf64>
+// GRAM-NOT: muir.trace_normalize
+func.func @f64_standard(%x: tensor<128x1024xf64>) -> tensor<128x1024xf64> {
+  %y = muir.newton_schulz %x steps(5) schedule(simple) : tensor<128x1024xf64>
+  return %y : tensor<128x1024xf64>
+}

@@ -388,6 +388,42 @@ TEST(FrobeniusNormalize, MatchesDoubleReferenceAndInPlace) {
   EXPECT_EQ(inplace, out);
 }
 
+TEST(FrobeniusNormalize, F64ExactConstructionAndInPlace) {
+  // Items whose norms are exact: (3, 4) * 2^k has norm 5 * 2^k, so with
+  // eps = 0 each element divides exactly (x / 5 in double, rounded once:
+  // the reference is computed the same way, 1 / (5 * 2^k) times x).
+  const int64_t batch = 3, numel = 2;
+  std::vector<double> in = {3.0, 4.0, 0.75, 1.0, 0.0, 0.0};
+  std::vector<double> out(in.size(), -1.0);
+  muirrt_frobenius_normalize_f64(batch, numel, 0.0, in.data(), out.data());
+  const double norms[2] = {5.0, 1.25};
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t j = 0; j < numel; ++j)
+      EXPECT_EQ(out[b * numel + j], in[b * numel + j] * (1.0 / norms[b]))
+          << "item " << b << " elem " << j;
+  // An all-zero item with eps > 0 stays zero.
+  muirrt_frobenius_normalize_f64(batch, numel, 1e-12, in.data(), out.data());
+  EXPECT_EQ(out[4], 0.0);
+  EXPECT_EQ(out[5], 0.0);
+  // Against a long double reference on random data, and in place.
+  std::vector<float> r = randomVector(4 * 50, 11);
+  std::vector<double> x(r.begin(), r.end()), y(x.size());
+  muirrt_frobenius_normalize_f64(4, 50, 1e-7, x.data(), y.data());
+  for (int64_t b = 0; b < 4; ++b) {
+    long double ss = 0.0L;
+    for (int64_t j = 0; j < 50; ++j)
+      ss += static_cast<long double>(x[b * 50 + j]) * x[b * 50 + j];
+    long double denom = std::sqrt(ss) + 1e-7L;
+    for (int64_t j = 0; j < 50; ++j)
+      ASSERT_NEAR(y[b * 50 + j],
+                  static_cast<double>(x[b * 50 + j] / denom), 1e-15)
+          << "item " << b << " elem " << j;
+  }
+  std::vector<double> inplace = x;
+  muirrt_frobenius_normalize_f64(4, 50, 1e-7, inplace.data(), inplace.data());
+  EXPECT_EQ(inplace, y);
+}
+
 TEST(Transpose, NonSquareBatch) {
   const int64_t batch = 2, rows = 37, cols = 70;
   std::vector<float> in = randomVector(batch * rows * cols, 9);

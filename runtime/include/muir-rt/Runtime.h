@@ -263,6 +263,11 @@ void muirrt_moe_combine_weights_grad(int64_t axes_mask, int64_t tokens,
 void muirrt_frobenius_normalize(int64_t batch, int64_t numel, float eps,
                                 const float *in, float *out);
 
+/* The same for doubles (an f64 parameter's Newton-Schulz): the norm summed
+ * in a fixed order, eps in double, one reciprocal, then a multiply. */
+void muirrt_frobenius_normalize_f64(int64_t batch, int64_t numel, double eps,
+                                    const double *in, double *out);
+
 /* ss[i] = sum of squares of the numel floats of item i, accumulated in
  * double in a fixed order and rounded to float. */
 void muirrt_sum_squares(int64_t batch, int64_t numel, const float *in,

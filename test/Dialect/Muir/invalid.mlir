@@ -221,9 +221,9 @@ func.func @muon_missing_lr(%p: tensor<8x4xf32>) {
 
 // -----
 
-func.func @muon_f64(%p: tensor<8x4xf64>) {
-  // expected-error@+1 {{'muir.muon_update' op operand #0 must be statically shaped tensor of 32-bit float values, but got 'tensor<8x4xf64>'}}
-  %0:2 = muir.muon_update %p, %p, %p {lr = 0.1} : tensor<8x4xf64>
+func.func @muon_bf16(%p: tensor<8x4xbf16>) {
+  // expected-error@+1 {{'muir.muon_update' op operand #0 must be statically shaped tensor of 32-bit float or 64-bit float values, but got 'tensor<8x4xbf16>'}}
+  %0:2 = muir.muon_update %p, %p, %p {lr = 0.1} : tensor<8x4xbf16>
   return
 }
 
@@ -1533,4 +1533,20 @@ func.func @row_stable_with_acc(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: ten
   // expected-error@+1 {{'muir.matmul' op a row_stable product is a plain f32 matrix product (2-D, no accumulator, alpha 1, not symmetric)}}
   %0 = muir.matmul %a, %b acc %c {row_stable, beta = 1.0} : (tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @f64_bf16_iterate(%x: tensor<8x16xf64>) -> tensor<8x16xf64> {
+  // expected-error@+1 {{'muir.newton_schulz' op an f64 input iterates in f64: precision bf16 takes an f32 input}}
+  %y = muir.newton_schulz %x steps(5) schedule(simple) {precision = #muir.ns_precision<bf16>} : tensor<8x16xf64>
+  return %y : tensor<8x16xf64>
+}
+
+// -----
+
+func.func @transpose_element_type(%x: tensor<8x16xf64>) -> tensor<16x8xf32> {
+  // expected-error@+1 {{'muir.transpose' op expected the result's element type 'f64', got 'f32'}}
+  %y = muir.transpose %x : tensor<8x16xf64> -> tensor<16x8xf32>
+  return %y : tensor<16x8xf32>
 }
