@@ -409,7 +409,8 @@ LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
                        "head", "norm", "bias", "other"},
                       "(the parameter's kind)");
   if (name == "muir.dtype")
-    return checkOneOf(op, attr, {"f32", "bf16", "f16"}, "(the dtype)");
+    return checkOneOf(op, attr, {"f32", "bf16", "f16", "f64"},
+                      "(the dtype)");
   if (name == "muir.shards") {
     // Typed: each #muir.shard<kind, "axis", dim> names an axis of one of
     // the module's grids and a dimension of the argument.

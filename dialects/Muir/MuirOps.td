@@ -681,9 +681,11 @@ def Muir_ProbeOp : Muir_Op<"probe", [MemoryEffects<[MemWrite]>]> {
     Copies its operand to the runtime's observation slot `slot`, tagged
     with `label`; muir-run reports metrics of observed tensors (for
     example the orthogonality error of a Newton-Schulz output) after each
-    step, outside the timed region.
+    step, outside the timed region. An f64 operand is observed rounded to
+    f32 (the report's figures).
   }];
-  let arguments = (ins Muir_F32Tensor:$input, StrAttr:$label, I64Attr:$slot);
+  let arguments = (ins Muir_FloatTensor:$input, StrAttr:$label,
+      I64Attr:$slot);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }

@@ -11,8 +11,9 @@
  *   muir_step_close(s);
  *
  * Bound tensors are the caller's memory (host pointers on the CPU target,
- * device pointers on the CUDA target), contiguous row-major float32 of the
- * argument's shape, and updated in place: the library never copies,
+ * device pointers on the CUDA target), contiguous row-major, of the
+ * argument's shape and dtype (float32; float64 for a parameter described
+ * with dtype f64, its gradient and its state), and updated in place: the library never copies,
  * reallocates or keeps them beyond the call. Hyperparameters (each optimizer
  * group's learning rate and weight decay) are read at every run.
  *
@@ -60,7 +61,8 @@ enum MuirArgumentRole {
 enum MuirArgumentDtype {
   MUIR_DTYPE_F32 = 0, /* tensors: float32, row-major, contiguous */
   MUIR_DTYPE_I64 = 1, /* the step counter; a layer's tokens_per_expert */
-  MUIR_DTYPE_F64 = 2  /* hyperparameters */
+  MUIR_DTYPE_F64 = 2  /* hyperparameters; the tensors of a parameter
+                         described with dtype f64 */
 };
 
 typedef struct MuirStepArgument {

@@ -46,8 +46,11 @@ static double allReduceBytesMean(double count, double g) {
 }
 
 static int64_t dtypeBytes(StringRef dtype) {
-  return dtype == "f32" ? 4 : 2;
+  return dtype == "f64" ? 8 : dtype == "f32" ? 4 : 2;
 }
+
+// Optimizer state is f32, except for an f64 parameter's (kept in f64).
+static int64_t stateBytes(StringRef dtype) { return dtype == "f64" ? 8 : 4; }
 
 FailureOr<PlanReport> PlanReport::compute(const Description &d,
                                           const ReportOptions &options,
@@ -271,7 +274,7 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
 
     for (auto [rankIndex, c] : llvm::enumerate(r.ranks)) {
       c.paramBytes += local * dtypeBytes(p.dtype);
-      c.optimizerStateBytes += local * 4 * (muon ? 1 : 2);
+      c.optimizerStateBytes += local * stateBytes(p.dtype) * (muon ? 1 : 2);
       if (!muon) {
         c.runtimeCalls += 1; // one fused AdamW kernel
         continue;

@@ -97,8 +97,9 @@ int muir_step_argument(const MuirStep *step, int32_t index,
   out->default_value = a.defaultValue;
   out->hyper_index = a.hyperIndex;
   out->updated = a.updated;
-  out->dtype = a.isTensor()                   ? (a.i64 ? MUIR_DTYPE_I64
-                                                       : MUIR_DTYPE_F32)
+  out->dtype = a.isTensor()                   ? (a.i64   ? MUIR_DTYPE_I64
+                                                : a.f64 ? MUIR_DTYPE_F64
+                                                        : MUIR_DTYPE_F32)
                : a.role == MUIR_ROLE_COUNTER ? MUIR_DTYPE_I64
                                              : MUIR_DTYPE_F64;
   return 0;

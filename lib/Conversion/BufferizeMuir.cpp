@@ -307,7 +307,26 @@ LogicalResult build(ExecBuilder &x, RouteOp op) {
 }
 
 LogicalResult build(ExecBuilder &x, ProbeOp op) {
-  mx::ObserveOp::create(x.b, x.loc, x.in(op.getInput()), op.getLabelAttr(),
+  // Observation slots hold f32: an f64 tensor is observed rounded (the
+  // copy is freed with the step's other temporaries).
+  Value in = x.in(op.getInput());
+  auto type = cast<MemRefType>(in.getType());
+  Value observed = in;
+  if (!type.getElementType().isF32()) {
+    observed = memref::AllocOp::create(
+        x.b, x.loc, MemRefType::get(type.getShape(), x.b.getF32Type()));
+    SmallVector<AffineMap> maps(
+        2, AffineMap::getMultiDimIdentityMap(type.getRank(), x.ctx()));
+    SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                               utils::IteratorType::parallel);
+    linalg::GenericOp::create(
+        x.b, x.loc, ValueRange{in}, ValueRange{observed}, maps, iterators,
+        [&](OpBuilder &nb, Location loc, ValueRange args) {
+          Value v = arith::TruncFOp::create(nb, loc, nb.getF32Type(), args[0]);
+          linalg::YieldOp::create(nb, loc, v);
+        });
+  }
+  mx::ObserveOp::create(x.b, x.loc, observed, op.getLabelAttr(),
                         op.getSlotAttr());
   return success();
 }

@@ -418,6 +418,23 @@ struct ExecToGPUPass
                                     muir::PassInput::Exec)))
       return signalPassFailure();
     ModuleOp module = getOperation();
+    // The CUDA runtime's kernels and cuBLAS calls are f32 (bf16 inside);
+    // f64 steps, references, run on the CPU target.
+    bool anyF64 = false;
+    module.walk([&](func::FuncOp f) {
+      for (auto [i, t] : llvm::enumerate(f.getArgumentTypes())) {
+        auto mt = dyn_cast<MemRefType>(t);
+        if (anyF64 || !mt || !mt.getElementType().isF64())
+          continue;
+        auto name = f.getArgAttrOfType<StringAttr>(i, "muir.name");
+        f.emitError() << "the CUDA target runs f32 tensors; '"
+                      << (name ? name.getValue() : StringRef("?"))
+                      << "' is f64 (f64 steps run on the CPU target)";
+        anyF64 = true;
+      }
+    });
+    if (anyF64)
+      return signalPassFailure();
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       if (op->getParentOfType<gpu::GPUModuleOp>() ||

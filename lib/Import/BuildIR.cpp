@@ -532,7 +532,7 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
     auto type = RankedTensorType::get(
         trained ? ArrayRef<int64_t>(local->second.shape)
                 : ArrayRef<int64_t>(p.shape),
-        f32);
+        p.dtype == "f64" ? Type(b.getF64Type()) : Type(f32));
     SmallVector<Slot> slots = {{p.name, "param"}, {p.name + ".grad", "grad"}};
     if (a.optimizer == Optimizer::Muon) {
       slots.push_back({p.name + ".momentum", "state"});

@@ -726,7 +726,7 @@ void Reader::readParameter(yaml::Node *n, Description &d) {
               badShape = true;
           });
         } else if (key == "dtype") {
-          if (auto x = oneOf(v, key, {"f32", "bf16", "f16"}))
+          if (auto x = oneOf(v, key, {"f32", "bf16", "f16", "f64"}))
             p.dtype = *x;
         } else if (key == "role") {
           if (auto x = oneOf(v, key,

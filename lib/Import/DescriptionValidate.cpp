@@ -392,6 +392,27 @@ LogicalResult mlir::muir::desc::validate(
       fail(p.loc, "expert parameter '" + p.name +
                       "' must be a stack [E, m, n], got rank " +
                       Twine(p.shape.size()));
+    if (p.dtype == "f64") {
+      // f64 is for references: the collectives and the MoE layers'
+      // kernels are f32.
+      if (devices && *devices > 1)
+        failFor(p.loc,
+                "parameter '" + p.name + "' is f64, which runs on a grid of "
+                "one device (this grid has " + Twine(*devices) + ")",
+                p.name,
+                "f64 runs on a grid of one device (this grid has " +
+                    Twine(*devices) + ")");
+      if (d.training.enabled)
+        for (const MoELayer &l : d.moe)
+          for (const char *suffix :
+               {".router", ".experts.gate_proj", ".experts.up_proj",
+                ".experts.down_proj", ".shared_experts.gate_proj",
+                ".shared_experts.up_proj", ".shared_experts.down_proj"})
+            if (p.name == l.name + suffix)
+              fail(p.loc, "parameter '" + p.name + "' of trained MoE layer '" +
+                              l.name + "' is f64; a layer's weights are "
+                                       "f32");
+    }
     int64_t sum = 0;
     for (int64_t r : p.splitRows)
       sum += r;

@@ -444,11 +444,10 @@ llvm::Error Step::readArguments() {
       a.shape.assign(mt.getShape().begin(), mt.getShape().end());
       a.globalShape = a.shape;
       a.i64 = mt.getElementType().isInteger(64);
-      if (!a.i64 && !mt.getElementType().isF32())
-        return error("tensor '" + a.name + "' has element type " +
-                     Twine(mt.getElementType().isF64() ? "f64" : "other "
-                                                                 "than f32") +
-                     "; step tensors are f32 (int64 for a layer's counts)");
+      a.f64 = mt.getElementType().isF64();
+      if (!a.i64 && !a.f64 && !mt.getElementType().isF32())
+        return error("tensor '" + a.name + "' has an element type other "
+                     "than f32, f64 and int64 (a layer's counts)");
       if (a.name == "x" && a.shape.size() == 2)
         tokenBound = a.shape[0];
       // The entry stores written results in place; a trained layer's
@@ -814,8 +813,11 @@ Step::firstNonFinite(int32_t role) const {
   for (auto [i, a] : llvm::enumerate(args)) {
     if (a.role != role || !a.isTensor() || a.i64 || !bound[i])
       continue;
-    int64_t at = muirrt_first_nonfinite(static_cast<const float *>(bound[i]),
-                                        a.numel());
+    int64_t at =
+        a.f64 ? muirrt_first_nonfinite_f64(
+                    static_cast<const double *>(bound[i]), a.numel())
+              : muirrt_first_nonfinite(static_cast<const float *>(bound[i]),
+                                       a.numel());
     if (at >= 0)
       return std::make_pair(static_cast<int32_t>(i), at);
   }

@@ -131,8 +131,9 @@ void HostTensors::snapshot() {
   before.resize(count());
   for (int32_t i = 0; i < count(); ++i)
     if (muirrt_tensor_role(local, i) == MUIR_ROLE_PARAM) {
-      const float *d = muirrt_tensor_data(local, i);
-      before[i].assign(d, d + muirrt_tensor_numel(local, i));
+      const char *d = static_cast<const char *>(muirrt_tensor_storage(local, i));
+      size_t size = muirrt_tensor_dtype(local, i) == MUIRRT_DTYPE_F64 ? 8 : 4;
+      before[i].assign(d, d + muirrt_tensor_numel(local, i) * size);
     }
 }
 
@@ -258,11 +259,22 @@ void HostTensors::printStep(llvm::raw_ostream &os) const {
     int32_t t = localIndex[i];
     if (t < 0 || a.role != MUIR_ROLE_PARAM)
       continue;
-    const float *d = muirrt_tensor_data(local, t);
     int64_t numel = muirrt_tensor_numel(local, t);
-    double w = muirrt_norm(d, numel);
-    double dw = muirrt_diff_norm(before[t].data(), d, numel);
-    std::array<double, 2> squares = {w * w, dw * dw};
+    std::array<double, 2> squares = {0, 0};
+    if (a.f64) {
+      const auto *d = static_cast<const double *>(muirrt_tensor_storage(local, t));
+      const auto *b = reinterpret_cast<const double *>(before[t].data());
+      for (int64_t k = 0; k < numel; ++k) {
+        squares[0] += d[k] * d[k];
+        squares[1] += (d[k] - b[k]) * (d[k] - b[k]);
+      }
+    } else {
+      const float *d = muirrt_tensor_data(local, t);
+      double w = muirrt_norm(d, numel);
+      double dw = muirrt_diff_norm(
+          reinterpret_cast<const float *>(before[t].data()), d, numel);
+      squares = {w * w, dw * dw};
+    }
     if (several)
       sumOverSplits(a, squares);
     norms.push_back(squares);

@@ -42,11 +42,14 @@ llvm::Error HostTensors::create() {
   for (auto [i, a] : llvm::enumerate(args)) {
     if (!a.isTensor())
       continue;
-    localIndex[i] = muirrt_tensor_add(local, a.name.c_str(), a.shape.size(),
-                                      a.shape.data(), a.role);
-    wholeIndex[i] = muirrt_tensor_add(whole, a.name.c_str(),
-                                      a.globalShape.size(),
-                                      a.globalShape.data(), a.role);
+    int32_t dtype = a.f64 ? MUIRRT_DTYPE_F64 : MUIRRT_DTYPE_F32;
+    localIndex[i] = muirrt_tensor_add_typed(local, a.name.c_str(),
+                                            a.shape.size(), a.shape.data(),
+                                            a.role, dtype);
+    wholeIndex[i] = muirrt_tensor_add_typed(whole, a.name.c_str(),
+                                            a.globalShape.size(),
+                                            a.globalShape.data(), a.role,
+                                            dtype);
     if (localIndex[i] < 0 || wholeIndex[i] < 0)
       return error(muirrt_last_error());
     if (a.initStd > 0 &&
@@ -67,15 +70,17 @@ void HostTensors::seed(uint64_t seed) { muirrt_init_from_seed(whole, seed); }
 
 /// Copies between a whole tensor and this rank's part: to the part by
 /// slicing (rank-local), back by all-gathers over each split's group
-/// (every rank must call it, in the same order).
+/// (every rank must call it, in the same order). Counted in floats: an
+/// f64 element is two (the copies and gathers move bits only).
 static void copyShard(MuirRtContext *global, int32_t g, const Argument &a,
                       MuirRtContext *local, int32_t l, bool toShard) {
   int32_t rank = muirrt_tensor_rank(local, l);
   ArrayRef<int64_t> shape(muirrt_tensor_shape(local, l), rank);
   ArrayRef<int64_t> wholeShape(muirrt_tensor_shape(global, g), rank);
-  float *shard = muirrt_tensor_data(local, l);
-  float *full = muirrt_tensor_data(global, g);
-  int64_t numel = muirrt_tensor_numel(local, l);
+  auto *shard = static_cast<float *>(muirrt_tensor_storage(local, l));
+  auto *full = static_cast<float *>(muirrt_tensor_storage(global, g));
+  const int64_t width = static_cast<int64_t>(a.elementBytes() / sizeof(float));
+  int64_t numel = muirrt_tensor_numel(local, l) * width;
   if (a.splits.empty()) {
     if (toShard)
       std::copy(full, full + numel, shard);
@@ -88,7 +93,7 @@ static void copyShard(MuirRtContext *global, int32_t g, const Argument &a,
     std::vector<float> cur(shard, shard + numel);
     SmallVector<int64_t> curShape(shape);
     for (const Split &s : a.splits) {
-      int64_t outer = 1, inner = 1;
+      int64_t outer = 1, inner = width;
       for (int64_t d = 0; d < rank; ++d)
         (d < s.dim ? outer : inner) *= curShape[d];
       int64_t n = muirrt_dist_group_size(s.mask);
@@ -105,7 +110,8 @@ static void copyShard(MuirRtContext *global, int32_t g, const Argument &a,
   SmallVector<int64_t> offset(rank, 0);
   for (const Split &s : a.splits)
     offset[s.dim] = muirrt_dist_group_rank(s.mask) * shape[s.dim];
-  int64_t rowLen = shape.back(), rows = numel / std::max<int64_t>(1, rowLen);
+  int64_t rowLen = shape.back() * width;
+  int64_t rows = numel / std::max<int64_t>(1, rowLen);
   SmallVector<int64_t> idx(rank, 0);
   for (int64_t r = 0; r < rows; ++r) {
     int64_t rem = r;
@@ -117,6 +123,7 @@ static void copyShard(MuirRtContext *global, int32_t g, const Argument &a,
     for (int64_t d = 0; d < rank; ++d)
       src = src * wholeShape[d] +
             (d == rank - 1 ? offset[d] : idx[d] + offset[d]);
+    src *= width;
     std::copy(full + src, full + src + rowLen, shard + r * rowLen);
   }
 }
@@ -138,9 +145,10 @@ llvm::Error HostTensors::bind() {
   for (auto [i, t] : llvm::enumerate(localIndex)) {
     if (t < 0)
       continue;
-    float *data = muirrt_tensor_data(local, t);
+    void *data = muirrt_tensor_storage(local, t);
     if (step.cuda()) {
-      size_t bytes = muirrt_tensor_numel(local, t) * sizeof(float);
+      size_t bytes = muirrt_tensor_numel(local, t) *
+                     step.arguments()[i].elementBytes();
       std::string why;
       device[i] = step.deviceAlloc(bytes, why);
       if (!device[i])
@@ -160,8 +168,9 @@ llvm::Error HostTensors::download() {
   for (auto [i, t] : llvm::enumerate(localIndex))
     if (t >= 0)
       if (llvm::Error e = step.copyToHost(
-              muirrt_tensor_data(local, t), device[i],
-              muirrt_tensor_numel(local, t) * sizeof(float)))
+              muirrt_tensor_storage(local, t), device[i],
+              muirrt_tensor_numel(local, t) *
+                  step.arguments()[i].elementBytes()))
         return e;
   return llvm::Error::success();
 }
@@ -183,10 +192,19 @@ HostTensors::firstNonFinite(std::initializer_list<int32_t> roles) const {
     if (!llvm::is_contained(roles, muirrt_tensor_role(local, i)) ||
         step.computesGradient(name))
       continue;
-    const float *d = muirrt_tensor_data(local, i);
-    int64_t at = muirrt_first_nonfinite(d, muirrt_tensor_numel(local, i));
+    const void *d = muirrt_tensor_storage(local, i);
+    int64_t numel = muirrt_tensor_numel(local, i);
+    if (muirrt_tensor_dtype(local, i) == MUIRRT_DTYPE_F64) {
+      const auto *x = static_cast<const double *>(d);
+      int64_t at = muirrt_first_nonfinite_f64(x, numel);
+      if (at >= 0)
+        return {name, at, static_cast<float>(x[at])};
+      continue;
+    }
+    const auto *x = static_cast<const float *>(d);
+    int64_t at = muirrt_first_nonfinite(x, numel);
     if (at >= 0)
-      return {name, at, d[at]};
+      return {name, at, x[at]};
   }
   return {};
 }

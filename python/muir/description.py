@@ -73,7 +73,8 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
     """The description as a dict. `params`: (name, shape) pairs, or
     (name, shape, "muon"|"adamw") to state the optimizer yourself, or
     (name, shape, optimizer, True) for a 3-D expert stack split over `ep`
-    ranks (shape: this rank's part; muir.torch.MoE's expert stacks).
+    ranks (shape: this rank's part; muir.torch.MoE's expert stacks), and
+    a fifth item "f64" for a parameter computed in float64 (its dtype).
     `devices` ranks share Newton-Schulz out over a `dp` axis; with ep > 1
     the experts take the MoE folding edp x ep of the same ranks. adamw_lr
     None means `lr`. `overrides`: optimizer.overrides entries (dicts), e.g.
@@ -109,6 +110,11 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
             entry.update(shape=[shape[0] * ep] + list(shape[1:]),
                          role="expert",
                          shard={"kind": "expert", "axis": "ep"})
+        if len(item) > 4 and item[4] not in (None, "f32"):
+            if item[4] not in ("f64", "bf16", "f16"):
+                raise ValueError("parameter %r: unknown dtype %r"
+                                 % (pname, item[4]))
+            entry["dtype"] = item[4]
         entries.append(entry)
     muon = {"lr": float(lr), "momentum": float(momentum),
             "nesterov": bool(nesterov), "momentum_kind": momentum_kind,

@@ -79,8 +79,9 @@ frozen until now) compiles the step once more; one that never has a
 gradient costs nothing. A skipped member's arguments are bound to its
 state (read and written back unchanged): its element-wise passes and its
 Newton-Schulz still run, so skipping saves no time. Every one of them
-must be float32 or bfloat16 (its gradient float32, or bfloat16 like it),
-on the device of the step's
+must be float32, bfloat16 or float64, the dtype it had when the
+optimizer was built (its gradient of its dtype, or float32 for a bfloat16
+one), on the device of the step's
 target (CPU tensors: target cpu; CUDA tensors: target cuda on their
 device, run on the current stream, after the work queued there; the CUDA
 path has not run on a GPU yet) and of the shape it had when the optimizer
@@ -93,10 +94,13 @@ mixed-precision training expects: its optimizer state is float32, the
 step's maths float32 on the parameter's value (a float32 copy of it and
 of its gradient), and the result rounded once to bfloat16 (to nearest,
 ties to even) when it is written back: within one bfloat16 ulp of the
-float64 step. Before the step, as muir-run does, the gradients are checked for
-NaN and infinities (check_finite=True; one sum per gradient and one read
-of their total on the host, at memory speed; the elements are searched
-only when the total is not finite): one raises NonFiniteGradientError (a
+float64 step. A float64 parameter is computed in float64 throughout, its
+state float64 (a reference for the float32 steps: within 1e-8 of the
+float64 step's formulas), on the CPU target and one rank. Before the
+step, as muir-run does, the gradients are checked for NaN and infinities
+(check_finite=True; one sum per gradient and one read of their total on
+the host, at memory speed; the elements are searched only when the total
+is not finite): one raises NonFiniteGradientError (a
 ParameterError) naming the parameter, the element and its value, and
 nothing is updated: no parameter, no optimizer state, no step count
 (catch it to skip the step, as torch.cuda.amp.GradScaler does).
@@ -178,8 +182,9 @@ _OPTION_KEYS = ("ns_mode", "dp_assign", "syrk", "batch",
                 "cuda_bf16", "cuda_graph", "deterministic", "probe_updates",
                 "machine", "ns_form", "ns_precision", "cache_dir")
 _SUFFIXES = (".grad", ".momentum", ".exp_avg", ".exp_avg_sq")
-# The parameter dtypes a step updates (bfloat16 through a float32 copy).
-_DTYPES = (torch.float32, torch.bfloat16)
+# The parameter dtypes a step updates (bfloat16 through a float32 copy;
+# float64 in float64 throughout).
+_DTYPES = (torch.float32, torch.bfloat16, torch.float64)
 _MUON_STATE = ("momentum_buffer",)
 _ADAMW_STATE = ("exp_avg", "exp_avg_sq")
 # The step's tensor argument suffix -> the key of optimizer.state[p].
@@ -711,8 +716,12 @@ class Muon(torch.optim.Optimizer):
             shape = tuple(p.shape)
             desc = shape if len(shape) != 4 or opt != "muon" else \
                 (shape[0], shape[1] * shape[2] * shape[3])
+            # The dtype the step computes in: float64 for a float64
+            # parameter, float32 for the others (bfloat16 through a copy).
+            wide = p.dtype is torch.float64
             self._info[p] = {"name": name, "shape": shape, "desc_shape": desc,
                              "size": torch.Size(shape), "numel": p.numel(),
+                             "dtype": torch.float64 if wide else torch.float32,
                              "optimizer": opt,
                              "state_keys": _MUON_STATE if opt == "muon"
                              else _ADAMW_STATE,
@@ -950,16 +959,24 @@ class Muon(torch.optim.Optimizer):
                                  "compiled for that shape)"
                                  % (tuple(p.shape), d["shape"]))
         if p.dtype not in _DTYPES:
-            raise ParameterError(name, "is %s; muir updates float32 and "
-                                 "bfloat16 parameters" % p.dtype)
+            raise ParameterError(name, "is %s; muir updates float32, "
+                                 "bfloat16 and float64 parameters" % p.dtype)
+        wide = d["dtype"] is torch.float64
+        if wide != (p.dtype is torch.float64):
+            raise ParameterError(name, "is %s, but it was %s when the "
+                                 "optimizer was built (muir's step is "
+                                 "compiled for that dtype)"
+                                 % (p.dtype, "torch.float64" if wide else
+                                    "float32 or bfloat16"))
         g = p.grad
         if g.is_sparse:
             raise ParameterError(name, "has a sparse gradient; muir needs a "
                                  "dense one")
-        if g.dtype is not torch.float32 and g.dtype is not p.dtype:
+        if g.dtype is not d["dtype"] and g.dtype is not p.dtype:
             raise ParameterError(name, "has a %s gradient; muir reads "
                                  "float32 gradients (or bfloat16 ones of a "
-                                 "bfloat16 parameter)" % g.dtype)
+                                 "bfloat16 parameter, float64 ones of a "
+                                 "float64 parameter)" % g.dtype)
         if tuple(g.shape) != d["shape"]:
             raise ParameterError(name, "has a gradient of shape %s, not %s"
                                  % (tuple(g.shape), d["shape"]))
@@ -984,22 +1001,23 @@ class Muon(torch.optim.Optimizer):
         return g if g.is_contiguous() else g.contiguous()
 
     def _prepare_state(self, p, d, device):
-        """Creates p's state, or makes loaded state float32, contiguous and
-        on p's device (our tensors, so replacing them is allowed)."""
+        """Creates p's state, or makes loaded state float32 (float64 for
+        a float64 parameter), contiguous and on p's device (our tensors, so
+        replacing them is allowed)."""
         state = self.state[p]
+        dtype = d["dtype"]
         if not state:
             for key in d["state_keys"]:
-                state[key] = torch.zeros(d["shape"], dtype=torch.float32,
+                state[key] = torch.zeros(d["shape"], dtype=dtype,
                                          device=device)
             if d["optimizer"] == "adamw":
                 state["step"] = 0
             return
         for key in d["state_keys"]:
             t = state[key]
-            if t.dtype != torch.float32 or t.device != device or \
+            if t.dtype != dtype or t.device != device or \
                     not t.is_contiguous():
-                state[key] = t.to(device=device,
-                                  dtype=torch.float32).contiguous()
+                state[key] = t.to(device=device, dtype=dtype).contiguous()
 
     def _compile(self, members, groups, target, device):
         """The compiled step of the parameters of indices `members` (a
@@ -1140,10 +1158,12 @@ class Muon(torch.optim.Optimizer):
         layout); the full checks, which name what is wrong, only when the
         quick ones fail."""
         device = plan[0][1].device
-        dtype, bf16, strided = torch.float32, torch.bfloat16, torch.strided
+        f64, bf16, strided = torch.float64, torch.bfloat16, torch.strided
         for _, p, d in plan:
             g = p.grad
-            if (p.dtype is not dtype and p.dtype is not bf16) or \
+            dtype = d["dtype"]
+            if (p.dtype is not dtype and (dtype is f64 or
+                                          p.dtype is not bf16)) or \
                     (g.dtype is not dtype and g.dtype is not p.dtype) or \
                     p.shape != d["size"] or g.shape != d["size"] or \
                     p.device != device or g.device != device or \
@@ -1174,7 +1194,7 @@ class Muon(torch.optim.Optimizer):
                 raise ParameterError(d["name"], "has state '%s' of shape %s, "
                                      "not %s" % (key, tuple(t.shape),
                                                  d["shape"]))
-            if t.dtype is not torch.float32 or t.device != device or \
+            if t.dtype is not d["dtype"] or t.device != device or \
                     not t.is_contiguous():
                 convert = True
         if d["optimizer"] == "adamw" and "step" not in st:
@@ -1214,11 +1234,11 @@ class Muon(torch.optim.Optimizer):
         p, d = self._records[i]
         st = self.state.get(p)
         t = st.get(d["state_keys"][0]) if st else None
-        if isinstance(t, torch.Tensor) and t.dtype is torch.float32 and \
+        if isinstance(t, torch.Tensor) and t.dtype is d["dtype"] and \
                 t.device == device and t.is_contiguous() and \
                 t.shape == d["size"]:
             return t
-        return torch.zeros(d["size"], dtype=torch.float32, device=device)
+        return torch.zeros(d["size"], dtype=d["dtype"], device=device)
 
     def _run(self, c, work, skipped, counts, stream):
         """Runs c with the groups' run-time values, the take flags (the
@@ -1272,7 +1292,6 @@ class Muon(torch.optim.Optimizer):
         # non-contiguous one), the contiguous gradient, the parameter, its
         # record and its state (None before its first step).
         state = self.state
-        f32 = torch.float32
         work, convert, fresh, copies = {}, [], [], []
         for i, p, d in plan:
             g = p.grad
@@ -1289,16 +1308,19 @@ class Muon(torch.optim.Optimizer):
                         convert.append(i)
             else:
                 fresh.append(i)
-            if p.dtype is f32 and p.is_contiguous():
+            # The step's dtype: float32, float64 for a float64 parameter.
+            dtype = d["dtype"]
+            if p.dtype is dtype and p.is_contiguous():
                 w = p
             else:
-                # A float32 row-major copy, written back (rounded once to
-                # bfloat16 for a bfloat16 parameter).
-                w = torch.empty(d["size"], dtype=f32, device=device)
+                # A row-major copy, written back (rounded once to bfloat16
+                # for a bfloat16 parameter).
+                w = torch.empty(d["size"], dtype=dtype, device=device)
                 w.copy_(p)
                 copies.append(i)
-            if g.dtype is not f32 or not g.is_contiguous():
-                g = torch.empty(d["size"], dtype=f32, device=device).copy_(g)
+            if g.dtype is not dtype or not g.is_contiguous():
+                g = torch.empty(d["size"], dtype=dtype,
+                                device=device).copy_(g)
             work[i] = (w, g, p, d, st)
         self._finish_step(work, target, device, convert, fresh, copies)
         self._last_device = (target, device)
@@ -1315,7 +1337,7 @@ class Muon(torch.optim.Optimizer):
             return None
         target, device = last
         cpu = device.type == "cpu"
-        f32, strided, is_ = torch.float32, torch.strided, operator.is_
+        strided, is_ = torch.strided, operator.is_
         state = self.state
         work = {}
         for group, records in zip(self.param_groups, self._group_records):
@@ -1323,8 +1345,8 @@ class Muon(torch.optim.Optimizer):
                 g = p.grad
                 if g is None or not d["numel"]:
                     continue
-                size = d["size"]
-                if p.dtype is not f32 or g.dtype is not f32 or \
+                size, dtype = d["size"], d["dtype"]
+                if p.dtype is not dtype or g.dtype is not dtype or \
                         p.shape != size or g.shape != size or \
                         g.layout is not strided or not p.is_contiguous() or \
                         not g.is_contiguous():
@@ -1527,7 +1549,8 @@ class Muon(torch.optim.Optimizer):
             override_groups.append(index)
         text = _description.describe(
             [(info[p]["desc_name"], info[p]["desc_shape"],
-              info[p]["optimizer"], info[p]["ep"] > 1)
+              info[p]["optimizer"], info[p]["ep"] > 1,
+              "f64" if info[p]["dtype"] is torch.float64 else None)
              for p in params],
             name=self._name, ep=self._ep,
             devices=self._devices or _parse_layout(self._layout),

@@ -86,7 +86,7 @@ using namespace muirrt_host;
 //===----------------------------------------------------------------------===//
 
 struct FreeDeleter {
-  void operator()(float *p) const { std::free(p); }
+  void operator()(void *p) const { std::free(p); }
 };
 
 struct Tensor {
@@ -95,10 +95,16 @@ struct Tensor {
   int64_t shape[kMaxRank] = {};
   int64_t numel = 0;
   int32_t role = 0;
+  int32_t dtype = MUIRRT_DTYPE_F32;
   double initStd = -1; ///< seeded N(0, initStd^2); < 0: the role's default
   bool loaded = false;
-  std::unique_ptr<float, FreeDeleter> data;
+  std::unique_ptr<void, FreeDeleter> data;
+  int32_t elementSize() const { return dtype == MUIRRT_DTYPE_F64 ? 8 : 4; }
 };
+
+const char *npyDescr(int32_t elementSize) {
+  return elementSize == 8 ? "'<f8' (float64)" : "'<f4' (float32)";
+}
 
 } // namespace
 
@@ -147,7 +153,8 @@ struct SplitMix64 {
 // so a chunk starts at its own pair directly and threads fill a large tensor
 // with exactly the values one thread would (a timing run's billion values
 // in a second on a many-core machine rather than half a minute).
-void fillNormalRange(float *out, int64_t numel, int64_t begin, int64_t end,
+template <typename T>
+void fillNormalRange(T *out, int64_t numel, int64_t begin, int64_t end,
                      uint64_t start, double stddev) {
   SplitMix64 rng{start + static_cast<uint64_t>(begin) * 0x9e3779b97f4a7c15ULL};
   const double twoPi = 6.283185307179586476925286766559;
@@ -156,14 +163,17 @@ void fillNormalRange(float *out, int64_t numel, int64_t begin, int64_t end,
     double u1 = static_cast<double>((rng.next() >> 11) + 1) * 0x1.0p-53;
     double u2 = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
     double r = std::sqrt(-2.0 * std::log(u1));
-    out[i] = static_cast<float>(stddev * r * std::cos(twoPi * u2));
+    out[i] = static_cast<T>(stddev * r * std::cos(twoPi * u2));
     if (i + 1 < numel)
-      out[i + 1] = static_cast<float>(stddev * r * std::sin(twoPi * u2));
+      out[i + 1] = static_cast<T>(stddev * r * std::sin(twoPi * u2));
   }
 }
 
-void fillNormal(float *out, int64_t numel, uint64_t seed,
-                const std::string &name, double stddev) {
+/// float32 tensors take the float32 rounding of the float64 tensor's values
+/// (the same draws).
+template <typename T>
+void fillNormal(T *out, int64_t numel, uint64_t seed, const std::string &name,
+                double stddev) {
   // Mix the seed before combining so that nearby seeds (0, 1, 2...) do not
   // give streams that are mere offsets of one another.
   SplitMix64 seedMixer{seed};
@@ -173,7 +183,7 @@ void fillNormal(float *out, int64_t numel, uint64_t seed,
       std::max(1u, std::thread::hardware_concurrency()),
       (numel + perThread - 1) / perThread);
   if (threads <= 1) {
-    fillNormalRange(out, numel, 0, numel, start, stddev);
+    fillNormalRange<T>(out, numel, 0, numel, start, stddev);
     return;
   }
   // Even chunk boundaries: a pair never straddles two threads.
@@ -184,14 +194,14 @@ void fillNormal(float *out, int64_t numel, uint64_t seed,
   // throws across the C API).
   try {
     for (; b < numel; b += chunk)
-      pool.emplace_back(fillNormalRange, out, numel, b,
+      pool.emplace_back(fillNormalRange<T>, out, numel, b,
                         std::min(numel, b + chunk), start, stddev);
   } catch (...) {
   }
   for (int64_t rest = b; rest < numel; rest += chunk)
-    fillNormalRange(out, numel, rest, std::min(numel, rest + chunk), start,
-                    stddev);
-  fillNormalRange(out, numel, 0, std::min(numel, chunk), start, stddev);
+    fillNormalRange<T>(out, numel, rest, std::min(numel, rest + chunk), start,
+                       stddev);
+  fillNormalRange<T>(out, numel, 0, std::min(numel, chunk), start, stddev);
   for (std::thread &t : pool)
     t.join();
 }
@@ -395,6 +405,14 @@ extern "C" const char *muirrt_last_error(void) { return lastError.c_str(); }
 extern "C" int32_t muirrt_tensor_add(MuirRtContext *ctx, const char *name,
                                      int32_t rank, const int64_t *shape,
                                      int32_t role) {
+  return muirrt_tensor_add_typed(ctx, name, rank, shape, role,
+                                 MUIRRT_DTYPE_F32);
+}
+
+extern "C" int32_t muirrt_tensor_add_typed(MuirRtContext *ctx,
+                                           const char *name, int32_t rank,
+                                           const int64_t *shape, int32_t role,
+                                           int32_t dtype) {
   int32_t index = -1;
   guarded([&]() -> int {
     if (!ctx)
@@ -406,6 +424,9 @@ extern "C" int32_t muirrt_tensor_add(MuirRtContext *ctx, const char *name,
       return fail("tensor '" + n + "' is already registered");
     if (role < MUIRRT_ROLE_PARAM || role > MUIRRT_ROLE_DATA)
       return fail("tensor '" + n + "': invalid role " + std::to_string(role));
+    if (dtype != MUIRRT_DTYPE_F32 && dtype != MUIRRT_DTYPE_F64)
+      return fail("tensor '" + n + "': invalid dtype " +
+                  std::to_string(dtype));
     if (rank < 0 || rank > kMaxRank)
       return fail("tensor '" + n + "': rank " + std::to_string(rank) +
                   " out of range [0, " + std::to_string(kMaxRank) + "]");
@@ -415,17 +436,18 @@ extern "C" int32_t muirrt_tensor_add(MuirRtContext *ctx, const char *name,
     t.name = n;
     t.rank = rank;
     t.role = role;
+    t.dtype = dtype;
     t.numel = 1;
     for (int32_t i = 0; i < rank; ++i) {
       if (shape[i] <= 0)
         return fail("tensor '" + n + "': non-positive dimension in shape " +
                     shapeString(rank, shape));
-      if (t.numel > std::numeric_limits<int64_t>::max() / 4 / shape[i])
+      if (t.numel > std::numeric_limits<int64_t>::max() / 8 / shape[i])
         return fail("tensor '" + n + "': shape too large");
       t.shape[i] = shape[i];
       t.numel *= shape[i];
     }
-    size_t bytes = static_cast<size_t>(t.numel) * sizeof(float);
+    size_t bytes = static_cast<size_t>(t.numel) * t.elementSize();
     // Round up so whole 64-byte vectors at the tail stay inside the block.
     size_t padded = (bytes + kAlign - 1) / kAlign * kAlign;
     void *mem = nullptr;
@@ -433,7 +455,7 @@ extern "C" int32_t muirrt_tensor_add(MuirRtContext *ctx, const char *name,
       return fail("tensor '" + n + "': out of memory (" +
                   std::to_string(padded) + " bytes)");
     std::memset(mem, 0, padded);
-    t.data.reset(static_cast<float *>(mem));
+    t.data.reset(mem);
     int32_t newIndex = static_cast<int32_t>(ctx->tensors.size());
     ctx->tensors.push_back(std::move(t));
     try {
@@ -492,7 +514,19 @@ extern "C" int32_t muirrt_tensor_role(const MuirRtContext *ctx, int32_t index) {
   return t ? t->role : -1;
 }
 
+extern "C" int32_t muirrt_tensor_dtype(const MuirRtContext *ctx,
+                                       int32_t index) {
+  const Tensor *t = getTensor(ctx, index);
+  return t ? t->dtype : -1;
+}
+
 extern "C" float *muirrt_tensor_data(MuirRtContext *ctx, int32_t index) {
+  const Tensor *t = getTensor(ctx, index);
+  return t && t->dtype == MUIRRT_DTYPE_F32 ? static_cast<float *>(t->data.get())
+                                           : nullptr;
+}
+
+extern "C" void *muirrt_tensor_storage(MuirRtContext *ctx, int32_t index) {
   const Tensor *t = getTensor(ctx, index);
   return t ? t->data.get() : nullptr;
 }
@@ -516,25 +550,19 @@ extern "C" void muirrt_init_from_seed(MuirRtContext *ctx, uint64_t seed) {
   for (Tensor &t : ctx->tensors) {
     if (t.loaded)
       continue;
-    float *d = t.data.get();
-    if (t.initStd >= 0) {
-      fillNormal(d, t.numel, seed, t.name, t.initStd);
-      continue;
-    }
-    switch (t.role) {
-    case MUIRRT_ROLE_DATA:
-      fillNormal(d, t.numel, seed, t.name, 1.0);
-      break;
-    case MUIRRT_ROLE_PARAM:
-      fillNormal(d, t.numel, seed, t.name, 0.02);
-      break;
-    case MUIRRT_ROLE_GRAD:
-      fillNormal(d, t.numel, seed, t.name, 1.0);
-      break;
-    default:
-      std::memset(d, 0, static_cast<size_t>(t.numel) * sizeof(float));
-      break;
-    }
+    double stddev = t.initStd >= 0                   ? t.initStd
+                    : t.role == MUIRRT_ROLE_PARAM    ? 0.02
+                    : t.role == MUIRRT_ROLE_STATE    ? 0.0
+                                                     : 1.0; // data, grad
+    if (stddev == 0.0 && t.initStd < 0)
+      std::memset(t.data.get(), 0,
+                  static_cast<size_t>(t.numel) * t.elementSize());
+    else if (t.dtype == MUIRRT_DTYPE_F64)
+      fillNormal(static_cast<double *>(t.data.get()), t.numel, seed, t.name,
+                 stddev);
+    else
+      fillNormal(static_cast<float *>(t.data.get()), t.numel, seed, t.name,
+                 stddev);
   }
 }
 
@@ -587,6 +615,10 @@ extern "C" int muirrt_load_dir(MuirRtContext *ctx, const char *dir,
       if (!same)
         return fail(path + ": expected shape " + shapeString(t.rank, t.shape) +
                     ", found " + shapeString(h.rank, h.shape));
+      if (h.elementSize != t.elementSize())
+        return fail(path + ": expected dtype " + npyDescr(t.elementSize()) +
+                    " for tensor '" + t.name + "', found " +
+                    npyDescr(h.elementSize));
       found.emplace_back(i, path);
     }
 
@@ -602,7 +634,7 @@ extern "C" int muirrt_load_dir(MuirRtContext *ctx, const char *dir,
       NpyHeader h;
       if (int rc = readNpyHeader(fd, path, h))
         return rc;
-      if (h.numel != t.numel)
+      if (h.numel != t.numel || h.elementSize != t.elementSize())
         return fail(path + ": file changed while loading");
       if (int rc = readNpyData(fd, path, h, t.data.get()))
         return rc;
@@ -811,7 +843,8 @@ int writeTensors(const MuirRtContext *ctx, const std::string &base) {
     std::string path = joinPath(base, t.name + ".npy");
     // The carried-over tree may hold a stale file by this name only if it
     // was not replaced, which the check excludes.
-    if (int rc = writeNpyFile(path, t.data.get(), t.rank, t.shape))
+    if (int rc = writeNpyFile(path, t.data.get(), t.elementSize(), t.rank,
+                              t.shape))
       return rc;
   }
   return 0;
@@ -892,7 +925,8 @@ int dumpInPlace(const MuirRtContext *ctx, const char *dir) {
     // failure (full disk, bad folder) leaves the previous dump untouched.
     for (const Tensor &t : ctx->tensors) {
       std::string path = joinPath(base, t.name + ".npy"), tmp;
-      if (int rc = writeTemp(path, t.data.get(), t.rank, t.shape, tmp))
+      if (int rc = writeTemp(path, t.data.get(), t.elementSize(), t.rank,
+                             t.shape, tmp))
         return rc;
       pending.emplace_back(tmp, path);
     }
@@ -1036,6 +1070,9 @@ extern "C" int muirrt_npy_read(const char *path, float **data, int32_t *rank,
     NpyHeader h;
     if (int rc = readNpyHeader(fd, p, h))
       return rc;
+    if (h.elementSize != 4)
+      return fail(p + ": expected dtype " + npyDescr(4) + ", found " +
+                  npyDescr(h.elementSize));
     size_t bytes = static_cast<size_t>(h.numel) * sizeof(float);
     // malloc(0) may return NULL; always hand back a freeable pointer.
     float *buf = static_cast<float *>(std::malloc(bytes ? bytes : 1));
@@ -1059,7 +1096,7 @@ extern "C" int muirrt_npy_write_atomic(const char *path, const float *data,
     if (!path || !*path)
       return fail("muirrt_npy_write_atomic: empty path");
     std::string p = path, tmp;
-    if (int rc = writeTemp(p, data, rank, shape, tmp))
+    if (int rc = writeTemp(p, data, 4, rank, shape, tmp))
       return rc;
     return renameInto(tmp, p);
   });
@@ -1079,6 +1116,26 @@ extern "C" int64_t muirrt_first_nonfinite(const float *x, int64_t numel) {
     uint32_t any = 0;
     for (int64_t i = start; i < end; ++i) {
       uint32_t bits;
+      std::memcpy(&bits, x + i, sizeof(bits));
+      any |= (bits & kExponent) == kExponent;
+    }
+    if (any)
+      for (int64_t i = start; i < end; ++i)
+        if (!std::isfinite(x[i]))
+          return i;
+  }
+  return -1;
+}
+
+extern "C" int64_t muirrt_first_nonfinite_f64(const double *x,
+                                              int64_t numel) {
+  constexpr uint64_t kExponent = 0x7ff0000000000000ull;
+  const int64_t block = 4096;
+  for (int64_t start = 0; start < numel; start += block) {
+    int64_t end = std::min(numel, start + block);
+    uint64_t any = 0;
+    for (int64_t i = start; i < end; ++i) {
+      uint64_t bits;
       std::memcpy(&bits, x + i, sizeof(bits));
       any |= (bits & kExponent) == kExponent;
     }

@@ -65,20 +65,22 @@ int makeDirs(const std::string &dir,
 /// DIR/rel.
 std::string joinPath(const std::string &dir, const std::string &rel);
 /// Writes a complete .npy file at `file`, which must not exist.
-int writeNpyFile(const std::string &file, const float *data, int32_t rank,
-                 const int64_t *shape);
+/// `elementSize` is 4 (float32, '<f4') or 8 (float64, '<f8').
+int writeNpyFile(const std::string &file, const void *data,
+                 int32_t elementSize, int32_t rank, const int64_t *shape);
 
 enum class Entry { None, File, Directory, Link, Other };
 Entry entryAt(const std::string &path, int &err);
 /// A new name beside `path` for a temporary.
 std::string tempPathFor(const std::string &path);
 
-/// A .npy file's header, validated (float32, C order, at most kMaxRank
-/// dimensions).
+/// A .npy file's header, validated (float32 or float64, C order, at most
+/// kMaxRank dimensions).
 struct NpyHeader {
   int32_t rank = 0;
   int64_t shape[kMaxRank] = {};
   int64_t numel = 1;
+  int32_t elementSize = 4; ///< 4: '<f4', 8: '<f8'
   size_t dataOffset = 0;
 };
 
@@ -86,12 +88,12 @@ int openForRead(const std::string &path, int &fd);
 /// Reads and validates the header of the open .npy file `fd`; on success
 /// `h` describes the data, which the file holds exactly.
 int readNpyHeader(int fd, const std::string &path, NpyHeader &h);
-/// Reads the float32 payload that follows the header.
+/// Reads the payload that follows the header (h.elementSize bytes each).
 int readNpyData(int fd, const std::string &path, const NpyHeader &h,
-                float *dst);
+                void *dst);
 /// Writes the tensor to a new temporary beside `path` (its name in `tmp`).
-int writeTemp(const std::string &path, const float *data, int32_t rank,
-              const int64_t *shape, std::string &tmp);
+int writeTemp(const std::string &path, const void *data, int32_t elementSize,
+              int32_t rank, const int64_t *shape, std::string &tmp);
 /// Renames `tmp` over `path` (removing `tmp` if that fails).
 int renameInto(const std::string &tmp, const std::string &path);
 

@@ -1,6 +1,7 @@
 //===- Npy.cpp - the .npy format of the runtime's host half ---------------===//
 //
-// Reading and validating NumPy v1.0 .npy headers (float32, C order), the
+// Reading and validating NumPy v1.0 .npy headers (float32 or float64, C
+// order), the
 // payload, and writing complete files as numpy.save lays them out, through
 // a temporary renamed into place. Used by Host.cpp (muirrt_load_dir,
 // muirrt_dump_dir, muirrt_npy_read, muirrt_npy_write_atomic).
@@ -57,7 +58,8 @@ public:
       if (key == "descr") {
         if (peek() == '[' || peek() == '{')
           return fail(path + ": unsupported dtype (structured array); only "
-                             "'<f4' (little-endian float32) is supported");
+                             "'<f4' and '<f8' (little-endian float32 and "
+                             "float64) are supported");
         if (!parseString(descr))
           return malformed("expected a string for 'descr'");
         haveDescr = true;
@@ -89,9 +91,11 @@ public:
       return malformed("unexpected text after the dictionary");
     if (!haveDescr || !haveOrder || !haveShape)
       return malformed("missing 'descr', 'fortran_order' or 'shape'");
-    if (descr != "<f4")
+    if (descr != "<f4" && descr != "<f8")
       return fail(path + ": unsupported dtype '" + descr +
-                  "'; only '<f4' (little-endian float32) is supported");
+                  "'; only '<f4' and '<f8' (little-endian float32 and "
+                  "float64) are supported");
+    out.elementSize = descr == "<f8" ? 8 : 4;
     if (fortran)
       return fail(path + ": fortran_order True is not supported; expected "
                          "C-order (row-major) data");
@@ -226,7 +230,7 @@ int readNpyHeader(int fd, const std::string &path, NpyHeader &h) {
     return rc;
   h.dataOffset = 8 + lenBytes + headerLen;
 
-  int64_t expected = h.numel * static_cast<int64_t>(sizeof(float));
+  int64_t expected = h.numel * static_cast<int64_t>(h.elementSize);
   int64_t available =
       static_cast<int64_t>(st.st_size) - static_cast<int64_t>(h.dataOffset);
   if (available < expected)
@@ -248,11 +252,11 @@ int openForRead(const std::string &path, int &fd) {
   return 0;
 }
 
-// Reads the float32 payload that follows the header (the file position is
-// already at the data).
+// Reads the payload that follows the header (the file position is already
+// at the data).
 int readNpyData(int fd, const std::string &path, const NpyHeader &h,
-                float *dst) {
-  size_t bytes = static_cast<size_t>(h.numel) * sizeof(float);
+                void *dst) {
+  size_t bytes = static_cast<size_t>(h.numel) * h.elementSize;
   ssize_t got = readFull(fd, dst, bytes);
   if (got < 0)
     return fail(path + ": read error: " + errnoText(errno));
@@ -265,8 +269,11 @@ int readNpyData(int fd, const std::string &path, const NpyHeader &h,
 // Laid out as numpy.save does: keys sorted, spare spaces after the dict so
 // the first axis can grow in place, then padded with spaces and a final
 // newline so the data starts at a multiple of 64 bytes.
-std::string npyPreamble(int32_t rank, const int64_t *shape) {
-  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': " +
+std::string npyPreamble(int32_t elementSize, int32_t rank,
+                        const int64_t *shape) {
+  std::string dict = std::string("{'descr': '") +
+                     (elementSize == 8 ? "<f8" : "<f4") +
+                     "', 'fortran_order': False, 'shape': " +
                      shapeString(rank, shape) + ", }";
   if (rank > 0) {
     const size_t growthDigits = 21;
@@ -300,7 +307,7 @@ int checkShapeArgs(const std::string &path, int32_t rank, const int64_t *shape,
       return fail(path + ": negative dimension in shape " +
                   shapeString(rank, shape));
     if (shape[i] != 0 &&
-        numel > std::numeric_limits<int64_t>::max() / 4 / shape[i])
+        numel > std::numeric_limits<int64_t>::max() / 8 / shape[i])
       return fail(path + ": shape too large");
     numel *= shape[i];
   }
@@ -310,19 +317,22 @@ int checkShapeArgs(const std::string &path, int32_t rank, const int64_t *shape,
 // Writes a complete .npy file at exactly `file`, a temporary that must not
 // exist yet (O_EXCL: a file of the user's by that name is never
 // truncated). On failure the partial file is removed.
-int writeNpyFile(const std::string &file, const float *data, int32_t rank,
-                 const int64_t *shape) {
+int writeNpyFile(const std::string &file, const void *data,
+                 int32_t elementSize, int32_t rank, const int64_t *shape) {
   int64_t numel = 0;
   if (int rc = checkShapeArgs(file, rank, shape, numel))
     return rc;
   if (numel > 0 && !data)
     return fail(file + ": null data");
-  std::string pre = npyPreamble(rank, shape);
+  if (elementSize != 4 && elementSize != 8)
+    return fail(file + ": element size " + std::to_string(elementSize) +
+                " (expected 4 or 8)");
+  std::string pre = npyPreamble(elementSize, rank, shape);
   int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0)
     return fail(file + ": cannot create: " + errnoText(errno));
   bool ok = writeFull(fd, pre.data(), pre.size()) &&
-            writeFull(fd, data, static_cast<size_t>(numel) * sizeof(float));
+            writeFull(fd, data, static_cast<size_t>(numel) * elementSize);
   int err = errno;
   // close() can report a deferred write error (e.g. on NFS or a full disk).
   if (::close(fd) != 0 && ok) {
@@ -338,13 +348,13 @@ int writeNpyFile(const std::string &file, const float *data, int32_t rank,
 
 // Writes the tensor to a new temporary beside `path` (its name in `tmp`),
 // skipping names a leftover of another process already holds.
-int writeTemp(const std::string &path, const float *data, int32_t rank,
-              const int64_t *shape, std::string &tmp) {
+int writeTemp(const std::string &path, const void *data, int32_t elementSize,
+              int32_t rank, const int64_t *shape, std::string &tmp) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     tmp = tempPathFor(path);
     int err = 0;
     if (entryAt(tmp, err) == Entry::None && err == ENOENT)
-      return writeNpyFile(tmp, data, rank, shape);
+      return writeNpyFile(tmp, data, elementSize, rank, shape);
   }
   return fail(path + ": cannot find a free name for a temporary beside it");
 }

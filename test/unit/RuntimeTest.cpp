@@ -804,6 +804,75 @@ TEST_F(Dirs, LoadDirShapeMismatchAndMissingDir) {
                 "': No such file or directory");
 }
 
+// float64 tensors: '<f8' files both ways, refused for a float32 tensor
+// (and a float32 file for a float64 one), seeded with the values whose
+// float32 rounding a float32 tensor of that name gets.
+TEST_F(Dirs, Float64TensorsLoadDumpAndSeed) {
+  int64_t s23[2] = {2, 3};
+  Ctx ctx = makeCtx();
+  ASSERT_EQ(muirrt_tensor_add_typed(ctx.get(), "w", 2, s23, MUIRRT_ROLE_PARAM,
+                                    MUIRRT_DTYPE_F64),
+            0);
+  ASSERT_EQ(muirrt_tensor_add(ctx.get(), "v", 2, s23, MUIRRT_ROLE_PARAM), 1);
+  EXPECT_EQ(muirrt_tensor_dtype(ctx.get(), 0), MUIRRT_DTYPE_F64);
+  EXPECT_EQ(muirrt_tensor_dtype(ctx.get(), 1), MUIRRT_DTYPE_F32);
+  EXPECT_EQ(muirrt_tensor_data(ctx.get(), 0), nullptr); // not float32
+  EXPECT_EQ(muirrt_tensor_add_typed(ctx.get(), "x", 2, s23, MUIRRT_ROLE_PARAM,
+                                    7),
+            -1);
+  EXPECT_EQ(std::string(muirrt_last_error()), "tensor 'x': invalid dtype 7");
+  auto *w = static_cast<double *>(muirrt_tensor_storage(ctx.get(), 0));
+  for (int i = 0; i < 6; ++i)
+    w[i] = 1.0 / 3.0 + i; // not a float32 value
+  std::string out = path("dump");
+  ASSERT_EQ(muirrt_dump_dir(ctx.get(), out.c_str()), 0) << muirrt_last_error();
+  std::string bytes = readBytes(out + "/w.npy");
+  EXPECT_NE(bytes.find("'descr': '<f8'"), std::string::npos);
+  ASSERT_EQ(bytes.size(), 128u + 6 * 8);
+  EXPECT_EQ(std::memcmp(bytes.data() + 128, w, 48), 0);
+
+  // Loaded back into a float64 tensor; refused by a float32 one.
+  Ctx back = makeCtx();
+  muirrt_tensor_add_typed(back.get(), "w", 2, s23, MUIRRT_ROLE_PARAM,
+                          MUIRRT_DTYPE_F64);
+  int32_t loaded = -1;
+  ASSERT_EQ(muirrt_load_dir(back.get(), out.c_str(), &loaded), 0)
+      << muirrt_last_error();
+  EXPECT_EQ(loaded, 1);
+  EXPECT_EQ(std::memcmp(muirrt_tensor_storage(back.get(), 0), w, 48), 0);
+  Ctx narrow = makeCtx();
+  muirrt_tensor_add(narrow.get(), "w", 2, s23, MUIRRT_ROLE_PARAM);
+  EXPECT_NE(muirrt_load_dir(narrow.get(), out.c_str(), &loaded), 0);
+  EXPECT_EQ(std::string(muirrt_last_error()),
+            out + "/w.npy: expected dtype '<f4' (float32) for tensor 'w', "
+                  "found '<f8' (float64)");
+  Ctx wide = makeCtx();
+  muirrt_tensor_add_typed(wide.get(), "v", 2, s23, MUIRRT_ROLE_PARAM,
+                          MUIRRT_DTYPE_F64);
+  EXPECT_NE(muirrt_load_dir(wide.get(), out.c_str(), &loaded), 0);
+  EXPECT_EQ(std::string(muirrt_last_error()),
+            out + "/v.npy: expected dtype '<f8' (float64) for tensor 'v', "
+                  "found '<f4' (float32)");
+
+  // Seeded: a float32 tensor of the same name holds the rounding.
+  int64_t big[1] = {3001};
+  for (int32_t role : {MUIRRT_ROLE_PARAM, MUIRRT_ROLE_GRAD, MUIRRT_ROLE_DATA}) {
+    Ctx a = makeCtx(), b = makeCtx();
+    muirrt_tensor_add_typed(a.get(), "t", 1, big, role, MUIRRT_DTYPE_F64);
+    muirrt_tensor_add(b.get(), "t", 1, big, role);
+    muirrt_init_from_seed(a.get(), 11);
+    muirrt_init_from_seed(b.get(), 11);
+    auto *da = static_cast<const double *>(muirrt_tensor_storage(a.get(), 0));
+    const float *db = muirrt_tensor_data(b.get(), 0);
+    int wider = 0;
+    for (int i = 0; i < 3001; ++i) {
+      ASSERT_EQ(static_cast<float>(da[i]), db[i]) << "role " << role << " " << i;
+      wider += da[i] != static_cast<double>(db[i]);
+    }
+    EXPECT_GT(wider, 2900) << "role " << role;
+  }
+}
+
 TEST_F(Dirs, DumpDirSubfoldersAndDots) {
   Ctx ctx = makeCtx();
   int64_t s23[2] = {2, 3}, s1[1] = {1};
@@ -946,6 +1015,17 @@ TEST_F(Dirs, NpyHugeHeaderRefused) {
             path("h.npy") + ": .npy header of 4294967280 bytes is larger "
                             "than the 10000 NumPy reads");
   EXPECT_EQ(data, nullptr);
+}
+
+TEST(Metrics, FirstNonFiniteF64) {
+  std::vector<double> x(10000, 1.0);
+  EXPECT_EQ(muirrt_first_nonfinite_f64(x.data(), 10000), -1);
+  x[9000] = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(muirrt_first_nonfinite_f64(x.data(), 10000), 9000);
+  x[4097] = std::nan("");
+  EXPECT_EQ(muirrt_first_nonfinite_f64(x.data(), 10000), 4097);
+  x[1] = std::numeric_limits<double>::max(); // finite, float32's infinity
+  EXPECT_EQ(muirrt_first_nonfinite_f64(x.data(), 3), -1);
 }
 
 TEST(Metrics, FirstNonFinite) {

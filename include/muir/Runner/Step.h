@@ -107,8 +107,10 @@ struct Argument {
   int32_t hyperIndex = -1; ///< hyperparameters: index into run()'s values
   bool updated = false;
   bool i64 = false; ///< an int64 tensor (a layer's tokens_per_expert)
+  bool f64 = false; ///< an f64 tensor (a reference's parameter and state)
   double initStd = 0; ///< seeded data's standard deviation (0: 1)
   bool isTensor() const { return role <= 3; }
+  size_t elementBytes() const { return i64 || f64 ? 8 : 4; }
   int64_t numel() const;
 };
 
@@ -334,7 +336,7 @@ private:
   struct MuirRtContext *local = nullptr, *whole = nullptr;
   std::vector<int32_t> localIndex, wholeIndex; ///< per argument, -1: none
   std::vector<void *> device;
-  std::vector<std::vector<float>> before;
+  std::vector<std::vector<char>> before; ///< parameters' bytes (f32 or f64)
 };
 
 /// Rank 0 prints every rank's communication and compute counters (bytes

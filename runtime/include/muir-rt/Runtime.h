@@ -319,6 +319,12 @@ typedef enum MuirRtRole {
                             (default 1) */
 } MuirRtRole;
 
+/* A host tensor's element type. */
+typedef enum MuirRtDtype {
+  MUIRRT_DTYPE_F32 = 0, /* float32, '<f4' in .npy files */
+  MUIRRT_DTYPE_F64 = 1  /* float64, '<f8' (a reference's parameters) */
+} MuirRtDtype;
+
 typedef struct MuirRtContext MuirRtContext;
 
 MuirRtContext *muirrt_context_create(void);
@@ -332,6 +338,10 @@ const char *muirrt_last_error(void);
  * 64-byte aligned and zero-filled. */
 int32_t muirrt_tensor_add(MuirRtContext *ctx, const char *name, int32_t rank,
                           const int64_t *shape, int32_t role);
+/* The same for a tensor of element type `dtype` (MuirRtDtype). */
+int32_t muirrt_tensor_add_typed(MuirRtContext *ctx, const char *name,
+                                int32_t rank, const int64_t *shape,
+                                int32_t role, int32_t dtype);
 /* The standard deviation of tensor `index`'s seeded values (any role);
  * non-zero on a bad index or a negative std. */
 int muirrt_tensor_set_init_std(MuirRtContext *ctx, int32_t index, double std);
@@ -342,17 +352,22 @@ int32_t muirrt_tensor_rank(const MuirRtContext *ctx, int32_t index);
 const int64_t *muirrt_tensor_shape(const MuirRtContext *ctx, int32_t index);
 int64_t muirrt_tensor_numel(const MuirRtContext *ctx, int32_t index);
 int32_t muirrt_tensor_role(const MuirRtContext *ctx, int32_t index);
+int32_t muirrt_tensor_dtype(const MuirRtContext *ctx, int32_t index);
+/* A float32 tensor's storage (NULL for a float64 one). */
 float *muirrt_tensor_data(MuirRtContext *ctx, int32_t index);
+/* Any tensor's storage (numel elements of its dtype). */
+void *muirrt_tensor_storage(MuirRtContext *ctx, int32_t index);
 
 /* Fills every tensor not marked as loaded from `seed` according to its role.
- * Deterministic: depends only on the seed, the tensor's name and its size. */
+ * Deterministic: depends only on the seed, the tensor's name and its size;
+ * a float32 tensor holds the float32 rounding of a float64 one's values. */
 void muirrt_init_from_seed(MuirRtContext *ctx, uint64_t seed);
 
 /* For every registered tensor, reads DIR/<name>.npy if it exists (a name
  * with '/' maps to subfolders) and marks the tensor loaded. Fails, naming
  * the file, on an unreadable file, a malformed header, a dtype other than
- * little-endian float32, Fortran order, or a shape that differs from the
- * registered one. A missing DIR is an error. *loaded receives the count. */
+ * the tensor's (little-endian float32 '<f4' or float64 '<f8'), Fortran
+ * order, or a shape that differs from the registered one. A missing DIR is an error. *loaded receives the count. */
 int muirrt_load_dir(MuirRtContext *ctx, const char *dir, int32_t *loaded);
 
 /* Checks that DIR exists or can be created and that a file can be written
@@ -425,6 +440,7 @@ int muirrt_singular_values(const float *x, int64_t m, int64_t n, double *sigma);
 /* The index of the first NaN or infinity in x, or -1 if every value is
  * finite (a bit test, at memory speed). */
 int64_t muirrt_first_nonfinite(const float *x, int64_t numel);
+int64_t muirrt_first_nonfinite_f64(const double *x, int64_t numel);
 
 /* ||x||_2 accumulated in double. */
 double muirrt_norm(const float *x, int64_t numel);

@@ -52,7 +52,9 @@ def expect_error(case, model, opt, exc=muir.torch.ParameterError, name=None,
     fail.check(ok, "%s: something was updated: %s" % (case, what))
 
 
-# float64 parameter (and gradient), at the first step: no state created.
+# A parameter made float64 after the optimizer was built (a float32 one
+# when built; float64 ones from the start are updated in float64), at the
+# first step: no state created.
 model, opt = fresh(steps=0)
 model.proj.weight.data = model.proj.weight.data.double()
 model.proj.weight.grad = None

@@ -392,4 +392,80 @@ for step in range(1, 4):
     o.zero_grad(set_to_none=True)
 print("bf16: 3 steps, parameters within %.2f bfloat16 ulp of the float64 "
       "step, state float32" % worst_ulp)
+
+# --- 9. float64 parameters: float64 throughout -------------------------
+# A float64 model (a convolution weight as a matrix, linear weights,
+# biases) beside a float32 linear layer in the same step; step 2 skips the
+# head (no gradient: its float64 state bound as its stand-in). Each
+# update's change within 1e-8 of the float64 reference's, the state within
+# 1e-12 (float32 arithmetic is at 1e-7).
+TOL64, TOL64_STATE = 1e-8, 1e-12
+torch.manual_seed(4)
+conv64 = torch.nn.Conv2d(3, 8, 3).double()
+body = torch.nn.Sequential(torch.nn.Linear(72, 24), torch.nn.Tanh(),
+                           torch.nn.Linear(24, 16)).double()
+head32 = torch.nn.Linear(16, 4)
+params = [("conv.weight", conv64.weight), ("conv.bias", conv64.bias)] + \
+    [("body." + n, q) for n, q in body.named_parameters()] + \
+    [("head." + n, q) for n, q in head32.named_parameters()]
+o = muir.torch.Muon(params, lr=0.02, weight_decay=0.1)
+worst64 = worst64_state = 0.0
+for step in range(1, 4):
+    x = torch.randn(2, 3, 5, 5, dtype=torch.float64)
+    h = body(conv64(x).reshape(2, -1))
+    loss = h.square().sum()
+    if step != 2:
+        loss = loss + head32(h.float()).square().sum()
+    loss.backward()
+    before = capture(o)
+    o.step()
+    for q, (w, g, s, group, gi) in before.items():
+        info = o._info[q]
+        wide = q.dtype is torch.float64
+        shape = info["desc_shape"]
+        w2, g2 = w.reshape(shape), g.reshape(shape)
+        if info["optimizer"] == "muon":
+            rw, rm = tt.ref.muon_update(
+                w2, g2, s.get("momentum_buffer", 0.0 * w).reshape(shape),
+                group["lr"], beta=group["momentum"],
+                weight_decay=group["weight_decay"])
+            rstate = [("momentum_buffer", rm)]
+        else:
+            t = s.get("step", 0) + 1
+            rw, rm, rv = tt.ref.adamw_update(
+                w2, g2, s.get("exp_avg", 0.0 * w2),
+                s.get("exp_avg_sq", 0.0 * w2), t, group["lr"],
+                beta1=group["betas"][0], beta2=group["betas"][1],
+                eps=group["eps"], weight_decay=group["weight_decay"])
+            rstate = [("exp_avg", rm), ("exp_avg_sq", rv)]
+        got = f64(q).reshape(shape)
+        if not wide:
+            e = tt.update_error(w2, got, rw, TOL)
+            fail.check(e <= 1.0, "f64 step %d %s (float32): %.3g times the "
+                       "tolerance" % (step, info["name"], e))
+            continue
+        fail.check(all(t.dtype is torch.float64 for t in o.state[q].values()
+                       if isinstance(t, torch.Tensor)),
+                   "f64 step %d %s: state not float64" % (step, info["name"]))
+        e = tt.rel(got - w2, rw - w2)
+        worst64 = max(worst64, e)
+        fail.check(e <= TOL64, "f64 step %d %s: change %.3g from the float64 "
+                   "step's" % (step, info["name"], e))
+        for kind, r in rstate:
+            e = tt.rel(f64(o.state[q][kind]).reshape(shape), r)
+            worst64_state = max(worst64_state, e)
+            fail.check(e <= TOL64_STATE, "f64 step %d %s %s: %.3g from the "
+                       "float64 step's" % (step, info["name"], kind, e))
+    o.zero_grad(set_to_none=True)
+counts = [int(o.state[q]["step"]) for q in (head32.bias, conv64.bias)]
+print("f64: 3 steps, changes within %.1e and state within %.1e of the "
+      "float64 step, %d compiled step, head counts %s"
+      % (worst64, worst64_state, len(o.compiled_steps()), counts))
+body[0].weight.data = body[0].weight.data.float()
+body[0].weight.grad = torch.zeros(24, 72)
+try:
+    o.step()
+    print("f64 refused: not refused")
+except muir.torch.ParameterError as e:
+    print("f64 refused:", e)
 fail.finish()
