@@ -154,6 +154,29 @@ static std::string bootId() {
   return StringRef(id).trim().str();
 }
 
+void mlir::muir::runner::restartWithHugePages(char **argv) {
+  const char *off = getenv("MUIR_HUGEPAGES");
+  if (off && StringRef(off) == "0")
+    return;
+  const char *tunables = getenv("GLIBC_TUNABLES");
+  if (tunables && StringRef(tunables).contains("glibc.malloc.hugetlb"))
+    return;
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string modes;
+  if (!std::getline(thp, modes) || modes.find("[never]") != std::string::npos)
+    return;
+  std::string old = tunables ? tunables : "";
+  std::string value =
+      old + (old.empty() ? "" : ":") + "glibc.malloc.hugetlb=1";
+  if (::setenv("GLIBC_TUNABLES", value.c_str(), 1) == 0)
+    ::execv("/proc/self/exe", argv);
+  // Not restarted (no /proc): run as started.
+  if (tunables)
+    ::setenv("GLIBC_TUNABLES", old.c_str(), 1);
+  else
+    ::unsetenv("GLIBC_TUNABLES");
+}
+
 int mlir::muir::runner::relaunchUnderMPI(int numRanks, int argc, char **argv,
                                          StringRef tool) {
   auto fail = [&](const Twine &msg) {

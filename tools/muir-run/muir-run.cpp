@@ -142,6 +142,7 @@ static std::vector<std::string> givenCompileFlags() {
 }
 
 int main(int argc, char **argv) {
+  runner::restartWithHugePages(argv);
   llvm::InitLLVM initLLVM(argc, argv);
   // --help lists muir's flags only (LLVM's and MLIR's are hidden).
   cl::HideUnrelatedOptions(muir::muirFlagCategory());

@@ -423,6 +423,15 @@ void testFault(int64_t rank, int64_t step);
 
 /// Under mpirun (OMPI_COMM_WORLD_SIZE set).
 bool underMPI();
+/// glibc's malloc backs its heap with transparent huge pages only when
+/// GLIBC_TUNABLES says so as the process starts (glibc.malloc.hugetlb=1,
+/// glibc 2.35 and later): a step's first touch of its tensors and
+/// temporaries then faults once per 2 MiB instead of once per 4 KiB.
+/// Restarts this process in place (execve of /proc/self/exe, the same pid
+/// and arguments) with the tunable added, unless MUIR_HUGEPAGES=0, the
+/// tunable is set already, or the kernel's transparent huge pages are off;
+/// returns when it does not restart. Call first thing in main.
+void restartWithHugePages(char **argv);
 
 /// Starts `argv` again as `mpirun -n ranks argv...`, forwarding SIGINT,
 /// SIGTERM and SIGHUP (and killing what is left 5 s later), passing the
