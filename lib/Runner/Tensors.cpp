@@ -43,13 +43,18 @@ llvm::Error HostTensors::create() {
     if (!a.isTensor())
       continue;
     int32_t dtype = a.f64 ? MUIRRT_DTYPE_F64 : MUIRRT_DTYPE_F32;
-    localIndex[i] = muirrt_tensor_add_typed(local, a.name.c_str(),
-                                            a.shape.size(), a.shape.data(),
-                                            a.role, dtype);
     wholeIndex[i] = muirrt_tensor_add_typed(whole, a.name.c_str(),
                                             a.globalShape.size(),
                                             a.globalShape.data(), a.role,
                                             dtype);
+    // A tensor this rank holds whole is its whole tensor: one storage,
+    // no copies between the two.
+    localIndex[i] =
+        wholeIndex[i] < 0 ? -1
+        : a.splits.empty()
+            ? muirrt_tensor_add_alias(local, whole, wholeIndex[i])
+            : muirrt_tensor_add_typed(local, a.name.c_str(), a.shape.size(),
+                                      a.shape.data(), a.role, dtype);
     if (localIndex[i] < 0 || wholeIndex[i] < 0)
       return error(muirrt_last_error());
     if (a.initStd > 0 &&
@@ -81,6 +86,8 @@ static void copyShard(MuirRtContext *global, int32_t g, const Argument &a,
   auto *full = static_cast<float *>(muirrt_tensor_storage(global, g));
   const int64_t width = static_cast<int64_t>(a.elementBytes() / sizeof(float));
   int64_t numel = muirrt_tensor_numel(local, l) * width;
+  if (shard == full) // one storage (muirrt_tensor_add_alias)
+    return;
   if (a.splits.empty()) {
     if (toShard)
       std::copy(full, full + numel, shard);

@@ -85,8 +85,14 @@ using namespace muirrt_host;
 // Tensors
 //===----------------------------------------------------------------------===//
 
+/// Frees what the tensor owns; a tensor sharing another's storage
+/// (muirrt_tensor_add_alias) owns none.
 struct FreeDeleter {
-  void operator()(void *p) const { std::free(p); }
+  bool owned = true;
+  void operator()(void *p) const {
+    if (owned)
+      std::free(p);
+  }
 };
 
 struct Tensor {
@@ -409,10 +415,11 @@ extern "C" int32_t muirrt_tensor_add(MuirRtContext *ctx, const char *name,
                                  MUIRRT_DTYPE_F32);
 }
 
-extern "C" int32_t muirrt_tensor_add_typed(MuirRtContext *ctx,
-                                           const char *name, int32_t rank,
-                                           const int64_t *shape, int32_t role,
-                                           int32_t dtype) {
+/// muirrt_tensor_add_typed, on `shared` storage when it is not null (not
+/// owned, not cleared).
+static int32_t addTensor(MuirRtContext *ctx, const char *name, int32_t rank,
+                         const int64_t *shape, int32_t role, int32_t dtype,
+                         void *shared) {
   int32_t index = -1;
   guarded([&]() -> int {
     if (!ctx)
@@ -447,15 +454,20 @@ extern "C" int32_t muirrt_tensor_add_typed(MuirRtContext *ctx,
       t.shape[i] = shape[i];
       t.numel *= shape[i];
     }
-    size_t bytes = static_cast<size_t>(t.numel) * t.elementSize();
-    // Round up so whole 64-byte vectors at the tail stay inside the block.
-    size_t padded = (bytes + kAlign - 1) / kAlign * kAlign;
-    void *mem = nullptr;
-    if (::posix_memalign(&mem, kAlign, padded) != 0)
-      return fail("tensor '" + n + "': out of memory (" +
-                  std::to_string(padded) + " bytes)");
-    std::memset(mem, 0, padded);
-    t.data.reset(mem);
+    if (shared) {
+      t.data = std::unique_ptr<void, FreeDeleter>(shared, FreeDeleter{false});
+    } else {
+      size_t bytes = static_cast<size_t>(t.numel) * t.elementSize();
+      // Round up so whole 64-byte vectors at the tail stay inside the
+      // block.
+      size_t padded = (bytes + kAlign - 1) / kAlign * kAlign;
+      void *mem = nullptr;
+      if (::posix_memalign(&mem, kAlign, padded) != 0)
+        return fail("tensor '" + n + "': out of memory (" +
+                    std::to_string(padded) + " bytes)");
+      std::memset(mem, 0, padded);
+      t.data.reset(mem);
+    }
     int32_t newIndex = static_cast<int32_t>(ctx->tensors.size());
     ctx->tensors.push_back(std::move(t));
     try {
@@ -468,6 +480,29 @@ extern "C" int32_t muirrt_tensor_add_typed(MuirRtContext *ctx,
     return 0;
   });
   return index;
+}
+
+extern "C" int32_t muirrt_tensor_add_typed(MuirRtContext *ctx,
+                                           const char *name, int32_t rank,
+                                           const int64_t *shape, int32_t role,
+                                           int32_t dtype) {
+  return addTensor(ctx, name, rank, shape, role, dtype, nullptr);
+}
+
+extern "C" int32_t muirrt_tensor_add_alias(MuirRtContext *ctx,
+                                           const MuirRtContext *owner,
+                                           int32_t index) {
+  const Tensor *t = getTensor(owner, index);
+  if (!t) {
+    fail("muirrt_tensor_add_alias: bad tensor index " +
+         std::to_string(index));
+    return -1;
+  }
+  int32_t added = addTensor(ctx, t->name.c_str(), t->rank, t->shape, t->role,
+                            t->dtype, t->data.get());
+  if (added >= 0)
+    ctx->tensors[static_cast<size_t>(added)].initStd = t->initStd;
+  return added;
 }
 
 extern "C" int32_t muirrt_tensor_count(const MuirRtContext *ctx) {

@@ -873,6 +873,45 @@ TEST_F(Dirs, Float64TensorsLoadDumpAndSeed) {
   }
 }
 
+// An alias is the owner's tensor under another context: the same storage,
+// name, shape, role, dtype and init std; destroying its context frees
+// nothing of the owner's.
+TEST(Tensors, AliasSharesTheOwnersStorage) {
+  int64_t s23[2] = {2, 3};
+  Ctx owner = makeCtx();
+  ASSERT_EQ(muirrt_tensor_add_typed(owner.get(), "w", 2, s23,
+                                    MUIRRT_ROLE_GRAD, MUIRRT_DTYPE_F64),
+            0);
+  ASSERT_EQ(muirrt_tensor_set_init_std(owner.get(), 0, 0.5), 0);
+  {
+    Ctx view = makeCtx();
+    ASSERT_EQ(muirrt_tensor_add_alias(view.get(), owner.get(), 0), 0);
+    EXPECT_EQ(muirrt_tensor_storage(view.get(), 0),
+              muirrt_tensor_storage(owner.get(), 0));
+    EXPECT_EQ(std::string(muirrt_tensor_name(view.get(), 0)), "w");
+    EXPECT_EQ(muirrt_tensor_role(view.get(), 0), MUIRRT_ROLE_GRAD);
+    EXPECT_EQ(muirrt_tensor_dtype(view.get(), 0), MUIRRT_DTYPE_F64);
+    EXPECT_EQ(muirrt_tensor_numel(view.get(), 0), 6);
+    muirrt_init_from_seed(view.get(), 3); // N(0, 0.5^2), the owner's std
+    Ctx fresh = makeCtx();
+    muirrt_tensor_add_typed(fresh.get(), "w", 2, s23, MUIRRT_ROLE_GRAD,
+                            MUIRRT_DTYPE_F64);
+    muirrt_tensor_set_init_std(fresh.get(), 0, 0.5);
+    muirrt_init_from_seed(fresh.get(), 3);
+    EXPECT_EQ(std::memcmp(muirrt_tensor_storage(owner.get(), 0),
+                          muirrt_tensor_storage(fresh.get(), 0), 48),
+              0);
+    EXPECT_EQ(muirrt_tensor_add_alias(view.get(), owner.get(), 1), -1);
+    EXPECT_EQ(std::string(muirrt_last_error()),
+              "muirrt_tensor_add_alias: bad tensor index 1");
+  }
+  // The view's context is gone; the owner's storage is intact (ASan
+  // would report a use after free).
+  auto *w = static_cast<double *>(muirrt_tensor_storage(owner.get(), 0));
+  w[5] = 1.0;
+  EXPECT_EQ(w[5], 1.0);
+}
+
 TEST_F(Dirs, DumpDirSubfoldersAndDots) {
   Ctx ctx = makeCtx();
   int64_t s23[2] = {2, 3}, s1[1] = {1};

@@ -342,6 +342,11 @@ int32_t muirrt_tensor_add(MuirRtContext *ctx, const char *name, int32_t rank,
 int32_t muirrt_tensor_add_typed(MuirRtContext *ctx, const char *name,
                                 int32_t rank, const int64_t *shape,
                                 int32_t role, int32_t dtype);
+/* Adds tensor `index` of `owner` to `ctx` on the same storage (its name,
+ * shape, role, dtype and init std; `owner` keeps and frees the storage and
+ * must outlive `ctx`'s use of it); -1 on error. */
+int32_t muirrt_tensor_add_alias(MuirRtContext *ctx, const MuirRtContext *owner,
+                                int32_t index);
 /* The standard deviation of tensor `index`'s seeded values (any role);
  * non-zero on a bad index or a negative std. */
 int muirrt_tensor_set_init_std(MuirRtContext *ctx, int32_t index, double std);
