@@ -1141,18 +1141,21 @@ extern "C" int muirrt_npy_write_atomic(const char *path, const float *data,
 // Metrics
 //===----------------------------------------------------------------------===//
 
-extern "C" int64_t muirrt_first_nonfinite(const float *x, int64_t numel) {
-  // Exponent bits all ones: infinity or NaN. Blocks of 4096 with an
-  // OR-reduction the compiler vectorises; the index is found in the block.
-  constexpr uint32_t kExponent = 0x7f800000u;
+namespace {
+/// The index of the first NaN or infinity in x (T float or double, Bits
+/// its unsigned integer of the same width), or -1: exponent bits all ones.
+/// Blocks of 4096 with an OR-reduction the compiler vectorises; the index
+/// is found in the block.
+template <typename T, typename Bits>
+int64_t firstNonFinite(const T *x, int64_t numel, Bits exponent) {
   const int64_t block = 4096;
   for (int64_t start = 0; start < numel; start += block) {
     int64_t end = std::min(numel, start + block);
-    uint32_t any = 0;
+    Bits any = 0;
     for (int64_t i = start; i < end; ++i) {
-      uint32_t bits;
+      Bits bits;
       std::memcpy(&bits, x + i, sizeof(bits));
-      any |= (bits & kExponent) == kExponent;
+      any |= (bits & exponent) == exponent;
     }
     if (any)
       for (int64_t i = start; i < end; ++i)
@@ -1161,25 +1164,15 @@ extern "C" int64_t muirrt_first_nonfinite(const float *x, int64_t numel) {
   }
   return -1;
 }
+} // namespace
+
+extern "C" int64_t muirrt_first_nonfinite(const float *x, int64_t numel) {
+  return firstNonFinite<float, uint32_t>(x, numel, 0x7f800000u);
+}
 
 extern "C" int64_t muirrt_first_nonfinite_f64(const double *x,
                                               int64_t numel) {
-  constexpr uint64_t kExponent = 0x7ff0000000000000ull;
-  const int64_t block = 4096;
-  for (int64_t start = 0; start < numel; start += block) {
-    int64_t end = std::min(numel, start + block);
-    uint64_t any = 0;
-    for (int64_t i = start; i < end; ++i) {
-      uint64_t bits;
-      std::memcpy(&bits, x + i, sizeof(bits));
-      any |= (bits & kExponent) == kExponent;
-    }
-    if (any)
-      for (int64_t i = start; i < end; ++i)
-        if (!std::isfinite(x[i]))
-          return i;
-  }
-  return -1;
+  return firstNonFinite<double, uint64_t>(x, numel, 0x7ff0000000000000ull);
 }
 
 extern "C" double muirrt_norm(const float *x, int64_t numel) {
