@@ -19,12 +19,18 @@ def tunables_seen(muir_run, env, dump):
                           dump], env=env, stdout=subprocess.DEVNULL)
     seen = None
     while p.poll() is None:
+        # While the process replaces itself (execv) its environ may be
+        # unreadable or empty for a moment: such a read tells nothing, and
+        # the next one is taken.
         try:
             with open("/proc/%d/environ" % p.pid, "rb") as f:
-                entries = f.read().split(b"\0")
+                raw = f.read()
         except OSError:
-            break
-        values = [e[len(b"GLIBC_TUNABLES="):].decode() for e in entries
+            continue
+        if not raw:
+            continue
+        values = [e[len(b"GLIBC_TUNABLES="):].decode()
+                  for e in raw.split(b"\0")
                   if e.startswith(b"GLIBC_TUNABLES=")]
         seen = values[0] if values else "(unset)"
         if "hugetlb" in seen:
