@@ -41,7 +41,7 @@ void usage(const char *argv0) {
 
 int main(int argc, char **argv) {
   long n = 2048, reps = 5;
-  for (int i = 1; i < argc; ++i) {
+  for (int i = 1; i < argc; i += 2) {
     long *target = nullptr;
     if (!std::strcmp(argv[i], "--n"))
       target = &n;
@@ -51,7 +51,6 @@ int main(int argc, char **argv) {
       usage(argv[0]);
       return 2;
     }
-    ++i;
   }
   if (n > 46340) { // n * n must fit in an int for the BLAS
     std::fprintf(stderr, "--n too large\n");

@@ -297,10 +297,12 @@ private:
                     name == "scf.index_switch";
     if (oneOfAll && !ends.empty() &&
         llvm::all_of(ends, [](auto &e) { return e.has_value(); }))
-      for (auto &[buffer, first] : *ends.front())
+      for (auto &entry : *ends.front()) {
+        Value buffer = entry.first;
         if (!freed.count(buffer) &&
             llvm::all_of(ends, [&](auto &e) { return e->count(buffer); }))
-          freed.try_emplace(buffer, first);
+          freed.try_emplace(buffer, entry.second);
+      }
     return success();
   }
 

@@ -440,8 +440,11 @@ std::vector<int64_t> mlir::muir::assignToRanks(ArrayRef<double> weights,
   std::vector<size_t> order(weights.size());
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return weights[a] > weights[b]; });
+  // Heaviest first, ties in index order (what a stable sort gives; a total
+  // order, so std::sort is enough).
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return weights[a] > weights[b] || (weights[a] == weights[b] && a < b);
+  });
   std::vector<double> load(static_cast<size_t>(ranks), 0.0);
   for (size_t i : order) {
     size_t best = 0;

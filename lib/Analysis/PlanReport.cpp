@@ -657,8 +657,11 @@ void PlanReport::printTable(llvm::raw_ostream &os) const {
     std::vector<const MatrixPlan *> top;
     for (const MatrixPlan &mp : matrices)
       top.push_back(&mp);
-    std::stable_sort(top.begin(), top.end(), [](auto *a, auto *b) {
-      return a->modelledSeconds > b->modelledSeconds;
+    // Slowest first, ties in the matrices' order (the pointers point into
+    // one vector): a total order, what a stable sort would give.
+    std::sort(top.begin(), top.end(), [](auto *a, auto *b) {
+      return a->modelledSeconds > b->modelledSeconds ||
+             (a->modelledSeconds == b->modelledSeconds && a < b);
     });
     for (size_t i = 0; i < std::min<size_t>(3, top.size()); ++i)
       os << "  " << top[i]->name << ": " << stringify(top[i]->mode) << ", "
@@ -676,9 +679,11 @@ void PlanReport::printTable(llvm::raw_ostream &os) const {
        << (forms.front().requested ? ", requested" : "") << "): gram "
        << gram.size() << ", standard " << forms.size() - gram.size()
        << "\n";
-    std::stable_sort(gram.begin(), gram.end(), [](auto *a, auto *b) {
-      return a->standardSeconds - a->gramSeconds >
-             b->standardSeconds - b->gramSeconds;
+    // Largest gain first, ties in the forms' order (as for `top`).
+    std::sort(gram.begin(), gram.end(), [](auto *a, auto *b) {
+      double ga = a->standardSeconds - a->gramSeconds;
+      double gb = b->standardSeconds - b->gramSeconds;
+      return ga > gb || (ga == gb && a < b);
     });
     for (size_t i = 0; i < std::min<size_t>(5, gram.size()); ++i)
       os << "  " << gram[i]->name << " " << gram[i]->rows << "x"

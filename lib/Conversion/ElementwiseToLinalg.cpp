@@ -20,6 +20,8 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
+#include <tuple>
+
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIRELEMENTWISETOLINALG
 #include "muir/Passes.h.inc"
@@ -147,7 +149,8 @@ LogicalResult lower(MomentumOp op, PatternRewriter &rw) {
   bool ema = op.getMomentumKind() == MomentumKind::ema;
   bool nesterov = op.getNesterov();
   Type t = elementOf(op);
-  auto [cBeta, cOneMinus] = withComplement(
+  Value cBeta, cOneMinus;
+  std::tie(cBeta, cOneMinus) = withComplement(
       rw, op.getLoc(), t, op.getBetaValue(), op.getBetaAttr());
   replaceByGeneric(
       rw, op, {op.getGrad(), op.getMomentumBuffer()},
@@ -210,9 +213,11 @@ LogicalResult lower(AdamWUpdateOp op, PatternRewriter &rw) {
   Value bc2Sqrt =
       narrowed(rw, loc, elt, math::SqrtOp::create(rw, loc, bc2));
   Value decay = h.decay;
-  auto [cB1, c1mB1] = withComplement(
+  Value cB1, c1mB1;
+  std::tie(cB1, c1mB1) = withComplement(
       rw, loc, elt, runTime ? hyper[2] : Value(), op.getBeta1Attr());
-  auto [cB2, c1mB2] = withComplement(
+  Value cB2, c1mB2;
+  std::tie(cB2, c1mB2) = withComplement(
       rw, loc, elt, runTime ? hyper[3] : Value(), op.getBeta2Attr());
   Value eps = runTime ? narrowed(rw, loc, elt, hyper[4])
                       : constant(rw, loc, elt, value(op.getEpsAttr()));
@@ -226,16 +231,21 @@ LogicalResult lower(AdamWUpdateOp op, PatternRewriter &rw) {
         auto add = [&](Value x, Value y) {
           return arith::AddFOp::create(nb, nl, x, y).getResult();
         };
+        // One statement per op: the IR's order does not depend on the
+        // order a compiler evaluates function arguments in.
         Value g = a[1];
-        Value newM = add(mul(cB1, a[2]), mul(c1mB1, g));
-        Value newV = add(mul(cB2, a[3]), mul(c1mB2, mul(g, g)));
+        Value keptM = mul(cB1, a[2]);
+        Value newM = add(keptM, mul(c1mB1, g));
+        Value keptV = mul(cB2, a[3]);
+        Value g2 = mul(g, g);
+        Value newV = add(keptV, mul(c1mB2, g2));
+        Value root = math::SqrtOp::create(nb, nl, newV);
         Value denom =
-            add(arith::DivFOp::create(
-                    nb, nl, math::SqrtOp::create(nb, nl, newV), bc2Sqrt),
-                eps);
+            add(arith::DivFOp::create(nb, nl, root, bc2Sqrt), eps);
         Value ratio = arith::DivFOp::create(nb, nl, newM, denom);
-        Value newP = arith::SubFOp::create(nb, nl, mul(a[0], decay),
-                                           mul(stepSize, ratio));
+        Value kept = mul(a[0], decay);
+        Value newP =
+            arith::SubFOp::create(nb, nl, kept, mul(stepSize, ratio));
         return unlessSkipped(nb, nl, op.getTake(), {newP, newM, newV},
                              {a[0], a[2], a[3]});
       });

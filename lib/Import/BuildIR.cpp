@@ -190,7 +190,7 @@ struct TrainedLayer {
         make<AllGatherOp>({f32({tokens() * ep, cols})}, {v}, a));
   }
   /// Every rank's tokens (gathered once per layer).
-  Value gathered;
+  Value gathered = {};
   Value allTokens() {
     if (!gathered)
       gathered = ep > 1 ? gather(x, l.hidden) : x;

@@ -564,9 +564,13 @@ extern "C" void muirrt_capacity(int64_t tokens, int64_t k, int64_t experts,
       }
     for (int64_t e = 0; e < experts; ++e) {
       std::vector<int64_t> &c = chosen[static_cast<size_t>(e)];
-      if (policy == 0) // highest weight first; stable keeps token order
-        std::stable_sort(c.begin(), c.end(), [&](int64_t a, int64_t b) {
-          return weights[a] > weights[b];
+      // Highest weight first, ties in token order (c holds the pairs in
+      // increasing order): a total order, so std::sort gives what a stable
+      // sort by weight would.
+      if (policy == 0)
+        std::sort(c.begin(), c.end(), [&](int64_t a, int64_t b) {
+          return weights[a] > weights[b] ||
+                 (weights[a] == weights[b] && a < b);
         });
       int64_t keep = std::min<int64_t>(capacity, static_cast<int64_t>(c.size()));
       for (int64_t i = 0; i < keep; ++i) {

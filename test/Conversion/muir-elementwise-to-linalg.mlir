@@ -132,8 +132,8 @@ func.func @take_flags(%g: tensor<4x8xf32>, %m: tensor<4x8xf32>, %w: tensor<4x8xf
 // CHECK-NOT: arith.truncf
 // CHECK: %[[ONEMB:.+]] = arith.subf %{{.+}}, %[[B]] : f64
 // CHECK: linalg.generic {{.*}} ins(%[[W]], %[[G]], %[[M]], %[[V]] : tensor<8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<8xf64>)
-// CHECK: arith.mulf %[[ONEMB]], %{{.+}} : f64
-// CHECK-NEXT: arith.mulf %[[B]], %{{.+}} : f64
+// CHECK: arith.mulf %[[B]], %{{.+}} : f64
+// CHECK-NEXT: arith.mulf %[[ONEMB]], %{{.+}} : f64
 // CHECK-NOT: arith.truncf
 // FUSED-LABEL: func.func @f64_update
 func.func @f64_update(%w: tensor<8xf64>, %g: tensor<8xf64>, %m: tensor<8xf64>, %v: tensor<8xf64>, %s: i64, %lr: f64, %wd: f64, %b: f64) -> (tensor<8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<8xf64>) {

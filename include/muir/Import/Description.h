@@ -264,8 +264,8 @@ struct Subject {
   StringRef plural = "parameters"; ///< what the names are
   /// A second place the error concerns (the other name of a clash), shown
   /// as a note after the error; none when `note` is empty.
-  Loc noteLoc;
-  std::string note;
+  Loc noteLoc = {};
+  std::string note = {};
 };
 
 /// Errors collected, then reported with those that break the same rule
