@@ -214,7 +214,8 @@ std::string Step::metadata() const {
         {"default", a.defaultValue},
         {"hyper_index", a.hyperIndex},
         {"updated", a.updated},
-        {"init_std", a.initStd}});
+        {"init_std", a.initStd},
+        {"dtype", a.f64 ? "f64" : a.i64 ? "i64" : "f32"}});
   }
   for (const auto &[slot, o] : obs)
     observations.push_back(llvm::json::Object{
@@ -297,6 +298,12 @@ llvm::Error Step::readMetadata(StringRef text) {
     a.hyperIndex = static_cast<int32_t>(o->getInteger("hyper_index").value_or(-1));
     a.updated = o->getBoolean("updated").value_or(false);
     a.initStd = o->getNumber("init_std").value_or(0);
+    // The element type: what binds, copies and checks of the tensor read.
+    std::optional<StringRef> dtype = o->getString("dtype");
+    if (!dtype || (*dtype != "f32" && *dtype != "f64" && *dtype != "i64"))
+      return bad("argument '" + a.name + "' has no dtype f32, f64 or i64");
+    a.f64 = *dtype == "f64";
+    a.i64 = *dtype == "i64";
     if (a.role == MUIR_ROLE_HYPER)
       hyperArgs.push_back(static_cast<int32_t>(args.size()));
     args.push_back(std::move(a));

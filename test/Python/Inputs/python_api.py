@@ -142,6 +142,43 @@ check(all(np.array_equal(jit[k], cached[k]) and
       "cached or opened step differs from the JIT")
 print("cached and opened steps: bitwise the JIT's")
 
+# A cached step keeps its tensors' element types: an f64 parameter's
+# gradient, opened from the cache, is float64, and the non-finite check
+# reads it as doubles (finite values that a float32 reading of their bytes
+# would take for NaN or infinities find nothing; a NaN is found where it
+# is).
+F64_SOURCE = """\
+name: api64
+grid: {axes: {dp: 1}}
+parameters:
+  - {name: w, shape: [64, 32], dtype: f64}
+"""
+cache64 = tempfile.mkdtemp(prefix="muir-api-cache-")
+muir.compile(F64_SOURCE, "api64.yaml",
+             {"target": "cpu", "cache-dir": cache64}).close()
+lib64 = [f for f in os.listdir(cache64) if f.endswith(".so")]
+s64 = muir.open_step(os.path.join(cache64, lib64[0]))
+g64 = np.frombuffer(np.full(64 * 32, 0x7fc00000, dtype=np.uint32).tobytes()
+                    * 2, dtype=np.float64)[:64 * 32].copy()
+check(np.isfinite(g64).all(), "float32 NaN patterns as doubles are finite")
+held = []
+for a in s64.arguments:
+    if a.is_tensor:
+        held.append(g64 if a.role == "grad" else np.zeros(a.shape))
+        s64.bind(a.index, held[-1].ctypes.data)
+clean = s64.first_nonfinite("grad")
+g64[77] = np.nan
+found = s64.first_nonfinite("grad")
+check(s64.find("w.grad").dtype == "float64" and clean is None and
+      found is not None and found[1] == 77,
+      "cached f64 step: dtype %s, clean %s, NaN at %s"
+      % (s64.find("w.grad").dtype, clean, found))
+print("cached f64 step: w.grad %s, finite doubles pass, a NaN found at "
+      "element %d" % (s64.find("w.grad").dtype, found[1] if found else -1))
+s64.close()
+import shutil  # noqa: E402
+shutil.rmtree(cache64)
+
 # Errors.
 def expect(what, fn, exc=muir.MuirError):
     try:
