@@ -44,6 +44,21 @@ void printF64Parameter(AsmPrinter &printer, const APFloat &value);
 #include "Muir/MuirAttrs.h.inc"
 #include "mlir/IR/BuiltinOps.h"
 
+namespace mlir::muir {
+/// A split of a matrix whose block a rank holds: the matrix dimension it
+/// splits (0: rows, 1: columns, of the last two), and the grid axis over
+/// which the blocks lie (a reduction over that dimension all-reduces over
+/// `axis` of `grid`).
+struct MatrixSplit {
+  int dim;
+  FlatSymbolRefAttr grid;
+  StringAttr axis;
+  int64_t group; ///< ranks along `axis` (blocks of the dimension)
+};
+} // namespace mlir::muir
+
+#include "Muir/MuirInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "Muir/MuirOps.h.inc"
 

@@ -17,6 +17,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::muir;
 using namespace mlir::muir::opcheck;
@@ -74,6 +76,7 @@ static void printCoefficient(OpAsmPrinter &printer, Operation *, Value operand,
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "Muir/MuirOps.cpp.inc"
+#include "Muir/MuirInterfaces.cpp.inc"
 #pragma GCC diagnostic pop
 
 //===----------------------------------------------------------------------===//
@@ -343,6 +346,161 @@ LogicalResult MuonUpdateOp::verify() {
   }
   return verifyNSConfig(*this, getNsStepsAttr().getInt(), getSchedule(),
                         getCoefficients(), getEps().convertToDouble());
+}
+
+/// The shape of a per-row vector of `matrix` ([m] or [B, m]).
+static SmallVector<int64_t> rowShape(RankedTensorType matrix) {
+  SmallVector<int64_t> shape(matrix.getShape());
+  shape.pop_back();
+  return shape;
+}
+
+/// `rows` is the per-row vector of `matrix`.
+static LogicalResult verifyRowVector(Operation *op, RankedTensorType matrix,
+                                     RankedTensorType rows, StringRef what) {
+  SmallVector<int64_t> want = rowShape(matrix);
+  if (rows.getShape() != ArrayRef<int64_t>(want))
+    return op->emitOpError("expected ")
+           << what << " of shape " << shapeStr(want)
+           << " (one value per row of " << shapeStr(matrix.getShape())
+           << "), got " << shapeStr(rows.getShape());
+  return success();
+}
+
+LogicalResult NorMuonUpdateOp::verify() {
+  auto type = getParam().getType();
+  if (failed(verifyHyper(*this, getHyper(), "momentum", 1)) ||
+      failed(verifyMatrixRank(*this, type, "param")) ||
+      failed(verifyRowVector(*this, type, getVariance().getType(),
+                             "variance")) ||
+      failed(verifyRange(*this, "lr", getLr().convertToDouble(), 0, true,
+                         kInf, false)) ||
+      failed(verifyRange(*this, "beta", getBeta().convertToDouble(), 0, true,
+                         1, false)) ||
+      failed(verifyRange(*this, "beta2", getBeta2().convertToDouble(), 0,
+                         true, 1, false)) ||
+      failed(verifyRange(*this, "eps2", getEps2().convertToDouble(), 0, false,
+                         kInf, false)) ||
+      failed(verifyRange(*this, "weight_decay",
+                         getWeightDecay().convertToDouble(), 0, true, kInf,
+                         false)) ||
+      failed(verifyRange(*this, "scale_extra",
+                         getScaleExtra().convertToDouble(), 0, false, kInf,
+                         false)))
+    return failure();
+  return verifyNSConfig(*this, getNsStepsAttr().getInt(), getSchedule(),
+                        getCoefficients(), getEps().convertToDouble());
+}
+
+//===----------------------------------------------------------------------===//
+// OrthogonalizedUpdateInterface
+//===----------------------------------------------------------------------===//
+
+Value MuonUpdateOp::buildNormalizedUpdate(OpBuilder &, Location, Value o,
+                                          ArrayRef<MatrixSplit>,
+                                          SmallVectorImpl<Value> &) {
+  return o;
+}
+
+SmallVector<Value> MuonUpdateOp::getOtherState() { return {}; }
+
+// NorMuon orthogonalises the whole matrix (no fused row blocks); its state
+// after the momentum is the rows' second moment.
+std::optional<ArrayRef<int64_t>> NorMuonUpdateOp::getRowBlocks() {
+  return std::nullopt;
+}
+
+SmallVector<Value> NorMuonUpdateOp::getOtherState() {
+  return {getVariance()};
+}
+
+double MuonUpdateOp::getApplyScale(int64_t m, int64_t n) {
+  return getUpdateScale(getScaleMode(), getScaleExtra().convertToDouble(), m,
+                        n);
+}
+
+/// `v` summed over the axes of the `splits` of the given matrix
+/// dimensions (one all_reduce per grid, in the order the splits are
+/// given); `v` itself when none split them.
+static Value sumOverSplits(OpBuilder &b, Location loc, Value v,
+                           ArrayRef<MatrixSplit> splits, bool rows,
+                           bool cols) {
+  SmallVector<FlatSymbolRefAttr> grids;
+  for (const MatrixSplit &s : splits)
+    if (!llvm::is_contained(grids, s.grid))
+      grids.push_back(s.grid);
+  for (FlatSymbolRefAttr grid : grids) {
+    SmallVector<Attribute> axes;
+    for (const MatrixSplit &s : splits)
+      if (s.grid == grid && ((s.dim == 0 && rows) || (s.dim == 1 && cols)))
+        axes.push_back(s.axis);
+    if (axes.empty())
+      continue;
+    v = AllReduceOp::create(
+        b, loc, v.getType(), grid, b.getArrayAttr(axes), v,
+        ReductionKindAttr::get(b.getContext(), ReductionKind::sum));
+  }
+  return v;
+}
+
+Value NorMuonUpdateOp::buildNormalizedUpdate(OpBuilder &b, Location loc,
+                                             Value o,
+                                             ArrayRef<MatrixSplit> splits,
+                                             SmallVectorImpl<Value> &newState) {
+  auto type = cast<RankedTensorType>(o.getType());
+  int64_t rank = type.getRank();
+  int64_t columns = type.getDimSize(rank - 1);
+  for (const MatrixSplit &s : splits)
+    if (s.dim == 1)
+      columns *= s.group;
+  auto rowsType = RankedTensorType::get(type.getShape().drop_back(),
+                                        type.getElementType());
+  // The rows' sums over the whole matrix's columns.
+  Value sums = RowSumSquaresOp::create(b, loc, rowsType, o);
+  sums = sumOverSplits(b, loc, sums, splits, /*rows=*/false, /*cols=*/true);
+  auto normalized = NorMuonNormalizeOp::create(
+      b, loc, type, rowsType, o, sums, getVariance(), getTake(),
+      b.getI64IntegerAttr(columns), getBeta2Attr(), getEps2Attr());
+  newState.push_back(normalized.getNewVariance());
+  // ||P||_F of the whole matrix (each of a stack's).
+  auto perMatrix = RankedTensorType::get(
+      {rank == 3 ? type.getDimSize(0) : 1}, type.getElementType());
+  Value normSq =
+      SumSquaresOp::create(b, loc, perMatrix, normalized.getResult());
+  normSq = sumOverSplits(b, loc, normSq, splits, /*rows=*/true,
+                         /*cols=*/true);
+  // P / ||P||_F; the eps only keeps a zero update (a zero gradient and
+  // momentum) zero instead of 0/0.
+  return ScaleByNormOp::create(b, loc, normalized.getResult(), normSq,
+                               b.getF64FloatAttr(1e-30));
+}
+
+double NorMuonUpdateOp::getApplyScale(int64_t m, int64_t n) {
+  return getScaleExtra().convertToDouble() *
+         std::sqrt(static_cast<double>(m) * static_cast<double>(n));
+}
+
+LogicalResult RowSumSquaresOp::verify() {
+  auto in = getInput().getType();
+  if (failed(verifyMatrixRank(*this, in, "input")))
+    return failure();
+  return verifyRowVector(*this, in, getResult().getType(), "a result");
+}
+
+LogicalResult NorMuonNormalizeOp::verify() {
+  auto in = getInput().getType();
+  if (failed(verifyMatrixRank(*this, in, "input")) ||
+      failed(verifyRowVector(*this, in, getVariance().getType(),
+                             "variance")) ||
+      failed(verifyRange(*this, "beta2", getBeta2().convertToDouble(), 0,
+                         true, 1, false)) ||
+      failed(verifyRange(*this, "eps2", getEps2().convertToDouble(), 0, false,
+                         kInf, false)))
+    return failure();
+  if (static_cast<int64_t>(getColumns()) < in.getDimSize(in.getRank() - 1))
+    return emitOpError("expected columns (of the whole matrix) of at least ")
+           << in.getDimSize(in.getRank() - 1) << ", got " << getColumns();
+  return success();
 }
 
 LogicalResult AdamWUpdateOp::verify() {

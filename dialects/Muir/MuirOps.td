@@ -9,6 +9,7 @@
 
 include "Muir/MuirDialect.td"
 include "Muir/MuirAttrs.td"
+include "Muir/MuirInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -85,6 +86,8 @@ def Muir_GridOp : Muir_Op<"grid", [Symbol]> {
 //===----------------------------------------------------------------------===//
 
 def Muir_MuonUpdateOp : Muir_Op<"muon_update", [Pure,
+    DeclareOpInterfaceMethods<Muir_OrthogonalizedUpdateInterface,
+                              ["buildNormalizedUpdate", "getApplyScale"]>,
     AttrSizedOperandSegments, AllTypesMatch<["param", "grad", "momentum_buffer", "new_param",
                    "new_momentum_buffer"]>]> {
   let summary = "one Muon step for a matrix or a stack of matrices";
@@ -186,6 +189,104 @@ def Muir_AdamWUpdateOp : Muir_Op<"adamw_update", [Pure,
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `step` $step
     (`hyper` `(` $hyper^ `)`)? (`take` `(` $take^ `)`)? attr-dict `:`
     type($param)
+  }];
+  let hasVerifier = 1;
+}
+
+def Muir_NorMuonUpdateOp : Muir_Op<"normuon_update", [Pure,
+    DeclareOpInterfaceMethods<Muir_OrthogonalizedUpdateInterface,
+                              ["buildNormalizedUpdate", "getApplyScale"]>,
+    AttrSizedOperandSegments, AllTypesMatch<["param", "grad", "momentum_buffer", "new_param",
+                   "new_momentum_buffer"]>, AllTypesMatch<["variance", "new_variance"]>]> {
+  let summary = "one NorMuon step: Muon with per-row second moments";
+  let description = [{
+    Muon (`muir.muon_update`: the same momentum, Nesterov look-ahead and
+    Newton-Schulz) followed by a per-row normalisation of the orthogonalised
+    update O with a running second moment v of its rows. For W [m, n] (each
+    matrix of a stack [E, m, n] alone, v [E, m]):
+
+    ```
+    O  = NewtonSchulz(U)                 (U as muir.muon_update's)
+    v' = beta2 * v + (1 - beta2) * mean over columns of O * O     (v: [m])
+    P  = O / (sqrt(v') + eps2)           (row i by its own v'_i)
+    P  = P * (scale_extra * sqrt(m * n) / ||P||_F)   (update RMS scale_extra)
+    W' = W * (1 - lr * weight_decay) - lr * P
+    ```
+
+    `scale_extra` is the update's RMS (0.2 by default, AdamW's). With
+    `hyper(%lr, %wd)` or `hyper(%lr, %wd, %beta)` the learning rate, the
+    weight decay and the momentum are read at run time (as for
+    `muir.muon_update`); beta2 and eps2 are the attributes. With `take(%t)`
+    a false %t leaves W, M and v as they are, bit for bit.
+
+    `muir-decompose-optimizers` expands the op into `muir.momentum`,
+    `muir.newton_schulz`, `muir.row_sum_squares`, `muir.normuon_normalize`,
+    `muir.sum_squares`, `muir.scale_by_norm` and `muir.apply_update`.
+  }];
+  let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$grad,
+      Muir_F32Tensor:$momentum_buffer, Muir_F32Tensor:$variance,
+      Variadic<F64>:$hyper, Optional<I1>:$take,
+      F64Attr:$lr,
+      DefaultValuedAttr<F64Attr, "0.95">:$beta,
+      DefaultValuedAttr<Muir_MomentumKindAttr, "MomentumKind::ema">:$momentum_kind,
+      DefaultValuedAttr<BoolAttr, "true">:$nesterov,
+      DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+      DefaultValuedAttr<F64Attr, "0.2">:$scale_extra,
+      DefaultValuedAttr<I64Attr, "5">:$ns_steps,
+      DefaultValuedAttr<Muir_NSScheduleAttr, "NSSchedule::simple">:$schedule,
+      OptionalAttr<DenseF64ArrayAttr>:$coefficients,
+      DefaultValuedAttr<F64Attr, "1.0e-7">:$eps,
+      DefaultValuedAttr<F64Attr, "0.95">:$beta2,
+      DefaultValuedAttr<F64Attr, "1.0e-8">:$eps2);
+  let results = (outs Muir_F32Tensor:$new_param,
+                      Muir_F32Tensor:$new_momentum_buffer,
+                      Muir_F32Tensor:$new_variance);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buffer `,` $variance
+    (`hyper` `(` $hyper^ `)`)? (`take` `(` $take^ `)`)? attr-dict `:`
+    type($param) `,` type($variance)
+  }];
+  let hasVerifier = 1;
+}
+
+def Muir_RowSumSquaresOp : Muir_Op<"row_sum_squares", [Pure]> {
+  let summary = "sum of squares of each row of each matrix";
+  let description = [{
+    For a matrix [m, n] the result [m] holds the sum over the columns of the
+    squares of each row (in f32, columns in order); for a stack [B, m, n]
+    the result is [B, m]. With an all_reduce over the axes that split the
+    columns it gives the rows' sums of the whole matrix (NorMuon).
+  }];
+  let arguments = (ins Muir_F32Tensor:$input);
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Muir_NorMuonNormalizeOp : Muir_Op<"normuon_normalize", [Pure,
+    AllTypesMatch<["input", "result"]>,
+    AllTypesMatch<["row_sums", "variance", "new_variance"]>]> {
+  let summary = "NorMuon's per-row second moment and normalisation";
+  let description = [{
+    From O (a matrix [m, n] or a stack [B, m, n]), the sums of squares of
+    its rows s ([m] or [B, m], over all `columns` columns of the whole
+    matrix) and the second moment v:
+
+    ```
+    v' = beta2 * v + (1 - beta2) * s / columns
+    P  = O / (sqrt(v') + eps2)           (row i by v'_i)
+    ```
+
+    With `take(%t)` a false %t gives v' = v (P is then O divided by the old
+    moment: finite, and not applied).
+  }];
+  let arguments = (ins Muir_F32Tensor:$input, Muir_F32Tensor:$row_sums,
+      Muir_F32Tensor:$variance, Optional<I1>:$take, I64Attr:$columns,
+      F64Attr:$beta2, F64Attr:$eps2);
+  let results = (outs Muir_F32Tensor:$result, Muir_F32Tensor:$new_variance);
+  let assemblyFormat = [{
+    $input `,` $row_sums `,` $variance (`take` `(` $take^ `)`)? attr-dict
+    `:` type($input) `,` type($variance)
   }];
   let hasVerifier = 1;
 }

@@ -349,8 +349,8 @@ inline LogicalResult checkPassInput(ModuleOp module, StringRef pass,
                "distributed")
                   .str();
       hint = "run muir-distribute first";
-    } else if (isa<MuonUpdateOp>(op)) {
-      found = "high-level op 'muir.muon_update'";
+    } else if (isa<MuonUpdateOp, NorMuonUpdateOp>(op)) {
+      found = ("high-level op '" + op->getName().getStringRef() + "'").str();
       hint = "run muir-decompose-optimizers first (the muir-to-exec "
              "pipeline)";
     } else if (isa<NewtonSchulzOp>(op)) {

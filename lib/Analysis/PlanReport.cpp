@@ -118,7 +118,7 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
             const GridAxis *axis = d.grid.find(s.axis, true);
             return axis && axis->size > 1;
           });
-      if (a.optimizer != Optimizer::Muon || otherFolding ||
+      if (a.optimizer == Optimizer::AdamW || otherFolding ||
           r.dp.ranks <= 1 || options.dpAssign == DpAssign::Replicated)
         continue;
       int64_t rank = p.shape.size();
@@ -172,7 +172,8 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
     Assignment a = assignOptimizer(d, p);
     int64_t numel = p.numElements();
     r.totalParameters += numel;
-    bool muon = a.optimizer == Optimizer::Muon;
+    // Muon and NorMuon orthogonalise, alike.
+    bool muon = a.optimizer != Optimizer::AdamW;
     (muon ? r.muonParameters : r.adamwParameters) += numel;
     int64_t rank = p.shape.size();
     int64_t matrices = rank == 3 ? p.shape[0] : 1;
@@ -274,12 +275,44 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
 
     for (auto [rankIndex, c] : llvm::enumerate(r.ranks)) {
       c.paramBytes += local * dtypeBytes(p.dtype);
-      c.optimizerStateBytes += local * stateBytes(p.dtype) * (muon ? 1 : 2);
+      // Muon: the momentum; NorMuon: and one value per row of the local
+      // block (a split of the columns leaves every row); AdamW: two.
+      int64_t localCols = n;
+      for (const Sharding &s : p.shards)
+        if (const GridAxis *axis = d.grid.find(s.axis, p.moeFolding);
+            axis && s.dim == rank - 1)
+          localCols /= axis->size;
+      int64_t stateElements =
+          a.optimizer == Optimizer::NorMuon ? local + local / localCols
+                                            : local * (muon ? 1 : 2);
+      c.optimizerStateBytes += stateElements * stateBytes(p.dtype);
       if (!muon) {
         c.runtimeCalls += 1; // one fused AdamW kernel
         continue;
       }
       c.runtimeCalls += 1; // the momentum kernel
+      if (a.optimizer == Optimizer::NorMuon) {
+        // NorMuon's normalisation of this rank's block, on every rank: the
+        // rows' sums all-reduced over the axes that split the columns, the
+        // norm over every axis that splits the matrix (a block-wise block
+        // is its own matrix), and its 4 kernels.
+        SmallVector<std::pair<const Sharding *, int64_t>> splits;
+        if (mode != NSMode::Blockwise)
+          splits = matrixSplits;
+        if (fsdp)
+          splits.push_back({fsdp, r.dp.ranks});
+        int64_t rows = m;
+        for (auto [split, g] : splits)
+          if (split->dim == rank - 2)
+            rows /= g;
+        for (auto [split, g] : splits) {
+          int64_t floats = localMatrices * (split->dim == rank - 1 ? rows : 0) +
+                           localMatrices;
+          c.collectiveBytes[split->axis] += floats * 4 * (g - 1);
+          c.runtimeCalls += split->dim == rank - 1 ? 2 : 1;
+        }
+        c.runtimeCalls += 4;
+      }
       if (owner >= 0 && dpCoord(static_cast<int64_t>(rankIndex)) != owner) {
         c.runtimeCalls += 1; // the update
         continue;

@@ -252,6 +252,88 @@ LogicalResult lower(AdamWUpdateOp op, PatternRewriter &rw) {
   return success();
 }
 
+/// The map of a per-row vector ([m] or [B, m]) in the loops of its
+/// matrix: every dimension but the last.
+AffineMap rowsMap(OpBuilder &b, int64_t rank) {
+  SmallVector<AffineExpr> dims;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    dims.push_back(b.getAffineDimExpr(d));
+  return AffineMap::get(rank, 0, dims, b.getContext());
+}
+
+/// s_i = sum over the columns j, in order, of x_ij * x_ij (in f32).
+LogicalResult lower(RowSumSquaresOp op, PatternRewriter &rw) {
+  Location loc = op.getLoc();
+  auto in = op.getInput().getType();
+  auto out = op.getResult().getType();
+  int64_t rank = in.getRank();
+  Value empty = tensor::EmptyOp::create(rw, loc, out.getShape(),
+                                        out.getElementType());
+  Value zero =
+      linalg::FillOp::create(rw, loc, constant(rw, loc, out.getElementType(),
+                                               0.0),
+                             empty)
+          .getResult(0);
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  iters.back() = utils::IteratorType::reduction;
+  auto generic = linalg::GenericOp::create(
+      rw, loc, TypeRange{out}, ValueRange{op.getInput()}, ValueRange{zero},
+      ArrayRef<AffineMap>{rw.getMultiDimIdentityMap(rank), rowsMap(rw, rank)},
+      iters, [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value sq = arith::MulFOp::create(nb, nl, a[0], a[0]);
+        Value sum = arith::AddFOp::create(nb, nl, a[1], sq);
+        linalg::YieldOp::create(nb, nl, sum);
+      });
+  rw.replaceOp(op, generic.getResults());
+  return success();
+}
+
+/// v' = beta2 v + (1 - beta2) (s / columns) per row, then
+/// P = O / (sqrt(v') + eps2) with each row's v'.
+LogicalResult lower(NorMuonNormalizeOp op, PatternRewriter &rw) {
+  Location loc = op.getLoc();
+  auto in = op.getInput().getType();
+  auto rows = op.getVariance().getType();
+  Type t = in.getElementType();
+  int64_t rank = in.getRank();
+  Value cB2, c1mB2;
+  std::tie(cB2, c1mB2) = withComplement(rw, loc, t, Value(), op.getBeta2Attr());
+  Value columns =
+      constant(rw, loc, t, static_cast<double>(op.getColumns()));
+  Value eps2 = constant(rw, loc, t, value(op.getEps2Attr()));
+  Value take = op.getTake();
+  Value vEmpty = tensor::EmptyOp::create(rw, loc, rows.getShape(), t);
+  AffineMap rowId = rw.getMultiDimIdentityMap(rank - 1);
+  auto newV = linalg::GenericOp::create(
+      rw, loc, TypeRange{rows}, ValueRange{op.getRowSums(), op.getVariance()},
+      ValueRange{vEmpty}, ArrayRef<AffineMap>{rowId, rowId, rowId},
+      SmallVector<utils::IteratorType>(rank - 1,
+                                       utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value mean = arith::DivFOp::create(nb, nl, a[0], columns);
+        Value kept = arith::MulFOp::create(nb, nl, cB2, a[1]);
+        Value added = arith::MulFOp::create(nb, nl, c1mB2, mean);
+        Value v = arith::AddFOp::create(nb, nl, kept, added);
+        linalg::YieldOp::create(nb, nl,
+                                unlessSkipped(nb, nl, take, {v}, {a[1]}));
+      });
+  Value pEmpty = tensor::EmptyOp::create(rw, loc, in.getShape(), t);
+  auto p = linalg::GenericOp::create(
+      rw, loc, TypeRange{in}, ValueRange{op.getInput(), newV.getResult(0)},
+      ValueRange{pEmpty},
+      ArrayRef<AffineMap>{rw.getMultiDimIdentityMap(rank), rowsMap(rw, rank),
+                          rw.getMultiDimIdentityMap(rank)},
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value root = math::SqrtOp::create(nb, nl, a[1]);
+        Value denom = arith::AddFOp::create(nb, nl, root, eps2);
+        Value x = arith::DivFOp::create(nb, nl, a[0], denom);
+        linalg::YieldOp::create(nb, nl, x);
+      });
+  rw.replaceOp(op, {p.getResult(0), newV.getResult(0)});
+  return success();
+}
+
 /// Element-wise with the element's indices: row == column gains value.
 LogicalResult lower(AddDiagonalOp op, PatternRewriter &rw) {
   int64_t rank = op.getType().getRank();
@@ -352,7 +434,8 @@ void mlir::muir::populateElementwiseToLinalgPatterns(
     RewritePatternSet &patterns) {
   patterns.add<ToLinalg<MomentumOp>, ToLinalg<ApplyUpdateOp>,
                ToLinalg<AdamWUpdateOp>, ToLinalg<AddDiagonalOp>,
-               ToLinalg<SwigluOp>, ToLinalg<SwigluGradOp>, ToLinalg<AddOp>>(
+               ToLinalg<SwigluOp>, ToLinalg<SwigluGradOp>, ToLinalg<AddOp>,
+               ToLinalg<RowSumSquaresOp>, ToLinalg<NorMuonNormalizeOp>>(
       patterns.getContext());
   linalg::populateElementwiseToLinalgConversionPatterns(patterns);
 }

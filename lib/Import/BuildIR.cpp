@@ -516,6 +516,7 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
   struct Slot {
     std::string name;
     StringRef role;
+    bool rows = false; ///< one value per row: [m] or [E, m]
   };
   SmallVector<Type> argTypes;
   SmallVector<DictionaryAttr> argAttrs;
@@ -534,8 +535,10 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
                 : ArrayRef<int64_t>(p.shape),
         p.dtype == "f64" ? Type(b.getF64Type()) : Type(f32));
     SmallVector<Slot> slots = {{p.name, "param"}, {p.name + ".grad", "grad"}};
-    if (a.optimizer == Optimizer::Muon) {
+    if (a.optimizer != Optimizer::AdamW) {
       slots.push_back({p.name + ".momentum", "state"});
+      if (a.optimizer == Optimizer::NorMuon)
+        slots.push_back({p.name + ".variance", "state", /*rows=*/true});
     } else {
       slots.push_back({p.name + ".exp_avg", "state"});
       slots.push_back({p.name + ".exp_avg_sq", "state"});
@@ -557,18 +560,26 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
           attrs.push_back(b.getNamedAttr(
               "muir.split", b.getArrayAttr({epSplit})));
       } else if (!p.shards.empty()) {
+        // A per-row state keeps the splits of the rows (and of a stack's
+        // experts); a split of the columns leaves it whole on each rank.
         SmallVector<Attribute> shards;
         for (const Sharding &sh : p.shards)
-          shards.push_back(ShardAttr::get(b.getContext(), shardKind(sh.kind),
-                                          sh.axis, sh.dim));
-        attrs.push_back(b.getNamedAttr("muir.shards", b.getArrayAttr(shards)));
+          if (!s.rows || sh.dim + 1 < static_cast<int64_t>(p.shape.size()))
+            shards.push_back(ShardAttr::get(
+                b.getContext(), shardKind(sh.kind), sh.axis, sh.dim));
+        if (!shards.empty())
+          attrs.push_back(
+              b.getNamedAttr("muir.shards", b.getArrayAttr(shards)));
         // Shards of MoE parameters name axes of the MoE folding.
         if (p.moeFolding && !d.grid.moeAxes.empty())
           attrs.push_back(
               b.getNamedAttr("muir.folding",
                              FlatSymbolRefAttr::get(b.getContext(), "moe")));
       }
-      argTypes.push_back(type);
+      argTypes.push_back(
+          s.rows ? RankedTensorType::get(type.getShape().drop_back(),
+                                         type.getElementType())
+                 : type);
       argAttrs.push_back(b.getDictionaryAttr(attrs));
     }
   }
@@ -671,6 +682,7 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
   SmallVector<DictionaryAttr> resultAttrs;
   for (auto [i, entry] : llvm::enumerate(plan)) {
     unsigned states = entry.second.optimizer == Optimizer::Muon ? 1 : 2;
+    // (NorMuon: the momentum and the rows' second moment.)
     for (unsigned s = 0; s < 1 + states; ++s) {
       unsigned arg = firstArg[i] + (s == 0 ? 0 : 1 + s);
       resultTypes.push_back(argTypes[arg]);
@@ -778,6 +790,15 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
     if (takeArg[i] >= 0)
       take = arith::CmpFOp::create(b, ploc, arith::CmpFPredicate::UNE,
                                    body->getArgument(takeArg[i]), zero());
+    // An orthogonalised update's requested Newton-Schulz mode, and its
+    // mark as a trained MoE layer's local stack.
+    auto markUpdate = [&](Operation *op) {
+      if (!p.nsMode.empty() && p.nsMode != "auto")
+        if (auto mode = symbolizeNewtonSchulzMode(p.nsMode))
+          op->setAttr("muir.ns_mode", NewtonSchulzModeAttr::get(&ctx, *mode));
+      if (computed && localParams.count(p.name))
+        op->setAttr("muir.local", b.getUnitAttr());
+    };
     if (a.optimizer == Optimizer::Muon) {
       const MuonSettings &m = a.muon;
       auto schedule = *symbolizeNSSchedule(m.schedule);
@@ -797,13 +818,29 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
           m.splitFused && !p.splitRows.empty()
               ? b.getDenseI64ArrayAttr(p.splitRows)
               : DenseI64ArrayAttr());
-      if (!p.nsMode.empty() && p.nsMode != "auto")
-        if (auto mode = symbolizeNewtonSchulzMode(p.nsMode))
-          op->setAttr("muir.ns_mode", NewtonSchulzModeAttr::get(&ctx, *mode));
-      if (computed && localParams.count(p.name))
-        op->setAttr("muir.local", b.getUnitAttr());
+      markUpdate(op);
       results.push_back(op.getNewParam());
       results.push_back(op.getNewMomentumBuffer());
+    } else if (a.optimizer == Optimizer::NorMuon) {
+      const MuonSettings &m = a.muon;
+      auto schedule = *symbolizeNSSchedule(m.schedule);
+      DenseF64ArrayAttr coeffs;
+      if (schedule == NSSchedule::custom)
+        coeffs = b.getDenseF64ArrayAttr(m.coefficients);
+      auto op = NorMuonUpdateOp::create(
+          b, ploc, type, type, cast<RankedTensorType>(arg(3).getType()),
+          arg(0), arg(1), arg(2), arg(3), hyper, take,
+          b.getF64FloatAttr(m.lr), b.getF64FloatAttr(m.beta),
+          MomentumKindAttr::get(&ctx, *symbolizeMomentumKind(m.momentumKind)),
+          b.getBoolAttr(m.nesterov), b.getF64FloatAttr(m.weightDecay),
+          b.getF64FloatAttr(m.scaleExtra), b.getI64IntegerAttr(m.nsSteps),
+          NSScheduleAttr::get(&ctx, schedule), coeffs,
+          b.getF64FloatAttr(m.eps), b.getF64FloatAttr(m.beta2),
+          b.getF64FloatAttr(m.eps2));
+      markUpdate(op);
+      results.push_back(op.getNewParam());
+      results.push_back(op.getNewMomentumBuffer());
+      results.push_back(op.getNewVariance());
     } else {
       const AdamWSettings &w = a.adamw;
       Value count = body->getArgument(stepArg);

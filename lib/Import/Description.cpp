@@ -217,7 +217,7 @@ private:
 
   void readGridAxes(yaml::Node *n, StringRef key, std::vector<GridAxis> &out);
   void readGrid(yaml::Node *n, Description &d);
-  void readMuon(yaml::Node *n, MuonSettings &m);
+  void readMuon(yaml::Node *n, MuonSettings &m, bool normuon = false);
   void readAdamW(yaml::Node *n, AdamWSettings &a);
   void readOverride(yaml::Node *n, Description &d);
   void readOptimizer(yaml::Node *n, Description &d);
@@ -486,14 +486,30 @@ void Reader::readGrid(yaml::Node *n, Description &d) {
              });
 }
 
-void Reader::readMuon(yaml::Node *n, MuonSettings &m) {
+void Reader::readMuon(yaml::Node *n, MuonSettings &m, bool normuon) {
+  // NorMuon: Muon's keys but the scale (its update RMS is scale_extra) and
+  // split_fused, and its second moment's beta2 and eps2.
+  std::vector<StringRef> keys = {"lr", "momentum", "nesterov",
+                                 "momentum_kind", "weight_decay",
+                                 "scale_mode", "scale_extra", "ns_steps",
+                                 "schedule", "coefficients", "eps",
+                                 "split_fused"};
+  if (normuon) {
+    llvm::erase(keys, "scale_mode");
+    llvm::erase(keys, "split_fused");
+    keys.push_back("beta2");
+    keys.push_back("eps2");
+  }
   forEachKey(
-      n, "'optimizer.muon'",
-      {"lr", "momentum", "nesterov", "momentum_kind", "weight_decay",
-       "scale_mode", "scale_extra", "ns_steps", "schedule", "coefficients",
-       "eps", "split_fused"},
+      n, normuon ? "'optimizer.normuon'" : "'optimizer.muon'", keys,
       [&](StringRef key, yaml::Node *v) {
-        if (key == "lr") {
+        if (key == "beta2") {
+          if (auto x = ranged(v, key, 0, true, 1, false))
+            m.beta2 = *x;
+        } else if (key == "eps2") {
+          if (auto x = ranged(v, key, 0, false, kInf, false))
+            m.eps2 = *x;
+        } else if (key == "lr") {
           if (auto x = ranged(v, key, 0, true, kInf, false))
             m.lr = *x;
         } else if (key == "momentum") {
@@ -613,9 +629,10 @@ void Reader::readOverride(yaml::Node *n, Description &d) {
                    }
                  }
                } else if (key == "optimizer") {
-                 if (auto x = oneOf(v, key, {"muon", "adamw"}))
-                   o.optimizer = *x == "muon" ? Optimizer::Muon
-                                              : Optimizer::AdamW;
+                 if (auto x = oneOf(v, key, {"muon", "normuon", "adamw"}))
+                   o.optimizer = *x == "muon"      ? Optimizer::Muon
+                                 : *x == "normuon" ? Optimizer::NorMuon
+                                                   : Optimizer::AdamW;
                } else if (key == "lr") {
                  o.lr = ranged(v, key, 0, true, kInf, false);
                } else if (key == "weight_decay") {
@@ -648,10 +665,16 @@ void Reader::readOverride(yaml::Node *n, Description &d) {
 }
 
 void Reader::readOptimizer(yaml::Node *n, Description &d) {
-  forEachKey(n, "'optimizer'", {"muon", "adamw", "overrides", "mask"},
+  forEachKey(n, "'optimizer'",
+             {"muon", "normuon", "adamw", "overrides", "mask"},
              [&](StringRef key, yaml::Node *v) {
                if (key == "muon")
                  readMuon(v, d.muon);
+               else if (key == "normuon") {
+                 d.hasNormuon = true;
+                 d.normuonLoc = locOf(v);
+                 readMuon(v, d.normuon, /*normuon=*/true);
+               }
                else if (key == "adamw")
                  readAdamW(v, d.adamw);
                else if (key == "mask") {

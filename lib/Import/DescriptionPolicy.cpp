@@ -194,6 +194,18 @@ LogicalResult mlir::muir::desc::applyLayout(Description &d, const Grid &layout,
 // Optimizer assignment
 //===----------------------------------------------------------------------===//
 
+StringRef mlir::muir::desc::optimizerName(Optimizer o) {
+  switch (o) {
+  case Optimizer::Muon:
+    return "muon";
+  case Optimizer::AdamW:
+    return "adamw";
+  case Optimizer::NorMuon:
+    return "normuon";
+  }
+  llvm_unreachable("unknown optimizer");
+}
+
 static bool matches(const Override &o, StringRef name) {
   if (o.byNames)
     return llvm::is_contained(o.names, name);
@@ -210,9 +222,13 @@ Assignment mlir::muir::desc::assignOptimizer(const Description &d,
                  (p.role == Role::Attention || p.role == Role::Mlp ||
                   p.role == Role::Other)) ||
                 (p.shape.size() == 3 && p.role == Role::Expert);
-  a.optimizer = matrix ? Optimizer::Muon : Optimizer::AdamW;
+  Optimizer matrices = d.hasNormuon ? Optimizer::NorMuon : Optimizer::Muon;
+  a.optimizer = matrix ? matrices : Optimizer::AdamW;
   a.muon = d.muon;
   a.adamw = d.adamw;
+  // NorMuon's settings take the overrides as Muon's do; the parameter gets
+  // the set of the optimizer it ends up with.
+  MuonSettings normuon = d.normuon;
   std::string lrOverride, weightDecayOverride, momentumOverride,
       beta1Override, beta2Override, epsOverride;
   for (auto [k, o] : llvm::enumerate(d.overrides)) {
@@ -223,16 +239,19 @@ Assignment mlir::muir::desc::assignOptimizer(const Description &d,
       a.optimizer = *o.optimizer;
     if (o.lr) {
       a.muon.lr = *o.lr;
+      normuon.lr = *o.lr;
       a.adamw.lr = *o.lr;
       lrOverride = group;
     }
     if (o.weightDecay) {
       a.muon.weightDecay = *o.weightDecay;
+      normuon.weightDecay = *o.weightDecay;
       a.adamw.weightDecay = *o.weightDecay;
       weightDecayOverride = group;
     }
     if (o.momentum) {
       a.muon.beta = *o.momentum;
+      normuon.beta = *o.momentum;
       momentumOverride = group;
     }
     if (o.beta1) {
@@ -241,28 +260,33 @@ Assignment mlir::muir::desc::assignOptimizer(const Description &d,
     }
     if (o.beta2) {
       a.adamw.beta2 = *o.beta2;
+      normuon.beta2 = *o.beta2;
       beta2Override = group;
     }
     if (o.eps) {
       a.adamw.eps = *o.eps;
       epsOverride = group;
     }
-    if (o.nesterov)
-      a.muon.nesterov = *o.nesterov;
-    if (o.scaleMode)
-      a.muon.scaleMode = *o.scaleMode;
-    if (o.scaleExtra)
-      a.muon.scaleExtra = *o.scaleExtra;
-    if (o.nsSteps)
-      a.muon.nsSteps = *o.nsSteps;
-    if (o.schedule)
-      a.muon.schedule = *o.schedule;
+    for (MuonSettings *m : {&a.muon, &normuon}) {
+      if (o.nesterov)
+        m->nesterov = *o.nesterov;
+      if (o.scaleMode)
+        m->scaleMode = *o.scaleMode;
+      if (o.scaleExtra)
+        m->scaleExtra = *o.scaleExtra;
+      if (o.nsSteps)
+        m->nsSteps = *o.nsSteps;
+      if (o.schedule)
+        m->schedule = *o.schedule;
+    }
   }
-  // Muon needs a matrix; an override cannot make a vector one.
-  if (a.optimizer == Optimizer::Muon && p.shape.size() != 2 &&
+  // Muon and NorMuon need a matrix; an override cannot make a vector one.
+  if (a.optimizer != Optimizer::AdamW && p.shape.size() != 2 &&
       p.shape.size() != 3)
     a.optimizer = Optimizer::AdamW;
-  std::string base = a.optimizer == Optimizer::Muon ? "muon" : "adamw";
+  if (a.optimizer == Optimizer::NorMuon)
+    a.muon = normuon;
+  std::string base = optimizerName(a.optimizer).str();
   auto from = [&](const std::string &o) { return o.empty() ? base : o; };
   a.lrGroup = from(lrOverride);
   a.weightDecayGroup = from(weightDecayOverride);
@@ -275,7 +299,7 @@ Assignment mlir::muir::desc::assignOptimizer(const Description &d,
 
 SmallVector<HyperArgument, 5>
 mlir::muir::desc::hyperArguments(const Assignment &a) {
-  if (a.optimizer == Optimizer::Muon)
+  if (a.optimizer != Optimizer::AdamW)
     return {{a.lrGroup + ".lr", a.muon.lr},
             {a.weightDecayGroup + ".weight_decay", a.muon.weightDecay},
             {a.momentumGroup + ".momentum", a.muon.beta}};

@@ -295,6 +295,13 @@ LogicalResult mlir::muir::desc::validate(
     fail(d.loc, "schedule 'custom' needs 'coefficients': a non-empty list of "
                 "(a, b, c) triples, got " +
                     Twine(m.coefficients.size()) + " values");
+  if (d.hasNormuon && d.normuon.schedule == "custom" &&
+      (d.normuon.coefficients.empty() ||
+       d.normuon.coefficients.size() % 3 != 0))
+    fail(d.normuonLoc,
+         "optimizer.normuon: schedule 'custom' needs 'coefficients': a "
+         "non-empty list of (a, b, c) triples, got " +
+             Twine(d.normuon.coefficients.size()) + " values");
   bool anyCustom = m.schedule == "custom";
   for (const Override &o : d.overrides)
     anyCustom |= o.schedule && *o.schedule == "custom";
@@ -381,13 +388,22 @@ LogicalResult mlir::muir::desc::validate(
       };
       add("", "");
       add(".grad", "the gradient");
-      if (a.optimizer == Optimizer::Muon) {
+      if (a.optimizer != Optimizer::AdamW) {
         add(".momentum", "the momentum");
+        if (a.optimizer == Optimizer::NorMuon)
+          add(".variance", "the NorMuon second moment");
       } else {
         add(".exp_avg", "the exp_avg");
         add(".exp_avg_sq", "the exp_avg_sq");
       }
     }
+    // NorMuon's kernels are f32.
+    if (assignments[&p - d.params.data()].optimizer == Optimizer::NorMuon &&
+        p.dtype == "f64")
+      failFor(p.loc,
+              "parameter '" + p.name + "' is f64, which NorMuon does not "
+              "take (its kernels are f32)",
+              p.name, "NorMuon takes f32 parameters");
     if (p.role == Role::Expert && p.shape.size() != 3)
       fail(p.loc, "expert parameter '" + p.name +
                       "' must be a stack [E, m, n], got rank " +

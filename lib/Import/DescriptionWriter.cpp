@@ -113,23 +113,34 @@ void mlir::muir::desc::writeDescription(const Description &d,
     writeAxes(os, d.grid.moeAxes);
     os << "\n";
   }
-  const MuonSettings &m = d.muon;
-  os << "optimizer:\n  muon: {lr: " << number(m.lr)
-     << ", momentum: " << number(m.beta)
-     << ", nesterov: " << (m.nesterov ? "true" : "false")
-     << ", momentum_kind: " << m.momentumKind
-     << ", weight_decay: " << number(m.weightDecay)
-     << ", scale_mode: " << m.scaleMode
-     << ", scale_extra: " << number(m.scaleExtra)
-     << ", ns_steps: " << m.nsSteps << ", schedule: " << m.schedule;
-  if (!m.coefficients.empty()) {
-    os << ", coefficients: [";
-    llvm::interleaveComma(m.coefficients, os,
-                          [&](double c) { os << number(c); });
-    os << "]";
-  }
-  os << ", eps: " << number(m.eps)
-     << ", split_fused: " << (m.splitFused ? "true" : "false") << "}\n";
+  // Muon's settings, and NorMuon's (with its own keys) where given.
+  auto writeMuon = [&](const MuonSettings &m, bool normuon) {
+    os << "  " << (normuon ? "normuon" : "muon") << ": {lr: " << number(m.lr)
+       << ", momentum: " << number(m.beta)
+       << ", nesterov: " << (m.nesterov ? "true" : "false")
+       << ", momentum_kind: " << m.momentumKind
+       << ", weight_decay: " << number(m.weightDecay);
+    if (!normuon)
+      os << ", scale_mode: " << m.scaleMode;
+    os << ", scale_extra: " << number(m.scaleExtra)
+       << ", ns_steps: " << m.nsSteps << ", schedule: " << m.schedule;
+    if (!m.coefficients.empty()) {
+      os << ", coefficients: [";
+      llvm::interleaveComma(m.coefficients, os,
+                            [&](double c) { os << number(c); });
+      os << "]";
+    }
+    os << ", eps: " << number(m.eps);
+    if (normuon)
+      os << ", beta2: " << number(m.beta2) << ", eps2: " << number(m.eps2);
+    else
+      os << ", split_fused: " << (m.splitFused ? "true" : "false");
+    os << "}\n";
+  };
+  os << "optimizer:\n";
+  writeMuon(d.muon, false);
+  if (d.hasNormuon)
+    writeMuon(d.normuon, true);
   const AdamWSettings &a = d.adamw;
   os << "  adamw: {lr: " << number(a.lr) << ", beta1: " << number(a.beta1)
      << ", beta2: " << number(a.beta2) << ", eps: " << number(a.eps)
@@ -150,7 +161,7 @@ void mlir::muir::desc::writeDescription(const Description &d,
       }
       if (o.optimizer)
         os << ", optimizer: "
-           << (*o.optimizer == Optimizer::Muon ? "muon" : "adamw");
+           << optimizerName(*o.optimizer);
       if (o.lr)
         os << ", lr: " << number(*o.lr);
       if (o.weightDecay)

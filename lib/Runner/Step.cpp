@@ -361,12 +361,12 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
   }
   // Each Muon parameter's Newton-Schulz settings, for the table's
   // expected singular values (lowering expands them).
-  module->walk([&](MuonUpdateOp op) {
+  auto record = [&](auto op) {
     auto arg = dyn_cast<BlockArgument>(op.getParam());
     auto f = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
                  : func::FuncOp();
     auto name =
-        f ? f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "muir.name")
+        f ? f.template getArgAttrOfType<StringAttr>(arg.getArgNumber(), "muir.name")
           : StringAttr();
     if (!name)
       return;
@@ -377,7 +377,9 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
     std::tie(ns.low, ns.high) = expectedBand(
         resolveTable(op.getSchedule(), op.getCoefficients(), op.getNsSteps()),
         op.getNsSteps());
-  });
+  };
+  module->walk([&](MuonUpdateOp op) { record(op); });
+  module->walk([&](NorMuonUpdateOp op) { record(op); });
   // Exec IR updates in place and names no results: its parameters and
   // state are what a step writes.
   step->updatesByRole = stage == Stage::Exec;

@@ -11,6 +11,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
+#include <cmath>
+
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIRDECOMPOSEOPTIMIZERS
 #include "muir/Passes.h.inc"
@@ -57,7 +59,7 @@ std::string probeLabel(Value param) {
 struct DecomposeMuonUpdate : OpRewritePattern<MuonUpdateOp> {
   DecomposeMuonUpdate(MLIRContext *context, bool probeUpdates,
                       int64_t &nextSlot, NSPrecision precision)
-      : OpRewritePattern(context), probeUpdates(probeUpdates),
+      : OpRewritePattern(context, /*benefit=*/2), probeUpdates(probeUpdates),
         nextSlot(nextSlot), precision(precision) {}
 
   LogicalResult matchAndRewrite(MuonUpdateOp op,
@@ -135,6 +137,70 @@ struct DecomposeMuonUpdate : OpRewritePattern<MuonUpdateOp> {
   NSPrecision precision;
 };
 
+/// Any other orthogonalised update (NorMuon, ...) through its
+/// OrthogonalizedUpdateInterface: momentum, Newton-Schulz, the op's own
+/// normalisation of the whole matrix (buildNormalizedUpdate) and
+/// apply_update with its scale; with probe-updates, the Newton-Schulz
+/// output is probed as Muon's is. (Muon's own pattern, which also splits
+/// fused row blocks, goes first.)
+struct DecomposeOrthogonalizedUpdate
+    : OpInterfaceRewritePattern<OrthogonalizedUpdateInterface> {
+  DecomposeOrthogonalizedUpdate(MLIRContext *context, bool probeUpdates,
+                                int64_t &nextSlot, NSPrecision precision)
+      : OpInterfaceRewritePattern(context, /*benefit=*/1),
+        probeUpdates(probeUpdates), nextSlot(nextSlot),
+        precision(precision) {}
+
+  LogicalResult matchAndRewrite(OrthogonalizedUpdateInterface op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getRowBlocks())
+      return rewriter.notifyMatchFailure(op, "row blocks: Muon's pattern");
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getParam().getType());
+    int64_t rank = type.getRank();
+    int64_t m = type.getDimSize(rank - 2), n = type.getDimSize(rank - 1);
+    ValueRange hyper = op.getHyper();
+    auto mom = MomentumOp::create(
+        rewriter, loc, type, type, op.getGrad(), op.getMomentumBuffer(),
+        hyper.size() > 2 ? hyper[2] : Value(), op.getTake(), op.getBetaAttr(),
+        op.getMomentumKindAttr(), op.getNesterovAttr());
+    auto ns = NewtonSchulzOp::create(
+        rewriter, loc, type, mom.getUpdate(), op.getNsStepsAttr(),
+        op.getScheduleAttr(), op.getCoefficientsAttr(), op.getEpsAttr(),
+        NSPrecisionAttr::get(getContext(), precision));
+    if (probeUpdates) {
+      StringAttr name = getArgName(op.getParam());
+      std::string label =
+          name ? name.str()
+               : (op->getName().stripDialect() + "@" +
+                  std::to_string(nextSlot))
+                     .str();
+      ProbeOp::create(rewriter, loc, ns.getResult(),
+                      rewriter.getStringAttr(label),
+                      rewriter.getI64IntegerAttr(nextSlot++));
+    }
+    // The op's own normalisation (OrthogonalizedUpdateInterface), of the
+    // whole matrix: no splits, no reductions.
+    SmallVector<Value> newState;
+    Value unit = op.buildNormalizedUpdate(rewriter, loc, ns.getResult(), {},
+                                          newState);
+    double scale = op.getApplyScale(m, n);
+    Value newParam = ApplyUpdateOp::create(
+        rewriter, loc, type, op.getParam(), unit,
+        hyper.take_front(std::min<size_t>(hyper.size(), 2)), op.getTake(),
+        op.getLrAttr(), rewriter.getF64FloatAttr(scale),
+        op.getWeightDecayAttr());
+    SmallVector<Value> results = {newParam, mom.getNewMomentumBuffer()};
+    results.append(newState);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+
+  bool probeUpdates;
+  int64_t &nextSlot;
+  NSPrecision precision;
+};
+
 struct DecomposeOptimizersPass
     : public mlir::muir::impl::MuirDecomposeOptimizersBase<DecomposeOptimizersPass> {
   using Base::Base;
@@ -183,6 +249,6 @@ struct DecomposeOptimizersPass
 void mlir::muir::populateDecomposeOptimizersPatterns(
     RewritePatternSet &patterns, bool probeUpdates, int64_t &nextSlot,
     NSPrecision precision) {
-  patterns.add<DecomposeMuonUpdate>(patterns.getContext(), probeUpdates,
-                                    nextSlot, precision);
+  patterns.add<DecomposeMuonUpdate, DecomposeOrthogonalizedUpdate>(
+      patterns.getContext(), probeUpdates, nextSlot, precision);
 }

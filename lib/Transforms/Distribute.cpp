@@ -149,9 +149,10 @@ FailureOr<SmallVector<Shard>> readShards(func::FuncOp func, unsigned i,
   return shards;
 }
 
-/// One Muon update as the per-rank program runs it.
+/// One orthogonalised update (Muon, NorMuon: an
+/// OrthogonalizedUpdateInterface) as the per-rank program runs it.
 struct Job {
-  MuonUpdateOp op;
+  OrthogonalizedUpdateInterface op;
   MomentumOp momentum;
   RankedTensorType localType;  ///< the shard this rank holds
   RankedTensorType nsType;     ///< what the owner's NS works on
@@ -165,6 +166,14 @@ struct Job {
   int64_t owner = -1; ///< dp group rank that orthogonalises it, -1 all
   double weight = 0;
 };
+
+/// An update's custom Newton-Schulz coefficients, if any.
+static std::optional<ArrayRef<double>>
+coefficientsOf(OrthogonalizedUpdateInterface op) {
+  if (DenseF64ArrayAttr c = op.getCoefficientsAttr())
+    return c.asArrayRef();
+  return std::nullopt;
+}
 
 /// Three significant digits: the model's estimates as the IR records them.
 static double round3(double v) {
@@ -286,7 +295,7 @@ struct DistributePass
           res.setType(operand.getType());
         continue;
       }
-      if (auto muon = dyn_cast<MuonUpdateOp>(op)) {
+      if (auto muon = dyn_cast<OrthogonalizedUpdateInterface>(op)) {
         if (failed(planMuon(muon, shardsOf, spreadDp, jobs)))
           return failure();
         continue;
@@ -321,7 +330,18 @@ struct DistributePass
 
   /// Checks an update, decides its mode and owner, and computes its
   /// momentum in place (element-wise, on the local shard).
-  LogicalResult planMuon(MuonUpdateOp op,
+  /// The update's results on this rank's shards: the parameter and the
+  /// momentum of `localType`, the other state of its operands' types.
+  static void localizeResults(OrthogonalizedUpdateInterface op,
+                              RankedTensorType localType) {
+    op.getNewParam().setType(localType);
+    op.getNewMomentumBuffer().setType(localType);
+    for (auto [result, state] :
+         llvm::zip(op->getResults().drop_front(2), op.getOtherState()))
+      result.setType(state.getType());
+  }
+
+  LogicalResult planMuon(OrthogonalizedUpdateInterface op,
                          const DenseMap<Value, SmallVector<Shard>> &shardsOf,
                          bool spreadDp, std::vector<Job> &jobs) {
     SmallVector<Shard> shards;
@@ -332,7 +352,7 @@ struct DistributePass
         return op.emitOpError("parameter, gradient and momentum must be "
                               "sharded alike");
     auto localType = cast<RankedTensorType>(op.getParam().getType());
-    auto globalType = op.getNewParam().getType();
+    auto globalType = cast<RankedTensorType>(op.getNewParam().getType());
     int64_t rank = localType.getRank();
     int64_t batch = rank == 3 ? localType.getDimSize(0) : 1;
     int64_t m = globalType.getDimSize(rank - 2);
@@ -361,8 +381,7 @@ struct DistributePass
     if (op->hasAttr("muir.local"))
       expertOnly = true;
     if (expertOnly) {
-      op.getNewParam().setType(localType);
-      op.getNewMomentumBuffer().setType(localType);
+      localizeResults(op, localType);
       return success();
     }
     // An FSDP split of a matrix dimension over dp goes to one owner, unless
@@ -442,8 +461,7 @@ struct DistributePass
       }
     } else if (!job.fsdp && job.owner < 0) {
       // Neither split nor spread: muir-decompose-optimizers expands it.
-      op.getNewParam().setType(localType);
-      op.getNewMomentumBuffer().setType(localType);
+      localizeResults(op, localType);
       return success();
     }
 
@@ -479,7 +497,7 @@ struct DistributePass
   /// Newton-Schulz of `u` (of type job.nsType) as the job's mode runs it,
   /// with every collective over the job's nsShards.
   Value orthogonalise(OpBuilder &b, Job &job, Value u) {
-    MuonUpdateOp op = job.op;
+    OrthogonalizedUpdateInterface op = job.op;
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(u.getType());
     auto ns = [&](Value x) -> Value {
@@ -588,15 +606,33 @@ struct DistributePass
   }
 
 
-  /// The scaled update of the local shard from its orthogonalised update,
-  /// replacing the muon_update.
+  /// The scaled update of the local shard from its orthogonalised update
+  /// (this rank's block of the Newton-Schulz output), replacing the update
+  /// op: the op's own normalisation of the block (told which matrix
+  /// dimensions are split over which axes), then the apply.
   void finish(OpBuilder &b, Job &job, Value o) {
-    MuonUpdateOp op = job.op;
+    OrthogonalizedUpdateInterface op = job.op;
     Location loc = op.getLoc();
-    auto global = op.getNewParam().getType();
+    auto global = cast<RankedTensorType>(op.getNewParam().getType());
     int64_t rank = global.getRank();
     int64_t m = global.getDimSize(rank - 2), n = global.getDimSize(rank - 1);
-    double extra = op.getScaleExtra().convertToDouble();
+    bool blockwise = job.matrixSplit && job.mode == NSMode::Blockwise;
+    // What splits the matrix `o` is a block of: the tp splits (but a
+    // block-wise approximation treats its block as the matrix) and the
+    // dp split gathered to the owner.
+    SmallVector<MatrixSplit> splits;
+    auto addSplit = [&](const Shard &s) {
+      if (s.dim >= rank - 2)
+        splits.push_back({static_cast<int>(s.dim - (rank - 2)), s.gridRef(),
+                          b.getStringAttr(s.axis), s.group});
+    };
+    if (job.matrixSplit && !blockwise)
+      for (const Shard &s : job.nsShards)
+        addSplit(s);
+    if (job.fsdp)
+      addSplit(*job.fsdp);
+    SmallVector<Value> newState;
+    Value update = op.buildNormalizedUpdate(b, loc, o, splits, newState);
     auto apply = [&](Value p, Value x, double scale) -> Value {
       auto a = ApplyUpdateOp::create(
           b, loc, p.getType(), p, x,
@@ -620,34 +656,32 @@ struct DistributePass
       return a;
     };
     Value newParam;
-    if (job.matrixSplit && job.mode == NSMode::Blockwise) {
+    if (blockwise) {
       // An approximation: each rank orthogonalises its own block and scales
       // it by the block's shape; the result changes with the split.
       auto nsType = job.nsType;
-      newParam = apply(op.getParam(), o,
-                       getUpdateScale(op.getScaleMode(), extra,
-                                      nsType.getDimSize(rank - 2),
-                                      nsType.getDimSize(rank - 1)));
+      newParam = apply(op.getParam(), update,
+                       op.getApplyScale(nsType.getDimSize(rank - 2),
+                                        nsType.getDimSize(rank - 1)));
     } else if (std::optional<ArrayRef<int64_t>> blocks = op.getRowBlocks()) {
       SmallVector<Value> parts;
       int64_t r0 = 0;
       for (int64_t rows : *blocks) {
         parts.push_back(apply(rowSlice(b, loc, op.getParam(), r0, rows, n),
-                              rowSlice(b, loc, o, r0, rows, n),
-                              getUpdateScale(op.getScaleMode(), extra, rows,
-                                             n)));
+                              rowSlice(b, loc, update, r0, rows, n),
+                              op.getApplyScale(rows, n)));
         r0 += rows;
       }
       newParam = tensor::ConcatOp::create(b, loc, job.localType, 0, parts);
     } else {
       // The update scale belongs to the whole matrix.
-      newParam = apply(op.getParam(), o,
-                       getUpdateScale(op.getScaleMode(), extra, m, n));
+      newParam = apply(op.getParam(), update, op.getApplyScale(m, n));
     }
-    op.getNewParam().replaceAllUsesWith(newParam);
-    op.getNewMomentumBuffer().replaceAllUsesWith(
-        job.momentum.getNewMomentumBuffer());
-    op.erase();
+    SmallVector<Value> results = {newParam,
+                                  job.momentum.getNewMomentumBuffer()};
+    results.append(newState);
+    op->replaceAllUsesWith(results);
+    op->erase();
   }
 
   /// A 1-D view of `v`.
@@ -880,7 +914,8 @@ struct DistributePass
   /// normalisation needs no collective of its own. Every rank iterates on
   /// the s x s matrices (the same bits everywhere: the sum runs in group-
   /// rank order) and multiplies its own slice by s Q.
-  Value distributedGramNS(OpBuilder &b, Location loc, MuonUpdateOp op,
+  Value distributedGramNS(OpBuilder &b, Location loc,
+                          OrthogonalizedUpdateInterface op,
                           Value u, const Shard &s) {
     auto type = cast<RankedTensorType>(u.getType());
     int64_t rank = type.getRank();
@@ -917,7 +952,7 @@ struct DistributePass
     int64_t steps = op.getNsStepsAttr().getInt();
     Value q = buildGramIteration(
         b, loc, norm.getResult(),
-        resolveTable(op.getSchedule(), op.getCoefficients(), steps), steps,
+        resolveTable(op.getScheduleAttr().getValue(), coefficientsOf(op), steps), steps,
         syrk);
     Value qf = ScaleMatricesOp::create(b, loc, gram32, q, norm.getScale());
     return rowsSplit ? MatmulOp::create(b, loc, type, u, qf, Value(),
@@ -931,7 +966,8 @@ struct DistributePass
   /// over the unsplit dimension are all-reduced; the rest is local. Split
   /// rows use X <- a X + X (b G + c G G) with G = X^T X, split columns
   /// X <- a X + (b G + c G G) X with G = X X^T (the same polynomial).
-  Value distributedNS(OpBuilder &b, Location loc, MuonUpdateOp op, Value u,
+  Value distributedNS(OpBuilder &b, Location loc,
+                      OrthogonalizedUpdateInterface op, Value u,
                       const Shard &s, bool gram) {
     auto type = cast<RankedTensorType>(u.getType());
     int64_t rank = type.getRank();
@@ -957,7 +993,7 @@ struct DistributePass
     UnitAttr no, yes = b.getUnitAttr();
     int64_t steps = op.getNsStepsAttr().getInt();
     NSCoefficients table(
-        b, loc, resolveTable(op.getSchedule(), op.getCoefficients(), steps));
+        b, loc, resolveTable(op.getScheduleAttr().getValue(), coefficientsOf(op), steps));
     x = buildStepLoop(
         b, loc, 0, steps, x,
         [&](OpBuilder &nb, Location nl, Value k, ValueRange carried) {

@@ -142,3 +142,27 @@ func.func @f64_update(%w: tensor<8xf64>, %g: tensor<8xf64>, %m: tensor<8xf64>, %
   %w2, %m2, %v2 = muir.adamw_update %w, %g, %m, %v step %s hyper(%lr, %wd, %b, %b, %b) {lr = 1.0e-3} : tensor<8xf64>
   return %u, %m1, %w1, %w2, %m2, %v2 : tensor<8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<8xf64>
 }
+
+// -----
+
+// NorMuon's row statistics: a reduction over the last dimension into a
+// zero-filled [B, m] (x * x added in column order), then v' element-wise
+// over the rows and P over the matrix, reading each row's v' through a map
+// that drops the column.
+// CHECK-LABEL: func.func @normuon_rows
+// CHECK: %[[Z:.+]] = linalg.fill
+// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #{{.+}}], iterator_types = ["parallel", "parallel", "reduction"]} ins(%{{.+}} : tensor<2x4x8xf32>) outs(%[[Z]] : tensor<2x4xf32>)
+// CHECK: arith.mulf
+// CHECK-NEXT: arith.addf
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%{{.+}}, %{{.+}} : tensor<2x4xf32>, tensor<2x4xf32>)
+// CHECK: arith.divf
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]} ins(%{{.+}}, %{{.+}} : tensor<2x4x8xf32>, tensor<2x4xf32>)
+// CHECK: math.sqrt
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: arith.divf
+// FUSED-LABEL: func.func @normuon_rows
+func.func @normuon_rows(%o: tensor<2x4x8xf32>, %v: tensor<2x4xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>) {
+  %s = muir.row_sum_squares %o : tensor<2x4x8xf32> -> tensor<2x4xf32>
+  %p, %v1 = muir.normuon_normalize %o, %s, %v {beta2 = 0.9, eps2 = 1.0e-8, columns = 8} : tensor<2x4x8xf32>, tensor<2x4xf32>
+  return %p, %v1 : tensor<2x4x8xf32>, tensor<2x4xf32>
+}

@@ -138,3 +138,30 @@ func.func @take_flag(%w: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x8xf3
   %w1, %m1 = muir.muon_update %w, %g, %m take(%t) {lr = 0.02} : tensor<4x8xf32>
   return %w1, %m1 : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// NorMuon: Muon's momentum and Newton-Schulz, then the rows' second moment
+// and normalisation (columns: the matrix's n), the scale to the update RMS
+// (scale_by_norm of the sum of squares, then apply_update's scale
+// scale_extra * sqrt(m * n) = 0.2 * sqrt(4 * 8)), the take flag at the
+// momentum, the normalisation and the apply.
+// CHECK-LABEL: func.func @normuon
+// CHECK-SAME: (%[[W:[^:]+]]: tensor<4x8xf32> {muir.name = "w"}, %[[G:[^:]+]]: tensor<4x8xf32>, %[[M:[^:]+]]: tensor<4x8xf32>, %[[V:[^:]+]]: tensor<4xf32>, %[[T:[^:]+]]: i1)
+// CHECK: %[[U:.+]], %[[M1:.+]] = muir.momentum %[[G]], %[[M]] take(%[[T]])
+// CHECK: %[[O:.+]] = muir.newton_schulz %[[U]]
+// CHECK: %[[S:.+]] = muir.row_sum_squares %[[O]] : tensor<4x8xf32> -> tensor<4xf32>
+// CHECK: %[[P:.+]], %[[V1:.+]] = muir.normuon_normalize %[[O]], %[[S]], %[[V]] take(%[[T]]) {beta2 = 9.000000e-01 : f64, columns = 8 : i64, eps2 = 1.000000e-08 : f64}
+// CHECK: %[[SS:.+]] = muir.sum_squares %[[P]] : tensor<4x8xf32> -> tensor<1xf32>
+// CHECK: %[[N:.+]] = muir.scale_by_norm %[[P]], %[[SS]] {eps = 1.000000e-30 : f64}
+// CHECK: %[[W1:.+]] = muir.apply_update %[[W]], %[[N]] take(%[[T]]) {lr = 2.000000e-02 : f64, scale = 1.1313708498984762 : f64, weight_decay = 0.000000e+00 : f64}
+// CHECK: return %[[W1]], %[[M1]], %[[V1]]
+// PROBE-LABEL: func.func @normuon
+// PROBE: %[[O:.+]] = muir.newton_schulz
+// PROBE-NEXT: muir.probe %[[O]] {label = "w", slot = 0 : i64}
+// BF16-LABEL: func.func @normuon
+// BF16: muir.newton_schulz {{.*}}precision = #muir.ns_precision<bf16>
+func.func @normuon(%w: tensor<4x8xf32> {muir.name = "w"}, %g: tensor<4x8xf32>, %m: tensor<4x8xf32>, %v: tensor<4xf32>, %t: i1) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>) {
+  %w1, %m1, %v1 = muir.normuon_update %w, %g, %m, %v take(%t) {lr = 0.02, beta2 = 0.9} : tensor<4x8xf32>, tensor<4xf32>
+  return %w1, %m1, %v1 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>
+}

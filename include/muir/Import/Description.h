@@ -105,7 +105,10 @@ struct Grid {
   const GridAxis *find(StringRef name, bool moe = false) const;
 };
 
-enum class Optimizer { Muon, AdamW };
+enum class Optimizer { Muon, AdamW, NorMuon };
+
+/// The optimizer's name in descriptions ("muon", "adamw", "normuon").
+StringRef optimizerName(Optimizer o);
 
 struct MuonSettings {
   double lr = 0.02;
@@ -120,6 +123,10 @@ struct MuonSettings {
   std::vector<double> coefficients;
   double eps = 1e-7;
   bool splitFused = false; ///< orthogonalise fused QKV per block
+  /// NorMuon's (optimizer.normuon) row second moment: its decay and the
+  /// eps of its square root.
+  double beta2 = 0.95;
+  double eps2 = 1e-8;
 };
 
 struct AdamWSettings {
@@ -193,6 +200,11 @@ struct Description {
   std::vector<Parameter> params;
   MuonSettings muon;
   AdamWSettings adamw;
+  /// optimizer.normuon: its settings; given, NorMuon is the matrices'
+  /// default optimizer instead of Muon.
+  MuonSettings normuon;
+  bool hasNormuon = false;
+  Loc normuonLoc;
   std::vector<Override> overrides;
   /// optimizer.mask: the step takes, per parameter, a run-time flag
   /// "<name>.take" (0 leaves the parameter and its state as they are) and,
@@ -205,7 +217,9 @@ struct Description {
 /// The optimizer and settings a parameter ends up with.
 struct Assignment {
   Optimizer optimizer;
-  MuonSettings muon;   ///< valid when optimizer == Muon
+  /// valid when optimizer == Muon or NorMuon (then optimizer.normuon's
+  /// settings with the overrides applied)
+  MuonSettings muon;
   AdamWSettings adamw; ///< valid when optimizer == AdamW
   /// Where each run-time hyperparameter comes from, naming the step's
   /// arguments ("<group>.lr", "<group>.momentum", ...): "muon" or "adamw"

@@ -1550,3 +1550,35 @@ func.func @transpose_element_type(%x: tensor<8x16xf64>) -> tensor<16x8xf32> {
   %y = muir.transpose %x : tensor<8x16xf64> -> tensor<16x8xf32>
   return %y : tensor<16x8xf32>
 }
+
+// -----
+
+func.func @normuon_variance_shape(%w: tensor<4x8xf32>, %v: tensor<8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{'muir.normuon_update' op expected variance of shape 4 (one value per row of 4x8), got 8}}
+  %w1, %m1, %v1 = muir.normuon_update %w, %w, %w, %v {lr = 0.02} : tensor<4x8xf32>, tensor<8xf32>
+  return %w1 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @normuon_beta2(%w: tensor<4x8xf32>, %v: tensor<4xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{'muir.normuon_update' op expected beta2 in [0.000000e+00, 1.000000e+00), got 1.000000e+00}}
+  %w1, %m1, %v1 = muir.normuon_update %w, %w, %w, %v {lr = 0.02, beta2 = 1.0} : tensor<4x8xf32>, tensor<4xf32>
+  return %w1 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @row_sum_squares_shape(%x: tensor<2x4x8xf32>) -> tensor<2x8xf32> {
+  // expected-error@+1 {{'muir.row_sum_squares' op expected a result of shape 2x4 (one value per row of 2x4x8), got 2x8}}
+  %s = muir.row_sum_squares %x : tensor<2x4x8xf32> -> tensor<2x8xf32>
+  return %s : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @normuon_normalize_columns(%x: tensor<4x8xf32>, %v: tensor<4xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{'muir.normuon_normalize' op expected columns (of the whole matrix) of at least 8, got 4}}
+  %p, %v1 = muir.normuon_normalize %x, %v, %v {beta2 = 0.9, eps2 = 1.0e-8, columns = 4} : tensor<4x8xf32>, tensor<4xf32>
+  return %p : tensor<4x8xf32>
+}
