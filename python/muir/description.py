@@ -69,7 +69,7 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
                 adamw_lr=None, adamw_betas=(0.9, 0.95), adamw_eps=1e-8,
                 adamw_weight_decay=0.0,
                 adamw_patterns=DEFAULT_ADAMW_PATTERNS, ep=1, overrides=None,
-                mask=False):
+                mask=False, normuon=None):
     """The description as a dict. `params`: (name, shape) pairs, or
     (name, shape, "muon"|"adamw") to state the optimizer yourself, or
     (name, shape, optimizer, True) for a 3-D expert stack split over `ep`
@@ -82,7 +82,9 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
     parameters named exactly (muir.torch's param_groups). `mask`: the
     step takes per parameter a run-time flag "<name>.take" (0 leaves the
     parameter and its state as they are) and per AdamW parameter its own
-    step count "<name>.step" (optimizer.mask)."""
+    step count "<name>.step" (optimizer.mask). `normuon`: a dict with
+    beta2 and eps2 makes the matrices take NorMuon (optimizer.normuon,
+    the Muon settings above but scale_mode) instead of Muon."""
     entries = []
     ep = int(ep)
     for item in params:
@@ -134,6 +136,11 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
                              % (ep, int(devices)))
         grid["moe_axes"] = {"edp": int(devices) // ep, "ep": ep}
     optimizer = {"muon": muon, "adamw": adamw}
+    if normuon:
+        nm = {k: v for k, v in muon.items() if k != "scale_mode"}
+        nm["beta2"] = float(normuon["beta2"])
+        nm["eps2"] = float(normuon["eps2"])
+        optimizer["normuon"] = nm
     if overrides:
         optimizer["overrides"] = [dict(o) for o in overrides]
     if mask:
@@ -152,8 +159,11 @@ def describe(params, **settings):
     lines = ['{"name": %s,' % json.dumps(d["name"]),
              ' "grid": %s,' % json.dumps(d["grid"]),
              ' "optimizer": {',
-             '  "muon": %s,' % json.dumps(d["optimizer"]["muon"]),
-             '  "adamw": %s,' % json.dumps(d["optimizer"]["adamw"])]
+             '  "muon": %s,' % json.dumps(d["optimizer"]["muon"])]
+    if "normuon" in d["optimizer"]:
+        lines.append('  "normuon": %s,'
+                     % json.dumps(d["optimizer"]["normuon"]))
+    lines.append('  "adamw": %s,' % json.dumps(d["optimizer"]["adamw"]))
     if "mask" in d["optimizer"]:
         lines.append('  "mask": true,')
     if "overrides" in d["optimizer"]:

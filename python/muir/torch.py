@@ -1,4 +1,6 @@
-"""muir's compiled Muon step as a PyTorch optimizer.
+"""muir's compiled Muon step as a PyTorch optimizer (and NorMuon's:
+muir.torch.NorMuon, the same optimizer with NorMuon's row normalisation;
+see its documentation).
 
     import muir.torch
     opt = muir.torch.Muon(model.named_parameters(), lr=0.02,
@@ -173,7 +175,7 @@ from muir import description as _description
 
 from muir._moe import MoE, MoEInputError  # noqa: E402,F401
 
-__all__ = ["Muon", "MoE", "MoEInputError", "ParameterError",
+__all__ = ["Muon", "NorMuon", "MoE", "MoEInputError", "ParameterError",
            "NonFiniteGradientError", "ParamGroupError", "SCHEDULER_KEYS",
            "DEFAULT_MAX_COMPILED_STEPS"]
 
@@ -181,20 +183,24 @@ _OPTION_KEYS = ("ns_mode", "dp_assign", "syrk", "batch",
                 "fuse_syrk_all_reduce", "syrk_chunk_rows", "cuda_arch",
                 "cuda_bf16", "cuda_graph", "deterministic", "probe_updates",
                 "machine", "ns_form", "ns_precision", "cache_dir")
-_SUFFIXES = (".grad", ".momentum", ".exp_avg", ".exp_avg_sq")
+_SUFFIXES = (".grad", ".momentum", ".exp_avg", ".exp_avg_sq", ".variance")
 # The parameter dtypes a step updates (bfloat16 through a float32 copy;
 # float64 in float64 throughout).
 _DTYPES = (torch.float32, torch.bfloat16, torch.float64)
 _MUON_STATE = ("momentum_buffer",)
+# NorMuon's: the momentum and the second moment of each row ("variance":
+# [out], [E, out] for a stack).
+_NORMUON_STATE = ("momentum_buffer", "variance")
 _ADAMW_STATE = ("exp_avg", "exp_avg_sq")
 # The step's tensor argument suffix -> the key of optimizer.state[p].
 _STATE_OF_SUFFIX = {".momentum": "momentum_buffer", ".exp_avg": "exp_avg",
-                    ".exp_avg_sq": "exp_avg_sq"}
+                    ".exp_avg_sq": "exp_avg_sq", ".variance": "variance"}
 # What a compiled step's tensor argument binds: 0 the parameter, 1 its
 # gradient, 2.. a state tensor (_STATE_KEYS[kind]).
-_STATE_KEYS = (None, None, "momentum_buffer", "exp_avg", "exp_avg_sq")
+_STATE_KEYS = (None, None, "momentum_buffer", "exp_avg", "exp_avg_sq",
+               "variance")
 _KIND_OF = {"param": 0, "grad": 1, "momentum_buffer": 2, "exp_avg": 3,
-            "exp_avg_sq": 4}
+            "exp_avg_sq": 4, "variance": 5}
 
 
 def _first(item):
@@ -285,12 +291,13 @@ def _kinds(use_muon):
         if use_muon is False else ("muon", "adamw")
 
 
-def _group_keys(use_muon):
-    """(run-time keys, compiled keys) a group reads."""
+def _group_keys(use_muon, compiled=_COMPILED_KEYS):
+    """(run-time keys, compiled keys) a group reads (`compiled`: the
+    optimizer class's compiled keys by kind)."""
     run, comp = [], []
     for kind in _kinds(use_muon):
         run += [k for k in _RUN_TIME_KEYS[kind] if k not in run]
-        comp += [k for k in _COMPILED_KEYS[kind] if k not in comp]
+        comp += [k for k in compiled[kind] if k not in comp]
     return tuple(run), tuple(comp)
 
 
@@ -472,6 +479,11 @@ class Muon(torch.optim.Optimizer):
     """Muon (with AdamW for the parameters Muon does not take) run by muir's
     compiled step. See the module's documentation."""
 
+    # What the matrices' groups compile on; NorMuon's differ.
+    _compiled_keys = _COMPILED_KEYS
+    # NorMuon's settings (beta2, eps2); None: Muon.
+    _normuon = None
+
     def __init__(self, params, lr=0.02, momentum=0.95, nesterov=True,
                  weight_decay=0.0, ns_steps=5, schedule="simple",
                  scale_mode="spectral", scale_extra=0.2, adamw_lr=None,
@@ -516,6 +528,12 @@ class Muon(torch.optim.Optimizer):
                                   keywords.get(key, key) if kind == "adamw"
                                   else key)
         self._group_defaults["adamw"]["betas"] = tuple(adamw_betas)
+        # Only the keys the matrices' groups read (NorMuon has no
+        # scale_mode).
+        muon_keys = _RUN_TIME_KEYS["muon"] + self._compiled_keys["muon"]
+        self._group_defaults["muon"] = {
+            k: v for k, v in self._group_defaults["muon"].items()
+            if k in muon_keys}
         if not _in_range(_real(extra["ns_eps"]), "eps"):
             raise ValueError("muir.torch.Muon: ns_eps %s; expected a finite "
                              "value in %s" % (_value_text(extra["ns_eps"]),
@@ -679,7 +697,7 @@ class Muon(torch.optim.Optimizer):
         for k in reversed(kinds):
             for key, v in self._group_defaults[k].items():
                 group.setdefault(key, v)
-        run, comp = _group_keys(use_muon)
+        run, comp = _group_keys(use_muon, self._compiled_keys)
         for key in run + comp:
             self._check_value(index, kind, key, group[key])
         # The tensors: named, assigned, checked, before anything is kept.
@@ -719,12 +737,17 @@ class Muon(torch.optim.Optimizer):
             # The dtype the step computes in: float64 for a float64
             # parameter, float32 for the others (bfloat16 through a copy).
             wide = p.dtype is torch.float64
+            keys = _ADAMW_STATE if opt != "muon" else \
+                _NORMUON_STATE if self._normuon else _MUON_STATE
+            # Each state tensor's shape: the parameter's, or one value per
+            # row of the step's matrix (NorMuon's variance).
+            sizes = {k: torch.Size(desc[:-1] if k == "variance" else shape)
+                     for k in keys}
             self._info[p] = {"name": name, "shape": shape, "desc_shape": desc,
                              "size": torch.Size(shape), "numel": p.numel(),
                              "dtype": torch.float64 if wide else torch.float32,
                              "optimizer": opt,
-                             "state_keys": _MUON_STATE if opt == "muon"
-                             else _ADAMW_STATE,
+                             "state_keys": keys, "state_sizes": sizes,
                              "index": self._preset_index.pop(
                                  p, len(self._info)),
                              "ep": ep, "group": index, "seen": None}
@@ -807,7 +830,7 @@ class Muon(torch.optim.Optimizer):
             if checked is not None and group.keys() == checked[0] and \
                     tuple(map(group.get, checked[1])) == checked[2]:
                 continue
-            run, comp = _group_keys(use_muon)
+            run, comp = _group_keys(use_muon, self._compiled_keys)
             read = run + comp
             known = read + _STRUCTURAL_KEYS
             # A scheduler's momentum cycling writes "momentum" to AdamW's
@@ -921,7 +944,8 @@ class Muon(torch.optim.Optimizer):
         """A group's compiled settings now in param_groups."""
         group = self.param_groups[index]
         return tuple((k, group[k]) for k in
-                     _group_keys(self._group_use_muon[index])[1])
+                     _group_keys(self._group_use_muon[index],
+                                 self._compiled_keys)[1])
 
     def _step_target(self, params):
         """The target and the torch device of the taking-part parameters."""
@@ -985,17 +1009,17 @@ class Muon(torch.optim.Optimizer):
                                  % (g.device, device))
         state = self.state.get(p)
         if state:
-            keys = _MUON_STATE if d["optimizer"] == "muon" else _ADAMW_STATE
-            for key in keys:
+            for key in d["state_keys"]:
                 t = state.get(key)
                 if not isinstance(t, torch.Tensor):
                     raise ParameterError(name, "has optimizer state without "
                                          "'%s' (state keys: %s)"
                                          % (key, ", ".join(sorted(state))))
-                if tuple(t.shape) != d["shape"]:
+                if t.shape != d["state_sizes"][key]:
                     raise ParameterError(name, "has state '%s' of shape %s, "
                                          "not %s" % (key, tuple(t.shape),
-                                                     d["shape"]))
+                                                     tuple(d["state_sizes"]
+                                                           [key])))
             if d["optimizer"] == "adamw" and "step" not in state:
                 raise ParameterError(name, "has AdamW state without 'step'")
         return g if g.is_contiguous() else g.contiguous()
@@ -1008,7 +1032,7 @@ class Muon(torch.optim.Optimizer):
         dtype = d["dtype"]
         if not state:
             for key in d["state_keys"]:
-                state[key] = torch.zeros(d["shape"], dtype=dtype,
+                state[key] = torch.zeros(d["state_sizes"][key], dtype=dtype,
                                          device=device)
             if d["optimizer"] == "adamw":
                 state["step"] = 0
@@ -1094,6 +1118,8 @@ class Muon(torch.optim.Optimizer):
                                      "has an argument '%s' (%s) it cannot "
                                      "bind" % (a.name, a.role))
             want = info[p]["desc_shape"]
+            if kind == "variance":
+                want = want[:-1]
             if a.shape != want and not (a.shape == (1,) and want == ()):
                 step.close()
                 raise muir.MuirError(
@@ -1190,10 +1216,10 @@ class Muon(torch.optim.Optimizer):
                 raise ParameterError(d["name"], "has optimizer state without "
                                      "'%s' (state keys: %s)"
                                      % (key, ", ".join(sorted(st))))
-            if t.shape != d["size"]:
+            if t.shape != d["state_sizes"][key]:
                 raise ParameterError(d["name"], "has state '%s' of shape %s, "
                                      "not %s" % (key, tuple(t.shape),
-                                                 d["shape"]))
+                                                 tuple(d["state_sizes"][key])))
             if t.dtype is not d["dtype"] or t.device != device or \
                     not t.is_contiguous():
                 convert = True
@@ -1483,8 +1509,7 @@ class Muon(torch.optim.Optimizer):
                                  "holds parameter %r, which no group lists"
                                  % (i,))
             d = self._info[p]
-            keys = _MUON_STATE if d["optimizer"] == "muon" else _ADAMW_STATE
-            for key in keys:
+            for key in d["state_keys"]:
                 t = entry.get(key)
                 if not isinstance(t, torch.Tensor):
                     raise ValueError(
@@ -1492,11 +1517,14 @@ class Muon(torch.optim.Optimizer):
                         "(%s) has no '%s' in the state (it holds %s)"
                         % (d["name"], "Muon" if d["optimizer"] == "muon"
                            else "AdamW", key, ", ".join(sorted(entry))))
-                if tuple(t.shape) != d["shape"]:
+                if t.shape != d["state_sizes"][key]:
                     raise ValueError(
                         "muir.torch.Muon.load_state_dict: parameter '%s' "
-                        "has state '%s' of shape %s, but the parameter is %s"
-                        % (d["name"], key, tuple(t.shape), d["shape"]))
+                        "has state '%s' of shape %s, but the parameter is "
+                        "%s%s" % (d["name"], key, tuple(t.shape), d["shape"],
+                                  "" if key != "variance" else
+                                  " (its variance: one value per row, %s)"
+                                  % (tuple(d["state_sizes"][key]),)))
         super().load_state_dict(state_dict)
         # torch puts the groups' values back, params aside.
         for group, use_muon in zip(self.param_groups, self._group_use_muon):
@@ -1558,8 +1586,9 @@ class Muon(torch.optim.Optimizer):
             nesterov=bool(m["nesterov"]),
             weight_decay=float(m["weight_decay"]),
             ns_steps=int(m["ns_steps"]), schedule=str(m["schedule"]),
-            scale_mode=str(m["scale_mode"]),
+            scale_mode=str(m.get("scale_mode", "spectral")),
             scale_extra=float(m["scale_extra"]),
+            normuon=self._normuon,
             ns_eps=self._extra["ns_eps"],
             momentum_kind=self._extra["momentum_kind"],
             coefficients=self._extra["coefficients"],
@@ -1574,3 +1603,48 @@ class Muon(torch.optim.Optimizer):
         parameters, in order), with the present settings."""
         params = list(self._info) if params is None else list(params)
         return self._describe(params)[0]
+
+
+class NorMuon(Muon):
+    """NorMuon: Muon whose orthogonalised update is normalised row by row
+    with a running second moment, then scaled to the update RMS
+    scale_extra (0.2: AdamW's), as the description's optimizer.normuon
+    (docs/description.md) and muir.normuon_update define it:
+
+        v <- beta2 * v + (1 - beta2) * mean over columns of O * O
+        P  = O / (sqrt(v) + eps2);  P <- P * scale_extra * sqrt(m n) / |P|_F
+        W <- W * (1 - lr * weight_decay) - lr * P
+
+    with O Muon's Newton-Schulz output. Everything else is muir.torch.Muon's
+    (the parameters that do not take it take AdamW, param groups, run-time
+    lr / weight_decay / momentum, masks, state_dict, several ranks); the
+    state of a NorMuon parameter is "momentum_buffer" and "variance" (one
+    value per row: [out], [E, out] for a stack, [out] for a convolution
+    weight). beta2 and eps2 are the optimizer's, fixed. It has no
+    scale_mode. Not yet: float64 parameters and the CUDA target (refused
+    when the step compiles)."""
+
+    _compiled_keys = dict(_COMPILED_KEYS, muon=("nesterov", "ns_steps",
+                                                 "schedule", "scale_extra"))
+
+    def __init__(self, params, lr=0.02, momentum=0.95, nesterov=True,
+                 weight_decay=0.0, ns_steps=5, schedule="simple",
+                 scale_extra=0.2, beta2=0.95, eps2=1e-8, **more):
+        if "scale_mode" in more:
+            raise TypeError("muir.torch.NorMuon has no scale_mode (its "
+                            "update RMS is scale_extra)")
+        if isinstance(beta2, bool) or not _in_range(_real(beta2),
+                                                     "momentum"):
+            raise ValueError("muir.torch.NorMuon: beta2 %s; expected a "
+                             "finite value in %s"
+                             % (_value_text(beta2),
+                                _range_text(*_RANGES["momentum"])))
+        if isinstance(eps2, bool) or not _in_range(_real(eps2), "eps"):
+            raise ValueError("muir.torch.NorMuon: eps2 %s; expected a "
+                             "finite value in %s"
+                             % (_value_text(eps2),
+                                _range_text(*_RANGES["eps"])))
+        self._normuon = {"beta2": float(beta2), "eps2": float(eps2)}
+        super().__init__(params, lr=lr, momentum=momentum, nesterov=nesterov,
+                         weight_decay=weight_decay, ns_steps=ns_steps,
+                         schedule=schedule, scale_extra=scale_extra, **more)
