@@ -307,19 +307,28 @@ static LogicalResult verifyHyper(Operation *op, ValueRange hyper,
   return diag << " (f64 values) or none, got " << hyper.size() << " values";
 }
 
+/// What Muon and its variants check alike: the hyperparameter operands,
+/// a matrix or stack, and the ranges of lr, beta, weight_decay and
+/// scale_extra.
+static LogicalResult verifyMuonFamily(OrthogonalizedUpdateInterface op,
+                                      FloatAttr scaleExtra) {
+  Operation *o = op.getOperation();
+  return success(
+      succeeded(verifyHyper(o, op.getHyper(), "momentum", 1)) &&
+      succeeded(verifyMatrixRank(o, op.getParam().getType(), "param")) &&
+      succeeded(verifyRange(o, "lr", op.getLrAttr().getValueAsDouble(), 0,
+                            true, kInf, false)) &&
+      succeeded(verifyRange(o, "beta", op.getBetaAttr().getValueAsDouble(),
+                            0, true, 1, false)) &&
+      succeeded(verifyRange(o, "weight_decay",
+                            op.getWeightDecayAttr().getValueAsDouble(), 0,
+                            true, kInf, false)) &&
+      succeeded(verifyRange(o, "scale_extra", scaleExtra.getValueAsDouble(),
+                            0, false, kInf, false)));
+}
+
 LogicalResult MuonUpdateOp::verify() {
-  if (failed(verifyHyper(*this, getHyper(), "momentum", 1)) ||
-      failed(verifyMatrixRank(*this, getParam().getType(), "param")) ||
-      failed(verifyRange(*this, "lr", getLr().convertToDouble(), 0, true,
-                         kInf, false)) ||
-      failed(verifyRange(*this, "beta", getBeta().convertToDouble(), 0, true,
-                         1, false)) ||
-      failed(verifyRange(*this, "weight_decay",
-                         getWeightDecay().convertToDouble(), 0, true, kInf,
-                         false)) ||
-      failed(verifyRange(*this, "scale_extra",
-                         getScaleExtra().convertToDouble(), 0, false, kInf,
-                         false)))
+  if (failed(verifyMuonFamily(*this, getScaleExtraAttr())))
     return failure();
   if (std::optional<ArrayRef<int64_t>> blocks = getRowBlocks()) {
     auto type = getParam().getType();
@@ -368,25 +377,13 @@ static LogicalResult verifyRowVector(Operation *op, RankedTensorType matrix,
 }
 
 LogicalResult NorMuonUpdateOp::verify() {
-  auto type = getParam().getType();
-  if (failed(verifyHyper(*this, getHyper(), "momentum", 1)) ||
-      failed(verifyMatrixRank(*this, type, "param")) ||
-      failed(verifyRowVector(*this, type, getVariance().getType(),
-                             "variance")) ||
-      failed(verifyRange(*this, "lr", getLr().convertToDouble(), 0, true,
-                         kInf, false)) ||
-      failed(verifyRange(*this, "beta", getBeta().convertToDouble(), 0, true,
-                         1, false)) ||
+  if (failed(verifyMuonFamily(*this, getScaleExtraAttr())) ||
+      failed(verifyRowVector(*this, getParam().getType(),
+                             getVariance().getType(), "variance")) ||
       failed(verifyRange(*this, "beta2", getBeta2().convertToDouble(), 0,
                          true, 1, false)) ||
       failed(verifyRange(*this, "eps2", getEps2().convertToDouble(), 0, false,
-                         kInf, false)) ||
-      failed(verifyRange(*this, "weight_decay",
-                         getWeightDecay().convertToDouble(), 0, true, kInf,
-                         false)) ||
-      failed(verifyRange(*this, "scale_extra",
-                         getScaleExtra().convertToDouble(), 0, false, kInf,
-                         false)))
+                         kInf, false)))
     return failure();
   return verifyNSConfig(*this, getNsStepsAttr().getInt(), getSchedule(),
                         getCoefficients(), getEps().convertToDouble());

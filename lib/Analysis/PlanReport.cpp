@@ -118,7 +118,7 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
             const GridAxis *axis = d.grid.find(s.axis, true);
             return axis && axis->size > 1;
           });
-      if (a.optimizer == Optimizer::AdamW || otherFolding ||
+      if (!optimizerInfo(a.optimizer).orthogonalises || otherFolding ||
           r.dp.ranks <= 1 || options.dpAssign == DpAssign::Replicated)
         continue;
       int64_t rank = p.shape.size();
@@ -173,7 +173,7 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
     int64_t numel = p.numElements();
     r.totalParameters += numel;
     // Muon and NorMuon orthogonalise, alike.
-    bool muon = a.optimizer != Optimizer::AdamW;
+    bool muon = optimizerInfo(a.optimizer).orthogonalises;
     (muon ? r.muonParameters : r.adamwParameters) += numel;
     int64_t rank = p.shape.size();
     int64_t matrices = rank == 3 ? p.shape[0] : 1;
@@ -275,16 +275,16 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
 
     for (auto [rankIndex, c] : llvm::enumerate(r.ranks)) {
       c.paramBytes += local * dtypeBytes(p.dtype);
-      // Muon: the momentum; NorMuon: and one value per row of the local
-      // block (a split of the columns leaves every row); AdamW: two.
+      // Each state tensor: the local shard, or one value per row of the
+      // local block (a split of the columns leaves every row).
       int64_t localCols = n;
       for (const Sharding &s : p.shards)
         if (const GridAxis *axis = d.grid.find(s.axis, p.moeFolding);
             axis && s.dim == rank - 1)
           localCols /= axis->size;
-      int64_t stateElements =
-          a.optimizer == Optimizer::NorMuon ? local + local / localCols
-                                            : local * (muon ? 1 : 2);
+      int64_t stateElements = 0;
+      for (const OptimizerState &s : optimizerInfo(a.optimizer).state)
+        stateElements += s.rows ? local / localCols : local;
       c.optimizerStateBytes += stateElements * stateBytes(p.dtype);
       if (!muon) {
         c.runtimeCalls += 1; // one fused AdamW kernel

@@ -535,15 +535,10 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
                 : ArrayRef<int64_t>(p.shape),
         p.dtype == "f64" ? Type(b.getF64Type()) : Type(f32));
     SmallVector<Slot> slots = {{p.name, "param"}, {p.name + ".grad", "grad"}};
-    if (a.optimizer != Optimizer::AdamW) {
-      slots.push_back({p.name + ".momentum", "state"});
-      if (a.optimizer == Optimizer::NorMuon)
-        slots.push_back({p.name + ".variance", "state", /*rows=*/true});
-    } else {
-      slots.push_back({p.name + ".exp_avg", "state"});
-      slots.push_back({p.name + ".exp_avg_sq", "state"});
-      needsStep = true;
-    }
+    const OptimizerInfo &info = optimizerInfo(a.optimizer);
+    for (const OptimizerState &s : info.state)
+      slots.push_back({p.name + s.suffix.str(), "state", s.rows});
+    needsStep |= info.stepCount;
     for (const Slot &s : slots) {
       SmallVector<NamedAttribute> attrs = {
           b.getNamedAttr("muir.name", b.getStringAttr(s.name)),
@@ -673,7 +668,7 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
     for (auto [i, entry] : llvm::enumerate(plan))
       takeArg[i] = hyperArg(entry.first->name + ".take", 1.0);
     for (auto [i, entry] : llvm::enumerate(plan))
-      if (entry.second.optimizer == Optimizer::AdamW)
+      if (optimizerInfo(entry.second.optimizer).stepCount)
         countArg[i] = hyperArg(entry.first->name + ".step", 0.0);
   }
 
@@ -681,8 +676,7 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
   SmallVector<Type> resultTypes;
   SmallVector<DictionaryAttr> resultAttrs;
   for (auto [i, entry] : llvm::enumerate(plan)) {
-    unsigned states = entry.second.optimizer == Optimizer::Muon ? 1 : 2;
-    // (NorMuon: the momentum and the rows' second moment.)
+    unsigned states = optimizerInfo(entry.second.optimizer).state.size();
     for (unsigned s = 0; s < 1 + states; ++s) {
       unsigned arg = firstArg[i] + (s == 0 ? 0 : 1 + s);
       resultTypes.push_back(argTypes[arg]);
@@ -799,12 +793,14 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       if (computed && localParams.count(p.name))
         op->setAttr("muir.local", b.getUnitAttr());
     };
+    // Muon's family: its schedule and custom coefficients.
+    const MuonSettings &m = a.muon;
+    auto schedule = symbolizeNSSchedule(m.schedule).value_or(
+        NSSchedule::simple);
+    DenseF64ArrayAttr coeffs;
+    if (schedule == NSSchedule::custom)
+      coeffs = b.getDenseF64ArrayAttr(m.coefficients);
     if (a.optimizer == Optimizer::Muon) {
-      const MuonSettings &m = a.muon;
-      auto schedule = *symbolizeNSSchedule(m.schedule);
-      DenseF64ArrayAttr coeffs;
-      if (schedule == NSSchedule::custom)
-        coeffs = b.getDenseF64ArrayAttr(m.coefficients);
       auto op = MuonUpdateOp::create(
           b, ploc, type, type, arg(0), arg(1), arg(2), hyper, take,
           b.getF64FloatAttr(m.lr),
@@ -822,11 +818,6 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       results.push_back(op.getNewParam());
       results.push_back(op.getNewMomentumBuffer());
     } else if (a.optimizer == Optimizer::NorMuon) {
-      const MuonSettings &m = a.muon;
-      auto schedule = *symbolizeNSSchedule(m.schedule);
-      DenseF64ArrayAttr coeffs;
-      if (schedule == NSSchedule::custom)
-        coeffs = b.getDenseF64ArrayAttr(m.coefficients);
       auto op = NorMuonUpdateOp::create(
           b, ploc, type, type, cast<RankedTensorType>(arg(3).getType()),
           arg(0), arg(1), arg(2), arg(3), hyper, take,

@@ -629,10 +629,13 @@ void Reader::readOverride(yaml::Node *n, Description &d) {
                    }
                  }
                } else if (key == "optimizer") {
-                 if (auto x = oneOf(v, key, {"muon", "normuon", "adamw"}))
-                   o.optimizer = *x == "muon"      ? Optimizer::Muon
-                                 : *x == "normuon" ? Optimizer::NorMuon
-                                                   : Optimizer::AdamW;
+                 SmallVector<StringRef> names;
+                 for (const OptimizerInfo &info : optimizers())
+                   names.push_back(info.name);
+                 if (auto x = oneOf(v, key, names))
+                   for (const OptimizerInfo &info : optimizers())
+                     if (info.name == *x)
+                       o.optimizer = info.id;
                } else if (key == "lr") {
                  o.lr = ranged(v, key, 0, true, kInf, false);
                } else if (key == "weight_decay") {

@@ -194,16 +194,28 @@ LogicalResult mlir::muir::desc::applyLayout(Description &d, const Grid &layout,
 // Optimizer assignment
 //===----------------------------------------------------------------------===//
 
-StringRef mlir::muir::desc::optimizerName(Optimizer o) {
-  switch (o) {
-  case Optimizer::Muon:
-    return "muon";
-  case Optimizer::AdamW:
-    return "adamw";
-  case Optimizer::NorMuon:
-    return "normuon";
-  }
-  llvm_unreachable("unknown optimizer");
+ArrayRef<OptimizerInfo> mlir::muir::desc::optimizers() {
+  static const OptimizerState muonState[] = {{".momentum", "the momentum"}};
+  static const OptimizerState adamwState[] = {
+      {".exp_avg", "the exp_avg"}, {".exp_avg_sq", "the exp_avg_sq"}};
+  static const OptimizerState normuonState[] = {
+      {".momentum", "the momentum"},
+      {".variance", "the NorMuon second moment", /*rows=*/true}};
+  static const StringRef muonHyper[] = {"lr", "weight_decay", "momentum"};
+  static const StringRef adamwHyper[] = {"lr", "weight_decay", "beta1",
+                                         "beta2", "eps"};
+  static const OptimizerInfo all[] = {
+      {Optimizer::Muon, "muon", true, muonState, muonHyper, false},
+      {Optimizer::AdamW, "adamw", false, adamwState, adamwHyper, true},
+      {Optimizer::NorMuon, "normuon", true, normuonState, muonHyper, false},
+  };
+  return all;
+}
+
+const OptimizerInfo &mlir::muir::desc::optimizerInfo(Optimizer o) {
+  const OptimizerInfo &info = optimizers()[static_cast<size_t>(o)];
+  assert(info.id == o && "optimizers() in Optimizer's order");
+  return info;
 }
 
 static bool matches(const Override &o, StringRef name) {
@@ -281,7 +293,7 @@ Assignment mlir::muir::desc::assignOptimizer(const Description &d,
     }
   }
   // Muon and NorMuon need a matrix; an override cannot make a vector one.
-  if (a.optimizer != Optimizer::AdamW && p.shape.size() != 2 &&
+  if (optimizerInfo(a.optimizer).orthogonalises && p.shape.size() != 2 &&
       p.shape.size() != 3)
     a.optimizer = Optimizer::AdamW;
   if (a.optimizer == Optimizer::NorMuon)
@@ -299,13 +311,23 @@ Assignment mlir::muir::desc::assignOptimizer(const Description &d,
 
 SmallVector<HyperArgument, 5>
 mlir::muir::desc::hyperArguments(const Assignment &a) {
-  if (a.optimizer != Optimizer::AdamW)
-    return {{a.lrGroup + ".lr", a.muon.lr},
-            {a.weightDecayGroup + ".weight_decay", a.muon.weightDecay},
-            {a.momentumGroup + ".momentum", a.muon.beta}};
-  return {{a.lrGroup + ".lr", a.adamw.lr},
-          {a.weightDecayGroup + ".weight_decay", a.adamw.weightDecay},
-          {a.beta1Group + ".beta1", a.adamw.beta1},
-          {a.beta2Group + ".beta2", a.adamw.beta2},
-          {a.epsGroup + ".eps", a.adamw.eps}};
+  const OptimizerInfo &info = optimizerInfo(a.optimizer);
+  bool matrix = info.orthogonalises;
+  SmallVector<HyperArgument, 5> out;
+  for (StringRef field : info.hyper) {
+    // Each field's group (the setting or override it comes from) and
+    // value, from the settings of the optimizer's family.
+    auto [group, value] =
+        field == "lr" ? std::pair(&a.lrGroup,
+                                  matrix ? a.muon.lr : a.adamw.lr)
+        : field == "weight_decay"
+            ? std::pair(&a.weightDecayGroup,
+                        matrix ? a.muon.weightDecay : a.adamw.weightDecay)
+        : field == "momentum" ? std::pair(&a.momentumGroup, a.muon.beta)
+        : field == "beta1"    ? std::pair(&a.beta1Group, a.adamw.beta1)
+        : field == "beta2"    ? std::pair(&a.beta2Group, a.adamw.beta2)
+                              : std::pair(&a.epsGroup, a.adamw.eps);
+    out.push_back({*group + "." + field.str(), value});
+  }
+  return out;
 }

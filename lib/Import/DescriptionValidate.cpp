@@ -338,7 +338,7 @@ LogicalResult mlir::muir::desc::validate(
     // optimizer.mask's flags and AdamW's own counts.
     if (d.mask && !p.name.empty()) {
       files.addHyper(p.name + ".take", "optimizer.mask", Loc());
-      if (a.optimizer == Optimizer::AdamW)
+      if (optimizerInfo(a.optimizer).stepCount)
         files.addHyper(p.name + ".step", "optimizer.mask", Loc());
     }
   }
@@ -388,14 +388,8 @@ LogicalResult mlir::muir::desc::validate(
       };
       add("", "");
       add(".grad", "the gradient");
-      if (a.optimizer != Optimizer::AdamW) {
-        add(".momentum", "the momentum");
-        if (a.optimizer == Optimizer::NorMuon)
-          add(".variance", "the NorMuon second moment");
-      } else {
-        add(".exp_avg", "the exp_avg");
-        add(".exp_avg_sq", "the exp_avg_sq");
-      }
+      for (const OptimizerState &s : optimizerInfo(a.optimizer).state)
+        add(s.suffix, s.what);
     }
     // NorMuon's kernels are f32.
     if (assignments[&p - d.params.data()].optimizer == Optimizer::NorMuon &&

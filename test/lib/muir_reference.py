@@ -131,6 +131,30 @@ def muon_update(param, grad, momentum, lr, beta=0.95, momentum_kind="ema",
     return W1, M1
 
 
+def normuon_update(param, grad, momentum, variance, lr, beta=0.95,
+                   weight_decay=0.0, beta2=0.95, eps2=1e-8, ns_steps=5,
+                   schedule="simple", nesterov=True, scale_extra=0.2):
+    """One NorMuon step in float64 (issue 39's formulas; each matrix of a
+    stack alone): Muon's momentum (ema) and Newton-Schulz O, then
+        v' = beta2 v + (1 - beta2) mean over columns of O * O
+        P  = O / (sqrt(v') + eps2), scaled to RMS scale_extra
+        W' = W (1 - lr weight_decay) - lr P
+    returns (param', momentum', variance')."""
+    W = np.asarray(param, dtype=np.float64)
+    G = np.asarray(grad, dtype=np.float64)
+    M = np.asarray(momentum, dtype=np.float64)
+    v = np.asarray(variance, dtype=np.float64)
+    M1 = beta * M + (1.0 - beta) * G
+    U = (1.0 - beta) * G + beta * M1 if nesterov else M1
+    O = newton_schulz(U, ns_steps, schedule)
+    m, n = W.shape[-2], W.shape[-1]
+    v1 = beta2 * v + (1.0 - beta2) * np.mean(O * O, axis=-1)
+    P = O / (np.sqrt(v1)[..., None] + eps2)
+    norm = np.sqrt(np.sum(P * P, axis=(-2, -1), keepdims=True))
+    P = P * (scale_extra * np.sqrt(m * n) / norm)
+    return W * (1.0 - lr * weight_decay) - lr * P, M1, v1
+
+
 # --------------------------------------------------------------------------
 # AdamW
 # --------------------------------------------------------------------------

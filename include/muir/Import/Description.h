@@ -107,8 +107,36 @@ struct Grid {
 
 enum class Optimizer { Muon, AdamW, NorMuon };
 
+/// One state tensor of an optimizer's parameter: "<name><suffix>", of the
+/// parameter's shape, or one value per row of its matrix (`rows`: [m], or
+/// [E, m] for a stack).
+struct OptimizerState {
+  StringRef suffix; ///< ".momentum"
+  StringRef what;   ///< in messages: "the momentum"
+  bool rows = false;
+};
+
+/// What the description reader, the IR builder, the validator and the plan
+/// report know of an optimizer, declared once (optimizers()).
+struct OptimizerInfo {
+  Optimizer id;
+  StringRef name; ///< in descriptions: optimizer.<name>, an override's value
+  /// Orthogonalises its matrices (Muon's family: 2-D and 3-D parameters
+  /// only, planned by muir-distribute as OrthogonalizedUpdateInterface
+  /// ops); else element-wise.
+  bool orthogonalises;
+  ArrayRef<OptimizerState> state; ///< in argument and result order
+  /// Its run-time hyperparameters, in the order its op takes them: the
+  /// step's "<group>.<field>" arguments.
+  ArrayRef<StringRef> hyper;
+  bool stepCount; ///< reads the 1-based step (a bias correction)
+};
+
+/// Every optimizer, in Optimizer's order.
+ArrayRef<OptimizerInfo> optimizers();
+const OptimizerInfo &optimizerInfo(Optimizer o);
 /// The optimizer's name in descriptions ("muon", "adamw", "normuon").
-StringRef optimizerName(Optimizer o);
+inline StringRef optimizerName(Optimizer o) { return optimizerInfo(o).name; }
 
 struct MuonSettings {
   double lr = 0.02;

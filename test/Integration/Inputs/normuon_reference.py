@@ -1,8 +1,8 @@
-"""NorMuon (`optimizer: normuon:`) against a float64 reference written here
+"""NorMuon (`optimizer: normuon:`) against a float64 reference written
 from its formulas (issue 39): for W [m, n], each matrix of a stack [E, m, n]
 alone, with U the momentum/Nesterov input exactly as Muon's and
-O = NewtonSchulz(U) (muir_reference.newton_schulz, the reference of every
-Muon test):
+O = NewtonSchulz(U) (test/lib/muir_reference.py: normuon_update, written
+from these formulas, on newton_schulz, the reference of every Muon test):
 
     v <- beta2 * v + (1 - beta2) * mean over columns of O*O   (v: [m])
     P  = O / (sqrt(v) + eps2)                                 (row by row)
@@ -69,20 +69,6 @@ PARAMS = [
 ]
 
 
-def normuon_update(W, G, M, v, lr, beta, weight_decay, beta2, eps2,
-                   ns_steps, schedule, nesterov):
-    """One NorMuon step in float64 (the formulas above); (W', M', v')."""
-    M1 = beta * M + (1.0 - beta) * G
-    U = (1.0 - beta) * G + beta * M1 if nesterov else M1
-    O = ref.newton_schulz(U, ns_steps, schedule)
-    m, n = W.shape[-2], W.shape[-1]
-    v1 = beta2 * v + (1.0 - beta2) * np.mean(O * O, axis=-1)
-    P = O / (np.sqrt(v1)[..., None] + eps2)
-    norm = np.sqrt(np.sum(P * P, axis=(-2, -1), keepdims=True))
-    P = P * (0.2 * np.sqrt(m * n) / norm)
-    return W * (1.0 - lr * weight_decay) - lr * P, M1, v1
-
-
 def run(muir_run, yaml, *flags, env=None):
     cmd = [muir_run, yaml, "--quiet", "--no-probes"] + list(flags)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -145,7 +131,8 @@ def main():
         before = W
         for s in range(STEPS):
             before = W
-            W, M, v = normuon_update(W, f32(grads[s][name]), M, v, **settings)
+            W, M, v = ref.normuon_update(W, f32(grads[s][name]), M, v,
+                                         **settings)
         chk.check(label + " delta", ref.rel_fro(out[name] - W0, W - W0),
                   TOL_DELTA)
         chk.check(label + " momentum", ref.rel_fro(out[name + ".momentum"], M),
@@ -259,7 +246,7 @@ def split_runs(args, chk, rng):
         W, M, v = W0, f32(inputs[name + ".momentum"]), \
             f32(inputs[name + ".variance"])
         for _ in range(SPLIT_STEPS):
-            W, M, v = normuon_update(W, f32(inputs[name + ".grad"]), M, v,
+            W, M, v = ref.normuon_update(W, f32(inputs[name + ".grad"]), M, v,
                                      **GLOBAL)
         label = "split %s %s (%s)" % (name, "x".join(map(str, shape)), mode)
         chk.check(label + " delta", ref.rel_fro(out[name] - W0, W - W0),

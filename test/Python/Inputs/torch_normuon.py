@@ -2,8 +2,8 @@
 matrix, a 3-D stack, a 4-D convolution weight (the matrix [out, in*kh*kw])
 beside AdamW parameters (a bias, an embedding), 4 steps with new gradients
 and the lr changed by hand, each checked against the float64 reference
-written here from the formulas (docs/description.md, optimizer.normuon;
-Newton-Schulz: test/lib/muir_reference.py). Then: the state's shapes,
+written from the formulas (docs/description.md, optimizer.normuon;
+test/lib/muir_reference.py: normuon_update). Then: the state's shapes,
 state_dict after 2 steps loaded into a new optimizer giving the 4-step
 run's bits, a parameter without a gradient skipped bit for bit, and bad
 arguments.
@@ -24,19 +24,6 @@ def check(ok, what):
     print("%s: %s" % (what, "ok" if ok else "FAIL"))
     if not ok:
         failures.append(what)
-
-
-def normuon(W, G, M, v, lr, beta, wd, beta2, eps2, ns_steps=5,
-            schedule="simple", nesterov=True, rms=0.2):
-    M1 = beta * M + (1.0 - beta) * G
-    U = (1.0 - beta) * G + beta * M1 if nesterov else M1
-    O = ref.newton_schulz(U, ns_steps, schedule)
-    m, n = W.shape[-2], W.shape[-1]
-    v1 = beta2 * v + (1.0 - beta2) * np.mean(O * O, axis=-1)
-    P = O / (np.sqrt(v1)[..., None] + eps2)
-    P = P * (rms * np.sqrt(m * n) /
-             np.sqrt(np.sum(P * P, axis=(-2, -1), keepdims=True)))
-    return W * (1.0 - lr * wd) - lr * P, M1, v1
 
 
 def make():
@@ -85,7 +72,9 @@ for k in range(4):
         g = p.grad.double().numpy().reshape(shape)
         W, M, v = refs[name]
         if kinds[name] == "muon":
-            refs[name] = normuon(W, g, M, v, lr, 0.9, 0.01, 0.9, 1e-8)
+            refs[name] = ref.normuon_update(W, g, M, v, lr, beta=0.9,
+                                              weight_decay=0.01, beta2=0.9,
+                                              eps2=1e-8)
         else:
             refs[name] = ref.adamw_update(W, g, M, v, k + 1, lr=1e-3,
                                           beta1=0.9, beta2=0.95, eps=1e-8,
