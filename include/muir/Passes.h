@@ -228,7 +228,9 @@ void applyElementwiseToLinalg(Operation *root);
 /// The tensor-level rewrites behind the passes of the same names, for any
 /// pattern driver (the passes apply them in one walk; the walk driver skips
 /// unreachable blocks, and muir's functions have one block):
-/// muir.muon_update as momentum, Newton-Schulz and apply_update, probing
+/// each orthogonalised update (muon_update, normuon_update: any
+/// OrthogonalizedUpdateInterface op) as momentum, Newton-Schulz, its own
+/// normalisation (buildNormalizedUpdate) and apply_update, probing
 /// each Newton-Schulz output with `probeUpdates` in slots numbered from
 /// `nextSlot` on, in the order the driver visits the updates; `nextSlot`
 /// must outlive the pattern set, which advances it; the Newton-Schulz ops

@@ -53,32 +53,44 @@ std::string probeLabel(Value param) {
          std::to_string(offsets[0] + sizes[0]) + "]";
 }
 
-/// muon_update as momentum, Newton-Schulz (per row block of a split
-/// update) and apply_update; with probe-updates, each Newton-Schulz output
-/// is probed, in slots numbered from `nextSlot` on.
-struct DecomposeMuonUpdate : OpRewritePattern<MuonUpdateOp> {
-  DecomposeMuonUpdate(MLIRContext *context, bool probeUpdates,
-                      int64_t &nextSlot, NSPrecision precision)
-      : OpRewritePattern(context, /*benefit=*/2), probeUpdates(probeUpdates),
+/// An orthogonalised update (muon_update, normuon_update: any
+/// OrthogonalizedUpdateInterface op) as momentum, Newton-Schulz (per row
+/// block of a split update), the op's own normalisation of each block's
+/// output (buildNormalizedUpdate, with no splits: Muon keeps it, NorMuon
+/// normalises rows and RMS) and apply_update with the op's scale; with
+/// probe-updates, each Newton-Schulz output is probed, in slots numbered
+/// from `nextSlot` on.
+struct DecomposeOrthogonalizedUpdate
+    : OpInterfaceRewritePattern<OrthogonalizedUpdateInterface> {
+  DecomposeOrthogonalizedUpdate(MLIRContext *context, bool probeUpdates,
+                                int64_t &nextSlot, NSPrecision precision)
+      : OpInterfaceRewritePattern(context), probeUpdates(probeUpdates),
         nextSlot(nextSlot), precision(precision) {}
 
-  LogicalResult matchAndRewrite(MuonUpdateOp op,
+  LogicalResult matchAndRewrite(OrthogonalizedUpdateInterface op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = op.getParam().getType();
+    auto type = cast<RankedTensorType>(op.getParam().getType());
     int64_t rank = type.getRank();
     int64_t m = type.getDimSize(rank - 2), n = type.getDimSize(rank - 1);
+    ValueRange hyper = op.getHyper();
+    std::optional<ArrayRef<int64_t>> blocks = op.getRowBlocks();
+    if (blocks && !op.getOtherState().empty())
+      return rewriter.notifyMatchFailure(
+          op, "row blocks of an update with state beyond its momentum");
 
     auto mom = MomentumOp::create(
         rewriter, loc, type, type, op.getGrad(), op.getMomentumBuffer(),
-        op.getHyper().size() > 2 ? op.getHyper()[2] : Value(), op.getTake(),
-        op.getBetaAttr(), op.getMomentumKindAttr(), op.getNesterovAttr());
+        hyper.size() > 2 ? hyper[2] : Value(), op.getTake(), op.getBetaAttr(),
+        op.getMomentumKindAttr(), op.getNesterovAttr());
     StringAttr name = getArgName(op.getParam());
-    std::string label =
-        name ? name.str() : ("muon_update@" + std::to_string(nextSlot));
-    double extra = op.getScaleExtra().convertToDouble();
-    // Orthogonalise and apply one block of rows [r0, r0 + rows) (all rows
-    // when the update is not split).
+    std::string label = name ? name.str()
+                             : (op->getName().stripDialect() + "@" +
+                                std::to_string(nextSlot))
+                                   .str();
+    SmallVector<Value> newState;
+    // Orthogonalise, normalise and apply one block of rows [r0, r0 + rows)
+    // (all rows when the update is not split).
     auto block = [&](int64_t r0, int64_t rows, bool whole) -> Value {
       Value u = mom.getUpdate(), p = op.getParam();
       auto blockType = type;
@@ -106,17 +118,17 @@ struct DecomposeMuonUpdate : OpRewritePattern<MuonUpdateOp> {
                         rewriter.getStringAttr(tag),
                         rewriter.getI64IntegerAttr(nextSlot++));
       }
-      double scale =
-          getUpdateScale(op.getScaleMode(), extra, whole ? m : rows, n);
-      return ApplyUpdateOp::create(rewriter, loc, blockType, p, ns.getResult(),
-                                   op.getHyper().take_front(
-                                       std::min<size_t>(op.getHyper().size(), 2)),
-                                   op.getTake(), op.getLrAttr(),
-                                   rewriter.getF64FloatAttr(scale),
-                                   op.getWeightDecayAttr());
+      Value update = op.buildNormalizedUpdate(rewriter, loc, ns.getResult(),
+                                              {}, newState);
+      return ApplyUpdateOp::create(
+          rewriter, loc, blockType, p, update,
+          hyper.take_front(std::min<size_t>(hyper.size(), 2)), op.getTake(),
+          op.getLrAttr(),
+          rewriter.getF64FloatAttr(op.getApplyScale(whole ? m : rows, n)),
+          op.getWeightDecayAttr());
     };
     Value newParam;
-    if (std::optional<ArrayRef<int64_t>> blocks = op.getRowBlocks()) {
+    if (blocks) {
       SmallVector<Value> parts;
       int64_t r0 = 0;
       for (int64_t rows : *blocks) {
@@ -128,68 +140,6 @@ struct DecomposeMuonUpdate : OpRewritePattern<MuonUpdateOp> {
     } else {
       newParam = block(0, m, true);
     }
-    rewriter.replaceOp(op, {newParam, mom.getNewMomentumBuffer()});
-    return success();
-  }
-
-  bool probeUpdates;
-  int64_t &nextSlot;
-  NSPrecision precision;
-};
-
-/// Any other orthogonalised update (NorMuon, ...) through its
-/// OrthogonalizedUpdateInterface: momentum, Newton-Schulz, the op's own
-/// normalisation of the whole matrix (buildNormalizedUpdate) and
-/// apply_update with its scale; with probe-updates, the Newton-Schulz
-/// output is probed as Muon's is. (Muon's own pattern, which also splits
-/// fused row blocks, goes first.)
-struct DecomposeOrthogonalizedUpdate
-    : OpInterfaceRewritePattern<OrthogonalizedUpdateInterface> {
-  DecomposeOrthogonalizedUpdate(MLIRContext *context, bool probeUpdates,
-                                int64_t &nextSlot, NSPrecision precision)
-      : OpInterfaceRewritePattern(context, /*benefit=*/1),
-        probeUpdates(probeUpdates), nextSlot(nextSlot),
-        precision(precision) {}
-
-  LogicalResult matchAndRewrite(OrthogonalizedUpdateInterface op,
-                                PatternRewriter &rewriter) const override {
-    if (op.getRowBlocks())
-      return rewriter.notifyMatchFailure(op, "row blocks: Muon's pattern");
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getParam().getType());
-    int64_t rank = type.getRank();
-    int64_t m = type.getDimSize(rank - 2), n = type.getDimSize(rank - 1);
-    ValueRange hyper = op.getHyper();
-    auto mom = MomentumOp::create(
-        rewriter, loc, type, type, op.getGrad(), op.getMomentumBuffer(),
-        hyper.size() > 2 ? hyper[2] : Value(), op.getTake(), op.getBetaAttr(),
-        op.getMomentumKindAttr(), op.getNesterovAttr());
-    auto ns = NewtonSchulzOp::create(
-        rewriter, loc, type, mom.getUpdate(), op.getNsStepsAttr(),
-        op.getScheduleAttr(), op.getCoefficientsAttr(), op.getEpsAttr(),
-        NSPrecisionAttr::get(getContext(), precision));
-    if (probeUpdates) {
-      StringAttr name = getArgName(op.getParam());
-      std::string label =
-          name ? name.str()
-               : (op->getName().stripDialect() + "@" +
-                  std::to_string(nextSlot))
-                     .str();
-      ProbeOp::create(rewriter, loc, ns.getResult(),
-                      rewriter.getStringAttr(label),
-                      rewriter.getI64IntegerAttr(nextSlot++));
-    }
-    // The op's own normalisation (OrthogonalizedUpdateInterface), of the
-    // whole matrix: no splits, no reductions.
-    SmallVector<Value> newState;
-    Value unit = op.buildNormalizedUpdate(rewriter, loc, ns.getResult(), {},
-                                          newState);
-    double scale = op.getApplyScale(m, n);
-    Value newParam = ApplyUpdateOp::create(
-        rewriter, loc, type, op.getParam(), unit,
-        hyper.take_front(std::min<size_t>(hyper.size(), 2)), op.getTake(),
-        op.getLrAttr(), rewriter.getF64FloatAttr(scale),
-        op.getWeightDecayAttr());
     SmallVector<Value> results = {newParam, mom.getNewMomentumBuffer()};
     results.append(newState);
     rewriter.replaceOp(op, results);
@@ -249,6 +199,6 @@ struct DecomposeOptimizersPass
 void mlir::muir::populateDecomposeOptimizersPatterns(
     RewritePatternSet &patterns, bool probeUpdates, int64_t &nextSlot,
     NSPrecision precision) {
-  patterns.add<DecomposeMuonUpdate, DecomposeOrthogonalizedUpdate>(
+  patterns.add<DecomposeOrthogonalizedUpdate>(
       patterns.getContext(), probeUpdates, nextSlot, precision);
 }

@@ -128,9 +128,7 @@ def main():
         W0 = f32(inputs[name])
         W, M, v = W0, f32(inputs[name + ".momentum"]), \
             f32(inputs[name + ".variance"])
-        before = W
         for s in range(STEPS):
-            before = W
             W, M, v = ref.normuon_update(W, f32(grads[s][name]), M, v,
                                          **settings)
         chk.check(label + " delta", ref.rel_fro(out[name] - W0, W - W0),
