@@ -531,6 +531,31 @@ LogicalResult ApplyUpdateOp::verify() {
                      false);
 }
 
+LogicalResult QkClipOp::verify() {
+  auto w = getParam().getType();
+  auto logits = getMaxLogits().getType();
+  if (w.getRank() != 2)
+    return emitOpError("clips a matrix (rank 2), not rank ") << w.getRank();
+  if (logits.getRank() != 1)
+    return emitOpError("max_logits must be 1-D (one value per query head)");
+  if (failed(verifyRange(*this, "tau", getTau().convertToDouble(), 0, false,
+                         kInf, false)))
+    return failure();
+  int64_t headRows = getHeadRows(), group = getGroup();
+  if (headRows < 1 || group < 1)
+    return emitOpError("head_rows and group must be >= 1");
+  if (w.getDimSize(0) % headRows != 0)
+    return emitOpError("rows (") << w.getDimSize(0)
+           << ") are not whole heads of head_rows " << headRows;
+  int64_t heads = w.getDimSize(0) / headRows;
+  if (heads * group != logits.getDimSize(0))
+    return emitOpError("max_logits has ")
+           << logits.getDimSize(0) << " heads; " << heads
+           << " heads of rows with group " << group << " need "
+           << heads * group;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Newton-Schulz and linear algebra
 //===----------------------------------------------------------------------===//

@@ -334,6 +334,38 @@ def Muir_ApplyUpdateOp : Muir_Op<"apply_update", [Pure,
   let hasVerifier = 1;
 }
 
+def Muir_QkClipOp : Muir_Op<"qk_clip", [Pure,
+    AllTypesMatch<["param", "result"]>]> {
+  let summary = "MuonClip's QK-clip: heads' rows scaled down by their logits";
+  let description = [{
+    After the update of an attention block's query or key projection W
+    [m, n], whose rows are m / head_rows heads of head_rows rows each, from
+    the largest pre-softmax logit of each query head in this step's forward
+    (`max_logits` [h], h = group * m / head_rows), with tau = `tau`:
+
+    ```
+    gamma_i = max_logits_i > tau ? tau / max_logits_i : 1
+    s_j     = sqrt(min of gamma_i over i in [j * group, (j + 1) * group))
+    W'[r, :] = W[r, :] * s_(r / head_rows)
+    ```
+
+    A query projection has `group` = 1 (s_j = sqrt(gamma_j)); a key
+    projection of grouped-query attention has `group` = heads / kv_heads,
+    the consecutive query heads that share its head j. A head at or under
+    tau (or with a NaN logit) keeps its rows bit for bit. With `take(%t)`
+    a false %t gives W' = W. Split rows (tensor parallel) are clipped on
+    each rank with that rank's heads: `max_logits` is split with W's rows.
+  }];
+  let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$max_logits,
+      Optional<I1>:$take, F64Attr:$tau, I64Attr:$head_rows, I64Attr:$group);
+  let results = (outs Muir_F32Tensor:$result);
+  let assemblyFormat = [{
+    $param `,` $max_logits (`take` `(` $take^ `)`)? attr-dict `:`
+    type($param) `,` type($max_logits)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Newton-Schulz and its linear algebra
 //===----------------------------------------------------------------------===//

@@ -52,7 +52,8 @@ enum MuirArgumentRole {
   MUIR_ROLE_PARAM = 0,  /* a parameter, updated in place */
   MUIR_ROLE_GRAD = 1,   /* its gradient, read (a trained MoE layer's: written) */
   MUIR_ROLE_STATE = 2,  /* optimizer state (momentum, exp_avg, exp_avg_sq) */
-  MUIR_ROLE_DATA = 3,   /* training data a trained MoE layer reads */
+  MUIR_ROLE_DATA = 3,   /* an input the step reads: a trained MoE layer's
+                           data, an attention block's <name>.max_logits */
   MUIR_ROLE_COUNTER = 4, /* the 1-based step counter (int64, not bound) */
   MUIR_ROLE_HYPER = 5   /* a hyperparameter (double, not bound) */
 };

@@ -334,6 +334,76 @@ LogicalResult lower(NorMuonNormalizeOp op, PatternRewriter &rw) {
   return success();
 }
 
+/// MuonClip's QK-clip: per row head j, s_j = sqrt(min over its group of
+/// gamma_i) with gamma_i = x_i > tau ? tau / x_i : 1 (s = 1 when skipped),
+/// then each row of head j times s_j. The heads' factors are computed once
+/// each; the rows' generic reads the matrix as [heads, head_rows, n].
+LogicalResult lower(QkClipOp op, PatternRewriter &rw) {
+  Location loc = op.getLoc();
+  auto w = op.getParam().getType();
+  Type t = w.getElementType();
+  int64_t headRows = op.getHeadRows(), group = op.getGroup();
+  int64_t heads = w.getDimSize(0) / headRows, n = w.getDimSize(1);
+  MLIRContext *ctx = rw.getContext();
+  auto d = [&](unsigned i) { return rw.getAffineDimExpr(i); };
+  auto parallel = utils::IteratorType::parallel;
+  Value one = constant(rw, loc, t, 1.0);
+  Value tau = constant(rw, loc, t, value(op.getTauAttr()));
+  // The smallest gamma of each head's group of query heads.
+  auto headsType = RankedTensorType::get({heads}, t);
+  Value grouped = tensor::ExpandShapeOp::create(
+      rw, loc, RankedTensorType::get({heads, group}, t), op.getMaxLogits(),
+      ArrayRef<ReassociationIndices>{{0, 1}});
+  Value ones =
+      linalg::FillOp::create(
+          rw, loc, one,
+          Value(tensor::EmptyOp::create(rw, loc, headsType.getShape(), t)))
+          .getResult(0);
+  auto minGamma = linalg::GenericOp::create(
+      rw, loc, TypeRange{headsType}, ValueRange{grouped}, ValueRange{ones},
+      ArrayRef<AffineMap>{rw.getMultiDimIdentityMap(2),
+                          AffineMap::get(2, 0, {d(0)}, ctx)},
+      {parallel, utils::IteratorType::reduction},
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value over = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT,
+                                           a[0], tau);
+        Value ratio = arith::DivFOp::create(nb, nl, tau, a[0]);
+        Value gamma = arith::SelectOp::create(nb, nl, over, ratio, one);
+        linalg::YieldOp::create(
+            nb, nl, Value(arith::MinimumFOp::create(nb, nl, a[1], gamma)));
+      });
+  AffineMap id1 = rw.getMultiDimIdentityMap(1);
+  auto scale = linalg::GenericOp::create(
+      rw, loc, TypeRange{headsType}, ValueRange{minGamma.getResult(0)},
+      ValueRange{
+          Value(tensor::EmptyOp::create(rw, loc, headsType.getShape(), t))},
+      ArrayRef<AffineMap>{id1, id1}, {parallel},
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value root = math::SqrtOp::create(nb, nl, a[0]);
+        linalg::YieldOp::create(
+            nb, nl, unlessSkipped(nb, nl, op.getTake(), {root}, {one}));
+      });
+  // Each row of head j times s_j.
+  auto rowsType = RankedTensorType::get({heads, headRows, n}, t);
+  SmallVector<ReassociationIndices> split = {{0, 1}, {2}};
+  Value rows = tensor::ExpandShapeOp::create(rw, loc, rowsType,
+                                             op.getParam(), split);
+  AffineMap id3 = rw.getMultiDimIdentityMap(3);
+  auto clipped = linalg::GenericOp::create(
+      rw, loc, TypeRange{rowsType}, ValueRange{rows, scale.getResult(0)},
+      ValueRange{
+          Value(tensor::EmptyOp::create(rw, loc, rowsType.getShape(), t))},
+      ArrayRef<AffineMap>{id3, AffineMap::get(3, 0, {d(0)}, ctx), id3},
+      {parallel, parallel, parallel},
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        linalg::YieldOp::create(
+            nb, nl, Value(arith::MulFOp::create(nb, nl, a[0], a[1])));
+      });
+  rw.replaceOpWithNewOp<tensor::CollapseShapeOp>(op, w, clipped.getResult(0),
+                                                 split);
+  return success();
+}
+
 /// Element-wise with the element's indices: row == column gains value.
 LogicalResult lower(AddDiagonalOp op, PatternRewriter &rw) {
   int64_t rank = op.getType().getRank();
@@ -435,7 +505,8 @@ void mlir::muir::populateElementwiseToLinalgPatterns(
   patterns.add<ToLinalg<MomentumOp>, ToLinalg<ApplyUpdateOp>,
                ToLinalg<AdamWUpdateOp>, ToLinalg<AddDiagonalOp>,
                ToLinalg<SwigluOp>, ToLinalg<SwigluGradOp>, ToLinalg<AddOp>,
-               ToLinalg<RowSumSquaresOp>, ToLinalg<NorMuonNormalizeOp>>(
+               ToLinalg<RowSumSquaresOp>, ToLinalg<NorMuonNormalizeOp>,
+               ToLinalg<QkClipOp>>(
       patterns.getContext());
   linalg::populateElementwiseToLinalgConversionPatterns(patterns);
 }

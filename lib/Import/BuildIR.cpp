@@ -628,6 +628,34 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       dataArgs.push_back(a);
     }
 
+  // MuonClip: per attention block the largest pre-softmax logit of each
+  // query head, "<name>.max_logits" [heads], an input of the step like the
+  // training data (bound by the caller, read by --load), split as q's rows
+  // so that each rank has its own heads. Not given, muir-run seeds it
+  // N(0, tau^2): some heads clip.
+  SmallVector<unsigned> logitsArg;
+  double tau = d.muon.qkClip;
+  if (tau > 0)
+    for (const AttentionBlock &blk : d.attention) {
+      auto q = llvm::find_if(
+          d.params, [&](const Parameter &p) { return p.name == blk.q; });
+      SmallVector<NamedAttribute> attrs = {
+          b.getNamedAttr("muir.name",
+                         b.getStringAttr(blk.name + ".max_logits")),
+          b.getNamedAttr("muir.role", b.getStringAttr("data")),
+          b.getNamedAttr("muir.init_std", b.getF64FloatAttr(tau))};
+      SmallVector<Attribute> shards;
+      for (const Sharding &sh : q->shards)
+        if (sh.dim == 0)
+          shards.push_back(
+              ShardAttr::get(b.getContext(), shardKind(sh.kind), sh.axis, 0));
+      if (!shards.empty())
+        attrs.push_back(b.getNamedAttr("muir.shards", b.getArrayAttr(shards)));
+      logitsArg.push_back(argTypes.size());
+      argTypes.push_back(RankedTensorType::get({blk.heads}, f32));
+      argAttrs.push_back(b.getDictionaryAttr(attrs));
+    }
+
   int64_t stepArg = -1;
   if (needsStep) {
     stepArg = argTypes.size();
@@ -763,7 +791,11 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
   }
 
   SmallVector<Value> results;
+  // Per parameter: where its new value is in `results`, and its flag.
+  SmallVector<size_t> newParamAt;
+  SmallVector<Value> takeOf;
   for (auto [i, entry] : llvm::enumerate(plan)) {
+    newParamAt.push_back(results.size());
     const Parameter &p = *entry.first;
     const Assignment &a = entry.second;
     Location ploc = locFor(ctx, p.loc);
@@ -784,6 +816,7 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
     if (takeArg[i] >= 0)
       take = arith::CmpFOp::create(b, ploc, arith::CmpFPredicate::UNE,
                                    body->getArgument(takeArg[i]), zero());
+    takeOf.push_back(take);
     // An orthogonalised update's requested Newton-Schulz mode, and its
     // mark as a trained MoE layer's local stack.
     auto markUpdate = [&](Operation *op) {
@@ -851,6 +884,23 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       results.push_back(op.getNewParam());
       results.push_back(op.getNewExpAvg());
       results.push_back(op.getNewExpAvgSq());
+    }
+  }
+  // MuonClip: q and k, once updated, scaled down by their heads' logits.
+  for (auto [blk, logits] : llvm::zip(d.attention, logitsArg)) {
+    int64_t kv = blk.kvHeadCount();
+    for (bool isKey : {false, true}) {
+      size_t i = llvm::find_if(plan, [&](const auto &entry) {
+                   return entry.first->name == (isKey ? blk.k : blk.q);
+                 }) - plan.begin();
+      int64_t heads = isKey ? kv : blk.heads;
+      Value &w = results[newParamAt[i]];
+      w = QkClipOp::create(b, locFor(ctx, isKey ? blk.kLoc : blk.qLoc),
+                           w.getType(), w, body->getArgument(logits),
+                           takeOf[i], b.getF64FloatAttr(tau),
+                           b.getI64IntegerAttr(plan[i].first->shape[0] /
+                                               heads),
+                           b.getI64IntegerAttr(isKey ? blk.heads / kv : 1));
     }
   }
   results.append(gradValues);

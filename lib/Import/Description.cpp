@@ -224,6 +224,7 @@ private:
   void readShard(yaml::Node *n, Parameter &p);
   void readParameter(yaml::Node *n, Description &d);
   void readMoE(yaml::Node *n, Description &d);
+  void readAttention(yaml::Node *n, Description &d);
 
   llvm::SourceMgr &sm;
   unsigned bufferId;
@@ -493,8 +494,9 @@ void Reader::readMuon(yaml::Node *n, MuonSettings &m, bool normuon) {
                                  "momentum_kind", "weight_decay",
                                  "scale_mode", "scale_extra", "ns_steps",
                                  "schedule", "coefficients", "eps",
-                                 "split_fused"};
+                                 "split_fused", "qk_clip"};
   if (normuon) {
+    llvm::erase(keys, "qk_clip");
     llvm::erase(keys, "scale_mode");
     llvm::erase(keys, "split_fused");
     keys.push_back("beta2");
@@ -557,6 +559,11 @@ void Reader::readMuon(yaml::Node *n, MuonSettings &m, bool normuon) {
         } else if (key == "split_fused") {
           if (auto x = boolean(v, key))
             m.splitFused = *x;
+        } else if (key == "qk_clip") {
+          // MuonClip's threshold on the largest pre-softmax logit.
+          m.qkClipLoc = locOf(v);
+          if (auto x = ranged(v, key, 0, false, kInf, false))
+            m.qkClip = *x;
         }
       });
 }
@@ -877,6 +884,46 @@ void Reader::readMoE(yaml::Node *n, Description &d) {
   d.moe.push_back(m);
 }
 
+void Reader::readAttention(yaml::Node *n, Description &d) {
+  AttentionBlock a;
+  a.loc = a.qLoc = a.kLoc = locOf(n);
+  forEachKey(n, "an attention block", {"name", "q", "k", "heads", "kv_heads"},
+             [&](StringRef key, yaml::Node *v) {
+               if (key == "heads" || key == "kv_heads") {
+                 if (auto x = integer(v, key, 1, muir::kMaxDim))
+                   (key == "heads" ? a.heads : a.kvHeads) = *x;
+                 return;
+               }
+               std::optional<std::string> x = str(v, key);
+               if (!x)
+                 return;
+               if (key == "name")
+                 a.name = *x;
+               else if (key == "q") {
+                 a.q = *x;
+                 a.qLoc = locOf(v);
+               } else {
+                 a.k = *x;
+                 a.kLoc = locOf(v);
+               }
+             });
+  if (isa_and_nonnull<yaml::MappingNode>(n)) {
+    std::string missing;
+    for (auto [key, given] :
+         {std::pair<StringRef, bool>{"name", !a.name.empty()},
+          {"q", !a.q.empty()},
+          {"k", !a.k.empty()},
+          {"heads", a.heads > 0}})
+      if (!given)
+        missing += (missing.empty() ? "'" : ", '") + key.str() + "'";
+    if (!missing.empty())
+      error(n, "an attention block needs " + missing +
+                   " (e.g. {name: layer0.attn, q: layer0.q, k: layer0.k, "
+                   "heads: 8, kv_heads: 2})");
+  }
+  d.attention.push_back(a);
+}
+
 FailureOr<Description> Reader::read() {
   Description d;
   // A syntax error anywhere is reported alone, before any key is read
@@ -914,7 +961,8 @@ FailureOr<Description> Reader::read() {
   d.loc = locOf(root);
   bool hasGrid = false, hasParams = false;
   forEachKey(root, "the description",
-             {"name", "grid", "parameters", "optimizer", "moe", "training"},
+             {"name", "grid", "parameters", "optimizer", "moe", "training",
+              "attention"},
              [&](StringRef key, yaml::Node *v) {
                if (key == "name") {
                  if (auto x = str(v, key))
@@ -942,6 +990,11 @@ FailureOr<Description> Reader::read() {
                               if (auto data = oneOf(x, k, {"teacher"}))
                                 d.training.data = *data;
                             });
+               } else if (key == "attention") {
+                 d.attentionLoc = locOf(v);
+                 forEachItem(v, key, [&](yaml::Node *item) {
+                   readAttention(item, d);
+                 });
                } else {
                  forEachItem(v, key,
                              [&](yaml::Node *item) { readMoE(item, d); });

@@ -233,6 +233,116 @@ private:
 };
 } // namespace
 
+/// MuonClip's attention blocks (`attention:`, optimizer.muon.qk_clip): each
+/// names two f32 matrices whose rows are whole heads, split over the same
+/// axes so that every rank clips its own heads; "<name>.max_logits" is a
+/// tensor file of its own.
+static void validateAttention(
+    const Description &d, const llvm::StringMap<const Parameter *> &names,
+    TensorFiles &files,
+    function_ref<void(const Loc &, const Twine &)> fail) {
+  if (!d.attention.empty() && d.muon.qkClip <= 0)
+    fail(d.attentionLoc,
+         "'attention' lists the blocks MuonClip's QK-clip scales; set its "
+         "threshold optimizer.muon.qk_clip (tau, e.g. 100)");
+  if (d.attention.empty() && d.muon.qkClip > 0)
+    fail(d.muon.qkClipLoc,
+         "optimizer.muon.qk_clip needs the attention blocks it clips: an "
+         "'attention' list of {name, q, k, heads, kv_heads}");
+  llvm::StringMap<std::string> blockOf; // parameter -> its block
+  llvm::StringSet<> blockNames;
+  for (const AttentionBlock &a : d.attention) {
+    if (a.name.empty() || a.heads < 1 || a.q.empty() || a.k.empty())
+      continue; // the reader said what is missing
+    std::string who = "attention block '" + a.name + "'";
+    if (!blockNames.insert(a.name).second)
+      fail(a.loc, "two attention blocks are named '" + a.name + "'");
+    else if (!usableAsFileName(a.name, a.loc, nullptr))
+      fail(a.loc, who + ": its name is not usable as a relative file name "
+                        "(of its max_logits): no leading '/', NUL, or "
+                        "empty, '.' or '..' parts");
+    else
+      files.add(a.name + ".max_logits", "the max_logits of " + who, who,
+                a.loc);
+    int64_t kv = a.kvHeadCount();
+    if (a.heads % kv != 0)
+      fail(a.loc, who + ": heads (" + Twine(a.heads) +
+                      ") is not a multiple of kv_heads (" + Twine(kv) + ")");
+    if (a.q == a.k) {
+      fail(a.kLoc, who + ": q and k are the same parameter '" + a.q + "'");
+      continue;
+    }
+    // The row splits of q and k, in order: their axes' names and product.
+    std::vector<std::string> splits[2];
+    int64_t ways[2] = {1, 1};
+    bool usable[2] = {false, false};
+    for (int i = 0; i < 2; ++i) {
+      const std::string &name = i == 0 ? a.q : a.k;
+      const Loc &at = i == 0 ? a.qLoc : a.kLoc;
+      StringRef role = i == 0 ? "q" : "k";
+      int64_t heads = i == 0 ? a.heads : kv;
+      auto it = names.find(name);
+      if (it == names.end()) {
+        fail(at, who + ": " + role + " names '" + name +
+                     "', which is no parameter");
+        continue;
+      }
+      const Parameter &p = *it->second;
+      if (auto [prev, added] = blockOf.try_emplace(name, a.name); !added) {
+        fail(at, who + ": parameter '" + name +
+                     "' is clipped by attention block '" + prev->second +
+                     "' already");
+        continue;
+      }
+      if (p.shape.size() != 2) {
+        fail(at, who + ": " + role + " '" + name +
+                     "' must be a matrix (2-D: heads x head size rows)");
+        continue;
+      }
+      if (p.dtype != "f32") {
+        fail(at, who + ": " + role + " '" + name + "' is " + p.dtype +
+                     "; QK-clip takes f32 parameters");
+        continue;
+      }
+      if (p.moeFolding) {
+        fail(at, who + ": " + role + " '" + name +
+                     "' is in the MoE folding; QK-clip takes attention "
+                     "parameters of the main grid");
+        continue;
+      }
+      if (p.shape[0] % heads != 0) {
+        fail(at, who + ": " + role + " '" + name + "' has " +
+                     Twine(p.shape[0]) + " rows, not divisible by " +
+                     (i == 0 ? "heads (" : "kv_heads (") + Twine(heads) +
+                     ")");
+        continue;
+      }
+      usable[i] = true;
+      for (const Sharding &s : p.shards)
+        if (s.dim == 0) {
+          splits[i].push_back(s.axis);
+          if (const GridAxis *axis = d.grid.find(s.axis))
+            ways[i] *= axis->size;
+        }
+    }
+    if (!usable[0] || !usable[1])
+      continue;
+    auto text = [](ArrayRef<std::string> axes) {
+      return axes.empty() ? std::string("none") : llvm::join(axes, ", ");
+    };
+    if (splits[0] != splits[1])
+      fail(a.loc, who + ": q and k must split their rows over the same axes "
+                        "so that each rank clips its own heads (q: " +
+                        text(splits[0]) + "; k: " + text(splits[1]) + ")");
+    else if (a.heads % ways[0] != 0 || kv % ways[0] != 0)
+      fail(a.loc, who + ": q and k's rows are split " + Twine(ways[0]) +
+                      " ways (over " + text(splits[0]) +
+                      "), which needs heads (" +
+                      Twine(a.heads) + ") and kv_heads (" + Twine(kv) +
+                      ") divisible by " + Twine(ways[0]));
+  }
+}
+
 LogicalResult mlir::muir::desc::validate(
     const Description &d,
     function_ref<void(const Loc &, const Twine &, const Subject &)> report) {
@@ -607,5 +717,6 @@ LogicalResult mlir::muir::desc::validate(
                         "': the routed-rows bound exceeds 2^31");
     }
   }
+  validateAttention(d, names, files, fail);
   return success(ok);
 }

@@ -135,6 +135,8 @@ void mlir::muir::desc::writeDescription(const Description &d,
       os << ", beta2: " << number(m.beta2) << ", eps2: " << number(m.eps2);
     else
       os << ", split_fused: " << (m.splitFused ? "true" : "false");
+    if (m.qkClip > 0)
+      os << ", qk_clip: " << number(m.qkClip);
     os << "}\n";
   };
   os << "optimizer:\n";
@@ -212,6 +214,13 @@ void mlir::muir::desc::writeDescription(const Description &d,
     if (!p.nsMode.empty())
       os << ", ns_mode: " << p.nsMode;
     os << "}\n";
+  }
+  if (!d.attention.empty()) {
+    os << "attention:\n";
+    for (const AttentionBlock &a : d.attention)
+      os << "  - {name: " << quoted(a.name) << ", q: " << quoted(a.q)
+         << ", k: " << quoted(a.k) << ", heads: " << a.heads
+         << ", kv_heads: " << a.kvHeadCount() << "}\n";
   }
   if (d.training.enabled)
     os << "training: {data: " << d.training.data << "}\n";

@@ -300,6 +300,11 @@ struct DistributePass
           return failure();
         continue;
       }
+      if (auto clip = dyn_cast<QkClipOp>(op)) {
+        if (failed(planClip(clip, shardsOf)))
+          return failure();
+        continue;
+      }
       if (isa<func::ReturnOp>(op))
         continue;
       for (Value v : op->getOperands())
@@ -321,10 +326,44 @@ struct DistributePass
     }
     if (!spread.empty() && failed(spreadOverDp(body, spread)))
       return failure();
+    // A clip's result is the local shard it clips (known once every update
+    // is planned and finished).
+    for (auto clip : body.getOps<QkClipOp>())
+      clip.getResult().setType(clip.getParam().getType());
 
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     func.setType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
                                    ret.getOperandTypes()));
+    return success();
+  }
+
+  /// MuonClip's QK-clip of an updated matrix: local to each rank when its
+  /// max_logits is split exactly as the matrix's rows (each rank clips its
+  /// own heads).
+  LogicalResult planClip(QkClipOp clip,
+                         const DenseMap<Value, SmallVector<Shard>> &shardsOf) {
+    // The parameter the clipped value updates.
+    Value w = clip.getParam();
+    if (auto update = w.getDefiningOp<OrthogonalizedUpdateInterface>())
+      w = update.getParam();
+    else if (auto adam = w.getDefiningOp<AdamWUpdateOp>())
+      w = adam.getParam();
+    auto rowSplits = [&](Value v) {
+      SmallVector<std::pair<std::string, int64_t>> rows;
+      if (auto it = shardsOf.find(v); it != shardsOf.end())
+        for (const Shard &s : it->second)
+          if (s.dim == 0)
+            rows.push_back({s.axis, s.group});
+      return rows;
+    };
+    auto logits = shardsOf.find(clip.getMaxLogits());
+    if (!isa<BlockArgument>(w) ||
+        rowSplits(w) != rowSplits(clip.getMaxLogits()) ||
+        (logits != shardsOf.end() &&
+         llvm::any_of(logits->second,
+                      [](const Shard &s) { return s.dim != 0; })))
+      return clip.emitOpError("cannot be distributed: its max_logits must "
+                              "be split as the updated parameter's rows");
     return success();
   }
 
@@ -751,13 +790,23 @@ struct DistributePass
   /// owns, in one `scf.index_switch` on its dp group rank.
   LogicalResult spreadOverDp(Block &body, ArrayRef<Job *> jobs) {
     auto ret = cast<func::ReturnOp>(body.getTerminator());
+    // A QK-clip of a shared-out result runs on every rank after the
+    // gather, before the return.
+    SmallVector<Operation *> after;
     for (Job *job : jobs)
       for (Value r : job->op->getResults())
-        for (Operation *user : r.getUsers())
+        for (Operation *user : r.getUsers()) {
+          if (isa<QkClipOp>(user) && r == job->op.getNewParam() &&
+              llvm::all_of(user->getUsers(),
+                           [&](Operation *u) { return u == ret; })) {
+            after.push_back(user);
+            continue;
+          }
           if (user != ret)
             return user->emitOpError("reads a Muon update that the "
                                      "data-parallel ranks share out; only "
                                      "the return may");
+        }
     int64_t g = dpGroup();
     SmallVector<double> weights;
     for (Job *job : jobs)
@@ -905,6 +954,8 @@ struct DistributePass
           finish(b, *job, o);
         }
     }
+    for (Operation *clip : after)
+      clip->moveBefore(ret);
     return success();
   }
 

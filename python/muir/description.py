@@ -69,7 +69,7 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
                 adamw_lr=None, adamw_betas=(0.9, 0.95), adamw_eps=1e-8,
                 adamw_weight_decay=0.0,
                 adamw_patterns=DEFAULT_ADAMW_PATTERNS, ep=1, overrides=None,
-                mask=False, normuon=None):
+                mask=False, normuon=None, qk_clip=None, attention=None):
     """The description as a dict. `params`: (name, shape) pairs, or
     (name, shape, "muon"|"adamw") to state the optimizer yourself, or
     (name, shape, optimizer, True) for a 3-D expert stack split over `ep`
@@ -84,7 +84,11 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
     parameter and its state as they are) and per AdamW parameter its own
     step count "<name>.step" (optimizer.mask). `normuon`: a dict with
     beta2 and eps2 makes the matrices take NorMuon (optimizer.normuon,
-    the Muon settings above but scale_mode) instead of Muon."""
+    the Muon settings above but scale_mode) instead of Muon. `qk_clip`
+    (tau) with `attention` (dicts {name, q, k, heads, kv_heads}, q and k
+    parameter names) clips the blocks' query and key projections after
+    their update (MuonClip: optimizer.muon.qk_clip); the step then takes
+    "<name>.max_logits" per block."""
     entries = []
     ep = int(ep)
     for item in params:
@@ -125,6 +129,8 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
             "schedule": schedule, "eps": float(ns_eps)}
     if coefficients:
         muon["coefficients"] = [float(c) for c in coefficients]
+    if qk_clip is not None:
+        muon["qk_clip"] = float(qk_clip)
     b1, b2 = adamw_betas
     adamw = {"lr": float(lr if adamw_lr is None else adamw_lr),
              "beta1": float(b1), "beta2": float(b2), "eps": float(adamw_eps),
@@ -137,7 +143,10 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
         grid["moe_axes"] = {"edp": int(devices) // ep, "ep": ep}
     optimizer = {"muon": muon, "adamw": adamw}
     if normuon:
-        nm = {k: v for k, v in muon.items() if k != "scale_mode"}
+        # (QK-clip's tau is optimizer.muon's alone: it clips whatever
+        # optimizer updates q and k.)
+        nm = {k: v for k, v in muon.items()
+              if k not in ("scale_mode", "qk_clip")}
         nm["beta2"] = float(normuon["beta2"])
         nm["eps2"] = float(normuon["eps2"])
         optimizer["normuon"] = nm
@@ -145,10 +154,17 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
         optimizer["overrides"] = [dict(o) for o in overrides]
     if mask:
         optimizer["mask"] = True
-    return {"name": name,
-            "grid": grid,
-            "optimizer": optimizer,
-            "parameters": entries}
+    d = {"name": name,
+         "grid": grid,
+         "optimizer": optimizer,
+         "parameters": entries}
+    if attention:
+        d["attention"] = [
+            {"name": str(a["name"]), "q": str(a["q"]), "k": str(a["k"]),
+             "heads": int(a["heads"]),
+             "kv_heads": int(a.get("kv_heads") or a["heads"])}
+            for a in attention]
+    return d
 
 
 def describe(params, **settings):
@@ -173,6 +189,11 @@ def describe(params, **settings):
         lines[-1] = lines[-1].rstrip(",")
         lines.append('  ],')
     lines[-1] = lines[-1].rstrip(",") + "},"     # the end of "optimizer"
+    if "attention" in d:
+        lines.append(' "attention": [')
+        lines += ["  %s," % json.dumps(a) for a in d["attention"]]
+        lines[-1] = lines[-1].rstrip(",")
+        lines.append(' ],')
     lines.append(' "parameters": [')
     lines += ["  %s," % json.dumps(p) for p in d["parameters"]]
     lines[-1] = lines[-1].rstrip(",")

@@ -145,6 +145,23 @@ this rank's experts only: the step declares them split over ep (the MoE
 folding edp x ep of the same ranks) and each rank steps its own, per
 expert, never shared out; they take Muon (an ep stack cannot take AdamW).
 
+MuonClip (Kimi K2's QK-clip): qk_clip=tau with attention=[{"name": ...,
+"q": ..., "k": ..., "heads": H, "kv_heads": G}, ...] (q and k: parameters
+of this optimizer, as tensors or by name; float32 or bfloat16 matrices of
+H * d and G * d_k rows; kv_heads defaults to heads) clips each block's
+query and key projections after their update, and step() then takes
+max_logits={name: tensor [H]}: the largest pre-softmax logit of each
+query head in this step's forward (with several ranks, the maximum over
+all of them: every rank passes the same values). With
+gamma_h = min(1, tau / max_logits_h), the rows of query head h are
+multiplied by sqrt(gamma_h), those of kv head g by the square root of the
+smallest gamma_h of its H / G query heads; the optimizer state is not
+changed (docs/description.md, "MuonClip"). A block whose q and k have no
+gradient now needs no max_logits (they are skipped); a missing, unknown,
+misshapen or non-finite entry raises ValueError and nothing is updated.
+Either optimizer (Muon, NorMuon) updates q and k first. Not yet: the CUDA
+target.
+
 More keyword arguments (**more):
   ns_eps (1e-7), momentum_kind ("ema" | "accumulate"), coefficients (a flat
   list for schedule "custom"): the description's optimizer.muon settings;
@@ -425,7 +442,8 @@ class _Compiled:
     takes part in a run or is skipped by its take flag) and how to feed
     it."""
     __slots__ = ("step", "binds", "bound", "hyper", "takes", "counts",
-                 "members", "params", "inputs", "states", "all_take")
+                 "members", "params", "inputs", "states", "all_take",
+                 "logits", "logits_bound")
 
     def __init__(self, step, binds, hyper, takes, counts, members, params):
         self.step = step
@@ -448,6 +466,10 @@ class _Compiled:
         self.members = members      # parameter indices, sorted
         self.params = params        # the parameters it updates, in order
         self.all_take = True        # the flags in the buffer are all 1
+        # MuonClip: [(arg index, block name, heads)], and the tensors
+        # bound to them at the last run (kept alive while bound).
+        self.logits = []
+        self.logits_bound = {}
 
 
 def _named_items(params, where):
@@ -491,7 +513,8 @@ class Muon(torch.optim.Optimizer):
                  adamw_weight_decay=0.0, layout=None, target=None,
                  adamw_patterns=_description.DEFAULT_ADAMW_PATTERNS,
                  check_finite=True, check_replicas=False,
-                 max_compiled_steps=DEFAULT_MAX_COMPILED_STEPS, **more):
+                 max_compiled_steps=DEFAULT_MAX_COMPILED_STEPS,
+                 qk_clip=None, attention=None, **more):
         options = dict(more.pop("options", None) or {})
         for key in _OPTION_KEYS:
             if key in more:
@@ -602,6 +625,7 @@ class Muon(torch.optim.Optimizer):
         # CyclicLR with cycle_momentum=True) needs "momentum" here.
         defaults = dict(lr=lr, weight_decay=weight_decay, momentum=momentum)
         super().__init__(groups, defaults)
+        self._set_attention(qk_clip, attention)
 
     # ------------------------------------------------------------------
     @property
@@ -775,6 +799,144 @@ class Muon(torch.optim.Optimizer):
         for d in self._info.values():
             d["desc_name"] = "p%d" % d["index"] if self._use_index \
                 else d["name"]
+
+    def _set_attention(self, qk_clip, attention):
+        """MuonClip's blocks: [(name, q, k, heads, kv_heads)] with q and k
+        parameters of this optimizer (given as tensors or by name), and
+        its threshold tau; checked as the description reader does."""
+        self._attention, self._qk_clip = [], None
+        self._step_logits = {}
+        if attention is None and qk_clip is None:
+            return
+        where = "muir.torch.Muon"
+        if attention is None or qk_clip is None:
+            raise ValueError("%s: MuonClip needs both qk_clip (tau) and "
+                             "attention (the blocks it clips)" % where)
+        if isinstance(qk_clip, bool) or not _in_range(_real(qk_clip), "eps"):
+            raise ValueError("%s: qk_clip %s; expected a finite value in "
+                             "(0, inf)" % (where, _value_text(qk_clip)))
+        by_name = {d["name"]: p for p, d in self._info.items()}
+        taken, names = {}, set()
+        for n, block in enumerate(attention):
+            if not isinstance(block, dict):
+                raise TypeError("%s: attention[%d] is %r; expected a dict "
+                                "{name, q, k, heads, kv_heads}"
+                                % (where, n, type(block).__name__))
+            unknown = sorted(set(block) - {"name", "q", "k", "heads",
+                                           "kv_heads"})
+            missing = [key for key in ("name", "q", "k", "heads")
+                       if key not in block]
+            if unknown or missing:
+                raise ValueError("%s: attention[%d] %s" % (
+                    where, n, "has unknown keys %s" % ", ".join(unknown)
+                    if unknown else "needs %s" % ", ".join(missing)))
+            name = block["name"]
+            if not isinstance(name, str) or not name or "/" in name or \
+                    name in names:
+                raise ValueError("%s: attention[%d] has name %r; expected "
+                                 "a new non-empty name without '/'"
+                                 % (where, n, name))
+            names.add(name)
+            heads = block["heads"]
+            kv = block.get("kv_heads", heads)
+            for key, v in (("heads", heads), ("kv_heads", kv)):
+                if isinstance(v, bool) or \
+                        not isinstance(v, numbers.Integral) or v < 1:
+                    raise ValueError("%s: attention block '%s': %s %r; "
+                                     "expected an integer >= 1"
+                                     % (where, name, key, v))
+            if heads % kv:
+                raise ValueError("%s: attention block '%s': heads (%d) is "
+                                 "not a multiple of kv_heads (%d)"
+                                 % (where, name, heads, kv))
+            pair = []
+            for role, rows in (("q", heads), ("k", kv)):
+                t = block[role]
+                p = by_name.get(t) if isinstance(t, str) else \
+                    t if isinstance(t, torch.Tensor) and t in self._info \
+                    else None
+                if p is None:
+                    raise ValueError("%s: attention block '%s': %s %s is "
+                                     "no parameter of this optimizer"
+                                     % (where, name, role,
+                                        repr(t) if isinstance(t, str)
+                                        else "(a tensor)"))
+                d = self._info[p]
+                if len(d["shape"]) != 2 or d["shape"][0] % rows:
+                    raise ValueError(
+                        "%s: attention block '%s': %s '%s' of shape %s; "
+                        "expected a matrix whose rows are %d heads"
+                        % (where, name, role, d["name"], d["shape"], rows))
+                if d["dtype"] is not torch.float32:
+                    raise ValueError("%s: attention block '%s': %s '%s' is "
+                                     "float64; QK-clip takes float32 (or "
+                                     "bfloat16) parameters"
+                                     % (where, name, role, d["name"]))
+                if p in taken:
+                    raise ValueError("%s: attention block '%s': parameter "
+                                     "'%s' is clipped by block '%s' already"
+                                     % (where, name, d["name"], taken[p]))
+                taken[p] = name
+                pair.append(p)
+            self._attention.append((name, pair[0], pair[1], int(heads),
+                                    int(kv)))
+        self._qk_clip = float(qk_clip)
+
+    def _check_logits(self, max_logits):
+        """step()'s max_logits ({block name: tensor [heads]}), checked and
+        kept as float32 contiguous tensors for the run (nothing is changed
+        on an error); a block whose q and k have no gradient now needs
+        none."""
+        where = "muir.torch.Muon.step"
+        if not self._attention:
+            if max_logits is not None:
+                raise ValueError("%s: max_logits given, but the optimizer "
+                                 "has no attention blocks (attention=[...], "
+                                 "qk_clip=tau)" % where)
+            return
+        if max_logits is None:
+            max_logits = {}
+        if not isinstance(max_logits, dict):
+            raise TypeError("%s: max_logits is %r; expected a dict of "
+                            "block name -> tensor [heads]"
+                            % (where, type(max_logits).__name__))
+        known = {b[0]: b for b in self._attention}
+        unknown = sorted(set(max_logits) - set(known), key=str)
+        if unknown:
+            raise ValueError("%s: max_logits names %s, which is no "
+                             "attention block (blocks: %s)"
+                             % (where, ", ".join(map(repr, unknown)),
+                                ", ".join(sorted(known))))
+        kept = {}
+        for name, q, k, heads, kv in self._attention:
+            t = max_logits.get(name)
+            if t is None:
+                if q.grad is not None or k.grad is not None:
+                    raise ValueError(
+                        "%s: max_logits has no entry for attention block "
+                        "'%s', whose q and k take part in this step (pass "
+                        "max_logits={'%s': the largest pre-softmax logit "
+                        "of each of its %d query heads})"
+                        % (where, name, name, heads))
+                continue
+            if not isinstance(t, torch.Tensor) or \
+                    tuple(t.shape) != (heads,) or t.is_complex() or \
+                    t.dtype is torch.bool:
+                raise ValueError("%s: max_logits['%s'] must be a real "
+                                 "tensor of shape (%d,) (one value per "
+                                 "query head), got %s"
+                                 % (where, name, heads,
+                                    "%s %s" % (t.dtype, tuple(t.shape))
+                                    if isinstance(t, torch.Tensor) else
+                                    type(t).__name__))
+            t = t.detach().to(torch.float32).contiguous()
+            bad = (~torch.isfinite(t)).nonzero()
+            if len(bad):
+                h = int(bad[0][0])
+                raise ValueError("%s: max_logits['%s'] holds %s at head %d"
+                                 % (where, name, float(t[h]), h))
+            kept[name] = t
+        self._step_logits = kept
 
     # ------------------------------------------------------------------
     @staticmethod
@@ -1082,8 +1244,14 @@ class Muon(torch.optim.Optimizer):
         step = muir.compile(text, self._name + ".json", options)
         by_desc = {info[p]["desc_name"]: p for p in params}
         binds, hyper, takes, counts = [], [], [], []
+        logits = []
+        blocks = {b[0] + ".max_logits": b for b in self._attention}
         buf = step.hyper_buffer
         for a in step.arguments:
+            if a.role == "data" and a.name in blocks:
+                logits.append((a.index, blocks[a.name][0],
+                               blocks[a.name][3]))
+                continue
             if a.role == "hyper":
                 head, _, field = a.name.rpartition(".")
                 buf[a.hyper_index] = float(a.default)
@@ -1138,6 +1306,7 @@ class Muon(torch.optim.Optimizer):
                                  "flags are not one run, one per parameter")
         c = _Compiled(step, binds, hyper, (first, [i for _, i in takes]),
                       counts, members, list(params))
+        c.logits = logits
         self._cache[key] = c
         self._last_compiled = (members, key[1:3], structure, c)
         return c
@@ -1241,6 +1410,18 @@ class Muon(torch.optim.Optimizer):
                 step.bind(index, addr)
                 bound[k] = addr
 
+    def _bind_logits(self, c, device):
+        """Binds c's max_logits arguments to step()'s tensors (on the
+        step's device), or zeros for a block that takes no part now (its
+        q and k are skipped: their clip leaves them as they are)."""
+        given = self._step_logits
+        for index, name, heads in c.logits:
+            t = given.get(name)
+            t = torch.zeros(heads, dtype=torch.float32, device=device) \
+                if t is None else t.to(device)
+            c.step.bind(index, t.data_ptr())
+            c.logits_bound[index] = t
+
     @staticmethod
     def _bind_state(c, work, skipped):
         """Binds c's state arguments (rebinding only a new tensor: state
@@ -1289,14 +1470,18 @@ class Muon(torch.optim.Optimizer):
         c.step.run(1, buf, stream)
 
     @torch.no_grad()
-    def step(self, closure=None):
-        """One optimizer step over the parameters that have a gradient."""
+    def step(self, closure=None, max_logits=None):
+        """One optimizer step over the parameters that have a gradient.
+        With attention blocks (MuonClip), `max_logits` maps each block's
+        name to the largest pre-softmax logit of each of its query heads
+        in this step's forward (a tensor [heads])."""
         loss = None
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
         # Everything that can fail, before anything is changed.
         self._check_groups()
+        self._check_logits(max_logits)
         steady = self._steady_work()
         if steady is not None:
             work, target, device = steady
@@ -1419,6 +1604,7 @@ class Muon(torch.optim.Optimizer):
         # non-finite check reads the bound gradients, before any state is
         # made.
         self._bind_inputs(c, work, skipped)
+        self._bind_logits(c, device)
         if self._check_finite:
             self._check_finite_grads(c, work, target)
         if self._check_replicas:
@@ -1595,8 +1781,29 @@ class Muon(torch.optim.Optimizer):
             adamw_lr=float(a["lr"]), adamw_betas=tuple(a["betas"]),
             adamw_eps=float(a["eps"]),
             adamw_weight_decay=float(a["weight_decay"]),
-            overrides=overrides, mask=True)
+            overrides=overrides, mask=True, **self._clip_blocks(params))
         return text, override_groups
+
+    def _clip_blocks(self, params):
+        """The description's MuonClip settings for the step of `params`:
+        the attention blocks among them (q and k together) and tau."""
+        ids = {id(p) for p in params}
+        blocks = []
+        for name, q, k, heads, kv in self._attention:
+            if (id(q) in ids) != (id(k) in ids):
+                raise ValueError(
+                    "muir.torch.Muon: attention block '%s': q '%s' and k "
+                    "'%s' must take part together (one of them has had no "
+                    "gradient yet, or they are on different devices)"
+                    % (name, self._info[q]["name"], self._info[k]["name"]))
+            if id(q) in ids:
+                blocks.append({"name": name,
+                               "q": self._info[q]["desc_name"],
+                               "k": self._info[k]["desc_name"],
+                               "heads": heads, "kv_heads": kv})
+        if not blocks:
+            return {}
+        return {"qk_clip": self._qk_clip, "attention": blocks}
 
     def description(self, params=None):
         """The JSON description step() compiles for `params` (default: all

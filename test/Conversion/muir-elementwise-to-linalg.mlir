@@ -166,3 +166,29 @@ func.func @normuon_rows(%o: tensor<2x4x8xf32>, %v: tensor<2x4xf32>) -> (tensor<2
   %p, %v1 = muir.normuon_normalize %o, %s, %v {beta2 = 0.9, eps2 = 1.0e-8, columns = 8} : tensor<2x4x8xf32>, tensor<2x4xf32>
   return %p, %v1 : tensor<2x4x8xf32>, tensor<2x4xf32>
 }
+
+// -----
+
+// QK-clip: the smallest gamma of each head's group (a reduction over the
+// logits seen as [heads, group]), its square root (1 where take is false),
+// then the rows seen as [heads, head_rows, n] times their head's factor.
+// CHECK-LABEL: func.func @qk_clip
+// CHECK: %[[G:.+]] = tensor.expand_shape %arg1 {{\[\[}}0, 1]] output_shape [2, 4] : tensor<8xf32> into tensor<2x4xf32>
+// CHECK: %[[ONES:.+]] = linalg.fill
+// CHECK: %[[MIN:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[G]] : tensor<2x4xf32>) outs(%[[ONES]] : tensor<2xf32>)
+// CHECK: arith.cmpf ogt
+// CHECK-NEXT: arith.divf
+// CHECK-NEXT: arith.select
+// CHECK-NEXT: arith.minimumf
+// CHECK: %[[S:.+]] = linalg.generic {{.*}} ins(%[[MIN]] : tensor<2xf32>)
+// CHECK: math.sqrt
+// CHECK-NEXT: arith.select %arg2
+// CHECK: %[[W:.+]] = tensor.expand_shape %arg0 {{\[\[}}0, 1], [2]] output_shape [2, 8, 16] : tensor<16x16xf32> into tensor<2x8x16xf32>
+// CHECK: %[[R:.+]] = linalg.generic {{.*}} ins(%[[W]], %[[S]] : tensor<2x8x16xf32>, tensor<2xf32>)
+// CHECK: arith.mulf
+// CHECK: tensor.collapse_shape %[[R]] {{\[\[}}0, 1], [2]] : tensor<2x8x16xf32> into tensor<16x16xf32>
+// FUSED-LABEL: func.func @qk_clip
+func.func @qk_clip(%k: tensor<16x16xf32>, %x: tensor<8xf32>, %t: i1) -> tensor<16x16xf32> {
+  %c = muir.qk_clip %k, %x take(%t) {tau = 100.0, head_rows = 8, group = 4} : tensor<16x16xf32>, tensor<8xf32>
+  return %c : tensor<16x16xf32>
+}

@@ -124,3 +124,36 @@ func.func @no_dp(%w: tensor<8x8xf32> {muir.name = "w"},
   %w1, %m1 = muir.muon_update %w, %g, %m {lr = 0.02} : tensor<8x8xf32>
   return %w1 : tensor<8x8xf32>
 }
+
+// -----
+
+// QK-clip of matrices shared out over dp: each clip runs on every rank,
+// after the gather, on the gathered update; q's heads split over tp with
+// its rows, so the clip reads this rank's 2 of 4 logits.
+muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
+// CHECK-LABEL: func.func @qk_clip_spread
+// CHECK-SAME: %[[X:[^:]+]]: tensor<2xf32> {muir.name = "a.max_logits", muir.role = "data", muir.shards = [#muir.shard<tp_column, "tp", 0>], muir.split = [#muir.split<@world, ["tp"], 0>]}
+// CHECK: muir.all_gatherv
+// CHECK: %[[Q:.+]] = muir.apply_update {{.*}} : tensor<8x8xf32>
+// CHECK: %[[K:.+]] = muir.apply_update {{.*}} : tensor<8x8xf32>
+// CHECK: %[[CQ:.+]] = muir.qk_clip %[[Q]], %[[X]] {group = 1 : i64, head_rows = 4 : i64, tau = 1.000000e+01 : f64} : tensor<8x8xf32>, tensor<2xf32>
+// CHECK-NEXT: %[[CK:.+]] = muir.qk_clip %[[K]], %[[X]] {group = 1 : i64, head_rows = 4 : i64, tau = 1.000000e+01 : f64} : tensor<8x8xf32>, tensor<2xf32>
+// CHECK-NEXT: return %[[CQ]], %[[CK]]
+// REP-LABEL: func.func @qk_clip_spread
+// REP: muir.qk_clip {{.*}} : tensor<8x8xf32>, tensor<2xf32>
+func.func @qk_clip_spread(
+    %q: tensor<16x8xf32> {muir.name = "q", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
+    %qg: tensor<16x8xf32> {muir.name = "q.grad", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
+    %qm: tensor<16x8xf32> {muir.name = "q.momentum", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
+    %k: tensor<16x8xf32> {muir.name = "k", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
+    %kg: tensor<16x8xf32> {muir.name = "k.grad", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
+    %km: tensor<16x8xf32> {muir.name = "k.momentum", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
+    %x: tensor<4xf32> {muir.name = "a.max_logits", muir.role = "data", muir.shards = [#muir.shard<tp_column, "tp", 0>]})
+    -> (tensor<16x8xf32> {muir.updates = "q"}, tensor<16x8xf32> {muir.updates = "k"}) {
+  %q1, %qm1 = muir.muon_update %q, %qg, %qm {lr = 0.02} : tensor<16x8xf32>
+  %k1, %km1 = muir.muon_update %k, %kg, %km {lr = 0.02} : tensor<16x8xf32>
+  %cq = muir.qk_clip %q1, %x {tau = 10.0, head_rows = 4, group = 1} : tensor<16x8xf32>, tensor<4xf32>
+  %ck = muir.qk_clip %k1, %x {tau = 10.0, head_rows = 4, group = 1} : tensor<16x8xf32>, tensor<4xf32>
+  return %cq, %ck : tensor<16x8xf32>, tensor<16x8xf32>
+}
+

@@ -102,3 +102,20 @@ muir.grid @b axes = ["ep"] shape = [4] folds @world
 func.func @ambiguous_axis(%e: tensor<8x4xf32> {muir.name = "e", muir.shards = [#muir.shard<expert, "ep", 0>]}) {
   return
 }
+
+// -----
+
+// The logits must be split as the clipped rows: whole logits for split
+// rows would clip with the wrong heads.
+muir.grid @world axes = ["dp", "tp"] shape = [1, 2]
+func.func @qk_clip_unsplit_logits(
+    %q: tensor<16x8xf32> {muir.name = "q", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
+    %qg: tensor<16x8xf32> {muir.name = "q.grad", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
+    %qm: tensor<16x8xf32> {muir.name = "q.momentum", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
+    %x: tensor<4xf32> {muir.name = "a.max_logits", muir.role = "data"})
+    -> (tensor<16x8xf32> {muir.updates = "q"}) {
+  %q1, %qm1 = muir.muon_update %q, %qg, %qm {lr = 0.02} : tensor<16x8xf32>
+  // expected-error@+1 {{'muir.qk_clip' op cannot be distributed: its max_logits must be split as the updated parameter's rows}}
+  %cq = muir.qk_clip %q1, %x {tau = 10.0, head_rows = 4, group = 1} : tensor<16x8xf32>, tensor<4xf32>
+  return %cq : tensor<16x8xf32>
+}

@@ -155,6 +155,23 @@ def normuon_update(param, grad, momentum, variance, lr, beta=0.95,
     return W * (1.0 - lr * weight_decay) - lr * P, M1, v1
 
 
+def qk_clip(q, k, max_logits, tau, heads, kv_heads):
+    """MuonClip's QK-clip (issue 39's formulas) in float64, applied to q
+    [heads * d, n] and k [kv_heads * d_k, n] after their update: with
+    gamma_h = min(1, tau / max_logits_h) (1 for a logit <= tau), the rows of
+    query head h times sqrt(gamma_h), those of kv head g times
+    sqrt(min of gamma_h over its heads / kv_heads consecutive query heads).
+    Returns (q', k')."""
+    x = np.asarray(max_logits, dtype=np.float64)
+    gamma = np.where(x > tau, tau / np.where(x > tau, x, 1.0), 1.0)
+    group = gamma.reshape(kv_heads, heads // kv_heads).min(axis=1)
+    q = np.asarray(q, dtype=np.float64)
+    k = np.asarray(k, dtype=np.float64)
+    q1 = q * np.repeat(np.sqrt(gamma), q.shape[0] // heads)[:, None]
+    k1 = k * np.repeat(np.sqrt(group), k.shape[0] // kv_heads)[:, None]
+    return q1, k1
+
+
 # --------------------------------------------------------------------------
 # AdamW
 # --------------------------------------------------------------------------

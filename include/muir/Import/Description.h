@@ -151,6 +151,9 @@ struct MuonSettings {
   std::vector<double> coefficients;
   double eps = 1e-7;
   bool splitFused = false; ///< orthogonalise fused QKV per block
+  /// MuonClip's QK-clip threshold tau (optimizer.muon.qk_clip); 0: off.
+  double qkClip = 0.0;
+  Loc qkClipLoc;
   /// NorMuon's (optimizer.normuon) row second moment: its decay and the
   /// eps of its square root.
   double beta2 = 0.95;
@@ -211,6 +214,19 @@ struct MoELayer {
   Loc nameLoc; ///< where the name is written; `loc` when unknown
 };
 
+/// An attention block (`attention:`): its query and key projections, whose
+/// rows are heads * d and kvHeads * d_k. With optimizer.muon.qk_clip the
+/// step takes "<name>.max_logits" [heads] and clips q and k after their
+/// update (MuonClip; muir.qk_clip).
+struct AttentionBlock {
+  std::string name, q, k;
+  int64_t heads = 0;
+  int64_t kvHeads = 0; ///< 0: not given, which means heads (MHA)
+  int64_t kvHeadCount() const { return kvHeads ? kvHeads : heads; }
+  Loc loc;
+  Loc qLoc, kLoc; ///< where q and k are written; `loc` when unknown
+};
+
 /// `training`: the step computes its MoE layers' gradients by a forward and
 /// backward pass on synthetic data instead of reading them.
 struct Training {
@@ -239,6 +255,8 @@ struct Description {
   /// per AdamW parameter, its own step count "<name>.step".
   bool mask = false;
   std::vector<MoELayer> moe;
+  std::vector<AttentionBlock> attention;
+  Loc attentionLoc;
   Loc loc;
 };
 

@@ -1582,3 +1582,35 @@ func.func @normuon_normalize_columns(%x: tensor<4x8xf32>, %v: tensor<4xf32>) -> 
   %p, %v1 = muir.normuon_normalize %x, %v, %v {beta2 = 0.9, eps2 = 1.0e-8, columns = 4} : tensor<4x8xf32>, tensor<4xf32>
   return %p : tensor<4x8xf32>
 }
+
+// -----
+
+func.func @qk_clip_heads(%w: tensor<32x8xf32>, %x: tensor<3xf32>) -> tensor<32x8xf32> {
+  // expected-error@+1 {{'muir.qk_clip' op max_logits has 3 heads; 4 heads of rows with group 1 need 4}}
+  %c = muir.qk_clip %w, %x {tau = 100.0, head_rows = 8, group = 1} : tensor<32x8xf32>, tensor<3xf32>
+  return %c : tensor<32x8xf32>
+}
+
+// -----
+
+func.func @qk_clip_rows(%w: tensor<30x8xf32>, %x: tensor<4xf32>) -> tensor<30x8xf32> {
+  // expected-error@+1 {{'muir.qk_clip' op rows (30) are not whole heads of head_rows 8}}
+  %c = muir.qk_clip %w, %x {tau = 100.0, head_rows = 8, group = 1} : tensor<30x8xf32>, tensor<4xf32>
+  return %c : tensor<30x8xf32>
+}
+
+// -----
+
+func.func @qk_clip_tau(%w: tensor<32x8xf32>, %x: tensor<8xf32>) -> tensor<32x8xf32> {
+  // expected-error@+1 {{'muir.qk_clip' op expected tau in (0.000000e+00, inf), got 0.000000e+00}}
+  %c = muir.qk_clip %w, %x {tau = 0.0, head_rows = 8, group = 2} : tensor<32x8xf32>, tensor<8xf32>
+  return %c : tensor<32x8xf32>
+}
+
+// -----
+
+func.func @qk_clip_stack(%w: tensor<2x32x8xf32>, %x: tensor<4xf32>) -> tensor<2x32x8xf32> {
+  // expected-error@+1 {{'muir.qk_clip' op clips a matrix (rank 2), not rank 3}}
+  %c = muir.qk_clip %w, %x {tau = 1.0, head_rows = 8, group = 1} : tensor<2x32x8xf32>, tensor<4xf32>
+  return %c : tensor<2x32x8xf32>
+}
