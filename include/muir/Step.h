@@ -85,6 +85,28 @@ typedef struct MuirStepArgument {
 /* "muir 0.1.0". */
 const char *muir_step_version(void);
 
+/* An optimizer a description can name (the description reader's registry):
+ * what a binding needs to keep a parameter's state and to feed its
+ * run-time hyperparameters. The strings and arrays are the library's, valid
+ * while it is loaded. */
+typedef struct MuirOptimizerInfo {
+  const char *name;            /* "muon", "adamw", "normuon" */
+  int32_t orthogonalises;      /* 1: Muon's family (matrices and stacks) */
+  int32_t step_count;          /* 1: reads the 1-based step counter */
+  int32_t num_state;           /* its state tensors, in argument order: */
+  const char *const *state_suffixes; /* the step's "<name><suffix>" */
+  const char *const *state_keys;     /* a binding's state key
+                                        ("momentum_buffer") */
+  const int32_t *state_rows;   /* 1: one value per row ([m], [E, m]) */
+  int32_t num_hyper;           /* its run-time hyperparameters' fields, */
+  const char *const *hyper;    /* the step's "<group>.<field>" ("lr") */
+} MuirOptimizerInfo;
+
+/* How many optimizers there are; fills `out` for index in [0, that);
+ * non-zero if out of range. */
+int32_t muir_num_optimizers(void);
+int muir_optimizer_info(int32_t index, MuirOptimizerInfo *out);
+
 /* Why the last failing call on this thread failed. */
 const char *muir_step_last_error(void);
 

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "muir/Step.h"
 
+#include "muir/Import/Description.h"
 #include "muir/Runner/Step.h"
 #include "muir/Version.h"
 
@@ -50,9 +51,73 @@ static MuirStep *makeStep(const char *options, Make make) {
   return new MuirStep{std::move(*step)};
 }
 
+namespace {
+/// The registry's entries as C structs (their strings NUL-terminated
+/// copies), made once.
+struct OptimizerTable {
+  std::vector<std::vector<std::string>> strings;
+  std::vector<std::vector<const char *>> suffixes, keys, hyper;
+  std::vector<std::vector<int32_t>> rows;
+  std::vector<MuirOptimizerInfo> infos;
+
+  OptimizerTable() {
+    auto all = mlir::muir::desc::optimizers();
+    size_t n = all.size();
+    strings.resize(n);
+    suffixes.resize(n);
+    keys.resize(n);
+    hyper.resize(n);
+    rows.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const mlir::muir::desc::OptimizerInfo &o = all[i];
+      std::vector<std::string> &own = strings[i];
+      // Reserved: pointers into `own` stay valid as it grows.
+      own.reserve(1 + 2 * o.state.size() + o.hyper.size());
+      auto keep = [&](llvm::StringRef s) {
+        own.push_back(s.str());
+        return own.back().c_str();
+      };
+      const char *name = keep(o.name);
+      for (const mlir::muir::desc::OptimizerState &st : o.state) {
+        suffixes[i].push_back(keep(st.suffix));
+        keys[i].push_back(keep(st.key));
+        rows[i].push_back(st.rows ? 1 : 0);
+      }
+      for (llvm::StringRef h : o.hyper)
+        hyper[i].push_back(keep(h));
+      infos.push_back({name, o.orthogonalises ? 1 : 0, o.stepCount ? 1 : 0,
+                       static_cast<int32_t>(o.state.size()),
+                       suffixes[i].data(), keys[i].data(), rows[i].data(),
+                       static_cast<int32_t>(o.hyper.size()),
+                       hyper[i].data()});
+    }
+  }
+};
+
+const OptimizerTable &optimizerTable() {
+  static const OptimizerTable table;
+  return table;
+}
+} // namespace
+
 extern "C" {
 
 const char *muir_step_version(void) { return MUIR_VERSION_STRING; }
+
+int32_t muir_num_optimizers(void) {
+  return static_cast<int32_t>(optimizerTable().infos.size());
+}
+
+int muir_optimizer_info(int32_t index, MuirOptimizerInfo *out) {
+  const OptimizerTable &table = optimizerTable();
+  if (index < 0 || static_cast<size_t>(index) >= table.infos.size() || !out) {
+    lastError = "muir_optimizer_info: index " + std::to_string(index) +
+                " is not in [0, " + std::to_string(table.infos.size()) + ")";
+    return 1;
+  }
+  *out = table.infos[index];
+  return 0;
+}
 
 const char *muir_step_last_error(void) { return lastError.c_str(); }
 

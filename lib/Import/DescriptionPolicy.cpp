@@ -195,12 +195,14 @@ LogicalResult mlir::muir::desc::applyLayout(Description &d, const Grid &layout,
 //===----------------------------------------------------------------------===//
 
 ArrayRef<OptimizerInfo> mlir::muir::desc::optimizers() {
-  static const OptimizerState muonState[] = {{".momentum", "the momentum"}};
+  static const OptimizerState muonState[] = {
+      {".momentum", "the momentum", "momentum_buffer"}};
   static const OptimizerState adamwState[] = {
-      {".exp_avg", "the exp_avg"}, {".exp_avg_sq", "the exp_avg_sq"}};
+      {".exp_avg", "the exp_avg", "exp_avg"},
+      {".exp_avg_sq", "the exp_avg_sq", "exp_avg_sq"}};
   static const OptimizerState normuonState[] = {
-      {".momentum", "the momentum"},
-      {".variance", "the NorMuon second moment", /*rows=*/true}};
+      {".momentum", "the momentum", "momentum_buffer"},
+      {".variance", "the NorMuon second moment", "variance", /*rows=*/true}};
   static const StringRef muonHyper[] = {"lr", "weight_decay", "momentum"};
   static const StringRef adamwHyper[] = {"lr", "weight_decay", "beta1",
                                          "beta2", "eps"};

@@ -25,12 +25,14 @@ malloc alone.
 This module needs neither NumPy nor PyTorch; `muir.torch` is the PyTorch
 optimizer and `muir.description` writes step descriptions.
 """
+import collections
 import ctypes
 import os
 import threading
 
 __all__ = ["MuirError", "Argument", "Step", "compile", "open_step",
-           "version", "nccl_unique_id", "library_path", "ROLES"]
+           "version", "nccl_unique_id", "library_path", "ROLES",
+           "Optimizer", "OptimizerState", "optimizers"]
 
 # enum MuirArgumentRole, by value.
 ROLES = ("param", "grad", "state", "data", "counter", "hyper")
@@ -53,6 +55,18 @@ class _CArgument(ctypes.Structure):
                 ("hyper_index", ctypes.c_int32),
                 ("updated", ctypes.c_int32),
                 ("dtype", ctypes.c_int32)]
+
+
+class _COptimizerInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p),
+                ("orthogonalises", ctypes.c_int32),
+                ("step_count", ctypes.c_int32),
+                ("num_state", ctypes.c_int32),
+                ("state_suffixes", ctypes.POINTER(ctypes.c_char_p)),
+                ("state_keys", ctypes.POINTER(ctypes.c_char_p)),
+                ("state_rows", ctypes.POINTER(ctypes.c_int32)),
+                ("num_hyper", ctypes.c_int32),
+                ("hyper", ctypes.POINTER(ctypes.c_char_p))]
 
 
 _lock = threading.Lock()
@@ -109,6 +123,10 @@ def _load():
                                              ctypes.POINTER(ctypes.c_double),
                                              ctypes.c_int32, P]),
             "muir_step_close": (None, [P]),
+            "muir_num_optimizers": (ctypes.c_int32, []),
+            "muir_optimizer_info": (ctypes.c_int,
+                                    [ctypes.c_int32,
+                                     ctypes.POINTER(_COptimizerInfo)]),
             "muir_step_first_nonfinite": (
                 ctypes.c_int, [P, ctypes.c_int32,
                                ctypes.POINTER(ctypes.c_int32),
@@ -138,6 +156,52 @@ def _last_error(lib, what):
     msg = lib.muir_step_last_error()
     msg = msg.decode("utf-8", "replace") if msg else ""
     return MuirError(msg or "%s failed (the library left no message)" % what)
+
+
+class OptimizerState(collections.namedtuple(
+        "OptimizerState", ("suffix", "key", "rows"))):
+    """A state tensor of an optimizer's parameter: the step's argument
+    "<name><suffix>" (".momentum"), its key in a binding's per-parameter
+    state ("momentum_buffer": muir.torch's optimizer.state[p]), and `rows`:
+    one value per row of the matrix ([m], [E, m]) instead of the
+    parameter's shape."""
+
+
+class Optimizer(collections.namedtuple(
+        "Optimizer", ("name", "orthogonalises", "step_count", "state",
+                      "hyper"))):
+    """An optimizer a description can name (muir_optimizer_info): its
+    name ("muon"), whether it orthogonalises (Muon's family: matrices and
+    stacks), whether it reads the 1-based step counter, its state
+    (OptimizerState, in the step's argument order) and the fields of its
+    run-time hyperparameters (the step's "<group>.<field>")."""
+
+
+_optimizers = None
+
+
+def optimizers():
+    """The optimizers of the loaded step library's description reader, by
+    name, in its order: {"muon": Optimizer(...), "adamw": ..., ...}. Loads
+    the library on the first call."""
+    global _optimizers
+    if _optimizers is None:
+        lib = _load()
+        found = collections.OrderedDict()
+        for i in range(lib.muir_num_optimizers()):
+            c = _COptimizerInfo()
+            if lib.muir_optimizer_info(i, ctypes.byref(c)):
+                raise _last_error(lib, "muir_optimizer_info")
+            text = lambda b: b.decode("utf-8")
+            state = tuple(OptimizerState(text(c.state_suffixes[k]),
+                                         text(c.state_keys[k]),
+                                         bool(c.state_rows[k]))
+                          for k in range(c.num_state))
+            found[text(c.name)] = Optimizer(
+                text(c.name), bool(c.orthogonalises), bool(c.step_count),
+                state, tuple(text(c.hyper[k]) for k in range(c.num_hyper)))
+        _optimizers = found
+    return _optimizers
 
 
 def version():

@@ -200,24 +200,45 @@ _OPTION_KEYS = ("ns_mode", "dp_assign", "syrk", "batch",
                 "fuse_syrk_all_reduce", "syrk_chunk_rows", "cuda_arch",
                 "cuda_bf16", "cuda_graph", "deterministic", "probe_updates",
                 "machine", "ns_form", "ns_precision", "cache_dir")
-_SUFFIXES = (".grad", ".momentum", ".exp_avg", ".exp_avg_sq", ".variance")
 # The parameter dtypes a step updates (bfloat16 through a float32 copy;
 # float64 in float64 throughout).
 _DTYPES = (torch.float32, torch.bfloat16, torch.float64)
-_MUON_STATE = ("momentum_buffer",)
-# NorMuon's: the momentum and the second moment of each row ("variance":
-# [out], [E, out] for a stack).
-_NORMUON_STATE = ("momentum_buffer", "variance")
-_ADAMW_STATE = ("exp_avg", "exp_avg_sq")
-# The step's tensor argument suffix -> the key of optimizer.state[p].
-_STATE_OF_SUFFIX = {".momentum": "momentum_buffer", ".exp_avg": "exp_avg",
-                    ".exp_avg_sq": "exp_avg_sq", ".variance": "variance"}
-# What a compiled step's tensor argument binds: 0 the parameter, 1 its
-# gradient, 2.. a state tensor (_STATE_KEYS[kind]).
-_STATE_KEYS = (None, None, "momentum_buffer", "exp_avg", "exp_avg_sq",
-               "variance")
-_KIND_OF = {"param": 0, "grad": 1, "momentum_buffer": 2, "exp_avg": 3,
-            "exp_avg_sq": 4, "variance": 5}
+_TABLES = None
+
+
+def _tables():
+    """What the step library's optimizer registry (muir.optimizers(), the
+    description reader's) says of the state, once: `state`, each
+    optimizer's state keys (optimizer.state[p]'s) in its arguments' order;
+    `rows`, the keys of one value per row (NorMuon's variance: [out],
+    [E, out]); `of_suffix`, the step's argument suffix -> key; `kinds`,
+    what a compiled step's tensor argument binds (0 the parameter, 1 its
+    gradient, 2.. a state key, kinds[2:]) and `kind_of`, its inverse;
+    `suffixes`, the names' endings that could clash with a parameter's
+    name."""
+    global _TABLES
+    if _TABLES is None:
+        registry = muir.optimizers()
+        of_suffix = {}
+        for o in registry.values():
+            for st in o.state:
+                if of_suffix.setdefault(st.suffix, st.key) != st.key:
+                    raise muir.MuirError(
+                        "muir.torch: the step library names the state %s "
+                        "both %r and %r" % (st.suffix, of_suffix[st.suffix],
+                                            st.key))
+        keys = list(dict.fromkeys(of_suffix.values()))
+        _TABLES = {
+            "state": {name: tuple(st.key for st in o.state)
+                      for name, o in registry.items()},
+            "rows": frozenset(st.key for o in registry.values()
+                              for st in o.state if st.rows),
+            "of_suffix": of_suffix,
+            "kinds": (None, None) + tuple(keys),
+            "kind_of": dict({"param": 0, "grad": 1},
+                            **{k: 2 + i for i, k in enumerate(keys)}),
+            "suffixes": (".grad",) + tuple(of_suffix)}
+    return _TABLES
 
 
 def _first(item):
@@ -448,13 +469,14 @@ class _Compiled:
     def __init__(self, step, binds, hyper, takes, counts, members, params):
         self.step = step
         # [(arg index, parameter index, kind: 0 param, 1 grad, 2.. state
-        # (_STATE_KEYS))]
+        # (_tables()["kinds"]))]
         self.binds = binds
         self.bound = [None] * len(binds)
         # (slot in bound, arg index, parameter index, kind or state key)
         self.inputs = [(k, a, i, kind)
                        for k, (a, i, kind) in enumerate(binds) if kind < 2]
-        self.states = [(k, a, i, _STATE_KEYS[kind])
+        kinds = _tables()["kinds"]
+        self.states = [(k, a, i, kinds[kind])
                        for k, (a, i, kind) in enumerate(binds) if kind >= 2]
         # [(hyper index, (group index, key, element of betas or None))]
         self.hyper = hyper
@@ -761,11 +783,14 @@ class Muon(torch.optim.Optimizer):
             # The dtype the step computes in: float64 for a float64
             # parameter, float32 for the others (bfloat16 through a copy).
             wide = p.dtype is torch.float64
-            keys = _ADAMW_STATE if opt != "muon" else \
-                _NORMUON_STATE if self._normuon else _MUON_STATE
+            tables = _tables()
+            keys = tables["state"][
+                "adamw" if opt != "muon" else
+                "normuon" if self._normuon else "muon"]
             # Each state tensor's shape: the parameter's, or one value per
             # row of the step's matrix (NorMuon's variance).
-            sizes = {k: torch.Size(desc[:-1] if k == "variance" else shape)
+            sizes = {k: torch.Size(desc[:-1] if k in tables["rows"]
+                                   else shape)
                      for k in keys}
             self._info[p] = {"name": name, "shape": shape, "desc_shape": desc,
                              "size": torch.Size(shape), "numel": p.numel(),
@@ -794,7 +819,8 @@ class Muon(torch.optim.Optimizer):
 
         def clash(n):
             return n == "step" or any(
-                n.endswith(s) and n[:-len(s)] in names for s in _SUFFIXES)
+                n.endswith(s) and n[:-len(s)] in names
+                for s in _tables()["suffixes"])
         self._use_index = any(clash(n) for n in names)
         for d in self._info.values():
             d["desc_name"] = "p%d" % d["index"] if self._use_index \
@@ -1245,6 +1271,7 @@ class Muon(torch.optim.Optimizer):
         by_desc = {info[p]["desc_name"]: p for p in params}
         binds, hyper, takes, counts = [], [], [], []
         logits = []
+        tables = _tables()
         blocks = {b[0] + ".max_logits": b for b in self._attention}
         buf = step.hyper_buffer
         for a in step.arguments:
@@ -1275,7 +1302,7 @@ class Muon(torch.optim.Optimizer):
             elif a.name.endswith(".grad") and a.name[:-5] in by_desc:
                 p, kind = by_desc[a.name[:-5]], "grad"
             else:
-                for suffix, state_key in _STATE_OF_SUFFIX.items():
+                for suffix, state_key in tables["of_suffix"].items():
                     base = a.name[:-len(suffix)]
                     if a.name.endswith(suffix) and base in by_desc:
                         p, kind = by_desc[base], state_key
@@ -1286,7 +1313,7 @@ class Muon(torch.optim.Optimizer):
                                      "has an argument '%s' (%s) it cannot "
                                      "bind" % (a.name, a.role))
             want = info[p]["desc_shape"]
-            if kind == "variance":
+            if kind in tables["rows"]:
                 want = want[:-1]
             if a.shape != want and not (a.shape == (1,) and want == ()):
                 step.close()
@@ -1294,7 +1321,8 @@ class Muon(torch.optim.Optimizer):
                     "muir.torch.Muon: the step's '%s' has shape %s on rank "
                     "%d, not the tensor's %s (muir.torch binds whole "
                     "tensors)" % (a.name, a.shape, step.rank, want))
-            binds.append((a.index, info[p]["index"], _KIND_OF[kind]))
+            binds.append((a.index, info[p]["index"],
+                          tables["kind_of"][kind]))
         # The flags, one per member, are one run of hyperparameters
         # (lib/Import/BuildIR.cpp).
         takes.sort()
@@ -1708,9 +1736,9 @@ class Muon(torch.optim.Optimizer):
                         "muir.torch.Muon.load_state_dict: parameter '%s' "
                         "has state '%s' of shape %s, but the parameter is "
                         "%s%s" % (d["name"], key, tuple(t.shape), d["shape"],
-                                  "" if key != "variance" else
-                                  " (its variance: one value per row, %s)"
-                                  % (tuple(d["state_sizes"][key]),)))
+                                  "" if key not in _tables()["rows"] else
+                                  " (its %s: one value per row, %s)"
+                                  % (key, tuple(d["state_sizes"][key]))))
         super().load_state_dict(state_dict)
         # torch puts the groups' values back, params aside.
         for group, use_muon in zip(self.param_groups, self._group_use_muon):

@@ -113,6 +113,10 @@ enum class Optimizer { Muon, AdamW, NorMuon };
 struct OptimizerState {
   StringRef suffix; ///< ".momentum"
   StringRef what;   ///< in messages: "the momentum"
+  /// Its key in a binding's per-parameter state (torch.optim's state
+  /// dicts, muir.torch): "momentum_buffer". The C API gives it
+  /// (muir_optimizer_info).
+  StringRef key;
   bool rows = false;
 };
 

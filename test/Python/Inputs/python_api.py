@@ -26,6 +26,15 @@ def check(ok, what):
 
 
 print("version: %s" % muir.version())
+# The optimizer registry, as docs/description.md lists each optimizer's
+# state and run-time hyperparameters.
+for name, o in muir.optimizers().items():
+    print("optimizer %s%s%s: state %s; hyper %s" % (
+        name, " orthogonalises" if o.orthogonalises else "",
+        " counts steps" if o.step_count else "",
+        ", ".join("%s=%s%s" % (st.suffix, st.key, " (rows)" if st.rows
+                               else "") for st in o.state),
+        ", ".join(o.hyper)))
 
 SOURCE = """\
 name: api
