@@ -291,11 +291,12 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
         continue;
       }
       c.runtimeCalls += 1; // the momentum kernel
-      if (a.optimizer == Optimizer::NorMuon) {
-        // NorMuon's normalisation of this rank's block, on every rank: the
-        // rows' sums all-reduced over the axes that split the columns, the
-        // norm over every axis that splits the matrix (a block-wise block
-        // is its own matrix), and its 4 kernels.
+      const OptimizerInfo &info = optimizerInfo(a.optimizer);
+      if (info.rowSums || info.updateNorm) {
+        // A normalisation of this rank's block, on every rank (NorMuon's):
+        // the rows' sums all-reduced over the axes that split the columns,
+        // the norm over every axis that splits the matrix (a block-wise
+        // block is its own matrix), and its kernels.
         SmallVector<std::pair<const Sharding *, int64_t>> splits;
         if (mode != NSMode::Blockwise)
           splits = matrixSplits;
@@ -306,12 +307,13 @@ FailureOr<PlanReport> PlanReport::compute(const Description &d,
           if (split->dim == rank - 2)
             rows /= g;
         for (auto [split, g] : splits) {
-          int64_t floats = localMatrices * (split->dim == rank - 1 ? rows : 0) +
-                           localMatrices;
+          bool sumsRows = info.rowSums && split->dim == rank - 1;
+          int64_t floats = localMatrices * ((sumsRows ? rows : 0) +
+                                            (info.updateNorm ? 1 : 0));
           c.collectiveBytes[split->axis] += floats * 4 * (g - 1);
-          c.runtimeCalls += split->dim == rank - 1 ? 2 : 1;
+          c.runtimeCalls += (sumsRows ? 1 : 0) + (info.updateNorm ? 1 : 0);
         }
-        c.runtimeCalls += 4;
+        c.runtimeCalls += info.normalizeKernels;
       }
       if (owner >= 0 && dpCoord(static_cast<int64_t>(rankIndex)) != owner) {
         c.runtimeCalls += 1; // the update

@@ -209,7 +209,9 @@ ArrayRef<OptimizerInfo> mlir::muir::desc::optimizers() {
   static const OptimizerInfo all[] = {
       {Optimizer::Muon, "muon", true, muonState, muonHyper, false},
       {Optimizer::AdamW, "adamw", false, adamwState, adamwHyper, true},
-      {Optimizer::NorMuon, "normuon", true, normuonState, muonHyper, false},
+      // row_sum_squares, normuon_normalize, sum_squares, scale_by_norm.
+      {Optimizer::NorMuon, "normuon", true, normuonState, muonHyper, false,
+       /*rowSums=*/true, /*updateNorm=*/true, /*normalizeKernels=*/4},
   };
   return all;
 }

@@ -134,6 +134,16 @@ struct OptimizerInfo {
   /// step's "<group>.<field>" arguments.
   ArrayRef<StringRef> hyper;
   bool stepCount; ///< reads the 1-based step (a bias correction)
+  /// What its update reduces over a split matrix, per matrix (the plan
+  /// report counts the bytes; muir-distribute places them through the
+  /// op's OrthogonalizedUpdateInterface): a sum per row, all-reduced over
+  /// the axes that split the columns, and one norm of the update,
+  /// all-reduced over every axis that splits the matrix (NorMuon's
+  /// second moment and RMS); and the element-wise kernels of that
+  /// normalisation on each rank.
+  bool rowSums = false;
+  bool updateNorm = false;
+  int normalizeKernels = 0;
 };
 
 /// Every optimizer, in Optimizer's order.
