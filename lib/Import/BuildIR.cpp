@@ -446,11 +446,79 @@ struct TrainedLayer {
 
 } // namespace
 
-OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
-                                                     const Description &d) {
+namespace {
+/// Builds a description's step, one named step at a time: the training
+/// layout, the arguments (parameters with their gradients and state, the
+/// training data, the attention blocks' logits, the counter and the
+/// run-time hyperparameters), the results, then in the body the trained
+/// MoE layers' passes, the updates and MuonClip's QK-clips.
+class StepBuilder {
+public:
+  StepBuilder(MLIRContext &ctx, const Description &d)
+      : ctx(ctx), d(d), b(&ctx), loc(locFor(ctx, d.loc)) {}
+  OwningOpRef<ModuleOp> build();
+
+private:
+  void foldTraining();
+  void addParameterArguments();
+  void addDataArguments();
+  void addLogitsArguments();
+  void addScalarArguments();
+  void addResults();
+  void buildTraining();
+  void buildUpdates();
+  void buildClips();
+  /// The index of the argument named `name`, or -1.
+  int64_t argIndex(StringRef name) const {
+    for (auto [i, attrs] : llvm::enumerate(argAttrs))
+      if (auto n = attrs.getAs<StringAttr>("muir.name"); n && n == name)
+        return i;
+    return -1;
+  }
+
+  MLIRContext &ctx;
+  const Description &d;
+  OpBuilder b;
+  Location loc;
+  // Training's layout (foldTraining).
+  std::string epGrid, epAxis;
+  Attribute epSplit, tokenSplit;
+  int64_t epSize = 1, foldedRanks = 1;
+  SmallVector<std::string> replicaAxes;
+  struct LocalParam {
+    SmallVector<int64_t> shape;
+    bool split;
+  };
+  llvm::StringMap<LocalParam> localParams;
+  // The arguments, and where each kind starts.
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  std::vector<std::pair<const Parameter *, Assignment>> plan;
+  SmallVector<unsigned> firstArg;
+  bool needsStep = false;
+  struct DataArgs {
+    unsigned x, router, gate, up, down;
+  };
+  SmallVector<DataArgs> dataArgs;
+  SmallVector<unsigned> logitsArg;
+  int64_t stepArg = -1;
+  SmallVector<SmallVector<unsigned, 5>> hyperOf;
+  SmallVector<int64_t> takeArg, countArg;
+  // The results, and the body's values.
+  SmallVector<Type> resultTypes;
+  SmallVector<DictionaryAttr> resultAttrs;
+  Block *body = nullptr;
+  llvm::StringMap<Value> computedGrads;
+  SmallVector<Value> gradValues;
+  SmallVector<Value> results;
+  /// Per parameter: where its new value is in `results`, and its flag.
+  SmallVector<size_t> newParamAt;
+  SmallVector<Value> takeOf;
+};
+} // namespace
+
+OwningOpRef<ModuleOp> StepBuilder::build() {
   ctx.loadDialect<muir::MuirDialect, func::FuncDialect, arith::ArithDialect>();
-  OpBuilder b(&ctx);
-  Location loc = locFor(ctx, d.loc);
   if (d.params.empty()) {
     emitError(loc) << "the description needs 'parameters' for an optimizer "
                       "step (one that holds only 'moe' compiles an MoE layer "
@@ -463,16 +531,33 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
   buildGrid(b, locFor(ctx, d.grid.loc), "world", d.grid.axes);
   if (!d.grid.moeAxes.empty())
     buildGrid(b, locFor(ctx, d.grid.loc), "moe", d.grid.moeAxes, "world");
+  foldTraining();
+  addParameterArguments();
+  addDataArguments();
+  addLogitsArguments();
+  addScalarArguments();
+  addResults();
+  auto func = func::FuncOp::create(b, loc, "step",
+                                   b.getFunctionType(argTypes, resultTypes));
+  func.setAllArgAttrs(argAttrs);
+  func.setAllResultAttrs(resultAttrs);
+  body = func.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  buildTraining();
+  buildUpdates();
+  buildClips();
+  results.append(gradValues);
+  func::ReturnOp::create(b, loc, results);
+  return module;
+}
 
+void StepBuilder::foldTraining() {
   // Training: the MoE layers' folding (moe_axes, else the grid), its ep
   // axis (experts split over it; none: a group of one) and its other axes
   // of size > 1 (replicas of the experts, whose gradients are summed over
   // them). Tokens are split over all of them.
-  std::string epGrid = d.grid.moeAxes.empty() ? "world" : "moe";
-  std::string epAxis;
-  Attribute epSplit, tokenSplit;
-  int64_t epSize = 1, foldedRanks = 1;
-  SmallVector<std::string> replicaAxes, splitAxes;
+  epGrid = d.grid.moeAxes.empty() ? "world" : "moe";
+  SmallVector<std::string> splitAxes;
   if (d.training.enabled) {
     const std::vector<GridAxis> &fold =
         d.grid.moeAxes.empty() ? d.grid.axes : d.grid.moeAxes;
@@ -495,11 +580,6 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       tokenSplit = SplitAttr::get(&ctx, gridRef, b.getStrArrayAttr(axes), 0);
     }
   }
-  struct LocalParam {
-    SmallVector<int64_t> shape;
-    bool split;
-  };
-  llvm::StringMap<LocalParam> localParams;
   if (d.training.enabled)
     for (const MoELayer &l : d.moe) {
       int64_t el = l.experts / epSize;
@@ -512,17 +592,15 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
           {el, l.hidden, l.expertSize}, epSize > 1};
     }
 
+}
+
+void StepBuilder::addParameterArguments() {
   // Arguments: per parameter the tensor, its gradient and its state.
   struct Slot {
     std::string name;
     StringRef role;
     bool rows = false; ///< one value per row: [m] or [E, m]
   };
-  SmallVector<Type> argTypes;
-  SmallVector<DictionaryAttr> argAttrs;
-  std::vector<std::pair<const Parameter *, Assignment>> plan;
-  SmallVector<unsigned> firstArg;
-  bool needsStep = false;
   auto f32 = b.getF32Type();
   for (const Parameter &p : d.params) {
     Assignment a = assignOptimizer(d, p);
@@ -578,12 +656,12 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       argAttrs.push_back(b.getDictionaryAttr(attrs));
     }
   }
+}
+
+void StepBuilder::addDataArguments() {
+  auto f32 = b.getF32Type();
   // Training data: per layer this rank's tokens and the teacher's weights
   // (seeded N(0, 1) and N(0, 1 / fan-in)).
-  struct DataArgs {
-    unsigned x, router, gate, up, down;
-  };
-  SmallVector<DataArgs> dataArgs;
   if (d.training.enabled)
     for (const MoELayer &l : d.moe) {
       int64_t el = l.experts / epSize;
@@ -628,12 +706,15 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       dataArgs.push_back(a);
     }
 
+}
+
+void StepBuilder::addLogitsArguments() {
+  auto f32 = b.getF32Type();
   // MuonClip: per attention block the largest pre-softmax logit of each
   // query head, "<name>.max_logits" [heads], an input of the step like the
   // training data (bound by the caller, read by --load), split as q's rows
   // so that each rank has its own heads. Not given, muir-run seeds it
   // N(0, tau^2): some heads clip.
-  SmallVector<unsigned> logitsArg;
   double tau = d.muon.qkClip;
   if (tau > 0)
     for (const AttentionBlock &blk : d.attention) {
@@ -656,7 +737,9 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       argAttrs.push_back(b.getDictionaryAttr(attrs));
     }
 
-  int64_t stepArg = -1;
+}
+
+void StepBuilder::addScalarArguments() {
   if (needsStep) {
     stepArg = argTypes.size();
     argTypes.push_back(b.getI64Type());
@@ -680,7 +763,6 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
     }
     return it->second;
   };
-  SmallVector<SmallVector<unsigned, 5>> hyperOf;
   for (auto &[p, a] : plan) {
     hyperOf.emplace_back();
     for (const HyperArgument &h : hyperArguments(a))
@@ -691,7 +773,8 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
   // own bias-correction count; 0, the default: the step's counter).
   // All flags first, then all counts, in parameter order: each a run of
   // consecutive hyperparameters a caller fills at once.
-  SmallVector<int64_t> takeArg(plan.size(), -1), countArg(plan.size(), -1);
+  takeArg.assign(plan.size(), -1);
+  countArg.assign(plan.size(), -1);
   if (d.mask) {
     for (auto [i, entry] : llvm::enumerate(plan))
       takeArg[i] = hyperArg(entry.first->name + ".take", 1.0);
@@ -700,9 +783,10 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
         countArg[i] = hyperArg(entry.first->name + ".step", 0.0);
   }
 
+}
+
+void StepBuilder::addResults() {
   // Results: the updated parameter and state, in argument order.
-  SmallVector<Type> resultTypes;
-  SmallVector<DictionaryAttr> resultAttrs;
   for (auto [i, entry] : llvm::enumerate(plan)) {
     unsigned states = optimizerInfo(entry.second.optimizer).state.size();
     for (unsigned s = 0; s < 1 + states; ++s) {
@@ -714,13 +798,6 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
   }
 
   // Computed gradients are results too (so --dump shows them).
-  auto argIndex = [&](StringRef name) -> int64_t {
-    for (auto [i, attrs] : llvm::enumerate(argAttrs))
-      if (auto n = attrs.getAs<StringAttr>("muir.name"); n && n == name)
-        return i;
-    return -1;
-  };
-  SmallVector<std::pair<std::string, unsigned>> gradResults;
   if (d.training.enabled)
     for (const MoELayer &l : d.moe)
       for (const char *suffix :
@@ -731,22 +808,15 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
           continue;
         std::string grad = l.name + suffix + ".grad";
         int64_t arg = argIndex(grad);
-        gradResults.push_back({grad, static_cast<unsigned>(arg)});
         resultTypes.push_back(argTypes[arg]);
         resultAttrs.push_back(b.getDictionaryAttr(
             {b.getNamedAttr("muir.updates", b.getStringAttr(grad))}));
       }
 
-  auto func = func::FuncOp::create(b, loc, "step",
-                                   b.getFunctionType(argTypes, resultTypes));
-  func.setAllArgAttrs(argAttrs);
-  func.setAllResultAttrs(resultAttrs);
-  Block *body = func.addEntryBlock();
-  b.setInsertionPointToStart(body);
+}
 
+void StepBuilder::buildTraining() {
   // The MoE layers' forward and backward passes (training).
-  llvm::StringMap<Value> computedGrads;
-  SmallVector<Value> gradValues;
   int64_t slot = 0;
   for (auto [li, l] : llvm::enumerate(d.training.enabled
                                           ? ArrayRef<MoELayer>(d.moe)
@@ -790,10 +860,9 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
     }
   }
 
-  SmallVector<Value> results;
-  // Per parameter: where its new value is in `results`, and its flag.
-  SmallVector<size_t> newParamAt;
-  SmallVector<Value> takeOf;
+}
+
+void StepBuilder::buildUpdates() {
   for (auto [i, entry] : llvm::enumerate(plan)) {
     newParamAt.push_back(results.size());
     const Parameter &p = *entry.first;
@@ -886,6 +955,10 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
       results.push_back(op.getNewExpAvgSq());
     }
   }
+}
+
+void StepBuilder::buildClips() {
+  double tau = d.muon.qkClip;
   // MuonClip: q and k, once updated, scaled down by their heads' logits.
   for (auto [blk, logits] : llvm::zip(d.attention, logitsArg)) {
     int64_t kv = blk.kvHeadCount();
@@ -903,9 +976,11 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
                            b.getI64IntegerAttr(isKey ? blk.heads / kv : 1));
     }
   }
-  results.append(gradValues);
-  func::ReturnOp::create(b, loc, results);
-  return module;
+}
+
+OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
+                                                     const Description &d) {
+  return StepBuilder(ctx, d).build();
 }
 
 //===----------------------------------------------------------------------===//
