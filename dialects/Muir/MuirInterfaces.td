@@ -1,6 +1,7 @@
 //===- MuirInterfaces.td - interfaces of muir's ops --------*- tablegen -*-===//
 //
-// OrthogonalizedUpdate: what muir-distribute needs of an optimizer update
+// OptimizerUpdate: any optimizer step of one parameter (Muon, NorMuon,
+// AdamW). OrthogonalizedUpdate: what muir-distribute needs of an update
 // that orthogonalises its momentum (Muon and its variants).
 //
 //===----------------------------------------------------------------------===//
@@ -8,6 +9,37 @@
 #define MUIR_INTERFACES_TD
 
 include "mlir/IR/OpBase.td"
+
+def Muir_OptimizerUpdateInterface : OpInterface<"OptimizerUpdateInterface"> {
+  let cppNamespace = "::mlir::muir";
+  let description = [{
+    One optimizer step of one parameter (Muon, NorMuon, AdamW): it reads
+    the parameter W, its gradient and its state, and returns the new W
+    followed by the new state, in the state operands' order. What the
+    passes need of any update: muir-distribute runs an element-wise one
+    (`isElementwise`) on each rank's shards as they are, and plans the
+    others through OrthogonalizedUpdateInterface; a QK-clip finds the
+    parameter an update's result belongs to.
+  }];
+  let methods = [
+    InterfaceMethod<"The parameter W.", "::mlir::Value", "getParam">,
+    InterfaceMethod<"Its gradient.", "::mlir::Value", "getGrad">,
+    InterfaceMethod<"The updated parameter.", "::mlir::Value",
+      "getNewParam">,
+    InterfaceMethod<"The run-time hyperparameters (f64), or none.",
+      "::mlir::OperandRange", "getHyper">,
+    InterfaceMethod<"The run-time take flag (an i1), or null.",
+      "::mlir::Value", "getTake">,
+    InterfaceMethod<"The state operands, in the order of the results "
+      "after the new parameter.", "::llvm::SmallVector<::mlir::Value>",
+      "getStateOperands">,
+    InterfaceMethod<[{
+        Whether each element of every result depends only on the elements
+        of the operands at its index (AdamW): the update of a shard is the
+        shard of the update.
+      }], "bool", "isElementwise", (ins), [{}], [{ return false; }]>,
+  ];
+}
 
 def Muir_OrthogonalizedUpdateInterface
     : OpInterface<"OrthogonalizedUpdateInterface"> {

@@ -411,6 +411,20 @@ SmallVector<Value> NorMuonUpdateOp::getOtherState() {
   return {getVariance()};
 }
 
+SmallVector<Value> MuonUpdateOp::getStateOperands() {
+  return {getMomentumBuffer()};
+}
+
+SmallVector<Value> NorMuonUpdateOp::getStateOperands() {
+  return {getMomentumBuffer(), getVariance()};
+}
+
+SmallVector<Value> AdamWUpdateOp::getStateOperands() {
+  return {getExpAvg(), getExpAvgSq()};
+}
+
+bool AdamWUpdateOp::isElementwise() { return true; }
+
 double MuonUpdateOp::getApplyScale(int64_t m, int64_t n) {
   return getUpdateScale(getScaleMode(), getScaleExtra().convertToDouble(), m,
                         n);

@@ -86,6 +86,8 @@ def Muir_GridOp : Muir_Op<"grid", [Symbol]> {
 //===----------------------------------------------------------------------===//
 
 def Muir_MuonUpdateOp : Muir_Op<"muon_update", [Pure,
+    DeclareOpInterfaceMethods<Muir_OptimizerUpdateInterface,
+                              ["getStateOperands"]>,
     DeclareOpInterfaceMethods<Muir_OrthogonalizedUpdateInterface,
                               ["buildNormalizedUpdate", "getApplyScale"]>,
     AttrSizedOperandSegments, AllTypesMatch<["param", "grad", "momentum_buffer", "new_param",
@@ -155,6 +157,8 @@ def Muir_MuonUpdateOp : Muir_Op<"muon_update", [Pure,
 }
 
 def Muir_AdamWUpdateOp : Muir_Op<"adamw_update", [Pure,
+    DeclareOpInterfaceMethods<Muir_OptimizerUpdateInterface,
+                              ["getStateOperands", "isElementwise"]>,
     AttrSizedOperandSegments, AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
                    "new_exp_avg", "new_exp_avg_sq"]>]> {
   let summary = "one AdamW step (decoupled weight decay)";
@@ -194,6 +198,8 @@ def Muir_AdamWUpdateOp : Muir_Op<"adamw_update", [Pure,
 }
 
 def Muir_NorMuonUpdateOp : Muir_Op<"normuon_update", [Pure,
+    DeclareOpInterfaceMethods<Muir_OptimizerUpdateInterface,
+                              ["getStateOperands"]>,
     DeclareOpInterfaceMethods<Muir_OrthogonalizedUpdateInterface,
                               ["buildNormalizedUpdate", "getApplyScale"]>,
     AttrSizedOperandSegments, AllTypesMatch<["param", "grad", "momentum_buffer", "new_param",

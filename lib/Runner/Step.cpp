@@ -361,25 +361,29 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
   }
   // Each Muon parameter's Newton-Schulz settings, for the table's
   // expected singular values (lowering expands them).
-  auto record = [&](auto op) {
+  module->walk([&](OrthogonalizedUpdateInterface op) {
     auto arg = dyn_cast<BlockArgument>(op.getParam());
     auto f = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
                  : func::FuncOp();
     auto name =
-        f ? f.template getArgAttrOfType<StringAttr>(arg.getArgNumber(), "muir.name")
+        f ? f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "muir.name")
           : StringAttr();
     if (!name)
       return;
+    int64_t steps = op.getNsStepsAttr().getInt();
+    NSSchedule schedule = op.getScheduleAttr().getValue();
+    DenseF64ArrayAttr coefficients = op.getCoefficientsAttr();
     NSSettings &ns = step->ns[name.str()];
-    ns.text = (Twine(op.getNsSteps()) + " " +
-               stringifyNSSchedule(op.getSchedule()) + " steps")
+    ns.text = (Twine(steps) + " " + stringifyNSSchedule(schedule) + " steps")
                   .str();
     std::tie(ns.low, ns.high) = expectedBand(
-        resolveTable(op.getSchedule(), op.getCoefficients(), op.getNsSteps()),
-        op.getNsSteps());
-  };
-  module->walk([&](MuonUpdateOp op) { record(op); });
-  module->walk([&](NorMuonUpdateOp op) { record(op); });
+        resolveTable(schedule,
+                     coefficients ? std::optional<ArrayRef<double>>(
+                                        coefficients.asArrayRef())
+                                  : std::nullopt,
+                     steps),
+        steps);
+  });
   // Exec IR updates in place and names no results: its parameters and
   // state are what a step writes.
   step->updatesByRole = stage == Stage::Exec;

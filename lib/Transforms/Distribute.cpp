@@ -288,11 +288,13 @@ struct DistributePass
     for (Operation &op : body)
       ops.push_back(&op);
     for (Operation *op : ops) {
-      if (auto adam = dyn_cast<AdamWUpdateOp>(op)) {
+      if (auto update = dyn_cast<OptimizerUpdateInterface>(op);
+          update && update.isElementwise()) {
         // Element-wise: the shard's update is the update's shard.
-        for (auto [res, operand] :
-             llvm::zip(adam->getResults(), adam->getOperands()))
-          res.setType(operand.getType());
+        update.getNewParam().setType(update.getParam().getType());
+        for (auto [res, state] : llvm::zip(op->getResults().drop_front(),
+                                           update.getStateOperands()))
+          res.setType(state.getType());
         continue;
       }
       if (auto muon = dyn_cast<OrthogonalizedUpdateInterface>(op)) {
@@ -344,10 +346,8 @@ struct DistributePass
                          const DenseMap<Value, SmallVector<Shard>> &shardsOf) {
     // The parameter the clipped value updates.
     Value w = clip.getParam();
-    if (auto update = w.getDefiningOp<OrthogonalizedUpdateInterface>())
+    if (auto update = w.getDefiningOp<OptimizerUpdateInterface>())
       w = update.getParam();
-    else if (auto adam = w.getDefiningOp<AdamWUpdateOp>())
-      w = adam.getParam();
     auto rowSplits = [&](Value v) {
       SmallVector<std::pair<std::string, int64_t>> rows;
       if (auto it = shardsOf.find(v); it != shardsOf.end())
