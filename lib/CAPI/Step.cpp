@@ -18,6 +18,18 @@
 
 using namespace mlir::muir::runner;
 
+// The C API spells the runner's roles (muir/Runner/Role.h) as they are.
+static constexpr bool sameRole(MuirArgumentRole c, Role r) {
+  return static_cast<int32_t>(c) == static_cast<int32_t>(r);
+}
+static_assert(sameRole(MUIR_ROLE_PARAM, RoleParam) &&
+                  sameRole(MUIR_ROLE_GRAD, RoleGrad) &&
+                  sameRole(MUIR_ROLE_STATE, RoleState) &&
+                  sameRole(MUIR_ROLE_DATA, RoleData) &&
+                  sameRole(MUIR_ROLE_COUNTER, RoleCounter) &&
+                  sameRole(MUIR_ROLE_HYPER, RoleHyper),
+              "muir/Step.h's MuirArgumentRole is the runner's Role");
+
 struct MuirStep {
   std::unique_ptr<Step> step;
 };

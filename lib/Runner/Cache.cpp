@@ -9,7 +9,7 @@
 #include "StepImpl.h"
 
 #include "muir/Runner/State.h"
-#include "muir/Step.h"
+#include "muir/Runner/Role.h"
 #include "muir/Support/Files.h"
 #include "muir/Version.h"
 
@@ -304,7 +304,7 @@ llvm::Error Step::readMetadata(StringRef text) {
       return bad("argument '" + a.name + "' has no dtype f32, f64 or i64");
     a.f64 = *dtype == "f64";
     a.i64 = *dtype == "i64";
-    if (a.role == MUIR_ROLE_HYPER)
+    if (a.role == RoleHyper)
       hyperArgs.push_back(static_cast<int32_t>(args.size()));
     args.push_back(std::move(a));
   }

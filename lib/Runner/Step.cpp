@@ -9,7 +9,7 @@
 #include "muir/Driver/Diagnostics.h"
 #include "muir/Driver/PipelineFlags.h"
 #include "muir/Import/Description.h"
-#include "muir/Step.h"
+#include "muir/Runner/Role.h"
 #include "muir/Support/Files.h"
 #include "muir/Support/Version.h"
 #include "muir/Support/Limits.h"
@@ -170,17 +170,17 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
 int32_t roleOf(StringRef name, StringAttr explicitRole) {
   StringRef role = explicitRole ? explicitRole.getValue() : "";
   if (role == "data")
-    return MUIR_ROLE_DATA;
+    return RoleData;
   if (role == "hyper")
-    return MUIR_ROLE_HYPER;
+    return RoleHyper;
   if (role == "grad" || (role.empty() && name.ends_with(".grad")))
-    return MUIR_ROLE_GRAD;
+    return RoleGrad;
   if (role == "state" ||
       (role.empty() &&
        (name.ends_with(".momentum") || name.ends_with(".exp_avg") ||
         name.ends_with(".exp_avg_sq"))))
-    return MUIR_ROLE_STATE;
-  return MUIR_ROLE_PARAM;
+    return RoleState;
+  return RoleParam;
 }
 
 /// The run's grid and its foldings as text ("dp=2,tp=2; @moe: edp=1,ep=2")
@@ -350,7 +350,7 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
     for (unsigned i = 0; i < f.getNumArguments(); ++i)
       if (auto name = f.getArgAttrOfType<StringAttr>(i, "muir.name"))
         if (roleOf(name, f.getArgAttrOfType<StringAttr>(i, "muir.role")) ==
-            MUIR_ROLE_GRAD)
+            RoleGrad)
           grads.insert(name.str());
     for (unsigned r = 0; r < f.getNumResults(); ++r)
       if (auto name = f.getResultAttrOfType<StringAttr>(r, "muir.updates")) {
@@ -458,8 +458,8 @@ llvm::Error Step::readArguments() {
         tokenBound = a.shape[0];
       // The entry stores written results in place; a trained layer's
       // computed gradients are written too.
-      a.updated = updatesByRole ? a.role == MUIR_ROLE_PARAM ||
-                                      a.role == MUIR_ROLE_STATE
+      a.updated = updatesByRole ? a.role == RoleParam ||
+                                      a.role == RoleState
                                 : updatedNames.count(a.name) != 0;
       if (auto splits = entry.getArgAttrOfType<ArrayAttr>(i, "muir.split")) {
         for (Attribute attr : splits) {
@@ -510,14 +510,14 @@ llvm::Error Step::readArguments() {
       auto role = entry.getArgAttrOfType<StringAttr>(i, "muir.role");
       tokenCount = role && role.getValue() == "tokens";
       a.name = tokenCount ? "tokens" : "step";
-      a.role = MUIR_ROLE_COUNTER;
+      a.role = RoleCounter;
       counterUsed |= !entry.getArgument(i).use_empty();
     } else if (t.isF64()) {
       if (!name)
         return error("entry argument " + Twine(i) +
                      " (f64) has no muir.name naming the hyperparameter");
       a.name = name.str();
-      a.role = MUIR_ROLE_HYPER;
+      a.role = RoleHyper;
       auto d = entry.getArgAttrOfType<FloatAttr>(i, "muir.default");
       if (!d)
         return error("hyperparameter '" + a.name + "' (entry argument " +
@@ -529,7 +529,7 @@ llvm::Error Step::readArguments() {
     } else {
       return error("entry argument " + Twine(i) + " has unsupported type");
     }
-    if (a.role == MUIR_ROLE_HYPER && !std::isfinite(a.defaultValue))
+    if (a.role == RoleHyper && !std::isfinite(a.defaultValue))
       return error("hyperparameter '" + a.name + "' (entry argument " +
                    Twine(i) + ") has a muir.default that is not finite");
     // Names address tensors and hyperparameters (files, the C API, the
@@ -860,7 +860,7 @@ llvm::Error Step::run(int64_t counter, llvm::ArrayRef<double> hyper,
   for (auto [i, a] : llvm::enumerate(args)) {
     if (a.isTensor())
       packed.push_back(&bound[i]);
-    else if (a.role == MUIR_ROLE_COUNTER)
+    else if (a.role == RoleCounter)
       packed.push_back(I.counterValue.data());
     else
       packed.push_back(&I.hyperValues[a.hyperIndex]);

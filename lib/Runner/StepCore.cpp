@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "muir/Runner/StepCore.h"
 
-#include "muir/Step.h"
+#include "muir/Runner/Role.h"
 
 #include <dlfcn.h>
 #include <malloc.h>
@@ -17,6 +17,7 @@
 #include <type_traits>
 
 using namespace muir::step;
+using namespace mlir::muir::runner;
 
 std::string CudaRuntime::load(const std::string &path, bool global) {
   handle = dlopen(path.c_str(), RTLD_NOW | (global ? RTLD_GLOBAL : RTLD_LOCAL));
@@ -81,7 +82,7 @@ int64_t ManifestArgument::numel() const {
 
 bool Manifest::readsCounter() const {
   for (const ManifestArgument &a : arguments)
-    if (a.role == MUIR_ROLE_COUNTER && !a.counterUnused)
+    if (a.role == RoleCounter && !a.counterUnused)
       return true;
   return false;
 }
@@ -119,22 +120,22 @@ std::string muir::step::parseManifest(const char *text, Manifest &out) {
     ManifestArgument a;
     a.name = name;
     if (type == "i64") {
-      a.role = MUIR_ROLE_COUNTER;
+      a.role = RoleCounter;
       a.counterUnused = role == "step-unused";
     } else if (type == "f64") {
-      a.role = MUIR_ROLE_HYPER;
+      a.role = RoleHyper;
       if (!(f >> a.defaultValue))
         return bad("a hyperparameter without its default");
     } else if (type != "f32") {
       return bad("unknown element type '" + type + "'");
     } else if (role == "param") {
-      a.role = MUIR_ROLE_PARAM;
+      a.role = RoleParam;
     } else if (role == "grad") {
-      a.role = MUIR_ROLE_GRAD;
+      a.role = RoleGrad;
     } else if (role == "state") {
-      a.role = MUIR_ROLE_STATE;
+      a.role = RoleState;
     } else if (role == "data") {
-      a.role = MUIR_ROLE_DATA;
+      a.role = RoleData;
     } else {
       return bad("unknown role '" + role + "'");
     }

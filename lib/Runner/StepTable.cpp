@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "muir/Runner/Step.h"
 
-#include "muir/Step.h"
+#include "muir/Runner/Role.h"
 #include "muir-rt/Runtime.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -130,7 +130,7 @@ std::string shapeText(ArrayRef<int64_t> shape) {
 void HostTensors::snapshot() {
   before.resize(count());
   for (int32_t i = 0; i < count(); ++i)
-    if (muirrt_tensor_role(local, i) == MUIR_ROLE_PARAM) {
+    if (muirrt_tensor_role(local, i) == RoleParam) {
       const char *d = static_cast<const char *>(muirrt_tensor_storage(local, i));
       size_t size = muirrt_tensor_dtype(local, i) == MUIRRT_DTYPE_F64 ? 8 : 4;
       before[i].assign(d, d + muirrt_tensor_numel(local, i) * size);
@@ -257,7 +257,7 @@ void HostTensors::printStep(llvm::raw_ostream &os) const {
   std::vector<std::array<double, 2>> norms;
   for (auto [i, a] : llvm::enumerate(args)) {
     int32_t t = localIndex[i];
-    if (t < 0 || a.role != MUIR_ROLE_PARAM)
+    if (t < 0 || a.role != RoleParam)
       continue;
     int64_t numel = muirrt_tensor_numel(local, t);
     std::array<double, 2> squares = {0, 0};
@@ -294,13 +294,13 @@ void HostTensors::printStep(llvm::raw_ostream &os) const {
   // long names never run into the next column.
   size_t nameWidth = 20, shapeWidth = 11;
   for (const Argument &a : args)
-    if (a.role == MUIR_ROLE_PARAM && a.isTensor()) {
+    if (a.role == RoleParam && a.isTensor()) {
       nameWidth = std::max(nameWidth, a.name.size());
       shapeWidth = std::max(shapeWidth, shapeText(a.globalShape).size());
     }
   size_t row = 0;
   for (const Argument &a : args) {
-    if (a.role != MUIR_ROLE_PARAM || !a.isTensor())
+    if (a.role != RoleParam || !a.isTensor())
       continue;
     const std::array<double, 2> &squares = norms[row++];
     os << "  " << llvm::left_justify(a.name, nameWidth) << " "

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "muir/Runner/Step.h"
 
-#include "muir/Step.h"
+#include "muir/Runner/Role.h"
 #include "muir-rt/Runtime.h"
 
 #include "llvm/Support/Format.h"
@@ -233,7 +233,7 @@ int32_t HostTensors::count() const { return muirrt_tensor_count(local); }
 int32_t HostTensors::numParams() const {
   int32_t n = 0;
   for (int32_t i = 0; i < count(); ++i)
-    n += muirrt_tensor_role(local, i) == MUIR_ROLE_PARAM;
+    n += muirrt_tensor_role(local, i) == RoleParam;
   return n;
 }
 

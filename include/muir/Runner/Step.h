@@ -13,6 +13,7 @@
 #define MUIR_RUNNER_STEP_H
 
 #include "muir/Passes.h"
+#include "muir/Runner/Role.h"
 #include "muir/Runner/State.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -99,7 +100,7 @@ struct Split {
 /// One argument of the step.
 struct Argument {
   std::string name;
-  int32_t role = 0; ///< MUIR_ROLE_* of muir/Step.h
+  int32_t role = 0; ///< a runner::Role
   llvm::SmallVector<int64_t> shape;       ///< this rank's part
   llvm::SmallVector<int64_t> globalShape; ///< the whole tensor
   llvm::SmallVector<Split> splits;
@@ -109,7 +110,7 @@ struct Argument {
   bool i64 = false; ///< an int64 tensor (a layer's tokens_per_expert)
   bool f64 = false; ///< an f64 tensor (a reference's parameter and state)
   double initStd = 0; ///< seeded data's standard deviation (0: 1)
-  bool isTensor() const { return role <= 3; }
+  bool isTensor() const { return isTensorRole(role); }
   size_t elementBytes() const { return i64 || f64 ? 8 : 4; }
   int64_t numel() const;
 };
@@ -210,7 +211,7 @@ public:
   llvm::Error bind(int32_t index, void *data);
 
   /// The first element that is NaN or infinite among the bound float32
-  /// tensor arguments of `role` (MUIR_ROLE_*), in argument order: {argument
+  /// tensor arguments of `role` (runner::Role), in argument order: {argument
   /// index, flat element}, or {-1, -1} when every one is finite. Host memory
   /// only (an error on the CUDA target).
   llvm::Expected<std::pair<int32_t, int64_t>> firstNonFinite(int32_t role) const;

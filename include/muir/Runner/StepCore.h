@@ -11,6 +11,8 @@
 #ifndef MUIR_RUNNER_STEPCORE_H
 #define MUIR_RUNNER_STEPCORE_H
 
+#include "muir/Runner/Role.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -67,12 +69,12 @@ void keepFreedMemory();
 /// runner::entryManifest): a tensor, the step counter or a hyperparameter.
 struct ManifestArgument {
   std::string name;
-  int32_t role = 0; ///< MUIR_ROLE_* of muir/Step.h
+  int32_t role = 0; ///< a runner::Role
   std::vector<int64_t> shape;
   double defaultValue = 0; ///< hyperparameters
   double initStd = 0;      ///< seeded data's standard deviation (0: 1)
   bool counterUnused = false;
-  bool isTensor() const { return role <= 3; }
+  bool isTensor() const { return mlir::muir::runner::isTensorRole(role); }
   int64_t numel() const;
 };
 
