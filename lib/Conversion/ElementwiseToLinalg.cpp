@@ -337,13 +337,13 @@ LogicalResult lower(NorMuonNormalizeOp op, PatternRewriter &rw) {
 /// MuonClip's QK-clip: per row head j, s_j = sqrt(min over its group of
 /// gamma_i) with gamma_i = x_i > tau ? tau / x_i : 1 (s = 1 when skipped),
 /// then each row of head j times s_j. The heads' factors are computed once
-/// each; the rows' generic reads the matrix as [heads, head_rows, n].
+/// each, their square roots once per row; the rows are scaled in place.
 LogicalResult lower(QkClipOp op, PatternRewriter &rw) {
   Location loc = op.getLoc();
   auto w = op.getParam().getType();
   Type t = w.getElementType();
   int64_t headRows = op.getHeadRows(), group = op.getGroup();
-  int64_t heads = w.getDimSize(0) / headRows, n = w.getDimSize(1);
+  int64_t heads = w.getDimSize(0) / headRows;
   MLIRContext *ctx = rw.getContext();
   auto d = [&](unsigned i) { return rw.getAffineDimExpr(i); };
   auto parallel = utils::IteratorType::parallel;
@@ -372,35 +372,35 @@ LogicalResult lower(QkClipOp op, PatternRewriter &rw) {
         linalg::YieldOp::create(
             nb, nl, Value(arith::MinimumFOp::create(nb, nl, a[1], gamma)));
       });
-  AffineMap id1 = rw.getMultiDimIdentityMap(1);
-  auto scale = linalg::GenericOp::create(
-      rw, loc, TypeRange{headsType}, ValueRange{minGamma.getResult(0)},
-      ValueRange{
-          Value(tensor::EmptyOp::create(rw, loc, headsType.getShape(), t))},
-      ArrayRef<AffineMap>{id1, id1}, {parallel},
-      [&](OpBuilder &nb, Location nl, ValueRange a) {
+  // Each row's factor, s_j = sqrt(min gamma) for the head_rows rows of
+  // head j (1 when skipped), then each row times its factor in place: the
+  // matrix is the generic's destination, so that the updated parameter's
+  // buffer is scaled where it is instead of copied into a new one.
+  int64_t m = heads * headRows;
+  auto perRow = linalg::GenericOp::create(
+      rw, loc, TypeRange{RankedTensorType::get({heads, headRows}, t)},
+      ValueRange{minGamma.getResult(0)},
+      ValueRange{Value(tensor::EmptyOp::create(
+          rw, loc, ArrayRef<int64_t>{heads, headRows}, t))},
+      ArrayRef<AffineMap>{AffineMap::get(2, 0, {d(0)}, ctx),
+                          rw.getMultiDimIdentityMap(2)},
+      {parallel, parallel}, [&](OpBuilder &nb, Location nl, ValueRange a) {
         Value root = math::SqrtOp::create(nb, nl, a[0]);
         linalg::YieldOp::create(
             nb, nl, unlessSkipped(nb, nl, op.getTake(), {root}, {one}));
       });
-  // Each row of head j times s_j.
-  auto rowsType = RankedTensorType::get({heads, headRows, n}, t);
-  SmallVector<ReassociationIndices> split = {{0, 1}, {2}};
-  Value rows = tensor::ExpandShapeOp::create(rw, loc, rowsType,
-                                             op.getParam(), split);
-  AffineMap id3 = rw.getMultiDimIdentityMap(3);
+  Value rowScale = tensor::CollapseShapeOp::create(
+      rw, loc, RankedTensorType::get({m}, t), perRow.getResult(0),
+      ArrayRef<ReassociationIndices>{{0, 1}});
+  AffineMap id2 = rw.getMultiDimIdentityMap(2);
   auto clipped = linalg::GenericOp::create(
-      rw, loc, TypeRange{rowsType}, ValueRange{rows, scale.getResult(0)},
-      ValueRange{
-          Value(tensor::EmptyOp::create(rw, loc, rowsType.getShape(), t))},
-      ArrayRef<AffineMap>{id3, AffineMap::get(3, 0, {d(0)}, ctx), id3},
-      {parallel, parallel, parallel},
-      [&](OpBuilder &nb, Location nl, ValueRange a) {
+      rw, loc, TypeRange{w}, ValueRange{rowScale}, ValueRange{op.getParam()},
+      ArrayRef<AffineMap>{AffineMap::get(2, 0, {d(0)}, ctx), id2},
+      {parallel, parallel}, [&](OpBuilder &nb, Location nl, ValueRange a) {
         linalg::YieldOp::create(
-            nb, nl, Value(arith::MulFOp::create(nb, nl, a[0], a[1])));
+            nb, nl, Value(arith::MulFOp::create(nb, nl, a[1], a[0])));
       });
-  rw.replaceOpWithNewOp<tensor::CollapseShapeOp>(op, w, clipped.getResult(0),
-                                                 split);
+  rw.replaceOp(op, clipped.getResults());
   return success();
 }
 

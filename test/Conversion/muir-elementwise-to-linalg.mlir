@@ -170,8 +170,9 @@ func.func @normuon_rows(%o: tensor<2x4x8xf32>, %v: tensor<2x4xf32>) -> (tensor<2
 // -----
 
 // QK-clip: the smallest gamma of each head's group (a reduction over the
-// logits seen as [heads, group]), its square root (1 where take is false),
-// then the rows seen as [heads, head_rows, n] times their head's factor.
+// logits seen as [heads, group]), its square root once per row (1 where
+// take is false), then the matrix scaled row by row in place (it is the
+// last generic's destination: the updated buffer, not a copy).
 // CHECK-LABEL: func.func @qk_clip
 // CHECK: %[[G:.+]] = tensor.expand_shape %arg1 {{\[\[}}0, 1]] output_shape [2, 4] : tensor<8xf32> into tensor<2x4xf32>
 // CHECK: %[[ONES:.+]] = linalg.fill
@@ -180,13 +181,12 @@ func.func @normuon_rows(%o: tensor<2x4x8xf32>, %v: tensor<2x4xf32>) -> (tensor<2
 // CHECK-NEXT: arith.divf
 // CHECK-NEXT: arith.select
 // CHECK-NEXT: arith.minimumf
-// CHECK: %[[S:.+]] = linalg.generic {{.*}} ins(%[[MIN]] : tensor<2xf32>)
+// CHECK: %[[S:.+]] = linalg.generic {{.*}} ins(%[[MIN]] : tensor<2xf32>) outs(%{{.+}} : tensor<2x8xf32>)
 // CHECK: math.sqrt
 // CHECK-NEXT: arith.select %arg2
-// CHECK: %[[W:.+]] = tensor.expand_shape %arg0 {{\[\[}}0, 1], [2]] output_shape [2, 8, 16] : tensor<16x16xf32> into tensor<2x8x16xf32>
-// CHECK: %[[R:.+]] = linalg.generic {{.*}} ins(%[[W]], %[[S]] : tensor<2x8x16xf32>, tensor<2xf32>)
+// CHECK: %[[R:.+]] = tensor.collapse_shape %[[S]] {{\[\[}}0, 1]] : tensor<2x8xf32> into tensor<16xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[R]] : tensor<16xf32>) outs(%arg0 : tensor<16x16xf32>)
 // CHECK: arith.mulf
-// CHECK: tensor.collapse_shape %[[R]] {{\[\[}}0, 1], [2]] : tensor<2x8x16xf32> into tensor<16x16xf32>
 // FUSED-LABEL: func.func @qk_clip
 func.func @qk_clip(%k: tensor<16x16xf32>, %x: tensor<8xf32>, %t: i1) -> tensor<16x16xf32> {
   %c = muir.qk_clip %k, %x take(%t) {tau = 100.0, head_rows = 8, group = 4} : tensor<16x16xf32>, tensor<8xf32>
