@@ -233,14 +233,482 @@ private:
 };
 } // namespace
 
+
+namespace {
+/// validate()'s checks, one rule family a method, sharing the report and
+/// what the earlier ones found: the grid's devices, each parameter's
+/// optimizer, the parameters by name and the tensors' files.
+class Validator {
+public:
+  using Report =
+      function_ref<void(const Loc &, const Twine &, const Subject &)>;
+  Validator(const Description &d, Report report)
+      : d(d), report(report),
+        noted([this](const Loc &loc, const Twine &msg, const Loc &noteLoc,
+                     const Twine &note) {
+          failWithNote(loc, msg, noteLoc, note);
+        }),
+        files(noted) {}
+
+  LogicalResult run() {
+    checkGrid();
+    checkSchedules();
+    assign();
+    checkParameters();
+    checkOverrideNames();
+    checkMoELayers();
+    if (d.training.enabled)
+      checkTraining();
+    checkAttention();
+    return success(ok);
+  }
+
+private:
+  void fail(const Loc &loc, const Twine &msg) {
+    ok = false;
+    report(loc, msg, Subject{});
+  }
+  /// A rule broken by a parameter or MoE layer `name`; `rule` says it
+  /// without the name, for the grouped report.
+  void failFor(const Loc &loc, const Twine &msg, StringRef name,
+               const Twine &rule, StringRef plural = "parameters") {
+    ok = false;
+    report(loc, msg, Subject{name.str(), rule.str(), plural});
+  }
+  /// An error of its own at `loc`, with a note at the other place it
+  /// concerns.
+  void failWithNote(const Loc &loc, const Twine &msg, const Loc &noteLoc,
+                    const Twine &note) {
+    ok = false;
+    Subject subject;
+    subject.noteLoc = noteLoc;
+    subject.note = note.str();
+    report(loc, msg, subject);
+  }
+
+  void checkGrid();
+  void checkSchedules();
+  void assign();
+  void checkParameters();
+  bool checkNameAndSize(const Parameter &p, int64_t &totalElements,
+                        bool &totalReported);
+  void checkParameterRules(const Parameter &p);
+  void checkShards(const Parameter &p);
+  void checkOverrideNames();
+  void checkMoELayers();
+  void checkTraining();
+  void checkAttention();
+
+  const Description &d;
+  Report report;
+  bool ok = true;
+  std::function<void(const Loc &, const Twine &, const Loc &, const Twine &)>
+      noted;
+  TensorFiles files;
+  std::optional<int64_t> devices;
+  std::vector<Assignment> assignments;
+  llvm::StringMap<const Parameter *> names;
+};
+} // namespace
+
+/// The grid's axes: identifiers whose sizes multiply within bounds, the MoE
+/// folding over the same devices.
+void Validator::checkGrid() {
+  // (A description without any grid was already told so by the reader.)
+  if (d.grid.axes.empty() && !d.grid.loc.file.empty())
+    fail(d.grid.loc, "the grid needs at least one axis in 'axes', e.g. "
+                     "{dp: 8, tp: 2}");
+  // Axis names are identifiers: writeDescription and the plan report write
+  // them bare, and --layout and shards name them.
+  for (const std::vector<GridAxis> *axes : {&d.grid.axes, &d.grid.moeAxes})
+    for (const GridAxis &a : *axes)
+      if (a.name.empty() || llvm::isDigit(a.name.front()) ||
+          !llvm::all_of(a.name, [](char c) {
+            return llvm::isAlnum(c) || c == '_';
+          }))
+        fail(a.loc, "axis name '" + a.name +
+                        "' is not an identifier: use letters, digits and "
+                        "'_', not starting with a digit, e.g. dp or tp");
+  // Every later use multiplies the sizes (Grid::numDevices): they must not
+  // overflow.
+  devices = numDevicesChecked(d.grid.axes);
+  std::optional<int64_t> moe = numDevicesChecked(d.grid.moeAxes);
+  if (!devices)
+    fail(d.grid.axes.back().loc, "the grid's axes multiply to more than "
+                                 "2^20 devices (the most muir supports)");
+  if (!moe)
+    fail(d.grid.moeAxes.back().loc, "the MoE folding's axes multiply to "
+                                    "more than 2^20 devices (the most muir "
+                                    "supports)");
+  if (!d.grid.moeAxes.empty() && devices && moe && *moe != *devices)
+    fail(d.grid.moeAxes.front().loc,
+         "the MoE folding covers " + Twine(*moe) +
+             " devices but the grid has " + Twine(*devices) +
+             "; both foldings must cover the same devices");
+}
+
+/// Custom Newton-Schulz schedules have their coefficients, and only they.
+void Validator::checkSchedules() {
+  const MuonSettings &m = d.muon;
+  if (m.schedule == "custom" && (m.coefficients.empty() ||
+                                 m.coefficients.size() % 3 != 0))
+    fail(d.loc, "schedule 'custom' needs 'coefficients': a non-empty list of "
+                "(a, b, c) triples, got " +
+                    Twine(m.coefficients.size()) + " values");
+  if (d.hasNormuon && d.normuon.schedule == "custom" &&
+      (d.normuon.coefficients.empty() ||
+       d.normuon.coefficients.size() % 3 != 0))
+    fail(d.normuonLoc,
+         "optimizer.normuon: schedule 'custom' needs 'coefficients': a "
+         "non-empty list of (a, b, c) triples, got " +
+             Twine(d.normuon.coefficients.size()) + " values");
+  bool anyCustom = m.schedule == "custom";
+  for (const Override &o : d.overrides)
+    anyCustom |= o.schedule && *o.schedule == "custom";
+  if (!anyCustom && !m.coefficients.empty())
+    fail(d.loc, "optimizer.muon.coefficients are only used with schedule "
+                "'custom' (globally or in an override), got schedule '" +
+                    m.schedule + "'");
+  for (const Override &o : d.overrides)
+    if (o.schedule && *o.schedule == "custom" && m.coefficients.empty())
+      fail(o.loc, "an override selects schedule 'custom' but "
+                  "optimizer.muon has no coefficients");
+
+}
+
+/// The optimizer of each parameter, and the run-time hyperparameters
+/// ("muon.lr", "overrides.0.weight_decay") the step will have.
+void Validator::assign() {
+  assignments.reserve(d.params.size());
+  for (const Parameter &p : d.params) {
+    assignments.push_back(assignOptimizer(d, p));
+    const Assignment &a = assignments.back();
+    for (const HyperArgument &h : hyperArguments(a)) {
+      StringRef group = StringRef(h.name).rsplit('.').first;
+      StringRef k = group;
+      size_t index = 0;
+      bool isOverride = k.consume_front("overrides.") &&
+                        !k.getAsInteger(10, index) &&
+                        index < d.overrides.size();
+      files.addHyper(h.name,
+                     isOverride ? "override " + std::to_string(index)
+                                : ("optimizer." + group).str(),
+                     isOverride ? d.overrides[index].loc : Loc());
+    }
+    // optimizer.mask's flags and AdamW's own counts.
+    if (d.mask && !p.name.empty()) {
+      files.addHyper(p.name + ".take", "optimizer.mask", Loc());
+      if (optimizerInfo(a.optimizer).stepCount)
+        files.addHyper(p.name + ".step", "optimizer.mask", Loc());
+    }
+  }
+}
+
+void Validator::checkParameters() {
+  int64_t totalElements = 0;
+  bool totalReported = false;
+  for (const Parameter &p : d.params) {
+    if (!checkNameAndSize(p, totalElements, totalReported))
+      continue;
+    checkParameterRules(p);
+    checkShards(p);
+  }
+}
+
+/// A parameter's name (a usable file name, given once; its tensors' files)
+/// and element count; false when its other checks cannot run.
+bool Validator::checkNameAndSize(const Parameter &p, int64_t &totalElements,
+                                 bool &totalReported) {
+  if (p.name.empty())
+    return false;
+  const Loc &nameLoc = p.nameLoc.line ? p.nameLoc : p.loc;
+  bool usable = usableAsFileName(
+      p.name, nameLoc,
+      [this](const Loc &loc, const Twine &msg) { fail(loc, msg); });
+  if (p.shape.empty())
+    return false;
+  int64_t count = 1;
+  bool overflow = false;
+  for (int64_t dim : p.shape)
+    overflow |= llvm::MulOverflow(count, dim, count);
+  if (overflow || count > muir::kMaxTensorElements) {
+    fail(p.loc, "parameter '" + p.name + "' has more than 2^40 elements " +
+                    "(the most one tensor may have; docs/description.md, "
+                    "\"Limits\")");
+    return false;
+  }
+  if (llvm::AddOverflow(totalElements, count, totalElements) ||
+      totalElements > muir::kMaxModelElements) {
+    if (!totalReported)
+      fail(p.loc, "the parameters up to '" + p.name + "' have more than "
+                  "2^48 elements in all (the most a step may have; "
+                  "docs/description.md, \"Limits\")");
+    totalReported = true;
+  }
+  auto [it, inserted] = names.try_emplace(p.name, &p);
+  if (!inserted) {
+    const Parameter &first = *it->second;
+    failWithNote(p.loc,
+                 "duplicate parameter name '" + p.name +
+                     "' (first at line " + Twine(first.loc.line) + ")",
+                 first.nameLoc.line ? first.nameLoc : first.loc,
+                 "'" + p.name + "' first named here");
+  } else if (usable) {
+    // Its tensors' files: the parameter, its gradient and its state.
+    const Assignment &a = assignments[&p - d.params.data()];
+    std::string who = "parameter '" + p.name + "'";
+    auto add = [&](StringRef suffix, StringRef what) {
+      files.add(p.name + suffix.str(),
+                what.empty() ? who : (what + " of '" + p.name + "'").str(),
+                who, nameLoc);
+    };
+    add("", "");
+    add(".grad", "the gradient");
+    for (const OptimizerState &s : optimizerInfo(a.optimizer).state)
+      add(s.suffix, s.what);
+  }
+  return true;
+}
+
+/// A parameter's dtype, role and split_rows against its optimizer, grid
+/// and layer.
+void Validator::checkParameterRules(const Parameter &p) {
+  // NorMuon's kernels are f32.
+  if (assignments[&p - d.params.data()].optimizer == Optimizer::NorMuon &&
+      p.dtype == "f64")
+    failFor(p.loc,
+            "parameter '" + p.name + "' is f64, which NorMuon does not "
+            "take (its kernels are f32)",
+            p.name, "NorMuon takes f32 parameters");
+  if (p.role == Role::Expert && p.shape.size() != 3)
+    fail(p.loc, "expert parameter '" + p.name +
+                    "' must be a stack [E, m, n], got rank " +
+                    Twine(p.shape.size()));
+  if (p.dtype == "f64") {
+    // f64 is for references: the collectives and the MoE layers'
+    // kernels are f32.
+    if (devices && *devices > 1)
+      failFor(p.loc,
+              "parameter '" + p.name + "' is f64, which runs on a grid of "
+              "one device (this grid has " + Twine(*devices) + ")",
+              p.name,
+              "f64 runs on a grid of one device (this grid has " +
+                  Twine(*devices) + ")");
+    if (d.training.enabled)
+      for (const MoELayer &l : d.moe)
+        for (const char *suffix :
+             {".router", ".experts.gate_proj", ".experts.up_proj",
+              ".experts.down_proj", ".shared_experts.gate_proj",
+              ".shared_experts.up_proj", ".shared_experts.down_proj"})
+          if (p.name == l.name + suffix)
+            fail(p.loc, "parameter '" + p.name + "' of trained MoE layer '" +
+                            l.name + "' is f64; a layer's weights are "
+                                     "f32");
+  }
+  int64_t sum = 0;
+  for (int64_t r : p.splitRows)
+    sum += r;
+  if (!p.splitRows.empty() && p.shape.size() != 2)
+    fail(p.loc, "split_rows of '" + p.name +
+                    "' needs a matrix (rank 2), got rank " +
+                    Twine(p.shape.size()));
+  else if (!p.splitRows.empty() && sum != p.shape.front())
+    fail(p.loc, "split_rows of '" + p.name + "' add up to " + Twine(sum) +
+                    ", expected dim 0 = " + Twine(p.shape.front()));
+}
+
+/// Each shard names an axis of the parameter's grid once and divides its
+/// dimension.
+void Validator::checkShards(const Parameter &p) {
+  llvm::SmallSet<int64_t, 4> dims;
+  llvm::StringSet<> axesUsed;
+  for (const Sharding &s : p.shards) {
+    if (!dims.insert(s.dim).second || !axesUsed.insert(s.axis).second)
+      fail(s.loc, "'" + p.name + "' is sharded twice on dim " +
+                      Twine(s.dim) + " or on axis '" + s.axis +
+                      "'; give each dimension and axis one shard");
+    const GridAxis *axis = d.grid.find(s.axis, p.moeFolding);
+    if (!axis) {
+      std::string grid =
+          (p.moeFolding && !d.grid.moeAxes.empty() ? "MoE " : "") +
+          std::string("grid");
+      failFor(s.loc,
+              "shard of '" + p.name + "' names axis '" + s.axis +
+                  "', which the " + grid + " does not have",
+              p.name,
+              "a shard names axis '" + s.axis + "', which the " + grid +
+                  " does not have");
+      continue;
+    }
+    int64_t rank = p.shape.size();
+    int64_t dim = s.dim;
+    StringRef kind = stringify(s.kind);
+    if (dim >= rank) {
+      failFor(s.loc,
+              kind + " shard of '" + p.name + "' needs dim " + Twine(dim) +
+                  " but the shape has rank " + Twine(rank),
+              p.name,
+              kind + " shard needs dim " + Twine(dim) +
+                  " but the shape has rank " + Twine(rank));
+      continue;
+    }
+    if (p.shape[dim] % axis->size != 0) {
+      std::string notDivisible =
+          ("dim " + Twine(dim) + " (" + Twine(p.shape[dim]) +
+           ") is not divisible by " + s.axis + "=" + Twine(axis->size))
+              .str();
+      failFor(s.loc, kind + " shard of '" + p.name + "': " + notDivisible,
+              p.name, kind + " shard: " + notDivisible);
+    }
+  }
+}
+
+void Validator::checkOverrideNames() {
+  // An override's `names` are parameters (a misspelt one would silently
+  // leave its parameter on the global settings).
+  for (const Override &o : d.overrides)
+    for (const std::string &n : o.names)
+      if (!names.count(n))
+        fail(o.loc, "an override names '" + n + "', which is no parameter");
+}
+
+void Validator::checkMoELayers() {
+  for (const MoELayer &l : d.moe) {
+    // A rank's routed rows (tokens x top_k) of the widest activation.
+    int64_t rows = 0, elements = 0;
+    if (llvm::MulOverflow(l.tokensPerRank, std::max<int64_t>(l.topK, 1),
+                          rows) ||
+        llvm::MulOverflow(rows,
+                          std::max<int64_t>({l.hidden, l.expertSize, 1}),
+                          elements) ||
+        rows > muir::kMaxDim || elements > muir::kMaxTensorElements)
+      fail(l.loc, "MoE layer '" + l.name + "': tokens_per_rank (" +
+                      Twine(l.tokensPerRank) + ") x top_k (" +
+                      Twine(l.topK) + ") routed rows of " +
+                      Twine(std::max(l.hidden, l.expertSize)) +
+                      " features are more than muir supports (2^31 - 1 "
+                      "rows, 2^40 elements; docs/description.md, "
+                      "\"Limits\")");
+    if (l.experts && l.topK > l.experts)
+      fail(l.loc, "top_k (" + Twine(l.topK) + ") is greater than experts (" +
+                      Twine(l.experts) + ") in MoE layer '" + l.name + "'");
+    if (l.groups > 1 && l.experts % l.groups != 0) {
+      std::string rule =
+          ("experts (" + Twine(l.experts) + ") are not divisible by groups (" +
+           Twine(l.groups) + ")")
+              .str();
+      failFor(l.loc, rule + " in MoE layer '" + l.name + "'", l.name, rule,
+              "MoE layers");
+    }
+    if (l.groupsPerToken > l.groups)
+      fail(l.loc, "groups_per_token (" + Twine(l.groupsPerToken) +
+                      ") is greater than groups (" + Twine(l.groups) +
+                      ") in MoE layer '" + l.name + "'");
+    if (const GridAxis *ep = d.grid.find("ep", true))
+      if (l.experts % ep->size != 0) {
+        std::string rule = ("experts (" + Twine(l.experts) +
+                            ") are not divisible by ep=" + Twine(ep->size))
+                               .str();
+        failFor(l.loc, rule + " in MoE layer '" + l.name + "'", l.name, rule,
+                "MoE layers");
+      }
+  }
+}
+
+/// Training: every MoE layer's router and SwiGLU expert stacks (and shared
+/// experts) exist with the layer's shapes, and its routing is complete.
+void Validator::checkTraining() {
+// Training: every MoE layer's router and SwiGLU expert stacks (and shared
+// experts) exist with the layer's shapes, and its routing is complete.
+  const GridAxis *ep = d.grid.find("ep", true);
+  int64_t epSize = ep ? ep->size : 1;
+  if (d.moe.empty())
+    fail(d.training.loc, "training needs at least one entry under 'moe'");
+  llvm::StringSet<> layerNames;
+  for (const MoELayer &l : d.moe) {
+    if (!layerNames.insert(l.name).second)
+      fail(l.loc, "training: two MoE layers are named '" + l.name + "'");
+    // The layer's data and teacher tensors are files too.
+    else if (usableAsFileName(l.name + ".data.tokens", Loc(), nullptr)) {
+      const Loc &at = l.nameLoc.line ? l.nameLoc : l.loc;
+      std::string who = "MoE layer '" + l.name + "'";
+      files.add(l.name + ".data.tokens", "the training tokens of " + who,
+                who, at);
+      for (StringRef t : {"router", "gate_proj", "up_proj", "down_proj"})
+        files.add((l.name + ".teacher." + t).str(),
+                  ("the teacher's " + t + " of " + who).str(), who, at);
+    }
+    if (l.topK < 1 || l.experts < 1 || l.hidden < 1 || l.expertSize < 1)
+      fail(l.loc, "training MoE layer '" + l.name +
+                      "' needs experts, top_k, hidden and expert_size");
+    else if (l.groups > 0 && l.experts % l.groups == 0 &&
+             l.topK > l.groupsPerToken * (l.experts / l.groups))
+      fail(l.loc, "training MoE layer '" + l.name + "': top_k (" +
+                      Twine(l.topK) + ") is more than the " +
+                      Twine(l.groupsPerToken * (l.experts / l.groups)) +
+                      " experts of groups_per_token groups");
+    if (!(l.routedScaling > 0))
+      fail(l.loc, "training MoE layer '" + l.name +
+                      "': routed_scaling must be > 0");
+    int64_t e = l.experts, h = l.hidden, f = l.expertSize;
+    int64_t sf = l.sharedExperts * f;
+    std::string missing;
+    struct Want {
+      const char *suffix;
+      SmallVector<int64_t> shape;
+      bool stack; ///< an expert stack (may be split by experts over ep)
+    };
+    SmallVector<Want> wants = {Want{".router", {e, h}, false},
+                               Want{".experts.gate_proj", {e, f, h}, true},
+                               Want{".experts.up_proj", {e, f, h}, true},
+                               Want{".experts.down_proj", {e, h, f}, true}};
+    if (l.sharedExperts > 0) {
+      wants.push_back(Want{".shared_experts.gate_proj", {sf, h}, false});
+      wants.push_back(Want{".shared_experts.up_proj", {sf, h}, false});
+      wants.push_back(Want{".shared_experts.down_proj", {h, sf}, false});
+    }
+    for (const Want &w : wants) {
+      std::string name = l.name + w.suffix;
+      auto it = llvm::find_if(d.params, [&](const Parameter &p) {
+        return p.name == name;
+      });
+      std::string shape;
+      llvm::raw_string_ostream os(shape);
+      os << "[";
+      llvm::interleaveComma(w.shape, os);
+      os << "]";
+      if (it == d.params.end())
+        missing += (missing.empty() ? "'" : ", '") + name + "' " + shape;
+      else if (ArrayRef<int64_t>(it->shape) != ArrayRef<int64_t>(w.shape))
+        fail(it->loc, "training MoE layer '" + l.name + "': '" + name +
+                          "' should have shape " + shape +
+                          " (from experts, hidden, expert_size and "
+                          "shared_experts)");
+      else
+        for (const Sharding &sh : it->shards)
+          if (!w.stack || sh.kind != ShardKind::Expert || sh.axis != "ep")
+            fail(sh.loc.line ? sh.loc : it->loc,
+                 "training MoE layer '" + l.name + "': '" + name + "' " +
+                     (w.stack ? "may only be split by experts over ep"
+                              : "may not be split") +
+                     " (its " + stringify(sh.kind) + " shard on " +
+                     sh.axis + " is not supported in training)");
+    }
+    if (!missing.empty())
+      fail(l.loc, "training MoE layer '" + l.name +
+                      "' needs the parameters " + missing);
+    if (ep && l.tokensPerRank * std::min(l.topK, l.experts / epSize) *
+                      epSize > (int64_t(1) << 31))
+      fail(l.loc, "training MoE layer '" + l.name +
+                      "': the routed-rows bound exceeds 2^31");
+  }
+}
+
 /// MuonClip's attention blocks (`attention:`, optimizer.muon.qk_clip): each
 /// names two f32 matrices whose rows are whole heads, split over the same
 /// axes so that every rank clips its own heads; "<name>.max_logits" is a
 /// tensor file of its own.
-static void validateAttention(
-    const Description &d, const llvm::StringMap<const Parameter *> &names,
-    TensorFiles &files,
-    function_ref<void(const Loc &, const Twine &)> fail) {
+void Validator::checkAttention() {
   if (!d.attention.empty() && d.muon.qkClip <= 0)
     fail(d.attentionLoc,
          "'attention' lists the blocks MuonClip's QK-clip scales; set its "
@@ -346,377 +814,5 @@ static void validateAttention(
 LogicalResult mlir::muir::desc::validate(
     const Description &d,
     function_ref<void(const Loc &, const Twine &, const Subject &)> report) {
-  bool ok = true;
-  auto fail = [&](const Loc &loc, const Twine &msg) {
-    ok = false;
-    report(loc, msg, Subject{});
-  };
-  // A rule broken by a parameter or MoE layer `name`; `rule` says it
-  // without the name, for the grouped report.
-  auto failFor = [&](const Loc &loc, const Twine &msg, StringRef name,
-                     const Twine &rule, StringRef plural = "parameters") {
-    ok = false;
-    report(loc, msg, Subject{name.str(), rule.str(), plural});
-  };
-  // An error of its own at `loc`, with a note at the other place it
-  // concerns.
-  auto failWithNote = [&](const Loc &loc, const Twine &msg,
-                          const Loc &noteLoc, const Twine &note) {
-    ok = false;
-    Subject subject;
-    subject.noteLoc = noteLoc;
-    subject.note = note.str();
-    report(loc, msg, subject);
-  };
-  // (A description without any grid was already told so by the reader.)
-  if (d.grid.axes.empty() && !d.grid.loc.file.empty())
-    fail(d.grid.loc, "the grid needs at least one axis in 'axes', e.g. "
-                     "{dp: 8, tp: 2}");
-  // Axis names are identifiers: writeDescription and the plan report write
-  // them bare, and --layout and shards name them.
-  for (const std::vector<GridAxis> *axes : {&d.grid.axes, &d.grid.moeAxes})
-    for (const GridAxis &a : *axes)
-      if (a.name.empty() || llvm::isDigit(a.name.front()) ||
-          !llvm::all_of(a.name, [](char c) {
-            return llvm::isAlnum(c) || c == '_';
-          }))
-        fail(a.loc, "axis name '" + a.name +
-                        "' is not an identifier: use letters, digits and "
-                        "'_', not starting with a digit, e.g. dp or tp");
-  // Every later use multiplies the sizes (Grid::numDevices): they must not
-  // overflow.
-  std::optional<int64_t> devices = numDevicesChecked(d.grid.axes);
-  std::optional<int64_t> moe = numDevicesChecked(d.grid.moeAxes);
-  if (!devices)
-    fail(d.grid.axes.back().loc, "the grid's axes multiply to more than "
-                                 "2^20 devices (the most muir supports)");
-  if (!moe)
-    fail(d.grid.moeAxes.back().loc, "the MoE folding's axes multiply to "
-                                    "more than 2^20 devices (the most muir "
-                                    "supports)");
-  if (!d.grid.moeAxes.empty() && devices && moe && *moe != *devices)
-    fail(d.grid.moeAxes.front().loc,
-         "the MoE folding covers " + Twine(*moe) +
-             " devices but the grid has " + Twine(*devices) +
-             "; both foldings must cover the same devices");
-  const MuonSettings &m = d.muon;
-  if (m.schedule == "custom" && (m.coefficients.empty() ||
-                                 m.coefficients.size() % 3 != 0))
-    fail(d.loc, "schedule 'custom' needs 'coefficients': a non-empty list of "
-                "(a, b, c) triples, got " +
-                    Twine(m.coefficients.size()) + " values");
-  if (d.hasNormuon && d.normuon.schedule == "custom" &&
-      (d.normuon.coefficients.empty() ||
-       d.normuon.coefficients.size() % 3 != 0))
-    fail(d.normuonLoc,
-         "optimizer.normuon: schedule 'custom' needs 'coefficients': a "
-         "non-empty list of (a, b, c) triples, got " +
-             Twine(d.normuon.coefficients.size()) + " values");
-  bool anyCustom = m.schedule == "custom";
-  for (const Override &o : d.overrides)
-    anyCustom |= o.schedule && *o.schedule == "custom";
-  if (!anyCustom && !m.coefficients.empty())
-    fail(d.loc, "optimizer.muon.coefficients are only used with schedule "
-                "'custom' (globally or in an override), got schedule '" +
-                    m.schedule + "'");
-  for (const Override &o : d.overrides)
-    if (o.schedule && *o.schedule == "custom" && m.coefficients.empty())
-      fail(o.loc, "an override selects schedule 'custom' but "
-                  "optimizer.muon has no coefficients");
-
-  llvm::StringMap<const Parameter *> names;
-  TensorFiles files(failWithNote);
-  // The optimizer of each parameter, and the run-time hyperparameters
-  // ("muon.lr", "overrides.0.weight_decay") the step will have.
-  std::vector<Assignment> assignments;
-  assignments.reserve(d.params.size());
-  for (const Parameter &p : d.params) {
-    assignments.push_back(assignOptimizer(d, p));
-    const Assignment &a = assignments.back();
-    for (const HyperArgument &h : hyperArguments(a)) {
-      StringRef group = StringRef(h.name).rsplit('.').first;
-      StringRef k = group;
-      size_t index = 0;
-      bool isOverride = k.consume_front("overrides.") &&
-                        !k.getAsInteger(10, index) &&
-                        index < d.overrides.size();
-      files.addHyper(h.name,
-                     isOverride ? "override " + std::to_string(index)
-                                : ("optimizer." + group).str(),
-                     isOverride ? d.overrides[index].loc : Loc());
-    }
-    // optimizer.mask's flags and AdamW's own counts.
-    if (d.mask && !p.name.empty()) {
-      files.addHyper(p.name + ".take", "optimizer.mask", Loc());
-      if (optimizerInfo(a.optimizer).stepCount)
-        files.addHyper(p.name + ".step", "optimizer.mask", Loc());
-    }
-  }
-  int64_t totalElements = 0;
-  bool totalReported = false;
-  for (const Parameter &p : d.params) {
-    if (p.name.empty())
-      continue;
-    const Loc &nameLoc = p.nameLoc.line ? p.nameLoc : p.loc;
-    bool usable = usableAsFileName(p.name, nameLoc, fail);
-    if (p.shape.empty())
-      continue;
-    int64_t count = 1;
-    bool overflow = false;
-    for (int64_t dim : p.shape)
-      overflow |= llvm::MulOverflow(count, dim, count);
-    if (overflow || count > muir::kMaxTensorElements) {
-      fail(p.loc, "parameter '" + p.name + "' has more than 2^40 elements " +
-                      "(the most one tensor may have; docs/description.md, "
-                      "\"Limits\")");
-      continue;
-    }
-    if (llvm::AddOverflow(totalElements, count, totalElements) ||
-        totalElements > muir::kMaxModelElements) {
-      if (!totalReported)
-        fail(p.loc, "the parameters up to '" + p.name + "' have more than "
-                    "2^48 elements in all (the most a step may have; "
-                    "docs/description.md, \"Limits\")");
-      totalReported = true;
-    }
-    auto [it, inserted] = names.try_emplace(p.name, &p);
-    if (!inserted) {
-      const Parameter &first = *it->second;
-      failWithNote(p.loc,
-                   "duplicate parameter name '" + p.name +
-                       "' (first at line " + Twine(first.loc.line) + ")",
-                   first.nameLoc.line ? first.nameLoc : first.loc,
-                   "'" + p.name + "' first named here");
-    } else if (usable) {
-      // Its tensors' files: the parameter, its gradient and its state.
-      const Assignment &a = assignments[&p - d.params.data()];
-      std::string who = "parameter '" + p.name + "'";
-      auto add = [&](StringRef suffix, StringRef what) {
-        files.add(p.name + suffix.str(),
-                  what.empty() ? who : (what + " of '" + p.name + "'").str(),
-                  who, nameLoc);
-      };
-      add("", "");
-      add(".grad", "the gradient");
-      for (const OptimizerState &s : optimizerInfo(a.optimizer).state)
-        add(s.suffix, s.what);
-    }
-    // NorMuon's kernels are f32.
-    if (assignments[&p - d.params.data()].optimizer == Optimizer::NorMuon &&
-        p.dtype == "f64")
-      failFor(p.loc,
-              "parameter '" + p.name + "' is f64, which NorMuon does not "
-              "take (its kernels are f32)",
-              p.name, "NorMuon takes f32 parameters");
-    if (p.role == Role::Expert && p.shape.size() != 3)
-      fail(p.loc, "expert parameter '" + p.name +
-                      "' must be a stack [E, m, n], got rank " +
-                      Twine(p.shape.size()));
-    if (p.dtype == "f64") {
-      // f64 is for references: the collectives and the MoE layers'
-      // kernels are f32.
-      if (devices && *devices > 1)
-        failFor(p.loc,
-                "parameter '" + p.name + "' is f64, which runs on a grid of "
-                "one device (this grid has " + Twine(*devices) + ")",
-                p.name,
-                "f64 runs on a grid of one device (this grid has " +
-                    Twine(*devices) + ")");
-      if (d.training.enabled)
-        for (const MoELayer &l : d.moe)
-          for (const char *suffix :
-               {".router", ".experts.gate_proj", ".experts.up_proj",
-                ".experts.down_proj", ".shared_experts.gate_proj",
-                ".shared_experts.up_proj", ".shared_experts.down_proj"})
-            if (p.name == l.name + suffix)
-              fail(p.loc, "parameter '" + p.name + "' of trained MoE layer '" +
-                              l.name + "' is f64; a layer's weights are "
-                                       "f32");
-    }
-    int64_t sum = 0;
-    for (int64_t r : p.splitRows)
-      sum += r;
-    if (!p.splitRows.empty() && p.shape.size() != 2)
-      fail(p.loc, "split_rows of '" + p.name +
-                      "' needs a matrix (rank 2), got rank " +
-                      Twine(p.shape.size()));
-    else if (!p.splitRows.empty() && sum != p.shape.front())
-      fail(p.loc, "split_rows of '" + p.name + "' add up to " + Twine(sum) +
-                      ", expected dim 0 = " + Twine(p.shape.front()));
-    llvm::SmallSet<int64_t, 4> dims;
-    llvm::StringSet<> axesUsed;
-    for (const Sharding &s : p.shards) {
-      if (!dims.insert(s.dim).second || !axesUsed.insert(s.axis).second)
-        fail(s.loc, "'" + p.name + "' is sharded twice on dim " +
-                        Twine(s.dim) + " or on axis '" + s.axis +
-                        "'; give each dimension and axis one shard");
-      const GridAxis *axis = d.grid.find(s.axis, p.moeFolding);
-      if (!axis) {
-        std::string grid =
-            (p.moeFolding && !d.grid.moeAxes.empty() ? "MoE " : "") +
-            std::string("grid");
-        failFor(s.loc,
-                "shard of '" + p.name + "' names axis '" + s.axis +
-                    "', which the " + grid + " does not have",
-                p.name,
-                "a shard names axis '" + s.axis + "', which the " + grid +
-                    " does not have");
-        continue;
-      }
-      int64_t rank = p.shape.size();
-      int64_t dim = s.dim;
-      StringRef kind = stringify(s.kind);
-      if (dim >= rank) {
-        failFor(s.loc,
-                kind + " shard of '" + p.name + "' needs dim " + Twine(dim) +
-                    " but the shape has rank " + Twine(rank),
-                p.name,
-                kind + " shard needs dim " + Twine(dim) +
-                    " but the shape has rank " + Twine(rank));
-        continue;
-      }
-      if (p.shape[dim] % axis->size != 0) {
-        std::string notDivisible =
-            ("dim " + Twine(dim) + " (" + Twine(p.shape[dim]) +
-             ") is not divisible by " + s.axis + "=" + Twine(axis->size))
-                .str();
-        failFor(s.loc, kind + " shard of '" + p.name + "': " + notDivisible,
-                p.name, kind + " shard: " + notDivisible);
-      }
-    }
-  }
-  // An override's `names` are parameters (a misspelt one would silently
-  // leave its parameter on the global settings).
-  for (const Override &o : d.overrides)
-    for (const std::string &n : o.names)
-      if (!names.count(n))
-        fail(o.loc, "an override names '" + n + "', which is no parameter");
-  for (const MoELayer &l : d.moe) {
-    // A rank's routed rows (tokens x top_k) of the widest activation.
-    int64_t rows = 0, elements = 0;
-    if (llvm::MulOverflow(l.tokensPerRank, std::max<int64_t>(l.topK, 1),
-                          rows) ||
-        llvm::MulOverflow(rows,
-                          std::max<int64_t>({l.hidden, l.expertSize, 1}),
-                          elements) ||
-        rows > muir::kMaxDim || elements > muir::kMaxTensorElements)
-      fail(l.loc, "MoE layer '" + l.name + "': tokens_per_rank (" +
-                      Twine(l.tokensPerRank) + ") x top_k (" +
-                      Twine(l.topK) + ") routed rows of " +
-                      Twine(std::max(l.hidden, l.expertSize)) +
-                      " features are more than muir supports (2^31 - 1 "
-                      "rows, 2^40 elements; docs/description.md, "
-                      "\"Limits\")");
-    if (l.experts && l.topK > l.experts)
-      fail(l.loc, "top_k (" + Twine(l.topK) + ") is greater than experts (" +
-                      Twine(l.experts) + ") in MoE layer '" + l.name + "'");
-    if (l.groups > 1 && l.experts % l.groups != 0) {
-      std::string rule =
-          ("experts (" + Twine(l.experts) + ") are not divisible by groups (" +
-           Twine(l.groups) + ")")
-              .str();
-      failFor(l.loc, rule + " in MoE layer '" + l.name + "'", l.name, rule,
-              "MoE layers");
-    }
-    if (l.groupsPerToken > l.groups)
-      fail(l.loc, "groups_per_token (" + Twine(l.groupsPerToken) +
-                      ") is greater than groups (" + Twine(l.groups) +
-                      ") in MoE layer '" + l.name + "'");
-    if (const GridAxis *ep = d.grid.find("ep", true))
-      if (l.experts % ep->size != 0) {
-        std::string rule = ("experts (" + Twine(l.experts) +
-                            ") are not divisible by ep=" + Twine(ep->size))
-                               .str();
-        failFor(l.loc, rule + " in MoE layer '" + l.name + "'", l.name, rule,
-                "MoE layers");
-      }
-  }
-  // Training: every MoE layer's router and SwiGLU expert stacks (and shared
-  // experts) exist with the layer's shapes, and its routing is complete.
-  if (d.training.enabled) {
-    const GridAxis *ep = d.grid.find("ep", true);
-    int64_t epSize = ep ? ep->size : 1;
-    if (d.moe.empty())
-      fail(d.training.loc, "training needs at least one entry under 'moe'");
-    llvm::StringSet<> names;
-    for (const MoELayer &l : d.moe) {
-      if (!names.insert(l.name).second)
-        fail(l.loc, "training: two MoE layers are named '" + l.name + "'");
-      // The layer's data and teacher tensors are files too.
-      else if (usableAsFileName(l.name + ".data.tokens", Loc(), nullptr)) {
-        const Loc &at = l.nameLoc.line ? l.nameLoc : l.loc;
-        std::string who = "MoE layer '" + l.name + "'";
-        files.add(l.name + ".data.tokens", "the training tokens of " + who,
-                  who, at);
-        for (StringRef t : {"router", "gate_proj", "up_proj", "down_proj"})
-          files.add((l.name + ".teacher." + t).str(),
-                    ("the teacher's " + t + " of " + who).str(), who, at);
-      }
-      if (l.topK < 1 || l.experts < 1 || l.hidden < 1 || l.expertSize < 1)
-        fail(l.loc, "training MoE layer '" + l.name +
-                        "' needs experts, top_k, hidden and expert_size");
-      else if (l.groups > 0 && l.experts % l.groups == 0 &&
-               l.topK > l.groupsPerToken * (l.experts / l.groups))
-        fail(l.loc, "training MoE layer '" + l.name + "': top_k (" +
-                        Twine(l.topK) + ") is more than the " +
-                        Twine(l.groupsPerToken * (l.experts / l.groups)) +
-                        " experts of groups_per_token groups");
-      if (!(l.routedScaling > 0))
-        fail(l.loc, "training MoE layer '" + l.name +
-                        "': routed_scaling must be > 0");
-      int64_t e = l.experts, h = l.hidden, f = l.expertSize;
-      int64_t sf = l.sharedExperts * f;
-      std::string missing;
-      struct Want {
-        const char *suffix;
-        SmallVector<int64_t> shape;
-        bool stack; ///< an expert stack (may be split by experts over ep)
-      };
-      SmallVector<Want> wants = {Want{".router", {e, h}, false},
-                                 Want{".experts.gate_proj", {e, f, h}, true},
-                                 Want{".experts.up_proj", {e, f, h}, true},
-                                 Want{".experts.down_proj", {e, h, f}, true}};
-      if (l.sharedExperts > 0) {
-        wants.push_back(Want{".shared_experts.gate_proj", {sf, h}, false});
-        wants.push_back(Want{".shared_experts.up_proj", {sf, h}, false});
-        wants.push_back(Want{".shared_experts.down_proj", {h, sf}, false});
-      }
-      for (const Want &w : wants) {
-        std::string name = l.name + w.suffix;
-        auto it = llvm::find_if(d.params, [&](const Parameter &p) {
-          return p.name == name;
-        });
-        std::string shape;
-        llvm::raw_string_ostream os(shape);
-        os << "[";
-        llvm::interleaveComma(w.shape, os);
-        os << "]";
-        if (it == d.params.end())
-          missing += (missing.empty() ? "'" : ", '") + name + "' " + shape;
-        else if (ArrayRef<int64_t>(it->shape) != ArrayRef<int64_t>(w.shape))
-          fail(it->loc, "training MoE layer '" + l.name + "': '" + name +
-                            "' should have shape " + shape +
-                            " (from experts, hidden, expert_size and "
-                            "shared_experts)");
-        else
-          for (const Sharding &sh : it->shards)
-            if (!w.stack || sh.kind != ShardKind::Expert || sh.axis != "ep")
-              fail(sh.loc.line ? sh.loc : it->loc,
-                   "training MoE layer '" + l.name + "': '" + name + "' " +
-                       (w.stack ? "may only be split by experts over ep"
-                                : "may not be split") +
-                       " (its " + stringify(sh.kind) + " shard on " +
-                       sh.axis + " is not supported in training)");
-      }
-      if (!missing.empty())
-        fail(l.loc, "training MoE layer '" + l.name +
-                        "' needs the parameters " + missing);
-      if (ep && l.tokensPerRank * std::min(l.topK, l.experts / epSize) *
-                        epSize > (int64_t(1) << 31))
-        fail(l.loc, "training MoE layer '" + l.name +
-                        "': the routed-rows bound exceeds 2^31");
-    }
-  }
-  validateAttention(d, names, files, fail);
-  return success(ok);
+  return Validator(d, report).run();
 }
