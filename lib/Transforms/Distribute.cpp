@@ -786,8 +786,20 @@ struct DistributePass
         sizes, strides);
   }
 
+  /// The jobs shared out over dp, by owner: layer-wise results and FSDP
+  /// shards (numel of the local result or shard), in job order, with the
+  /// sizes spreadOverDp packs them by.
+  struct DpPlan {
+    int64_t g = 1;
+    SmallVector<SmallVector<Job *>> layerwise, fsdp;
+    SmallVector<int64_t> lwSize, fsSize;
+    int64_t lwMax = 0, fsMax = 0, lwTotal = 0, fsTotal = 0;
+  };
+
   /// Layer-wise and FSDP jobs: every dp rank orthogonalises the matrices it
-  /// owns, in one `scf.index_switch` on its dp group rank.
+  /// owns, in one `scf.index_switch` on its dp group rank: owners chosen,
+  /// FSDP shards sent to them, the owned matrices orthogonalised, the
+  /// results gathered and finished on every rank.
   LogicalResult spreadOverDp(Block &body, ArrayRef<Job *> jobs) {
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     // A QK-clip of a shared-out result runs on every rank after the
@@ -815,17 +827,31 @@ struct DistributePass
     for (auto [job, owner] : llvm::zip(jobs, owners))
       job->owner = owner;
 
+    DpPlan p = planDp(jobs, g);
     OpBuilder b(ret);
     Location loc = ret.getLoc();
-    ArrayAttr dpAxes = b.getStrArrayAttr({dpAxis});
-    auto f32 = b.getF32Type();
-    auto i64s = RankedTensorType::get({g}, b.getI64Type());
-    auto sumKind = [&](int64_t n) { return RankedTensorType::get({n}, f32); };
+    Value received = sendFsdpShards(b, loc, p);
+    auto sw = orthogonaliseOwned(b, loc, p, received);
+    gatherAndFinish(b, loc, p, sw);
+    for (Operation *clip : after)
+      clip->moveBefore(ret);
+    return success();
+  }
 
+  /// The jobs by owner, and their sizes.
+  DpPlan planDp(ArrayRef<Job *> jobs, int64_t g) {
     // Per owner: layer-wise results (numel of the local result) and FSDP
     // shards (numel of the local shard), in job order.
-    SmallVector<SmallVector<Job *>> layerwise(g), fsdp(g);
-    SmallVector<int64_t> lwSize(g, 0), fsSize(g, 0);
+    DpPlan p;
+    p.g = g;
+    p.layerwise.resize(g);
+    p.fsdp.resize(g);
+    p.lwSize.assign(g, 0);
+    p.fsSize.assign(g, 0);
+    auto &layerwise = p.layerwise;
+    auto &fsdp = p.fsdp;
+    auto &lwSize = p.lwSize;
+    auto &fsSize = p.fsSize;
     for (Job *job : jobs) {
       int64_t numel = job->localType.getNumElements();
       if (job->fsdp) {
@@ -836,16 +862,27 @@ struct DistributePass
         lwSize[job->owner] += numel;
       }
     }
-    int64_t lwMax = *llvm::max_element(lwSize);
-    int64_t fsMax = *llvm::max_element(fsSize);
-    int64_t fsTotal = 0, lwTotal = 0;
+    p.lwMax = *llvm::max_element(lwSize);
+    p.fsMax = *llvm::max_element(fsSize);
     for (int64_t j = 0; j < g; ++j) {
-      fsTotal += fsSize[j];
-      lwTotal += lwSize[j];
+      p.fsTotal += fsSize[j];
+      p.lwTotal += lwSize[j];
     }
-    bool haveLw = lwTotal > 0, haveFs = fsTotal > 0;
+    return p;
+  }
 
-    // FSDP, out: every rank sends its shard of each matrix to the owner.
+  /// FSDP, out: every rank sends its shard of each matrix to the owner
+  /// (null without FSDP jobs).
+  Value sendFsdpShards(OpBuilder &b, Location loc, const DpPlan &p) {
+    int64_t g = p.g, fsMax = p.fsMax, fsTotal = p.fsTotal;
+    bool haveFs = fsTotal > 0;
+    const auto &fsdp = p.fsdp;
+    const auto &fsSize = p.fsSize;
+    ArrayAttr dpAxes = b.getStrArrayAttr({dpAxis});
+    auto i64s = RankedTensorType::get({g}, b.getI64Type());
+    auto sumKind = [&](int64_t n) {
+      return RankedTensorType::get({n}, b.getF32Type());
+    };
     Value received;
     if (haveFs) {
       SmallVector<Value> parts;
@@ -858,7 +895,24 @@ struct DistributePass
                                      counts(b, loc, fsSize));
       received = a2a.getResult();
     }
+    return received;
+  }
 
+  /// The switch on the dp group rank in which each owner orthogonalises
+  /// its matrices: the layer-wise ones packed, the FSDP ones assembled
+  /// from the shards received and cut back into per-rank blocks.
+  scf::IndexSwitchOp orthogonaliseOwned(OpBuilder &b, Location loc,
+                                        const DpPlan &p, Value received) {
+    int64_t g = p.g, lwMax = p.lwMax, fsMax = p.fsMax;
+    bool haveLw = p.lwTotal > 0, haveFs = p.fsTotal > 0;
+    const auto &layerwise = p.layerwise;
+    const auto &fsdp = p.fsdp;
+    const auto &fsSize = p.fsSize;
+    ArrayAttr dpAxes = b.getStrArrayAttr({dpAxis});
+    auto i64s = RankedTensorType::get({g}, b.getI64Type());
+    auto sumKind = [&](int64_t n) {
+      return RankedTensorType::get({n}, b.getF32Type());
+    };
     Value dpRank = GroupRankOp::create(b, loc, b.getIndexType(), gridRef,
                                        dpAxes);
     SmallVector<Type> resultTypes;
@@ -925,7 +979,22 @@ struct DistributePass
       }
       scf::YieldOp::create(cb, loc, yields);
     }
+    return sw;
+  }
 
+  /// Everyone gets every result and finishes its update.
+  void gatherAndFinish(OpBuilder &b, Location loc, const DpPlan &p,
+                       scf::IndexSwitchOp sw) {
+    int64_t g = p.g, lwTotal = p.lwTotal, fsTotal = p.fsTotal;
+    bool haveLw = lwTotal > 0, haveFs = fsTotal > 0;
+    const auto &layerwise = p.layerwise;
+    const auto &fsdp = p.fsdp;
+    const auto &lwSize = p.lwSize;
+    ArrayAttr dpAxes = b.getStrArrayAttr({dpAxis});
+    auto i64s = RankedTensorType::get({g}, b.getI64Type());
+    auto sumKind = [&](int64_t n) {
+      return RankedTensorType::get({n}, b.getF32Type());
+    };
     // Everyone gets every result.
     unsigned next = 0;
     if (haveLw) {
@@ -954,9 +1023,6 @@ struct DistributePass
           finish(b, *job, o);
         }
     }
-    for (Operation *clip : after)
-      clip->moveBefore(ret);
-    return success();
   }
 
   /// The Gram form of distributedNS: each rank's raw Gram matrix over the
