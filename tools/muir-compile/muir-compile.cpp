@@ -118,71 +118,73 @@ static cl::opt<bool> timing("timing",
                             cl::init(false),
     cl::cat(muir::muirFlagCategory()));
 
+/// When the compile started (after the flags were read).
+static std::chrono::steady_clock::time_point start;
+
+/// With --timing, when a phase of the compile ended.
+static void phase(StringRef name) {
+  if (timing)
+    llvm::errs() << "muir-compile: " << name << " at "
+                 << std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count()
+                 << " s\n";
+}
+
 static int fail(const Twine &msg) {
   llvm::WithColor::error(llvm::errs(), "muir-compile") << msg << "\n";
   return 1;
 }
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM initLLVM(argc, argv);
-  // --help lists muir's flags only (LLVM's and MLIR's are hidden).
-  cl::HideUnrelatedOptions(muir::muirFlagCategory());
-  muir::setVersionPrinter("muir-compile");
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "muir-compile: training-step descriptions to muir IR and a plan "
-      "report\n");
+/// The flags' combinations that cannot run, and every path, checked at
+/// once before any work: no output overwrites another or what is read
+/// (muir/Support/Files.h). "" when the compile can go on.
+static std::string checkFlags() {
   if (std::string bad = flags.check(); !bad.empty())
-    return fail(bad);
-  auto start = std::chrono::steady_clock::now();
-  auto phase = [&](StringRef name) {
-    if (timing)
-      llvm::errs() << "muir-compile: " << name << " at "
-                   << std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - start)
-                          .count()
-                   << " s\n";
-  };
-
+    return bad;
   if (emit == Emit::PTX && flags.target != muir::Target::Cuda)
-    return fail("--emit=ptx needs --target=cuda");
+    return "--emit=ptx needs --target=cuda";
   if (emit == Emit::Object && outputFile == "-")
-    return fail("--emit=object needs -o FILE");
+    return "--emit=object needs -o FILE";
   if (layerBackward && layerName.empty())
-    return fail("--layer-backward needs --layer NAME");
-  if (!layerName.empty() && (!reportFile.empty() || emit == Emit::None ||
-                             emit == Emit::Description))
-    return fail("--layer compiles an MoE layer, which has no plan report: "
-                "give --emit=high, planned, exec, llvm, ptx or object, "
-                "without --report");
+    return "--layer-backward needs --layer NAME";
+  if (!layerName.empty() &&
+      (!reportFile.empty() || emit == Emit::None || emit == Emit::Description))
+    return "--layer compiles an MoE layer, which has no plan report: "
+           "give --emit=high, planned, exec, llvm, ptx or object, "
+           "without --report";
   if (layout.getNumOccurrences() && layout.empty())
-    return fail("--layout is empty: give the grid's axes, e.g. "
-                "--layout dp=2,tp=2 (or leave the flag out to keep the "
-                "description's grid)");
+    return "--layout is empty: give the grid's axes, e.g. "
+           "--layout dp=2,tp=2 (or leave the flag out to keep the "
+           "description's grid)";
   // Every path, checked at once before any work: no output overwrites
   // another or what is read (muir/Support/Files.h).
   {
     using muir::PathKind;
-    std::vector<muir::PathUse> paths = {
-        {"the input", inputFile, PathKind::InputFile,
-         inputFile.getNumOccurrences() > 0},
-        {"--hf", hfConfig, PathKind::InputFile,
-         hfConfig.getNumOccurrences() > 0}};
+    std::vector<muir::PathUse> paths = {{"the input", inputFile,
+                                         PathKind::InputFile,
+                                         inputFile.getNumOccurrences() > 0},
+                                        {"--hf", hfConfig, PathKind::InputFile,
+                                         hfConfig.getNumOccurrences() > 0}};
     if (emit != Emit::None)
       paths.push_back({"-o", outputFile, PathKind::OutputFile,
                        outputFile.getNumOccurrences() > 0});
     paths.push_back({"--report", reportFile, PathKind::OutputFile,
                      reportFile.getNumOccurrences() > 0});
     if (std::string bad = muir::checkPathUses(paths); !bad.empty())
-      return fail(bad);
+      return bad;
   }
   if (inputFile.empty() == hfConfig.empty())
-    return fail(inputFile.empty()
-                    ? "no input: give a description file or --hf config.json"
-                    : "give either a description file or --hf, not both");
+    return inputFile.empty()
+               ? "no input: give a description file or --hf config.json"
+               : "give either a description file or --hf, not both";
+  return "";
+}
 
-  // Read the description.
-  llvm::SourceMgr sourceMgr;
+/// The description: the input file's, or the one imported from --hf, with
+/// --layout's grid; failure once its errors are printed.
+static FailureOr<muir::desc::Description>
+readDescription(llvm::SourceMgr &sourceMgr) {
   FailureOr<muir::desc::Description> desc = failure();
   if (!hfConfig.empty()) {
     std::vector<std::string> errors;
@@ -191,24 +193,29 @@ int main(int argc, char **argv) {
       for (const std::string &e : errors)
         llvm::WithColor::error(llvm::errs(), "muir-compile") << e << "\n";
       if (errors.size() > 1)
-        llvm::errs() << "muir-compile: " << errors.size() << " errors in " << hfConfig << "\n";
-      return 1;
+        llvm::errs() << "muir-compile: " << errors.size() << " errors in "
+                     << hfConfig << "\n";
+      return failure();
     }
   } else {
     std::string error;
     auto file = muir::readBoundedFile(inputFile, error);
-    if (!file)
-      return fail(error);
+    if (!file) {
+      fail(error);
+      return failure();
+    }
     unsigned id = sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
     desc = muir::desc::parseDescription(sourceMgr, id);
     if (failed(desc))
-      return 1;
+      return failure();
   }
   if (!layout.empty()) {
     std::string error;
     FailureOr<muir::desc::Grid> grid = muir::desc::parseLayout(layout, error);
-    if (failed(grid))
-      return fail("--layout: " + error);
+    if (failed(grid)) {
+      fail("--layout: " + error);
+      return failure();
+    }
     // One rule broken by many parameters is one error naming a few; the
     // count at the end is of every one.
     muir::desc::ErrorList errors;
@@ -225,87 +232,76 @@ int main(int argc, char **argv) {
                                    std::to_string(lines.size()) + " lines)"
                              : std::string())
                      << "\n";
-      return 1;
+      return failure();
     }
   }
-  phase("description read");
+  return desc;
+}
 
-  // Build and lower the IR.
-  DialectRegistry registry;
-  muir::registerMuirDialects(registry);
-  registerAllPasses();
-  MLIRContext context(registry);
-  // Diagnostics point at the description (file:line:col); a whole step's
-  // function printed after a note would bury them.
-  context.printOpOnDiagnostic(false);
-  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+/// The step's (or --layer's) module, built and lowered as far as --emit
+/// asks (null for --emit=none and description); failure once the
+/// diagnostics are printed.
+static FailureOr<OwningOpRef<ModuleOp>>
+buildIR(MLIRContext &context, const muir::desc::Description &desc,
+        const muir::PipelineOptions &pipeline) {
   OwningOpRef<ModuleOp> module;
   std::string manifest, entryName;
-  muir::PipelineOptions pipeline = flags.options(false);
-  if (emit != Emit::None && emit != Emit::Description) {
-    module = layerName.empty()
-                 ? muir::desc::buildModule(context, *desc)
-                 : muir::desc::buildLayerModule(context, *desc, layerName,
-                                                layerBackward);
-    if (!module || failed(verify(*module)))
-      return 1;
-    phase("high-level IR built");
-    PassManager pm(&context);
-    if (emit == Emit::Planned) {
-      // The to-exec pipeline's front, so that planned IR, run, gives the
-      // description's bits.
-      muir::buildPlannedPipeline(pm, pipeline);
-    } else if (emit == Emit::Exec || emit == Emit::LLVM ||
-               emit == Emit::PTX || emit == Emit::Object) {
-      muir::buildToExecPipeline(pm, pipeline);
-    }
-    if (failed(pm.run(*module)))
-      return 1;
-    if (emit == Emit::LLVM || emit == Emit::PTX || emit == Emit::Object) {
-      manifest = muir::runner::entryManifest(*module, entryName);
-      PassManager toLLVM(&context);
-      muir::buildExecToLLVMPipeline(toLLVM, flags.targetOptions());
-      if (failed(toLLVM.run(*module)))
-        return 1;
-      if (emit == Emit::Object &&
-          failed(muir::runner::addPackedEntry(*module, entryName, manifest)))
-        return 1;
-    }
-    phase("lowered");
+  if (emit == Emit::None || emit == Emit::Description)
+    return module;
+  module = layerName.empty() ? muir::desc::buildModule(context, desc)
+                             : muir::desc::buildLayerModule(
+                                   context, desc, layerName, layerBackward);
+  if (!module || failed(verify(*module)))
+    return failure();
+  phase("high-level IR built");
+  PassManager pm(&context);
+  if (emit == Emit::Planned) {
+    // The to-exec pipeline's front, so that planned IR, run, gives the
+    // description's bits.
+    muir::buildPlannedPipeline(pm, pipeline);
+  } else if (emit == Emit::Exec || emit == Emit::LLVM || emit == Emit::PTX ||
+             emit == Emit::Object) {
+    muir::buildToExecPipeline(pm, pipeline);
   }
-
-  if (!layerName.empty()) {
-    std::string error;
-    auto out = muir::AtomicOutput::open(outputFile, error);
-    if (!out)
-      return fail(error);
-    if (emit == Emit::Object) {
-      if (std::string why = muir::runner::emitObject(*module, march,
-                                                     out->os());
-          !why.empty())
-        return fail(why);
-    } else {
-      module->print(out->os());
-      out->os() << "\n";
-    }
-    if (!out->written(error) || !out->commit(error))
-      return fail(error);
-    return 0;
+  if (failed(pm.run(*module)))
+    return failure();
+  if (emit == Emit::LLVM || emit == Emit::PTX || emit == Emit::Object) {
+    manifest = muir::runner::entryManifest(*module, entryName);
+    PassManager toLLVM(&context);
+    muir::buildExecToLLVMPipeline(toLLVM, flags.targetOptions());
+    if (failed(toLLVM.run(*module)))
+      return failure();
+    if (emit == Emit::Object &&
+        failed(muir::runner::addPackedEntry(*module, entryName, manifest)))
+      return failure();
   }
-  std::string reportError;
-  FailureOr<muir::PlanReport> planned = muir::PlanReport::compute(
-      *desc,
-      muir::ReportOptions{pipeline.nsMode, pipeline.machine,
-                          pipeline.dpAssign, pipeline.syrk,
-                          pipeline.fuseAllReduce, pipeline.chunkRows,
-                          pipeline.batch, pipeline.nsForm},
-      reportError);
-  if (failed(planned))
-    return fail(reportError);
-  muir::PlanReport &report = *planned;
-  phase("report computed");
+  phase("lowered");
+  return module;
+}
 
-  // Outputs, each kept only once written completely.
+/// --layer's output: the layer's module as --emit asks.
+static int writeLayer(ModuleOp module) {
+  std::string error;
+  auto out = muir::AtomicOutput::open(outputFile, error);
+  if (!out)
+    return fail(error);
+  if (emit == Emit::Object) {
+    if (std::string why = muir::runner::emitObject(module, march, out->os());
+        !why.empty())
+      return fail(why);
+  } else {
+    module->print(out->os());
+    out->os() << "\n";
+  }
+  if (!out->written(error) || !out->commit(error))
+    return fail(error);
+  return 0;
+}
+
+/// The step's outputs (the IR or description, the JSON report, the table),
+/// each kept only once written completely.
+static int writeOutputs(ModuleOp module, const muir::desc::Description &desc,
+                        muir::PlanReport &report) {
   std::string error;
   std::unique_ptr<muir::AtomicOutput> irOut, jsonOut;
   if (module || emit == Emit::Description) {
@@ -320,7 +316,7 @@ int main(int argc, char **argv) {
   }
   bool stdoutTaken = (irOut && outputFile == "-") || reportFile == "-";
   if (irOut && module && emit == Emit::Object) {
-    if (std::string why = muir::runner::emitObject(*module, march, irOut->os());
+    if (std::string why = muir::runner::emitObject(module, march, irOut->os());
         !why.empty())
       return fail(why);
   } else if (irOut && module && emit == Emit::PTX) {
@@ -336,7 +332,7 @@ int main(int argc, char **argv) {
     module->print(irOut->os());
     irOut->os() << "\n";
   } else if (irOut) {
-    muir::desc::writeDescription(*desc, irOut->os());
+    muir::desc::writeDescription(desc, irOut->os());
   }
   if (jsonOut)
     report.writeJSON(jsonOut->os());
@@ -348,6 +344,56 @@ int main(int argc, char **argv) {
       (jsonOut && !jsonOut->written(error)) ||
       (irOut && !irOut->commit(error)) || (jsonOut && !jsonOut->commit(error)))
     return fail(error);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  // --help lists muir's flags only (LLVM's and MLIR's are hidden).
+  cl::HideUnrelatedOptions(muir::muirFlagCategory());
+  muir::setVersionPrinter("muir-compile");
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "muir-compile: training-step descriptions to muir IR and a plan "
+      "report\n");
+  start = std::chrono::steady_clock::now();
+  if (std::string bad = checkFlags(); !bad.empty())
+    return fail(bad);
+  llvm::SourceMgr sourceMgr;
+  FailureOr<muir::desc::Description> desc = readDescription(sourceMgr);
+  if (failed(desc))
+    return 1;
+  phase("description read");
+
+  DialectRegistry registry;
+  muir::registerMuirDialects(registry);
+  registerAllPasses();
+  MLIRContext context(registry);
+  // Diagnostics point at the description (file:line:col); a whole step's
+  // function printed after a note would bury them.
+  context.printOpOnDiagnostic(false);
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  muir::PipelineOptions pipeline = flags.options(false);
+  FailureOr<OwningOpRef<ModuleOp>> module = buildIR(context, *desc, pipeline);
+  if (failed(module))
+    return 1;
+  if (!layerName.empty())
+    return writeLayer(**module);
+  std::string reportError;
+  FailureOr<muir::PlanReport> planned = muir::PlanReport::compute(
+      *desc,
+      muir::ReportOptions{pipeline.nsMode, pipeline.machine,
+                          pipeline.dpAssign, pipeline.syrk,
+                          pipeline.fuseAllReduce, pipeline.chunkRows,
+                          pipeline.batch, pipeline.nsForm},
+      reportError);
+  if (failed(planned))
+    return fail(reportError);
+  muir::PlanReport &report = *planned;
+  phase("report computed");
+
+  if (int rc = writeOutputs(*module ? **module : ModuleOp(), *desc, report))
+    return rc;
   phase("written");
   return 0;
 }
