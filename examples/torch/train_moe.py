@@ -22,6 +22,11 @@ which rank 0 prints:
 
   mpirun -np 2 /usr/bin/python3 examples/torch/train_moe.py --moe muir --ep 2
 
+With --qk-clip TAU both runs apply MuonClip's QK-clip after each step:
+the muir run through muir.torch.Muon's qk_clip and attention (each block's
+largest pre-softmax logit per head passed to step()), the PyTorch run with
+the formulas written here.
+
 The model: token embedding, 2 blocks of (RMSNorm, causal multi-head
 attention, RMSNorm, MoE MLP), final RMSNorm, head. The MoE MLP has a
 router (a Linear to the experts' logits), top-2 routing with the softmax
@@ -81,7 +86,11 @@ class Attention(torch.nn.Module):
         q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
         att = (q @ k.transpose(-2, -1)) / math.sqrt(d // h)
         mask = torch.ones(t, t, dtype=torch.bool).triu(1)
-        att = att.masked_fill(mask, float("-inf")).softmax(-1)
+        att = att.masked_fill(mask, float("-inf"))
+        # Each head's largest pre-softmax logit of this forward (MuonClip's
+        # input, --qk-clip).
+        self.max_logits = att.detach().amax(dim=(0, 2, 3))
+        att = att.softmax(-1)
         return self.o_proj((att @ v).transpose(1, 2).reshape(b, t, d))
 
 
@@ -230,6 +239,20 @@ class TorchMuon(torch.optim.Optimizer):
             p.mul_(1 - lr * wd).addcdiv_(m / (1 - b1 ** t), denom, value=-lr)
 
 
+def qk_clip(attention, tau):
+    """MuonClip's QK-clip after the optimizer step, from the formulas of
+    docs/description.md: gamma_h = min(1, tau / max_logits_h); the rows of
+    query head h of q and of key head h of k (multi-head attention: one
+    query head per key head) times sqrt(gamma_h)."""
+    with torch.no_grad():
+        for att in attention:
+            x = att.max_logits
+            gamma = torch.where(x > tau, tau / x, torch.ones_like(x))
+            s = gamma.sqrt()
+            for w in (att.q.weight, att.k.weight):
+                w.view(att.heads, -1, w.shape[1]).mul_(s[:, None, None])
+
+
 # --------------------------------------------------------------------------
 # training
 # --------------------------------------------------------------------------
@@ -268,6 +291,11 @@ def main():
     ap.add_argument("--top-k", type=int, default=2)
     ap.add_argument("--hidden", type=int, default=256,
                     help="each expert's intermediate size")
+    ap.add_argument("--qk-clip", type=float, default=None, metavar="TAU",
+                    help="MuonClip: after each step, scale down the query "
+                    "and key heads whose largest logit went over TAU "
+                    "(muir.torch's qk_clip and attention; the PyTorch run "
+                    "clips with the formulas written here)")
     ap.add_argument("--moe", choices=("torch", "muir"), default="torch",
                     help="the muir run's MoE layers: the script's PyTorch "
                     "layer, or muir.torch.MoE")
@@ -343,7 +371,14 @@ def main():
           % (args.text, data.numel(), len(chars), n_params))
     settings = dict(lr=args.lr, weight_decay=args.weight_decay,
                     adamw_weight_decay=args.weight_decay)
-    opt_muir = muir.torch.Muon(model_muir.named_parameters(), **settings)
+    clip = {}
+    if args.qk_clip is not None:
+        clip = dict(qk_clip=args.qk_clip, attention=[
+            dict(name="layers.%d.attn" % i, q=block.attn.q.weight,
+                 k=block.attn.k.weight, heads=args.heads)
+            for i, block in enumerate(model_muir.layers)])
+    opt_muir = muir.torch.Muon(model_muir.named_parameters(), **settings,
+                               **clip)
     opt_torch = TorchMuon(model_torch.named_parameters(), **settings)
     names = {p: n for n, p in model_muir.named_parameters()}
     print("Muon: %s" % ", ".join(names[p] for p in
@@ -365,6 +400,7 @@ def main():
                                              "rel diff", "muir step ms",
                                              "torch step ms"))
     losses, times = {"muir": [], "torch": []}, {"muir": [], "torch": []}
+    clipped = {"muir": 0, "torch": 0}
     for step in range(args.steps):
         x, y = get_batch(data, step, args.batch, args.length,
                          args.seed + 1000 * rank)
@@ -375,8 +411,24 @@ def main():
                                    y.reshape(-1))
             loss.backward()
             average(model)
+            blocks = [b.attn for b in model.layers]
+            if args.qk_clip is not None and dist is not None:
+                # The largest logit over every rank's batch.
+                for a in blocks:
+                    dist.all_reduce(a.max_logits, op=dist.ReduceOp.MAX)
             t0 = time.perf_counter()
-            opt.step()
+            if args.qk_clip is None:
+                opt.step()
+            elif key == "muir":
+                opt.step(max_logits={"layers.%d.attn" % i: a.max_logits
+                                     for i, a in enumerate(blocks)})
+                clipped[key] += sum(int((a.max_logits > args.qk_clip).sum())
+                                    for a in blocks)
+            else:
+                opt.step()
+                qk_clip(blocks, args.qk_clip)
+                clipped[key] += sum(int((a.max_logits > args.qk_clip).sum())
+                                    for a in blocks)
             times[key].append((time.perf_counter() - t0) * 1e3)
             opt.zero_grad(set_to_none=True)
             losses[key].append(mean_loss(loss))
@@ -402,6 +454,9 @@ def main():
               "optimizer step %.2f ms (mean after the first; first %.1f ms)"
               % (key, mean(losses[key][:tail]), mean(losses[key][-tail:]),
                  tail, mean(later), times[key][0]))
+    if args.qk_clip is not None:
+        print("qk-clip %g: %d and %d head clips over the steps (muir, "
+              "torch)" % (args.qk_clip, clipped["muir"], clipped["torch"]))
     ok = agree < 1e-4 and all(
         mean(losses[k][-tail:]) < mean(losses[k][:tail]) for k in losses)
     print("OK" if ok else "NOT OK: the curves disagree or a loss did not "
