@@ -159,7 +159,12 @@ std::vector<std::string> HostTensors::legend() const {
   return lines;
 }
 
-void HostTensors::printStep(llvm::raw_ostream &os) const {
+/// Per parameter, the band of the singular values of its Newton-Schulz
+/// outputs: each output's (gathered where its matrix is split), every
+/// rank's to every rank, merged once per (slot, first matrix) from the
+/// first rank that holds it (replicas and the members of a gather hold the
+/// same). Every rank must call it.
+static std::map<std::string, Band> parameterBands(const Step &step) {
   const std::vector<Argument> &args = step.arguments();
   bool several = step.devices() > 1;
   // Each Newton-Schulz output's singular values, on every rank.
@@ -234,8 +239,6 @@ void HostTensors::printStep(llvm::raw_ostream &os) const {
                       reinterpret_cast<float *>(every.data()), 1,
                       kBandFloats * static_cast<int64_t>(bands.size()));
   }
-  // Per parameter: each (slot, first matrix) once, from the first rank
-  // that holds it (replicas and the members of a gather hold the same).
   std::map<std::string, Band> merged;
   std::set<std::pair<int64_t, double>> seen;
   for (int64_t r = 0; r < numRanks; ++r)
@@ -252,6 +255,13 @@ void HostTensors::printStep(llvm::raw_ostream &os) const {
       p.above += b.above;
       p.count += b.count;
     }
+  return merged;
+}
+
+void HostTensors::printStep(llvm::raw_ostream &os) const {
+  const std::vector<Argument> &args = step.arguments();
+  bool several = step.devices() > 1;
+  std::map<std::string, Band> merged = parameterBands(step);
 
   // The whole tensors' norms: squares summed over the parts.
   std::vector<std::array<double, 2>> norms;
