@@ -987,9 +987,12 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
 // One MoE layer as a pass a model calls
 //===----------------------------------------------------------------------===//
 
-OwningOpRef<ModuleOp> mlir::muir::desc::buildLayerModule(
-    MLIRContext &ctx, const Description &d, StringRef name, bool backward) {
-  ctx.loadDialect<muir::MuirDialect, func::FuncDialect>();
+/// The MoE layer `name` of the description and its ep axis (its size, 1
+/// without one), checked for a pass of its own; null once an error is
+/// emitted.
+static const MoELayer *findLayer(MLIRContext &ctx, const Description &d,
+                                 StringRef name, std::string &epAxis,
+                                 int64_t &ep) {
   Location loc = locFor(ctx, d.loc);
   auto it = llvm::find_if(d.moe, [&](const MoELayer &l) {
     return l.name == name;
@@ -1010,17 +1013,9 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildLayerModule(
                     << "' needs experts, top_k, hidden and expert_size";
     return nullptr;
   }
-  OpBuilder b(&ctx);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc, StringRef(d.name));
-  b.setInsertionPointToEnd(module->getBody());
-  buildGrid(b, locFor(ctx, d.grid.loc), "world", d.grid.axes);
-  if (!d.grid.moeAxes.empty())
-    buildGrid(b, locFor(ctx, d.grid.loc), "moe", d.grid.moeAxes, "world");
   // The ep axis of the MoE folding (none: every rank holds every expert).
   const std::vector<GridAxis> &fold =
       d.grid.moeAxes.empty() ? d.grid.axes : d.grid.moeAxes;
-  std::string epAxis;
-  int64_t ep = 1;
   for (const GridAxis &a : fold)
     if (a.name == "ep") {
       epAxis = a.name;
@@ -1031,7 +1026,72 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildLayerModule(
                     << " experts do not divide over ep=" << ep;
     return nullptr;
   }
+  return &l;
+}
 
+/// The layer's pass in the function's body: the forward's output, the
+/// choices and what it keeps for the backward; or the backward's
+/// gradients from those.
+static SmallVector<Value> buildLayerPass(OpBuilder &b, Location lloc,
+                                        const Description &d,
+                                        const MoELayer &l, StringRef epAxis,
+                                        int64_t ep, Value count,
+                                        function_ref<Value(StringRef)> arg,
+                                        bool backward) {
+  bool shared = l.sharedExperts > 0;
+  TrainedLayer layer{b,   lloc, l, "world", epAxis, ep, {}, ep, arg("x"),
+                     count, /*stable=*/true};
+  if (!d.grid.moeAxes.empty())
+    layer.grid = "moe";
+  TrainedLayer::Shared sw;
+  if (shared)
+    sw = {arg("shared_gate_proj"), arg("shared_up_proj"),
+          arg("shared_down_proj")};
+  SmallVector<Value> results;
+  if (!backward) {
+    TrainedLayer::Forward fw = layer.forward(
+        arg("router"), arg("gate_proj"), arg("up_proj"), arg("down_proj"),
+        shared ? &sw : nullptr);
+    results = {fw.y, fw.choices, fw.gate, fw.up, fw.out};
+    if (shared)
+      results.append({fw.sGate, fw.sUp});
+  } else {
+    TrainedLayer::Forward fw = layer.routeAndDispatch(arg("router"));
+    fw.gate = arg("saved.gate");
+    fw.up = arg("saved.up");
+    fw.out = arg("saved.out");
+    if (shared) {
+      fw.sGate = arg("saved.shared_gate");
+      fw.sUp = arg("saved.shared_up");
+    }
+    Value dx;
+    TrainedLayer::Grads g = layer.layerBackward(
+        fw, arg("dy"), arg("router"), arg("gate_proj"), arg("up_proj"),
+        arg("down_proj"), shared ? &sw : nullptr, dx);
+    results = {dx, g.router, g.gate, g.up, g.down};
+    if (shared)
+      results.append({g.sGate, g.sUp, g.sDown});
+  }
+  return results;
+}
+
+OwningOpRef<ModuleOp> mlir::muir::desc::buildLayerModule(
+    MLIRContext &ctx, const Description &d, StringRef name, bool backward) {
+  ctx.loadDialect<muir::MuirDialect, func::FuncDialect>();
+  Location loc = locFor(ctx, d.loc);
+  std::string epAxis;
+  int64_t ep = 1;
+  const MoELayer *found = findLayer(ctx, d, name, epAxis, ep);
+  if (!found)
+    return nullptr;
+  const MoELayer &l = *found;
+  Location lloc = locFor(ctx, l.loc);
+  OpBuilder b(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc, StringRef(d.name));
+  b.setInsertionPointToEnd(module->getBody());
+  buildGrid(b, locFor(ctx, d.grid.loc), "world", d.grid.axes);
+  if (!d.grid.moeAxes.empty())
+    buildGrid(b, locFor(ctx, d.grid.loc), "moe", d.grid.moeAxes, "world");
   int64_t t = l.tokensPerRank, e = l.experts, h = l.hidden, f = l.expertSize,
           el = e / ep, sf = l.sharedExperts * f;
   int64_t rows = ep * t * std::min(l.topK, el);
@@ -1121,39 +1181,9 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildLayerModule(
   b.setInsertionPointToStart(body);
   auto arg = [&](StringRef n) { return body->getArgument(argOf[n]); };
 
-  TrainedLayer layer{b,   lloc, l, "world", epAxis, ep, {}, ep, arg("x"),
-                     body->getArgument(countArg), /*stable=*/true};
-  if (!d.grid.moeAxes.empty())
-    layer.grid = "moe";
-  TrainedLayer::Shared sw;
-  if (shared)
-    sw = {arg("shared_gate_proj"), arg("shared_up_proj"),
-          arg("shared_down_proj")};
-  SmallVector<Value> results;
-  if (!backward) {
-    TrainedLayer::Forward fw = layer.forward(
-        arg("router"), arg("gate_proj"), arg("up_proj"), arg("down_proj"),
-        shared ? &sw : nullptr);
-    results = {fw.y, fw.choices, fw.gate, fw.up, fw.out};
-    if (shared)
-      results.append({fw.sGate, fw.sUp});
-  } else {
-    TrainedLayer::Forward fw = layer.routeAndDispatch(arg("router"));
-    fw.gate = arg("saved.gate");
-    fw.up = arg("saved.up");
-    fw.out = arg("saved.out");
-    if (shared) {
-      fw.sGate = arg("saved.shared_gate");
-      fw.sUp = arg("saved.shared_up");
-    }
-    Value dx;
-    TrainedLayer::Grads g = layer.layerBackward(
-        fw, arg("dy"), arg("router"), arg("gate_proj"), arg("up_proj"),
-        arg("down_proj"), shared ? &sw : nullptr, dx);
-    results = {dx, g.router, g.gate, g.up, g.down};
-    if (shared)
-      results.append({g.sGate, g.sUp, g.sDown});
-  }
+  SmallVector<Value> results =
+      buildLayerPass(b, lloc, d, l, epAxis, ep, body->getArgument(countArg),
+                     arg, backward);
   func::ReturnOp::create(b, lloc, results);
   return module;
 }
