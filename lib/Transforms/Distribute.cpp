@@ -794,6 +794,13 @@ struct DistributePass
     SmallVector<SmallVector<Job *>> layerwise, fsdp;
     SmallVector<int64_t> lwSize, fsSize;
     int64_t lwMax = 0, fsMax = 0, lwTotal = 0, fsTotal = 0;
+    ArrayAttr dpAxes;         ///< ["dp"]
+    RankedTensorType i64s;    ///< one count per dp rank
+    Type f32;
+    /// A packed buffer of n floats.
+    RankedTensorType flat(int64_t n) const {
+      return RankedTensorType::get({n}, f32);
+    }
   };
 
   /// Layer-wise and FSDP jobs: every dp rank orthogonalises the matrices it
@@ -844,6 +851,10 @@ struct DistributePass
     // shards (numel of the local shard), in job order.
     DpPlan p;
     p.g = g;
+    Builder b(gridRef.getContext());
+    p.dpAxes = b.getStrArrayAttr({dpAxis});
+    p.i64s = RankedTensorType::get({g}, b.getI64Type());
+    p.f32 = b.getF32Type();
     p.layerwise.resize(g);
     p.fsdp.resize(g);
     p.lwSize.assign(g, 0);
@@ -874,25 +885,18 @@ struct DistributePass
   /// FSDP, out: every rank sends its shard of each matrix to the owner
   /// (null without FSDP jobs).
   Value sendFsdpShards(OpBuilder &b, Location loc, const DpPlan &p) {
-    int64_t g = p.g, fsMax = p.fsMax, fsTotal = p.fsTotal;
-    bool haveFs = fsTotal > 0;
-    const auto &fsdp = p.fsdp;
-    const auto &fsSize = p.fsSize;
-    ArrayAttr dpAxes = b.getStrArrayAttr({dpAxis});
-    auto i64s = RankedTensorType::get({g}, b.getI64Type());
-    auto sumKind = [&](int64_t n) {
-      return RankedTensorType::get({n}, b.getF32Type());
-    };
+    int64_t g = p.g;
+    bool haveFs = p.fsTotal > 0;
     Value received;
     if (haveFs) {
       SmallVector<Value> parts;
       for (int64_t j = 0; j < g; ++j)
-        for (Job *job : fsdp[j])
+        for (Job *job : p.fsdp[j])
           parts.push_back(flatten(b, loc, job->momentum.getUpdate()));
-      Value send = pack(b, loc, parts, fsTotal);
-      auto a2a = AllToAllVOp::create(b, loc, sumKind(g * fsMax), i64s,
-                                     gridRef, dpAxes, send,
-                                     counts(b, loc, fsSize));
+      Value send = pack(b, loc, parts, p.fsTotal);
+      auto a2a = AllToAllVOp::create(b, loc, p.flat(g * p.fsMax), p.i64s,
+                                     gridRef, p.dpAxes, send,
+                                     counts(b, loc, p.fsSize));
       received = a2a.getResult();
     }
     return received;
@@ -903,24 +907,16 @@ struct DistributePass
   /// from the shards received and cut back into per-rank blocks.
   scf::IndexSwitchOp orthogonaliseOwned(OpBuilder &b, Location loc,
                                         const DpPlan &p, Value received) {
-    int64_t g = p.g, lwMax = p.lwMax, fsMax = p.fsMax;
+    int64_t g = p.g;
     bool haveLw = p.lwTotal > 0, haveFs = p.fsTotal > 0;
-    const auto &layerwise = p.layerwise;
-    const auto &fsdp = p.fsdp;
-    const auto &fsSize = p.fsSize;
-    ArrayAttr dpAxes = b.getStrArrayAttr({dpAxis});
-    auto i64s = RankedTensorType::get({g}, b.getI64Type());
-    auto sumKind = [&](int64_t n) {
-      return RankedTensorType::get({n}, b.getF32Type());
-    };
     Value dpRank = GroupRankOp::create(b, loc, b.getIndexType(), gridRef,
-                                       dpAxes);
+                                       p.dpAxes);
     SmallVector<Type> resultTypes;
     if (haveLw)
-      resultTypes.push_back(sumKind(lwMax));
+      resultTypes.push_back(p.flat(p.lwMax));
     if (haveFs) {
-      resultTypes.push_back(sumKind(g * fsMax));
-      resultTypes.push_back(i64s);
+      resultTypes.push_back(p.flat(g * p.fsMax));
+      resultTypes.push_back(p.i64s);
     }
     SmallVector<int64_t> cases;
     for (int64_t j = 0; j < g; ++j)
@@ -937,9 +933,9 @@ struct DistributePass
       if (isDefault) {
         // Group ranks are in [0, g): never taken.
         if (haveLw)
-          yields.push_back(pack(cb, loc, {}, lwMax));
+          yields.push_back(pack(cb, loc, {}, p.lwMax));
         if (haveFs) {
-          yields.push_back(pack(cb, loc, {}, g * fsMax));
+          yields.push_back(pack(cb, loc, {}, g * p.fsMax));
           yields.push_back(counts(cb, loc, SmallVector<int64_t>(g, 0)));
         }
         scf::YieldOp::create(cb, loc, yields);
@@ -947,21 +943,21 @@ struct DistributePass
       }
       if (haveLw) {
         SmallVector<Value> parts;
-        for (Job *job : layerwise[j])
+        for (Job *job : p.layerwise[j])
           parts.push_back(
               flatten(cb, loc, orthogonalise(cb, *job,
                                              job->momentum.getUpdate())));
-        yields.push_back(pack(cb, loc, parts, lwMax));
+        yields.push_back(pack(cb, loc, parts, p.lwMax));
       }
       if (haveFs) {
-        // Rank r's shards of this owner's matrices sit at r * fsSize[j].
+        // Rank r's shards of this owner's matrices sit at r * p.fsSize[j].
         SmallVector<Value> whole;
         int64_t offset = 0;
-        for (Job *job : fsdp[j]) {
+        for (Job *job : p.fsdp[j]) {
           SmallVector<Value> pieces;
           for (int64_t r = 0; r < g; ++r)
             pieces.push_back(unflatten(cb, loc, received,
-                                       r * fsSize[j] + offset,
+                                       r * p.fsSize[j] + offset,
                                        job->localType));
           offset += job->localType.getNumElements();
           Value u = tensor::ConcatOp::create(cb, loc, job->nsType,
@@ -971,11 +967,11 @@ struct DistributePass
         // Back: block r of every result to rank r.
         SmallVector<Value> parts;
         for (int64_t r = 0; r < g; ++r)
-          for (auto [job, o] : llvm::zip(fsdp[j], whole))
+          for (auto [job, o] : llvm::zip(p.fsdp[j], whole))
             parts.push_back(flatten(
                 cb, loc, block(cb, loc, o, job->fsdp->dim, r, g)));
-        yields.push_back(pack(cb, loc, parts, g * fsMax));
-        yields.push_back(counts(cb, loc, SmallVector<int64_t>(g, fsSize[j])));
+        yields.push_back(pack(cb, loc, parts, g * p.fsMax));
+        yields.push_back(counts(cb, loc, SmallVector<int64_t>(g, p.fsSize[j])));
       }
       scf::YieldOp::create(cb, loc, yields);
     }
@@ -985,25 +981,17 @@ struct DistributePass
   /// Everyone gets every result and finishes its update.
   void gatherAndFinish(OpBuilder &b, Location loc, const DpPlan &p,
                        scf::IndexSwitchOp sw) {
-    int64_t g = p.g, lwTotal = p.lwTotal, fsTotal = p.fsTotal;
-    bool haveLw = lwTotal > 0, haveFs = fsTotal > 0;
-    const auto &layerwise = p.layerwise;
-    const auto &fsdp = p.fsdp;
-    const auto &lwSize = p.lwSize;
-    ArrayAttr dpAxes = b.getStrArrayAttr({dpAxis});
-    auto i64s = RankedTensorType::get({g}, b.getI64Type());
-    auto sumKind = [&](int64_t n) {
-      return RankedTensorType::get({n}, b.getF32Type());
-    };
+    int64_t g = p.g;
+    bool haveLw = p.lwTotal > 0, haveFs = p.fsTotal > 0;
     // Everyone gets every result.
     unsigned next = 0;
     if (haveLw) {
       Value gathered = AllGatherVOp::create(
-          b, loc, sumKind(lwTotal), gridRef, dpAxes, sw.getResult(next++),
-          b.getI64IntegerAttr(0), b.getDenseI64ArrayAttr(lwSize));
+          b, loc, p.flat(p.lwTotal), gridRef, p.dpAxes, sw.getResult(next++),
+          b.getI64IntegerAttr(0), b.getDenseI64ArrayAttr(p.lwSize));
       int64_t offset = 0;
       for (int64_t j = 0; j < g; ++j)
-        for (Job *job : layerwise[j]) {
+        for (Job *job : p.layerwise[j]) {
           Value o = unflatten(b, loc, gathered, offset, job->localType);
           offset += job->localType.getNumElements();
           finish(b, *job, o);
@@ -1012,11 +1000,11 @@ struct DistributePass
     if (haveFs) {
       Value back = sw.getResult(next++);
       Value backCounts = sw.getResult(next++);
-      auto a2a = AllToAllVOp::create(b, loc, sumKind(fsTotal), i64s, gridRef,
-                                     dpAxes, back, backCounts);
+      auto a2a = AllToAllVOp::create(b, loc, p.flat(p.fsTotal), p.i64s, gridRef,
+                                     p.dpAxes, back, backCounts);
       int64_t offset = 0;
       for (int64_t j = 0; j < g; ++j)
-        for (Job *job : fsdp[j]) {
+        for (Job *job : p.fsdp[j]) {
           Value o = unflatten(b, loc, a2a.getResult(), offset,
                               job->localType);
           offset += job->localType.getNumElements();

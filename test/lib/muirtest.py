@@ -438,6 +438,19 @@ class RunError(Exception):
     pass
 
 
+def run_step(muir_run, path, *flags, env=None):
+    """`muir-run PATH --quiet --no-probes FLAGS...` (with `env` added to the
+    environment); raises RunError with the command and its output unless
+    it exits 0."""
+    cmd = [muir_run, path, "--quiet", "--no-probes"] + list(flags)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True,
+                       env=dict(os.environ, **(env or {})))
+    if p.returncode != 0:
+        raise RunError("muir-run failed (exit %d): %s\n%s%s"
+                       % (p.returncode, " ".join(cmd), p.stdout, p.stderr))
+
+
 def run_muir(muir_run, module_text, workdir, inputs=None, steps=1, seed=0,
              load_dir=None, extra=("--quiet", "--no-probes")):
     """Writes the module and inputs under `workdir`, runs muir-run and

@@ -349,11 +349,8 @@ static int writeOutputs(ModuleOp module, const muir::desc::Description &desc,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
-  // --help lists muir's flags only (LLVM's and MLIR's are hidden).
-  cl::HideUnrelatedOptions(muir::muirFlagCategory());
-  muir::setVersionPrinter("muir-compile");
-  cl::ParseCommandLineOptions(
-      argc, argv,
+  muir::parseToolCommandLine(
+      argc, argv, "muir-compile",
       "muir-compile: training-step descriptions to muir IR and a plan "
       "report\n");
   start = std::chrono::steady_clock::now();

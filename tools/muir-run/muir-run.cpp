@@ -281,11 +281,8 @@ static int writeResults(runner::Step &step, runner::HostTensors &tensors,
 int main(int argc, char **argv) {
   runner::restartWithHugePages(argv);
   llvm::InitLLVM initLLVM(argc, argv);
-  // --help lists muir's flags only (LLVM's and MLIR's are hidden).
-  cl::HideUnrelatedOptions(muir::muirFlagCategory());
-  muir::setVersionPrinter("muir-run");
-  cl::ParseCommandLineOptions(
-      argc, argv,
+  muir::parseToolCommandLine(
+      argc, argv, "muir-run",
       "muir-run: compile and execute a muir training step on the CPU or a "
       "GPU\n\nThe input is a description (.yaml or .json, "
       "docs/description.md) or muir IR (.mlir: high-level, planned or exec, "

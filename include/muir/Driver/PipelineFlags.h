@@ -10,6 +10,7 @@
 #define MUIR_DRIVER_PIPELINEFLAGS_H
 
 #include "muir/Passes.h"
+#include "muir/Support/VersionPrinter.h"
 
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/CommandLine.h"
@@ -23,6 +24,16 @@ namespace mlir::muir {
 inline llvm::cl::OptionCategory &muirFlagCategory() {
   static llvm::cl::OptionCategory category("muir options");
   return category;
+}
+
+/// A tool's command line: --help lists muir's flags only (LLVM's and
+/// MLIR's are hidden), --version names the tool and muir's build, then the
+/// flags are parsed (an error exits, as LLVM's parser does).
+inline void parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
+                                 llvm::StringRef overview) {
+  llvm::cl::HideUnrelatedOptions(muirFlagCategory());
+  setVersionPrinter(tool);
+  llvm::cl::ParseCommandLineOptions(argc, argv, overview);
 }
 
 struct PipelineFlags {

@@ -27,7 +27,6 @@ dp: the clip runs after the gather), MHA and GQA, some heads clipped and
 some not, against the same reference (1e-5).
 """
 import os
-import subprocess
 
 import numpy as np
 
@@ -71,13 +70,7 @@ LOGITS = [
 ]
 
 
-def run(muir_run, yaml, *flags):
-    cmd = [muir_run, yaml, "--quiet", "--no-probes"] + list(flags)
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True)
-    if p.returncode != 0:
-        raise mt.RunError("muir-run failed (exit %d): %s\n%s%s"
-                          % (p.returncode, " ".join(cmd), p.stdout, p.stderr))
+run = mt.run_step
 
 
 def f32(a):

@@ -69,14 +69,7 @@ PARAMS = [
 ]
 
 
-def run(muir_run, yaml, *flags, env=None):
-    cmd = [muir_run, yaml, "--quiet", "--no-probes"] + list(flags)
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True,
-                       env=dict(os.environ, **(env or {})))
-    if p.returncode != 0:
-        raise mt.RunError("muir-run failed (exit %d): %s\n%s%s"
-                          % (p.returncode, " ".join(cmd), p.stdout, p.stderr))
+run = mt.run_step
 
 
 def describe(tmp, name, dp=1):

@@ -14,16 +14,12 @@ import torch
 
 import muir.torch
 import muir_reference as ref
+import torchtest
 
 TOL = 2e-5
 TAU = 30.0
-failures = []
-
-
-def check(ok, what):
-    print("%s: %s" % (what, "ok" if ok else "FAIL"))
-    if not ok:
-        failures.append(what)
+failures = torchtest.Failures("torch-muonclip", verbose=True)
+check = failures.check
 
 
 def make():
@@ -170,5 +166,4 @@ for what, kwargs in (
         check(False, "%s raises ValueError" % what)
     except ValueError as err:
         check(True, "%s raises ValueError: %s" % (what, err))
-print("torch-muonclip: %s" % ("FAIL" if failures else "PASS"))
-raise SystemExit(1 if failures else 0)
+failures.finish()

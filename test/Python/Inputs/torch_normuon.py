@@ -15,15 +15,11 @@ import torch
 
 import muir.torch
 import muir_reference as ref
+import torchtest
 
 TOL = 2e-5
-failures = []
-
-
-def check(ok, what):
-    print("%s: %s" % (what, "ok" if ok else "FAIL"))
-    if not ok:
-        failures.append(what)
+failures = torchtest.Failures("torch-normuon", verbose=True)
+check = failures.check
 
 
 def make():
@@ -142,5 +138,4 @@ for kwargs, exc in ((dict(scale_mode="shape"), TypeError),
         check(False, "NorMuon(%s) raises %s" % (kwargs, exc.__name__))
     except exc as e:
         check(True, "NorMuon(%s) raises %s: %s" % (kwargs, exc.__name__, e))
-print("torch-normuon: %s" % ("FAIL" if failures else "PASS"))
-raise SystemExit(1 if failures else 0)
+failures.finish()

@@ -152,16 +152,22 @@ def same(a, b):
 
 
 class Failures:
-    """Collects failures; `finish` prints them and exits non-zero."""
+    """Collects failures; `finish` prints them and exits non-zero. With
+    `verbose`, every check prints "<what>: ok" or "<what>: FAIL" (for
+    FileCheck); otherwise only failures print."""
 
-    def __init__(self, name):
+    def __init__(self, name, verbose=False):
         self.name = name
+        self.verbose = verbose
         self.failed = []
 
     def check(self, ok, what):
+        if self.verbose:
+            print("%s: %s" % (what, "ok" if ok else "FAIL"), flush=True)
         if not ok:
             self.failed.append(what)
-            print("FAIL: %s" % what, flush=True)
+            if not self.verbose:
+                print("FAIL: %s" % what, flush=True)
         return ok
 
     def finish(self):
