@@ -312,7 +312,11 @@ def main():
     if world > 1:
         import torch.distributed as dist
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-        os.environ.setdefault("MASTER_PORT", "29517")
+        # One port per mpirun job (OpenMPI's job id, the same on its
+        # ranks), so that two jobs on one machine do not meet (a fixed
+        # port made concurrent runs join each other's group and hang).
+        job = int(os.environ.get("OMPI_MCA_ess_base_jobid") or 0)
+        os.environ.setdefault("MASTER_PORT", str(20000 + job % 20000))
         dist.init_process_group("gloo", rank=rank, world_size=world)
     if rank != 0:
         sys.stdout = open(os.devnull, "w")
