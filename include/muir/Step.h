@@ -107,6 +107,29 @@ typedef struct MuirOptimizerInfo {
 int32_t muir_num_optimizers(void);
 int muir_optimizer_info(int32_t index, MuirOptimizerInfo *out);
 
+/* An optimizer setting (a key of a description's optimizer.muon, .normuon,
+ * .adamw or an override) and the values it takes, as the description
+ * reader checks them. */
+enum MuirSettingKind {
+  MUIR_SETTING_REAL = 0,    /* a number in [low, high] (ends as flagged) */
+  MUIR_SETTING_INTEGER = 1, /* an integer in [low, high] */
+  MUIR_SETTING_BOOLEAN = 2,
+  MUIR_SETTING_CHOICE = 3   /* one of `choices` */
+};
+typedef struct MuirSettingInfo {
+  const char *key;             /* "lr", "momentum", "schedule", ... */
+  int32_t kind;                /* enum MuirSettingKind */
+  double low, high;            /* may be infinite */
+  int32_t low_included, high_included;
+  int32_t num_choices;
+  const char *const *choices;
+} MuirSettingInfo;
+
+/* How many settings there are; fills `out` for index in [0, that);
+ * non-zero if out of range. */
+int32_t muir_num_settings(void);
+int muir_setting_info(int32_t index, MuirSettingInfo *out);
+
 /* Why the last failing call on this thread failed. */
 const char *muir_step_last_error(void);
 

@@ -110,7 +110,53 @@ const OptimizerTable &optimizerTable() {
   static const OptimizerTable table;
   return table;
 }
+
+/// The settings' specs as C structs, made once.
+struct SettingTable {
+  std::vector<std::string> strings;
+  std::vector<std::vector<const char *>> choices;
+  std::vector<MuirSettingInfo> infos;
+
+  SettingTable() {
+    auto all = mlir::muir::desc::settingSpecs();
+    size_t total = all.size();
+    for (const mlir::muir::desc::SettingSpec &s : all)
+      total += s.choices.size();
+    strings.reserve(total); // pointers into it stay valid
+    auto keep = [&](llvm::StringRef text) {
+      strings.push_back(text.str());
+      return strings.back().c_str();
+    };
+    choices.resize(all.size());
+    for (auto [i, s] : llvm::enumerate(all)) {
+      const char *key = keep(s.key);
+      for (llvm::StringRef c : s.choices)
+        choices[i].push_back(keep(c));
+      infos.push_back({key, static_cast<int32_t>(s.kind), s.low, s.high,
+                       s.lowIncluded ? 1 : 0, s.highIncluded ? 1 : 0,
+                       static_cast<int32_t>(s.choices.size()),
+                       choices[i].data()});
+    }
+  }
+};
+
+const SettingTable &settingTable() {
+  static const SettingTable table;
+  return table;
+}
 } // namespace
+
+// The C API spells the setting kinds as the reader's.
+static_assert(
+    MUIR_SETTING_REAL ==
+            static_cast<int>(mlir::muir::desc::SettingSpec::Kind::Real) &&
+        MUIR_SETTING_INTEGER ==
+            static_cast<int>(mlir::muir::desc::SettingSpec::Kind::Integer) &&
+        MUIR_SETTING_BOOLEAN ==
+            static_cast<int>(mlir::muir::desc::SettingSpec::Kind::Boolean) &&
+        MUIR_SETTING_CHOICE ==
+            static_cast<int>(mlir::muir::desc::SettingSpec::Kind::Choice),
+    "MuirSettingKind is SettingSpec::Kind");
 
 extern "C" {
 
@@ -118,6 +164,21 @@ const char *muir_step_version(void) { return MUIR_VERSION_STRING; }
 
 int32_t muir_num_optimizers(void) {
   return static_cast<int32_t>(optimizerTable().infos.size());
+}
+
+int32_t muir_num_settings(void) {
+  return static_cast<int32_t>(settingTable().infos.size());
+}
+
+int muir_setting_info(int32_t index, MuirSettingInfo *out) {
+  const SettingTable &table = settingTable();
+  if (index < 0 || static_cast<size_t>(index) >= table.infos.size() || !out) {
+    lastError = "muir_setting_info: index " + std::to_string(index) +
+                " is not in [0, " + std::to_string(table.infos.size()) + ")";
+    return 1;
+  }
+  *out = table.infos[index];
+  return 0;
 }
 
 int muir_optimizer_info(int32_t index, MuirOptimizerInfo *out) {

@@ -25,7 +25,6 @@ using namespace mlir::muir::desc;
 using namespace mlir::muir::desc::detail;
 namespace yaml = llvm::yaml;
 
-static constexpr double kInf = std::numeric_limits<double>::infinity();
 
 //===----------------------------------------------------------------------===//
 // Strings: escapes and UTF-8
@@ -213,6 +212,20 @@ private:
   std::optional<bool> boolean(yaml::Node *n, StringRef key);
   std::optional<std::string> oneOf(yaml::Node *n, StringRef key,
                                    ArrayRef<StringRef> choices);
+  /// An optimizer setting's value, checked by its SettingSpec (a real or
+  /// integer in its range, or one of its names).
+  std::optional<double> realSetting(yaml::Node *n, StringRef key) {
+    const SettingSpec &s = *findSettingSpec(key);
+    return ranged(n, key, s.low, s.lowIncluded, s.high, s.highIncluded);
+  }
+  std::optional<int64_t> integerSetting(yaml::Node *n, StringRef key) {
+    const SettingSpec &s = *findSettingSpec(key);
+    return integer(n, key, static_cast<int64_t>(s.low),
+                   static_cast<int64_t>(s.high));
+  }
+  std::optional<std::string> choiceSetting(yaml::Node *n, StringRef key) {
+    return oneOf(n, key, findSettingSpec(key)->choices);
+  }
   template <typename F> void forEachItem(yaml::Node *n, StringRef key, F fn);
 
   void readGridAxes(yaml::Node *n, StringRef key, std::vector<GridAxis> &out);
@@ -506,38 +519,37 @@ void Reader::readMuon(yaml::Node *n, MuonSettings &m, bool normuon) {
       n, normuon ? "'optimizer.normuon'" : "'optimizer.muon'", keys,
       [&](StringRef key, yaml::Node *v) {
         if (key == "beta2") {
-          if (auto x = ranged(v, key, 0, true, 1, false))
+          if (auto x = realSetting(v, key))
             m.beta2 = *x;
         } else if (key == "eps2") {
-          if (auto x = ranged(v, key, 0, false, kInf, false))
+          if (auto x = realSetting(v, key))
             m.eps2 = *x;
         } else if (key == "lr") {
-          if (auto x = ranged(v, key, 0, true, kInf, false))
+          if (auto x = realSetting(v, key))
             m.lr = *x;
         } else if (key == "momentum") {
-          if (auto x = ranged(v, key, 0, true, 1, false))
+          if (auto x = realSetting(v, key))
             m.beta = *x;
         } else if (key == "nesterov") {
           if (auto x = boolean(v, key))
             m.nesterov = *x;
         } else if (key == "momentum_kind") {
-          if (auto x = oneOf(v, key, {"ema", "accumulate"}))
+          if (auto x = choiceSetting(v, key))
             m.momentumKind = *x;
         } else if (key == "weight_decay") {
-          if (auto x = ranged(v, key, 0, true, kInf, false))
+          if (auto x = realSetting(v, key))
             m.weightDecay = *x;
         } else if (key == "scale_mode") {
-          if (auto x = oneOf(v, key, {"spectral", "shape", "unit_rms"}))
+          if (auto x = choiceSetting(v, key))
             m.scaleMode = *x;
         } else if (key == "scale_extra") {
-          if (auto x = ranged(v, key, 0, false, kInf, false))
+          if (auto x = realSetting(v, key))
             m.scaleExtra = *x;
         } else if (key == "ns_steps") {
-          if (auto x = integer(v, key, 1, muir::kMaxNSSteps))
+          if (auto x = integerSetting(v, key))
             m.nsSteps = *x;
         } else if (key == "schedule") {
-          if (auto x = oneOf(v, key,
-                             {"simple", "quintic", "polar_express", "custom"}))
+          if (auto x = choiceSetting(v, key))
             m.schedule = *x;
         } else if (key == "coefficients") {
           size_t count = 0;
@@ -554,7 +566,7 @@ void Reader::readMuon(yaml::Node *n, MuonSettings &m, bool normuon) {
               m.coefficients.push_back(*x);
           });
         } else if (key == "eps") {
-          if (auto x = ranged(v, key, 0, false, kInf, false))
+          if (auto x = realSetting(v, key))
             m.eps = *x;
         } else if (key == "split_fused") {
           if (auto x = boolean(v, key))
@@ -562,7 +574,7 @@ void Reader::readMuon(yaml::Node *n, MuonSettings &m, bool normuon) {
         } else if (key == "qk_clip") {
           // MuonClip's threshold on the largest pre-softmax logit.
           m.qkClipLoc = locOf(v);
-          if (auto x = ranged(v, key, 0, false, kInf, false))
+          if (auto x = realSetting(v, key))
             m.qkClip = *x;
         }
       });
@@ -572,10 +584,7 @@ void Reader::readAdamW(yaml::Node *n, AdamWSettings &a) {
   forEachKey(n, "'optimizer.adamw'",
              {"lr", "beta1", "beta2", "eps", "weight_decay"},
              [&](StringRef key, yaml::Node *v) {
-               bool beta = key == "beta1" || key == "beta2";
-               std::optional<double> x =
-                   beta ? ranged(v, key, 0, true, 1, false)
-                        : ranged(v, key, 0, key != "eps", kInf, false);
+               std::optional<double> x = realSetting(v, key);
                if (!x)
                  return;
                if (key == "lr")
@@ -644,28 +653,27 @@ void Reader::readOverride(yaml::Node *n, Description &d) {
                      if (info.name == *x)
                        o.optimizer = info.id;
                } else if (key == "lr") {
-                 o.lr = ranged(v, key, 0, true, kInf, false);
+                 o.lr = realSetting(v, key);
                } else if (key == "weight_decay") {
-                 o.weightDecay = ranged(v, key, 0, true, kInf, false);
+                 o.weightDecay = realSetting(v, key);
                } else if (key == "momentum") {
-                 o.momentum = ranged(v, key, 0, true, 1, false);
+                 o.momentum = realSetting(v, key);
                } else if (key == "beta1") {
-                 o.beta1 = ranged(v, key, 0, true, 1, false);
+                 o.beta1 = realSetting(v, key);
                } else if (key == "beta2") {
-                 o.beta2 = ranged(v, key, 0, true, 1, false);
+                 o.beta2 = realSetting(v, key);
                } else if (key == "eps") {
-                 o.eps = ranged(v, key, 0, false, kInf, false);
+                 o.eps = realSetting(v, key);
                } else if (key == "nesterov") {
                  o.nesterov = boolean(v, key);
                } else if (key == "scale_mode") {
-                 o.scaleMode = oneOf(v, key, {"spectral", "shape", "unit_rms"});
+                 o.scaleMode = choiceSetting(v, key);
                } else if (key == "scale_extra") {
-                 o.scaleExtra = ranged(v, key, 0, false, kInf, false);
+                 o.scaleExtra = realSetting(v, key);
                } else if (key == "ns_steps") {
-                 o.nsSteps = integer(v, key, 1, muir::kMaxNSSteps);
+                 o.nsSteps = integerSetting(v, key);
                } else if (key == "schedule") {
-                 o.schedule = oneOf(
-                     v, key, {"simple", "quintic", "polar_express", "custom"});
+                 o.schedule = choiceSetting(v, key);
                }
              });
   if (!hasPattern && isa_and_nonnull<yaml::MappingNode>(n))

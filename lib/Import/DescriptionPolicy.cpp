@@ -216,6 +216,42 @@ ArrayRef<OptimizerInfo> mlir::muir::desc::optimizers() {
   return all;
 }
 
+ArrayRef<SettingSpec> mlir::muir::desc::settingSpecs() {
+  using K = SettingSpec::Kind;
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  static const StringRef momentumKinds[] = {"ema", "accumulate"};
+  static const StringRef scaleModes[] = {"spectral", "shape", "unit_rms"};
+  static const StringRef schedules[] = {"simple", "quintic", "polar_express",
+                                        "custom"};
+  // Rates and decays in [0, inf), moments' coefficients in [0, 1), what
+  // divides or scales in (0, inf).
+  static const SettingSpec all[] = {
+      {"lr", K::Real, 0, inf, true, false, {}},
+      {"weight_decay", K::Real, 0, inf, true, false, {}},
+      {"momentum", K::Real, 0, 1, true, false, {}},
+      {"beta1", K::Real, 0, 1, true, false, {}},
+      {"beta2", K::Real, 0, 1, true, false, {}},
+      {"eps", K::Real, 0, inf, false, false, {}},
+      {"eps2", K::Real, 0, inf, false, false, {}},
+      {"scale_extra", K::Real, 0, inf, false, false, {}},
+      {"qk_clip", K::Real, 0, inf, false, false, {}},
+      {"ns_steps", K::Integer, 1, double(muir::kMaxNSSteps), true, true, {}},
+      {"nesterov", K::Boolean, 0, 0, true, true, {}},
+      {"split_fused", K::Boolean, 0, 0, true, true, {}},
+      {"momentum_kind", K::Choice, 0, 0, true, true, momentumKinds},
+      {"scale_mode", K::Choice, 0, 0, true, true, scaleModes},
+      {"schedule", K::Choice, 0, 0, true, true, schedules},
+  };
+  return all;
+}
+
+const SettingSpec *mlir::muir::desc::findSettingSpec(StringRef key) {
+  for (const SettingSpec &s : settingSpecs())
+    if (s.key == key)
+      return &s;
+  return nullptr;
+}
+
 const OptimizerInfo &mlir::muir::desc::optimizerInfo(Optimizer o) {
   const OptimizerInfo &info = optimizers()[static_cast<size_t>(o)];
   assert(info.id == o && "optimizers() in Optimizer's order");

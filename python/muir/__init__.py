@@ -32,7 +32,8 @@ import threading
 
 __all__ = ["MuirError", "Argument", "Step", "compile", "open_step",
            "version", "nccl_unique_id", "library_path", "ROLES",
-           "Optimizer", "OptimizerState", "optimizers"]
+           "Optimizer", "OptimizerState", "optimizers", "Setting",
+           "settings"]
 
 # enum MuirArgumentRole, by value.
 ROLES = ("param", "grad", "state", "data", "counter", "hyper")
@@ -67,6 +68,17 @@ class _COptimizerInfo(ctypes.Structure):
                 ("state_rows", ctypes.POINTER(ctypes.c_int32)),
                 ("num_hyper", ctypes.c_int32),
                 ("hyper", ctypes.POINTER(ctypes.c_char_p))]
+
+
+class _CSettingInfo(ctypes.Structure):
+    _fields_ = [("key", ctypes.c_char_p),
+                ("kind", ctypes.c_int32),
+                ("low", ctypes.c_double),
+                ("high", ctypes.c_double),
+                ("low_included", ctypes.c_int32),
+                ("high_included", ctypes.c_int32),
+                ("num_choices", ctypes.c_int32),
+                ("choices", ctypes.POINTER(ctypes.c_char_p))]
 
 
 _lock = threading.Lock()
@@ -124,6 +136,10 @@ def _load():
                                              ctypes.c_int32, P]),
             "muir_step_close": (None, [P]),
             "muir_num_optimizers": (ctypes.c_int32, []),
+            "muir_num_settings": (ctypes.c_int32, []),
+            "muir_setting_info": (ctypes.c_int,
+                                  [ctypes.c_int32,
+                                   ctypes.POINTER(_CSettingInfo)]),
             "muir_optimizer_info": (ctypes.c_int,
                                     [ctypes.c_int32,
                                      ctypes.POINTER(_COptimizerInfo)]),
@@ -202,6 +218,41 @@ def optimizers():
                 state, tuple(text(c.hyper[k]) for k in range(c.num_hyper)))
         _optimizers = found
     return _optimizers
+
+
+class Setting(collections.namedtuple(
+        "Setting", ("key", "kind", "low", "high", "low_included",
+                    "high_included", "choices"))):
+    """An optimizer setting as the description reader checks it
+    (muir_setting_info): `kind` "real" or "integer" (in [low, high], each
+    end included or not), "boolean", or "choice" (one of `choices`)."""
+
+
+_SETTING_KINDS = ("real", "integer", "boolean", "choice")
+_settings = None
+
+
+def settings():
+    """The optimizer settings (keys of optimizer.muon, .normuon, .adamw and
+    of overrides) by key, with the values the description reader takes:
+    {"lr": Setting("lr", "real", 0.0, inf, True, False, ()), ...}. Loads
+    the library on the first call."""
+    global _settings
+    if _settings is None:
+        lib = _load()
+        found = collections.OrderedDict()
+        for i in range(lib.muir_num_settings()):
+            c = _CSettingInfo()
+            if lib.muir_setting_info(i, ctypes.byref(c)):
+                raise _last_error(lib, "muir_setting_info")
+            key = c.key.decode("utf-8")
+            found[key] = Setting(
+                key, _SETTING_KINDS[c.kind], c.low, c.high,
+                bool(c.low_included), bool(c.high_included),
+                tuple(c.choices[k].decode("utf-8")
+                      for k in range(c.num_choices)))
+        _settings = found
+    return _settings
 
 
 def version():

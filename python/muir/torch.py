@@ -288,16 +288,30 @@ def _float_text(v):
 
 
 _INF = math.inf
-# The description reader's ranges (lib/Import/Description.cpp):
-# key -> (low, low included, high, high included).
-_RANGES = {"lr": (0.0, True, _INF, False),
-           "weight_decay": (0.0, True, _INF, False),
-           "momentum": (0.0, True, 1.0, False),
-           "scale_extra": (0.0, False, _INF, False),
-           "eps": (0.0, False, _INF, False),
-           "betas": (0.0, True, 1.0, False)}
-_CHOICES = {"schedule": ("simple", "quintic", "polar_express", "custom"),
-            "scale_mode": ("spectral", "shape", "unit_rms")}
+_CHECKS = None
+
+
+def _checks():
+    """The description reader's checks of the group keys, from the step
+    library (muir.settings(), declared once in lib/Import): `ranges`, key
+    -> (low, low included, high, high included) of the real-valued keys
+    (betas: each of the two, AdamW's beta1's), and `choices`, key -> the
+    names of those that take one of them."""
+    global _CHECKS
+    if _CHECKS is None:
+        specs = muir.settings()
+        ranges = {}
+        for key, spec in (("lr", "lr"), ("weight_decay", "weight_decay"),
+                          ("momentum", "momentum"),
+                          ("scale_extra", "scale_extra"), ("eps", "eps"),
+                          ("betas", "beta1")):
+            st = specs[spec]
+            ranges[key] = (st.low, st.low_included, st.high,
+                           st.high_included)
+        _CHECKS = {"ranges": ranges,
+                   "choices": {k: specs[k].choices
+                               for k in ("schedule", "scale_mode")}}
+    return _CHECKS
 # What the step reads of each group, by the optimizer its parameters take:
 # at every step() (the compiled step's run-time arguments), and when it
 # compiles (a new value compiles a new step).
@@ -361,7 +375,7 @@ def _real(v):
 
 
 def _in_range(x, key):
-    lo, lo_in, hi, hi_in = _RANGES[key]
+    lo, lo_in, hi, hi_in = _checks()["ranges"][key]
     return x is not None and math.isfinite(x) and \
         (x >= lo if lo_in else x > lo) and (x <= hi if hi_in else x < hi)
 
@@ -373,10 +387,11 @@ def _is_bool(v):
 
 def _value_problem(key, v):
     """Why v is not a valid value of the group key `key` (None if it is)."""
-    if key in _RANGES and key != "betas":
+    ranges, choices = _checks()["ranges"], _checks()["choices"]
+    if key in ranges and key != "betas":
         if not _in_range(_real(v), key):
             return "expected a finite value in %s" % _range_text(
-                *_RANGES[key])
+                *ranges[key])
     elif key == "betas":
         try:
             pair = tuple(v)
@@ -385,7 +400,7 @@ def _value_problem(key, v):
         if pair is None or isinstance(v, (str, bytes)) or len(pair) != 2 \
                 or not all(_in_range(_real(b), key) for b in pair):
             return "expected (beta1, beta2), two finite values in %s" % \
-                _range_text(*_RANGES[key])
+                _range_text(*ranges[key])
     elif key == "nesterov":
         if not _is_bool(v):
             return "expected True or False"
@@ -393,9 +408,9 @@ def _value_problem(key, v):
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or \
                 v < 1:
             return "expected an integer >= 1"
-    elif key in _CHOICES:
-        if v not in _CHOICES[key]:
-            return "expected one of: %s" % ", ".join(_CHOICES[key])
+    elif key in choices:
+        if v not in choices[key]:
+            return "expected one of: %s" % ", ".join(choices[key])
     return None
 
 
@@ -582,7 +597,7 @@ class Muon(torch.optim.Optimizer):
         if not _in_range(_real(extra["ns_eps"]), "eps"):
             raise ValueError("muir.torch.Muon: ns_eps %s; expected a finite "
                              "value in %s" % (_value_text(extra["ns_eps"]),
-                                              _range_text(*_RANGES["eps"])))
+                                              _range_text(*_checks()["ranges"]["eps"])))
         if extra["momentum_kind"] not in ("ema", "accumulate"):
             raise ValueError("muir.torch.Muon: momentum_kind %r; expected "
                              "one of: ema, accumulate"
@@ -1873,12 +1888,12 @@ class NorMuon(Muon):
             raise ValueError("muir.torch.NorMuon: beta2 %s; expected a "
                              "finite value in %s"
                              % (_value_text(beta2),
-                                _range_text(*_RANGES["momentum"])))
+                                _range_text(*_checks()["ranges"]["momentum"])))
         if isinstance(eps2, bool) or not _in_range(_real(eps2), "eps"):
             raise ValueError("muir.torch.NorMuon: eps2 %s; expected a "
                              "finite value in %s"
                              % (_value_text(eps2),
-                                _range_text(*_RANGES["eps"])))
+                                _range_text(*_checks()["ranges"]["eps"])))
         self._normuon = {"beta2": float(beta2), "eps2": float(eps2)}
         super().__init__(params, lr=lr, momentum=momentum, nesterov=nesterov,
                          weight_decay=weight_decay, ns_steps=ns_steps,

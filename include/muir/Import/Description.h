@@ -152,6 +152,26 @@ const OptimizerInfo &optimizerInfo(Optimizer o);
 /// The optimizer's name in descriptions ("muon", "adamw", "normuon").
 inline StringRef optimizerName(Optimizer o) { return optimizerInfo(o).name; }
 
+/// What an optimizer setting (a key of optimizer.muon, .normuon, .adamw or
+/// of an override) takes, declared once: the description reader checks
+/// every place the key is written with it, and the C API gives it to
+/// bindings (muir_setting_info; muir.torch checks its param groups with
+/// it).
+struct SettingSpec {
+  enum class Kind { Real, Integer, Boolean, Choice };
+  StringRef key;
+  Kind kind;
+  /// Real and Integer: the range [low, high], each end included or not
+  /// (an Integer's are).
+  double low = 0, high = 0;
+  bool lowIncluded = true, highIncluded = true;
+  ArrayRef<StringRef> choices; ///< Choice: the names, in order
+};
+
+/// Every optimizer setting, and the one of `key` (null for an unknown key).
+ArrayRef<SettingSpec> settingSpecs();
+const SettingSpec *findSettingSpec(StringRef key);
+
 struct MuonSettings {
   double lr = 0.02;
   double beta = 0.95;

@@ -35,6 +35,14 @@ for name, o in muir.optimizers().items():
         ", ".join("%s=%s%s" % (st.suffix, st.key, " (rows)" if st.rows
                                else "") for st in o.state),
         ", ".join(o.hyper)))
+# The settings' values, as docs/description.md's tables give them.
+for key, st in muir.settings().items():
+    if st.kind in ("real", "integer"):
+        what = "%s%g, %g%s" % ("[" if st.low_included else "(", st.low,
+                               st.high, "]" if st.high_included else ")")
+    else:
+        what = ", ".join(st.choices)
+    print("setting %s %s %s" % (key, st.kind, what))
 
 SOURCE = """\
 name: api
