@@ -144,6 +144,19 @@ const SettingTable &settingTable() {
   static const SettingTable table;
   return table;
 }
+/// Entry `index` of a table the C API gives out, into `out`; non-zero,
+/// with `what`'s error, when it is out of range.
+template <typename Info>
+int tableEntry(const char *what, const std::vector<Info> &infos,
+               int32_t index, Info *out) {
+  if (index < 0 || static_cast<size_t>(index) >= infos.size() || !out) {
+    lastError = std::string(what) + ": index " + std::to_string(index) +
+                " is not in [0, " + std::to_string(infos.size()) + ")";
+    return 1;
+  }
+  *out = infos[index];
+  return 0;
+}
 } // namespace
 
 // The C API spells the setting kinds as the reader's.
@@ -171,25 +184,12 @@ int32_t muir_num_settings(void) {
 }
 
 int muir_setting_info(int32_t index, MuirSettingInfo *out) {
-  const SettingTable &table = settingTable();
-  if (index < 0 || static_cast<size_t>(index) >= table.infos.size() || !out) {
-    lastError = "muir_setting_info: index " + std::to_string(index) +
-                " is not in [0, " + std::to_string(table.infos.size()) + ")";
-    return 1;
-  }
-  *out = table.infos[index];
-  return 0;
+  return tableEntry("muir_setting_info", settingTable().infos, index, out);
 }
 
 int muir_optimizer_info(int32_t index, MuirOptimizerInfo *out) {
-  const OptimizerTable &table = optimizerTable();
-  if (index < 0 || static_cast<size_t>(index) >= table.infos.size() || !out) {
-    lastError = "muir_optimizer_info: index " + std::to_string(index) +
-                " is not in [0, " + std::to_string(table.infos.size()) + ")";
-    return 1;
-  }
-  *out = table.infos[index];
-  return 0;
+  return tableEntry("muir_optimizer_info", optimizerTable().infos, index,
+                    out);
 }
 
 const char *muir_step_last_error(void) { return lastError.c_str(); }

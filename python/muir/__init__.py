@@ -202,22 +202,31 @@ def optimizers():
     the library on the first call."""
     global _optimizers
     if _optimizers is None:
-        lib = _load()
-        found = collections.OrderedDict()
-        for i in range(lib.muir_num_optimizers()):
-            c = _COptimizerInfo()
-            if lib.muir_optimizer_info(i, ctypes.byref(c)):
-                raise _last_error(lib, "muir_optimizer_info")
+        def make(c):
             text = lambda b: b.decode("utf-8")
             state = tuple(OptimizerState(text(c.state_suffixes[k]),
                                          text(c.state_keys[k]),
                                          bool(c.state_rows[k]))
                           for k in range(c.num_state))
-            found[text(c.name)] = Optimizer(
+            return Optimizer(
                 text(c.name), bool(c.orthogonalises), bool(c.step_count),
                 state, tuple(text(c.hyper[k]) for k in range(c.num_hyper)))
-        _optimizers = found
+        _optimizers = _read_table("optimizer", _COptimizerInfo, make)
     return _optimizers
+
+
+def _read_table(what, struct, make):
+    """A table of the library (muir_num_<what>s, muir_<what>_info) as an
+    ordered dict of make(entry) by its first field."""
+    lib = _load()
+    found = collections.OrderedDict()
+    for i in range(getattr(lib, "muir_num_%ss" % what)()):
+        c = struct()
+        if getattr(lib, "muir_%s_info" % what)(i, ctypes.byref(c)):
+            raise _last_error(lib, "muir_%s_info" % what)
+        entry = make(c)
+        found[entry[0]] = entry
+    return found
 
 
 class Setting(collections.namedtuple(
@@ -239,19 +248,11 @@ def settings():
     the library on the first call."""
     global _settings
     if _settings is None:
-        lib = _load()
-        found = collections.OrderedDict()
-        for i in range(lib.muir_num_settings()):
-            c = _CSettingInfo()
-            if lib.muir_setting_info(i, ctypes.byref(c)):
-                raise _last_error(lib, "muir_setting_info")
-            key = c.key.decode("utf-8")
-            found[key] = Setting(
-                key, _SETTING_KINDS[c.kind], c.low, c.high,
-                bool(c.low_included), bool(c.high_included),
-                tuple(c.choices[k].decode("utf-8")
-                      for k in range(c.num_choices)))
-        _settings = found
+        _settings = _read_table("setting", _CSettingInfo, lambda c: Setting(
+            c.key.decode("utf-8"), _SETTING_KINDS[c.kind], c.low, c.high,
+            bool(c.low_included), bool(c.high_included),
+            tuple(c.choices[k].decode("utf-8")
+                  for k in range(c.num_choices))))
     return _settings
 
 
