@@ -100,6 +100,11 @@ typedef struct MuirOptimizerInfo {
   const int32_t *state_rows;   /* 1: one value per row ([m], [E, m]) */
   int32_t num_hyper;           /* its run-time hyperparameters' fields, */
   const char *const *hyper;    /* the step's "<group>.<field>" ("lr") */
+  int32_t num_settings;        /* the keys of optimizer.<name>, in order */
+  const char *const *setting_keys;     /* (their values: muir_setting_info) */
+  const double *setting_defaults;      /* a real, integer or boolean's */
+  const char *const *setting_choices;  /* a choice's default, else NULL */
+  const int32_t *setting_unset;        /* 1: no default (qk_clip: off) */
 } MuirOptimizerInfo;
 
 /* How many optimizers there are; fills `out` for index in [0, that);
@@ -114,7 +119,8 @@ enum MuirSettingKind {
   MUIR_SETTING_REAL = 0,    /* a number in [low, high] (ends as flagged) */
   MUIR_SETTING_INTEGER = 1, /* an integer in [low, high] */
   MUIR_SETTING_BOOLEAN = 2,
-  MUIR_SETTING_CHOICE = 3   /* one of `choices` */
+  MUIR_SETTING_CHOICE = 3,  /* one of `choices` */
+  MUIR_SETTING_REAL_LIST = 4 /* a list of numbers (coefficients) */
 };
 typedef struct MuirSettingInfo {
   const char *key;             /* "lr", "momentum", "schedule", ... */

@@ -68,8 +68,10 @@ namespace {
 /// copies), made once.
 struct OptimizerTable {
   std::vector<std::vector<std::string>> strings;
-  std::vector<std::vector<const char *>> suffixes, keys, hyper;
-  std::vector<std::vector<int32_t>> rows;
+  std::vector<std::vector<const char *>> suffixes, keys, hyper,
+      settingKeys, settingChoices;
+  std::vector<std::vector<int32_t>> rows, settingUnset;
+  std::vector<std::vector<double>> settingDefaults;
   std::vector<MuirOptimizerInfo> infos;
 
   OptimizerTable() {
@@ -80,11 +82,16 @@ struct OptimizerTable {
     keys.resize(n);
     hyper.resize(n);
     rows.resize(n);
+    settingKeys.resize(n);
+    settingChoices.resize(n);
+    settingUnset.resize(n);
+    settingDefaults.resize(n);
     for (size_t i = 0; i < n; ++i) {
       const mlir::muir::desc::OptimizerInfo &o = all[i];
       std::vector<std::string> &own = strings[i];
       // Reserved: pointers into `own` stay valid as it grows.
-      own.reserve(1 + 2 * o.state.size() + o.hyper.size());
+      own.reserve(1 + 2 * o.state.size() + o.hyper.size() +
+                  2 * o.settings.size());
       auto keep = [&](llvm::StringRef s) {
         own.push_back(s.str());
         return own.back().c_str();
@@ -97,11 +104,21 @@ struct OptimizerTable {
       }
       for (llvm::StringRef h : o.hyper)
         hyper[i].push_back(keep(h));
+      for (const mlir::muir::desc::OptimizerSetting &st : o.settings) {
+        settingKeys[i].push_back(keep(st.key));
+        settingDefaults[i].push_back(st.value);
+        settingChoices[i].push_back(st.choice.empty() ? nullptr
+                                                      : keep(st.choice));
+        settingUnset[i].push_back(st.unset ? 1 : 0);
+      }
       infos.push_back({name, o.orthogonalises ? 1 : 0, o.stepCount ? 1 : 0,
                        static_cast<int32_t>(o.state.size()),
                        suffixes[i].data(), keys[i].data(), rows[i].data(),
                        static_cast<int32_t>(o.hyper.size()),
-                       hyper[i].data()});
+                       hyper[i].data(),
+                       static_cast<int32_t>(o.settings.size()),
+                       settingKeys[i].data(), settingDefaults[i].data(),
+                       settingChoices[i].data(), settingUnset[i].data()});
     }
   }
 };
@@ -168,7 +185,9 @@ static_assert(
         MUIR_SETTING_BOOLEAN ==
             static_cast<int>(mlir::muir::desc::SettingSpec::Kind::Boolean) &&
         MUIR_SETTING_CHOICE ==
-            static_cast<int>(mlir::muir::desc::SettingSpec::Kind::Choice),
+            static_cast<int>(mlir::muir::desc::SettingSpec::Kind::Choice) &&
+        MUIR_SETTING_REAL_LIST ==
+            static_cast<int>(mlir::muir::desc::SettingSpec::Kind::RealList),
     "MuirSettingKind is SettingSpec::Kind");
 
 extern "C" {

@@ -230,8 +230,9 @@ private:
 
   void readGridAxes(yaml::Node *n, StringRef key, std::vector<GridAxis> &out);
   void readGrid(yaml::Node *n, Description &d);
-  void readMuon(yaml::Node *n, MuonSettings &m, bool normuon = false);
-  void readAdamW(yaml::Node *n, AdamWSettings &a);
+  /// optimizer.<name> of optimizer `o` into `s`: its keys, as its
+  /// OptimizerInfo::settings declare them.
+  void readSettings(yaml::Node *n, Optimizer o, OptimizerSettings &s);
   void readOverride(yaml::Node *n, Description &d);
   void readOptimizer(yaml::Node *n, Description &d);
   void readShard(yaml::Node *n, Parameter &p);
@@ -500,58 +501,30 @@ void Reader::readGrid(yaml::Node *n, Description &d) {
              });
 }
 
-void Reader::readMuon(yaml::Node *n, MuonSettings &m, bool normuon) {
-  // NorMuon: Muon's keys but the scale (its update RMS is scale_extra) and
-  // split_fused, and its second moment's beta2 and eps2.
-  std::vector<StringRef> keys = {"lr", "momentum", "nesterov",
-                                 "momentum_kind", "weight_decay",
-                                 "scale_mode", "scale_extra", "ns_steps",
-                                 "schedule", "coefficients", "eps",
-                                 "split_fused", "qk_clip"};
-  if (normuon) {
-    llvm::erase(keys, "qk_clip");
-    llvm::erase(keys, "scale_mode");
-    llvm::erase(keys, "split_fused");
-    keys.push_back("beta2");
-    keys.push_back("eps2");
-  }
+void Reader::readSettings(yaml::Node *n, Optimizer o, OptimizerSettings &s) {
+  const OptimizerInfo &info = optimizerInfo(o);
+  SmallVector<StringRef> keys;
+  for (const OptimizerSetting &setting : info.settings)
+    keys.push_back(setting.key);
   forEachKey(
-      n, normuon ? "'optimizer.normuon'" : "'optimizer.muon'", keys,
+      n, ("'optimizer." + info.name + "'").str(), keys,
       [&](StringRef key, yaml::Node *v) {
-        if (key == "beta2") {
-          if (auto x = realSetting(v, key))
-            m.beta2 = *x;
-        } else if (key == "eps2") {
-          if (auto x = realSetting(v, key))
-            m.eps2 = *x;
-        } else if (key == "lr") {
-          if (auto x = realSetting(v, key))
-            m.lr = *x;
-        } else if (key == "momentum") {
-          if (auto x = realSetting(v, key))
-            m.beta = *x;
-        } else if (key == "nesterov") {
-          if (auto x = boolean(v, key))
-            m.nesterov = *x;
-        } else if (key == "momentum_kind") {
-          if (auto x = choiceSetting(v, key))
-            m.momentumKind = *x;
-        } else if (key == "weight_decay") {
-          if (auto x = realSetting(v, key))
-            m.weightDecay = *x;
-        } else if (key == "scale_mode") {
-          if (auto x = choiceSetting(v, key))
-            m.scaleMode = *x;
-        } else if (key == "scale_extra") {
-          if (auto x = realSetting(v, key))
-            m.scaleExtra = *x;
-        } else if (key == "ns_steps") {
-          if (auto x = integerSetting(v, key))
-            m.nsSteps = *x;
-        } else if (key == "schedule") {
-          if (auto x = choiceSetting(v, key))
-            m.schedule = *x;
-        } else if (key == "coefficients") {
+        if (key == "qk_clip") // MuonClip's threshold, named in errors
+          s.qkClipLoc = locOf(v);
+        SettingField field = settingField(s, key);
+        if (auto *x = std::get_if<double *>(&field)) {
+          if (auto value = realSetting(v, key))
+            **x = *value;
+        } else if (auto *x = std::get_if<int64_t *>(&field)) {
+          if (auto value = integerSetting(v, key))
+            **x = *value;
+        } else if (auto *x = std::get_if<bool *>(&field)) {
+          if (auto value = boolean(v, key))
+            **x = *value;
+        } else if (auto *x = std::get_if<std::string *>(&field)) {
+          if (auto value = choiceSetting(v, key))
+            **x = *value;
+        } else if (auto *x = std::get_if<std::vector<double> *>(&field)) {
           size_t count = 0;
           forEachItem(v, key, [&](yaml::Node *item) {
             // The table the Newton-Schulz loop embeds.
@@ -562,42 +535,12 @@ void Reader::readMuon(yaml::Node *n, MuonSettings &m, bool normuon) {
                               Twine(muir::kMaxCoefficientTriples) +
                               " triples; the last repeats; "
                               "docs/description.md, \"Limits\")");
-            if (auto x = real(item, key); x && count <= muir::kMaxCoefficients)
-              m.coefficients.push_back(*x);
+            if (auto value = real(item, key);
+                value && count <= muir::kMaxCoefficients)
+              (*x)->push_back(*value);
           });
-        } else if (key == "eps") {
-          if (auto x = realSetting(v, key))
-            m.eps = *x;
-        } else if (key == "split_fused") {
-          if (auto x = boolean(v, key))
-            m.splitFused = *x;
-        } else if (key == "qk_clip") {
-          // MuonClip's threshold on the largest pre-softmax logit.
-          m.qkClipLoc = locOf(v);
-          if (auto x = realSetting(v, key))
-            m.qkClip = *x;
         }
       });
-}
-
-void Reader::readAdamW(yaml::Node *n, AdamWSettings &a) {
-  forEachKey(n, "'optimizer.adamw'",
-             {"lr", "beta1", "beta2", "eps", "weight_decay"},
-             [&](StringRef key, yaml::Node *v) {
-               std::optional<double> x = realSetting(v, key);
-               if (!x)
-                 return;
-               if (key == "lr")
-                 a.lr = *x;
-               else if (key == "beta1")
-                 a.beta1 = *x;
-               else if (key == "beta2")
-                 a.beta2 = *x;
-               else if (key == "eps")
-                 a.eps = *x;
-               else
-                 a.weightDecay = *x;
-             });
 }
 
 void Reader::readOverride(yaml::Node *n, Description &d) {
@@ -683,18 +626,22 @@ void Reader::readOverride(yaml::Node *n, Description &d) {
 }
 
 void Reader::readOptimizer(yaml::Node *n, Description &d) {
-  forEachKey(n, "'optimizer'",
-             {"muon", "normuon", "adamw", "overrides", "mask"},
+  // Each optimizer's section, then the overrides and the mask.
+  SmallVector<StringRef> keys;
+  for (const OptimizerInfo &info : optimizers())
+    keys.push_back(info.name);
+  keys.append({"overrides", "mask"});
+  forEachKey(n, "'optimizer'", keys,
              [&](StringRef key, yaml::Node *v) {
                if (key == "muon")
-                 readMuon(v, d.muon);
+                 readSettings(v, Optimizer::Muon, d.muon);
                else if (key == "normuon") {
                  d.hasNormuon = true;
                  d.normuonLoc = locOf(v);
-                 readMuon(v, d.normuon, /*normuon=*/true);
+                 readSettings(v, Optimizer::NorMuon, d.normuon);
                }
                else if (key == "adamw")
-                 readAdamW(v, d.adamw);
+                 readSettings(v, Optimizer::AdamW, d.adamw);
                else if (key == "mask") {
                  if (auto x = boolean(v, key))
                    d.mask = *x;

@@ -9,6 +9,7 @@
 #include "muir/Import/Description.h"
 #include "muir/Support/Limits.h"
 
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Regex.h"
@@ -206,12 +207,40 @@ ArrayRef<OptimizerInfo> mlir::muir::desc::optimizers() {
   static const StringRef muonHyper[] = {"lr", "weight_decay", "momentum"};
   static const StringRef adamwHyper[] = {"lr", "weight_decay", "beta1",
                                          "beta2", "eps"};
+  // Their sections' keys and defaults. NorMuon has Muon's but the scale
+  // (its update RMS is scale_extra), split_fused and the clip, and its
+  // second moment's beta2 and eps2.
+  using S = OptimizerSetting;
+  static const S muonSettings[] = {
+      {"lr", 0.02},           {"momentum", 0.95},
+      {"nesterov", 1},        {"momentum_kind", 0, "ema"},
+      {"weight_decay", 0},    {"scale_mode", 0, "spectral"},
+      {"scale_extra", 0.2},   {"ns_steps", 5},
+      {"schedule", 0, "simple"}, {"coefficients", 0, {}, /*unset=*/true},
+      {"eps", 1e-7},          {"split_fused", 0},
+      {"qk_clip", 0, {}, /*unset=*/true}};
+  static const S normuonSettings[] = {
+      {"lr", 0.02},           {"momentum", 0.95},
+      {"nesterov", 1},        {"momentum_kind", 0, "ema"},
+      {"weight_decay", 0},    {"scale_extra", 0.2},
+      {"ns_steps", 5},        {"schedule", 0, "simple"},
+      {"coefficients", 0, {}, /*unset=*/true},
+      {"eps", 1e-7},          {"beta2", 0.95},
+      {"eps2", 1e-8}};
+  static const S adamwSettings[] = {{"lr", 3e-4},
+                                    {"beta1", 0.9},
+                                    {"beta2", 0.95},
+                                    {"eps", 1e-8},
+                                    {"weight_decay", 0}};
   static const OptimizerInfo all[] = {
-      {Optimizer::Muon, "muon", true, muonState, muonHyper, false},
-      {Optimizer::AdamW, "adamw", false, adamwState, adamwHyper, true},
+      {Optimizer::Muon, "muon", true, muonState, muonHyper, false, false,
+       false, 0, muonSettings},
+      {Optimizer::AdamW, "adamw", false, adamwState, adamwHyper, true, false,
+       false, 0, adamwSettings},
       // row_sum_squares, normuon_normalize, sum_squares, scale_by_norm.
       {Optimizer::NorMuon, "normuon", true, normuonState, muonHyper, false,
-       /*rowSums=*/true, /*updateNorm=*/true, /*normalizeKernels=*/4},
+       /*rowSums=*/true, /*updateNorm=*/true, /*normalizeKernels=*/4,
+       normuonSettings},
   };
   return all;
 }
@@ -241,8 +270,47 @@ ArrayRef<SettingSpec> mlir::muir::desc::settingSpecs() {
       {"momentum_kind", K::Choice, 0, 0, true, true, momentumKinds},
       {"scale_mode", K::Choice, 0, 0, true, true, scaleModes},
       {"schedule", K::Choice, 0, 0, true, true, schedules},
+      {"coefficients", K::RealList, -inf, inf, false, false, {}},
   };
   return all;
+}
+
+SettingField mlir::muir::desc::settingField(OptimizerSettings &s,
+                                            StringRef key) {
+  return llvm::StringSwitch<SettingField>(key)
+      .Case("lr", &s.lr)
+      .Case("momentum", &s.beta)
+      .Case("nesterov", &s.nesterov)
+      .Case("momentum_kind", &s.momentumKind)
+      .Case("weight_decay", &s.weightDecay)
+      .Case("scale_mode", &s.scaleMode)
+      .Case("scale_extra", &s.scaleExtra)
+      .Case("ns_steps", &s.nsSteps)
+      .Case("schedule", &s.schedule)
+      .Case("coefficients", &s.coefficients)
+      .Case("eps", &s.eps)
+      .Case("split_fused", &s.splitFused)
+      .Case("qk_clip", &s.qkClip)
+      .Case("beta1", &s.beta1)
+      .Case("beta2", &s.beta2)
+      .Case("eps2", &s.eps2)
+      .Default(std::monostate());
+}
+
+OptimizerSettings::OptimizerSettings(Optimizer o) {
+  for (const OptimizerSetting &d : optimizerInfo(o).settings) {
+    if (d.unset)
+      continue;
+    SettingField f = settingField(*this, d.key);
+    if (auto *x = std::get_if<double *>(&f))
+      **x = d.value;
+    else if (auto *x = std::get_if<int64_t *>(&f))
+      **x = static_cast<int64_t>(d.value);
+    else if (auto *x = std::get_if<bool *>(&f))
+      **x = d.value != 0;
+    else if (auto *x = std::get_if<std::string *>(&f))
+      **x = d.choice.str();
+  }
 }
 
 const SettingSpec *mlir::muir::desc::findSettingSpec(StringRef key) {

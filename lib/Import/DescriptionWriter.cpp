@@ -113,40 +113,41 @@ void mlir::muir::desc::writeDescription(const Description &d,
     writeAxes(os, d.grid.moeAxes);
     os << "\n";
   }
-  // Muon's settings, and NorMuon's (with its own keys) where given.
-  auto writeMuon = [&](const MuonSettings &m, bool normuon) {
-    os << "  " << (normuon ? "normuon" : "muon") << ": {lr: " << number(m.lr)
-       << ", momentum: " << number(m.beta)
-       << ", nesterov: " << (m.nesterov ? "true" : "false")
-       << ", momentum_kind: " << m.momentumKind
-       << ", weight_decay: " << number(m.weightDecay);
-    if (!normuon)
-      os << ", scale_mode: " << m.scaleMode;
-    os << ", scale_extra: " << number(m.scaleExtra)
-       << ", ns_steps: " << m.nsSteps << ", schedule: " << m.schedule;
-    if (!m.coefficients.empty()) {
-      os << ", coefficients: [";
-      llvm::interleaveComma(m.coefficients, os,
-                            [&](double c) { os << number(c); });
-      os << "]";
+  // Each optimizer's section (NorMuon's where given), its keys as the
+  // registry lists them; an unset one (no coefficients, no clip) is left
+  // out.
+  auto writeSettings = [&](Optimizer o, const OptimizerSettings &s) {
+    const OptimizerInfo &info = optimizerInfo(o);
+    os << "  " << info.name << ": {";
+    llvm::ListSeparator sep;
+    for (const OptimizerSetting &setting : info.settings) {
+      SettingField field =
+          settingField(const_cast<OptimizerSettings &>(s), setting.key);
+      if (auto *x = std::get_if<double *>(&field)) {
+        if (setting.unset && **x == 0)
+          continue;
+        os << sep << setting.key << ": " << number(**x);
+      } else if (auto *x = std::get_if<int64_t *>(&field)) {
+        os << sep << setting.key << ": " << **x;
+      } else if (auto *x = std::get_if<bool *>(&field)) {
+        os << sep << setting.key << ": " << (**x ? "true" : "false");
+      } else if (auto *x = std::get_if<std::string *>(&field)) {
+        os << sep << setting.key << ": " << **x;
+      } else if (auto *x = std::get_if<std::vector<double> *>(&field)) {
+        if ((*x)->empty())
+          continue;
+        os << sep << setting.key << ": [";
+        llvm::interleaveComma(**x, os, [&](double c) { os << number(c); });
+        os << "]";
+      }
     }
-    os << ", eps: " << number(m.eps);
-    if (normuon)
-      os << ", beta2: " << number(m.beta2) << ", eps2: " << number(m.eps2);
-    else
-      os << ", split_fused: " << (m.splitFused ? "true" : "false");
-    if (m.qkClip > 0)
-      os << ", qk_clip: " << number(m.qkClip);
     os << "}\n";
   };
   os << "optimizer:\n";
-  writeMuon(d.muon, false);
+  writeSettings(Optimizer::Muon, d.muon);
   if (d.hasNormuon)
-    writeMuon(d.normuon, true);
-  const AdamWSettings &a = d.adamw;
-  os << "  adamw: {lr: " << number(a.lr) << ", beta1: " << number(a.beta1)
-     << ", beta2: " << number(a.beta2) << ", eps: " << number(a.eps)
-     << ", weight_decay: " << number(a.weightDecay) << "}\n";
+    writeSettings(Optimizer::NorMuon, d.normuon);
+  writeSettings(Optimizer::AdamW, d.adamw);
   if (d.mask)
     os << "  mask: true\n";
   if (!d.overrides.empty()) {

@@ -67,7 +67,12 @@ class _COptimizerInfo(ctypes.Structure):
                 ("state_keys", ctypes.POINTER(ctypes.c_char_p)),
                 ("state_rows", ctypes.POINTER(ctypes.c_int32)),
                 ("num_hyper", ctypes.c_int32),
-                ("hyper", ctypes.POINTER(ctypes.c_char_p))]
+                ("hyper", ctypes.POINTER(ctypes.c_char_p)),
+                ("num_settings", ctypes.c_int32),
+                ("setting_keys", ctypes.POINTER(ctypes.c_char_p)),
+                ("setting_defaults", ctypes.POINTER(ctypes.c_double)),
+                ("setting_choices", ctypes.POINTER(ctypes.c_char_p)),
+                ("setting_unset", ctypes.POINTER(ctypes.c_int32))]
 
 
 class _CSettingInfo(ctypes.Structure):
@@ -185,12 +190,15 @@ class OptimizerState(collections.namedtuple(
 
 class Optimizer(collections.namedtuple(
         "Optimizer", ("name", "orthogonalises", "step_count", "state",
-                      "hyper"))):
+                      "hyper", "settings"))):
     """An optimizer a description can name (muir_optimizer_info): its
     name ("muon"), whether it orthogonalises (Muon's family: matrices and
     stacks), whether it reads the 1-based step counter, its state
-    (OptimizerState, in the step's argument order) and the fields of its
-    run-time hyperparameters (the step's "<group>.<field>")."""
+    (OptimizerState, in the step's argument order), the fields of its
+    run-time hyperparameters (the step's "<group>.<field>") and the keys of
+    its description section, optimizer.<name>, in order, with their
+    defaults: {"lr": 0.02, "nesterov": True, "schedule": "simple",
+    "qk_clip": None, ...} (None: no default; their values: settings())."""
 
 
 _optimizers = None
@@ -208,9 +216,25 @@ def optimizers():
                                          text(c.state_keys[k]),
                                          bool(c.state_rows[k]))
                           for k in range(c.num_state))
+            kinds = settings()
+            defaults = collections.OrderedDict()
+            for k in range(c.num_settings):
+                key = text(c.setting_keys[k])
+                kind = kinds[key].kind
+                value = c.setting_defaults[k]
+                if c.setting_unset[k]:
+                    value = None
+                elif kind == "choice":
+                    value = text(c.setting_choices[k])
+                elif kind == "boolean":
+                    value = bool(value)
+                elif kind == "integer":
+                    value = int(value)
+                defaults[key] = value
             return Optimizer(
                 text(c.name), bool(c.orthogonalises), bool(c.step_count),
-                state, tuple(text(c.hyper[k]) for k in range(c.num_hyper)))
+                state, tuple(text(c.hyper[k]) for k in range(c.num_hyper)),
+                defaults)
         _optimizers = _read_table("optimizer", _COptimizerInfo, make)
     return _optimizers
 
@@ -234,10 +258,11 @@ class Setting(collections.namedtuple(
                     "high_included", "choices"))):
     """An optimizer setting as the description reader checks it
     (muir_setting_info): `kind` "real" or "integer" (in [low, high], each
-    end included or not), "boolean", or "choice" (one of `choices`)."""
+    end included or not), "boolean", "choice" (one of `choices`) or
+    "real_list" (a list of numbers)."""
 
 
-_SETTING_KINDS = ("real", "integer", "boolean", "choice")
+_SETTING_KINDS = ("real", "integer", "boolean", "choice", "real_list")
 _settings = None
 
 

@@ -304,7 +304,8 @@ def _checks():
         for key, spec in (("lr", "lr"), ("weight_decay", "weight_decay"),
                           ("momentum", "momentum"),
                           ("scale_extra", "scale_extra"), ("eps", "eps"),
-                          ("betas", "beta1")):
+                          ("betas", "beta1"), ("beta2", "beta2"),
+                          ("eps2", "eps2")):
             st = specs[spec]
             ranges[key] = (st.low, st.low_included, st.high,
                            st.high_included)
@@ -538,10 +539,19 @@ class Muon(torch.optim.Optimizer):
     """Muon (with AdamW for the parameters Muon does not take) run by muir's
     compiled step. See the module's documentation."""
 
-    # What the matrices' groups compile on; NorMuon's differ.
-    _compiled_keys = _COMPILED_KEYS
+    # The optimizer of the matrices (muir.optimizers()' name).
+    _matrix_optimizer = "muon"
     # NorMuon's settings (beta2, eps2); None: Muon.
     _normuon = None
+
+    @property
+    def _compiled_keys(self):
+        """What the groups compile on: for the matrices, those of Muon's
+        keys that the matrices' optimizer's section has (NorMuon has no
+        scale_mode)."""
+        section = muir.optimizers()[self._matrix_optimizer].settings
+        return dict(_COMPILED_KEYS, muon=tuple(
+            k for k in _COMPILED_KEYS["muon"] if k in section))
 
     def __init__(self, params, lr=0.02, momentum=0.95, nesterov=True,
                  weight_decay=0.0, ns_steps=5, schedule="simple",
@@ -557,8 +567,12 @@ class Muon(torch.optim.Optimizer):
             if key in more:
                 options[key.replace("_", "-")] = more.pop(key)
         self._cache_dir = _cache_dir(options.pop("cache-dir", _DEFAULT))
-        extra = {"ns_eps": more.pop("ns_eps", 1e-7),
-                 "momentum_kind": more.pop("momentum_kind", "ema"),
+        # Muon's keys that are not the signature's: the section's
+        # defaults (muir.optimizers()).
+        section = muir.optimizers()[self._matrix_optimizer].settings
+        extra = {"ns_eps": more.pop("ns_eps", section["eps"]),
+                 "momentum_kind": more.pop("momentum_kind",
+                                           section["momentum_kind"]),
                  "coefficients": more.pop("coefficients", None)}
         self._name = more.pop("name", "muir_torch")
         if more:
@@ -800,8 +814,7 @@ class Muon(torch.optim.Optimizer):
             wide = p.dtype is torch.float64
             tables = _tables()
             keys = tables["state"][
-                "adamw" if opt != "muon" else
-                "normuon" if self._normuon else "muon"]
+                "adamw" if opt != "muon" else self._matrix_optimizer]
             # Each state tensor's shape: the parameter's, or one value per
             # row of the step's matrix (NorMuon's variance).
             sizes = {k: torch.Size(desc[:-1] if k in tables["rows"]
@@ -1874,8 +1887,7 @@ class NorMuon(Muon):
     scale_mode. Not yet: float64 parameters and the CUDA target (refused
     when the step compiles)."""
 
-    _compiled_keys = dict(_COMPILED_KEYS, muon=("nesterov", "ns_steps",
-                                                 "schedule", "scale_extra"))
+    _matrix_optimizer = "normuon"
 
     def __init__(self, params, lr=0.02, momentum=0.95, nesterov=True,
                  weight_decay=0.0, ns_steps=5, schedule="simple",
@@ -1883,17 +1895,12 @@ class NorMuon(Muon):
         if "scale_mode" in more:
             raise TypeError("muir.torch.NorMuon has no scale_mode (its "
                             "update RMS is scale_extra)")
-        if isinstance(beta2, bool) or not _in_range(_real(beta2),
-                                                     "momentum"):
-            raise ValueError("muir.torch.NorMuon: beta2 %s; expected a "
-                             "finite value in %s"
-                             % (_value_text(beta2),
-                                _range_text(*_checks()["ranges"]["momentum"])))
-        if isinstance(eps2, bool) or not _in_range(_real(eps2), "eps"):
-            raise ValueError("muir.torch.NorMuon: eps2 %s; expected a "
-                             "finite value in %s"
-                             % (_value_text(eps2),
-                                _range_text(*_checks()["ranges"]["eps"])))
+        for key, v in (("beta2", beta2), ("eps2", eps2)):
+            if isinstance(v, bool) or not _in_range(_real(v), key):
+                raise ValueError("muir.torch.NorMuon: %s %s; expected a "
+                                 "finite value in %s"
+                                 % (key, _value_text(v), _range_text(
+                                     *_checks()["ranges"][key])))
         self._normuon = {"beta2": float(beta2), "eps2": float(eps2)}
         super().__init__(params, lr=lr, momentum=momentum, nesterov=nesterov,
                          weight_decay=weight_decay, ns_steps=ns_steps,

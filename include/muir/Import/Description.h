@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <variant>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,17 @@ struct OptimizerState {
   bool rows = false;
 };
 
+/// A key of an optimizer's description section and its default: `value`
+/// for a Real, Integer or Boolean (0 or 1), `choice` for a Choice; none
+/// when `unset` (optimizer.muon.qk_clip: off; coefficients: the
+/// schedule's).
+struct OptimizerSetting {
+  StringRef key;
+  double value = 0;
+  StringRef choice = {};
+  bool unset = false;
+};
+
 /// What the description reader, the IR builder, the validator and the plan
 /// report know of an optimizer, declared once (optimizers()).
 struct OptimizerInfo {
@@ -144,6 +156,10 @@ struct OptimizerInfo {
   bool rowSums = false;
   bool updateNorm = false;
   int normalizeKernels = 0;
+  /// The keys of its description section, optimizer.<name>, in the order
+  /// the description writer writes them, with the values a section that
+  /// does not give them gets (their ranges: SettingSpec).
+  ArrayRef<OptimizerSetting> settings = {};
 };
 
 /// Every optimizer, in Optimizer's order.
@@ -158,7 +174,9 @@ inline StringRef optimizerName(Optimizer o) { return optimizerInfo(o).name; }
 /// bindings (muir_setting_info; muir.torch checks its param groups with
 /// it).
 struct SettingSpec {
-  enum class Kind { Real, Integer, Boolean, Choice };
+  /// RealList: a list of numbers (coefficients; the reader checks its
+  /// length).
+  enum class Kind { Real, Integer, Boolean, Choice, RealList };
   StringRef key;
   Kind kind;
   /// Real and Integer: the range [low, high], each end included or not
@@ -172,35 +190,41 @@ struct SettingSpec {
 ArrayRef<SettingSpec> settingSpecs();
 const SettingSpec *findSettingSpec(StringRef key);
 
-struct MuonSettings {
-  double lr = 0.02;
-  double beta = 0.95;
-  bool nesterov = true;
-  std::string momentumKind = "ema"; ///< ema | accumulate
-  double weightDecay = 0.0;
-  std::string scaleMode = "spectral"; ///< spectral | shape | unit_rms
-  double scaleExtra = 0.2;
-  int64_t nsSteps = 5;
-  std::string schedule = "simple"; ///< simple | quintic | polar_express | custom
+/// An optimizer section's settings (optimizer.muon, .normuon, .adamw):
+/// made with the defaults its OptimizerInfo::settings declare, the fields
+/// it has no key for zero. settingField ties each key to its field.
+struct OptimizerSettings {
+  explicit OptimizerSettings(Optimizer o = Optimizer::Muon);
+  double lr = 0;
+  double beta = 0; ///< Muon's momentum
+  bool nesterov = false;
+  std::string momentumKind; ///< ema | accumulate
+  double weightDecay = 0;
+  std::string scaleMode; ///< spectral | shape | unit_rms
+  double scaleExtra = 0;
+  int64_t nsSteps = 0;
+  std::string schedule; ///< simple | quintic | polar_express | custom
   std::vector<double> coefficients;
-  double eps = 1e-7;
+  double eps = 0; ///< Muon's Newton-Schulz eps; AdamW's
   bool splitFused = false; ///< orthogonalise fused QKV per block
   /// MuonClip's QK-clip threshold tau (optimizer.muon.qk_clip); 0: off.
-  double qkClip = 0.0;
+  double qkClip = 0;
   Loc qkClipLoc;
-  /// NorMuon's (optimizer.normuon) row second moment: its decay and the
-  /// eps of its square root.
-  double beta2 = 0.95;
-  double eps2 = 1e-8;
+  /// NorMuon's row second moment (its decay, the eps of its square root);
+  /// AdamW's moments.
+  double beta1 = 0;
+  double beta2 = 0;
+  double eps2 = 0;
 };
+using MuonSettings = OptimizerSettings;
+using AdamWSettings = OptimizerSettings;
 
-struct AdamWSettings {
-  double lr = 3e-4;
-  double beta1 = 0.9;
-  double beta2 = 0.95;
-  double eps = 1e-8;
-  double weightDecay = 0.0;
-};
+/// The field of `s` that an optimizer section's `key` sets (null for a key
+/// no section has).
+using SettingField = std::variant<std::monostate, double *, int64_t *,
+                                  bool *, std::string *,
+                                  std::vector<double> *>;
+SettingField settingField(OptimizerSettings &s, StringRef key);
 
 /// Settings for the parameters whose names match `pattern` (a glob, or a
 /// regex when `isRegex`) or are listed in `names` (exact names: a group of
@@ -276,11 +300,11 @@ struct Description {
   Training training;
   Grid grid;
   std::vector<Parameter> params;
-  MuonSettings muon;
-  AdamWSettings adamw;
+  MuonSettings muon{Optimizer::Muon};
+  AdamWSettings adamw{Optimizer::AdamW};
   /// optimizer.normuon: its settings; given, NorMuon is the matrices'
   /// default optimizer instead of Muon.
-  MuonSettings normuon;
+  MuonSettings normuon{Optimizer::NorMuon};
   bool hasNormuon = false;
   Loc normuonLoc;
   std::vector<Override> overrides;
@@ -299,8 +323,8 @@ struct Assignment {
   Optimizer optimizer;
   /// valid when optimizer == Muon or NorMuon (then optimizer.normuon's
   /// settings with the overrides applied)
-  MuonSettings muon;
-  AdamWSettings adamw; ///< valid when optimizer == AdamW
+  MuonSettings muon{Optimizer::Muon};
+  AdamWSettings adamw{Optimizer::AdamW}; ///< valid when optimizer == AdamW
   /// Where each run-time hyperparameter comes from, naming the step's
   /// arguments ("<group>.lr", "<group>.momentum", ...): "muon" or "adamw"
   /// (the optimizer's settings) or "overrides.<k>" (the last override that

@@ -3,6 +3,8 @@ PyTorch: compile a description, list its arguments, bind NumPy arrays,
 run with and without hyperparameters, errors as MuirError.
 """
 import ctypes
+import os
+import re
 import sys
 
 import muir
@@ -40,9 +42,83 @@ for key, st in muir.settings().items():
     if st.kind in ("real", "integer"):
         what = "%s%g, %g%s" % ("[" if st.low_included else "(", st.low,
                                st.high, "]" if st.high_included else ")")
+    elif st.kind == "real_list":
+        what = "numbers"
     else:
         what = ", ".join(st.choices)
     print("setting %s %s %s" % (key, st.kind, what))
+# Each optimizer's description section: its keys and defaults.
+for name, o in muir.optimizers().items():
+    print("section optimizer.%s: %s" % (name, ", ".join(
+        "%s=%s" % (k, v) for k, v in o.settings.items())))
+
+
+def doc_sections():
+    """docs/description.md's "## optimizer.<name>" tables: key -> the
+    default column's text; "Its keys are `optimizer.X`'s `a`, ... (same
+    ranges and defaults)" takes X's."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "..", "..", "..")
+    with open(os.path.join(root, "docs", "description.md")) as f:
+        text = f.read()
+    sections = {}
+    for part in re.split(r"^##+ ", text, flags=re.M)[1:]:
+        title = part.split("\n", 1)[0].strip()
+        if not title.startswith("optimizer."):
+            continue
+        keys = {}
+        same = re.search(r"Its keys are `optimizer\.(\w+)`'s (.*?) \(same "
+                         r"ranges and defaults\)", part, re.S)
+        if same:
+            for k in re.findall(r"`(\w+)`", same.group(2)):
+                keys[k] = sections[same.group(1)][k]
+        for line in part.split("\n"):
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)]
+            if len(cells) >= 5 and re.fullmatch(r"`\w+`", cells[1]):
+                keys[cells[1].strip("`")] = cells[3].strip("`")
+        sections[title[len("optimizer."):]] = keys
+    return sections
+
+
+def same_default(doc, value):
+    if value is None:
+        return doc in ("off", "[]")
+    if isinstance(value, bool):
+        return doc == ("true" if value else "false")
+    if isinstance(value, str):
+        return doc == value
+    try:
+        return float(doc) == value
+    except ValueError:
+        return False
+
+
+docs = doc_sections()
+for name, o in muir.optimizers().items():
+    doc = docs.get(name, {})
+    wrong = sorted(set(doc) ^ set(o.settings)) + sorted(
+        k for k in doc if k in o.settings
+        and not same_default(doc[k], o.settings[k]))
+    check(not wrong, "docs/description.md's optimizer.%s: %s differ"
+          % (name, ", ".join(wrong)))
+    print("docs optimizer.%s: %d keys, defaults as the registry's%s"
+          % (name, len(doc), "" if not wrong else " NOT: " + ", ".join(wrong)))
+
+# muir.description's keyword defaults are the sections' too.
+import inspect  # noqa: E402
+import muir.description  # noqa: E402
+sig = inspect.signature(muir.description.description).parameters
+muon_, adamw_ = (muir.optimizers()[k].settings for k in ("muon", "adamw"))
+expected = dict({k: muon_[k] for k in (
+    "lr", "momentum", "nesterov", "weight_decay", "ns_steps", "schedule",
+    "scale_mode", "scale_extra", "momentum_kind")},
+    ns_eps=muon_["eps"], adamw_betas=(adamw_["beta1"], adamw_["beta2"]),
+    adamw_eps=adamw_["eps"], adamw_weight_decay=adamw_["weight_decay"])
+wrong = sorted(k for k, v in expected.items() if sig[k].default != v)
+check(not wrong, "muir.description.description's defaults: %s differ"
+      % ", ".join(wrong))
+print("muir.description's defaults are the sections': %d keys%s"
+      % (len(expected), "" if not wrong else " NOT: " + ", ".join(wrong)))
 
 SOURCE = """\
 name: api

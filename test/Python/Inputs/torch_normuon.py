@@ -8,6 +8,7 @@ state_dict after 2 steps loaded into a new optimizer giving the 4-step
 run's bits, a parameter without a gradient skipped bit for bit, and bad
 arguments.
 """
+import inspect
 import io
 
 import numpy as np
@@ -138,4 +139,29 @@ for kwargs, exc in ((dict(scale_mode="shape"), TypeError),
         check(False, "NorMuon(%s) raises %s" % (kwargs, exc.__name__))
     except exc as e:
         check(True, "NorMuon(%s) raises %s: %s" % (kwargs, exc.__name__, e))
+
+# The classes' keyword defaults are the description sections' (the
+# registry's, muir.optimizers()): Muon's and AdamW's for Muon, NorMuon's
+# for NorMuon.
+sections = muir.optimizers()
+for cls, section, names in (
+        (muir.torch.Muon, "muon",
+         ("lr", "momentum", "nesterov", "weight_decay", "ns_steps",
+          "schedule", "scale_mode", "scale_extra")),
+        (muir.torch.NorMuon, "normuon",
+         ("lr", "momentum", "nesterov", "weight_decay", "ns_steps",
+          "schedule", "scale_extra", "beta2", "eps2"))):
+    params_ = inspect.signature(cls.__init__).parameters
+    wrong = [k for k in names
+             if params_[k].default != sections[section].settings[k]]
+    if cls is muir.torch.Muon:
+        adamw = sections["adamw"].settings
+        given = {"adamw_betas": (adamw["beta1"], adamw["beta2"]),
+                 "adamw_eps": adamw["eps"],
+                 "adamw_weight_decay": adamw["weight_decay"]}
+        wrong += [k for k, v in given.items() if params_[k].default != v]
+    check(not wrong and set(names) <= set(sections[section].settings),
+          "%s's defaults are optimizer.%s's%s" % (
+              cls.__name__, section,
+              " (not: %s)" % ", ".join(wrong) if wrong else ""))
 failures.finish()
