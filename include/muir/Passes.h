@@ -175,20 +175,34 @@ StringRef stringify(Stage stage);
 /// The stage of `module`, from what it holds.
 Stage detectStage(ModuleOp module);
 
-/// Options of the compile pipeline.
+/// Options of the compile pipeline (muir/Driver/Options.def declares
+/// them).
 struct PipelineOptions {
-  bool probeUpdates = false;
-  NSModeOption nsMode = NSModeOption::Auto; ///< muir-distribute's ns-mode
-  Machine machine = Machine::Cpu; ///< the cost model's machine profile
-  DpAssign dpAssign = DpAssign::Greedy; ///< muir-distribute's dp-assign
-  bool syrk = true; ///< run muir-form-syrk (symmetric products as SYRK)
-  bool batch = true; ///< run muir-batch-newton-schulz
-  bool fuseAllReduce = true; ///< run muir-fuse-syrk-all-reduce (with syrk)
-  int64_t chunkRows = 0;     ///< its syrk-chunk-rows (0: the cost model)
-  NSFormOption nsForm = NSFormOption::Auto; ///< muir-gram-newton-schulz's
-  /// The element type of the Newton-Schulz iterates (ns-precision).
-  NSPrecision nsPrecision = NSPrecision::f32;
+#define MUIR_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, FLAG, IDENTITY,      \
+                             HELP)                                            \
+  TYPE FIELD = DEFAULT;
+#define MUIR_PIPELINE_ENUM_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES,         \
+                                  IDENTITY, HELP)                             \
+  TYPE FIELD = DEFAULT;
+#include "muir/Driver/Options.def"
 };
+
+/// How a saved state's identity records a pipeline option: never (it
+/// changes no bits), always, or only when it is not the default (an
+/// option newer than states saved without it).
+enum class OptionIdentity { Never, Always, NotDefault };
+
+/// A step option as the C API describes it (muir_option_info): every
+/// entry of muir/Driver/Options.def, in its order.
+struct OptionInfo {
+  StringRef name;
+  StringRef kind; ///< "boolean", "integer", "choice" or "string"
+  std::string defaultText;
+  SmallVector<StringRef> choices; ///< a choice's names
+  bool user;                      ///< a binding's user sets it
+  StringRef help;
+};
+ArrayRef<OptionInfo> stepOptions();
 
 /// High-level IR -> planned IR (distribute, decompose, batch, Gram form,
 /// expand Newton-Schulz): the per-rank program, still on tensors.
@@ -207,6 +221,9 @@ struct TargetOptions {
 /// alike).
 std::map<std::string, std::string> identityOf(const PipelineOptions &options,
                                               const TargetOptions &target);
+/// Every pipeline option as "name=value", in Options.def's order (the
+/// compiled-step cache's key).
+SmallVector<std::string> optionTexts(const PipelineOptions &options);
 
 /// Exec IR -> LLVM dialect (runtime calls, loops, LLVM conversion). For
 /// cuda: buffers on the device, element-wise kernels as PTX embedded in the

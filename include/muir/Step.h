@@ -136,34 +136,39 @@ typedef struct MuirSettingInfo {
 int32_t muir_num_settings(void);
 int muir_setting_info(int32_t index, MuirSettingInfo *out);
 
+/* A compile or run option of muir_step_compile's `options` (the tools'
+ * --NAME flags), as the library declares it once: its kind ("boolean",
+ * "integer", "choice", "string"), its default as text, a choice's names,
+ * whether a binding's user sets it (1; 0: the binding does, as nccl-rank)
+ * and its help. */
+typedef struct MuirOptionInfo {
+  const char *name;            /* "ns-mode", "syrk-chunk-rows", ... */
+  const char *kind;
+  const char *default_value;
+  int32_t num_choices;
+  const char *const *choices;
+  int32_t user;
+  const char *help;
+} MuirOptionInfo;
+
+/* How many options there are; fills `out` for index in [0, that);
+ * non-zero if out of range. */
+int32_t muir_num_options(void);
+int muir_option_info(int32_t index, MuirOptionInfo *out);
+
 /* Why the last failing call on this thread failed. */
 const char *muir_step_last_error(void);
 
 /* Compiles a step from `size` bytes of `source`: a description (YAML or
  * JSON) when `filename` ends in .yaml, .yml or .json, else muir IR (high,
  * planned or exec). `filename` names the source in error messages. `options`
- * (NULL or "") holds "name=value" items separated by spaces:
- *   target=cpu|cuda  ns-mode=auto|duplicated|distributed|resharded|blockwise
- *   ns-form=auto|standard|gram  ns-precision=f32|bf16
- *   machine=cpu|h200|h200-bf16
- *   dp-assign=greedy|round-robin  syrk=BOOL  batch=BOOL
- *   fuse-syrk-all-reduce=BOOL  syrk-chunk-rows=N  cuda-arch=sm_90
- *   cuda-bf16=BOOL (with target=cuda; implies ns-precision=bf16 unless
- *   given)  cuda-graph=BOOL  deterministic=BOOL
- *   probe-updates=BOOL
- *   jit-listeners=BOOL (default false: register the JIT's code with gdb and
- *                   perf, whose listener writes under $TMPDIR/.debug/jit)
- *   cache-dir=DIR   (CPU target: keep the compiled step in DIR as a shared
- *                   library named by a hash of the source, the options, this
- *                   build and the host CPU; compiling the same step again
- *                   loads it without compiling; needs `cc` to link it)
- *   nccl-id=HEX nccl-rank=R nccl-world=N  (CUDA, several ranks: see
- *                   muir_step_nccl_unique_id)
- *   layer=NAME layer-pass=forward|backward  (a description's MoE layer
- *                   NAME as a pass a model calls, instead of the step; its
- *                   arguments are in docs/step-library.md; muir_step_run's
- *                   `counter` is then the call's token count, 0 to the
- *                   layer's tokens_per_rank; not kept by cache-dir)
+ * (NULL or "") holds "name=value" items separated by spaces: the options
+ * muir_option_info lists with their kinds, defaults and help
+ * (docs/step-library.md tabulates them). With layer=NAME (and
+ * layer-pass=forward|backward) the step is a description's MoE layer NAME
+ * as a pass a model calls, instead of the optimizer step; its arguments are
+ * in docs/step-library.md; muir_step_run's `counter` is then the call's
+ * token count, 0 to the layer's tokens_per_rank; not kept by cache-dir.
  * Returns NULL on error. */
 MuirStep *muir_step_compile(const char *source, size_t size,
                             const char *filename, const char *options);

@@ -161,6 +161,40 @@ const SettingTable &settingTable() {
   static const SettingTable table;
   return table;
 }
+/// The step options (muir/Driver/Options.def) as C structs, made once.
+struct OptionTable {
+  std::vector<std::string> strings;
+  std::vector<std::vector<const char *>> choices;
+  std::vector<MuirOptionInfo> infos;
+
+  OptionTable() {
+    auto all = mlir::muir::stepOptions();
+    size_t total = 0;
+    for (const mlir::muir::OptionInfo &o : all)
+      total += 4 + o.choices.size();
+    strings.reserve(total); // pointers into it stay valid
+    auto keep = [&](llvm::StringRef text) {
+      strings.push_back(text.str());
+      return strings.back().c_str();
+    };
+    choices.resize(all.size());
+    for (auto [i, o] : llvm::enumerate(all)) {
+      const char *name = keep(o.name), *kind = keep(o.kind),
+                 *value = keep(o.defaultText), *help = keep(o.help);
+      for (llvm::StringRef c : o.choices)
+        choices[i].push_back(keep(c));
+      infos.push_back({name, kind, value,
+                       static_cast<int32_t>(o.choices.size()),
+                       choices[i].data(), o.user ? 1 : 0, help});
+    }
+  }
+};
+
+const OptionTable &optionTable() {
+  static const OptionTable table;
+  return table;
+}
+
 /// Entry `index` of a table the C API gives out, into `out`; non-zero,
 /// with `what`'s error, when it is out of range.
 template <typename Info>
@@ -204,6 +238,14 @@ int32_t muir_num_settings(void) {
 
 int muir_setting_info(int32_t index, MuirSettingInfo *out) {
   return tableEntry("muir_setting_info", settingTable().infos, index, out);
+}
+
+int32_t muir_num_options(void) {
+  return static_cast<int32_t>(optionTable().infos.size());
+}
+
+int muir_option_info(int32_t index, MuirOptionInfo *out) {
+  return tableEntry("muir_option_info", optionTable().infos, index, out);
 }
 
 int muir_optimizer_info(int32_t index, MuirOptimizerInfo *out) {

@@ -118,51 +118,44 @@ void mlir::muir::buildExecToLLVMPipeline(OpPassManager &pm,
 }
 
 namespace {
+/// The muir-to-exec pipeline's options: muir/Driver/Options.def's pipeline
+/// options, under their names.
 struct ToExecOptions : public PassPipelineOptions<ToExecOptions> {
-  Option<bool> probeUpdates{*this, "probe-updates",
-                            llvm::cl::desc("record orthogonalised updates"),
-                            llvm::cl::init(false)};
-  Option<NSModeOption> nsMode{
-      *this, "ns-mode", llvm::cl::desc("Newton-Schulz of split matrices"),
-      llvm::cl::init(NSModeOption::Auto), nsModeValues()};
-  Option<Machine> machine{*this, "machine",
-                          llvm::cl::desc("the cost model's machine profile"),
-                          llvm::cl::init(Machine::Cpu), machineValues()};
-  Option<DpAssign> dpAssign{
-      *this, "dp-assign",
-      llvm::cl::desc("Newton-Schulz shared out over data-parallel ranks"),
-      llvm::cl::init(DpAssign::Greedy), dpAssignValues()};
-  Option<bool> syrk{*this, "syrk",
-                    llvm::cl::desc("symmetric products as SYRK"),
-                    llvm::cl::init(true)};
-  Option<bool> batch{*this, "batch",
-                     llvm::cl::desc("same-shaped Newton-Schulz as one batch"),
-                     llvm::cl::init(true)};
-  Option<bool> fuseAllReduce{
-      *this, "fuse-syrk-all-reduce",
-      llvm::cl::desc("all-reduce only the packed triangle of a SYRK"),
-      llvm::cl::init(true)};
-  Option<int64_t> chunkRows{
-      *this, "syrk-chunk-rows",
-      llvm::cl::desc("rows per chunk of the fused SYRK all-reduce (0: from "
-                     "the machine profile)"),
-      llvm::cl::init(0)};
-  Option<NSFormOption> nsForm{
-      *this, "ns-form",
-      llvm::cl::desc("Newton-Schulz on X or on its Gram matrix"),
-      llvm::cl::init(NSFormOption::Auto), nsFormValues()};
-  Option<NSPrecision> nsPrecision{
-      *this, "ns-precision",
-      llvm::cl::desc("the element type of Newton-Schulz iterates"),
-      llvm::cl::init(NSPrecision::f32), nsPrecisionValues()};
+#define MUIR_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, FLAG, IDENTITY,      \
+                             HELP)                                            \
+  Option<TYPE> FIELD{*this, NAME, llvm::cl::desc(HELP),                       \
+                     llvm::cl::init(DEFAULT)};
+#define MUIR_PIPELINE_ENUM_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES,         \
+                                  IDENTITY, HELP)                             \
+  Option<TYPE> FIELD{*this, NAME, llvm::cl::desc(HELP),                       \
+                     llvm::cl::init(DEFAULT), VALUES};
+#include "muir/Driver/Options.def"
 
-  /// Every field of PipelineOptions, under the name the tools' flag has.
   PipelineOptions options() const {
-    return PipelineOptions{probeUpdates, nsMode,     machine,       dpAssign,
-                           syrk,         batch,      fuseAllReduce, chunkRows,
-                           nsForm,       nsPrecision};
+    PipelineOptions o;
+#define MUIR_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, FLAG, IDENTITY,      \
+                             HELP)                                            \
+  o.FIELD = FIELD;
+#define MUIR_PIPELINE_ENUM_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES,         \
+                                  IDENTITY, HELP)                             \
+  o.FIELD = FIELD;
+#include "muir/Driver/Options.def"
+    return o;
   }
 };
+
+/// An option's value as its flag spells it.
+std::string optionText(bool value) { return value ? "true" : "false"; }
+std::string optionText(int64_t value) { return std::to_string(value); }
+template <typename E>
+std::string optionText(E value, const llvm::cl::ValuesClass &values) {
+  for (auto &[name, v] : muir::detail::EnumValueList(values).parser.values)
+    if (v == static_cast<int>(value))
+      return name.str();
+  return std::to_string(static_cast<int>(value));
+}
+StringRef optionKind(bool) { return "boolean"; }
+StringRef optionKind(int64_t) { return "integer"; }
 } // namespace
 
 void mlir::muir::registerMuirPassesAndPipelines() {
@@ -216,23 +209,69 @@ Stage mlir::muir::detectStage(ModuleOp module) {
 std::map<std::string, std::string>
 mlir::muir::identityOf(const PipelineOptions &options,
                        const TargetOptions &target) {
-  auto boolean = [](bool b) { return b ? "true" : "false"; };
   std::map<std::string, std::string> identity = {
-      {"ns-mode", stringify(options.nsMode).str()},
-      {"ns-form", stringify(options.nsForm).str()},
-      {"machine", stringify(options.machine).str()},
-      {"dp-assign", stringify(options.dpAssign).str()},
-      {"syrk", boolean(options.syrk)},
-      {"batch", boolean(options.batch)},
-      {"fuse-syrk-all-reduce", boolean(options.fuseAllReduce)},
-      {"syrk-chunk-rows", std::to_string(options.chunkRows)},
       {"target", stringify(target.target).str()},
       {"cuda-arch", target.target == Target::Cuda ? target.cudaArch : ""}};
-  // Recorded only when it is not the default, so that states saved before
-  // the option existed (all f32) still resume.
-  if (options.nsPrecision != NSPrecision::f32)
-    identity["ns-precision"] = stringifyNSPrecision(options.nsPrecision).str();
+  // NotDefault: recorded only when it is not the default, so that states
+  // saved before the option existed still resume.
+  auto record = [&](StringRef name, OptionIdentity how, std::string text,
+                    bool isDefault) {
+    if (how == OptionIdentity::Always ||
+        (how == OptionIdentity::NotDefault && !isDefault))
+      identity[name.str()] = std::move(text);
+  };
+#define MUIR_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, FLAG, IDENTITY,      \
+                             HELP)                                            \
+  record(NAME, OptionIdentity::IDENTITY, optionText(options.FIELD),           \
+         options.FIELD == TYPE(DEFAULT));
+#define MUIR_PIPELINE_ENUM_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES,         \
+                                  IDENTITY, HELP)                             \
+  record(NAME, OptionIdentity::IDENTITY, optionText(options.FIELD, VALUES),   \
+         options.FIELD == DEFAULT);
+#include "muir/Driver/Options.def"
   return identity;
+}
+
+SmallVector<std::string>
+mlir::muir::optionTexts(const PipelineOptions &options) {
+  SmallVector<std::string> texts;
+#define MUIR_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, FLAG, IDENTITY,      \
+                             HELP)                                            \
+  texts.push_back(std::string(NAME) + "=" + optionText(options.FIELD));
+#define MUIR_PIPELINE_ENUM_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES,         \
+                                  IDENTITY, HELP)                             \
+  texts.push_back(std::string(NAME) + "=" + optionText(options.FIELD, VALUES));
+#include "muir/Driver/Options.def"
+  return texts;
+}
+
+ArrayRef<OptionInfo> mlir::muir::stepOptions() {
+  static const std::vector<OptionInfo> all = [] {
+    std::vector<OptionInfo> v;
+#define MUIR_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, FLAG, IDENTITY,      \
+                             HELP)                                            \
+  v.push_back({NAME, optionKind(TYPE(DEFAULT)), optionText(TYPE(DEFAULT)),    \
+               {}, true, HELP});
+#define MUIR_PIPELINE_ENUM_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES,         \
+                                  IDENTITY, HELP)                             \
+  v.push_back({NAME, "choice", optionText(DEFAULT, VALUES),                   \
+               valueNames(VALUES), true, HELP});
+#define MUIR_STEP_OPTION(FIELD, TYPE, NAME, DEFAULT, USER, HELP)              \
+  v.push_back({NAME, optionKind(TYPE(DEFAULT)), optionText(TYPE(DEFAULT)),    \
+               {}, USER, HELP});
+#define MUIR_OTHER_OPTION(NAME, KIND, DEFAULT, USER, HELP)                    \
+  v.push_back({NAME, KIND, DEFAULT, {}, USER, HELP});
+#include "muir/Driver/Options.def"
+    // The choices of the options read by hand.
+    for (OptionInfo &o : v) {
+      if (o.name == "target")
+        o.choices = valueNames(targetValues());
+      else if (o.name == "layer-pass")
+        o.choices = {"forward", "backward"};
+    }
+    return v;
+  }();
+  return all;
 }
 
 llvm::cl::ValuesClass mlir::muir::nsPrecisionValues() {

@@ -93,8 +93,10 @@ std::string runner::cacheKey(StringRef source, StringRef filename,
   field(MUIR_VERSION_STRING);
   field(source);
   field(llvm::sys::path::extension(filename));
-  // The options a saved state names, and whether updates are probed.
-  field(Twine("probe-updates=") + (p.probeUpdates ? "true" : "false"));
+  // Every pipeline option (muir/Driver/Options.def), and the target's
+  // that a saved state names.
+  for (const std::string &text : optionTexts(p))
+    field(text);
   for (const auto &[name, value] : identityOf(p, o.target))
     field(name + "=" + value);
   field("layer=" + o.layer);

@@ -16,6 +16,14 @@ using namespace mlir::muir::runner;
 using llvm::StringRef;
 using llvm::Twine;
 
+namespace {
+/// Calls whichever of the lambdas takes the argument.
+template <typename... Fs> struct overloaded : Fs... {
+  using Fs::operator()...;
+};
+template <typename... Fs> overloaded(Fs...) -> overloaded<Fs...>;
+} // namespace
+
 
 llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
   StepOptions o;
@@ -53,45 +61,40 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
       out = *v;
       return llvm::Error::success();
     };
-    if (key == "target") {
-      e = enumeration(o.target.target, targetValues());
-    } else if (key == "ns-mode") {
-      e = enumeration(o.pipeline.nsMode, nsModeValues());
-    } else if (key == "ns-form") {
-      e = enumeration(o.pipeline.nsForm, nsFormValues());
-    } else if (key == "ns-precision") {
-      e = enumeration(o.pipeline.nsPrecision, nsPrecisionValues());
+    // The options muir/Driver/Options.def declares with a field, then
+    // those read by hand.
+    bool known = false;
+    auto readValue = overloaded{boolean, integer};
+#define MUIR_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, FLAG, IDENTITY,      \
+                             HELP)                                            \
+  if (!known && key == NAME) {                                                \
+    known = true;                                                             \
+    e = readValue(o.pipeline.FIELD);                                          \
+  }
+#define MUIR_PIPELINE_ENUM_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES,         \
+                                  IDENTITY, HELP)                             \
+  if (!known && key == NAME) {                                                \
+    known = true;                                                             \
+    e = enumeration(o.pipeline.FIELD, VALUES);                                \
+  }
+#define MUIR_STEP_OPTION(FIELD, TYPE, NAME, DEFAULT, USER, HELP)              \
+  if (!known && key == NAME) {                                                \
+    known = true;                                                             \
+    e = readValue(o.FIELD);                                                   \
+  }
+#include "muir/Driver/Options.def"
+    if (key == "ns-precision")
       precisionGiven = true;
-    } else if (key == "dp-assign") {
-      e = enumeration(o.pipeline.dpAssign, dpAssignValues());
-    } else if (key == "syrk") {
-      e = boolean(o.pipeline.syrk);
-    } else if (key == "batch") {
-      e = boolean(o.pipeline.batch);
-    } else if (key == "fuse-syrk-all-reduce") {
-      e = boolean(o.pipeline.fuseAllReduce);
-    } else if (key == "syrk-chunk-rows") {
-      e = integer(o.pipeline.chunkRows);
-    } else if (key == "machine") {
-      e = enumeration(o.pipeline.machine, machineValues());
-    } else if (key == "probe-updates") {
-      e = boolean(o.pipeline.probeUpdates);
+    if (known) {
+      // read above
+    } else if (key == "target") {
+      e = enumeration(o.target.target, targetValues());
     } else if (key == "cuda-arch") {
       int ptx = PipelineFlags::ptxVersion(value);
       if (!ptx)
         return error("option '" + item + "': expected sm_80 or newer");
       o.target.cudaArch = value.str();
       o.target.ptxFeatures = "+ptx" + std::to_string(ptx);
-    } else if (key == "cuda-bf16") {
-      e = boolean(o.cudaBf16);
-    } else if (key == "cuda-graph") {
-      e = boolean(o.cudaGraph);
-    } else if (key == "deterministic") {
-      e = boolean(o.deterministic);
-    } else if (key == "cuda-device") {
-      e = integer(o.cudaDevice);
-    } else if (key == "jit-listeners") {
-      e = boolean(o.jitListeners);
     } else if (key == "cache-dir") {
       o.cacheDir = value.str();
     } else if (key == "layer") {
@@ -104,10 +107,6 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
       o.layerBackward = value == "backward";
     } else if (key == "nccl-id") {
       o.ncclId = value.str();
-    } else if (key == "nccl-rank") {
-      e = integer(o.ncclRank);
-    } else if (key == "nccl-world") {
-      e = integer(o.ncclWorld);
     } else {
       return error("unknown option '" + key +
                    "' (see muir/Step.h for the options)");

@@ -86,6 +86,16 @@ class _CSettingInfo(ctypes.Structure):
                 ("choices", ctypes.POINTER(ctypes.c_char_p))]
 
 
+class _COptionInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p),
+                ("kind", ctypes.c_char_p),
+                ("default_value", ctypes.c_char_p),
+                ("num_choices", ctypes.c_int32),
+                ("choices", ctypes.POINTER(ctypes.c_char_p)),
+                ("user", ctypes.c_int32),
+                ("help", ctypes.c_char_p)]
+
+
 _lock = threading.Lock()
 _lib = None
 
@@ -145,6 +155,10 @@ def _load():
             "muir_setting_info": (ctypes.c_int,
                                   [ctypes.c_int32,
                                    ctypes.POINTER(_CSettingInfo)]),
+            "muir_num_options": (ctypes.c_int32, []),
+            "muir_option_info": (ctypes.c_int,
+                                 [ctypes.c_int32,
+                                  ctypes.POINTER(_COptionInfo)]),
             "muir_optimizer_info": (ctypes.c_int,
                                     [ctypes.c_int32,
                                      ctypes.POINTER(_COptimizerInfo)]),
@@ -279,6 +293,32 @@ def settings():
             tuple(c.choices[k].decode("utf-8")
                   for k in range(c.num_choices))))
     return _settings
+
+
+class Option(collections.namedtuple(
+        "Option", ("name", "kind", "default", "choices", "user", "help"))):
+    """A compile or run option of compile()'s `options` (muir_option_info;
+    the tools' --NAME flags): `kind` "boolean", "integer", "choice" (one
+    of `choices`) or "string", its `default` as text, `user` whether a
+    binding's user sets it (muir.torch's keywords) rather than the binding
+    (nccl-rank), and its `help`."""
+
+
+_options = None
+
+
+def options():
+    """The step library's compile and run options by name, in the order it
+    declares them: {"ns-mode": Option("ns-mode", "choice", "auto", (...),
+    True, "..."), ...}. Loads the library on the first call."""
+    global _options
+    if _options is None:
+        text = lambda b: b.decode("utf-8")
+        _options = _read_table("option", _COptionInfo, lambda c: Option(
+            text(c.name), text(c.kind), text(c.default_value),
+            tuple(text(c.choices[k]) for k in range(c.num_choices)),
+            bool(c.user), text(c.help)))
+    return _options
 
 
 def version():

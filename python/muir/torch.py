@@ -172,11 +172,9 @@ More keyword arguments (**more):
   compiling next time). Default $MUIR_CACHE_DIR, else
   $XDG_CACHE_HOME/muir, else ~/.cache/muir; None or "" (or
   MUIR_CACHE_DIR="") for none. The CUDA target compiles every time.
-  options: a dict of compile options for muir.compile; and any of them by
-  keyword with underscores: ns_mode, dp_assign, syrk, batch,
-  fuse_syrk_all_reduce, syrk_chunk_rows, cuda_arch, cuda_bf16, cuda_graph,
-  deterministic, probe_updates, machine, ns_form, ns_precision
-  (include/muir/Step.h).
+  options: a dict of compile options for muir.compile; and those a user
+  sets by keyword with underscores (muir.options(), docs/step-library.md's
+  table: ns_mode, dp_assign, syrk, syrk_chunk_rows, cuda_bf16, ...).
 """
 import collections
 import difflib
@@ -196,10 +194,6 @@ __all__ = ["Muon", "NorMuon", "MoE", "MoEInputError", "ParameterError",
            "NonFiniteGradientError", "ParamGroupError", "SCHEDULER_KEYS",
            "DEFAULT_MAX_COMPILED_STEPS"]
 
-_OPTION_KEYS = ("ns_mode", "dp_assign", "syrk", "batch",
-                "fuse_syrk_all_reduce", "syrk_chunk_rows", "cuda_arch",
-                "cuda_bf16", "cuda_graph", "deterministic", "probe_updates",
-                "machine", "ns_form", "ns_precision", "cache_dir")
 # The parameter dtypes a step updates (bfloat16 through a float32 copy;
 # float64 in float64 throughout).
 _DTYPES = (torch.float32, torch.bfloat16, torch.float64)
@@ -563,9 +557,12 @@ class Muon(torch.optim.Optimizer):
                  max_compiled_steps=DEFAULT_MAX_COMPILED_STEPS,
                  qk_clip=None, attention=None, **more):
         options = dict(more.pop("options", None) or {})
-        for key in _OPTION_KEYS:
-            if key in more:
-                options[key.replace("_", "-")] = more.pop(key)
+        # The step library's options a user sets (muir.options()), as
+        # keywords: ns_mode=..., syrk_chunk_rows=...
+        for name, option in muir.options().items():
+            key = name.replace("-", "_")
+            if option.user and key in more:
+                options[name] = more.pop(key)
         self._cache_dir = _cache_dir(options.pop("cache-dir", _DEFAULT))
         # Muon's keys that are not the signature's: the section's
         # defaults (muir.optimizers()).

@@ -42,13 +42,9 @@ static int fail(const Twine &msg) {
 
 /// The compile flags given on the command line (for StepOptions::given).
 static std::vector<std::string> givenCompileFlags() {
-  std::vector<std::string> given;
-  for (const cl::Option *o : std::initializer_list<const cl::Option *>{
-           &flags.nsMode, &flags.nsForm, &flags.machine, &flags.dpAssign,
-           &flags.syrk, &flags.batch, &flags.fuseAllReduce, &flags.chunkRows,
-           &flags.nsPrecision, &opt.noProbes})
-    if (o->getNumOccurrences())
-      given.push_back(o->ArgStr.str());
+  std::vector<std::string> given = flags.given();
+  if (opt.noProbes.getNumOccurrences())
+    given.push_back(opt.noProbes.ArgStr.str());
   return given;
 }
 

@@ -16,6 +16,8 @@
 #include "llvm/Support/CommandLine.h"
 
 #include <string>
+#include <type_traits>
+#include <vector>
 
 namespace mlir::muir {
 
@@ -36,57 +38,27 @@ inline void parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
   llvm::cl::ParseCommandLineOptions(argc, argv, overview);
 }
 
+/// What stands for a pipeline option the tools have no flag for: never
+/// given, its value the one options() is told.
+template <typename T> struct NoFlag {
+  template <typename... Args> NoFlag(Args &&...) {}
+  int getNumOccurrences() const { return 0; }
+};
+
 struct PipelineFlags {
-  llvm::cl::opt<NSModeOption> nsMode{
-      "ns-mode", llvm::cl::desc("Newton-Schulz of split matrices"),
-      llvm::cl::init(NSModeOption::Auto), nsModeValues(),
+  // One flag per pipeline option of muir/Driver/Options.def (but
+  // probe-updates: muir-run's --no-probes).
+#define MUIR_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, FLAG, IDENTITY,      \
+                             HELP)                                            \
+  std::conditional_t<FLAG, llvm::cl::opt<TYPE>, NoFlag<TYPE>> FIELD{          \
+      NAME, llvm::cl::desc(HELP), llvm::cl::init(DEFAULT),                    \
       llvm::cl::cat(muirFlagCategory())};
-  llvm::cl::opt<NSFormOption> nsForm{
-      "ns-form",
-      llvm::cl::desc("Newton-Schulz on X, or on its small Gram matrix (in "
-                     "f64; X is read only at the start and the end)"),
-      llvm::cl::init(NSFormOption::Auto), nsFormValues(),
-      llvm::cl::cat(muirFlagCategory())};
-  llvm::cl::opt<NSPrecision> nsPrecision{
-      "ns-precision",
-      llvm::cl::desc("the element type of Newton-Schulz iterates: f32, or "
-                     "bf16 (bf16 products accumulated in f32; "
-                     "--cuda-bf16 implies it). Matrices split in the "
-                     "distributed or resharded mode iterate in f32"),
-      llvm::cl::init(NSPrecision::f32), nsPrecisionValues(),
-      llvm::cl::cat(muirFlagCategory())};
-  llvm::cl::opt<DpAssign> dpAssign{
-      "dp-assign",
-      llvm::cl::desc("Newton-Schulz over the data-parallel axis"),
-      llvm::cl::init(DpAssign::Greedy), dpAssignValues(),
-      llvm::cl::cat(muirFlagCategory())};
-  llvm::cl::opt<bool> syrk{
-      "syrk",
-      llvm::cl::desc("compute symmetric products (the Gram matrix, A A) "
-                     "with SYRK, about half the flops of the GEMM "
-                     "(--syrk=false: GEMM)"),
-      llvm::cl::init(true), llvm::cl::cat(muirFlagCategory())};
-  llvm::cl::opt<bool> batch{
-      "batch",
-      llvm::cl::desc("orthogonalise same-shaped matrices (one rank's, with "
-                     "equal settings) as one batched Newton-Schulz "
-                     "(--batch=false: one by one)"),
-      llvm::cl::init(true), llvm::cl::cat(muirFlagCategory())};
-  llvm::cl::opt<bool> fuseAllReduce{
-      "fuse-syrk-all-reduce",
-      llvm::cl::desc("all-reduce only the packed triangle of a SYRK (the "
-                     "distributed mode's Gram matrices), in pipelined chunks "
-                     "of rows"),
-      llvm::cl::init(true), llvm::cl::cat(muirFlagCategory())};
-  llvm::cl::opt<Machine> machine{
-      "machine", llvm::cl::desc("the cost model's machine profile"),
-      llvm::cl::init(Machine::Cpu), machineValues(),
-      llvm::cl::cat(muirFlagCategory())};
-  llvm::cl::opt<int64_t> chunkRows{
-      "syrk-chunk-rows",
-      llvm::cl::desc("rows per chunk of the fused SYRK all-reduce (0: from "
-                     "the machine profile)"),
-      llvm::cl::init(0), llvm::cl::cat(muirFlagCategory())};
+#define MUIR_PIPELINE_ENUM_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES,         \
+                                  IDENTITY, HELP)                             \
+  llvm::cl::opt<TYPE> FIELD{NAME, llvm::cl::desc(HELP),                       \
+                            llvm::cl::init(DEFAULT), VALUES,                  \
+                            llvm::cl::cat(muirFlagCategory())};
+#include "muir/Driver/Options.def"
 
   llvm::cl::opt<Target> target{
       "target", llvm::cl::desc("backend"), llvm::cl::init(Target::Cpu),
@@ -104,6 +76,12 @@ struct PipelineFlags {
                      "unless given), and muir-run's other products on bf16 "
                      "inputs with fp32 accumulation"),
       llvm::cl::init(false), llvm::cl::cat(muirFlagCategory())};
+
+  template <typename T>
+  static void take(T &out, const llvm::cl::opt<T> &flag) {
+    out = flag;
+  }
+  template <typename T> static void take(T &, const NoFlag<T> &) {}
 
   /// The PTX ISA version an architecture needs (0: not supported).
   static int ptxVersion(llvm::StringRef arch) {
@@ -154,10 +132,32 @@ struct PipelineFlags {
     return nsPrecision;
   }
 
-  PipelineOptions options(bool probeUpdates) const {
-    return PipelineOptions{probeUpdates, nsMode,     machine,       dpAssign,
-                           syrk,         batch,      fuseAllReduce, chunkRows,
-                           nsForm,       precision()};
+  PipelineOptions options(bool probe) const {
+    PipelineOptions o;
+#define MUIR_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, FLAG, IDENTITY,      \
+                             HELP)                                            \
+  take(o.FIELD, FIELD);
+#define MUIR_PIPELINE_ENUM_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES,         \
+                                  IDENTITY, HELP)                             \
+  take(o.FIELD, FIELD);
+#include "muir/Driver/Options.def"
+    o.probeUpdates = probe;
+    o.nsPrecision = precision();
+    return o;
+  }
+
+  /// The pipeline flags given on the command line, by name.
+  std::vector<std::string> given() const {
+    std::vector<std::string> names;
+#define MUIR_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, FLAG, IDENTITY,      \
+                             HELP)                                            \
+  if (FIELD.getNumOccurrences())                                              \
+    names.push_back(NAME);
+#define MUIR_PIPELINE_ENUM_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES,         \
+                                  IDENTITY, HELP)                             \
+  MUIR_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, true, IDENTITY, HELP)
+#include "muir/Driver/Options.def"
+    return names;
   }
 
   TargetOptions targetOptions() const {

@@ -104,6 +104,39 @@ for name, o in muir.optimizers().items():
     print("docs optimizer.%s: %d keys, defaults as the registry's%s"
           % (name, len(doc), "" if not wrong else " NOT: " + ", ".join(wrong)))
 
+# The options (muir.options(), include/muir/Driver/Options.def) and
+# docs/step-library.md's table of them, row for row.
+for name, o in muir.options().items():
+    print("option %s %s %s%s%s" % (
+        name, o.kind, o.default or "none",
+        " (%s)" % ", ".join(o.choices) if o.choices else "",
+        " keyword" if o.user else ""))
+
+
+def options_table():
+    rows = ["| option | values | default | muir.torch keyword | what |",
+            "|---|---|---|---|---|"]
+    for n, o in muir.options().items():
+        kind = " \\| ".join("`%s`" % c for c in o.choices) if o.choices \
+            else o.kind
+        rows.append("| `%s` | %s | %s | %s | %s |" % (
+            n, kind, "`%s`" % o.default if o.default else "none",
+            "`%s`" % n.replace("-", "_") if o.user else "no", o.help))
+    return rows
+
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                       "..", "..", "docs", "step-library.md")) as f:
+    text = f.read()
+quoted = text.split("<!-- options table: muir.options() -->\n", 1)[-1] \
+    .split("<!-- end of options table -->", 1)[0].rstrip("\n").split("\n")
+differ = [r for r in options_table() if r not in quoted] + \
+    [r for r in quoted if r not in options_table()]
+check(not differ, "docs/step-library.md's options table differs from "
+      "muir.options() (regenerate it): %s" % differ[:2])
+print("docs options table: %d rows, as muir.options()%s"
+      % (len(quoted) - 2, "" if not differ else " NOT"))
+
 # muir.description's keyword defaults are the sections' too.
 import inspect  # noqa: E402
 import muir.description  # noqa: E402
