@@ -11,6 +11,8 @@
 // the call), applied in one walk. Which ops a target calls is the ops' own
 // RuntimeCallOpInterface: the CPU runtime is `muirrt_<name>`, the CUDA
 // runtime `muirrt_cuda_<name>` with the same arguments (device pointers).
+// The entries, their names and their types are muir-rt/Entries.def's: a
+// call names an Rt entry, and its declaration takes the entry's C types.
 // Buffers left as memrefs (allocations, host stores) lose their
 // #muir_exec.host memory space here: it is the default one below.
 //
@@ -32,6 +34,55 @@ using namespace mlir;
 namespace mx = mlir::muir_exec;
 
 namespace {
+
+/// The runtime's entries (muir-rt/Entries.def).
+enum class Rt {
+#define MUIR_RT_ENTRY(NAME, TARGETS, RET, PARAMS) NAME,
+#include "muir-rt/Entries.def"
+};
+
+/// The type a compiled step passes for a C parameter or result: a pointer
+/// is !llvm.ptr, an integer iN, float and double f32 and f64.
+template <typename T> Type abiType(MLIRContext *ctx) {
+  if constexpr (std::is_pointer_v<T>)
+    return LLVM::LLVMPointerType::get(ctx);
+  else if constexpr (std::is_same_v<T, float>)
+    return Float32Type::get(ctx);
+  else if constexpr (std::is_same_v<T, double>)
+    return Float64Type::get(ctx);
+  else {
+    static_assert(std::is_integral_v<T>, "a runtime entry takes pointers, "
+                                         "integers, float and double");
+    return IntegerType::get(ctx, 8 * sizeof(T));
+  }
+}
+template <typename F> struct AbiSignature;
+template <typename R, typename... A> struct AbiSignature<R(A...)> {
+  static FunctionType get(MLIRContext *ctx) {
+    SmallVector<Type> inputs = {abiType<A>(ctx)...};
+    SmallVector<Type> results;
+    if constexpr (!std::is_void_v<R>)
+      results.push_back(abiType<R>(ctx));
+    return FunctionType::get(ctx, inputs, results);
+  }
+};
+
+/// An entry as the calls need it: its name, the targets that have it and
+/// its type, from its C declaration.
+struct RtInfo {
+  StringRef name;
+  bool cpu, cuda;
+  FunctionType (*type)(MLIRContext *);
+};
+const RtInfo &rtInfo(Rt entry) {
+  static const RtInfo all[] = {
+#define MUIR_RT_ENTRY(NAME, TARGETS, RET, PARAMS)                              \
+  {#NAME, StringRef(#TARGETS) != "Cuda", StringRef(#TARGETS) != "Cpu",        \
+   &AbiSignature<RET PARAMS>::get},
+#include "muir-rt/Entries.def"
+  };
+  return all[static_cast<size_t>(entry)];
+}
 
 class CallBuilder {
 public:
@@ -158,22 +209,35 @@ public:
       memref::CopyOp::create(b, loc, from, to);
   }
 
-  /// A call of the runtime's function `call`: muirrt_<call> on the CPU,
-  /// muirrt_cuda_<call> on CUDA, declared once per module.
-  ValueRange call(StringRef call, ArrayRef<Value> args,
-                  TypeRange results = {}) {
-    std::string name = (cuda ? "muirrt_cuda_" : "muirrt_") + call.str();
-    SmallVector<Type> types;
+  /// A call of the runtime's entry: muirrt_<name> on the CPU,
+  /// muirrt_cuda_<name> on CUDA, declared once per module with the entry's
+  /// C types. The op's RuntimeCallOpInterface has said the target calls
+  /// it; arguments of other types are a bug of the op's `emit`.
+  ValueRange call(Rt entry, ArrayRef<Value> args) {
+    const RtInfo &e = rtInfo(entry);
+    std::string name = (cuda ? "muirrt_cuda_" : "muirrt_") + e.name.str();
+    FunctionType fnType = e.type(b.getContext());
+    SmallVector<Type> given;
     for (Value a : args)
-      types.push_back(a.getType());
-    auto fnType = b.getFunctionType(types, results);
+      given.push_back(a.getType());
+    if (!(cuda ? e.cuda : e.cpu) ||
+        TypeRange(given) != fnType.getInputs()) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      os << "muir-exec-to-runtime-calls: " << name << " called with (";
+      llvm::interleaveComma(given, os);
+      os << "); muir-rt/Entries.def declares " << fnType
+         << ((cuda ? e.cuda : e.cpu) ? "" : " for the other target only");
+      llvm::report_fatal_error(llvm::StringRef(text));
+    }
     if (!mod.lookupSymbol<func::FuncOp>(name)) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToEnd(mod.getBody());
       auto decl = func::FuncOp::create(b, loc, name, fnType);
       decl.setPrivate();
     }
-    return func::CallOp::create(b, loc, name, results, args).getResults();
+    return func::CallOp::create(b, loc, name, fnType.getResults(), args)
+        .getResults();
   }
   /// The element count of a 1-D buffer, static or not, as i64.
   Value length(Value memref) {
@@ -185,7 +249,6 @@ public:
   Value index(Value i64) {
     return arith::IndexCastOp::create(b, loc, b.getIndexType(), i64);
   }
-  Type i64Type() { return b.getI64Type(); }
 
 private:
   ModuleOp mod;
@@ -234,17 +297,17 @@ Value emit(mx::GemmOp g, CallBuilder &c) {
   bool d = isF64(g.getC());
   bool sym = g.getSymmetric(); // f64 (verified)
   if (g.getRowStable()) {
-    c.call("gemm_rows",
+    c.call(Rt::gemm_rows,
            {c.i32(g.getTransposeA()), c.i32(g.getTransposeB()), c.i64(m),
             c.i64(n), c.i64(k), c.ptr(g.getA()), c.ptr(g.getB()),
             c.ptr(g.getC())});
     return {};
   }
   // bf16 buffers: bf16 operands, f32 accumulation and scalars.
-  c.call(sym                ? "dgemm_sym"
-         : d                ? "dgemm"
-         : isBF16(g.getC()) ? "bgemm"
-                            : "sgemm",
+  c.call(sym                ? Rt::dgemm_sym
+         : d                ? Rt::dgemm
+         : isBF16(g.getC()) ? Rt::bgemm
+                            : Rt::sgemm,
          {c.i64(batch), c.i32(g.getTransposeA()), c.i32(g.getTransposeB()),
           c.i64(m), c.i64(n), c.i64(k),
           c.scalar(g.getAlphaValue(), g.getAlphaAttr(), d), c.ptr(g.getA()),
@@ -258,10 +321,10 @@ Value emit(mx::SyrkOp s, CallBuilder &c) {
   bool t = s.getTranspose();
   bool d = isF64(s.getC());
   // An f32 A into f64 C: the products accumulated in double.
-  c.call(isBF16(s.getC())  ? "bsyrk"
-         : !d              ? "ssyrk"
-         : isF64(s.getA()) ? "dsyrk"
-                           : "ssyrk_f64",
+  c.call(isBF16(s.getC())  ? Rt::bsyrk
+         : !d              ? Rt::ssyrk
+         : isF64(s.getA()) ? Rt::dsyrk
+                           : Rt::ssyrk_f64,
          {c.i64(batch), c.i32(t), c.i64(t ? cl : r), c.i64(t ? r : cl),
           c.scalar(s.getAlphaValue(), s.getAlphaAttr(), d), c.ptr(s.getA()),
           c.scalar(s.getBetaValue(), s.getBetaAttr(), d),
@@ -272,7 +335,7 @@ Value emit(mx::SyrkOp s, CallBuilder &c) {
 Value emit(mx::SymmetricAllReduceOp sa, CallBuilder &c) {
   auto [batch, r, cl] = dims(sa.getInput());
   (void)cl;
-  c.call("symmetric_all_reduce",
+  c.call(Rt::symmetric_all_reduce,
          {c.group(sa), c.ptr(sa.getInput()),
           c.ptr(sa.getOutput()), c.i64(batch), c.i64(r)});
   return {};
@@ -281,7 +344,7 @@ Value emit(mx::SymmetricAllReduceOp sa, CallBuilder &c) {
 Value emit(mx::TraceNormalizeOp tn, CallBuilder &c) {
   auto [batch, r, cl] = dims(tn.getInput());
   (void)cl;
-  c.call("trace_normalize",
+  c.call(Rt::trace_normalize,
          {c.i64(batch), c.i64(r), c.f64(tn.getEpsAttr()),
           c.ptr(tn.getInput()), c.ptr(tn.getOutput()),
           c.ptr(tn.getScale())});
@@ -290,8 +353,8 @@ Value emit(mx::TraceNormalizeOp tn, CallBuilder &c) {
 
 Value emit(mx::ScaleMatricesOp sm, CallBuilder &c) {
   auto [batch, r, cl] = dims(sm.getInput());
-  c.call(isF64(sm.getOutput()) ? "scale_matrices_f64"
-                               : "scale_matrices_f32",
+  c.call(isF64(sm.getOutput()) ? Rt::scale_matrices_f64
+                               : Rt::scale_matrices_f32,
          {c.i64(batch), c.i64(r * cl), c.ptr(sm.getInput()),
           c.ptr(sm.getScale()), c.ptr(sm.getOutput())});
   return {};
@@ -300,12 +363,12 @@ Value emit(mx::ScaleMatricesOp sm, CallBuilder &c) {
 Value emit(mx::FrobeniusNormalizeOp nrm, CallBuilder &c) {
   auto [batch, r, cl] = dims(nrm.getInput());
   if (isF64(nrm.getInput())) {
-    c.call("frobenius_normalize_f64",
+    c.call(Rt::frobenius_normalize_f64,
            {c.i64(batch), c.i64(r * cl), c.f64(nrm.getEpsAttr()),
             c.ptr(nrm.getInput()), c.ptr(nrm.getOutput())});
     return {};
   }
-  c.call("frobenius_normalize",
+  c.call(Rt::frobenius_normalize,
          {c.i64(batch), c.i64(r * cl), c.f32(nrm.getEpsAttr()),
           c.ptr(nrm.getInput()), c.ptr(nrm.getOutput())});
   return {};
@@ -316,7 +379,7 @@ Value emit(mx::SumSquaresOp ss, CallBuilder &c) {
   bool f64 = cast<MemRefType>(ss.getOutput().getType())
                  .getElementType()
                  .isF64();
-  c.call(f64 ? "sum_squares_f64" : "sum_squares",
+  c.call(f64 ? Rt::sum_squares_f64 : Rt::sum_squares,
          {c.i64(batch), c.i64(r * cl), c.ptr(ss.getInput()),
           c.ptr(ss.getOutput())});
   return {};
@@ -324,7 +387,7 @@ Value emit(mx::SumSquaresOp ss, CallBuilder &c) {
 
 Value emit(mx::ScaleByNormOp sc, CallBuilder &c) {
   auto [batch, r, cl] = dims(sc.getInput());
-  c.call("scale_by_norm",
+  c.call(Rt::scale_by_norm,
          {c.i64(batch), c.i64(r * cl), c.f32(sc.getEpsAttr()),
           c.ptr(sc.getInput()), c.ptr(sc.getSumSquares()),
           c.ptr(sc.getOutput())});
@@ -333,7 +396,7 @@ Value emit(mx::ScaleByNormOp sc, CallBuilder &c) {
 
 Value emit(mx::TransposeOp tr, CallBuilder &c) {
   auto [batch, r, cl] = dims(tr.getInput());
-  c.call("transpose", {c.i64(batch), c.i64(r), c.i64(cl),
+  c.call(Rt::transpose, {c.i64(batch), c.i64(r), c.i64(cl),
                               c.ptr(tr.getInput()),
                               c.ptr(tr.getOutput())});
   return {};
@@ -341,13 +404,13 @@ Value emit(mx::TransposeOp tr, CallBuilder &c) {
 
 Value emit(mx::ObserveOp obs, CallBuilder &c) {
   auto t = cast<MemRefType>(obs.getInput().getType());
-  c.call("observe", {c.i64(obs.getSlot()), c.ptr(obs.getInput()),
+  c.call(Rt::observe, {c.i64(obs.getSlot()), c.ptr(obs.getInput()),
                             c.i64(t.getNumElements())});
   return {};
 }
 
 Value emit(mx::AllReduceOp ar, CallBuilder &c) {
-  c.call("all_reduce",
+  c.call(Rt::all_reduce,
          {c.group(ar), c.i32(static_cast<int32_t>(ar.getReduction())),
           c.ptr(ar.getInput()), c.ptr(ar.getOutput()),
           c.i64(numel(ar.getInput()))});
@@ -356,7 +419,7 @@ Value emit(mx::AllReduceOp ar, CallBuilder &c) {
 
 Value emit(mx::AllGatherOp ag, CallBuilder &c) {
   auto [outer, inner] = split(ag.getInput(), ag.getGatherAxis());
-  c.call("all_gather",
+  c.call(Rt::all_gather,
          {c.group(ag), c.ptr(ag.getInput()),
           c.ptr(ag.getOutput()), c.i64(outer), c.i64(inner)});
   return {};
@@ -369,7 +432,7 @@ Value emit(mx::AllGatherVOp agv, CallBuilder &c) {
   SmallVector<int64_t> counts;
   for (int64_t s : agv.getSizes())
     counts.push_back(s * row);
-  c.call("all_gatherv",
+  c.call(Rt::all_gatherv,
          {c.group(agv), c.ptr(agv.getInput()),
           c.ptr(agv.getOutput()), c.constArray(counts)});
   return {};
@@ -377,7 +440,7 @@ Value emit(mx::AllGatherVOp agv, CallBuilder &c) {
 
 Value emit(mx::ReduceScatterOp rs, CallBuilder &c) {
   auto [outer, inner] = split(rs.getOutput(), rs.getScatterAxis());
-  c.call("reduce_scatter",
+  c.call(Rt::reduce_scatter,
          {c.group(rs), c.i32(static_cast<int32_t>(rs.getReduction())),
           c.ptr(rs.getInput()), c.ptr(rs.getOutput()), c.i64(outer),
           c.i64(inner)});
@@ -386,7 +449,7 @@ Value emit(mx::ReduceScatterOp rs, CallBuilder &c) {
 
 Value emit(mx::AllToAllOp a2a, CallBuilder &c) {
   int64_t group = a2a.getGroup().getSize(a2a);
-  c.call("all_to_all",
+  c.call(Rt::all_to_all,
          {c.group(a2a), c.ptr(a2a.getInput()),
           c.ptr(a2a.getOutput()),
           c.i64(numel(a2a.getInput()) / group)});
@@ -398,7 +461,7 @@ Value emit(mx::AllToAllVOp a2av, CallBuilder &c) {
   auto out = cast<MemRefType>(a2av.getOutput().getType());
   int64_t rows = in.getRank() ? in.getDimSize(0) : 1;
   int64_t row = in.getNumElements() / std::max<int64_t>(1, rows);
-  c.call("all_to_allv",
+  c.call(Rt::all_to_allv,
          {c.group(a2av), c.ptr(a2av.getInput()),
           c.i64(rows), c.ptr(a2av.getSendCounts()),
           c.ptr(a2av.getOutput()),
@@ -410,7 +473,7 @@ Value emit(mx::AllToAllVOp a2av, CallBuilder &c) {
 Value emit(mx::SyrkRowsOp sr, CallBuilder &c) {
   auto [batch, r, cl] = dims(sr.getA());
   bool t = sr.getTranspose();
-  c.call("ssyrk_rows",
+  c.call(Rt::ssyrk_rows,
          {c.i64(batch), c.i32(t), c.i64(t ? cl : r), c.i64(t ? r : cl),
           c.f32(sr.getAlphaAttr()), c.ptr(sr.getA()), c.ptr(sr.getC()),
           c.toI64(sr.getRowBegin()), c.toI64(sr.getRowEnd())});
@@ -421,15 +484,14 @@ Value emit(mx::TriangleAllReduceStartOp st, CallBuilder &c) {
   auto [batch, n, n2] = dims(st.getC());
   (void)n2;
   Value request = c.call(
-      "triangle_all_reduce_start",
+      Rt::triangle_all_reduce_start,
       {c.group(st), c.i64(batch), c.i64(n), c.ptr(st.getC()),
-       c.toI64(st.getRowBegin()), c.toI64(st.getRowEnd())},
-      {c.i64Type()})[0];
+       c.toI64(st.getRowBegin()), c.toI64(st.getRowEnd())})[0];
   return request;
 }
 
 Value emit(mx::TriangleAllReduceWaitOp w, CallBuilder &c) {
-  c.call("triangle_all_reduce_wait",
+  c.call(Rt::triangle_all_reduce_wait,
          {c.handle(w.getRequest()), c.ptr(w.getC()), c.toI64(w.getRowBegin()),
           c.toI64(w.getRowEnd())});
   return {};
@@ -437,15 +499,14 @@ Value emit(mx::TriangleAllReduceWaitOp w, CallBuilder &c) {
 
 Value emit(mx::PackedAllReduceStartOp ps, CallBuilder &c) {
   Value request =
-      c.call("packed_all_reduce_start",
+      c.call(Rt::packed_all_reduce_start,
              {c.group(ps), c.ptr(ps.getBuffer()),
-              c.length(ps.getBuffer())},
-             {c.i64Type()})[0];
+              c.length(ps.getBuffer())})[0];
   return request;
 }
 
 Value emit(mx::PackedAllReduceWaitOp pw, CallBuilder &c) {
-  c.call("packed_all_reduce_wait",
+  c.call(Rt::packed_all_reduce_wait,
          {c.handle(pw.getRequest()), c.ptr(pw.getBuffer()),
           c.length(pw.getBuffer())});
   return {};
@@ -455,7 +516,7 @@ Value emit(mx::GroupedGemmOp gg, CallBuilder &c) {
   auto it = cast<MemRefType>(gg.getInput().getType());
   auto ot = cast<MemRefType>(gg.getOutput().getType());
   auto wt = cast<MemRefType>(gg.getWeights().getType());
-  c.call("grouped_gemm",
+  c.call(Rt::grouped_gemm,
          {c.i64(wt.getDimSize(0)), c.i64(it.getDimSize(0)),
           c.i64(it.getDimSize(1)), c.i64(ot.getDimSize(1)),
           c.ptr(gg.getInput()), c.ptr(gg.getWeights()),
@@ -469,7 +530,7 @@ Value emit(mx::TraceOp tr, CallBuilder &c) {
   int64_t bytes =
       t.getNumElements() * t.getElementType().getIntOrFloatBitWidth() /
       8;
-  c.call("trace_buffer",
+  c.call(Rt::trace_buffer,
          {c.i64(tr.getOpId()), c.i64(tr.getIndex()),
           c.i32(tr.getOutput()), c.ptr(tr.getBuffer()), c.i64(bytes)});
   return {};
@@ -478,7 +539,7 @@ Value emit(mx::TraceOp tr, CallBuilder &c) {
 Value emit(mx::CapacityOp cap, CallBuilder &c) {
   auto it = cast<MemRefType>(cap.getIndices().getType());
   auto ct = cast<MemRefType>(cap.getCounts().getType());
-  c.call("capacity",
+  c.call(Rt::capacity,
          {c.rows(cap.getTokens(), it.getDimSize(0)), c.i64(it.getDimSize(1)),
           c.i64(ct.getDimSize(0)), c.f64(cap.getCapacityFactorAttr()),
           c.i32(static_cast<int32_t>(cap.getPolicy())), c.i64(cap.getGroupTokens()),
@@ -489,7 +550,7 @@ Value emit(mx::CapacityOp cap, CallBuilder &c) {
 }
 
 Value emit(mx::MseLossOp mse, CallBuilder &c) {
-  c.call("mse_loss",
+  c.call(Rt::mse_loss,
          {c.i64(numel(mse.getInput())), c.ptr(mse.getInput()),
           c.ptr(mse.getTarget()), c.f32(mse.getScaleAttr()),
           c.ptr(mse.getLoss()), c.ptr(mse.getGrad())});
@@ -500,7 +561,7 @@ Value emit(mx::GroupedGemmWgradOp wg, CallBuilder &c) {
   auto it = cast<MemRefType>(wg.getInput().getType());
   auto gt = cast<MemRefType>(wg.getGrad().getType());
   auto st = cast<MemRefType>(wg.getSizes().getType());
-  c.call("grouped_gemm_wgrad",
+  c.call(Rt::grouped_gemm_wgrad,
          {c.i64(st.getDimSize(0)), c.i64(it.getDimSize(0)),
           c.i64(it.getDimSize(1)), c.i64(gt.getDimSize(1)),
           c.ptr(wg.getInput()), c.ptr(wg.getGrad()),
@@ -512,7 +573,7 @@ Value emit(mx::GroupedGemmWgradOp wg, CallBuilder &c) {
 Value emit(mx::RouteGradOp rg, CallBuilder &c) {
   auto lt = cast<MemRefType>(rg.getLogits().getType());
   auto it = cast<MemRefType>(rg.getIndices().getType());
-  c.call("route_grad",
+  c.call(Rt::route_grad,
          {c.rows(rg.getTokens(), lt.getDimSize(0)), c.i64(lt.getDimSize(1)),
           c.i64(it.getDimSize(1)), c.ptr(rg.getLogits()),
           c.i32(static_cast<int32_t>(rg.getScoring())), c.i32(rg.getSoftmaxAfterTopk()),
@@ -526,7 +587,7 @@ Value emit(mx::MoeDispatchOp d, CallBuilder &c) {
   auto xt = cast<MemRefType>(d.getInput().getType());
   auto it = cast<MemRefType>(d.getIndices().getType());
   auto ot = cast<MemRefType>(d.getOutput().getType());
-  c.call("moe_dispatch",
+  c.call(Rt::moe_dispatch,
          {c.group(d), c.i64(xt.getDimSize(0)),
           c.i64(it.getDimSize(1)), c.i64(d.getNumExperts()),
           c.i64(xt.getDimSize(1)), c.ptr(d.getInput()),
@@ -540,7 +601,7 @@ Value emit(mx::MoeDispatchOp d, CallBuilder &c) {
 Value emit(mx::MoeCombineOp cb, CallBuilder &c) {
   auto rt = cast<MemRefType>(cb.getInput().getType());
   auto it = cast<MemRefType>(cb.getIndices().getType());
-  c.call("moe_combine",
+  c.call(Rt::moe_combine,
          {c.group(cb), c.i64(it.getDimSize(0)),
           c.i64(it.getDimSize(1)), c.i64(cb.getNumExperts()),
           c.i64(rt.getDimSize(1)), c.ptr(cb.getInput()),
@@ -553,7 +614,7 @@ Value emit(mx::MoeCombineOp cb, CallBuilder &c) {
 Value emit(mx::MoeCombineWeightsGradOp cw, CallBuilder &c) {
   auto rt = cast<MemRefType>(cw.getInput().getType());
   auto it = cast<MemRefType>(cw.getIndices().getType());
-  c.call("moe_combine_weights_grad",
+  c.call(Rt::moe_combine_weights_grad,
          {c.group(cw), c.i64(it.getDimSize(0)),
           c.i64(it.getDimSize(1)), c.i64(cw.getNumExperts()),
           c.i64(rt.getDimSize(1)), c.ptr(cw.getGrad()),
@@ -565,7 +626,7 @@ Value emit(mx::MoeCombineWeightsGradOp cw, CallBuilder &c) {
 
 Value emit(mx::MoePlanOp mp, CallBuilder &c) {
   auto it = cast<MemRefType>(mp.getIndices().getType());
-  c.call("moe_plan",
+  c.call(Rt::moe_plan,
          {c.i64(it.getDimSize(0)), c.i64(it.getDimSize(1)),
           c.i64(mp.getNumExperts()), c.i64(mp.getBound()),
           c.ptr(mp.getIndices()), c.ptr(mp.getCounts()),
@@ -576,7 +637,7 @@ Value emit(mx::MoePlanOp mp, CallBuilder &c) {
 Value emit(mx::RouteOp rt, CallBuilder &c) {
   auto lt = cast<MemRefType>(rt.getLogits().getType());
   auto it = cast<MemRefType>(rt.getIndices().getType());
-  c.call("route",
+  c.call(Rt::route,
          {c.rows(rt.getTokens(), lt.getDimSize(0)), c.i64(lt.getDimSize(1)),
           c.i64(it.getDimSize(1)), c.ptr(rt.getLogits()),
           c.ptrOrNull(rt.getBias()), c.i32(static_cast<int32_t>(rt.getScoring())),
@@ -588,14 +649,13 @@ Value emit(mx::RouteOp rt, CallBuilder &c) {
 }
 
 Value emit(mx::GroupRankOp gr, CallBuilder &c) {
-  Value r = c.call("dist_group_rank", {c.group(gr)},
-                   {c.i64Type()})[0];
+  Value r = c.call(Rt::dist_group_rank, {c.group(gr)})[0];
   return c.index(r);
 }
 
 Value emit(mx::AllSliceOp sl, CallBuilder &c) {
   auto [outer, inner] = split(sl.getOutput(), sl.getSliceAxis());
-  c.call("all_slice",
+  c.call(Rt::all_slice,
          {c.group(sl), c.ptr(sl.getInput()),
           c.ptr(sl.getOutput()), c.i64(outer), c.i64(inner)});
   return {};
@@ -604,7 +664,7 @@ Value emit(mx::AllSliceOp sl, CallBuilder &c) {
 Value emit(mx::BroadcastOp bc, CallBuilder &c) {
   // The runtime broadcasts in place: start from this rank's input.
   c.copy(bc.getInput(), bc.getOutput());
-  c.call("broadcast",
+  c.call(Rt::broadcast,
          {c.group(bc), c.i64(bc.getRoot()),
           c.ptr(bc.getOutput()), c.i64(numel(bc.getInput()))});
   return {};

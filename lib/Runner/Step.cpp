@@ -120,49 +120,15 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
           llvm::orc::ExecutorAddr::fromPtr(reinterpret_cast<void *>(fn)),
           llvm::JITSymbolFlags::Exported};
     };
-#define MUIR_RT_SYMBOL(name) add(#name, &name);
-    MUIR_RT_SYMBOL(muirrt_sgemm)
-    MUIR_RT_SYMBOL(muirrt_gemm_rows)
-    MUIR_RT_SYMBOL(muirrt_ssyrk)
-    MUIR_RT_SYMBOL(muirrt_dgemm)
-    MUIR_RT_SYMBOL(muirrt_dsyrk)
-    MUIR_RT_SYMBOL(muirrt_ssyrk_f64)
-    MUIR_RT_SYMBOL(muirrt_bgemm)
-    MUIR_RT_SYMBOL(muirrt_bsyrk)
-    MUIR_RT_SYMBOL(muirrt_dgemm_sym)
-    MUIR_RT_SYMBOL(muirrt_trace_normalize)
-    MUIR_RT_SYMBOL(muirrt_scale_matrices_f32)
-    MUIR_RT_SYMBOL(muirrt_scale_matrices_f64)
-    MUIR_RT_SYMBOL(muirrt_frobenius_normalize)
-    MUIR_RT_SYMBOL(muirrt_frobenius_normalize_f64)
-    MUIR_RT_SYMBOL(muirrt_transpose)
-    MUIR_RT_SYMBOL(muirrt_sum_squares)
-    MUIR_RT_SYMBOL(muirrt_scale_by_norm)
-    MUIR_RT_SYMBOL(muirrt_observe)
-    MUIR_RT_SYMBOL(muirrt_all_reduce)
-    MUIR_RT_SYMBOL(muirrt_symmetric_all_reduce)
-    MUIR_RT_SYMBOL(muirrt_all_gather)
-    MUIR_RT_SYMBOL(muirrt_all_gatherv)
-    MUIR_RT_SYMBOL(muirrt_reduce_scatter)
-    MUIR_RT_SYMBOL(muirrt_all_to_all)
-    MUIR_RT_SYMBOL(muirrt_all_to_allv)
-    MUIR_RT_SYMBOL(muirrt_ssyrk_rows)
-    MUIR_RT_SYMBOL(muirrt_route)
-    MUIR_RT_SYMBOL(muirrt_grouped_gemm)
-    MUIR_RT_SYMBOL(muirrt_grouped_gemm_wgrad)
-    MUIR_RT_SYMBOL(muirrt_route_grad)
-    MUIR_RT_SYMBOL(muirrt_mse_loss)
-    MUIR_RT_SYMBOL(muirrt_trace_buffer)
-    MUIR_RT_SYMBOL(muirrt_capacity)
-    MUIR_RT_SYMBOL(muirrt_moe_dispatch)
-    MUIR_RT_SYMBOL(muirrt_moe_combine)
-    MUIR_RT_SYMBOL(muirrt_moe_combine_weights_grad)
-    MUIR_RT_SYMBOL(muirrt_triangle_all_reduce_start)
-    MUIR_RT_SYMBOL(muirrt_triangle_all_reduce_wait)
-    MUIR_RT_SYMBOL(muirrt_dist_group_rank)
-    MUIR_RT_SYMBOL(muirrt_broadcast)
-    MUIR_RT_SYMBOL(muirrt_all_slice)
-#undef MUIR_RT_SYMBOL
+    // Every CPU entry of muir-rt/Entries.def.
+#define MUIR_RT_JIT_Cpu(NAME) add("muirrt_" #NAME, &muirrt_##NAME);
+#define MUIR_RT_JIT_Both(NAME) MUIR_RT_JIT_Cpu(NAME)
+#define MUIR_RT_JIT_Cuda(NAME)
+#define MUIR_RT_ENTRY(NAME, TARGETS, RET, PARAMS) MUIR_RT_JIT_##TARGETS(NAME)
+#include "muir-rt/Entries.def"
+#undef MUIR_RT_JIT_Cpu
+#undef MUIR_RT_JIT_Both
+#undef MUIR_RT_JIT_Cuda
     return map;
   });
 }

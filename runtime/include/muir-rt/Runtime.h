@@ -28,37 +28,19 @@ extern "C" {
 
 /*===--------------------------- kernels ----------------------------------===*/
 
-/* C[i] = alpha * op(A[i]) * op(B[i]) + beta * Acc[i] for i in [0, batch).
- * op(A) is m x k, op(B) is k x n, C is m x n. A is stored m x k (k x m when
- * trans_a), B is stored k x n (n x k when trans_b); all contiguous row-major,
- * consecutive batch items packed back to back. Acc is `acc` (C's shape; it
- * may be c itself) or, when acc is NULL, C. beta == 0 ignores the
- * accumulator. Acc is scaled into C first and BLAS adds the product (as a
- * BLAS with beta scales C, then adds). */
-void muirrt_sgemm(int64_t batch, int32_t trans_a, int32_t trans_b, int64_t m,
-                  int64_t n, int64_t k, float alpha, const float *a,
-                  const float *b, float beta, float *c, const float *acc);
+/* The kernels and collectives compiled steps call, muirrt_<name>: declared
+ * once, with their documentation, in muir-rt/Entries.def (the CUDA
+ * runtime's muirrt_cuda_<name> take the same arguments). */
+#define MUIR_RT_CPU_Cpu(DECLARATION) DECLARATION
+#define MUIR_RT_CPU_Both(DECLARATION) DECLARATION
+#define MUIR_RT_CPU_Cuda(DECLARATION)
+#define MUIR_RT_ENTRY(NAME, TARGETS, RET, PARAMS)                              \
+  MUIR_RT_CPU_##TARGETS(RET muirrt_##NAME PARAMS;)
+#include "muir-rt/Entries.def"
+#undef MUIR_RT_CPU_Cpu
+#undef MUIR_RT_CPU_Both
+#undef MUIR_RT_CPU_Cuda
 
-/* C = op(A) op(B) (2-D, shapes as muirrt_sgemm's) where every element is
- * the sum of its k products in ascending order (each product rounded, then
- * added): a row's result has the same bits for any m, any position of the
- * row and any blocking (BLAS does not promise that). muir.matmul
- * row_stable; slower than sgemm. */
-void muirrt_gemm_rows(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
-                      int64_t k, const float *a, const float *b, float *c);
-
-/* muirrt_sgemm in double (the Gram form of Newton-Schulz). */
-void muirrt_dgemm(int64_t batch, int32_t trans_a, int32_t trans_b, int64_t m,
-                  int64_t n, int64_t k, double alpha, const double *a,
-                  const double *b, double beta, double *c, const double *acc);
-
-/* muirrt_dgemm of square matrices whose product (and accumulator) is
- * known symmetric: computes the upper triangle (from n = 128 on, in blocks
- * of rows) and mirrors it. */
-void muirrt_dgemm_sym(int64_t batch, int32_t trans_a, int32_t trans_b,
-                      int64_t m, int64_t n, int64_t k, double alpha,
-                      const double *a, const double *b, double beta,
-                      double *c, const double *acc);
 /* Rows per block of muirrt_dgemm_sym's upper triangle (from n = 128 on;
  * smaller blocks measured slower), and the flops it performs for one
  * n x n product over k (the cost model prices the CPU's symmetric products
@@ -78,37 +60,6 @@ static inline double muirrt_symmetric_gemm_flops(int64_t n, int64_t k) {
   return flops;
 }
 
-/* C[i] = alpha * A[i] * A[i]^T + beta * Acc[i]; A is n x k (with trans, A
- * is k x n and the product A^T A), C is n x n, all contiguous row-major; the
- * accumulator (`acc`, or C when NULL) is symmetric. Computed with a
- * symmetric rank-k update (about half the flops of the GEMM); both
- * triangles of C are written. */
-void muirrt_ssyrk(int64_t batch, int32_t trans, int64_t n, int64_t k,
-                  float alpha, const float *a, float beta, float *c,
-                  const float *acc);
-
-/* muirrt_ssyrk in double (the Gram form of Newton-Schulz). */
-void muirrt_dsyrk(int64_t batch, int32_t trans, int64_t n, int64_t k,
-                  double alpha, const double *a, double beta, double *c,
-                  const double *acc);
-
-/* muirrt_ssyrk of an f32 A into f64 C: the products accumulated in double
- * (A converted a block at a time; the Gram form's A0 = X X^T). */
-void muirrt_ssyrk_f64(int64_t batch, int32_t trans, int64_t n, int64_t k,
-                      double alpha, const float *a, double beta, double *c,
-                      const double *acc);
-
-/* muirrt_sgemm and muirrt_ssyrk on bf16 buffers (a Newton-Schulz iterate
- * of precision bf16; bf16 as its 16 bits): the operands widened to f32,
- * the products accumulated in f32, the result rounded to bf16 to nearest
- * even (muirrt_bf16_round). */
-void muirrt_bgemm(int64_t batch, int32_t trans_a, int32_t trans_b, int64_t m,
-                  int64_t n, int64_t k, float alpha, const uint16_t *a,
-                  const uint16_t *b, float beta, uint16_t *c,
-                  const uint16_t *acc);
-void muirrt_bsyrk(int64_t batch, int32_t trans, int64_t n, int64_t k,
-                  float alpha, const uint16_t *a, float beta, uint16_t *c,
-                  const uint16_t *acc);
 /* f rounded to bf16, to nearest even (a NaN stays a quiet NaN). */
 static inline uint16_t muirrt_bf16_round(float f) {
   uint32_t bits;
@@ -118,173 +69,6 @@ static inline uint16_t muirrt_bf16_round(float f) {
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return (uint16_t)(bits >> 16);
 }
-
-/* Per n x n double matrix A of `batch`: s = 1 / (sqrt(trace(A)) + eps)
- * (trace summed in order; a negative rounding counts as 0), out = s^2 A,
- * scale[b] = s (muir.trace_normalize). */
-void muirrt_trace_normalize(int64_t batch, int64_t n, double eps,
-                            const double *in, double *out, double *scale);
-
-/* out[b] = scale[b] * in[b] for `batch` matrices of `count` doubles,
- * rounded once to float (_f32) or kept in double (_f64). */
-void muirrt_scale_matrices_f32(int64_t batch, int64_t count,
-                               const double *in, const double *scale,
-                               float *out);
-void muirrt_scale_matrices_f64(int64_t batch, int64_t count,
-                               const double *in, const double *scale,
-                               double *out);
-
-/* Rows [row_begin, row_end) of the upper triangle of alpha * A A^T (A^T A
- * with trans), for each of `batch` items: c[r][j] for row_begin <= r <
- * row_end and j >= r; the rest of c is left as it is. Each entry is the same
- * K-sequential product as muirrt_ssyrk's (ssyrk of the diagonal block,
- * sgemm of the block to its right), counted as one SYRK call with the
- * chunk's flops (over all chunks, muirrt_ssyrk's n (n + 1) k). */
-void muirrt_ssyrk_rows(int64_t batch, int32_t trans, int64_t n, int64_t k,
-                       float alpha, const float *a, float *c,
-                       int64_t row_begin, int64_t row_end);
-
-/* Top-k expert routing (muir.route) of `tokens` rows of `experts` router
- * logits: per token, scores s = softmax(logits) (scoring 0; in double, a
- * fixed order) or sigmoid(logits) (scoring 1); selection scores s + bias
- * (bias NULL: none); with n_group > 1 only the experts of the topk_group
- * groups with the best scores (a group's score: the sum of its two best
- * selection scores, or its best for groups of one) compete; the k best
- * selection scores, ties to the lower expert index, give indices[t][0..k)
- * in decreasing order. weights = s at those experts, or with
- * softmax_after_topk the softmax of their k logits; with normalize divided
- * by their sum; times scaling. counts[e] = the (token, slot) pairs that
- * chose e. indices and counts are int64. */
-void muirrt_route(int64_t tokens, int64_t experts, int64_t k,
-                  const float *logits, const float *bias, int32_t scoring,
-                  int32_t softmax_after_topk, int32_t normalize,
-                  int64_t n_group, int64_t topk_group, float scaling,
-                  int64_t *indices, float *weights, int64_t *counts);
-
-/* Per-expert products over ragged row groups (muir.grouped_matmul): the
- * `rows` x k rows of `in` are grouped in expert order, sizes[e] rows for
- * expert e; group e's rows times op(w[e]) (w is [experts, k, n], or with
- * trans_w [experts, n, k]) go to the same rows of `out` (rows x n); rows
- * past the total are zero. A negative size, or a total above `rows`, ends
- * the run with a message naming the expert and the counts. */
-void muirrt_grouped_gemm(int64_t experts, int64_t rows, int64_t k, int64_t n,
-                         const float *in, const float *w, int32_t trans_w,
-                         const int64_t *sizes, float *out);
-
-/* Weight gradients of muirrt_grouped_gemm: for each expert e with rows
- * (sizes[e] of them, expert-major in `in` [rows, k] and `grad` [rows, n]),
- * dw[e] = in_e^T grad_e ([k, n]), or with trans_w grad_e^T in_e ([n, k]);
- * zero for an empty expert. */
-void muirrt_grouped_gemm_wgrad(int64_t experts, int64_t rows, int64_t k,
-                               int64_t n, const float *in, const float *grad,
-                               int32_t trans_w, const int64_t *sizes,
-                               float *dw);
-
-/* Capacity-factor drops (muir.capacity): in each block of group_tokens
- * tokens (0: all), expert e keeps at most ceil(capacity_factor * G * k /
- * experts) of the (token, slot) pairs that chose it: policy 0 the highest
- * weights (ties to the earlier token), 1 the earliest tokens. Dropped slots
- * get index -1 and weight 0; counts[e] = kept pairs. Index -1 in the input
- * stays dropped. */
-void muirrt_capacity(int64_t tokens, int64_t k, int64_t experts,
-                     double capacity_factor, int32_t policy,
-                     int64_t group_tokens, const int64_t *indices,
-                     const float *weights, int64_t *kept_indices,
-                     float *kept_weights, int64_t *counts);
-
-/* loss[0] = scale / 2 * sum over the n floats of (in - target)^2 (double,
- * in order) and grad = scale * (in - target). */
-void muirrt_mse_loss(int64_t n, const float *in, const float *target,
-                     float scale, float *loss, float *grad);
-
-/* Gradient of muirrt_route's weights with respect to the logits, in double,
- * for the routing `indices` it chose (its own, before muirrt_capacity's
- * drops; a -1 ends the run): dlogits [tokens, experts] from
- * dweights [tokens, k]. The bias and expert groups only select, so they
- * have no gradient; logits no slot depends on get zero (sigmoid,
- * softmax_after_topk). */
-void muirrt_route_grad(int64_t tokens, int64_t experts, int64_t k,
-                       const float *logits, int32_t scoring,
-                       int32_t softmax_after_topk, int32_t normalize,
-                       float scaling, const int64_t *indices,
-                       const float *dweights, float *dlogits);
-
-/* Expert dispatch over the group of `axes_mask` (expert parallelism: the
- * `experts` experts split evenly, expert e on group rank e / (experts /
- * g)). This rank's `tokens` rows of x [tokens, hidden] and their routing
- * indices [tokens, k] (-1: a dropped slot) go to the ranks holding their
- * experts:
- *   1. the pairs per expert and tokens per rank of every rank are gathered
- *      (muirrt_all_gather_i64 of experts + g int64), so every rank checks
- *      every rank's receive bound (`bound` rows) and all stop together,
- *      with a message naming `layer`, the rank and the rows per expert;
- *   2. a token travels once to each rank holding any of its experts (one
- *      muirrt_all_to_allv_bytes; a row is its hidden floats, k int32 local
- *      expert ids and, with weights, its k weights);
- *   3. the receiver expands it into one row per (token, slot) in
- *      expert-major order (local expert, source rank, source token), rows
- *      past the total zero; with weights each row is weight * x.
- * counts [experts / g] gets the rows per local expert; plan [2 bound + 4 g]
- * what combine needs: per row its received token and its position in the
- * (source, token, slot) order, then per rank tokens received, pairs
- * received, tokens sent, pairs sent. */
-void muirrt_moe_dispatch(int64_t axes_mask, int64_t tokens, int64_t k,
-                         int64_t experts, int64_t hidden, const float *x,
-                         const int64_t *indices, const float *weights,
-                         int64_t bound, float *out, int64_t *counts,
-                         int64_t *plan, const char *layer);
-
-/* The transpose of dispatch: every expert-major row of `rows` [bound,
- * hidden] goes back to its token's rank (one muirrt_all_to_allv_bytes),
- * where out[t] = sum over the slots j in order of weights[t][j] * row(t, j)
- * (weights NULL: 1), in double. The same operations for any g, so results
- * are bitwise independent of the number of ranks. */
-void muirrt_moe_combine(int64_t axes_mask, int64_t tokens, int64_t k,
-                        int64_t experts, int64_t hidden, const float *rows,
-                        int64_t bound, const int64_t *indices,
-                        const int64_t *plan, const float *weights, float *out,
-                        const char *layer);
-
-/* Gradient of combine's weights: dweights[t][j] = <grad[t], row(t, j)>.
- * grad travels as dispatch's tokens did, the dot products (double) are
- * formed where the rows are and come back as one float per pair (two
- * muirrt_all_to_allv_bytes); dropped slots get 0. */
-void muirrt_moe_combine_weights_grad(int64_t axes_mask, int64_t tokens,
-                                     int64_t k, int64_t experts,
-                                     int64_t hidden, const float *grad,
-                                     const float *rows, int64_t bound,
-                                     const int64_t *indices,
-                                     const int64_t *plan, float *dweights,
-                                     const char *layer);
-
-/* out[i] = in[i] / (||in[i]||_F + eps) for each of `batch` items of `numel`
- * floats. The norm is accumulated in double in a fixed order, so results do
- * not depend on thread count. in == out is allowed. */
-void muirrt_frobenius_normalize(int64_t batch, int64_t numel, float eps,
-                                const float *in, float *out);
-
-/* The same for doubles (an f64 parameter's Newton-Schulz): the norm summed
- * in a fixed order, eps in double, one reciprocal, then a multiply. */
-void muirrt_frobenius_normalize_f64(int64_t batch, int64_t numel, double eps,
-                                    const double *in, double *out);
-
-/* ss[i] = sum of squares of the numel floats of item i, accumulated in
- * double in a fixed order and rounded to float. */
-void muirrt_sum_squares(int64_t batch, int64_t numel, const float *in,
-                        float *ss);
-
-/* out[i] = in[i] / (sqrt(ss[i]) + eps), with muirrt_frobenius_normalize's
- * arithmetic (one double reciprocal, then a float multiply). */
-void muirrt_scale_by_norm(int64_t batch, int64_t numel, float eps,
-                          const float *in, const float *ss, float *out);
-
-/* out[i] = in[i]^T; in[i] is rows x cols, out[i] is cols x rows. */
-void muirrt_transpose(int64_t batch, int64_t rows, int64_t cols,
-                      const float *in, float *out);
-
-/* Copies numel floats into observation slot `slot` (grown on demand). The
- * host reads them after a step with muirrt_observation(). */
-void muirrt_observe(int64_t slot, const float *data, int64_t numel);
 
 /*===------------------------- observations -------------------------------===*/
 
@@ -478,7 +262,6 @@ int32_t muirrt_dist_size(void);  /* 1 before init */
 int64_t muirrt_dist_coord(int32_t axis);
 /* Size of the group named by axes_mask and this rank's index in it. */
 int64_t muirrt_dist_group_size(int64_t axes_mask);
-int64_t muirrt_dist_group_rank(int64_t axes_mask);
 void muirrt_dist_barrier(void);
 /* The lowest world rank whose `mine` is non-zero, or -1 if none (every
  * rank calls it; a control exchange, not counted by muirrt_comm_*). */
@@ -502,51 +285,6 @@ static inline int64_t muirrt_triangle_rows_floats(int64_t n, int64_t r0,
   return (r1 - r0) * n - (r1 * (r1 - 1) - r0 * (r0 - 1)) / 2;
 }
 
-/* Reductions: 0 sum, 1 max, 2 min, 3 avg. Sums are reduced in group-rank
- * order, independent of timing, so results are reproducible. */
-void muirrt_all_reduce(int64_t axes_mask, int32_t op, const float *in,
-                       float *out, int64_t count);
-
-/* The group's sum of `batch` symmetric n x n double matrices: only packed
- * upper triangles travel (n (n + 1) / 2 doubles each, to every peer), the
- * sum runs in group-rank order, both triangles of `out` are written
- * (muir.symmetric_all_reduce). */
-void muirrt_symmetric_all_reduce(int64_t axes_mask, const double *in,
-                                 double *out, int64_t batch, int64_t n);
-
-/* Gathers along one dimension of row-major tensors: `in` is
- * [outer, inner] (the tensor seen as `outer` rows of `inner` contiguous
- * floats up to the gathered dimension), `out` is [outer, inner * g] with the
- * group's pieces in group-rank order inside each row. outer = 1 gathers
- * along dimension 0. */
-void muirrt_all_gather(int64_t axes_mask, const float *in, float *out,
-                       int64_t outer, int64_t inner);
-
-/* Ragged gather along dimension 0: group rank j contributes counts[j]
- * floats (its first counts[j] of `in`); out holds them back to back in
- * group-rank order. */
-void muirrt_all_gatherv(int64_t axes_mask, const float *in, float *out,
-                        const int64_t *counts);
-
-/* Reduce, then group rank j keeps slice j of `outer` rows x `inner * g`
- * floats: in is [outer, inner * g], out is [outer, inner]. */
-void muirrt_reduce_scatter(int64_t axes_mask, int32_t op, const float *in,
-                           float *out, int64_t outer, int64_t inner);
-
-/* Each rank sends block j (count floats, blocks back to back) to group
- * rank j and receives block i from group rank i into out. */
-void muirrt_all_to_all(int64_t axes_mask, const float *in, float *out,
-                       int64_t count);
-
-/* Ragged all-to-all of rows of `row` floats: send_counts[j] rows (back to
- * back from the start of `in`, which holds in_rows rows) go to group rank
- * j. out receives the rows packed from row 0 in group-rank order and
- * recv_counts[j] the number from group rank j; more than out_rows rows in
- * all is a loud error (static bounds that were too small). */
-void muirrt_all_to_allv(int64_t axes_mask, const float *in, int64_t in_rows,
-                        const int64_t *send_counts, float *out,
-                        int64_t out_rows, int64_t *recv_counts, int64_t row);
-
 /*===----------------------- fingerprint tracing -------------------------===*/
 
 /* One buffer of one executed op (muir_exec.trace): the step, the op's
@@ -565,8 +303,6 @@ typedef struct MuirRtTraceRecord {
  * of that execution's first written buffer. */
 void muirrt_trace_enable(int32_t on);
 void muirrt_trace_set_step(int64_t step);
-void muirrt_trace_buffer(int64_t op_id, int64_t index, int32_t output,
-                         void *data, int64_t bytes);
 int64_t muirrt_trace_count(void);
 const MuirRtTraceRecord *muirrt_trace_records(void);
 
@@ -599,34 +335,6 @@ void muirrt_abort_run(const char *fn, const char *message);
 /* A function the runtime calls once before it ends the run on a fatal
  * error (for example to remove a half-made output directory); NULL: none. */
 void muirrt_set_abort_hook(void (*hook)(void));
-
-/* The group's sum of a SYRK's upper triangle, in chunks of rows, so that a
- * chunk's exchange hides behind the next chunk's product:
- *   muirrt_ssyrk_rows(rows j); r_j = muirrt_triangle_all_reduce_start(rows
- *   j); muirrt_ssyrk_rows(rows j + 1); ...; muirrt_triangle_all_reduce_wait(
- *   r_j, c); ...
- * Only rows [row_begin, row_end) of the upper triangles (row r from its
- * diagonal on, n - r floats) of the `batch` n x n items of c travel,
- * packed; start begins a non-blocking gather (MPI_Iallgather) and returns
- * a request; wait completes it, adds the pieces in group-rank order (as
- * muirrt_all_reduce) and writes the sums to those rows and, mirrored, to
- * the matching lower-triangle columns. Every request must be waited for
- * exactly once, with its own rows (the wait's row_begin and row_end must be
- * the start's). */
-int64_t muirrt_triangle_all_reduce_start(int64_t axes_mask, int64_t batch,
-                                         int64_t n, const float *c,
-                                         int64_t row_begin, int64_t row_end);
-void muirrt_triangle_all_reduce_wait(int64_t request, float *c,
-                                     int64_t row_begin, int64_t row_end);
-
-/* Group rank `root`'s buffer is copied to every rank of the group. */
-void muirrt_broadcast(int64_t axes_mask, int64_t root, float *buf,
-                      int64_t count);
-
-/* No communication: `in` is [outer, inner * g] (the same on every rank of
- * the group); out receives group rank r's block [outer, inner]. */
-void muirrt_all_slice(int64_t axes_mask, const float *in, float *out,
-                      int64_t outer, int64_t inner);
 
 /* Bytes this rank sent and collective calls it made on the group named by
  * axes_mask, since the last reset. */
