@@ -1,10 +1,10 @@
 //===- CostModel.cpp - choosing how Newton-Schulz runs across ranks -------===//
 #include "muir/Analysis/CostModel.h"
 #include "muir/Analysis/PlanReport.h"
+#include "muir/Support/EnumNames.h"
 #include "muir-rt/Runtime.h"
 
 #include "llvm/Support/Format.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -17,32 +17,25 @@ const Link &MachineProfile::link(StringRef axis) const {
   return it == axes.end() ? otherAxes : it->second;
 }
 
+/// The machines, declared once (EnumNames.h).
+static constexpr EnumName<Machine> machines[] = {
+    {Machine::Cpu, "cpu", "this machine's CPUs (OpenBLAS, MPI)"},
+    {Machine::H200, "h200",
+     "8 H200 per node, NVLink and InfiniBand, fp32 products"},
+    {Machine::H200Bf16, "h200-bf16",
+     "as h200 with bf16 products (--cuda-bf16)"},
+};
+
 StringRef mlir::muir::stringify(Machine machine) {
-  switch (machine) {
-  case Machine::Cpu:
-    return "cpu";
-  case Machine::H200:
-    return "h200";
-  case Machine::H200Bf16:
-    return "h200-bf16";
-  }
-  return "cpu";
+  return enumName(machines, machine);
 }
 
 std::optional<Machine> mlir::muir::symbolizeMachine(StringRef name) {
-  for (Machine m : {Machine::Cpu, Machine::H200, Machine::H200Bf16})
-    if (stringify(m) == name)
-      return m;
-  return std::nullopt;
+  return enumValue(machines, name);
 }
 
 llvm::cl::ValuesClass mlir::muir::machineValues() {
-  return llvm::cl::values(
-      clEnumValN(Machine::Cpu, "cpu", "this machine's CPUs (OpenBLAS, MPI)"),
-      clEnumValN(Machine::H200, "h200",
-                 "8 H200 per node, NVLink and InfiniBand, fp32 products"),
-      clEnumValN(Machine::H200Bf16, "h200-bf16",
-                 "as h200 with bf16 products (--cuda-bf16)"));
+  return enumValues(machines);
 }
 
 MachineProfile MachineProfile::get(Machine machine) {
@@ -79,36 +72,36 @@ MachineProfile MachineProfile::get(Machine machine) {
   }
 }
 
+/// The ns-mode option's values, declared once; a fixed one's name is its
+/// mode's (fixedMode).
+static constexpr EnumName<NSModeOption> nsModeOptions[] = {
+    {NSModeOption::Auto, "auto",
+     "the cost model picks duplicated, distributed or resharded"},
+    {NSModeOption::Duplicated, "duplicated",
+     "all-gather, the whole Newton-Schulz on every rank"},
+    {NSModeOption::Distributed, "distributed",
+     "the Gram matrix all-reduced every step"},
+    {NSModeOption::Resharded, "resharded",
+     "all_to_all to a split of the other dimension, distributed, and back"},
+    {NSModeOption::Blockwise, "blockwise",
+     "Newton-Schulz of the local block (an approximation)"},
+};
+
 StringRef mlir::muir::stringify(NSMode mode) {
-  switch (mode) {
-  case NSMode::Duplicated:
-    return "duplicated";
-  case NSMode::Distributed:
-    return "distributed";
-  case NSMode::Blockwise:
-    return "blockwise";
-  case NSMode::Resharded:
-    return "resharded";
-  }
-  return "duplicated";
+  for (const EnumName<NSModeOption> &o : nsModeOptions)
+    if (fixedMode(o.value) == mode)
+      return o.name;
+  return "";
 }
 
 std::optional<NSMode> mlir::muir::symbolizeNSMode(StringRef name) {
-  if (name == "duplicated")
-    return NSMode::Duplicated;
-  if (name == "distributed")
-    return NSMode::Distributed;
-  if (name == "blockwise")
-    return NSMode::Blockwise;
-  if (name == "resharded")
-    return NSMode::Resharded;
+  if (std::optional<NSModeOption> option = enumValue(nsModeOptions, name))
+    return fixedMode(*option);
   return std::nullopt;
 }
 
 StringRef mlir::muir::stringify(NSModeOption option) {
-  if (std::optional<NSMode> mode = fixedMode(option))
-    return stringify(*mode);
-  return "auto";
+  return enumName(nsModeOptions, option);
 }
 
 std::optional<NSMode> mlir::muir::fixedMode(NSModeOption option) {
@@ -128,18 +121,7 @@ std::optional<NSMode> mlir::muir::fixedMode(NSModeOption option) {
 }
 
 llvm::cl::ValuesClass mlir::muir::nsModeValues() {
-  return llvm::cl::values(
-      clEnumValN(NSModeOption::Auto, "auto",
-                 "the cost model picks duplicated, distributed or resharded"),
-      clEnumValN(NSModeOption::Duplicated, "duplicated",
-                 "all-gather, the whole Newton-Schulz on every rank"),
-      clEnumValN(NSModeOption::Distributed, "distributed",
-                 "the Gram matrix all-reduced every step"),
-      clEnumValN(NSModeOption::Resharded, "resharded",
-                 "all_to_all to a split of the other dimension, "
-                 "distributed, and back"),
-      clEnumValN(NSModeOption::Blockwise, "blockwise",
-                 "Newton-Schulz of the local block (an approximation)"));
+  return enumValues(nsModeOptions);
 }
 
 ModeCost NSCostModel::duplicated(const NSProblem &p) const {
@@ -306,35 +288,25 @@ std::string mlir::muir::describe(ArrayRef<NSCandidate> weighed,
   return s;
 }
 
+/// The ns-form option's values, declared once.
+static constexpr EnumName<NSFormOption> nsForms[] = {
+    {NSFormOption::Auto, "auto", "the cost model picks the form per matrix"},
+    {NSFormOption::Standard, "standard", "iterate on X (m x n) in f32"},
+    {NSFormOption::Gram, "gram",
+     "iterate on the min(m, n)-square Gram matrix in f64, touching X only "
+     "at the start and the end"},
+};
+
 StringRef mlir::muir::stringify(NSFormOption option) {
-  switch (option) {
-  case NSFormOption::Auto:
-    return "auto";
-  case NSFormOption::Standard:
-    return "standard";
-  case NSFormOption::Gram:
-    return "gram";
-  }
-  return "auto";
+  return enumName(nsForms, option);
 }
 
 llvm::cl::ValuesClass mlir::muir::nsFormValues() {
-  return llvm::cl::values(
-      clEnumValN(NSFormOption::Auto, "auto",
-                 "the cost model picks the form per matrix"),
-      clEnumValN(NSFormOption::Standard, "standard",
-                 "iterate on X (m x n) in f32"),
-      clEnumValN(NSFormOption::Gram, "gram",
-                 "iterate on the min(m, n)-square Gram matrix in f64, "
-                 "touching X only at the start and the end"));
+  return enumValues(nsForms);
 }
 
 std::optional<NSFormOption> mlir::muir::symbolizeNSFormOption(StringRef name) {
-  return llvm::StringSwitch<std::optional<NSFormOption>>(name)
-      .Case("auto", NSFormOption::Auto)
-      .Case("standard", NSFormOption::Standard)
-      .Case("gram", NSFormOption::Gram)
-      .Default(std::nullopt);
+  return enumValue(nsForms, name);
 }
 
 double NSCostModel::gramIterationFlops(int64_t s, int64_t steps,
@@ -389,35 +361,26 @@ bool NSCostModel::preferGram(int64_t m, int64_t n, int64_t batch,
   return m != n && f.gramSeconds < 0.8 * f.standardSeconds;
 }
 
+/// The dp-assign policies, declared once.
+static constexpr EnumName<DpAssign> dpAssigns[] = {
+    {DpAssign::Greedy, "greedy",
+     "each matrix on one dp rank, largest first to the least loaded"},
+    {DpAssign::RoundRobin, "round-robin",
+     "each matrix on one dp rank, in turn (a baseline)"},
+    {DpAssign::Replicated, "replicated",
+     "every dp rank runs every Newton-Schulz"},
+};
+
 StringRef mlir::muir::stringify(DpAssign policy) {
-  switch (policy) {
-  case DpAssign::Greedy:
-    return "greedy";
-  case DpAssign::RoundRobin:
-    return "round-robin";
-  case DpAssign::Replicated:
-    return "replicated";
-  }
-  return "";
+  return enumName(dpAssigns, policy);
 }
 
 llvm::cl::ValuesClass mlir::muir::dpAssignValues() {
-  return llvm::cl::values(
-      clEnumValN(DpAssign::Greedy, "greedy",
-                 "each matrix on one dp rank, largest first to the least "
-                 "loaded"),
-      clEnumValN(DpAssign::RoundRobin, "round-robin",
-                 "each matrix on one dp rank, in turn (a baseline)"),
-      clEnumValN(DpAssign::Replicated, "replicated",
-                 "every dp rank runs every Newton-Schulz"));
+  return enumValues(dpAssigns);
 }
 
 std::optional<DpAssign> mlir::muir::symbolizeDpAssign(StringRef name) {
-  return llvm::StringSwitch<std::optional<DpAssign>>(name)
-      .Case("greedy", DpAssign::Greedy)
-      .Case("round-robin", DpAssign::RoundRobin)
-      .Case("replicated", DpAssign::Replicated)
-      .Default(std::nullopt);
+  return enumValue(dpAssigns, name);
 }
 
 double mlir::muir::layerwiseWeight(int64_t m, int64_t n, int64_t batch,

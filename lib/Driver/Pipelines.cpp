@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"
+#include "muir/Support/EnumNames.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -282,16 +283,19 @@ llvm::cl::ValuesClass mlir::muir::nsPrecisionValues() {
                  "in f32, rounded to bf16 (the standard form)"));
 }
 
+/// The targets, declared once (EnumNames.h).
+static constexpr EnumName<Target> targets[] = {
+    {Target::Cpu, "cpu", "OpenBLAS, MPI, kernels compiled through LLVM"},
+    {Target::Cuda, "cuda",
+     "cuBLAS, NCCL, kernels as PTX embedded in the module"},
+};
+
 StringRef mlir::muir::stringify(Target target) {
-  return target == Target::Cuda ? "cuda" : "cpu";
+  return enumName(targets, target);
 }
 
 llvm::cl::ValuesClass mlir::muir::targetValues() {
-  return llvm::cl::values(
-      clEnumValN(Target::Cpu, "cpu",
-                 "OpenBLAS, MPI, kernels compiled through LLVM"),
-      clEnumValN(Target::Cuda, "cuda",
-                 "cuBLAS, NCCL, kernels as PTX embedded in the module"));
+  return enumValues(targets);
 }
 
 void mlir::muir::dropMuirArgAttrs(FunctionOpInterface function) {
