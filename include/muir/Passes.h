@@ -221,6 +221,16 @@ struct TargetOptions {
 /// alike).
 std::map<std::string, std::string> identityOf(const PipelineOptions &options,
                                               const TargetOptions &target);
+/// What is wrong with a combination of options, or "": the same rules for
+/// the tools' flags and the C API's items. `given(name)` says whether an
+/// option was given explicitly; `spell(name, value)` writes one as its front
+/// end reads it ("--ns-form=gram", "ns-form=gram"; value "" for the option
+/// alone).
+std::string
+checkOptions(const PipelineOptions &options, const TargetOptions &target,
+             bool cudaBf16, llvm::function_ref<bool(StringRef)> given,
+             llvm::function_ref<std::string(StringRef, StringRef)> spell);
+
 /// Every pipeline option as "name=value", in Options.def's order (the
 /// compiled-step cache's key).
 SmallVector<std::string> optionTexts(const PipelineOptions &options);

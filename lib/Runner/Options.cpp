@@ -9,6 +9,7 @@
 #include "muir/Driver/PipelineFlags.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace mlir::muir;
@@ -28,7 +29,7 @@ template <typename... Fs> overloaded(Fs...) -> overloaded<Fs...>;
 llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
   StepOptions o;
   o.pipeline.probeUpdates = false;
-  bool precisionGiven = false;
+  llvm::StringSet<> givenNames;
   llvm::SmallVector<StringRef> items;
   text.split(items, ' ', -1, false);
   for (StringRef item : items) {
@@ -36,6 +37,7 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
     if (item.empty())
       continue;
     auto [key, value] = item.split('=');
+    givenNames.insert(key);
     auto boolean = [&](bool &out) -> llvm::Error {
       if (value == "true" || value == "1")
         out = true;
@@ -83,8 +85,6 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
     e = readValue(o.FIELD);                                                   \
   }
 #include "muir/Driver/Options.def"
-    if (key == "ns-precision")
-      precisionGiven = true;
     if (known) {
       // read above
     } else if (key == "target") {
@@ -117,15 +117,17 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
   if (o.layerBackward && o.layer.empty())
     return error("option 'layer-pass' needs layer=NAME");
   // cuda-bf16 iterates Newton-Schulz in bf16 unless ns-precision says.
-  if (o.cudaBf16 && !precisionGiven)
+  if (o.cudaBf16 && !givenNames.count("ns-precision"))
     o.pipeline.nsPrecision = NSPrecision::bf16;
-  if (o.cudaBf16 && o.target.target != Target::Cuda)
-    return error("option 'cuda-bf16' needs target=cuda (a CPU step iterates "
-                 "in bf16 with ns-precision=bf16)");
-  if (o.pipeline.nsForm == NSFormOption::Gram &&
-      o.pipeline.nsPrecision == NSPrecision::bf16)
-    return error("option 'ns-form=gram' iterates on the Gram matrix in f64; "
-                 "a bf16 iterate takes the standard form");
+  // The combinations the tools refuse, by the same rules.
+  std::string bad = checkOptions(
+      o.pipeline, o.target, o.cudaBf16,
+      [&](StringRef name) { return givenNames.count(name) > 0; },
+      [](StringRef name, StringRef value) {
+        return (name + (value.empty() ? "" : "=") + value).str();
+      });
+  if (!bad.empty())
+    return error("options: " + bad);
   if (!o.ncclId.empty() && (o.ncclRank < 0 || o.ncclWorld < 1 ||
                             o.ncclRank >= o.ncclWorld))
     return error("nccl-id needs nccl-rank and nccl-world (0 <= rank < "

@@ -100,28 +100,19 @@ struct PipelineFlags {
       return "--cuda-arch must be sm_80 or newer (sm_80, sm_89, sm_90, "
              "sm_90a, sm_100, ...), got '" +
              cudaArch + "'";
-    if (chunkRows < 0)
-      return ("--syrk-chunk-rows must be >= 0, got " +
-              llvm::Twine(static_cast<int64_t>(chunkRows)))
-          .str();
-    // A flag that would change nothing is a mistake to point out, not to
-    // ignore.
-    if (cudaArch.getNumOccurrences() && target != Target::Cuda)
-      return "--cuda-arch has no effect without --target=cuda";
-    if (cudaBf16 && target != Target::Cuda)
-      return "--cuda-bf16 needs --target=cuda (a CPU step iterates in bf16 "
-             "with --ns-precision=bf16)";
-    if (nsForm == NSFormOption::Gram && precision() == NSPrecision::bf16)
-      return "--ns-form=gram iterates on the Gram matrix in f64; "
-             "a bf16 iterate (--ns-precision=bf16, --cuda-bf16) takes the "
-             "standard form";
-    if (fuseAllReduce.getNumOccurrences() && fuseAllReduce && !syrk)
-      return "--fuse-syrk-all-reduce needs --syrk (it fuses the SYRK's "
-             "all-reduce); --syrk=false computes no SYRK";
-    if (chunkRows.getNumOccurrences() && (!syrk || !fuseAllReduce))
-      return std::string("--syrk-chunk-rows has no effect with ") +
-             (!syrk ? "--syrk=false" : "--fuse-syrk-all-reduce=false");
-    return "";
+    std::vector<std::string> flags = given();
+    return checkOptions(
+        options(false), targetOptions(), cudaBf16,
+        [&](llvm::StringRef name) {
+          if (name == "cuda-arch")
+            return cudaArch.getNumOccurrences() > 0;
+          if (name == "cuda-bf16")
+            return cudaBf16.getNumOccurrences() > 0;
+          return llvm::is_contained(flags, name);
+        },
+        [](llvm::StringRef name, llvm::StringRef value) {
+          return ("--" + name + (value.empty() ? "" : "=") + value).str();
+        });
   }
 
   /// The iterate's element type: --ns-precision, else bf16 with

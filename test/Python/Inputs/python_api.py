@@ -334,6 +334,15 @@ expect("cuda-bf16 on the cpu", lambda: muir.compile(SOURCE, "api.yaml",
                                                     "cuda-bf16=true"))
 expect("gram in bf16", lambda: muir.compile(
     SOURCE, "api.yaml", "ns-precision=bf16 ns-form=gram"))
+# The tools' other rules (checkOptions): the same for the C API's items.
+expect("fuse without syrk", lambda: muir.compile(
+    SOURCE, "api.yaml", "syrk=false fuse-syrk-all-reduce=true"))
+expect("chunks without fusing", lambda: muir.compile(
+    SOURCE, "api.yaml", "fuse-syrk-all-reduce=false syrk-chunk-rows=64"))
+expect("negative chunks", lambda: muir.compile(
+    SOURCE, "api.yaml", "syrk-chunk-rows=-1"))
+expect("cuda-arch on the cpu", lambda: muir.compile(
+    SOURCE, "api.yaml", "cuda-arch=sm_90"))
 # ns-precision=bf16 iterates in bf16: 3 steps of the Muon matrix differ from
 # the f32 step's by about bf16's rounding, not f32's.
 f32 = three_steps(values, None)
