@@ -14,6 +14,7 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <deque>
 #include <string>
 
 using namespace mlir::muir::runner;
@@ -64,10 +65,20 @@ static MuirStep *makeStep(const char *options, Make make) {
 }
 
 namespace {
+/// NUL-terminated copies of the strings a C table points to: a deque, whose
+/// elements stay where they are as it grows.
+struct KeptStrings {
+  std::deque<std::string> all;
+  const char *keep(llvm::StringRef text) {
+    all.push_back(text.str());
+    return all.back().c_str();
+  }
+};
+
 /// The registry's entries as C structs (their strings NUL-terminated
 /// copies), made once.
 struct OptimizerTable {
-  std::vector<std::vector<std::string>> strings;
+  KeptStrings strings;
   std::vector<std::vector<const char *>> suffixes, keys, hyper,
       settingKeys, settingChoices;
   std::vector<std::vector<int32_t>> rows, settingUnset;
@@ -77,7 +88,6 @@ struct OptimizerTable {
   OptimizerTable() {
     auto all = mlir::muir::desc::optimizers();
     size_t n = all.size();
-    strings.resize(n);
     suffixes.resize(n);
     keys.resize(n);
     hyper.resize(n);
@@ -88,14 +98,7 @@ struct OptimizerTable {
     settingDefaults.resize(n);
     for (size_t i = 0; i < n; ++i) {
       const mlir::muir::desc::OptimizerInfo &o = all[i];
-      std::vector<std::string> &own = strings[i];
-      // Reserved: pointers into `own` stay valid as it grows.
-      own.reserve(1 + 2 * o.state.size() + o.hyper.size() +
-                  2 * o.settings.size());
-      auto keep = [&](llvm::StringRef s) {
-        own.push_back(s.str());
-        return own.back().c_str();
-      };
+      auto keep = [&](llvm::StringRef text) { return strings.keep(text); };
       const char *name = keep(o.name);
       for (const mlir::muir::desc::OptimizerState &st : o.state) {
         suffixes[i].push_back(keep(st.suffix));
@@ -130,20 +133,13 @@ const OptimizerTable &optimizerTable() {
 
 /// The settings' specs as C structs, made once.
 struct SettingTable {
-  std::vector<std::string> strings;
+  KeptStrings strings;
   std::vector<std::vector<const char *>> choices;
   std::vector<MuirSettingInfo> infos;
 
   SettingTable() {
     auto all = mlir::muir::desc::settingSpecs();
-    size_t total = all.size();
-    for (const mlir::muir::desc::SettingSpec &s : all)
-      total += s.choices.size();
-    strings.reserve(total); // pointers into it stay valid
-    auto keep = [&](llvm::StringRef text) {
-      strings.push_back(text.str());
-      return strings.back().c_str();
-    };
+    auto keep = [&](llvm::StringRef text) { return strings.keep(text); };
     choices.resize(all.size());
     for (auto [i, s] : llvm::enumerate(all)) {
       const char *key = keep(s.key);
@@ -161,22 +157,16 @@ const SettingTable &settingTable() {
   static const SettingTable table;
   return table;
 }
+
 /// The step options (muir/Driver/Options.def) as C structs, made once.
 struct OptionTable {
-  std::vector<std::string> strings;
+  KeptStrings strings;
   std::vector<std::vector<const char *>> choices;
   std::vector<MuirOptionInfo> infos;
 
   OptionTable() {
     auto all = mlir::muir::stepOptions();
-    size_t total = 0;
-    for (const mlir::muir::OptionInfo &o : all)
-      total += 4 + o.choices.size();
-    strings.reserve(total); // pointers into it stay valid
-    auto keep = [&](llvm::StringRef text) {
-      strings.push_back(text.str());
-      return strings.back().c_str();
-    };
+    auto keep = [&](llvm::StringRef text) { return strings.keep(text); };
     choices.resize(all.size());
     for (auto [i, o] : llvm::enumerate(all)) {
       const char *name = keep(o.name), *kind = keep(o.kind),
