@@ -62,6 +62,23 @@ def Muir_NSWhyAttr : AttrDef<Muir_Dialect, "NSWhy"> {
   let genVerifyDecl = 1;
 }
 
+def Muir_NSFormCostAttr : AttrDef<Muir_Dialect, "NSFormCost"> {
+  let mnemonic = "ns_form_cost";
+  let summary = "the modelled seconds of both forms of a Newton-Schulz";
+  let description = [{
+    Next to `muir.ns_form`, from muir-gram-newton-schulz: what the cost
+    model priced each form at on one rank,
+    `#muir.ns_form_cost<standard = 0.00213 s, gram = 0.00118 s>` (finite,
+    non-negative).
+  }];
+  let parameters = (ins Muir_F64Parameter<"the standard form's seconds">:
+                            $standard,
+                        Muir_F64Parameter<"the Gram form's seconds">:$gram);
+  let assemblyFormat =
+      "`<` `standard` `=` $standard `s` `,` `gram` `=` $gram `s` `>`";
+  let genVerifyDecl = 1;
+}
+
 def Muir_ShardAttr : AttrDef<Muir_Dialect, "Shard"> {
   let mnemonic = "shard";
   let summary = "one dimension of a tensor split over a grid axis";

@@ -82,6 +82,17 @@ LogicalResult NSWhyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult
+NSFormCostAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       APFloat standardValue, APFloat gramValue) {
+  for (double s : {standardValue.convertToDouble(),
+                   gramValue.convertToDouble()})
+    if (!(s >= 0) || std::isinf(s))
+      return emitError() << "an ns_form_cost's seconds are finite and "
+                            "non-negative";
+  return success();
+}
+
 void MuirDialect::initialize() {
   addAttributes<
 #define GET_ATTRDEF_LIST
@@ -350,12 +361,10 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == "muir.ns_form_cost") {
-    auto costs = dyn_cast<DenseF64ArrayAttr>(value);
-    if (!costs || costs.size() != 2 ||
-        llvm::any_of(costs.asArrayRef(), [](double c) { return !(c >= 0); }))
-      return op->emitError("'muir.ns_form_cost' must be array<f64: "
-                           "standard, gram>, the modelled seconds of both "
-                           "forms (non-negative)");
+    if (!isa<NSFormCostAttr>(value))
+      return op->emitError("'muir.ns_form_cost' must be "
+                           "#muir.ns_form_cost<standard = S s, gram = G s>, "
+                           "the modelled seconds of both forms");
     return success();
   }
   if (name == "muir.dp_owner") {

@@ -177,8 +177,9 @@ struct ChooseNewtonSchulzForm : OpRewritePattern<NewtonSchulzOp> {
       gram = false;
     auto formAttr =
         NSFormAttr::get(getContext(), gram ? NSForm::gram : NSForm::standard);
-    auto costAttr =
-        rewriter.getDenseF64ArrayAttr({cost.standardSeconds, cost.gramSeconds});
+    auto costAttr = NSFormCostAttr::get(getContext(),
+                                        APFloat(cost.standardSeconds),
+                                        APFloat(cost.gramSeconds));
     auto record = [&](Operation *on) {
       on->setAttr("muir.ns_form", formAttr);
       on->setAttr("muir.ns_form_cost", costAttr);

@@ -37,13 +37,13 @@
 // GRAM: %[[Q1:.+]] = muir.matmul %[[B1]], %[[QK]] acc %[[QK]] beta(%[[CA]]) {symmetric}
 // GRAM: scf.yield %[[A1]], %[[B1]], %[[Q1]]
 // GRAM: %[[QF:.+]] = muir.scale_matrices %[[R]]#2, %[[S]] : tensor<24x24xf64>, tensor<1xf64> -> tensor<24x24xf32>
-// GRAM: %[[X:.+]] = muir.matmul %[[QF]], %arg0 {muir.ns_form = #muir.ns_form<gram>, muir.ns_form_cost = array<f64: {{.*}}>} : (tensor<24x24xf32>, tensor<24x4096xf32>) -> tensor<24x4096xf32>
+// GRAM: %[[X:.+]] = muir.matmul %[[QF]], %arg0 {muir.ns_form = #muir.ns_form<gram>, muir.ns_form_cost = #muir.ns_form_cost<standard = {{.*}} s, gram = {{.*}} s>} : (tensor<24x24xf32>, tensor<24x4096xf32>) -> tensor<24x4096xf32>
 // GRAM: return %[[X]]
 // AUTO-LABEL: func.func @wide
 // AUTO-NOT: muir.newton_schulz
 // AUTO: muir.ns_form = #muir.ns_form<gram>
 // STD-LABEL: func.func @wide
-// STD: muir.newton_schulz %arg0 steps(3) schedule(quintic) {muir.ns_form = #muir.ns_form<standard>, muir.ns_form_cost = array<f64: {{.*}}>} : tensor<24x4096xf32>
+// STD: muir.newton_schulz %arg0 steps(3) schedule(quintic) {muir.ns_form = #muir.ns_form<standard>, muir.ns_form_cost = #muir.ns_form_cost<standard = {{.*}} s, gram = {{.*}} s>} : tensor<24x4096xf32>
 // NOSYRK-LABEL: func.func @wide
 // NOSYRK-NOT: muir.syrk
 // NOSYRK: %[[XD:.+]] = arith.extf %arg0 : tensor<24x4096xf32> to tensor<24x4096xf64>
@@ -96,7 +96,7 @@ func.func @stack(%s: tensor<4x16x256xf32>) -> tensor<4x16x256xf32> {
 // A square matrix stays standard under auto (the Gram matrix is as large
 // as X); with ns-form=gram it is still rewritten, as asked.
 // AUTO-LABEL: func.func @square
-// AUTO: muir.newton_schulz %arg0 steps(5) schedule(simple) {muir.ns_form = #muir.ns_form<standard>, muir.ns_form_cost = array<f64: {{.*}}>} : tensor<128x128xf32>
+// AUTO: muir.newton_schulz %arg0 steps(5) schedule(simple) {muir.ns_form = #muir.ns_form<standard>, muir.ns_form_cost = #muir.ns_form_cost<standard = {{.*}} s, gram = {{.*}} s>} : tensor<128x128xf32>
 // GRAM-LABEL: func.func @square
 // GRAM-NOT: muir.newton_schulz
 // GRAM: muir.ns_form = #muir.ns_form<gram>

@@ -1449,9 +1449,17 @@ func.func @ns_form_not_typed(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
 
 // -----
 
-func.func @ns_form_cost_length(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
-  // expected-error@+1 {{'muir.ns_form_cost' must be array<f64: standard, gram>}}
-  %0 = muir.newton_schulz %x steps(5) schedule(simple) {muir.ns_form_cost = array<f64: 1.0>} : tensor<8x16xf32>
+func.func @ns_form_cost_untyped(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error@+1 {{'muir.ns_form_cost' must be #muir.ns_form_cost<standard = S s, gram = G s>}}
+  %0 = muir.newton_schulz %x steps(5) schedule(simple) {muir.ns_form_cost = array<f64: 1.0, 2.0>} : tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @ns_form_cost_negative(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error@+1 {{an ns_form_cost's seconds are finite and non-negative}}
+  %0 = muir.newton_schulz %x steps(5) schedule(simple) {muir.ns_form_cost = #muir.ns_form_cost<standard = -1.0 s, gram = 2.0 s>} : tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
 
