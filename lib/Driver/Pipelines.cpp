@@ -292,7 +292,7 @@ ArrayRef<OptionInfo> mlir::muir::stepOptions() {
                                   IDENTITY, HELP)                             \
   v.push_back({NAME, "choice", optionText(DEFAULT, VALUES),                   \
                valueNames(VALUES), true, HELP});
-#define MUIR_STEP_OPTION(FIELD, TYPE, NAME, DEFAULT, USER, HELP)              \
+#define MUIR_STEP_OPTION(FIELD, TYPE, NAME, DEFAULT, USER, FLAG, HELP)        \
   v.push_back({NAME, optionKind(TYPE(DEFAULT)), optionText(TYPE(DEFAULT)),    \
                {}, USER, HELP});
 #define MUIR_OTHER_OPTION(NAME, KIND, DEFAULT, USER, HELP)                    \

@@ -79,7 +79,7 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
     known = true;                                                             \
     e = enumeration(o.pipeline.FIELD, VALUES);                                \
   }
-#define MUIR_STEP_OPTION(FIELD, TYPE, NAME, DEFAULT, USER, HELP)              \
+#define MUIR_STEP_OPTION(FIELD, TYPE, NAME, DEFAULT, USER, FLAG, HELP)        \
   if (!known && key == NAME) {                                                \
     known = true;                                                             \
     e = readValue(o.FIELD);                                                   \

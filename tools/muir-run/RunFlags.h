@@ -77,11 +77,19 @@ struct RunFlags {
       cl::desc("after the last step, every rank prints the bytes it sent and "
                "the collectives it ran per grid-axis group (runtime counters)"),
       cl::init(false), cl::cat(muirCat)};
-  cl::opt<bool> cudaGraph{
-      "cuda-graph",
-      cl::desc("with --target=cuda, run steps after the first as one captured "
-               "CUDA graph (--cuda-graph=false: launch op by op)"),
-      cl::init(true), cl::cat(muirCat)};
+  // The step options muir-run alone has as flags (cuda-graph,
+  // jit-listeners: muir/Driver/Options.def).
+#define MUIR_STEP_FLAG_Run(FIELD, TYPE, NAME, DEFAULT, HELP)                   \
+  cl::opt<TYPE> FIELD{NAME, cl::desc(HELP), cl::init(DEFAULT),                \
+                      cl::cat(muirCat)};
+#define MUIR_STEP_FLAG_Tools(FIELD, TYPE, NAME, DEFAULT, HELP)
+#define MUIR_STEP_FLAG_None(FIELD, TYPE, NAME, DEFAULT, HELP)
+#define MUIR_STEP_OPTION(FIELD, TYPE, NAME, DEFAULT, USER, FLAG, HELP)        \
+  MUIR_STEP_FLAG_##FLAG(FIELD, TYPE, NAME, DEFAULT, HELP)
+#include "muir/Driver/Options.def"
+#undef MUIR_STEP_FLAG_Tools
+#undef MUIR_STEP_FLAG_Run
+#undef MUIR_STEP_FLAG_None
   cl::opt<bool> cudaCublasGrouped{
       "cuda-cublas-grouped-gemm",
       cl::desc("with --target=cuda, run MoE layers' grouped products with "
@@ -97,12 +105,6 @@ struct RunFlags {
                "MoE layer's loss is not finite after it; nothing is written "
                "(--check-finite=false: no check)"),
       cl::init(true), cl::cat(muirCat)};
-  cl::opt<bool> jitListeners{
-      "jit-listeners",
-      cl::desc("register the JIT-compiled step with gdb and perf (perf's "
-               "listener writes dumps under $TMPDIR/.debug/jit); off by "
-               "default: the JIT writes no file"),
-      cl::init(false), cl::cat(muirCat)};
   cl::opt<bool> noProbes{
       "no-probes",
       cl::desc("do not record Newton-Schulz outputs (no singular values in "
