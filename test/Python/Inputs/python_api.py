@@ -137,6 +137,25 @@ check(not differ, "docs/step-library.md's options table differs from "
 print("docs options table: %d rows, as muir.options()%s"
       % (len(quoted) - 2, "" if not differ else " NOT"))
 
+# docs/muir-compile.md's flag table gives each option's default as the
+# library declares it.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                       "..", "..", "docs", "muir-compile.md")) as f:
+    text = f.read()
+# The flags' table: the rows under "| option | default | meaning |".
+table = re.search(r"^\| option \| default \| meaning \|\n(?:^\|.*\n)+",
+                  text, re.M).group(0)
+rows = re.findall(r"^\| `--([\w-]+)[^|]*(?:\\\|[^|]*)*\| ([^|]+) \|",
+                  table, re.M)
+documented = {name: default.strip().strip("`") for name, default in rows}
+flagged = [n for n in muir.options() if n in documented]
+wrong = [n for n in flagged
+         if documented[n] != {"false": "off", "": "none"}.get(
+             muir.options()[n].default, muir.options()[n].default)]
+check(not wrong, "docs/muir-compile.md's defaults differ: %s" % wrong)
+print("docs/muir-compile.md: %d options' defaults as muir.options()%s"
+      % (len(flagged), "" if not wrong else " NOT: " + ", ".join(wrong)))
+
 # muir.description's keyword defaults are the sections' too.
 import inspect  # noqa: E402
 import muir.description  # noqa: E402
