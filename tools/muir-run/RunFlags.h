@@ -79,17 +79,10 @@ struct RunFlags {
       cl::init(false), cl::cat(muirCat)};
   // The step options muir-run alone has as flags (cuda-graph,
   // jit-listeners: muir/Driver/Options.def).
-#define MUIR_STEP_FLAG_Run(FIELD, TYPE, NAME, DEFAULT, HELP)                   \
+#define MUIR_RUN_FLAG(FIELD, TYPE, NAME, DEFAULT, HELP)                        \
   cl::opt<TYPE> FIELD{NAME, cl::desc(HELP), cl::init(DEFAULT),                \
                       cl::cat(muirCat)};
-#define MUIR_STEP_FLAG_Tools(FIELD, TYPE, NAME, DEFAULT, HELP)
-#define MUIR_STEP_FLAG_None(FIELD, TYPE, NAME, DEFAULT, HELP)
-#define MUIR_STEP_OPTION(FIELD, TYPE, NAME, DEFAULT, USER, FLAG, HELP)        \
-  MUIR_STEP_FLAG_##FLAG(FIELD, TYPE, NAME, DEFAULT, HELP)
 #include "muir/Driver/Options.def"
-#undef MUIR_STEP_FLAG_Tools
-#undef MUIR_STEP_FLAG_Run
-#undef MUIR_STEP_FLAG_None
   cl::opt<bool> cudaCublasGrouped{
       "cuda-cublas-grouped-gemm",
       cl::desc("with --target=cuda, run MoE layers' grouped products with "

@@ -70,18 +70,11 @@ struct PipelineFlags {
       llvm::cl::init("sm_90"), llvm::cl::cat(muirFlagCategory())};
 
   // The step options both tools have as flags (cuda-bf16).
-#define MUIR_STEP_FLAG_Tools(FIELD, TYPE, NAME, DEFAULT, HELP)                 \
+#define MUIR_TOOLS_FLAG(FIELD, TYPE, NAME, DEFAULT, HELP)                      \
   llvm::cl::opt<TYPE> FIELD{NAME, llvm::cl::desc(HELP),                       \
                             llvm::cl::init(DEFAULT),                          \
                             llvm::cl::cat(muirFlagCategory())};
-#define MUIR_STEP_FLAG_Run(FIELD, TYPE, NAME, DEFAULT, HELP)
-#define MUIR_STEP_FLAG_None(FIELD, TYPE, NAME, DEFAULT, HELP)
-#define MUIR_STEP_OPTION(FIELD, TYPE, NAME, DEFAULT, USER, FLAG, HELP)        \
-  MUIR_STEP_FLAG_##FLAG(FIELD, TYPE, NAME, DEFAULT, HELP)
 #include "muir/Driver/Options.def"
-#undef MUIR_STEP_FLAG_Tools
-#undef MUIR_STEP_FLAG_Run
-#undef MUIR_STEP_FLAG_None
 
   template <typename T>
   static void take(T &out, const llvm::cl::opt<T> &flag) {
