@@ -1,5 +1,6 @@
 //===- PlanReport.cpp - what a compiled step costs per rank ---------------===//
 #include "muir/Analysis/PlanReport.h"
+#include "muir/Analysis/StepCost.h"
 #include "muir-rt/Runtime.h"
 
 #include "llvm/Support/Format.h"
@@ -26,31 +27,15 @@ int64_t mlir::muir::nsCalls(int64_t steps, bool gram) {
   return gram ? 2 + 2 * steps + 3 * (steps - 1) + 2 : 1 + 3 * steps;
 }
 
-// The bytes a rank at group rank r sends in an all_reduce of count floats
-// over g ranks, as the runtime counts them (runtime/cpu/Dist.cpp): its
-// whole piece to every peer, or, where muirrt_all_reduce_scatters, all but
-// its slice out and its reduced slice to every peer.
-static int64_t allReduceBytes(int64_t count, int64_t g, int64_t r) {
-  if (!muirrt_all_reduce_scatters(count, g))
-    return count * 4 * (g - 1);
-  int64_t mine = count * (r + 1) / g - count * r / g;
-  return 4 * (count - mine) + mine * 4 * (g - 1);
-}
-
-// The same averaged over the group's ranks (the slices add up to count).
+// The bytes a rank sends in an all_reduce of count floats over g ranks, as
+// the runtime counts them (runtime/cpu/Dist.cpp), averaged over the group's
+// ranks (the slices add up to count).
 static double allReduceBytesMean(double count, double g) {
   if (!muirrt_all_reduce_scatters(static_cast<int64_t>(count),
                                   static_cast<int64_t>(g)))
     return count * 4 * (g - 1);
   return 8 * count * (g - 1) / g;
 }
-
-static int64_t dtypeBytes(StringRef dtype) {
-  return dtype == "f64" ? 8 : dtype == "f32" ? 4 : 2;
-}
-
-// Optimizer state is f32, except for an f64 parameter's (kept in f64).
-static int64_t stateBytes(StringRef dtype) { return dtype == "f64" ? 8 : 4; }
 
 namespace {
 /// One parameter as compute() plans it: its optimizer and shape, this
@@ -61,8 +46,7 @@ struct ParamPlan {
   const Parameter *p = nullptr;
   Assignment a;
   bool muon = false;
-  int64_t rank = 0, local = 0, localMatrices = 0, m = 0, n = 0;
-  int64_t nsLocal = 0; ///< what the Newton-Schulz owner holds
+  int64_t rank = 0, localMatrices = 0, m = 0, n = 0;
   int64_t owner = -1;  ///< dp owner, -1: every rank
   const Sharding *fsdp = nullptr;
   SmallVector<std::pair<const Sharding *, int64_t>> matrixSplits;
@@ -74,8 +58,8 @@ struct ParamPlan {
 class ReportBuilder {
 public:
   ReportBuilder(const Description &d, const ReportOptions &options,
-                std::string &error)
-      : d(d), options(options), error(error),
+                const StepCosts &costs, std::string &error)
+      : d(d), options(options), costs(costs), error(error),
         profile(MachineProfile::get(options.machine)),
         fixedMode(muir::fixedMode(options.nsMode)),
         model(profile, d.grid.numDevices()) {}
@@ -83,14 +67,9 @@ public:
   FailureOr<PlanReport> build() {
     setUp();
     assignDp();
-    nsGroups.resize(r.ranks.size());
-    lwFloats.assign(static_cast<size_t>(r.dp.ranks), 0);
-    fsFloats.assign(static_cast<size_t>(r.dp.ranks), 0);
     for (auto [index, p] : llvm::enumerate(d.params))
       if (failed(addParameter(index, p)))
         return failure();
-    applyBatching();
-    addDpExchanges();
     if (d.training.enabled)
       addTraining();
     return r;
@@ -101,49 +80,20 @@ private:
   void assignDp();
   LogicalResult addParameter(size_t index, const Parameter &p);
   LogicalResult decideMode(ParamPlan &pp);
-  void addRankCosts(size_t rankIndex, RankCost &c, const ParamPlan &pp);
-  void addSplitNSCosts(size_t rankIndex, RankCost &c, const ParamPlan &pp);
-  void noteNS(size_t rankIndex, RankCost &c, const ParamPlan &pp,
-              int64_t rows, int64_t cols);
-  void applyBatching();
-  void addDpExchanges();
+  void addForms(const ParamPlan &pp);
   void addTraining();
-
-  /// A rank's coordinate on dp.
-  int64_t dpCoord(int64_t rank) const {
-    return dpIndex < 0 ? 0 : (rank / dpStride) % r.dp.ranks;
-  }
-  /// A rank's coordinate on a named axis (the grid's, else the MoE
-  /// folding's), row-major with the last axis fastest.
-  int64_t axisCoord(int64_t rank, StringRef axis) const {
-    for (const std::vector<GridAxis> *axes : {&d.grid.axes, &d.grid.moeAxes}) {
-      int64_t stride = 1;
-      for (size_t i = axes->size(); i-- > 0;) {
-        if ((*axes)[i].name == axis)
-          return (rank / stride) % (*axes)[i].size;
-        stride *= (*axes)[i].size;
-      }
-    }
-    return 0;
-  }
 
   const Description &d;
   const ReportOptions &options;
+  const StepCosts &costs;
   std::string &error;
   MachineProfile profile;
   std::optional<NSMode> fixedMode;
   NSCostModel model;
   PlanReport r;
-  int64_t dpIndex = -1, dpStride = 1;
   /// Per parameter: -1 (every rank), else its owner; and whether FSDP.
   std::vector<int64_t> ownerOf;
   std::vector<const Sharding *> fsdpOf;
-  /// Per rank, the Newton-Schulz ops that could share a batch: key ->
-  /// (ops, calls of one op's chain).
-  std::vector<std::map<std::string, std::pair<int64_t, int64_t>>> nsGroups;
-  /// Floats each dp rank's owned results occupy, layer-wise and FSDP (its
-  /// local shard of each), for the exchanges' bytes.
-  std::vector<int64_t> lwFloats, fsFloats;
 };
 } // namespace
 
@@ -157,23 +107,17 @@ void ReportBuilder::setUp() {
     if (!llvm::is_contained(r.axes, a.name))
       r.axes.push_back(a.name);
 
-  // Every rank's share of every parameter. Even shards make ranks alike;
-  // layer-wise and FSDP assignment over dp make them differ.
-  r.ranks.resize(d.grid.numDevices());
+  // What each rank runs, from the compiled step.
+  r.ranks = costs.ranks;
 
   // Over dp, as muir-distribute shares Newton-Schulz out: Muon matrices of
   // the run's grid with no split on dp (layer-wise), or with an FSDP split
   // of a matrix dimension that no other split shares.
   r.dp.axis = "dp";
   r.dp.policy = options.dpAssign;
-  for (auto [i, a] : llvm::enumerate(d.grid.axes))
-    if (a.name == r.dp.axis) {
-      dpIndex = i;
+  for (const GridAxis &a : d.grid.axes)
+    if (a.name == r.dp.axis)
       r.dp.ranks = a.size;
-    }
-  for (int64_t i = dpIndex + 1;
-       dpIndex >= 0 && i < static_cast<int64_t>(d.grid.axes.size()); ++i)
-    dpStride *= d.grid.axes[i].size;
 }
 
 /// Over dp, as muir-distribute shares Newton-Schulz out: each matrix's
@@ -193,7 +137,17 @@ fsdpOf.assign(d.params.size(), nullptr);
           const GridAxis *axis = d.grid.find(s.axis, true);
           return axis && axis->size > 1;
         });
-    if (!optimizerInfo(a.optimizer).orthogonalises || otherFolding ||
+    // As muir-distribute: the expert stacks of an MoE layer trained in the
+    // step are per-rank already (`muir.local`) and never shared out.
+    bool trained =
+        d.training.enabled && llvm::any_of(d.moe, [&](const MoELayer &l) {
+          return llvm::any_of(
+              std::initializer_list<StringRef>{".experts.gate_proj",
+                                               ".experts.up_proj",
+                                               ".experts.down_proj"},
+              [&](StringRef suffix) { return p.name == l.name + suffix.str(); });
+        });
+    if (!optimizerInfo(a.optimizer).orthogonalises || otherFolding || trained ||
         r.dp.ranks <= 1 || options.dpAssign == DpAssign::Replicated)
       continue;
     int64_t rank = p.shape.size();
@@ -252,24 +206,21 @@ LogicalResult ReportBuilder::addParameter(size_t index, const Parameter &p) {
   if (muon)
     r.muonMatrices += matrices;
 
-  int64_t factor = 1, expertFactor = 1;
+  int64_t expertFactor = 1;
   for (const Sharding &s : p.shards) {
     const GridAxis *axis = d.grid.find(s.axis, p.moeFolding);
     int64_t g = axis ? axis->size : 1;
-    factor *= g;
     // Splits of a stack's first dimension (expert or fsdp) divide the
     // matrices among ranks.
     if (s.kind == ShardKind::Expert || (p.shape.size() == 3 && s.dim == 0))
       expertFactor *= g;
   }
-  pp.local = numel / factor;
   pp.localMatrices = matrices / expertFactor;
   pp.m = rank >= 2 ? p.shape[rank - 2] : 1;
   pp.n = p.shape[rank - 1];
   if (failed(decideMode(pp)))
     return failure();
-  for (auto [rankIndex, c] : llvm::enumerate(r.ranks))
-    addRankCosts(rankIndex, c, pp);
+  addForms(pp);
   return success();
 }
 
@@ -279,7 +230,7 @@ LogicalResult ReportBuilder::decideMode(ParamPlan &pp) {
   bool muon = pp.muon;
   const Parameter &p = *pp.p;
   const Assignment &a = pp.a;
-  int64_t rank = pp.rank, local = pp.local, localMatrices = pp.localMatrices;
+  int64_t rank = pp.rank, localMatrices = pp.localMatrices;
   int64_t m = pp.m, n = pp.n;
   // The Newton-Schulz mode of a matrix split on its own dimensions, as
   // muir-distribute decides it.
@@ -295,11 +246,6 @@ LogicalResult ReportBuilder::decideMode(ParamPlan &pp) {
         axis->size > 1 && &s != fsdp)
       matrixSplits.push_back({&s, axis->size});
   }
-  // What the Newton-Schulz owner holds: the local shard, gathered over dp
-  // for FSDP.
-  pp.nsLocal = fsdp ? local * r.dp.ranks : local;
-  if (owner >= 0)
-    (fsdp ? fsFloats : lwFloats)[static_cast<size_t>(owner)] += local;
   NSMode &mode = pp.mode;
   bool &gramMode = pp.gramMode; // distributed/resharded in the Gram form
   if (muon && !matrixSplits.empty()) {
@@ -361,259 +307,42 @@ LogicalResult ReportBuilder::decideMode(ParamPlan &pp) {
   return success();
 }
 
-/// One rank's share of one parameter: its bytes, state, kernels and, for
-/// the matrices it orthogonalises, the Newton-Schulz flops, collectives
-/// and calls.
-void ReportBuilder::addRankCosts(size_t rankIndex, RankCost &c,
-                                 const ParamPlan &pp) {
+/// The forms of the Newton-Schulz ops a parameter runs whole (or, blockwise,
+/// its block), as muir-gram-newton-schulz picks them, with both modelled
+/// times per matrix.
+void ReportBuilder::addForms(const ParamPlan &pp) {
+  if (!pp.muon || (!pp.matrixSplits.empty() &&
+                   (pp.mode == NSMode::Distributed ||
+                    pp.mode == NSMode::Resharded)))
+    return;
   const Parameter &p = *pp.p;
   const Assignment &a = pp.a;
-  int64_t rank = pp.rank, local = pp.local, localMatrices = pp.localMatrices;
-  int64_t m = pp.m, n = pp.n;
-  bool muon = pp.muon;
-  int64_t owner = pp.owner, nsLocal = pp.nsLocal;
-  const Sharding *fsdp = pp.fsdp;
-  const auto &matrixSplits = pp.matrixSplits;
-  NSMode mode = pp.mode;
-  c.paramBytes += local * dtypeBytes(p.dtype);
-  // Each state tensor: the local shard, or one value per row of the
-  // local block (a split of the columns leaves every row).
-  int64_t localCols = n;
-  for (const Sharding &s : p.shards)
-    if (const GridAxis *axis = d.grid.find(s.axis, p.moeFolding);
-        axis && s.dim == rank - 1)
-      localCols /= axis->size;
-  int64_t stateElements = 0;
-  for (const OptimizerState &s : optimizerInfo(a.optimizer).state)
-    stateElements += s.rows ? local / localCols : local;
-  c.optimizerStateBytes += stateElements * stateBytes(p.dtype);
-  if (!muon) {
-    c.runtimeCalls += 1; // one fused AdamW kernel
-    return;
+  SmallVector<std::pair<int64_t, int64_t>> shapes;
+  if (!pp.matrixSplits.empty() && pp.mode == NSMode::Blockwise) {
+    int64_t lm = pp.m, ln = pp.n;
+    for (auto [split, g] : pp.matrixSplits)
+      (split->dim == pp.rank - 2 ? lm : ln) /= g;
+    shapes.push_back({lm, ln});
+  } else if (a.muon.splitFused && !p.splitRows.empty() && pp.rank == 2) {
+    for (int64_t rows : p.splitRows)
+      shapes.push_back({rows, pp.n});
+  } else {
+    shapes.push_back({pp.m, pp.n});
   }
-  c.runtimeCalls += 1; // the momentum kernel
-  const OptimizerInfo &info = optimizerInfo(a.optimizer);
-  if (info.rowSums || info.updateNorm) {
-    // A normalisation of this rank's block, on every rank (NorMuon's):
-    // the rows' sums all-reduced over the axes that split the columns,
-    // the norm over every axis that splits the matrix (a block-wise
-    // block is its own matrix), and its kernels.
-    SmallVector<std::pair<const Sharding *, int64_t>> splits;
-    if (mode != NSMode::Blockwise)
-      splits = matrixSplits;
-    if (fsdp)
-      splits.push_back({fsdp, r.dp.ranks});
-    int64_t rows = m;
-    for (auto [split, g] : splits)
-      if (split->dim == rank - 2)
-        rows /= g;
-    for (auto [split, g] : splits) {
-      bool sumsRows = info.rowSums && split->dim == rank - 1;
-      int64_t floats = localMatrices * ((sumsRows ? rows : 0) +
-                                        (info.updateNorm ? 1 : 0));
-      c.collectiveBytes[split->axis] += floats * 4 * (g - 1);
-      c.runtimeCalls += (sumsRows ? 1 : 0) + (info.updateNorm ? 1 : 0);
-    }
-    c.runtimeCalls += info.normalizeKernels;
-  }
-  if (owner >= 0 && dpCoord(static_cast<int64_t>(rankIndex)) != owner) {
-    c.runtimeCalls += 1; // the update
-    return;
-  }
-  if (!matrixSplits.empty() &&
-      (mode == NSMode::Distributed || mode == NSMode::Resharded)) {
-    addSplitNSCosts(rankIndex, c, pp);
-    return;
-  }
-  // One Newton-Schulz op of rows x cols (a stack counts once): its
-  // chain of normalise and 3 products a step (a tall matrix iterates on
-  // X^T X, with no transposes), noted for batching (muir-batch-newton-schulz joins ops of
-  // one block, the body or a dp owner's case, with equal shape and
-  // settings).
-  if (!matrixSplits.empty() && mode == NSMode::Blockwise) {
-    int64_t lm = m, ln = n;
-    for (auto [split, g] : matrixSplits)
-      (split->dim == rank - 2 ? lm : ln) /= g;
-    noteNS(rankIndex, c, pp, lm, ln);
-    return;
-  }
-  // Local or duplicated: the whole matrix on every rank (a split
-  // update, fused QKV, orthogonalises and updates each row block
-  // alone): per block normalise, 3 GEMMs per step and the update.
-  SmallVector<int64_t> blocks = {m};
-  if (a.muon.splitFused && !p.splitRows.empty() && rank == 2)
-    blocks.assign(p.splitRows.begin(), p.splitRows.end());
-  for (int64_t rows : blocks)
-    noteNS(rankIndex, c, pp, rows, n);
-  // Gathers one split dimension after another: each sends what this
-  // rank holds by then to g - 1 peers; the slices back are local.
-  int64_t held = nsLocal;
-  for (auto [split, g] : matrixSplits) {
-    c.collectiveBytes[split->axis] += held * 4 * (g - 1);
-    held *= g;
-    c.runtimeCalls += 2;
-  }
-}
-
-/// A matrix split over an axis and orthogonalised by the distributed or
-/// resharded mode: its flops, its Gram all-reduces (and resharding), its
-/// calls.
-void ReportBuilder::addSplitNSCosts(size_t rankIndex, RankCost &c,
-                                    const ParamPlan &pp) {
-  const Assignment &a = pp.a;
-  int64_t rank = pp.rank, localMatrices = pp.localMatrices;
-  int64_t m = pp.m, n = pp.n;
-  int64_t nsLocal = pp.nsLocal;
-  bool gramMode = pp.gramMode;
-  bool resharded = pp.mode == NSMode::Resharded;
-  // Norm: sum_squares, all_reduce (4 bytes to g-1 peers), scale; per
-  // step: local Gram, its all_reduce (4 s^2 to g-1 peers), B, X.
-  // Resharded: the split moves to the other dimension and back, two
-  // all_to_all sending all but the own block (nsLocal / g floats) to
-  // each of the g - 1 others.
-  auto [split, g] = pp.matrixSplits.front();
-  bool rowsSplit = (split->dim == rank - 2) != resharded;
-  if (resharded) {
-    c.collectiveBytes[split->axis] += 2 * (nsLocal / g) * 4 * (g - 1);
-    c.runtimeCalls += 2;
-  }
-  double sDim = rowsSplit ? n : m, k = rowsSplit ? m : n;
-  if (gramMode) {
-    // The Gram form: the slice's raw Gram matrix (SYRK into f64),
-    // one packed f64 triangle to each of the g - 1 peers, the s x s
-    // iteration, the slice times s Q.
-    ModeCost gc = model.distributedGram(NSProblem{
-        rowsSplit ? int64_t(k) : int64_t(sDim),
-        rowsSplit ? int64_t(sDim) : int64_t(k), 1, a.muon.nsSteps,
-        rowsSplit ? 0 : 1, g, split->axis});
-    c.nsFlops += localMatrices * gc.flops;
-    int64_t s = static_cast<int64_t>(sDim);
-    c.collectiveBytes[split->axis] +=
-        localMatrices * (s * (s + 1) / 2) * 8 * (g - 1);
-    c.runtimeCalls += 1 + 1 + nsCalls(a.muon.nsSteps, true);
-    return;
-  }
-  // Per step: the local Gram matrix (s x s over k / g), B = b G + c G G
-  // and X' = a X + B X; with SYRK the first two are symmetric rank-k
-  // updates.
-  double kl = k / g;
-  c.nsFlops += localMatrices * a.muon.nsSteps *
-               (options.syrk ? sDim * (sDim + 1) * kl +
-                                   sDim * (sDim + 1) * sDim +
-                                   2 * sDim * sDim * kl
-                             : 4 * sDim * sDim * kl +
-                                   2 * sDim * sDim * sDim);
-  // The Gram all-reduce carries the packed triangle when fused with
-  // its SYRK (muir-fuse-syrk-all-reduce): 3 calls a chunk of rows
-  // (their SYRK, the exchange's start and its wait).
-  bool packed = options.syrk && options.fuseAllReduce;
-  int64_t s = static_cast<int64_t>(sDim), chunks = 0;
-  if (packed && s > 0) {
-    int64_t rows =
-        options.chunkRows > 0
-            ? std::min(options.chunkRows, s)
-            : gramChunkRows(profile.link(split->axis), s);
-    chunks = (s + rows - 1) / rows;
-  }
-  int64_t gramFloats =
-      packed ? int64_t(sDim * (sDim + 1) / 2) : int64_t(sDim * sDim);
-  c.collectiveBytes[split->axis] +=
-      localMatrices *
-      (4 * (g - 1) +
-       a.muon.nsSteps *
-           (packed ? gramFloats * 4 * (g - 1)
-                   : allReduceBytes(
-                         gramFloats, g,
-                         axisCoord(static_cast<int64_t>(rankIndex),
-                                   split->axis))));
-  c.runtimeCalls +=
-      1 + 3 + (packed ? 3 * chunks + 2 : 4) * a.muon.nsSteps;
-}
-
-/// One Newton-Schulz op of rows x cols (a stack counts once): its chain of
-/// normalise and 3 products a step (a tall matrix iterates on X^T X, with
-/// no transposes), noted for batching (muir-batch-newton-schulz joins ops
-/// of one block, the body or a dp owner's case, with equal shape and
-/// settings).
-void ReportBuilder::noteNS(size_t rankIndex, RankCost &c, const ParamPlan &pp,
-                           int64_t rows, int64_t cols) {
-  const Parameter &p = *pp.p;
-  const Assignment &a = pp.a;
-  int64_t localMatrices = pp.localMatrices, owner = pp.owner;
-  // The form muir-gram-newton-schulz picks (batching changes both
-  // forms' costs alike, so the choice per matrix is the batch's).
-  FormCost fc;
-  bool gram = model.preferGram(rows, cols, 1, a.muon.nsSteps,
-                               options.syrk, &fc);
-  if (options.nsForm != NSFormOption::Auto)
-    gram = options.nsForm == NSFormOption::Gram;
-  c.nsFlops += localMatrices *
-               (gram ? fc.gramFp64Flops + fc.gramFp32Flops
-                     : nsFlopsPerformed(rows, cols, a.muon.nsSteps,
-                                        options.syrk));
-  if (!llvm::any_of(r.forms, [&](const FormPlan &f) {
-        return f.name == p.name && f.rows == rows && f.cols == cols;
-      }))
+  for (auto [rows, cols] : shapes) {
+    FormCost fc;
+    bool gram = model.preferGram(rows, cols, 1, a.muon.nsSteps, options.syrk,
+                                 &fc);
+    if (options.nsForm != NSFormOption::Auto)
+      gram = options.nsForm == NSFormOption::Gram;
+    if (llvm::any_of(r.forms, [&](const FormPlan &f) {
+          return f.name == p.name && f.rows == rows && f.cols == cols;
+        }))
+      continue;
     r.forms.push_back({p.name, rows, cols, gram,
                        options.nsForm != NSFormOption::Auto,
                        fc.standardSeconds, fc.gramSeconds});
-  int64_t chain = nsCalls(a.muon.nsSteps, gram);
-  std::string key;
-  llvm::raw_string_ostream os(key);
-  os << (owner >= 0 ? "case" : "body") << " " << rows << "x" << cols
-     << " " << a.muon.nsSteps << " " << a.muon.schedule << " "
-     << llvm::format("%.17g", a.muon.eps);
-  for (double v : a.muon.coefficients)
-    os << " " << llvm::format("%.17g", v);
-  auto &group = nsGroups[rankIndex][key];
-  group.first += 1;
-  group.second = chain;
-  c.runtimeCalls += 1 + chain; // + the update
-}
-
-void ReportBuilder::applyBatching() {
-  // Batching: every op of a group after the first adds no chain of its own.
-  for (auto [rankIndex, c] : llvm::enumerate(r.ranks)) {
-    int64_t saved = 0;
-    for (auto &[key, group] : nsGroups[rankIndex])
-      saved += (group.first - 1) * group.second;
-    c.runtimeCallsUnbatched = c.runtimeCalls;
-    if (options.batch)
-      c.runtimeCalls -= saved;
   }
-}
-
-void ReportBuilder::addDpExchanges() {
-  // The exchanges over dp, as the runtime counts them (bytes sent):
-  //  layer-wise all_gatherv: own results to the g - 1 others;
-  //  FSDP out: the shards owned by others, plus one i64 count per peer;
-  //  FSDP back (owners): each peer's block of own results, plus counts.
-  int64_t g = r.dp.ranks;
-  int64_t lwTotal = 0, fsTotal = 0;
-  for (int64_t j = 0; j < g; ++j) {
-    lwTotal += lwFloats[static_cast<size_t>(j)];
-    fsTotal += fsFloats[static_cast<size_t>(j)];
-  }
-  for (auto [rankIndex, c] : llvm::enumerate(r.ranks)) {
-    if (lwTotal + fsTotal == 0)
-      break;
-    size_t me = static_cast<size_t>(dpCoord(static_cast<int64_t>(rankIndex)));
-    int64_t &bytes = c.collectiveBytes[r.dp.axis];
-    c.runtimeCalls += 1; // the group rank
-    c.runtimeCallsUnbatched += 1;
-    if (lwTotal) {
-      bytes += lwFloats[me] * 4 * (g - 1);
-      c.runtimeCalls += 1;
-      c.runtimeCallsUnbatched += 1;
-    }
-    if (fsTotal) {
-      bytes += (fsTotal - fsFloats[me]) * 4 + 8 * (g - 1);
-      bytes += fsFloats[me] * 4 * (g - 1) + 8 * (g - 1);
-      c.runtimeCalls += 2;
-      c.runtimeCallsUnbatched += 2;
-    }
-  }
-
 }
 
 void ReportBuilder::addTraining() {
@@ -661,22 +390,9 @@ void ReportBuilder::addTraining() {
                3 * allReduceBytesMean(el * f * h, reps) +
                3 * allReduceBytesMean(sf * h, g * reps);
       m.bytes = bytes;
-      // Calls: 2 forward passes of route, dispatch, 3 grouped GEMMs,
-      // swiglu, combine and the logits product; loss, probe, the weighted
-      // dispatch, the weights' gradient, 3 weight gradients, 1 grouped
-      // GEMM, swiglu_grad, route_grad, the router's product.
-      int64_t calls = 2 * 8 + 11;
-      if (l.capacityFactor > 0)
-        calls += 2;
-      if (m.ep > 1)
-        calls += 5; // gathers of tokens and logit gradients, 2 slices, loss
-      if (m.replicas > 1)
-        calls += 4 + (m.ep > 1 ? 0 : 1);
-      if (l.sharedExperts > 0)
-        // forward: 3 products, swiglu, the add; backward: 4 products,
-        // swiglu_grad; the 3 gradients' sums over the folding
-        calls += 5 + 5 + (m.ep * m.replicas > 1 ? 3 : 0);
-      m.calls = calls;
+      // Calls: the layer's ops in the compiled step.
+      auto calls = costs.layerCalls.find(l.name);
+      m.calls = calls == costs.layerCalls.end() ? 0 : calls->second;
       r.moeTraining.push_back(m);
     }
   }
@@ -684,8 +400,9 @@ void ReportBuilder::addTraining() {
 
 FailureOr<PlanReport> PlanReport::compute(const Description &d,
                                           const ReportOptions &options,
+                                          const StepCosts &costs,
                                           std::string &error) {
-  return ReportBuilder(d, options, error).build();
+  return ReportBuilder(d, options, costs, error).build();
 }
 
 void PlanReport::writeJSON(llvm::raw_ostream &os) const {

@@ -825,7 +825,9 @@ void StepBuilder::buildTraining() {
       return body->getArgument(argIndex(l.name + suffix.str()));
     };
     TrainedLayer layer{b,
-                       locFor(ctx, l.loc),
+                       NameLoc::get(StringAttr::get(
+                                        &ctx, kTrainedLayerLoc + l.name),
+                                    locFor(ctx, l.loc)),
                        l,
                        epGrid,
                        epAxis,

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Analysis/PlanReport.h"
+#include "muir/Analysis/StepCost.h"
 #include "muir/Import/Description.h"
 #include "muir/Driver/PipelineFlags.h"
 #include "muir/Passes.h"
@@ -238,12 +239,62 @@ readDescription(llvm::SourceMgr &sourceMgr) {
   return desc;
 }
 
+/// The per-rank costs of an exec-stage step module.
+static LogicalResult analyze(ModuleOp module, muir::StepCosts &costs) {
+  std::string error;
+  FailureOr<muir::StepCosts> got =
+      muir::analyzeStepCosts(module, error);
+  if (failed(got)) {
+    fail(error);
+    return failure();
+  }
+  costs = std::move(*got);
+  return success();
+}
+
+/// The step's costs compiled apart from the output (--emit before exec, or
+/// the calls without batching).
+static LogicalResult compileCosts(MLIRContext &context,
+                                  const muir::desc::Description &desc,
+                                  const muir::PipelineOptions &pipeline,
+                                  muir::StepCosts &costs) {
+  OwningOpRef<ModuleOp> module = muir::desc::buildModule(context, desc);
+  if (!module || failed(verify(*module)))
+    return failure();
+  PassManager pm(&context);
+  muir::buildToExecPipeline(pm, pipeline);
+  if (failed(pm.run(*module)))
+    return failure();
+  return analyze(*module, costs);
+}
+
+/// The report's costs: compiled apart unless --emit reached exec IR
+/// (`compile`), and the calls one Newton-Schulz per matrix makes, from the
+/// step compiled with --batch=false.
+static LogicalResult completeCosts(MLIRContext &context,
+                                   const muir::desc::Description &desc,
+                                   const muir::PipelineOptions &pipeline,
+                                   bool compile, muir::StepCosts &costs) {
+  if (compile && failed(compileCosts(context, desc, pipeline, costs)))
+    return failure();
+  if (!pipeline.batch)
+    return success();
+  muir::PipelineOptions unbatched = pipeline;
+  unbatched.batch = false;
+  muir::StepCosts one;
+  if (failed(compileCosts(context, desc, unbatched, one)))
+    return failure();
+  for (auto [c, u] : llvm::zip(costs.ranks, one.ranks))
+    c.runtimeCallsUnbatched = u.runtimeCalls;
+  return success();
+}
+
 /// The step's (or --layer's) module, built and lowered as far as --emit
 /// asks (null for --emit=none and description); failure once the
 /// diagnostics are printed.
 static FailureOr<OwningOpRef<ModuleOp>>
 buildIR(MLIRContext &context, const muir::desc::Description &desc,
-        const muir::PipelineOptions &pipeline) {
+        const muir::PipelineOptions &pipeline, muir::StepCosts *costs) {
   OwningOpRef<ModuleOp> module;
   std::string manifest, entryName;
   if (emit == Emit::None || emit == Emit::Description)
@@ -264,6 +315,9 @@ buildIR(MLIRContext &context, const muir::desc::Description &desc,
     muir::buildToExecPipeline(pm, pipeline);
   }
   if (failed(pm.run(*module)))
+    return failure();
+  if (costs && emit != Emit::High && emit != Emit::Planned &&
+      failed(analyze(*module, *costs)))
     return failure();
   if (emit == Emit::LLVM || emit == Emit::PTX || emit == Emit::Object) {
     manifest = muir::runner::entryManifest(*module, entryName);
@@ -371,11 +425,21 @@ int main(int argc, char **argv) {
   context.printOpOnDiagnostic(false);
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   muir::PipelineOptions pipeline = flags.options(false);
-  FailureOr<OwningOpRef<ModuleOp>> module = buildIR(context, *desc, pipeline);
+  bool wantReport = layerName.empty() && emit != Emit::Description &&
+                    (!quiet || !reportFile.empty());
+  bool execOut = emit == Emit::Exec || emit == Emit::LLVM ||
+                 emit == Emit::PTX || emit == Emit::Object;
+  muir::StepCosts costs;
+  FailureOr<OwningOpRef<ModuleOp>> module = buildIR(
+      context, *desc, pipeline, wantReport && execOut ? &costs : nullptr);
   if (failed(module))
     return 1;
   if (!layerName.empty())
     return writeLayer(**module);
+  if (wantReport &&
+      failed(completeCosts(context, *desc, pipeline, !execOut, costs)))
+    return 1;
+  phase("costs analysed");
   std::string reportError;
   FailureOr<muir::PlanReport> planned = muir::PlanReport::compute(
       *desc,
@@ -383,7 +447,7 @@ int main(int argc, char **argv) {
                           pipeline.dpAssign, pipeline.syrk,
                           pipeline.fuseAllReduce, pipeline.chunkRows,
                           pipeline.batch, pipeline.nsForm},
-      reportError);
+      costs, reportError);
   if (failed(planned))
     return fail(reportError);
   muir::PlanReport &report = *planned;

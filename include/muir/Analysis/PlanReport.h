@@ -19,6 +19,8 @@
 
 namespace mlir::muir {
 
+struct StepCosts;
+
 struct RankCost {
   int64_t paramBytes = 0;
   int64_t optimizerStateBytes = 0;
@@ -106,9 +108,12 @@ struct PlanReport {
   std::string machine;
   DpAssignment dp; ///< empty owners when nothing is shared out
 
-  /// Fails (with `error`) on an unknown mode or machine.
+  /// The report of `d` compiled with `options`, whose step runs `costs`
+  /// on each rank (analyzeStepCosts of its exec IR). Fails (with `error`)
+  /// on a requested mode the matrix cannot take.
   static FailureOr<PlanReport> compute(const desc::Description &d,
                                        const ReportOptions &options,
+                                       const StepCosts &costs,
                                        std::string &error);
   void writeJSON(llvm::raw_ostream &os) const;
   void printTable(llvm::raw_ostream &os) const;

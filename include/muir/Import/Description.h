@@ -439,6 +439,11 @@ LogicalResult validate(
 /// back to the same description).
 void writeDescription(const Description &d, llvm::raw_ostream &os);
 
+/// The location of a trained MoE layer's ops in a step's IR is named
+/// `moe <layer>` (around the layer's place in the description), so that the
+/// plan report counts the layer's work apart from the optimizer's.
+inline constexpr llvm::StringLiteral kTrainedLayerLoc = "moe ";
+
 /// Builds the high-level IR of one optimizer step for `d`.
 OwningOpRef<ModuleOp> buildModule(MLIRContext &context, const Description &d);
 

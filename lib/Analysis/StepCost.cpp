@@ -1,0 +1,450 @@
+//===- StepCost.cpp - what each rank of a compiled step runs --------------===//
+//
+// See StepCost.h. One walk of the step function per class of ranks: ranks
+// that hold the same group rank in every group whose rank changes what the
+// program does or sends (a switch on a group rank, a ragged or rooted
+// collective, an all-reduce whose slices differ) run the same program.
+//
+//===----------------------------------------------------------------------===//
+#include "muir/Analysis/StepCost.h"
+#include "Muir/MuirDialect.h"
+#include "MuirExec/MuirExecDialect.h"
+#include "muir-rt/Runtime.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::muir;
+namespace mx = mlir::muir_exec;
+
+namespace {
+
+int64_t numel(Type t) {
+  auto m = cast<ShapedType>(t);
+  return m.getNumElements();
+}
+
+int64_t elementBytes(Type t) {
+  return std::max<int64_t>(
+      1, cast<ShapedType>(t).getElementType().getIntOrFloatBitWidth() / 8);
+}
+
+/// The bytes of an element of a step argument: its `muir.dtype` (a bf16
+/// parameter the step updates in f32) or its type's.
+int64_t argElementBytes(func::FuncOp f, BlockArgument arg) {
+  if (auto dtype = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                  "muir.dtype"))
+    return llvm::StringSwitch<int64_t>(dtype.getValue())
+        .Case("f64", 8)
+        .Case("f32", 4)
+        .Default(2);
+  return elementBytes(arg.getType());
+}
+
+/// The trained MoE layer an op belongs to (its location's `moe <name>`),
+/// or "".
+StringRef trainedLayerOf(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    StringRef n = name.getName().getValue();
+    if (n.starts_with(desc::kTrainedLayerLoc))
+      return n.drop_front(desc::kTrainedLayerLoc.size());
+    return trainedLayerOf(name.getChildLoc());
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (StringRef layer = trainedLayerOf(inner); !layer.empty())
+        return layer;
+  return "";
+}
+
+/// A grid's shape, to place world ranks in it (row-major, the last axis
+/// fastest; a folding numbers the same ranks).
+struct Grid {
+  SmallVector<StringRef> axes;
+  SmallVector<int64_t> shape;
+};
+
+class Walker {
+public:
+  Walker(ModuleOp module, func::FuncOp entry, std::string &error)
+      : module(module), entry(entry), error(error) {
+    for (GridOp g : module.getOps<GridOp>()) {
+      Grid &grid = grids[g.getSymName()];
+      for (Attribute a : g.getAxes())
+        grid.axes.push_back(cast<StringAttr>(a).getValue());
+      grid.shape.assign(g.getShape().begin(), g.getShape().end());
+      if (!g.getFolds())
+        numRanks = g.getNumDevices();
+    }
+  }
+
+  FailureOr<StepCosts> run();
+
+private:
+  /// (group size, this rank's group rank) of `group` for world rank `rank`.
+  std::pair<int64_t, int64_t> place(mx::GroupAttr group, int64_t rank) const {
+    auto it = grids.find(group.getGrid().getValue());
+    if (it == grids.end())
+      return {1, 0};
+    const Grid &g = it->second;
+    SmallVector<int64_t> coords(g.shape.size());
+    int64_t rest = rank;
+    for (size_t i = g.shape.size(); i-- > 0;) {
+      coords[i] = rest % g.shape[i];
+      rest /= g.shape[i];
+    }
+    int64_t size = 1, at = 0;
+    for (auto [i, name] : llvm::enumerate(g.axes))
+      if (llvm::any_of(group.getAxes(), [&](Attribute a) {
+            return cast<StringAttr>(a).getValue() == name;
+          })) {
+        size *= g.shape[i];
+        at = at * g.shape[i] + coords[i];
+      }
+    return {size, at};
+  }
+
+  static std::string axesKey(mx::GroupAttr group) {
+    std::string key;
+    for (Attribute a : group.getAxes()) {
+      if (!key.empty())
+        key += ",";
+      key += cast<StringAttr>(a).getValue();
+    }
+    return key;
+  }
+
+  /// Whether a loop's body holds ops whose costs depend on index values
+  /// (the rows of a chunk of the fused SYRK all-reduce).
+  static bool dependsOnIndex(scf::ForOp loop) {
+    return loop.getBody()
+        ->walk([](Operation *op) {
+          return isa<mx::SyrkRowsOp, mx::TriangleAllReduceStartOp>(op)
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+        })
+        .wasInterrupted();
+  }
+  /// The groups whose rank changes what a rank runs or sends.
+  void collectDistinguishing();
+  LogicalResult walk(Block &block, int64_t times, int64_t rank,
+                     RankCost &cost);
+  LogicalResult visit(Operation *op, int64_t times, int64_t rank,
+                      RankCost &cost);
+  std::optional<int64_t> known(Value v) const {
+    if (auto it = indices.find(v); it != indices.end())
+      return it->second;
+    APInt value;
+    if (matchPattern(v, m_ConstantInt(&value)))
+      return value.getSExtValue();
+    return std::nullopt;
+  }
+  int64_t bytesSent(Operation *op, int64_t rank);
+  double flops(Operation *op) const;
+  LogicalResult fail(Operation *op, const Twine &why) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "plan report: cannot follow '" << op->getName() << "' at "
+       << op->getLoc() << ": " << why;
+    error = text;
+    return failure();
+  }
+
+  ModuleOp module;
+  func::FuncOp entry;
+  std::string &error;
+  llvm::StringMap<Grid> grids;
+  int64_t numRanks = 1;
+  SmallVector<mx::GroupAttr> distinguishing;
+  /// Per walk: known index values and host count buffers' contents.
+  DenseMap<Value, int64_t> indices;
+  DenseMap<Value, SmallVector<int64_t>> counts;
+  std::map<std::string, int64_t> layerCalls;
+  bool countLayers = false;
+};
+
+void Walker::collectDistinguishing() {
+  entry.walk([&](Operation *op) {
+    auto g = dyn_cast<mx::GroupOpInterface>(op);
+    if (!g || !trainedLayerOf(op->getLoc()).empty())
+      return;
+    bool matters = isa<mx::GroupRankOp, mx::AllGatherVOp, mx::AllToAllVOp,
+                       mx::BroadcastOp>(op);
+    if (auto ar = dyn_cast<mx::AllReduceOp>(op))
+      matters = muirrt_all_reduce_scatters(numel(ar.getInput().getType()),
+                                           g.getGroup().getSize(op));
+    if (matters && !llvm::is_contained(distinguishing, g.getGroup()))
+      distinguishing.push_back(g.getGroup());
+  });
+}
+
+FailureOr<StepCosts> Walker::run() {
+  collectDistinguishing();
+  // What every rank holds: its block of each parameter and state tensor.
+  RankCost held;
+  for (BlockArgument arg : entry.getArguments()) {
+    auto role = entry.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                    "muir.role");
+    if (!role || !isa<ShapedType>(arg.getType()))
+      continue;
+    int64_t bytes = numel(arg.getType()) * argElementBytes(entry, arg);
+    if (role.getValue() == "param")
+      held.paramBytes += bytes;
+    else if (role.getValue() == "state")
+      held.optimizerStateBytes += bytes;
+  }
+  StepCosts out;
+  std::map<SmallVector<int64_t>, RankCost> byClass;
+  for (int64_t rank = 0; rank < numRanks; ++rank) {
+    SmallVector<int64_t> key;
+    for (mx::GroupAttr g : distinguishing)
+      key.push_back(place(g, rank).second);
+    auto it = byClass.find(key);
+    if (it == byClass.end()) {
+      RankCost cost = held;
+      indices.clear();
+      counts.clear();
+      countLayers = rank == 0;
+      if (failed(walk(entry.getBody().front(), 1, rank, cost)))
+        return failure();
+      it = byClass.emplace(key, cost).first;
+    }
+    out.ranks.push_back(it->second);
+  }
+  out.layerCalls = layerCalls;
+  return out;
+}
+
+LogicalResult Walker::walk(Block &block, int64_t times, int64_t rank,
+                           RankCost &cost) {
+  for (Operation &op : block)
+    if (failed(visit(&op, times, rank, cost)))
+      return failure();
+  return success();
+}
+
+LogicalResult Walker::visit(Operation *op, int64_t times, int64_t rank,
+                            RankCost &cost) {
+  StringRef layer = trainedLayerOf(op->getLoc());
+  // Control flow: a loop's body as often as it runs, a switch's case.
+  if (auto loop = dyn_cast<scf::ForOp>(op)) {
+    std::optional<int64_t> lb = known(loop.getLowerBound()),
+                           ub = known(loop.getUpperBound()),
+                           step = known(loop.getStep());
+    if (!lb || !ub || !step || *step <= 0) {
+      if (!layer.empty())
+        return success();
+      return fail(op, "its trip count is not a constant");
+    }
+    int64_t trips = *ub > *lb ? (*ub - *lb + *step - 1) / *step : 0;
+    // A body whose costs depend on the induction variable (a chunk's rows)
+    // runs once per value; any other once, counted `trips` times.
+    if (!dependsOnIndex(loop))
+      return walk(*loop.getBody(), times * trips, rank, cost);
+    for (int64_t iv = *lb; iv < *ub; iv += *step) {
+      indices[loop.getInductionVar()] = iv;
+      if (failed(walk(*loop.getBody(), times, rank, cost)))
+        return failure();
+    }
+    return success();
+  }
+  if (auto sw = dyn_cast<scf::IndexSwitchOp>(op)) {
+    std::optional<int64_t> at = known(sw.getArg());
+    if (!at && !layer.empty())
+      return success();
+    if (!at)
+      return fail(op, "it switches on a value not known before the run");
+    for (auto [i, c] : llvm::enumerate(sw.getCases()))
+      if (c == *at)
+        return walk(sw.getCaseBlock(i), times, rank, cost);
+    return walk(sw.getDefaultBlock(), times, rank, cost);
+  }
+  if (isa<scf::IfOp, scf::WhileOp>(op)) {
+    if (!layer.empty())
+      return success();
+    return fail(op, "its branches are decided at run time");
+  }
+  // Values the walk follows: constants, group ranks, count buffers.
+  if (auto get = dyn_cast<memref::GetGlobalOp>(op)) {
+    if (auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+            op, get.getNameAttr()))
+      if (auto init = dyn_cast_or_null<DenseIntElementsAttr>(
+              global.getInitialValueAttr())) {
+        SmallVector<int64_t> &c = counts[get.getResult()];
+        for (const APInt &v : init.getValues<APInt>())
+          c.push_back(v.getSExtValue());
+      }
+    return success();
+  }
+  if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+    auto it = counts.find(copy.getSource());
+    if (it != counts.end())
+      counts[copy.getTarget()] = it->second;
+    else
+      counts.erase(copy.getTarget());
+    return success();
+  }
+  if (auto gr = dyn_cast<mx::GroupRankOp>(op))
+    indices[gr.getRank()] = place(gr.getGroup(), rank).second;
+  if (op->getNumResults() == 1 && op->getResult(0).getType().isIndex() &&
+      op->getNumOperands() == 2) {
+    std::optional<int64_t> a = known(op->getOperand(0)),
+                           b = known(op->getOperand(1));
+    if (a && b) {
+      std::optional<int64_t> v =
+          llvm::TypeSwitch<Operation *, std::optional<int64_t>>(op)
+              .Case([&](arith::AddIOp) { return *a + *b; })
+              .Case([&](arith::SubIOp) { return *a - *b; })
+              .Case([&](arith::MulIOp) { return *a * *b; })
+              .Case([&](arith::MinSIOp) { return std::min(*a, *b); })
+              .Case([&](arith::MaxSIOp) { return std::max(*a, *b); })
+              .Case([&](arith::DivSIOp) -> std::optional<int64_t> {
+                if (*b == 0)
+                  return std::nullopt;
+                return *a / *b;
+              })
+              .Default([](Operation *) { return std::nullopt; });
+      if (v)
+        indices[op->getResult(0)] = *v;
+    }
+  }
+
+  bool call = false;
+  if (auto rc = dyn_cast<mx::RuntimeCallOpInterface>(op))
+    call = rc.getCpuLowering() == mx::Lowering::call;
+  else if (isa<linalg::LinalgOp>(op))
+    call = true;
+  if (!layer.empty()) {
+    if (call && countLayers)
+      layerCalls[layer.str()] += times;
+    return success();
+  }
+  if (!call)
+    return success();
+  cost.runtimeCalls += times;
+  cost.runtimeCallsUnbatched += times;
+  cost.nsFlops += static_cast<double>(times) * flops(op);
+  if (auto g = dyn_cast<mx::GroupOpInterface>(op))
+    if (int64_t bytes = bytesSent(op, rank))
+      cost.collectiveBytes[axesKey(g.getGroup())] += times * bytes;
+  return success();
+}
+
+/// The bytes the runtime counts for one call of a collective on this rank
+/// (runtime/cpu/Dist.cpp's counters): 4 a float, 8 a count.
+int64_t Walker::bytesSent(Operation *op, int64_t rank) {
+  auto [g, me] = place(cast<mx::GroupOpInterface>(op).getGroup(), rank);
+  if (g <= 1)
+    return 0;
+  return llvm::TypeSwitch<Operation *, int64_t>(op)
+      .Case([&](mx::AllReduceOp o) {
+        int64_t count = numel(o.getInput().getType());
+        if (!muirrt_all_reduce_scatters(count, g))
+          return count * 4 * (g - 1);
+        int64_t mine = count * (me + 1) / g - count * me / g;
+        return 4 * (count - mine) + mine * 4 * (g - 1);
+      })
+      .Case([&](mx::SymmetricAllReduceOp o) {
+        auto t = cast<ShapedType>(o.getInput().getType());
+        int64_t n = t.getShape().back();
+        return numel(t) / (n * n) * (n * (n + 1) / 2) * 8 * (g - 1);
+      })
+      .Case([&](mx::AllGatherOp o) {
+        return numel(o.getInput().getType()) * 4 * (g - 1);
+      })
+      .Case([&](mx::AllGatherVOp o) {
+        auto t = cast<ShapedType>(o.getInput().getType());
+        int64_t row = numel(t) / std::max<int64_t>(1, t.getDimSize(0));
+        ArrayRef<int64_t> sizes = o.getSizes();
+        int64_t mine = me < static_cast<int64_t>(sizes.size()) ? sizes[me] : 0;
+        return mine * row * 4 * (g - 1);
+      })
+      .Case([&](mx::ReduceScatterOp o) {
+        return numel(o.getOutput().getType()) * 4 * (g - 1);
+      })
+      .Case([&](mx::AllToAllOp o) {
+        return numel(o.getInput().getType()) / g * 4 * (g - 1);
+      })
+      .Case([&](mx::AllToAllVOp o) {
+        auto t = cast<ShapedType>(o.getInput().getType());
+        int64_t row = numel(t) / std::max<int64_t>(1, t.getDimSize(0));
+        int64_t others = 0;
+        auto it = counts.find(o.getSendCounts());
+        if (it != counts.end())
+          for (auto [j, c] : llvm::enumerate(it->second))
+            if (static_cast<int64_t>(j) != me)
+              others += c;
+        return others * row * 4 + 8 * (g - 1);
+      })
+      .Case([&](mx::TriangleAllReduceStartOp o) {
+        auto t = cast<ShapedType>(o.getC().getType());
+        int64_t n = t.getShape().back(), batch = numel(t) / (n * n);
+        int64_t b = known(o.getRowBegin()).value_or(0),
+                e = known(o.getRowEnd()).value_or(n);
+        int64_t floats = (e - b) * n - (b + e - 1) * (e - b) / 2;
+        return batch * floats * 4 * (g - 1);
+      })
+      .Case([&](mx::BroadcastOp o) -> int64_t {
+        return me == static_cast<int64_t>(o.getRoot()) ? numel(o.getInput().getType()) * 4 * (g - 1)
+                                 : 0;
+      })
+      .Default([](Operation *) { return 0; });
+}
+
+/// The flops of a product (2 per multiply-add; a SYRK computes one
+/// triangle), 0 for other ops.
+double Walker::flops(Operation *op) const {
+  auto dims = [](Value v) {
+    ArrayRef<int64_t> s = cast<ShapedType>(v.getType()).getShape();
+    double batch = s.size() == 3 ? static_cast<double>(s[0]) : 1.0;
+    return std::make_tuple(batch, static_cast<double>(s[s.size() - 2]),
+                           static_cast<double>(s.back()));
+  };
+  return llvm::TypeSwitch<Operation *, double>(op)
+      .Case([&](mx::GemmOp o) {
+        auto [batch, ar, ac] = dims(o.getA());
+        auto [cb, m, n] = dims(o.getC());
+        double k = o.getTransposeA() ? ar : ac;
+        // A symmetric product computes the upper triangle in blocks.
+        if (o.getSymmetric())
+          return batch * muirrt_symmetric_gemm_flops(static_cast<int64_t>(n),
+                                                     static_cast<int64_t>(k));
+        return 2 * batch * m * n * k;
+      })
+      .Case([&](mx::SyrkOp o) {
+        auto [batch, ar, ac] = dims(o.getA());
+        double n = o.getTranspose() ? ac : ar, k = o.getTranspose() ? ar : ac;
+        return batch * n * (n + 1) * k;
+      })
+      .Case([&](mx::SyrkRowsOp o) {
+        auto [batch, ar, ac] = dims(o.getA());
+        double n = o.getTranspose() ? ac : ar, k = o.getTranspose() ? ar : ac;
+        auto at = [&](Value v, double dflt) {
+          std::optional<int64_t> k = known(v);
+          return k ? static_cast<double>(*k) : dflt;
+        };
+        double b = at(o.getRowBegin(), 0), e = at(o.getRowEnd(), n);
+        return batch * 2 * k * ((e - b) * n - (b + e - 1) * (e - b) / 2);
+      })
+      .Default([](Operation *) { return 0.0; });
+}
+
+} // namespace
+
+FailureOr<StepCosts> mlir::muir::analyzeStepCosts(ModuleOp module,
+                                                  std::string &error) {
+  func::FuncOp fn;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (!f.isExternal() && (!fn || f->hasAttr("muir.entry")))
+      fn = f;
+  if (!fn) {
+    error = "plan report: the module has no step function";
+    return failure();
+  }
+  return Walker(module, fn, error).run();
+}
