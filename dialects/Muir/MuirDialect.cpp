@@ -126,18 +126,21 @@ LogicalResult mlir::muir::verifyNoUnknownAttributes(Operation *op) {
 // Discardable attributes
 //===----------------------------------------------------------------------===//
 
-/// A string attribute whose value is one of `allowed`.
-static LogicalResult checkOneOf(Operation *op, NamedAttribute attr,
-                                ArrayRef<StringRef> allowed,
-                                StringRef what) {
-  auto s = dyn_cast<StringAttr>(attr.getValue());
-  if (s && llvm::is_contained(allowed, s.getValue()))
+/// An enum attribute of the dialect, `#muir.<mnemonic><value>`; the error
+/// lists the values.
+template <typename AttrT, typename EnumT>
+static LogicalResult checkEnum(Operation *op, NamedAttribute attr,
+                               StringRef what, StringRef mnemonic,
+                               uint64_t maxValue,
+                               StringRef (*valueName)(EnumT)) {
+  if (isa<AttrT>(attr.getValue()))
     return success();
   InFlightDiagnostic diag = op->emitError("'")
                             << attr.getName().getValue() << "' " << what
-                            << " must be one of: ";
-  llvm::interleaveComma(allowed, diag);
-  diag << "; got " << attr.getValue();
+                            << " must be #muir." << mnemonic << "<";
+  for (uint64_t v = 0; v <= maxValue; ++v)
+    diag << (v ? "|" : "") << valueName(static_cast<EnumT>(v));
+  diag << ">; got " << attr.getValue();
   return diag;
 }
 
@@ -374,9 +377,20 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
                            "(a data-parallel rank)");
     return success();
   }
+  if (name == "muir.modelled_ms" || name == "muir.dp_weight") {
+    // muir-distribute's modelled time of the mode it ran, and the weight
+    // it shared the matrix out over dp by: finite, non-negative f64.
+    auto f = dyn_cast<FloatAttr>(value);
+    if (!f || !f.getType().isF64() || !(f.getValueAsDouble() >= 0) ||
+        std::isinf(f.getValueAsDouble()))
+      return op->emitError("'")
+             << name << "' must be a finite, non-negative f64; got " << value;
+    return success();
+  }
   return unknownAttribute(op, attr, "operation",
                           {"muir.entry", "muir.per_rank", "muir.local",
                            "muir.ns_mode", "muir.ns_why", "muir.dp_owner",
+                           "muir.dp_weight", "muir.modelled_ms",
                            "muir.ns_form", "muir.ns_form_cost"});
 }
 
@@ -410,18 +424,16 @@ LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
     return success();
   }
   if (name == "muir.role")
-    return checkOneOf(op, attr,
-                      {"param", "grad", "state", "data", "step", "hyper",
-                       "tokens"},
-                      "(the argument's role)");
+    return checkEnum<ArgRoleAttr>(op, attr, "(the argument's role)", "role",
+                                  getMaxEnumValForArgRole(),
+                                  stringifyArgRole);
   if (name == "muir.kind")
-    return checkOneOf(op, attr,
-                      {"attention", "mlp", "expert", "router", "embedding",
-                       "head", "norm", "bias", "other"},
-                      "(the parameter's kind)");
+    return checkEnum<ParamKindAttr>(op, attr, "(the parameter's kind)",
+                                    "kind", getMaxEnumValForParamKind(),
+                                    stringifyParamKind);
   if (name == "muir.dtype")
-    return checkOneOf(op, attr, {"f32", "bf16", "f16", "f64"},
-                      "(the dtype)");
+    return checkEnum<DTypeAttr>(op, attr, "(the dtype)", "dtype",
+                                getMaxEnumValForDType(), stringifyDType);
   if (name == "muir.shards") {
     // Typed: each #muir.shard<kind, "axis", dim> names an axis of one of
     // the module's grids and a dimension of the argument.

@@ -5,6 +5,54 @@
 include "Muir/MuirDialect.td"
 include "mlir/IR/EnumAttr.td"
 
+// What a step function's argument is (`muir.role`), what kind of layer a
+// parameter belongs to (`muir.kind`), and the dtype a parameter is stored
+// in (`muir.dtype`): #muir.role<param>, #muir.kind<attention>,
+// #muir.dtype<bf16>.
+def Muir_ArgRole : I32EnumAttr<"ArgRole", "a step argument's role", [
+      I32EnumAttrCase<"param", 0>,
+      I32EnumAttrCase<"grad", 1>,
+      I32EnumAttrCase<"state", 2>,
+      I32EnumAttrCase<"data", 3>,
+      I32EnumAttrCase<"step", 4>,
+      I32EnumAttrCase<"hyper", 5>,
+      I32EnumAttrCase<"tokens", 6>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::muir";
+}
+def Muir_ArgRoleAttr : EnumAttr<Muir_Dialect, Muir_ArgRole, "role"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Muir_ParamKind : I32EnumAttr<"ParamKind", "a parameter's kind of layer", [
+      I32EnumAttrCase<"attention", 0>,
+      I32EnumAttrCase<"mlp", 1>,
+      I32EnumAttrCase<"expert", 2>,
+      I32EnumAttrCase<"router", 3>,
+      I32EnumAttrCase<"embedding", 4>,
+      I32EnumAttrCase<"head", 5>,
+      I32EnumAttrCase<"norm", 6>,
+      I32EnumAttrCase<"bias", 7>,
+      I32EnumAttrCase<"other", 8>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::muir";
+}
+def Muir_ParamKindAttr : EnumAttr<Muir_Dialect, Muir_ParamKind, "kind"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Muir_DType : I32EnumAttr<"DType", "a parameter's storage dtype", [
+      I32EnumAttrCase<"f32", 0>,
+      I32EnumAttrCase<"bf16", 1>,
+      I32EnumAttrCase<"f16", 2>,
+      I32EnumAttrCase<"f64", 3>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::muir";
+}
+def Muir_DTypeAttr : EnumAttr<Muir_Dialect, Muir_DType, "dtype"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def Muir_NSSchedule : I32EnumAttr<"NSSchedule",
     "Newton-Schulz coefficient schedule", [
       I32EnumAttrCase<"simple", 0>,

@@ -207,8 +207,11 @@ ArrayRef<OptionInfo> stepOptions();
 /// High-level IR -> planned IR (distribute, decompose, batch, Gram form,
 /// expand Newton-Schulz): the per-rank program, still on tensors.
 void buildPlannedPipeline(OpPassManager &pm, const PipelineOptions &options);
-/// High-level IR -> exec IR (the planned pipeline, SYRK, CSE, bufferize).
+/// High-level IR -> exec IR (the planned pipeline, then the next).
 void buildToExecPipeline(OpPassManager &pm, const PipelineOptions &options);
+/// Planned IR -> exec IR (SYRK, its fused all-reduce, CSE, bufferize).
+void buildPlannedToExecPipeline(OpPassManager &pm,
+                                const PipelineOptions &options);
 /// The backend the exec IR is lowered for.
 struct TargetOptions {
   Target target = Target::Cpu;

@@ -265,6 +265,23 @@ NSMode NSCostModel::choose(const NSProblem &p,
   return best->mode;
 }
 
+double NSCostModel::modeSeconds(NSMode mode, const NSProblem &p,
+                                bool gram) const {
+  switch (mode) {
+  case NSMode::Distributed:
+    return (gram ? distributedGram(p) : distributed(p)).seconds;
+  case NSMode::Resharded:
+    return (gram ? reshardedGram(p) : resharded(p)).seconds;
+  default:
+    return duplicated(p).seconds;
+  }
+}
+
+double NSCostModel::blockwiseSeconds(int64_t rows, int64_t cols,
+                                     int64_t batch, int64_t steps) const {
+  return static_cast<double>(batch) * nsFlops(rows, cols, steps) / rankRate();
+}
+
 std::string mlir::muir::describe(ArrayRef<NSCandidate> weighed,
                                  StringRef machine) {
   std::string s;

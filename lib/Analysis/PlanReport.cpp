@@ -46,30 +46,25 @@ struct ParamPlan {
   const Parameter *p = nullptr;
   Assignment a;
   bool muon = false;
-  int64_t rank = 0, localMatrices = 0, m = 0, n = 0;
-  int64_t owner = -1;  ///< dp owner, -1: every rank
-  const Sharding *fsdp = nullptr;
+  int64_t rank = 0, m = 0, n = 0;
   SmallVector<std::pair<const Sharding *, int64_t>> matrixSplits;
   NSMode mode = NSMode::Duplicated;
-  bool gramMode = false; ///< distributed/resharded in the Gram form
 };
 
 /// PlanReport::compute in named steps over one report.
 class ReportBuilder {
 public:
   ReportBuilder(const Description &d, const ReportOptions &options,
-                const StepCosts &costs, std::string &error)
-      : d(d), options(options), costs(costs), error(error),
+                const StepCosts &costs)
+      : d(d), options(options), costs(costs),
         profile(MachineProfile::get(options.machine)),
-        fixedMode(muir::fixedMode(options.nsMode)),
         model(profile, d.grid.numDevices()) {}
 
-  FailureOr<PlanReport> build() {
+  PlanReport build() {
     setUp();
     assignDp();
     for (auto [index, p] : llvm::enumerate(d.params))
-      if (failed(addParameter(index, p)))
-        return failure();
+      addParameter(index, p);
     if (d.training.enabled)
       addTraining();
     return r;
@@ -78,22 +73,19 @@ public:
 private:
   void setUp();
   void assignDp();
-  LogicalResult addParameter(size_t index, const Parameter &p);
-  LogicalResult decideMode(ParamPlan &pp);
+  void addParameter(size_t index, const Parameter &p);
+  void splitsOf(ParamPlan &pp);
   void addForms(const ParamPlan &pp);
   void addTraining();
 
   const Description &d;
   const ReportOptions &options;
   const StepCosts &costs;
-  std::string &error;
   MachineProfile profile;
-  std::optional<NSMode> fixedMode;
   NSCostModel model;
   PlanReport r;
-  /// Per parameter: -1 (every rank), else its owner; and whether FSDP.
-  std::vector<int64_t> ownerOf;
-  std::vector<const Sharding *> fsdpOf;
+  /// The matrices shared out over dp, by name.
+  llvm::StringMap<const OwnedMatrix *> owned;
 };
 } // namespace
 
@@ -107,8 +99,10 @@ void ReportBuilder::setUp() {
     if (!llvm::is_contained(r.axes, a.name))
       r.axes.push_back(a.name);
 
-  // What each rank runs, from the compiled step.
+  // What each rank runs, and the modes of the split matrices, from the
+  // compiled step.
   r.ranks = costs.ranks;
+  r.matrices = costs.matrices;
 
   // Over dp, as muir-distribute shares Newton-Schulz out: Muon matrices of
   // the run's grid with no split on dp (layer-wise), or with an FSDP split
@@ -120,77 +114,31 @@ void ReportBuilder::setUp() {
       r.dp.ranks = a.size;
 }
 
-/// Over dp, as muir-distribute shares Newton-Schulz out: each matrix's
-/// owner, and whether it is an FSDP split gathered to it.
+/// Over dp, the matrices muir-distribute shared out (their owners and
+/// weights in the planned IR), and for comparison the loads both balancing
+/// policies give the same weights.
 void ReportBuilder::assignDp() {
-  ownerOf.assign(d.params.size(), -1);
-fsdpOf.assign(d.params.size(), nullptr);
   std::vector<double> weights;
-  std::vector<size_t> which;
-  for (auto [i, p] : llvm::enumerate(d.params)) {
-    Assignment a = assignOptimizer(d, p);
-    // As muir-distribute: tensors split on an axis of the MoE folding
-    // follow that folding and are not shared out over dp.
-    bool otherFolding =
-        p.moeFolding && !d.grid.moeAxes.empty() &&
-        llvm::any_of(p.shards, [&](const Sharding &s) {
-          const GridAxis *axis = d.grid.find(s.axis, true);
-          return axis && axis->size > 1;
-        });
-    // As muir-distribute: the expert stacks of an MoE layer trained in the
-    // step are per-rank already (`muir.local`) and never shared out.
-    bool trained =
-        d.training.enabled && llvm::any_of(d.moe, [&](const MoELayer &l) {
-          return llvm::any_of(
-              std::initializer_list<StringRef>{".experts.gate_proj",
-                                               ".experts.up_proj",
-                                               ".experts.down_proj"},
-              [&](StringRef suffix) { return p.name == l.name + suffix.str(); });
-        });
-    if (!optimizerInfo(a.optimizer).orthogonalises || otherFolding || trained ||
-        r.dp.ranks <= 1 || options.dpAssign == DpAssign::Replicated)
-      continue;
-    int64_t rank = p.shape.size();
-    bool dpOther = false;
-    const Sharding *fsdp = nullptr;
-    for (const Sharding &s : p.shards) {
-      if (s.axis != r.dp.axis)
-        continue;
-      bool alone = llvm::count_if(p.shards, [&](const Sharding &o) {
-                     return o.dim == s.dim;
-                   }) == 1;
-      if (s.dim >= rank - 2 && alone && !fsdp)
-        fsdp = &s;
-      else
-        dpOther = true;
-    }
-    if (dpOther)
-      continue;
-    fsdpOf[i] = fsdp;
-    int64_t batch = rank == 3 ? p.shape[0] : 1;
-    weights.push_back(layerwiseWeight(p.shape[rank - 2], p.shape[rank - 1],
-                                      batch, a.muon.nsSteps));
-    which.push_back(i);
+  r.dp.load.assign(static_cast<size_t>(std::max<int64_t>(1, r.dp.ranks)),
+                   0.0);
+  for (const OwnedMatrix &o : costs.owned) {
+    weights.push_back(o.weight);
+    r.dp.owners.push_back({o.name, o.owner});
+    r.dp.fsdpMatrices += o.fsdp;
+    if (o.owner < static_cast<int64_t>(r.dp.load.size()))
+      r.dp.load[static_cast<size_t>(o.owner)] += o.weight;
+    owned[o.name] = &o;
   }
-  std::vector<int64_t> owners = assignToRanks(weights, r.dp.ranks, options.dpAssign);
   r.dp.greedy = loadStats(
       weights, assignToRanks(weights, r.dp.ranks, DpAssign::Greedy),
       r.dp.ranks);
   r.dp.roundRobin = loadStats(
       weights, assignToRanks(weights, r.dp.ranks, DpAssign::RoundRobin),
       r.dp.ranks);
-  r.dp.load.assign(static_cast<size_t>(std::max<int64_t>(1, r.dp.ranks)),
-                   0.0);
-  for (auto [k, i] : llvm::enumerate(which)) {
-    ownerOf[i] = owners[k];
-    r.dp.owners.push_back({d.params[i].name, owners[k]});
-    r.dp.fsdpMatrices += fsdpOf[i] != nullptr;
-    r.dp.load[static_cast<size_t>(owners[k])] += weights[k];
-  }
 }
 
-/// One parameter: the totals, its Newton-Schulz mode, every rank's costs.
-LogicalResult ReportBuilder::addParameter(size_t index, const Parameter &p) {
+/// One parameter: the totals, and the forms of its Newton-Schulz.
+void ReportBuilder::addParameter(size_t index, const Parameter &p) {
   ParamPlan pp;
   pp.index = index;
   pp.p = &p;
@@ -206,105 +154,36 @@ LogicalResult ReportBuilder::addParameter(size_t index, const Parameter &p) {
   if (muon)
     r.muonMatrices += matrices;
 
-  int64_t expertFactor = 1;
-  for (const Sharding &s : p.shards) {
-    const GridAxis *axis = d.grid.find(s.axis, p.moeFolding);
-    int64_t g = axis ? axis->size : 1;
-    // Splits of a stack's first dimension (expert or fsdp) divide the
-    // matrices among ranks.
-    if (s.kind == ShardKind::Expert || (p.shape.size() == 3 && s.dim == 0))
-      expertFactor *= g;
-  }
-  pp.localMatrices = matrices / expertFactor;
   pp.m = rank >= 2 ? p.shape[rank - 2] : 1;
   pp.n = p.shape[rank - 1];
-  if (failed(decideMode(pp)))
-    return failure();
+  splitsOf(pp);
   addForms(pp);
-  return success();
 }
 
-/// The Newton-Schulz mode of a matrix split on its own dimensions, as
-/// muir-distribute decides it (a matrix of the report when it is split).
-LogicalResult ReportBuilder::decideMode(ParamPlan &pp) {
-  bool muon = pp.muon;
+/// The splits of a parameter's matrix dimensions that its Newton-Schulz
+/// spans, and the mode muir-distribute ran it in (the planned IR's).
+void ReportBuilder::splitsOf(ParamPlan &pp) {
   const Parameter &p = *pp.p;
-  const Assignment &a = pp.a;
-  int64_t rank = pp.rank, localMatrices = pp.localMatrices;
-  int64_t m = pp.m, n = pp.n;
-  // The Newton-Schulz mode of a matrix split on its own dimensions, as
-  // muir-distribute decides it.
-  auto &matrixSplits = pp.matrixSplits;
-  int64_t owner = pp.owner = ownerOf[pp.index];
-  const Sharding *fsdp = pp.fsdp = fsdpOf[pp.index];
+  int64_t rank = pp.rank;
+  auto it = owned.find(p.name);
+  bool fsdpOwned = it != owned.end() && it->second->fsdp;
+  const Sharding *fsdp = nullptr;
   for (const Sharding &s : p.shards) {
     const GridAxis *axis = d.grid.find(s.axis, p.moeFolding);
     // Only splits of the matrix itself (its last two dimensions) need
-    // communication: an fsdp split of an expert stack splits experts.
-    // An FSDP split shared out over dp is undone before NS.
+    // communication: an fsdp split of an expert stack splits experts. An
+    // FSDP split shared out over dp is undone before NS.
+    if (fsdpOwned && !fsdp && s.axis == r.dp.axis && s.dim >= rank - 2) {
+      fsdp = &s;
+      continue;
+    }
     if (s.kind != ShardKind::Expert && s.dim >= rank - 2 && axis &&
-        axis->size > 1 && &s != fsdp)
-      matrixSplits.push_back({&s, axis->size});
+        axis->size > 1)
+      pp.matrixSplits.push_back({&s, axis->size});
   }
-  NSMode &mode = pp.mode;
-  bool &gramMode = pp.gramMode; // distributed/resharded in the Gram form
-  if (muon && !matrixSplits.empty()) {
-    auto [split, g] = matrixSplits.front();
-    NSProblem problem{m, n, localMatrices, a.muon.nsSteps,
-                      static_cast<int>(split->dim - (rank - 2)), g,
-                      split->axis};
-    std::string why;
-    std::optional<NSMode> paramMode =
-        p.nsMode.empty() || p.nsMode == "auto" ? fixedMode
-                                                : symbolizeNSMode(p.nsMode);
-    if (paramMode) {
-      mode = *paramMode;
-      why = "requested";
-      if ((mode == NSMode::Distributed || mode == NSMode::Resharded) &&
-          matrixSplits.size() != 1) {
-        error = "'" + p.name + "': distributed Newton-Schulz needs the "
-                "matrix split on one dimension";
-        return failure();
-      }
-      if (mode == NSMode::Resharded &&
-          (rank != 2 || !NSCostModel::canReshard(problem))) {
-        error = "'" + p.name + "': resharded Newton-Schulz needs a 2-D "
-                "matrix whose other dimension the group divides";
-        return failure();
-      }
-      // As muir-distribute: the form of a requested mode.
-      if (matrixSplits.size() == 1)
-        gramMode = model.gramForMode(mode, problem, options.nsForm);
-    } else if (matrixSplits.size() == 1) {
-      SmallVector<NSCandidate> weighed;
-      mode = model.choose(problem, &weighed, options.nsForm, &gramMode);
-      why = describe(weighed, model.getProfile().name);
-      // As muir-distribute: stacks are not re-sharded.
-      if (mode == NSMode::Resharded && rank != 2)
-        mode = NSMode::Duplicated;
-    } else {
-      why = "split on both matrix dimensions: duplicated";
-    }
-    double seconds;
-    if (mode == NSMode::Distributed) {
-      seconds = gramMode ? model.distributedGram(problem).seconds
-                         : model.distributed(problem).seconds;
-    } else if (mode == NSMode::Resharded) {
-      seconds = gramMode ? model.reshardedGram(problem).seconds
-                         : model.resharded(problem).seconds;
-    } else if (mode == NSMode::Blockwise) {
-      // Local NS of the block only, no communication.
-      int64_t lm = m, ln = n;
-      for (auto [split, g] : matrixSplits)
-        (split->dim == rank - 2 ? lm : ln) /= g;
-      seconds = localMatrices * nsFlops(lm, ln, a.muon.nsSteps) /
-                model.rankRate();
-    } else {
-      seconds = model.duplicated(problem).seconds;
-    }
-    r.matrices.push_back({p.name, mode, seconds, why, owner});
-  }
-  return success();
+  for (const MatrixPlan &m : r.matrices)
+    if (m.name == p.name)
+      pp.mode = m.mode;
 }
 
 /// The forms of the Newton-Schulz ops a parameter runs whole (or, blockwise,
@@ -398,11 +277,10 @@ void ReportBuilder::addTraining() {
   }
 }
 
-FailureOr<PlanReport> PlanReport::compute(const Description &d,
-                                          const ReportOptions &options,
-                                          const StepCosts &costs,
-                                          std::string &error) {
-  return ReportBuilder(d, options, costs, error).build();
+PlanReport PlanReport::compute(const Description &d,
+                               const ReportOptions &options,
+                               const StepCosts &costs) {
+  return ReportBuilder(d, options, costs).build();
 }
 
 void PlanReport::writeJSON(llvm::raw_ostream &os) const {

@@ -37,12 +37,17 @@ int64_t elementBytes(Type t) {
 /// The bytes of an element of a step argument: its `muir.dtype` (a bf16
 /// parameter the step updates in f32) or its type's.
 int64_t argElementBytes(func::FuncOp f, BlockArgument arg) {
-  if (auto dtype = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                  "muir.dtype"))
-    return llvm::StringSwitch<int64_t>(dtype.getValue())
-        .Case("f64", 8)
-        .Case("f32", 4)
-        .Default(2);
+  if (auto dtype = f.getArgAttrOfType<DTypeAttr>(arg.getArgNumber(),
+                                                 "muir.dtype"))
+    switch (dtype.getValue()) {
+    case DType::f64:
+      return 8;
+    case DType::f32:
+      return 4;
+    case DType::bf16:
+    case DType::f16:
+      return 2;
+    }
   return elementBytes(arg.getType());
 }
 
@@ -83,7 +88,7 @@ public:
     }
   }
 
-  FailureOr<StepCosts> run();
+  LogicalResult run(StepCosts &out);
 
 private:
   /// (group size, this rank's group rank) of `group` for world rank `rank`.
@@ -183,22 +188,22 @@ void Walker::collectDistinguishing() {
   });
 }
 
-FailureOr<StepCosts> Walker::run() {
+LogicalResult Walker::run(StepCosts &out) {
   collectDistinguishing();
   // What every rank holds: its block of each parameter and state tensor.
   RankCost held;
   for (BlockArgument arg : entry.getArguments()) {
-    auto role = entry.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                    "muir.role");
+    auto role = entry.getArgAttrOfType<ArgRoleAttr>(arg.getArgNumber(),
+                                                     "muir.role");
     if (!role || !isa<ShapedType>(arg.getType()))
       continue;
     int64_t bytes = numel(arg.getType()) * argElementBytes(entry, arg);
-    if (role.getValue() == "param")
+    if (role.getValue() == ArgRole::param)
       held.paramBytes += bytes;
-    else if (role.getValue() == "state")
+    else if (role.getValue() == ArgRole::state)
       held.optimizerStateBytes += bytes;
   }
-  StepCosts out;
+  out.ranks.clear();
   std::map<SmallVector<int64_t>, RankCost> byClass;
   for (int64_t rank = 0; rank < numRanks; ++rank) {
     SmallVector<int64_t> key;
@@ -217,7 +222,7 @@ FailureOr<StepCosts> Walker::run() {
     out.ranks.push_back(it->second);
   }
   out.layerCalls = layerCalls;
-  return out;
+  return success();
 }
 
 LogicalResult Walker::walk(Block &block, int64_t times, int64_t rank,
@@ -436,8 +441,8 @@ double Walker::flops(Operation *op) const {
 
 } // namespace
 
-FailureOr<StepCosts> mlir::muir::analyzeStepCosts(ModuleOp module,
-                                                  std::string &error) {
+LogicalResult mlir::muir::analyzeStepCosts(ModuleOp module, StepCosts &costs,
+                                           std::string &error) {
   func::FuncOp fn;
   for (auto f : module.getOps<func::FuncOp>())
     if (!f.isExternal() && (!fn || f->hasAttr("muir.entry")))
@@ -446,5 +451,110 @@ FailureOr<StepCosts> mlir::muir::analyzeStepCosts(ModuleOp module,
     error = "plan report: the module has no step function";
     return failure();
   }
-  return Walker(module, fn, error).run();
+  return Walker(module, fn, error).run(costs);
+}
+
+/// The parameter an update writes: its operand traced back through views
+/// and slices to the step's argument.
+static BlockArgument parameterOf(Value v) {
+  for (int i = 0; i < 1000; ++i) {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return isa<func::FuncOp>(arg.getOwner()->getParentOp()) ? arg
+                                                               : nullptr;
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getNumOperands() == 0)
+      return nullptr;
+    v = def->getOperand(0);
+  }
+  return nullptr;
+}
+
+/// The reason a `muir.ns_why` gives, as the report prints it.
+static std::string whyText(NSWhyAttr why) {
+  switch (why.getReason()) {
+  case NSReason::requested:
+    return "requested";
+  case NSReason::both_dims:
+    return "split on both matrix dimensions: duplicated";
+  case NSReason::fsdp_owner:
+    return "fsdp owner";
+  case NSReason::cost_model:
+    break;
+  }
+  SmallVector<NSCandidate> weighed;
+  for (NSCandidateAttr c : why.getCandidates()) {
+    NSCandidate n;
+    n.mode = symbolizeNSMode(stringifyNewtonSchulzMode(c.getMode()))
+                 .value_or(NSMode::Duplicated);
+    n.gram = c.getForm() == NSForm::gram;
+    n.cost.seconds = c.getMs().convertToDouble() / 1e3;
+    n.cost.commBytes = c.getMb().convertToDouble() * 1e6;
+    weighed.push_back(n);
+  }
+  return describe(weighed, why.getMachine());
+}
+
+LogicalResult mlir::muir::analyzeDecisions(ModuleOp planned, StepCosts &costs,
+                                           std::string &error) {
+  // Per parameter (by argument number, the description's order): its
+  // first update's decisions (a split update writes several blocks alike).
+  std::map<unsigned, std::pair<MatrixPlan, std::optional<OwnedMatrix>>> seen;
+  WalkResult walked = planned.walk([&](ApplyUpdateOp op) {
+    auto mode = op->getAttrOfType<NewtonSchulzModeAttr>("muir.ns_mode");
+    auto owner = op->getAttrOfType<IntegerAttr>("muir.dp_owner");
+    if (!mode && !owner)
+      return WalkResult::advance();
+    BlockArgument arg = parameterOf(op->getOperand(0));
+    auto fn = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
+                  : func::FuncOp();
+    auto name = fn ? fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                      "muir.name")
+                   : StringAttr();
+    if (!name) {
+      error = "plan report: an update's parameter is not a named argument of "
+              "the step";
+      return WalkResult::interrupt();
+    }
+    if (seen.count(arg.getArgNumber()))
+      return WalkResult::advance();
+    MatrixPlan plan;
+    plan.name = name.getValue().str();
+    plan.dpOwner = owner ? owner.getInt() : -1;
+    std::optional<OwnedMatrix> owned;
+    if (owner) {
+      auto weight = op->getAttrOfType<FloatAttr>("muir.dp_weight");
+      bool fsdp = false;
+      // An FSDP shard of a matrix dimension (not a stack's experts).
+      int64_t rank = cast<ShapedType>(arg.getType()).getRank();
+      if (auto shards = fn.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(),
+                                                       "muir.shards"))
+        for (auto s : shards.getAsRange<ShardAttr>())
+          fsdp |= s.getKind() == ShardKind::fsdp && s.getDim() >= rank - 2;
+      owned = OwnedMatrix{plan.name, owner.getInt(),
+                          weight ? weight.getValueAsDouble() : 0.0, fsdp};
+    }
+    if (mode) {
+      plan.mode = symbolizeNSMode(stringifyNewtonSchulzMode(mode.getValue()))
+                      .value_or(NSMode::Duplicated);
+      auto ms = op->getAttrOfType<FloatAttr>("muir.modelled_ms");
+      plan.modelledSeconds = ms ? ms.getValueAsDouble() / 1e3 : 0.0;
+      if (auto why = op->getAttrOfType<NSWhyAttr>("muir.ns_why"))
+        plan.why = whyText(why);
+    } else {
+      plan.name.clear(); // shared out over dp only
+    }
+    seen[arg.getArgNumber()] = {plan, owned};
+    return WalkResult::advance();
+  });
+  if (walked.wasInterrupted())
+    return failure();
+  costs.matrices.clear();
+  costs.owned.clear();
+  for (auto &[arg, decided] : seen) {
+    if (!decided.first.name.empty())
+      costs.matrices.push_back(decided.first);
+    if (decided.second)
+      costs.owned.push_back(*decided.second);
+  }
+  return success();
 }

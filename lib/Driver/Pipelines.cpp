@@ -43,6 +43,11 @@ void mlir::muir::buildPlannedPipeline(OpPassManager &pm,
 void mlir::muir::buildToExecPipeline(OpPassManager &pm,
                                      const PipelineOptions &options) {
   buildPlannedPipeline(pm, options);
+  buildPlannedToExecPipeline(pm, options);
+}
+
+void mlir::muir::buildPlannedToExecPipeline(OpPassManager &pm,
+                                            const PipelineOptions &options) {
   if (options.syrk) {
     pm.addPass(createMuirFormSyrk());
     if (options.fuseAllReduce) {

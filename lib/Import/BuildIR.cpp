@@ -61,6 +61,11 @@ static mlir::muir::ShardKind shardKind(desc::ShardKind k) {
   return mlir::muir::ShardKind::expert;
 }
 
+/// A step argument's `muir.role`.
+static Attribute roleAttr(OpBuilder &b, ArgRole role) {
+  return ArgRoleAttr::get(b.getContext(), role);
+}
+
 static Location locFor(MLIRContext &ctx, const Loc &l) {
   if (l.file.empty())
     return UnknownLoc::get(&ctx);
@@ -598,7 +603,7 @@ void StepBuilder::addParameterArguments() {
   // Arguments: per parameter the tensor, its gradient and its state.
   struct Slot {
     std::string name;
-    StringRef role;
+    ArgRole role;
     bool rows = false; ///< one value per row: [m] or [E, m]
   };
   auto f32 = b.getF32Type();
@@ -612,21 +617,26 @@ void StepBuilder::addParameterArguments() {
         trained ? ArrayRef<int64_t>(local->second.shape)
                 : ArrayRef<int64_t>(p.shape),
         p.dtype == "f64" ? Type(b.getF64Type()) : Type(f32));
-    SmallVector<Slot> slots = {{p.name, "param"}, {p.name + ".grad", "grad"}};
+    SmallVector<Slot> slots = {{p.name, ArgRole::param},
+                               {p.name + ".grad", ArgRole::grad}};
     const OptimizerInfo &info = optimizerInfo(a.optimizer);
     for (const OptimizerState &s : info.state)
-      slots.push_back({p.name + s.suffix.str(), "state", s.rows});
+      slots.push_back({p.name + s.suffix.str(), ArgRole::state, s.rows});
     needsStep |= info.stepCount;
     for (const Slot &s : slots) {
       SmallVector<NamedAttribute> attrs = {
           b.getNamedAttr("muir.name", b.getStringAttr(s.name)),
-          b.getNamedAttr("muir.role", b.getStringAttr(s.role))};
-      if (s.role == "param") {
-        attrs.push_back(b.getNamedAttr("muir.kind",
-                                       b.getStringAttr(stringify(p.role))));
+          b.getNamedAttr("muir.role", roleAttr(b, s.role))};
+      if (s.role == ArgRole::param) {
+        attrs.push_back(b.getNamedAttr(
+            "muir.kind",
+            ParamKindAttr::get(&ctx, symbolizeParamKind(stringify(p.role))
+                                         .value_or(ParamKind::other))));
         if (p.dtype != "f32")
-          attrs.push_back(
-              b.getNamedAttr("muir.dtype", b.getStringAttr(p.dtype)));
+          attrs.push_back(b.getNamedAttr(
+              "muir.dtype",
+              DTypeAttr::get(&ctx,
+                             symbolizeDType(p.dtype).value_or(DType::f32))));
       }
       if (trained) {
         if (local->second.split)
@@ -669,7 +679,7 @@ void StepBuilder::addDataArguments() {
                      bool split, double std) {
         SmallVector<NamedAttribute> attrs = {
             b.getNamedAttr("muir.name", b.getStringAttr(name)),
-            b.getNamedAttr("muir.role", b.getStringAttr("data")),
+            b.getNamedAttr("muir.role", roleAttr(b, ArgRole::data)),
             b.getNamedAttr("muir.init_std", b.getF64FloatAttr(std))};
         if (split && epSize > 1)
           attrs.push_back(
@@ -686,7 +696,7 @@ void StepBuilder::addDataArguments() {
         SmallVector<NamedAttribute> attrs = {
             b.getNamedAttr("muir.name", b.getStringAttr(l.name +
                                                         ".data.tokens")),
-            b.getNamedAttr("muir.role", b.getStringAttr("data")),
+            b.getNamedAttr("muir.role", roleAttr(b, ArgRole::data)),
             b.getNamedAttr("muir.init_std", b.getF64FloatAttr(1.0))};
         if (tokenSplit)
           attrs.push_back(b.getNamedAttr("muir.split",
@@ -723,7 +733,7 @@ void StepBuilder::addLogitsArguments() {
       SmallVector<NamedAttribute> attrs = {
           b.getNamedAttr("muir.name",
                          b.getStringAttr(blk.name + ".max_logits")),
-          b.getNamedAttr("muir.role", b.getStringAttr("data")),
+          b.getNamedAttr("muir.role", roleAttr(b, ArgRole::data)),
           b.getNamedAttr("muir.init_std", b.getF64FloatAttr(tau))};
       SmallVector<Attribute> shards;
       for (const Sharding &sh : q->shards)
@@ -744,7 +754,7 @@ void StepBuilder::addScalarArguments() {
     stepArg = argTypes.size();
     argTypes.push_back(b.getI64Type());
     argAttrs.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("muir.role", b.getStringAttr("step"))}));
+        {b.getNamedAttr("muir.role", roleAttr(b, ArgRole::step))}));
   }
   // Run-time hyperparameters: each group's learning rate, weight decay and
   // momentum (Muon) or betas and eps (AdamW),
@@ -758,7 +768,7 @@ void StepBuilder::addScalarArguments() {
       argTypes.push_back(b.getF64Type());
       argAttrs.push_back(b.getDictionaryAttr(
           {b.getNamedAttr("muir.name", b.getStringAttr(name)),
-           b.getNamedAttr("muir.role", b.getStringAttr("hyper")),
+           b.getNamedAttr("muir.role", roleAttr(b, ArgRole::hyper)),
            b.getNamedAttr("muir.default", b.getF64FloatAttr(value))}));
     }
     return it->second;
@@ -1101,26 +1111,26 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildLayerModule(
   SmallVector<Type> argTypes;
   SmallVector<DictionaryAttr> argAttrs;
   llvm::StringMap<unsigned> argOf;
-  auto add = [&](StringRef n, ArrayRef<int64_t> shape, StringRef role,
+  auto add = [&](StringRef n, ArrayRef<int64_t> shape, ArgRole role,
                  Type et) {
     argOf[n] = argTypes.size();
     argTypes.push_back(RankedTensorType::get(shape, et));
     argAttrs.push_back(b.getDictionaryAttr(
         {b.getNamedAttr("muir.name", b.getStringAttr(n)),
-         b.getNamedAttr("muir.role", b.getStringAttr(role))}));
+         b.getNamedAttr("muir.role", roleAttr(b, role))}));
   };
   bool shared = l.sharedExperts > 0;
   if (backward)
-    add("dy", {t, h}, "data", f32);
-  add("x", {t, h}, "data", f32);
-  add("router", {e, h}, "param", f32);
-  add("gate_proj", {el, f, h}, "param", f32);
-  add("up_proj", {el, f, h}, "param", f32);
-  add("down_proj", {el, h, f}, "param", f32);
+    add("dy", {t, h}, ArgRole::data, f32);
+  add("x", {t, h}, ArgRole::data, f32);
+  add("router", {e, h}, ArgRole::param, f32);
+  add("gate_proj", {el, f, h}, ArgRole::param, f32);
+  add("up_proj", {el, f, h}, ArgRole::param, f32);
+  add("down_proj", {el, h, f}, ArgRole::param, f32);
   if (shared) {
-    add("shared_gate_proj", {sf, h}, "param", f32);
-    add("shared_up_proj", {sf, h}, "param", f32);
-    add("shared_down_proj", {h, sf}, "param", f32);
+    add("shared_gate_proj", {sf, h}, ArgRole::param, f32);
+    add("shared_up_proj", {sf, h}, ArgRole::param, f32);
+    add("shared_down_proj", {h, sf}, ArgRole::param, f32);
   }
   // What the forward keeps for the backward: the experts' three products
   // (and the shared experts' two); routing and dispatch are recomputed.
@@ -1140,7 +1150,7 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildLayerModule(
     outputs.append(saved.begin(), saved.end());
   } else {
     for (const std::string &n : saved)
-      add(n, savedShape(n), "data", f32);
+      add(n, savedShape(n), ArgRole::data, f32);
     outputs = {"dx", "router.grad", "gate_proj.grad", "up_proj.grad",
                "down_proj.grad"};
     if (shared)
@@ -1149,23 +1159,23 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildLayerModule(
   }
   for (const std::string &n : outputs) {
     if (n == "y" || n == "dx")
-      add(n, {t, h}, "data", f32);
+      add(n, {t, h}, ArgRole::data, f32);
     else if (n == "tokens_per_expert")
-      add(n, {e}, "data", i64);
+      add(n, {e}, ArgRole::data, i64);
     else if (StringRef(n).starts_with("saved."))
-      add(n, savedShape(n), "data", f32);
+      add(n, savedShape(n), ArgRole::data, f32);
     else
       add(n,
           cast<RankedTensorType>(
               argTypes[argOf[StringRef(n).drop_back(strlen(".grad"))]])
               .getShape(),
-          "grad", f32);
+          ArgRole::grad, f32);
   }
   unsigned countArg = argTypes.size();
   argTypes.push_back(i64);
   argAttrs.push_back(b.getDictionaryAttr(
       {b.getNamedAttr("muir.name", b.getStringAttr("tokens")),
-       b.getNamedAttr("muir.role", b.getStringAttr("tokens"))}));
+       b.getNamedAttr("muir.role", roleAttr(b, ArgRole::tokens))}));
 
   SmallVector<Type> resultTypes;
   SmallVector<DictionaryAttr> resultAttrs;

@@ -35,10 +35,10 @@ std::string runner::entryManifest(ModuleOp module, std::string &entryName) {
     for (unsigned i = 0; i < f.getNumArguments(); ++i) {
       Type t = f.getArgument(i).getType();
       auto name = f.getArgAttrOfType<StringAttr>(i, "muir.name");
-      auto role = f.getArgAttrOfType<StringAttr>(i, "muir.role");
+      auto role = f.getArgAttrOfType<ArgRoleAttr>(i, "muir.role");
       if (auto mt = dyn_cast<MemRefType>(t)) {
         os << i << " " << (name ? name.getValue() : "?") << " "
-           << (role ? role.getValue() : "?") << " ";
+           << (role ? stringifyArgRole(role.getValue()) : "?") << " ";
         if (mt.getRank() == 0)
           os << "scalar";
         llvm::interleave(mt.getShape(), os, "x");

@@ -133,8 +133,9 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
   });
 }
 
-int32_t roleOf(StringRef name, StringAttr explicitRole) {
-  StringRef role = explicitRole ? explicitRole.getValue() : "";
+int32_t roleOf(StringRef name, ArgRoleAttr explicitRole) {
+  StringRef role =
+      explicitRole ? stringifyArgRole(explicitRole.getValue()) : "";
   if (role == "data")
     return RoleData;
   if (role == "hyper")
@@ -315,7 +316,7 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
     std::set<std::string> grads;
     for (unsigned i = 0; i < f.getNumArguments(); ++i)
       if (auto name = f.getArgAttrOfType<StringAttr>(i, "muir.name"))
-        if (roleOf(name, f.getArgAttrOfType<StringAttr>(i, "muir.role")) ==
+        if (roleOf(name, f.getArgAttrOfType<ArgRoleAttr>(i, "muir.role")) ==
             RoleGrad)
           grads.insert(name.str());
     for (unsigned r = 0; r < f.getNumResults(); ++r)
@@ -411,8 +412,8 @@ llvm::Error Step::readArguments() {
       if (!name)
         return error("entry argument " + Twine(i) + " has no muir.name");
       a.name = name.str();
-      a.role = roleOf(a.name, entry.getArgAttrOfType<StringAttr>(i,
-                                                                 "muir.role"));
+      a.role = roleOf(a.name, entry.getArgAttrOfType<ArgRoleAttr>(
+                                  i, "muir.role"));
       a.shape.assign(mt.getShape().begin(), mt.getShape().end());
       a.globalShape = a.shape;
       a.i64 = mt.getElementType().isInteger(64);
@@ -473,8 +474,8 @@ llvm::Error Step::readArguments() {
         a.initStd = std.getValueAsDouble();
     } else if (t.isInteger(64)) {
       // The step counter, or a called layer's token count ("tokens").
-      auto role = entry.getArgAttrOfType<StringAttr>(i, "muir.role");
-      tokenCount = role && role.getValue() == "tokens";
+      auto role = entry.getArgAttrOfType<ArgRoleAttr>(i, "muir.role");
+      tokenCount = role && role.getValue() == ArgRole::tokens;
       a.name = tokenCount ? "tokens" : "step";
       a.role = RoleCounter;
       counterUsed |= !entry.getArgument(i).use_empty();

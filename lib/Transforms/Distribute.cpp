@@ -165,6 +165,7 @@ struct Job {
   SmallVector<NSCandidate> weighed; ///< the cost model's, for `cost_model`
   int64_t owner = -1; ///< dp group rank that orthogonalises it, -1 all
   double weight = 0;
+  double modelledSeconds = 0; ///< the model's time of `mode`, split only
 };
 
 /// An update's custom Newton-Schulz coefficients, if any.
@@ -498,6 +499,17 @@ struct DistributePass
                    << s.axis << "=" << s.group << " divides";
         }
       }
+      // The model's time of the mode run (block-wise: the local block's
+      // Newton-Schulz, no communication), recorded for the plan report.
+      job.modelledSeconds =
+          job.mode == NSMode::Blockwise
+              ? model.blockwiseSeconds(job.nsType.getDimSize(rank - 2),
+                                       job.nsType.getDimSize(rank - 1), batch,
+                                       steps)
+              : model.modeSeconds(job.mode,
+                                  problemOf(job, *matrixShards.front(), batch,
+                                            steps),
+                                  job.gram);
     } else if (!job.fsdp && job.owner < 0) {
       // Neither split nor spread: muir-decompose-optimizers expands it.
       localizeResults(op, localType);
@@ -690,8 +702,13 @@ struct DistributePass
       if (job.matrixSplit || job.fsdp)
         a->setAttr("muir.ns_why", whyAttr(b.getContext(), job,
                                               model.getProfile().name));
-      if (job.owner >= 0)
+      if (job.matrixSplit)
+        a->setAttr("muir.modelled_ms",
+                   b.getF64FloatAttr(job.modelledSeconds * 1e3));
+      if (job.owner >= 0) {
         a->setAttr("muir.dp_owner", b.getI64IntegerAttr(job.owner));
+        a->setAttr("muir.dp_weight", b.getF64FloatAttr(job.weight));
+      }
       return a;
     };
     Value newParam;

@@ -13,7 +13,7 @@
 // CHECK: llvm.intr.pow
 // CHECK: llvm.intr.sqrt
 // CHECK-LABEL: llvm.func @step(
-// CHECK-SAME: %{{.*}}: !llvm.ptr {muir.name = "w"}, %{{.*}}: !llvm.ptr {muir.name = "w.grad"}, %{{.*}}: !llvm.ptr {muir.name = "w.momentum"}, %{{.*}}: !llvm.ptr {muir.name = "b"}, %{{.*}}: !llvm.ptr {muir.name = "b.grad"}, %{{.*}}: !llvm.ptr {muir.name = "b.exp_avg"}, %{{.*}}: !llvm.ptr {muir.name = "b.exp_avg_sq"}, %{{.*}}: i64 {muir.role = "step"})
+// CHECK-SAME: %{{.*}}: !llvm.ptr {muir.name = "w"}, %{{.*}}: !llvm.ptr {muir.name = "w.grad"}, %{{.*}}: !llvm.ptr {muir.name = "w.momentum"}, %{{.*}}: !llvm.ptr {muir.name = "b"}, %{{.*}}: !llvm.ptr {muir.name = "b.grad"}, %{{.*}}: !llvm.ptr {muir.name = "b.exp_avg"}, %{{.*}}: !llvm.ptr {muir.name = "b.exp_avg_sq"}, %{{.*}}: i64 {muir.role = #muir.role<step>})
 // CHECK: llvm.call @muirrt_frobenius_normalize
 // The 5 steps are one loop (w is tall: no transposes) whose body is one
 // step: the Gram matrix X^T X and A A as SYRK, X B + a X a GEMM (the
@@ -33,7 +33,7 @@
 // CHECK: llvm.return
 // CHECK-DAG: llvm.func @muirrt_sgemm(i64, i32, i32, i64, i64, i64, f32, !llvm.ptr, !llvm.ptr, f32, !llvm.ptr, !llvm.ptr)
 func.func @step(%w: tensor<16x8xf32> {muir.name = "w"}, %g: tensor<16x8xf32> {muir.name = "w.grad"}, %m: tensor<16x8xf32> {muir.name = "w.momentum"},
-                %b: tensor<8xf32> {muir.name = "b"}, %bg: tensor<8xf32> {muir.name = "b.grad"}, %bm: tensor<8xf32> {muir.name = "b.exp_avg"}, %bv: tensor<8xf32> {muir.name = "b.exp_avg_sq"}, %t: i64 {muir.role = "step"})
+                %b: tensor<8xf32> {muir.name = "b"}, %bg: tensor<8xf32> {muir.name = "b.grad"}, %bm: tensor<8xf32> {muir.name = "b.exp_avg"}, %bv: tensor<8xf32> {muir.name = "b.exp_avg_sq"}, %t: i64 {muir.role = #muir.role<step>})
     -> (tensor<16x8xf32> {muir.updates = "w"}, tensor<16x8xf32> {muir.updates = "w.momentum"}, tensor<8xf32> {muir.updates = "b"}, tensor<8xf32> {muir.updates = "b.exp_avg"}, tensor<8xf32> {muir.updates = "b.exp_avg_sq"}) {
   %w1, %m1 = muir.muon_update %w, %g, %m {lr = 0.02} : tensor<16x8xf32>
   %b1, %bm1, %bv1 = muir.adamw_update %b, %bg, %bm, %bv step %t {lr = 0.001} : tensor<8xf32>

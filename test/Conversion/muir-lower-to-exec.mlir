@@ -72,14 +72,14 @@ func.func @later_reader(%p: tensor<8xf32> {muir.name = "p"}, %q: tensor<8xf32> {
 // AdamW: bias corrections from the run-time step, then one fused kernel
 // updating parameter and both moments in place.
 // CHECK-LABEL: func.func @adamw
-// CHECK-SAME: %[[T:[^:]+]]: i64 {muir.role = "step"}
+// CHECK-SAME: %[[T:[^:]+]]: i64 {muir.role = #muir.role<step>}
 // CHECK: %[[TF:.+]] = arith.sitofp %[[T]] : i64 to f64
 // CHECK: math.powf %{{.*}}, %[[TF]] : f64
 // CHECK: math.powf %{{.*}}, %[[TF]] : f64
 // CHECK: linalg.generic {{.*}} ins(%[[P:[^,]+]], %[[G:[^,]+]], %[[M:[^,]+]], %[[V:[^ ]+]] : {{.*}}) outs(%[[P]], %[[M]], %[[V]] : {{.*}})
 // CHECK: math.sqrt
 // CHECK-NOT: memref.alloc
-func.func @adamw(%p: tensor<16xf32> {muir.name = "b"}, %g: tensor<16xf32> {muir.name = "b.grad"}, %m: tensor<16xf32> {muir.name = "b.exp_avg"}, %v: tensor<16xf32> {muir.name = "b.exp_avg_sq"}, %t: i64 {muir.role = "step"})
+func.func @adamw(%p: tensor<16xf32> {muir.name = "b"}, %g: tensor<16xf32> {muir.name = "b.grad"}, %m: tensor<16xf32> {muir.name = "b.exp_avg"}, %v: tensor<16xf32> {muir.name = "b.exp_avg_sq"}, %t: i64 {muir.role = #muir.role<step>})
     -> (tensor<16xf32> {muir.updates = "b"}, tensor<16xf32> {muir.updates = "b.exp_avg"}, tensor<16xf32> {muir.updates = "b.exp_avg_sq"}) {
   %p1, %m1, %v1 = muir.adamw_update %p, %g, %m, %v step %t {lr = 0.001, weight_decay = 0.01} : tensor<16xf32>
   return %p1, %m1, %v1 : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
@@ -361,7 +361,7 @@ muir.grid @g axes = ["dp"] shape = [1]
 // CHECK: linalg.generic {{.*}} outs(%[[W:[^ ]+]] : memref<6x2xf32>)
 // CHECK: arith.constant 0.000000e+00 : f32
 // CHECK: muir_exec.route %{{.+}} into %[[I]], %[[W]], %[[C]] tokens(%[[N]])
-func.func @route_tokens(%l: tensor<6x8xf32> {muir.name = "l"}, %w: tensor<6x2xf32> {muir.name = "w"}, %c: tensor<8xi64> {muir.name = "c"}, %n: i64 {muir.name = "tokens", muir.role = "tokens"}) -> (tensor<6x2xf32> {muir.updates = "w"}, tensor<8xi64> {muir.updates = "c"}) {
+func.func @route_tokens(%l: tensor<6x8xf32> {muir.name = "l"}, %w: tensor<6x2xf32> {muir.name = "w"}, %c: tensor<8xi64> {muir.name = "c"}, %n: i64 {muir.name = "tokens", muir.role = #muir.role<tokens>}) -> (tensor<6x2xf32> {muir.updates = "w"}, tensor<8xi64> {muir.updates = "c"}) {
   %i, %r, %k = muir.route %l tokens(%n) {top_k = 2} : (tensor<6x8xf32>, i64) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
   return %r, %k : tensor<6x2xf32>, tensor<8xi64>
 }

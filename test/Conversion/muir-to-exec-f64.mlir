@@ -19,7 +19,7 @@
 // LLVM-NOT: llvm.call @muirrt_ssyrk
 // LLVM-NOT: llvm.call @muirrt_sgemm
 func.func @step(%w: tensor<16x8xf64> {muir.name = "w"}, %g: tensor<16x8xf64> {muir.name = "w.grad"}, %m: tensor<16x8xf64> {muir.name = "w.momentum"},
-                %b: tensor<8xf64> {muir.name = "b"}, %bg: tensor<8xf64> {muir.name = "b.grad"}, %bm: tensor<8xf64> {muir.name = "b.exp_avg"}, %bv: tensor<8xf64> {muir.name = "b.exp_avg_sq"}, %t: i64 {muir.role = "step"})
+                %b: tensor<8xf64> {muir.name = "b"}, %bg: tensor<8xf64> {muir.name = "b.grad"}, %bm: tensor<8xf64> {muir.name = "b.exp_avg"}, %bv: tensor<8xf64> {muir.name = "b.exp_avg_sq"}, %t: i64 {muir.role = #muir.role<step>})
     -> (tensor<16x8xf64> {muir.updates = "w"}, tensor<16x8xf64> {muir.updates = "w.momentum"}, tensor<8xf64> {muir.updates = "b"}, tensor<8xf64> {muir.updates = "b.exp_avg"}, tensor<8xf64> {muir.updates = "b.exp_avg_sq"}) {
   %w1, %m1 = muir.muon_update %w, %g, %m {lr = 0.02} : tensor<16x8xf64>
   %b1, %bm1, %bv1 = muir.adamw_update %b, %bg, %bm, %bv step %t {lr = 0.001} : tensor<8xf64>

@@ -27,7 +27,7 @@ muir.grid @world axes = ["dp"] shape = [2]
 // CHECK: default {
 // CHECK: %[[G:.+]] = muir.all_gatherv %[[S]] on @world axes = ["dp"] gather_axis = 0 sizes = [4096, 1024] : tensor<4096xf32> -> tensor<5120xf32>
 // CHECK: tensor.extract_slice %[[G]][0] [4096] [1]
-// CHECK: muir.apply_update %{{.*}} {lr = 2.000000e-02 : f64, muir.dp_owner = 0 : i64, scale = {{.*}}} : tensor<64x64xf32>
+// CHECK: muir.apply_update %{{.*}} {lr = 2.000000e-02 : f64, muir.dp_owner = 0 : i64, muir.dp_weight = 1.310720e+06 : f64, scale = {{.*}}} : tensor<64x64xf32>
 // CHECK: tensor.extract_slice %[[G]][4096] [512] [1]
 // CHECK: muir.apply_update {{.*}} muir.dp_owner = 1 : i64{{.*}} : tensor<16x32xf32>
 // CHECK: tensor.extract_slice %[[G]][4608] [512] [1]
@@ -85,7 +85,7 @@ muir.grid @world axes = ["dp"] shape = [2]
 // CHECK: arith.constant dense<0> : tensor<2xi64>
 // CHECK: default {
 // CHECK: %[[BACK:.+]], %{{.+}} = muir.all_to_allv %[[S]]#0, %[[S]]#1 on @world axes = ["dp"] : (tensor<256xf32>, tensor<2xi64>) -> (tensor<128xf32>, tensor<2xi64>)
-// CHECK: muir.apply_update {{.*}} muir.dp_owner = 0 : i64, muir.ns_why = #muir.ns_why<fsdp_owner>{{.*}} : tensor<8x16xf32>
+// CHECK: muir.apply_update {{.*}} muir.dp_owner = 0 : i64, muir.dp_weight = {{[0-9.eE+-]+}} : f64, muir.ns_why = #muir.ns_why<fsdp_owner>{{.*}} : tensor<8x16xf32>
 func.func @fsdp(%w: tensor<16x16xf32> {muir.name = "w", muir.shards = [#muir.shard<fsdp, "dp", 0>]},
                 %g: tensor<16x16xf32> {muir.name = "w.grad", muir.shards = [#muir.shard<fsdp, "dp", 0>]},
                 %m: tensor<16x16xf32> {muir.name = "w.momentum", muir.shards = [#muir.shard<fsdp, "dp", 0>]})
@@ -132,7 +132,7 @@ func.func @no_dp(%w: tensor<8x8xf32> {muir.name = "w"},
 // its rows, so the clip reads this rank's 2 of 4 logits.
 muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 // CHECK-LABEL: func.func @qk_clip_spread
-// CHECK-SAME: %[[X:[^:]+]]: tensor<2xf32> {muir.name = "a.max_logits", muir.role = "data", muir.shards = [#muir.shard<tp_column, "tp", 0>], muir.split = [#muir.split<@world, ["tp"], 0>]}
+// CHECK-SAME: %[[X:[^:]+]]: tensor<2xf32> {muir.name = "a.max_logits", muir.role = #muir.role<data>, muir.shards = [#muir.shard<tp_column, "tp", 0>], muir.split = [#muir.split<@world, ["tp"], 0>]}
 // CHECK: muir.all_gatherv
 // CHECK: %[[Q:.+]] = muir.apply_update {{.*}} : tensor<8x8xf32>
 // CHECK: %[[K:.+]] = muir.apply_update {{.*}} : tensor<8x8xf32>
@@ -148,7 +148,7 @@ func.func @qk_clip_spread(
     %k: tensor<16x8xf32> {muir.name = "k", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
     %kg: tensor<16x8xf32> {muir.name = "k.grad", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
     %km: tensor<16x8xf32> {muir.name = "k.momentum", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
-    %x: tensor<4xf32> {muir.name = "a.max_logits", muir.role = "data", muir.shards = [#muir.shard<tp_column, "tp", 0>]})
+    %x: tensor<4xf32> {muir.name = "a.max_logits", muir.role = #muir.role<data>, muir.shards = [#muir.shard<tp_column, "tp", 0>]})
     -> (tensor<16x8xf32> {muir.updates = "q"}, tensor<16x8xf32> {muir.updates = "k"}) {
   %q1, %qm1 = muir.muon_update %q, %qg, %qm {lr = 0.02} : tensor<16x8xf32>
   %k1, %km1 = muir.muon_update %k, %kg, %km {lr = 0.02} : tensor<16x8xf32>

@@ -14,7 +14,7 @@ muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 // CHECK: %[[G:.+]] = muir.all_gather %[[U]] on @world axes = ["tp"] gather_axis = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
 // CHECK: %[[O:.+]] = muir.newton_schulz %[[G]] steps(5) schedule(simple) : tensor<8x4xf32>
 // CHECK: %[[S:.+]] = muir.all_slice %[[O]] on @world axes = ["tp"] slice_axis = 0 : tensor<8x4xf32> -> tensor<4x4xf32>
-// CHECK: %[[W:.+]] = muir.apply_update %[[P]], %[[S]] {lr = 2.000000e-02 : f64, muir.ns_mode = #muir.ns_mode<duplicated>, muir.ns_why = #muir.ns_why<cost_model on "cpu" : [<duplicated, standard, 0.0051 ms, 6.4e-05 MB>, <distributed, standard, {{.*}}>]>, scale = 0.56568542494923{{[0-9]*}} : f64
+// CHECK: %[[W:.+]] = muir.apply_update %[[P]], %[[S]] {lr = 2.000000e-02 : f64, muir.modelled_ms = {{[0-9.eE+-]+}} : f64, muir.ns_mode = #muir.ns_mode<duplicated>, muir.ns_why = #muir.ns_why<cost_model on "cpu" : [<duplicated, standard, 0.0051 ms, 6.4e-05 MB>, <distributed, standard, {{.*}}>]>, scale = 0.56568542494923{{[0-9]*}} : f64
 // CHECK: muir.adamw_update {{.*}} : tensor<8xf32>
 // CHECK: return %[[W]], %[[M]]
 func.func @column(%w: tensor<8x4xf32> {muir.name = "w", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
@@ -24,7 +24,7 @@ func.func @column(%w: tensor<8x4xf32> {muir.name = "w", muir.shards = [#muir.sha
                   %bg: tensor<16xf32> {muir.name = "b.grad", muir.shards = [#muir.shard<fsdp, "dp", 0>]},
                   %bm: tensor<16xf32> {muir.name = "b.exp_avg", muir.shards = [#muir.shard<fsdp, "dp", 0>]},
                   %bv: tensor<16xf32> {muir.name = "b.exp_avg_sq", muir.shards = [#muir.shard<fsdp, "dp", 0>]},
-                  %t: i64 {muir.role = "step"})
+                  %t: i64 {muir.role = #muir.role<step>})
     -> (tensor<8x4xf32> {muir.updates = "w"}, tensor<8x4xf32> {muir.updates = "w.momentum"}, tensor<16xf32> {muir.updates = "b"}) {
   %w1, %m1 = muir.muon_update %w, %g, %m {lr = 0.02} : tensor<8x4xf32>
   %b1, %bm1, %bv1 = muir.adamw_update %b, %bg, %bm, %bv step %t {lr = 0.001} : tensor<16xf32>
@@ -112,7 +112,7 @@ func.func @qk_clip_unsplit_logits(
     %q: tensor<16x8xf32> {muir.name = "q", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
     %qg: tensor<16x8xf32> {muir.name = "q.grad", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
     %qm: tensor<16x8xf32> {muir.name = "q.momentum", muir.shards = [#muir.shard<tp_column, "tp", 0>]},
-    %x: tensor<4xf32> {muir.name = "a.max_logits", muir.role = "data"})
+    %x: tensor<4xf32> {muir.name = "a.max_logits", muir.role = #muir.role<data>})
     -> (tensor<16x8xf32> {muir.updates = "q"}) {
   %q1, %qm1 = muir.muon_update %q, %qg, %qm {lr = 0.02} : tensor<16x8xf32>
   // expected-error@+1 {{'muir.qk_clip' op cannot be distributed: its max_logits must be split as the updated parameter's rows}}

@@ -93,7 +93,7 @@ class Module:
         ssa = "%%a%d" % len(self.args)
         attrs = 'muir.name = "%s"' % name
         if role:
-            attrs += ', muir.role = "%s"' % role
+            attrs += ', muir.role = #muir.role<%s>' % role
         if split:
             # "axis:dim" on @world, "grid.axis:dim" on another grid; axes
             # joined by "+" split the dimension over all of them.
@@ -109,7 +109,7 @@ class Module:
 
     def step_arg(self):
         ssa = "%%a%d" % len(self.args)
-        self.args.append((ssa, '%s: i64 {muir.role = "step"}' % ssa))
+        self.args.append((ssa, '%s: i64 {muir.role = #muir.role<step>}' % ssa))
         return ssa
 
     def op(self, line):

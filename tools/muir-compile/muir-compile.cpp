@@ -239,21 +239,31 @@ readDescription(llvm::SourceMgr &sourceMgr) {
   return desc;
 }
 
-/// The per-rank costs of an exec-stage step module.
-static LogicalResult analyze(ModuleOp module, muir::StepCosts &costs) {
+/// The step's pipeline to exec IR, and with `costs` what the report reads
+/// of it: the decisions from the planned IR, the per-rank costs from exec.
+static LogicalResult toExec(MLIRContext &context, ModuleOp module,
+                            const muir::PipelineOptions &pipeline,
+                            muir::StepCosts *costs) {
   std::string error;
-  FailureOr<muir::StepCosts> got =
-      muir::analyzeStepCosts(module, error);
-  if (failed(got)) {
+  PassManager planned(&context), exec(&context);
+  muir::buildPlannedPipeline(planned, pipeline);
+  muir::buildPlannedToExecPipeline(exec, pipeline);
+  if (failed(planned.run(module)))
+    return failure();
+  if (costs && failed(muir::analyzeDecisions(module, *costs, error))) {
     fail(error);
     return failure();
   }
-  costs = std::move(*got);
+  if (failed(exec.run(module)))
+    return failure();
+  if (costs && failed(muir::analyzeStepCosts(module, *costs, error))) {
+    fail(error);
+    return failure();
+  }
   return success();
 }
 
-/// The step's costs compiled apart from the output (--emit before exec, or
-/// the calls without batching).
+/// The step compiled apart from the output, for the report.
 static LogicalResult compileCosts(MLIRContext &context,
                                   const muir::desc::Description &desc,
                                   const muir::PipelineOptions &pipeline,
@@ -261,23 +271,20 @@ static LogicalResult compileCosts(MLIRContext &context,
   OwningOpRef<ModuleOp> module = muir::desc::buildModule(context, desc);
   if (!module || failed(verify(*module)))
     return failure();
-  PassManager pm(&context);
-  muir::buildToExecPipeline(pm, pipeline);
-  if (failed(pm.run(*module)))
-    return failure();
-  return analyze(*module, costs);
+  return toExec(context, *module, pipeline, &costs);
 }
 
 /// The report's costs: compiled apart unless --emit reached exec IR
-/// (`compile`), and the calls one Newton-Schulz per matrix makes, from the
-/// step compiled with --batch=false.
+/// (`compile`), and for the JSON (which lists them; the table does not)
+/// the calls one Newton-Schulz per matrix makes, from the step compiled
+/// with --batch=false.
 static LogicalResult completeCosts(MLIRContext &context,
                                    const muir::desc::Description &desc,
                                    const muir::PipelineOptions &pipeline,
                                    bool compile, muir::StepCosts &costs) {
   if (compile && failed(compileCosts(context, desc, pipeline, costs)))
     return failure();
-  if (!pipeline.batch)
+  if (!pipeline.batch || reportFile.empty())
     return success();
   muir::PipelineOptions unbatched = pipeline;
   unbatched.batch = false;
@@ -305,20 +312,18 @@ buildIR(MLIRContext &context, const muir::desc::Description &desc,
   if (!module || failed(verify(*module)))
     return failure();
   phase("high-level IR built");
-  PassManager pm(&context);
   if (emit == Emit::Planned) {
     // The to-exec pipeline's front, so that planned IR, run, gives the
     // description's bits.
+    PassManager pm(&context);
     muir::buildPlannedPipeline(pm, pipeline);
+    if (failed(pm.run(*module)))
+      return failure();
   } else if (emit == Emit::Exec || emit == Emit::LLVM || emit == Emit::PTX ||
              emit == Emit::Object) {
-    muir::buildToExecPipeline(pm, pipeline);
+    if (failed(toExec(context, *module, pipeline, costs)))
+      return failure();
   }
-  if (failed(pm.run(*module)))
-    return failure();
-  if (costs && emit != Emit::High && emit != Emit::Planned &&
-      failed(analyze(*module, *costs)))
-    return failure();
   if (emit == Emit::LLVM || emit == Emit::PTX || emit == Emit::Object) {
     manifest = muir::runner::entryManifest(*module, entryName);
     PassManager toLLVM(&context);
@@ -440,17 +445,11 @@ int main(int argc, char **argv) {
       failed(completeCosts(context, *desc, pipeline, !execOut, costs)))
     return 1;
   phase("costs analysed");
-  std::string reportError;
-  FailureOr<muir::PlanReport> planned = muir::PlanReport::compute(
+  muir::PlanReport report = muir::PlanReport::compute(
       *desc,
-      muir::ReportOptions{pipeline.nsMode, pipeline.machine,
-                          pipeline.dpAssign, pipeline.syrk,
-                          pipeline.fuseAllReduce, pipeline.chunkRows,
-                          pipeline.batch, pipeline.nsForm},
-      costs, reportError);
-  if (failed(planned))
-    return fail(reportError);
-  muir::PlanReport &report = *planned;
+      muir::ReportOptions{pipeline.machine, pipeline.dpAssign, pipeline.syrk,
+                          pipeline.nsForm},
+      costs);
   phase("report computed");
 
   if (int rc = writeOutputs(*module ? **module : ModuleOp(), *desc, report))

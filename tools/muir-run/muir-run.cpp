@@ -328,7 +328,7 @@ int main(int argc, char **argv) {
         return a.hyperIndex >= 0 && StringRef(a.name).ends_with(".lr");
       }))
     return fail("--lr-schedule: the step has no run-time learning rate (an "
-                "f64 argument with muir.role = \"hyper\" named *.lr); its "
+                "f64 argument with muir.role = #muir.role<hyper> named *.lr); its "
                 "rates are constants in the IR");
   if (launcher)
     return runner::relaunchUnderMPI(opt.numRanks, argc, argv, "muir-run");

@@ -169,6 +169,14 @@ public:
                 NSFormOption form = NSFormOption::Standard,
                 bool *gram = nullptr) const;
 
+  /// The modelled seconds of `mode` (duplicated, distributed or
+  /// resharded, in the Gram form with `gram`) for `p`.
+  double modeSeconds(NSMode mode, const NSProblem &p, bool gram) const;
+  /// Of a block-wise Newton-Schulz: `batch` local blocks of rows x cols,
+  /// no communication.
+  double blockwiseSeconds(int64_t rows, int64_t cols, int64_t batch,
+                          int64_t steps) const;
+
   /// The form a requested distributed or resharded `mode` takes: as
   /// `form` says, or (auto) the cheaper by the model.
   bool gramForMode(NSMode mode, const NSProblem &p, NSFormOption form) const;

@@ -42,8 +42,8 @@ struct RankCost {
 /// says it costs.
 struct MatrixPlan {
   std::string name;
-  NSMode mode;
-  double modelledSeconds;
+  NSMode mode = NSMode::Duplicated;
+  double modelledSeconds = 0;
   std::string why;
   int64_t dpOwner = -1; ///< the dp rank that runs it, -1 every rank
 };
@@ -61,14 +61,12 @@ struct DpAssignment {
   LoadStats greedy, roundRobin;
 };
 
+/// The options the step was compiled with that the report names or prices
+/// forms by (the rest it reads from the compiled step).
 struct ReportOptions {
-  NSModeOption nsMode = NSModeOption::Auto; ///< muir-distribute's ns-mode
   Machine machine = Machine::Cpu;
   DpAssign dpAssign = DpAssign::Greedy; ///< muir-distribute's dp-assign
-  bool syrk = true; ///< count SYRK flops, as the pipeline's muir-form-syrk
-  bool fuseAllReduce = true; ///< packed Gram all-reduces (with syrk)
-  int64_t chunkRows = 0; ///< their rows per chunk; 0: the cost model's
-  bool batch = true; ///< muir-batch-newton-schulz
+  bool syrk = true; ///< as muir-gram-newton-schulz prices the forms
   NSFormOption nsForm = NSFormOption::Auto; ///< muir-gram-newton-schulz's
 };
 
@@ -108,13 +106,12 @@ struct PlanReport {
   std::string machine;
   DpAssignment dp; ///< empty owners when nothing is shared out
 
-  /// The report of `d` compiled with `options`, whose step runs `costs`
-  /// on each rank (analyzeStepCosts of its exec IR). Fails (with `error`)
-  /// on a requested mode the matrix cannot take.
-  static FailureOr<PlanReport> compute(const desc::Description &d,
-                                       const ReportOptions &options,
-                                       const StepCosts &costs,
-                                       std::string &error);
+  /// The report of `d` compiled with `options`, whose step decided and
+  /// runs `costs` (analyzeDecisions of its planned IR, analyzeStepCosts
+  /// of its exec IR).
+  static PlanReport compute(const desc::Description &d,
+                            const ReportOptions &options,
+                            const StepCosts &costs);
   void writeJSON(llvm::raw_ostream &os) const;
   void printTable(llvm::raw_ostream &os) const;
 };

@@ -24,17 +24,36 @@
 
 namespace mlir::muir {
 
+/// A Muon matrix muir-distribute shared out over dp.
+struct OwnedMatrix {
+  std::string name;
+  int64_t owner = 0;
+  double weight = 0; ///< what it weighed in the sharing (muir.dp_weight)
+  bool fsdp = false; ///< an FSDP shard on dp, gathered to its owner
+};
+
 struct StepCosts {
   std::vector<RankCost> ranks; ///< the optimizer step's, per world rank
   /// Runtime calls of each trained MoE layer, on rank 0.
   std::map<std::string, int64_t> layerCalls;
+  /// muir-distribute's decisions, in the parameters' order: the split
+  /// matrices' modes, and the matrices shared out over dp.
+  std::vector<MatrixPlan> matrices;
+  std::vector<OwnedMatrix> owned;
 };
 
 /// Walks the step function of an exec-stage module (the function marked
-/// `muir.entry`, else its first). Fails (with `error`) on a program it
-/// cannot follow: a loop whose trip count is not a constant, a switch on a
-/// value it does not know.
-FailureOr<StepCosts> analyzeStepCosts(ModuleOp module, std::string &error);
+/// `muir.entry`, else its first) into `costs.ranks` and `layerCalls`.
+/// Fails (with `error`) on a program it cannot follow: a loop whose trip
+/// count is not a constant, a switch on a value it does not know.
+LogicalResult analyzeStepCosts(ModuleOp module, StepCosts &costs,
+                               std::string &error);
+
+/// Reads muir-distribute's decisions from a planned module (the attributes
+/// it leaves on each `muir.apply_update`: `muir.ns_mode`, `muir.ns_why`,
+/// `muir.modelled_ms`, `muir.dp_owner`, `muir.dp_weight`) into `costs`.
+LogicalResult analyzeDecisions(ModuleOp planned, StepCosts &costs,
+                               std::string &error);
 
 } // namespace mlir::muir
 

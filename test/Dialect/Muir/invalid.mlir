@@ -1208,8 +1208,8 @@ func.func @capacity_group(%i: tensor<6x2xi64>, %w: tensor<6x2xf32>) {
 
 // The discardable muir.* attributes (MuirDialect.cpp): one case per kind.
 
-// expected-error@+1 {{'muir.role' (the argument's role) must be one of: param, grad, state, data, step, hyper, tokens; got "bogus"}}
-func.func @arg_role(%x: tensor<8xf32> {muir.name = "x", muir.role = "bogus"}) {
+// expected-error@+1 {{'muir.role' (the argument's role) must be #muir.role<param|grad|state|data|step|hyper|tokens>; got "param"}}
+func.func @arg_role(%x: tensor<8xf32> {muir.name = "x", muir.role = "param"}) {
   return
 }
 

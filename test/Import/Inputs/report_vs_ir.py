@@ -1,17 +1,19 @@
 """The plan report's decisions against the planned IR's, per matrix.
 
-muir-compile costs a step twice: the passes decide in the IR (muir-distribute
-records on each muir.apply_update the typed `muir.ns_mode`, `muir.ns_form`,
-`muir.ns_why` and `muir.dp_owner`), and PlanReport.cpp works the same
-decisions out again from the description for `--report`. This script runs
-both for one description and options and compares them parameter by
-parameter, naming the first that differs:
+muir-distribute records its decisions on each muir.apply_update (the typed
+`muir.ns_mode`, `muir.ns_form`, `muir.ns_why`, `muir.modelled_ms`,
+`muir.dp_owner`), and `--report` reads them back from the planned IR
+(analyzeDecisions, lib/Analysis/StepCost.cpp). This script checks that
+reading against the IR's text for one description and options, parameter
+by parameter, naming the first that differs:
 
   - the split Muon matrices: the same set, the same Newton-Schulz mode;
   - the model's time of the chosen mode and form: the report's modelled_ms
     equals the candidate of that mode and form listed in the IR's ns_why
     (printed there to 3 significant digits), when the model chose;
-  - the dp owners: the same set of parameters, the same owner.
+  - the report's modelled_ms is the IR's muir.modelled_ms (every mode);
+  - the dp owners: the same set of parameters, the same owner, and each dp
+    rank's load the sum of its matrices' muir.dp_weight.
 
 Usage: report_vs_ir.py --compiler C --tmp DIR LABEL -- <muir-compile args>
 Prints "<label>: <n> split matrices, <k> owners agree" or FAIL lines.
@@ -20,6 +22,7 @@ import argparse
 import json
 import os
 import re
+import struct
 import sys
 
 from muirtest import check_output  # test/lib
@@ -31,6 +34,17 @@ APPLY = re.compile(r"muir\.apply_update (%[\w.#]+),")
 MODE = re.compile(r"muir\.ns_mode = #muir\.ns_mode<(\w+)>")
 FORM = re.compile(r"muir\.ns_form = #muir\.ns_form<(\w+)>")
 OWNER = re.compile(r"muir\.dp_owner = (\d+)")
+# An f64 attribute prints as a decimal, or as its bits (0x...) where no
+# short decimal reads back the same.
+F64 = r"(0x[0-9A-Fa-f]+|[0-9.eE+-]+) : f64"
+MODELLED = re.compile(r"muir\.modelled_ms = " + F64)
+WEIGHT = re.compile(r"muir\.dp_weight = " + F64)
+
+
+def f64(text):
+    if text.startswith("0x"):
+        return struct.unpack(">d", bytes.fromhex(text[2:].zfill(16)))[0]
+    return float(text)
 CAND = re.compile(r"<(\w+), (\w+), ([0-9.e+-]+) ms")
 
 
@@ -68,8 +82,11 @@ def decisions(ir):
             OWNER.search(line)
         why = line[line.find("muir.ns_why"):] if "muir.ns_why" in line else ""
         cands = [(c[0], c[1], float(c[2])) for c in CAND.findall(why)]
+        modelled, weight = MODELLED.search(line), WEIGHT.search(line)
         got = (mode and mode.group(1), form and form.group(1),
-               owner and int(owner.group(1)), tuple(cands))
+               owner and int(owner.group(1)), tuple(cands),
+               modelled and f64(modelled.group(1)),
+               weight and f64(weight.group(1)))
         name = names[v]
         if name in out and out[name] != got:
             fail("%s: its updates record different decisions" % name)
@@ -103,7 +120,7 @@ def main():
                             sorted(set(split_report) - set(split_ir))[:3]))
     timed = 0
     for name, m in split_report.items():
-        mode, form, owner, cands = split_ir[name]
+        mode, form, owner, cands, modelled, _ = split_ir[name]
         if m["ns_mode"] != mode:
             fail("%s: %s: report %s, IR %s" % (o.label, name, m["ns_mode"],
                                                mode))
@@ -118,6 +135,10 @@ def main():
                 fail("%s: %s: report %.4g ms, IR %s/%s %.3g ms" %
                      (o.label, name, m["modelled_ms"], mode, form, ms))
             timed += 1
+        if modelled is None or \
+                abs(m["modelled_ms"] - modelled) > 1e-9 * max(modelled, 1e-9):
+            fail("%s: %s: report %r ms, IR muir.modelled_ms %r" %
+                 (o.label, name, m["modelled_ms"], modelled))
     owners_ir = {n: d[2] for n, d in ir.items() if d[2] is not None}
     owners_report = report["dp_assignment"].get("owners", {})
     if owners_ir != owners_report:
@@ -127,6 +148,16 @@ def main():
              "report %s" % (o.label, len(diff), diff[0],
                             owners_ir.get(diff[0]),
                             owners_report.get(diff[0])))
+    # Each dp rank's load: the weights of the matrices it owns.
+    load = [0.0] * max(1, report["dp_assignment"]["ranks"])
+    for n, d in ir.items():
+        if d[2] is not None:
+            load[d[2]] += d[5] or 0.0
+    for r, (got, want) in enumerate(zip(report["dp_assignment"]["load"],
+                                        load)):
+        if abs(got - want) > 1e-9 * max(want, 1.0):
+            fail("%s: dp rank %d: report load %r, IR weights %r" %
+                 (o.label, r, got, want))
     print("%s: %d split matrices (%d timed by the model), %d owners agree"
           % (o.label, len(split_report), timed, len(owners_ir)))
 

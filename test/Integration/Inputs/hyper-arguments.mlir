@@ -8,11 +8,11 @@ func.func @step(
     %n_g: tensor<32xf32> {muir.name = "n.grad"},
     %n_m: tensor<32xf32> {muir.name = "n.exp_avg"},
     %n_v: tensor<32xf32> {muir.name = "n.exp_avg_sq"},
-    %t: i64 {muir.role = "step"},
-    %lr: f64 {muir.name = "muon.lr", muir.role = "hyper", muir.default = 0.023},
-    %wd: f64 {muir.name = "muon.weight_decay", muir.role = "hyper", muir.default = 0.13},
-    %alr: f64 {muir.name = "adamw.lr", muir.role = "hyper", muir.default = 0.0011},
-    %awd: f64 {muir.name = "adamw.weight_decay", muir.role = "hyper", muir.default = 0.07})
+    %t: i64 {muir.role = #muir.role<step>},
+    %lr: f64 {muir.name = "muon.lr", muir.role = #muir.role<hyper>, muir.default = 0.023},
+    %wd: f64 {muir.name = "muon.weight_decay", muir.role = #muir.role<hyper>, muir.default = 0.13},
+    %alr: f64 {muir.name = "adamw.lr", muir.role = #muir.role<hyper>, muir.default = 0.0011},
+    %awd: f64 {muir.name = "adamw.weight_decay", muir.role = #muir.role<hyper>, muir.default = 0.07})
     -> (tensor<48x32xf32> {muir.updates = "w"},
         tensor<48x32xf32> {muir.updates = "w.momentum"},
         tensor<32xf32> {muir.updates = "n"},

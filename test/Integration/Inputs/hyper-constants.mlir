@@ -8,7 +8,7 @@ func.func @step(
     %n_g: tensor<32xf32> {muir.name = "n.grad"},
     %n_m: tensor<32xf32> {muir.name = "n.exp_avg"},
     %n_v: tensor<32xf32> {muir.name = "n.exp_avg_sq"},
-    %t: i64 {muir.role = "step"})
+    %t: i64 {muir.role = #muir.role<step>})
     -> (tensor<48x32xf32> {muir.updates = "w"},
         tensor<48x32xf32> {muir.updates = "w.momentum"},
         tensor<32xf32> {muir.updates = "n"},
