@@ -2,7 +2,7 @@
 """The cost of deterministic reductions: muir-run's default (every
 all-reduce sums the ranks' pieces in rank order: on 2 ranks every rank
 gathers every piece; on 3 or more each rank sums one slice and the sums
-are gathered) against --nondeterministic (MPI_Allreduce, in the order MPI
+are gathered) against --deterministic=false (MPI_Allreduce, in the order MPI
 picks).
 
 The step: Muon on two matrices split over tp (1024x1024, 1024x2048) with
@@ -67,7 +67,7 @@ def main():
                            "--ns-mode", "distributed",
                            "--fuse-syrk-all-reduce=false", "--dump", dump]
                     if mode == "nondet":
-                        cmd.append("--nondeterministic")
+                        cmd.append("--deterministic=false")
                     ms = float(re.search(r"min_ms ([\d.]+)",
                                          common.run(cmd)).group(1))
                     best[mode] = min(best.get(mode, ms), ms)

@@ -316,9 +316,11 @@ ArrayRef<OptionInfo> mlir::muir::stepOptions() {
 }
 
 llvm::cl::ValuesClass mlir::muir::nsPrecisionValues() {
+  // The names are the ODS enum's (MuirEnums.td), which the IR prints.
   return llvm::cl::values(
-      clEnumValN(NSPrecision::f32, "f32", "iterate in f32"),
-      clEnumValN(NSPrecision::bf16, "bf16",
+      clEnumValN(NSPrecision::f32, stringifyNSPrecision(NSPrecision::f32),
+                 "iterate in f32"),
+      clEnumValN(NSPrecision::bf16, stringifyNSPrecision(NSPrecision::bf16),
                  "iterate in bf16: products on bf16 operands accumulated "
                  "in f32, rounded to bf16 (the standard form)"));
 }

@@ -52,11 +52,6 @@ struct RunFlags {
                "outputs' hashes to FILE (FILE.rank<R> with several ranks); "
                "compare two runs with muir-trace-diff"),
       cl::value_desc("FILE"), cl::init(""), cl::cat(muirCat)};
-  cl::opt<bool> nondeterministic{
-      "nondeterministic",
-      cl::desc("let MPI order the all-reduces (MPI_Allreduce) instead of "
-               "summing in rank order; deterministic is the default"),
-      cl::init(false), cl::cat(muirCat)};
   cl::opt<bool> quiet{"quiet", cl::desc("print only the closing summary line"),
                       cl::init(false), cl::cat(muirCat)};
   cl::opt<int> numRanks{

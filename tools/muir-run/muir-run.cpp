@@ -117,11 +117,13 @@ static llvm::Expected<std::unique_ptr<runner::Step>> loadStep(
   options.pipeline = flags.options(!opt.noProbes);
   options.target = flags.targetOptions();
   options.cudaBf16 = flags.cudaBf16;
-  options.cudaGraph = opt.cudaGraph;
+  // muir-run's own step flags (Options.def: cuda-graph, deterministic,
+  // jit-listeners).
+#define MUIR_RUN_FLAG(FIELD, TYPE, NAME, DEFAULT, HELP)                        \
+  options.FIELD = opt.FIELD;
+#include "muir/Driver/Options.def"
   options.cudaCublasGrouped = opt.cudaCublasGrouped;
-  options.deterministic = !opt.nondeterministic;
   options.trace = !opt.traceFile.empty();
-  options.jitListeners = opt.jitListeners;
   options.given = givenCompileFlags();
   return runner::Step::load(source, name, options, llvm::errs());
 }
