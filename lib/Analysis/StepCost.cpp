@@ -296,27 +296,20 @@ LogicalResult Walker::visit(Operation *op, int64_t times, int64_t rank,
   }
   if (auto gr = dyn_cast<mx::GroupRankOp>(op))
     indices[gr.getRank()] = place(gr.getGroup(), rank).second;
+  // Index arithmetic (a chunk's rows): the op's own folder on the values
+  // known.
   if (op->getNumResults() == 1 && op->getResult(0).getType().isIndex() &&
-      op->getNumOperands() == 2) {
-    std::optional<int64_t> a = known(op->getOperand(0)),
-                           b = known(op->getOperand(1));
-    if (a && b) {
-      std::optional<int64_t> v =
-          llvm::TypeSwitch<Operation *, std::optional<int64_t>>(op)
-              .Case([&](arith::AddIOp) { return *a + *b; })
-              .Case([&](arith::SubIOp) { return *a - *b; })
-              .Case([&](arith::MulIOp) { return *a * *b; })
-              .Case([&](arith::MinSIOp) { return std::min(*a, *b); })
-              .Case([&](arith::MaxSIOp) { return std::max(*a, *b); })
-              .Case([&](arith::DivSIOp) -> std::optional<int64_t> {
-                if (*b == 0)
-                  return std::nullopt;
-                return *a / *b;
-              })
-              .Default([](Operation *) { return std::nullopt; });
-      if (v)
-        indices[op->getResult(0)] = *v;
-    }
+      op->getNumOperands() > 0) {
+    SmallVector<Attribute> operands;
+    for (Value v : op->getOperands())
+      if (std::optional<int64_t> k = known(v))
+        operands.push_back(IntegerAttr::get(v.getType(), *k));
+    SmallVector<OpFoldResult> folded;
+    if (operands.size() == op->getNumOperands() &&
+        succeeded(op->fold(operands, folded)) && folded.size() == 1)
+      if (auto value = dyn_cast_if_present<IntegerAttr>(
+              dyn_cast_if_present<Attribute>(folded.front())))
+        indices[op->getResult(0)] = value.getInt();
   }
 
   bool call = false;
@@ -348,11 +341,7 @@ int64_t Walker::bytesSent(Operation *op, int64_t rank) {
     return 0;
   return llvm::TypeSwitch<Operation *, int64_t>(op)
       .Case([&](mx::AllReduceOp o) {
-        int64_t count = numel(o.getInput().getType());
-        if (!muirrt_all_reduce_scatters(count, g))
-          return count * 4 * (g - 1);
-        int64_t mine = count * (me + 1) / g - count * me / g;
-        return 4 * (count - mine) + mine * 4 * (g - 1);
+        return muirrt_all_reduce_bytes(numel(o.getInput().getType()), g, me);
       })
       .Case([&](mx::SymmetricAllReduceOp o) {
         auto t = cast<ShapedType>(o.getInput().getType());
@@ -391,8 +380,7 @@ int64_t Walker::bytesSent(Operation *op, int64_t rank) {
         int64_t n = t.getShape().back(), batch = numel(t) / (n * n);
         int64_t b = known(o.getRowBegin()).value_or(0),
                 e = known(o.getRowEnd()).value_or(n);
-        int64_t floats = (e - b) * n - (b + e - 1) * (e - b) / 2;
-        return batch * floats * 4 * (g - 1);
+        return batch * muirrt_triangle_rows_floats(n, b, e) * 4 * (g - 1);
       })
       .Case([&](mx::BroadcastOp o) -> int64_t {
         return me == static_cast<int64_t>(o.getRoot()) ? numel(o.getInput().getType()) * 4 * (g - 1)
@@ -429,12 +417,11 @@ double Walker::flops(Operation *op) const {
       .Case([&](mx::SyrkRowsOp o) {
         auto [batch, ar, ac] = dims(o.getA());
         double n = o.getTranspose() ? ac : ar, k = o.getTranspose() ? ar : ac;
-        auto at = [&](Value v, double dflt) {
-          std::optional<int64_t> k = known(v);
-          return k ? static_cast<double>(*k) : dflt;
-        };
-        double b = at(o.getRowBegin(), 0), e = at(o.getRowEnd(), n);
-        return batch * 2 * k * ((e - b) * n - (b + e - 1) * (e - b) / 2);
+        int64_t b = known(o.getRowBegin()).value_or(0),
+                e = known(o.getRowEnd()).value_or(static_cast<int64_t>(n));
+        return batch * 2 * k *
+               static_cast<double>(muirrt_triangle_rows_floats(
+                   static_cast<int64_t>(n), b, e));
       })
       .Default([](Operation *) { return 0.0; });
 }

@@ -41,11 +41,8 @@ bool allReduceScatters(int64_t count, const Group &g) {
 
 // The bytes this rank sends in an all_reduce (see the file comment).
 int64_t allReduceBytes(const char *fn, int64_t count, const Group &g) {
-  if (!allReduceScatters(count, g))
-    return mul(fn, mul(fn, count, 4), g.size - 1);
-  int64_t mine = sliceBegin(count, g.rank + 1, g.size) -
-                 sliceBegin(count, g.rank, g.size);
-  return 4 * (count - mine) + mul(fn, mul(fn, mine, 4), g.size - 1);
+  mul(fn, mul(fn, count, 4), g.size - 1); // no more than this: no overflow
+  return muirrt_all_reduce_bytes(count, g.size, g.rank);
 }
 
 #if MUIR_RT_HAVE_MPI

@@ -277,6 +277,20 @@ static inline int muirrt_all_reduce_scatters(int64_t count, int64_t g) {
          count <= INT32_MAX;
 }
 
+/* The bytes group rank r of g sends in an all_reduce of count floats, as
+ * the runtime's counters count them: its whole piece to every peer, or,
+ * when it scatters, all but its slice (floor(count (r + 1) / g) -
+ * floor(count r / g) floats) out and its reduced slice to every peer.
+ * The plan report counts by it too. */
+static inline int64_t muirrt_all_reduce_bytes(int64_t count, int64_t g,
+                                              int64_t r) {
+  if (!muirrt_all_reduce_scatters(count, g))
+    return count * 4 * (g - 1);
+  int64_t mine = (int64_t)((__int128)count * (r + 1) / g) -
+                 (int64_t)((__int128)count * r / g);
+  return 4 * (count - mine) + mine * 4 * (g - 1);
+}
+
 /* Floats of rows [r0, r1) of an n x n upper triangle, each row from its
  * diagonal on (n - r floats for row r): one packed chunk of the fused
  * Gram all-reduce. */
