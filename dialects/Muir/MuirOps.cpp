@@ -101,8 +101,8 @@ LogicalResult opcheck::verifyMatrixRank(Operation *op, Type type,
   return success();
 }
 
-/// Products keep one precision: every operand and the result f32, or all
-/// f64.
+/// Products and reductions keep one precision: every operand and the
+/// result f32, or all f64.
 static LogicalResult verifySameElementType(Operation *op) {
   Type want = cast<ShapedType>(op->getResult(0).getType()).getElementType();
   for (Value v : op->getOperands())
@@ -377,7 +377,8 @@ static LogicalResult verifyRowVector(Operation *op, RankedTensorType matrix,
 }
 
 LogicalResult NorMuonUpdateOp::verify() {
-  if (failed(verifyMuonFamily(*this, getScaleExtraAttr())) ||
+  if (failed(verifySameElementType(*this)) ||
+      failed(verifyMuonFamily(*this, getScaleExtraAttr())) ||
       failed(verifyRowVector(*this, getParam().getType(),
                              getVariance().getType(), "variance")) ||
       failed(verifyRange(*this, "beta2", getBeta2().convertToDouble(), 0,
@@ -493,7 +494,8 @@ double NorMuonUpdateOp::getApplyScale(int64_t m, int64_t n) {
 
 LogicalResult RowSumSquaresOp::verify() {
   auto in = getInput().getType();
-  if (failed(verifyMatrixRank(*this, in, "input")))
+  if (failed(verifyMatrixRank(*this, in, "input")) ||
+      failed(verifySameElementType(*this)))
     return failure();
   return verifyRowVector(*this, in, getResult().getType(), "a result");
 }
@@ -501,6 +503,7 @@ LogicalResult RowSumSquaresOp::verify() {
 LogicalResult NorMuonNormalizeOp::verify() {
   auto in = getInput().getType();
   if (failed(verifyMatrixRank(*this, in, "input")) ||
+      failed(verifySameElementType(*this)) ||
       failed(verifyRowVector(*this, in, getVariance().getType(),
                              "variance")) ||
       failed(verifyRange(*this, "beta2", getBeta2().convertToDouble(), 0,
@@ -963,7 +966,8 @@ static int64_t numMatrices(RankedTensorType t) {
 
 LogicalResult SumSquaresOp::verify() {
   auto in = getInput().getType();
-  if (failed(verifyMatrixRank(*this, in, "input")))
+  if (failed(verifyMatrixRank(*this, in, "input")) ||
+      failed(verifySameElementType(*this)))
     return failure();
   auto out = getResult().getType();
   if (out.getRank() != 1 || out.getDimSize(0) != numMatrices(in))
@@ -975,7 +979,8 @@ LogicalResult SumSquaresOp::verify() {
 
 LogicalResult ScaleByNormOp::verify() {
   auto in = getInput().getType();
-  if (failed(verifyMatrixRank(*this, in, "input")))
+  if (failed(verifyMatrixRank(*this, in, "input")) ||
+      failed(verifySameElementType(*this)))
     return failure();
   auto ss = getSumSquares().getType();
   if (ss.getRank() != 1 || ss.getDimSize(0) != numMatrices(in))

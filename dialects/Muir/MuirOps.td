@@ -229,8 +229,8 @@ def Muir_NorMuonUpdateOp : Muir_Op<"normuon_update", [Pure,
     `muir.newton_schulz`, `muir.row_sum_squares`, `muir.normuon_normalize`,
     `muir.sum_squares`, `muir.scale_by_norm` and `muir.apply_update`.
   }];
-  let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$grad,
-      Muir_F32Tensor:$momentum_buffer, Muir_F32Tensor:$variance,
+  let arguments = (ins Muir_FloatTensor:$param, Muir_FloatTensor:$grad,
+      Muir_FloatTensor:$momentum_buffer, Muir_FloatTensor:$variance,
       Variadic<F64>:$hyper, Optional<I1>:$take,
       F64Attr:$lr,
       DefaultValuedAttr<F64Attr, "0.95">:$beta,
@@ -244,9 +244,9 @@ def Muir_NorMuonUpdateOp : Muir_Op<"normuon_update", [Pure,
       DefaultValuedAttr<F64Attr, "1.0e-7">:$eps,
       DefaultValuedAttr<F64Attr, "0.95">:$beta2,
       DefaultValuedAttr<F64Attr, "1.0e-8">:$eps2);
-  let results = (outs Muir_F32Tensor:$new_param,
-                      Muir_F32Tensor:$new_momentum_buffer,
-                      Muir_F32Tensor:$new_variance);
+  let results = (outs Muir_FloatTensor:$new_param,
+                      Muir_FloatTensor:$new_momentum_buffer,
+                      Muir_FloatTensor:$new_variance);
   let assemblyFormat = [{
     $param `,` $grad `,` $momentum_buffer `,` $variance
     (`hyper` `(` $hyper^ `)`)? (`take` `(` $take^ `)`)? attr-dict `:`
@@ -259,12 +259,12 @@ def Muir_RowSumSquaresOp : Muir_Op<"row_sum_squares", [Pure]> {
   let summary = "sum of squares of each row of each matrix";
   let description = [{
     For a matrix [m, n] the result [m] holds the sum over the columns of the
-    squares of each row (in f32, columns in order); for a stack [B, m, n]
+    squares of each row (in the element type, columns in order); for a stack [B, m, n]
     the result is [B, m]. With an all_reduce over the axes that split the
     columns it gives the rows' sums of the whole matrix (NorMuon).
   }];
-  let arguments = (ins Muir_F32Tensor:$input);
-  let results = (outs Muir_F32Tensor:$result);
+  let arguments = (ins Muir_FloatTensor:$input);
+  let results = (outs Muir_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -286,10 +286,10 @@ def Muir_NorMuonNormalizeOp : Muir_Op<"normuon_normalize", [Pure,
     With `take(%t)` a false %t gives v' = v (P is then O divided by the old
     moment: finite, and not applied).
   }];
-  let arguments = (ins Muir_F32Tensor:$input, Muir_F32Tensor:$row_sums,
-      Muir_F32Tensor:$variance, Optional<I1>:$take, I64Attr:$columns,
+  let arguments = (ins Muir_FloatTensor:$input, Muir_FloatTensor:$row_sums,
+      Muir_FloatTensor:$variance, Optional<I1>:$take, I64Attr:$columns,
       F64Attr:$beta2, F64Attr:$eps2);
-  let results = (outs Muir_F32Tensor:$result, Muir_F32Tensor:$new_variance);
+  let results = (outs Muir_FloatTensor:$result, Muir_FloatTensor:$new_variance);
   let assemblyFormat = [{
     $input `,` $row_sums `,` $variance (`take` `(` $take^ `)`)? attr-dict
     `:` type($input) `,` type($variance)
@@ -347,7 +347,8 @@ def Muir_QkClipOp : Muir_Op<"qk_clip", [Pure,
     After the update of an attention block's query or key projection W
     [m, n], whose rows are m / head_rows heads of head_rows rows each, from
     the largest pre-softmax logit of each query head in this step's forward
-    (`max_logits` [h], h = group * m / head_rows), with tau = `tau`:
+    (`max_logits` [h], f32, h = group * m / head_rows; an f64 W is clipped
+    in f64), with tau = `tau`:
 
     ```
     gamma_i = max_logits_i > tau ? tau / max_logits_i : 1
@@ -362,9 +363,9 @@ def Muir_QkClipOp : Muir_Op<"qk_clip", [Pure,
     a false %t gives W' = W. Split rows (tensor parallel) are clipped on
     each rank with that rank's heads: `max_logits` is split with W's rows.
   }];
-  let arguments = (ins Muir_F32Tensor:$param, Muir_F32Tensor:$max_logits,
+  let arguments = (ins Muir_FloatTensor:$param, Muir_F32Tensor:$max_logits,
       Optional<I1>:$take, F64Attr:$tau, I64Attr:$head_rows, I64Attr:$group);
-  let results = (outs Muir_F32Tensor:$result);
+  let results = (outs Muir_FloatTensor:$result);
   let assemblyFormat = [{
     $param `,` $max_logits (`take` `(` $take^ `)`)? attr-dict `:`
     type($param) `,` type($max_logits)
@@ -835,10 +836,11 @@ def Muir_SumSquaresOp : Muir_Op<"sum_squares", [Pure]> {
     For a matrix the result has one element, for a stack [B, m, n] one per
     matrix. With an all_reduce over the axes a matrix is split on, it gives
     the squared Frobenius norm of the whole matrix (distributed
-    Newton-Schulz).
+    Newton-Schulz). The result's element type is the input's (an f64
+    parameter's sums are f64).
   }];
-  let arguments = (ins Muir_F32Tensor:$input);
-  let results = (outs Muir_F32Tensor:$result);
+  let arguments = (ins Muir_FloatTensor:$input);
+  let results = (outs Muir_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -851,9 +853,9 @@ def Muir_ScaleByNormOp : Muir_Op<"scale_by_norm", [Pure,
     computed (and possibly all-reduced) separately; the arithmetic is the
     same as `muir.frobenius_normalize`'s.
   }];
-  let arguments = (ins Muir_F32Tensor:$input, Muir_F32Tensor:$sum_squares,
+  let arguments = (ins Muir_FloatTensor:$input, Muir_FloatTensor:$sum_squares,
                    DefaultValuedAttr<F64Attr, "1.0e-7">:$eps);
-  let results = (outs Muir_F32Tensor:$result);
+  let results = (outs Muir_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $sum_squares attr-dict `:` type($input) `,` type($sum_squares)
   }];

@@ -261,7 +261,8 @@ AffineMap rowsMap(OpBuilder &b, int64_t rank) {
   return AffineMap::get(rank, 0, dims, b.getContext());
 }
 
-/// s_i = sum over the columns j, in order, of x_ij * x_ij (in f32).
+/// s_i = sum over the columns j, in order, of x_ij * x_ij (in the element
+/// type: f32, or f64 for an f64 parameter).
 LogicalResult lower(RowSumSquaresOp op, PatternRewriter &rw) {
   Location loc = op.getLoc();
   auto in = op.getInput().getType();
@@ -334,6 +335,107 @@ LogicalResult lower(NorMuonNormalizeOp op, PatternRewriter &rw) {
   return success();
 }
 
+/// The map of a per-matrix value in the loops of its matrix: [B] for a
+/// stack [B, m, n], a scalar (rank 0) for a matrix.
+AffineMap matrixMap(OpBuilder &b, int64_t rank) {
+  if (rank == 3)
+    return AffineMap::get(3, 0, {b.getAffineDimExpr(0)}, b.getContext());
+  return AffineMap::get(rank, 0, {}, b.getContext());
+}
+
+/// A per-matrix vector ([B], or [1] for a matrix) in matrixMap's shape:
+/// the [1] of a matrix as a scalar.
+Value perMatrix(PatternRewriter &rw, Location loc, Value v, int64_t rank) {
+  if (rank == 3)
+    return v;
+  auto t = cast<RankedTensorType>(v.getType());
+  return tensor::CollapseShapeOp::create(
+      rw, loc, RankedTensorType::get({}, t.getElementType()), v,
+      ArrayRef<ReassociationIndices>{});
+}
+
+/// An f64 matrix's (each of a stack's) sum of squares, in f64, its
+/// elements in order: a generated loop nest. f32 inputs are left to the
+/// runtime's double sum (muir_exec.sum_squares).
+LogicalResult lower(SumSquaresOp op, PatternRewriter &rw) {
+  Type t = elementOf(op);
+  if (!t.isF64())
+    return failure();
+  Location loc = op.getLoc();
+  int64_t rank = op.getInput().getType().getRank();
+  auto out = op.getResult().getType();
+  SmallVector<int64_t> accShape;
+  if (rank == 3)
+    accShape.push_back(out.getDimSize(0));
+  Value zero =
+      linalg::FillOp::create(
+          rw, loc, constant(rw, loc, t, 0.0),
+          Value(tensor::EmptyOp::create(rw, loc, accShape, t)))
+          .getResult(0);
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::reduction);
+  if (rank == 3)
+    iters.front() = utils::IteratorType::parallel;
+  auto generic = linalg::GenericOp::create(
+      rw, loc, TypeRange{zero.getType()}, ValueRange{op.getInput()},
+      ValueRange{zero},
+      ArrayRef<AffineMap>{rw.getMultiDimIdentityMap(rank),
+                          matrixMap(rw, rank)},
+      iters, [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value sq = arith::MulFOp::create(nb, nl, a[0], a[0]);
+        linalg::YieldOp::create(
+            nb, nl, Value(arith::AddFOp::create(nb, nl, a[1], sq)));
+      });
+  Value sums = generic.getResult(0);
+  if (rank != 3)
+    sums = tensor::ExpandShapeOp::create(rw, loc, out, sums,
+                                         ArrayRef<ReassociationIndices>{});
+  rw.replaceOp(op, sums);
+  return success();
+}
+
+/// out = in * (1 / (sqrt(ss) + eps)) per matrix for f64 (the arithmetic of
+/// muirrt_frobenius_normalize_f64): a generated kernel. f32 is the
+/// runtime's (muir_exec.scale_by_norm).
+LogicalResult lower(ScaleByNormOp op, PatternRewriter &rw) {
+  Type t = elementOf(op);
+  if (!t.isF64())
+    return failure();
+  Location loc = op.getLoc();
+  auto in = op.getInput().getType();
+  int64_t rank = in.getRank();
+  Value ss = perMatrix(rw, loc, op.getSumSquares(), rank);
+  auto ssType = cast<RankedTensorType>(ss.getType());
+  Value one = constant(rw, loc, t, 1.0);
+  Value eps = constant(rw, loc, t, value(op.getEpsAttr()));
+  AffineMap ssId = rw.getMultiDimIdentityMap(ssType.getRank());
+  auto scale = linalg::GenericOp::create(
+      rw, loc, TypeRange{ssType}, ValueRange{ss},
+      ValueRange{Value(
+          tensor::EmptyOp::create(rw, loc, ssType.getShape(), t))},
+      ArrayRef<AffineMap>{ssId, ssId},
+      SmallVector<utils::IteratorType>(ssType.getRank(),
+                                       utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value root = math::SqrtOp::create(nb, nl, a[0]);
+        Value denom = arith::AddFOp::create(nb, nl, root, eps);
+        linalg::YieldOp::create(
+            nb, nl, Value(arith::DivFOp::create(nb, nl, one, denom)));
+      });
+  auto scaled = linalg::GenericOp::create(
+      rw, loc, TypeRange{in}, ValueRange{op.getInput(), scale.getResult(0)},
+      ValueRange{Value(tensor::EmptyOp::create(rw, loc, in.getShape(), t))},
+      ArrayRef<AffineMap>{rw.getMultiDimIdentityMap(rank),
+                          matrixMap(rw, rank),
+                          rw.getMultiDimIdentityMap(rank)},
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        linalg::YieldOp::create(
+            nb, nl, Value(arith::MulFOp::create(nb, nl, a[0], a[1])));
+      });
+  rw.replaceOp(op, scaled.getResults());
+  return success();
+}
+
 /// MuonClip's QK-clip: per row head j, s_j = sqrt(min over its group of
 /// gamma_i) with gamma_i = x_i > tau ? tau / x_i : 1 (s = 1 when skipped),
 /// then each row of head j times s_j. The heads' factors are computed once
@@ -349,11 +451,13 @@ LogicalResult lower(QkClipOp op, PatternRewriter &rw) {
   auto parallel = utils::IteratorType::parallel;
   Value one = constant(rw, loc, t, 1.0);
   Value tau = constant(rw, loc, t, value(op.getTauAttr()));
-  // The smallest gamma of each head's group of query heads.
+  // The smallest gamma of each head's group of query heads (the logits
+  // are f32; an f64 parameter's factors are computed in f64).
   auto headsType = RankedTensorType::get({heads}, t);
+  Type logitType = op.getMaxLogits().getType().getElementType();
   Value grouped = tensor::ExpandShapeOp::create(
-      rw, loc, RankedTensorType::get({heads, group}, t), op.getMaxLogits(),
-      ArrayRef<ReassociationIndices>{{0, 1}});
+      rw, loc, RankedTensorType::get({heads, group}, logitType),
+      op.getMaxLogits(), ArrayRef<ReassociationIndices>{{0, 1}});
   Value ones =
       linalg::FillOp::create(
           rw, loc, one,
@@ -365,9 +469,12 @@ LogicalResult lower(QkClipOp op, PatternRewriter &rw) {
                           AffineMap::get(2, 0, {d(0)}, ctx)},
       {parallel, utils::IteratorType::reduction},
       [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value logit = a[0];
+        if (logitType != t)
+          logit = arith::ExtFOp::create(nb, nl, t, logit);
         Value over = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT,
-                                           a[0], tau);
-        Value ratio = arith::DivFOp::create(nb, nl, tau, a[0]);
+                                           logit, tau);
+        Value ratio = arith::DivFOp::create(nb, nl, tau, logit);
         Value gamma = arith::SelectOp::create(nb, nl, over, ratio, one);
         linalg::YieldOp::create(
             nb, nl, Value(arith::MinimumFOp::create(nb, nl, a[1], gamma)));
@@ -506,7 +613,8 @@ void mlir::muir::populateElementwiseToLinalgPatterns(
                ToLinalg<AdamWUpdateOp>, ToLinalg<AddDiagonalOp>,
                ToLinalg<SwigluOp>, ToLinalg<SwigluGradOp>, ToLinalg<AddOp>,
                ToLinalg<RowSumSquaresOp>, ToLinalg<NorMuonNormalizeOp>,
-               ToLinalg<QkClipOp>>(
+               ToLinalg<QkClipOp>, ToLinalg<SumSquaresOp>,
+               ToLinalg<ScaleByNormOp>>(
       patterns.getContext());
   linalg::populateElementwiseToLinalgConversionPatterns(patterns);
 }

@@ -473,13 +473,6 @@ bool Validator::checkNameAndSize(const Parameter &p, int64_t &totalElements,
 /// A parameter's dtype, role and split_rows against its optimizer, grid
 /// and layer.
 void Validator::checkParameterRules(const Parameter &p) {
-  // NorMuon's kernels are f32.
-  if (assignments[&p - d.params.data()].optimizer == Optimizer::NorMuon &&
-      p.dtype == "f64")
-    failFor(p.loc,
-            "parameter '" + p.name + "' is f64, which NorMuon does not "
-            "take (its kernels are f32)",
-            p.name, "NorMuon takes f32 parameters");
   if (p.role == Role::Expert && p.shape.size() != 3)
     fail(p.loc, "expert parameter '" + p.name +
                     "' must be a stack [E, m, n], got rank " +
@@ -767,9 +760,9 @@ void Validator::checkAttention() {
                      "' must be a matrix (2-D: heads x head size rows)");
         continue;
       }
-      if (p.dtype != "f32") {
+      if (p.dtype != "f32" && p.dtype != "f64") {
         fail(at, who + ": " + role + " '" + name + "' is " + p.dtype +
-                     "; QK-clip takes f32 parameters");
+                     "; QK-clip takes f32 or f64 parameters");
         continue;
       }
       if (p.moeFolding) {

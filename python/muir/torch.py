@@ -147,7 +147,8 @@ expert, never shared out; they take Muon (an ep stack cannot take AdamW).
 
 MuonClip (Kimi K2's QK-clip): qk_clip=tau with attention=[{"name": ...,
 "q": ..., "k": ..., "heads": H, "kv_heads": G}, ...] (q and k: parameters
-of this optimizer, as tensors or by name; float32 or bfloat16 matrices of
+of this optimizer, as tensors or by name; float32, bfloat16 or float64
+matrices of
 H * d and G * d_k rows; kv_heads defaults to heads) clips each block's
 query and key projections after their update, and step() then takes
 max_logits={name: tensor [H]}: the largest pre-softmax logit of each
@@ -918,11 +919,6 @@ class Muon(torch.optim.Optimizer):
                         "%s: attention block '%s': %s '%s' of shape %s; "
                         "expected a matrix whose rows are %d heads"
                         % (where, name, role, d["name"], d["shape"], rows))
-                if d["dtype"] is not torch.float32:
-                    raise ValueError("%s: attention block '%s': %s '%s' is "
-                                     "float64; QK-clip takes float32 (or "
-                                     "bfloat16) parameters"
-                                     % (where, name, role, d["name"]))
                 if p in taken:
                     raise ValueError("%s: attention block '%s': parameter "
                                      "'%s' is clipped by block '%s' already"
@@ -1881,8 +1877,8 @@ class NorMuon(Muon):
     state of a NorMuon parameter is "momentum_buffer" and "variance" (one
     value per row: [out], [E, out] for a stack, [out] for a convolution
     weight). beta2 and eps2 are the optimizer's, fixed. It has no
-    scale_mode. Not yet: float64 parameters and the CUDA target (refused
-    when the step compiles)."""
+    scale_mode. A float64 parameter is computed in float64 throughout, as
+    Muon's. Not yet: the CUDA target (refused when the step compiles)."""
 
     _matrix_optimizer = "normuon"
 

@@ -192,3 +192,35 @@ func.func @qk_clip(%k: tensor<16x16xf32>, %x: tensor<8xf32>, %t: i1) -> tensor<1
   %c = muir.qk_clip %k, %x take(%t) {tau = 100.0, head_rows = 8, group = 4} : tensor<16x16xf32>, tensor<8xf32>
   return %c : tensor<16x16xf32>
 }
+
+// -----
+
+// f64 (an f64 parameter's NorMuon and QK-clip): the norm's sums of squares
+// and its scaling are generated loops in f64 (the runtime's are f32): a
+// matrix's one sum a scalar reduced over both dimensions, a stack's one per
+// matrix; the scale 1 / (sqrt(s) + eps) once per matrix, then a multiply.
+// The clip takes f32 logits and computes its factors in f64. f32 sums stay
+// runtime calls.
+// CHECK-LABEL: func.func @f64_norm
+// CHECK: %[[Z:.+]] = linalg.fill ins(%{{.+}} : f64) outs(%{{.+}} : tensor<f64>)
+// CHECK: %[[S:.+]] = linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]} ins(%arg0 : tensor<4x8xf64>) outs(%[[Z]] : tensor<f64>)
+// CHECK: %[[S1:.+]] = tensor.expand_shape %[[S]] [] output_shape [1] : tensor<f64> into tensor<1xf64>
+// CHECK: %[[C:.+]] = tensor.collapse_shape %[[S1]] [] : tensor<1xf64> into tensor<f64>
+// CHECK: %[[K:.+]] = linalg.generic {{.*}} ins(%[[C]] : tensor<f64>)
+// CHECK: math.sqrt
+// CHECK: arith.divf
+// CHECK: linalg.generic {{.*}} ins(%arg0, %[[K]] : tensor<4x8xf64>, tensor<f64>)
+// CHECK: arith.mulf
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "reduction"]} ins(%arg1 : tensor<2x4x8xf64>) outs(%{{.+}} : tensor<2xf64>)
+// CHECK: muir.sum_squares %arg2 : tensor<4x8xf32> -> tensor<1xf32>
+// CHECK: tensor.expand_shape %arg3 {{\[\[}}0, 1]] output_shape [2, 2] : tensor<4xf32> into tensor<2x2xf32>
+// CHECK: arith.extf %{{.+}} : f32 to f64
+// FUSED-LABEL: func.func @f64_norm
+func.func @f64_norm(%x: tensor<4x8xf64>, %st: tensor<2x4x8xf64>, %y: tensor<4x8xf32>, %l: tensor<4xf32>) -> (tensor<4x8xf64>, tensor<2xf64>, tensor<1xf32>, tensor<4x8xf64>) {
+  %s = muir.sum_squares %x : tensor<4x8xf64> -> tensor<1xf64>
+  %n = muir.scale_by_norm %x, %s {eps = 1.0e-30} : tensor<4x8xf64>, tensor<1xf64>
+  %t = muir.sum_squares %st : tensor<2x4x8xf64> -> tensor<2xf64>
+  %u = muir.sum_squares %y : tensor<4x8xf32> -> tensor<1xf32>
+  %c = muir.qk_clip %n, %l {tau = 50.0, head_rows = 2, group = 2} : tensor<4x8xf64>, tensor<4xf32>
+  return %n, %t, %u, %c : tensor<4x8xf64>, tensor<2xf64>, tensor<1xf32>, tensor<4x8xf64>
+}

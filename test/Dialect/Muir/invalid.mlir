@@ -1585,6 +1585,22 @@ func.func @row_sum_squares_shape(%x: tensor<2x4x8xf32>) -> tensor<2x8xf32> {
 
 // -----
 
+func.func @row_sum_squares_precision(%x: tensor<4x8xf64>) -> tensor<4xf32> {
+  // expected-error@+1 {{'muir.row_sum_squares' op expected every operand of element type 'f32' (the result's), got 'tensor<4x8xf64>'}}
+  %s = muir.row_sum_squares %x : tensor<4x8xf64> -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+func.func @normuon_update_precision(%w: tensor<4x8xf64>, %v: tensor<4xf32>) -> tensor<4x8xf64> {
+  // expected-error@+1 {{'muir.normuon_update' op expected every operand of element type 'f64' (the result's), got 'tensor<4xf32>'}}
+  %w1, %m1, %v1 = muir.normuon_update %w, %w, %w, %v {lr = 0.02} : tensor<4x8xf64>, tensor<4xf32>
+  return %w1 : tensor<4x8xf64>
+}
+
+// -----
+
 func.func @normuon_normalize_columns(%x: tensor<4x8xf32>, %v: tensor<4xf32>) -> tensor<4x8xf32> {
   // expected-error@+1 {{'muir.normuon_normalize' op expected columns (of the whole matrix) of at least 8, got 4}}
   %p, %v1 = muir.normuon_normalize %x, %v, %v {beta2 = 0.9, eps2 = 1.0e-8, columns = 4} : tensor<4x8xf32>, tensor<4xf32>

@@ -17,7 +17,9 @@ the op descriptions), all relative Frobenius errors:
       ones as '<f4';
   the f32 matrix: W3 - W0 <= 1e-5 (its own, float32 tolerance).
 Then: 1 step, --save-state, --resume for 2 more gives the 3-step run
-bitwise; and seeded (nothing loaded) f64 tensors hold the values whose
+bitwise; NorMuon on f64 parameters (a matrix, a stack, and a GQA block's q
+and k, clipped by MuonClip's QK-clip after each update) against the same
+bounds (W3 - W0 <= 1e-8, momentum and second moment <= 1e-12); and seeded (nothing loaded) f64 tensors hold the values whose
 float32 rounding a float32 tensor of that name gets.
 """
 import os
@@ -181,7 +183,85 @@ def main():
                "%d gradients, %s" % (len(grads),
                                      "wider than f32" if wider
                                      else "NOT wider than f32"))
+    normuon_clip(args, chk, rng)
     chk.finish()
+
+
+# NorMuon and MuonClip's QK-clip on f64 parameters: a matrix and a stack,
+# and a GQA block (4 query heads, 2 kv heads) whose q and k take NorMuon
+# and then the clip; heads 0 and 2 over tau, 1 and 3 under it (the logits
+# are float32, as the step's input always is).
+NORMUON_DESCRIPTION = """name: f64normuon
+grid: {axes: {dp: 1}}
+optimizer:
+  normuon: {lr: 0.02, momentum: 0.9, weight_decay: 0.01, beta2: 0.9,
+            eps2: 1.0e-8}
+  muon: {qk_clip: 50}
+attention:
+  - {name: gqa, q: gqa.q, k: gqa.k, heads: 4, kv_heads: 2}
+parameters:
+  - {name: tall, shape: [96, 64], role: mlp, dtype: f64}
+  - {name: stack, shape: [3, 32, 40], role: expert, dtype: f64}
+  - {name: gqa.q, shape: [32, 16], role: attention, dtype: f64}
+  - {name: gqa.k, shape: [16, 16], role: attention, dtype: f64}
+"""
+NORMUON = dict(lr=0.02, beta=0.9, weight_decay=0.01, beta2=0.9, eps2=1e-8)
+NORMUON_PARAMS = {"tall": (96, 64), "stack": (3, 32, 40),
+                  "gqa.q": (32, 16), "gqa.k": (16, 16)}
+LOGITS = [60.0, 10.0, 200.0, 49.0]
+
+
+def normuon_clip(args, chk, rng):
+    """STEPS NorMuon steps (the clip after each on q and k) in float64
+    against the reference: W - W0 <= 1e-8, momentum and v <= 1e-12."""
+    yaml = os.path.join(args.tmp, "f64normuon.yaml")
+    with open(yaml, "w") as f:
+        f.write(NORMUON_DESCRIPTION)
+    load = os.path.join(args.tmp, "in-normuon")
+    os.makedirs(load)
+    inputs = {}
+    for name, shape in NORMUON_PARAMS.items():
+        inputs[name] = 0.02 * rng.standard_normal(shape)
+        inputs[name + ".grad"] = rng.standard_normal(shape)
+        inputs[name + ".momentum"] = 0.5 * rng.standard_normal(shape)
+        inputs[name + ".variance"] = 0.01 + 0.02 * rng.random(shape[:-1])
+    for k, a in inputs.items():
+        np.save(os.path.join(load, k + ".npy"), a)
+    np.save(os.path.join(load, "gqa.max_logits.npy"),
+            np.array(LOGITS, np.float32))
+    out_dir = os.path.join(args.tmp, "out-normuon")
+    run(args.muir_run, yaml, args.tmp, "--steps", str(STEPS), "--load", load,
+        "--dump", out_dir)
+    out = mt.read_dump(out_dir)
+
+    want = {}
+    for name in NORMUON_PARAMS:
+        want[name] = (inputs[name], inputs[name + ".momentum"],
+                      inputs[name + ".variance"])
+    for _ in range(STEPS):
+        for name in NORMUON_PARAMS:
+            W, M, v = want[name]
+            want[name] = ref.normuon_update(W, inputs[name + ".grad"], M, v,
+                                            **NORMUON)
+        q, k = ref.qk_clip(want["gqa.q"][0], want["gqa.k"][0], LOGITS, 50.0,
+                           heads=4, kv_heads=2)
+        want["gqa.q"] = (q,) + want["gqa.q"][1:]
+        want["gqa.k"] = (k,) + want["gqa.k"][1:]
+    for name, shape in NORMUON_PARAMS.items():
+        label = "normuon %s %s f64%s" % (name, "x".join(map(str, shape)),
+                                         ", clipped" if "gqa" in name else "")
+        names = [name, name + ".momentum", name + ".variance"]
+        chk.expect(label + " dumped as <f8",
+                   all(out[k].dtype == np.float64 for k in names),
+                   ", ".join(out[k].dtype.str for k in names))
+        W, M, v = want[name]
+        chk.check(label + " delta",
+                  ref.rel_fro(out[name] - inputs[name], W - inputs[name]),
+                  TOL_F64)
+        chk.check(label + " momentum", ref.rel_fro(out[name + ".momentum"], M),
+                  TOL_STATE)
+        chk.check(label + " variance", ref.rel_fro(out[name + ".variance"], v),
+                  TOL_STATE)
 
 
 if __name__ == "__main__":

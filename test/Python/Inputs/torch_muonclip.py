@@ -6,7 +6,8 @@ float64 reference written from the formulas (docs/description.md,
 "MuonClip"; test/lib/muir_reference.py: muon_update then qk_clip). Then:
 the optimizer state is the unclipped Muon's (the clip changes no state), a
 block whose q and k have no gradient is skipped bit for bit and needs no
-max_logits, muir.torch.NorMuon clips too, and bad arguments are refused
+max_logits, muir.torch.NorMuon clips too (on float32 and on float64
+parameters, these within 1e-8), and bad arguments are refused
 with nothing changed.
 """
 import numpy as np
@@ -119,6 +120,31 @@ for b, (q, kk, heads, kv) in BLOCKS.items():
         e = max(e, ref.rel_fro(p2[n].detach().double().numpy() - W0[n],
                                want - W0[n]))
 check(e <= TOL, "NorMuon with qk_clip: within %g (%.2e)" % (TOL, e))
+
+# float64 parameters: NorMuon and the clip in float64 (1e-8, the bound of
+# a float64 step; float32 maths is at 1e-7 and above).
+p3 = {n: torch.nn.Parameter(t.detach().double()) for n, t in make().items()}
+nm64 = muir.torch.NorMuon(list(p3.items()), qk_clip=TAU,
+                          attention=blocks(p3), lr=0.02, momentum=0.9,
+                          cache_dir=None)
+g = torch.Generator().manual_seed(200)
+for t in p3.values():
+    t.grad = torch.randn(t.shape, generator=g, dtype=torch.float64)
+W0 = {n: p3[n].detach().numpy().copy() for n in p3}
+nm64.step(max_logits={b: torch.tensor(LOGITS[0][b]) for b in BLOCKS})
+e = 0.0
+for b, (q, kk, heads, kv) in BLOCKS.items():
+    w = {n: ref.normuon_update(W0[n], p3[n].grad.numpy(),
+                               np.zeros(W0[n].shape),
+                               np.zeros(W0[n].shape[0]), 0.02,
+                               beta=0.9)[0] for n in (q, kk)}
+    x = np.asarray(LOGITS[0][b], np.float32).astype(np.float64)
+    wq, wk = ref.qk_clip(w[q], w[kk], x, TAU, heads, kv)
+    for n, want in ((q, wq), (kk, wk)):
+        e = max(e, ref.rel_fro(p3[n].detach().numpy() - W0[n], want - W0[n]))
+check(e <= 1e-8 and all(p.dtype is torch.float64 for p in p3.values()),
+      "float64 NorMuon with qk_clip: float64 parameters within 1e-8 (%.2e)"
+      % e)
 
 # Bad arguments, refused with nothing changed.
 grads(params, 8)
