@@ -5,7 +5,11 @@
 //   memref.alloc / memref.dealloc -> gpu.alloc / gpu.dealloc
 //   memref.copy                   -> gpu.memcpy (device to device), or a
 //                                    copy kernel where a side is strided
+//   linalg.fill                   -> a kernel storing the value
 //   linalg.generic (element-wise) -> gpu.launch
+//   linalg.generic (reductions, broadcasts: NorMuon's rows, QK-clip's
+//                  heads) -> gpu.launch, a thread per parallel point that
+//                  runs the reduction loops in order
 //   muir_exec.moe_dispatch        -> muir_exec.moe_plan (the runtime's
 //                                    counting sort) + a gather kernel
 //   muir_exec.moe_combine         -> a weighted-sum kernel (unpermute)
@@ -53,6 +57,8 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <functional>
+
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIREXECTOGPU
 #include "muir/Passes.h.inc"
@@ -73,6 +79,19 @@ Value flat(OpBuilder &b, Location loc, Value buffer) {
   return memref::ReinterpretCastOp::create(b, loc, flatType, buffer,
                                            /*offset=*/0, /*sizes=*/{n},
                                            /*strides=*/{1});
+}
+
+/// The indices over `type`'s shape of the flat (row-major) index i.
+SmallVector<Value> unflatten(OpBuilder &b, Location loc, Value i,
+                             MemRefType type) {
+  SmallVector<Value> indices(type.getRank());
+  Value rest = i;
+  for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+    Value size = arith::ConstantIndexOp::create(b, loc, type.getDimSize(d));
+    indices[d] = arith::RemUIOp::create(b, loc, rest, size);
+    rest = arith::DivUIOp::create(b, loc, rest, size);
+  }
+  return indices;
 }
 
 bool isElementwise(linalg::GenericOp g) {
@@ -141,17 +160,27 @@ void copyKernel(memref::CopyOp c) {
   if (n > 0) {
     Location loc = c.getLoc();
     auto [ib, i] = launchOver(c, n, "muir_strided_copy");
-    SmallVector<Value> indices(type.getRank());
-    Value rest = i;
-    for (int64_t d = type.getRank() - 1; d >= 0; --d) {
-      Value size = arith::ConstantIndexOp::create(ib, loc, type.getDimSize(d));
-      indices[d] = arith::RemUIOp::create(ib, loc, rest, size);
-      rest = arith::DivUIOp::create(ib, loc, rest, size);
-    }
+    SmallVector<Value> indices = unflatten(ib, loc, i, type);
     Value v = memref::LoadOp::create(ib, loc, c.getSource(), indices);
     memref::StoreOp::create(ib, loc, v, c.getTarget(), indices);
   }
   c.erase();
+}
+
+/// linalg.fill of a device buffer: a thread per element stores the value.
+LogicalResult lowerFill(linalg::FillOp f) {
+  Value out = f.getOutputs()[0];
+  auto type = dyn_cast<MemRefType>(out.getType());
+  if (!type || !type.hasStaticShape())
+    return f.emitOpError("fills a dynamically shaped buffer");
+  if (int64_t n = type.getNumElements()) {
+    auto [ib, i] = launchOver(f, n, "muir_fill");
+    Location loc = f.getLoc();
+    memref::StoreOp::create(ib, loc, f.getInputs()[0], out,
+                            unflatten(ib, loc, i, type));
+  }
+  f.erase();
+  return success();
 }
 
 /// A buffer copy (memref.copy or linalg.copy) on the device: gpu.memcpy
@@ -205,16 +234,9 @@ LogicalResult launch(linalg::GenericOp g) {
   for (OpOperand &o : g->getOpOperands())
     views.push_back(isFlat(o.get()) ? flat(b, loc, o.get()) : o.get());
   auto [ib, i] = launchOver(g, n, "muir_elementwise");
-  SmallVector<Value> indices(outType.getRank());
-  if (!llvm::all_of(views, isFlat)) {
-    Value rest = i;
-    for (int64_t d = outType.getRank() - 1; d >= 0; --d) {
-      Value size =
-          arith::ConstantIndexOp::create(ib, loc, outType.getDimSize(d));
-      indices[d] = arith::RemUIOp::create(ib, loc, rest, size);
-      rest = arith::DivUIOp::create(ib, loc, rest, size);
-    }
-  }
+  SmallVector<Value> indices;
+  if (!llvm::all_of(views, isFlat))
+    indices = unflatten(ib, loc, i, outType);
   auto at = [&](Value view) -> SmallVector<Value> {
     if (isFlat(view))
       return {i};
@@ -261,6 +283,112 @@ LogicalResult launch(linalg::GenericOp g) {
 
 Value cIndex(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+bool isLoopKernel(linalg::GenericOp g) {
+  if (!g.hasPureBufferSemantics())
+    return false;
+  for (AffineMap m : g.getIndexingMapsArray())
+    if (!m.isProjectedPermutation())
+      return false;
+  for (OpOperand &o : g->getOpOperands()) {
+    auto t = dyn_cast<MemRefType>(o.get().getType());
+    if (!t || !t.hasStaticShape())
+      return false;
+  }
+  return true;
+}
+
+/// A generic with reductions or broadcasts (the rows' sums of NorMuon, its
+/// per-row scaling, QK-clip's heads): one thread per point of its parallel
+/// loops, which runs the reduction loops in order (the CPU's loop order:
+/// the same sums, deterministic), its accumulators the outputs' values.
+LogicalResult launchLoops(linalg::GenericOp g) {
+  Location loc = g.getLoc();
+  SmallVector<int64_t> ranges = g.getStaticLoopRanges();
+  SmallVector<unsigned> parallel, reduction;
+  for (auto [d, it] : llvm::enumerate(g.getIteratorTypesArray()))
+    (it == utils::IteratorType::parallel ? parallel : reduction).push_back(d);
+  int64_t n = 1;
+  for (unsigned d : parallel)
+    n *= ranges[d];
+  if (n == 0) {
+    g.erase();
+    return success();
+  }
+  auto [ib, i] = launchOver(g, n, reduction.empty() ? "muir_broadcast"
+                                                    : "muir_reduction");
+  SmallVector<Value> ivs(ranges.size());
+  Value rest = i;
+  for (unsigned d : llvm::reverse(parallel)) {
+    Value size = cIndex(ib, loc, ranges[d]);
+    ivs[d] = arith::RemUIOp::create(ib, loc, rest, size);
+    rest = arith::DivUIOp::create(ib, loc, rest, size);
+  }
+  auto at = [&](OpOperand &o) {
+    SmallVector<Value> indices;
+    for (AffineExpr e : g.getMatchingIndexingMap(&o).getResults())
+      indices.push_back(ivs[cast<AffineDimExpr>(e).getPosition()]);
+    return indices;
+  };
+  Block &body = g.getRegion().front();
+  // The outputs' values, read where the body reads them or where a
+  // reduction carries them.
+  SmallVector<Value> acc;
+  for (OpOperand &o : g.getDpsInitsMutable()) {
+    BlockArgument arg = g.getMatchingBlockArgument(&o);
+    acc.push_back(arg.use_empty() && reduction.empty()
+                      ? Value()
+                      : Value(memref::LoadOp::create(ib, loc, o.get(),
+                                                     at(o))));
+  }
+  auto compute = [&](OpBuilder &bb, ValueRange carried) {
+    IRMapping mapping;
+    for (OpOperand *o : g.getDpsInputOperands()) {
+      BlockArgument arg = g.getMatchingBlockArgument(o);
+      if (!arg.use_empty())
+        mapping.map(arg, memref::LoadOp::create(bb, loc, o->get(), at(*o)));
+    }
+    for (auto [k, o] : llvm::enumerate(g.getDpsInitsMutable()))
+      if (carried[k])
+        mapping.map(g.getMatchingBlockArgument(&o), carried[k]);
+    for (Operation &op : body.without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+        mapping.map(index.getResult(), ivs[index.getDim()]);
+        continue;
+      }
+      if (auto sqrt = dyn_cast<math::SqrtOp>(op);
+          sqrt && (sqrt.getType().isF32() || sqrt.getType().isF64())) {
+        mapping.map(sqrt.getResult(), sqrtRn(bb, op.getLoc(),
+                                             mapping.lookup(sqrt.getOperand())));
+        continue;
+      }
+      bb.clone(op, mapping);
+    }
+    SmallVector<Value> results;
+    for (Value v : cast<linalg::YieldOp>(body.getTerminator()).getValues())
+      results.push_back(mapping.lookupOrDefault(v));
+    return results;
+  };
+  // The reduction loops, outermost first, each carrying the outputs.
+  std::function<SmallVector<Value>(OpBuilder &, ValueRange, size_t)> nest =
+      [&](OpBuilder &bb, ValueRange carried, size_t k) -> SmallVector<Value> {
+    if (k == reduction.size())
+      return compute(bb, carried);
+    auto loop = scf::ForOp::create(
+        bb, loc, cIndex(bb, loc, 0), cIndex(bb, loc, ranges[reduction[k]]),
+        cIndex(bb, loc, 1), carried,
+        [&](OpBuilder &lb, Location, Value iv, ValueRange args) {
+          ivs[reduction[k]] = iv;
+          scf::YieldOp::create(lb, loc, nest(lb, args, k + 1));
+        });
+    return SmallVector<Value>(loop.getResults());
+  };
+  SmallVector<Value> results = nest(ib, acc, 0);
+  for (auto [v, o] : llvm::zip(results, g.getDpsInitsMutable()))
+    memref::StoreOp::create(ib, loc, v, o.get(), at(o));
+  g.erase();
+  return success();
 }
 
 /// Whether a buffer is static and contiguous (the generated kernels' flat
@@ -441,7 +569,8 @@ struct ExecToGPUPass
           op->getParentOfType<gpu::LaunchOp>())
         return;
       if (isa<memref::AllocOp, memref::DeallocOp, memref::CopyOp,
-              linalg::CopyOp, linalg::GenericOp, mx::MoeDispatchOp,
+              linalg::CopyOp, linalg::FillOp, linalg::GenericOp,
+              mx::MoeDispatchOp,
               mx::MoeCombineOp, mx::MoeCombineWeightsGradOp,
               mx::FrobeniusNormalizeOp, mx::ScaleByNormOp>(op))
         ops.push_back(op);
@@ -464,6 +593,10 @@ struct ExecToGPUPass
         a.replaceAllUsesWith(g.getMemref());
       } else if (auto d = dyn_cast<memref::DeallocOp>(op)) {
         gpu::DeallocOp::create(b, loc, Type(), ValueRange{}, d.getMemref());
+      } else if (auto f = dyn_cast<linalg::FillOp>(op)) {
+        if (failed(lowerFill(f)))
+          return signalPassFailure();
+        continue;
       } else if (auto lc = dyn_cast<linalg::CopyOp>(op)) {
         if (failed(lowerCopy(op, lc.getInputs()[0], lc.getOutputs()[0])))
           return signalPassFailure();
@@ -491,11 +624,11 @@ struct ExecToGPUPass
         continue;
       } else {
         auto g = cast<linalg::GenericOp>(op);
-        if (!isElementwise(g))
-          return fail(op, "is not an element-wise kernel over static "
-                          "buffers (the CUDA target runs only those as "
-                          "generated kernels)");
-        if (failed(launch(g)))
+        if (!isElementwise(g) && !isLoopKernel(g))
+          return fail(op, "is not a kernel over static buffers with "
+                          "projected-permutation maps (the CUDA target "
+                          "runs only those as generated kernels)");
+        if (failed(isElementwise(g) ? launch(g) : launchLoops(g)))
           return signalPassFailure();
         continue;
       }

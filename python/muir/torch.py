@@ -148,9 +148,8 @@ expert, never shared out; they take Muon (an ep stack cannot take AdamW).
 MuonClip (Kimi K2's QK-clip): qk_clip=tau with attention=[{"name": ...,
 "q": ..., "k": ..., "heads": H, "kv_heads": G}, ...] (q and k: parameters
 of this optimizer, as tensors or by name; float32, bfloat16 or float64
-matrices of
-H * d and G * d_k rows; kv_heads defaults to heads) clips each block's
-query and key projections after their update, and step() then takes
+matrices of H * d and G * d_k rows; kv_heads defaults to heads) clips each
+block's query and key projections after their update, and step() then takes
 max_logits={name: tensor [H]}: the largest pre-softmax logit of each
 query head in this step's forward (with several ranks, the maximum over
 all of them: every rank passes the same values). With
@@ -160,8 +159,8 @@ smallest gamma_h of its H / G query heads; the optimizer state is not
 changed (docs/description.md, "MuonClip"). A block whose q and k have no
 gradient now needs no max_logits (they are skipped); a missing, unknown,
 misshapen or non-finite entry raises ValueError and nothing is updated.
-Either optimizer (Muon, NorMuon) updates q and k first. Not yet: the CUDA
-target.
+Either optimizer (Muon, NorMuon) updates q and k first. On the CUDA
+target the clip is generated kernels, not yet run on a GPU.
 
 More keyword arguments (**more):
   ns_eps (1e-7), momentum_kind ("ema" | "accumulate"), coefficients (a flat
@@ -1878,7 +1877,8 @@ class NorMuon(Muon):
     value per row: [out], [E, out] for a stack, [out] for a convolution
     weight). beta2 and eps2 are the optimizer's, fixed. It has no
     scale_mode. A float64 parameter is computed in float64 throughout, as
-    Muon's. Not yet: the CUDA target (refused when the step compiles)."""
+    Muon's. On the CUDA target the row statistics are generated kernels,
+    not yet run on a GPU."""
 
     _matrix_optimizer = "normuon"
 

@@ -78,14 +78,63 @@ func.func @device_constant(%o: memref<4xf32>) attributes {muir.entry} {
 
 // -----
 
-// A reduction is no element-wise kernel.
-#map = affine_map<(d0) -> (d0)>
-#red = affine_map<(d0) -> ()>
-func.func @reduce(%a: memref<8xf32>, %s: memref<f32>) {
-  // expected-error @+1 {{'linalg.generic' op is not an element-wise kernel over static buffers}}
-  linalg.generic {indexing_maps = [#map, #red], iterator_types = ["reduction"]} ins(%a : memref<8xf32>) outs(%s : memref<f32>) {
+// A row reduction (NorMuon's rows' sums) after a fill: the fill is a
+// kernel storing its value; the reduction a thread per row (4 rows: one
+// block) whose loop over the 8 columns, in order, carries the output's
+// value (the CPU's loop order: the same sums).
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @row_sums
+// CHECK: gpu.launch {{.*}}function(@muir_fill)
+// CHECK: memref.store %{{.*}}, %arg1[%{{.*}}] : memref<4xf32>
+// CHECK: gpu.launch {{.*}}function(@muir_reduction)
+// CHECK: %[[ROW:.*]] = arith.remui
+// CHECK: %[[ACC:.*]] = memref.load %arg1[%[[ROW]]] : memref<4xf32>
+// CHECK: %[[SUM:.*]] = scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[S:.*]] = %[[ACC]]) -> (f32) {
+// CHECK: %[[X:.*]] = memref.load %arg0[%[[ROW]], %[[J]]] : memref<4x8xf32>
+// CHECK: %[[SQ:.*]] = arith.mulf %[[X]], %[[X]] : f32
+// CHECK: %[[NEW:.*]] = arith.addf %[[S]], %[[SQ]] : f32
+// CHECK: scf.yield %[[NEW]] : f32
+// CHECK: memref.store %[[SUM]], %arg1[%[[ROW]]] : memref<4xf32>
+// A broadcast (each row divided by its value) is a thread per element.
+// CHECK: gpu.launch {{.*}}function(@muir_broadcast)
+// CHECK: %[[C:.*]] = arith.remui
+// CHECK: %[[R:.*]] = arith.remui
+// CHECK-DAG: memref.load %arg0[%[[R]], %[[C]]] : memref<4x8xf32>
+// CHECK-DAG: memref.load %arg1[%[[R]]] : memref<4xf32>
+// CHECK: arith.divf
+// CHECK: memref.store %{{.*}}, %arg2[%[[R]], %[[C]]] : memref<4x8xf32>
+// CHECK-NOT: linalg.
+func.func @row_sums(%a: memref<4x8xf32>, %s: memref<4xf32>, %p: memref<4x8xf32>) attributes {muir.entry} {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%s : memref<4xf32>)
+  linalg.generic {indexing_maps = [#id2, #rows], iterator_types = ["parallel", "reduction"]} ins(%a : memref<4x8xf32>) outs(%s : memref<4xf32>) {
   ^bb0(%in: f32, %out: f32):
-    %0 = arith.addf %in, %out : f32
+    %0 = arith.mulf %in, %in : f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [#id2, #rows, #id2], iterator_types = ["parallel", "parallel"]} ins(%a, %s : memref<4x8xf32>, memref<4xf32>) outs(%p : memref<4x8xf32>) {
+  ^bb0(%in: f32, %r: f32, %out: f32):
+    %0 = arith.divf %in, %r : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+// A map that is no projected permutation (a sliding window: a 1-D
+// convolution) has no kernel.
+#win = affine_map<(d0, d1) -> (d0 + d1)>
+#tap = affine_map<(d0, d1) -> (d1)>
+#out = affine_map<(d0, d1) -> (d0)>
+func.func @window(%a: memref<12xf32>, %w: memref<5xf32>, %s: memref<8xf32>) {
+  // expected-error @+1 {{'linalg.generic' op is not a kernel over static buffers with projected-permutation maps}}
+  linalg.generic {indexing_maps = [#win, #tap, #out], iterator_types = ["parallel", "reduction"]} ins(%a, %w : memref<12xf32>, memref<5xf32>) outs(%s : memref<8xf32>) {
+  ^bb0(%in: f32, %t: f32, %out: f32):
+    %p = arith.mulf %in, %t : f32
+    %0 = arith.addf %p, %out : f32
     linalg.yield %0 : f32
   }
   return
