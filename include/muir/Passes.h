@@ -269,11 +269,12 @@ void populateDecomposeOptimizersPatterns(RewritePatternSet &patterns,
                                          bool probeUpdates, int64_t &nextSlot,
                                          NSPrecision precision);
 /// Each Newton-Schulz op in the Gram or the standard form (`nsForm`, or
-/// the cost model for `machine` with auto), the choice recorded on the op
-/// it leaves (the Newton-Schulz op, or the Gram form's last product).
+/// the cost model for `machine`, priced per rank of `ranks`, with auto),
+/// the choice recorded on the op it leaves (the Newton-Schulz op, or the
+/// Gram form's last product).
 void populateGramNewtonSchulzPatterns(RewritePatternSet &patterns,
-                                      Machine machine, NSFormOption nsForm,
-                                      bool syrk);
+                                      Machine machine, int64_t ranks,
+                                      NSFormOption nsForm, bool syrk);
 /// Newton-Schulz as its normalisation and three matmuls per step.
 void populateExpandNewtonSchulzPatterns(RewritePatternSet &patterns);
 /// Symmetric products as muir.syrk.

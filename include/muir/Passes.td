@@ -124,7 +124,9 @@ def MuirGramNewtonSchulz
     the Gram form is modelled at under 0.8 of its time; a square matrix
     always stays standard. The choice is recorded as `muir.ns_form` (and
     both modelled times as `muir.ns_form_cost`) on the Newton-Schulz that
-    stays, or on the Gram form's last product.
+    stays, or on the Gram form's last product; the op's location names its
+    matrices (`param <name>`, fused for a batch), and the plan report lists
+    the forms from these records.
 
     Takes tensor-level IR (high or planned; `PassInput::Tensors`): on exec
     or LLVM-dialect IR it fails at the first op of that level.
@@ -153,7 +155,9 @@ def MuirExpandNewtonSchulz
     B = b A + c A A and X' = a X + B X as `muir.matmul` ops, after a
     Frobenius normalisation; a tall X iterates as A = X^T X and
     X' = a X + X B, so the Gram matrix is the small one without
-    transposing.
+    transposing. A form recorded on the Newton-Schulz (`muir.ns_form`,
+    `muir.ns_form_cost`) moves to the normalisation, where the plan report
+    reads it.
 
     Takes tensor-level IR (high or planned; `PassInput::Tensors`): on exec
     or LLVM-dialect IR it fails at the first op of that level.

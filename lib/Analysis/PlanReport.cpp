@@ -38,33 +38,19 @@ static double allReduceBytesMean(double count, double g) {
 }
 
 namespace {
-/// One parameter as compute() plans it: its optimizer and shape, this
-/// rank's share, the splits of its matrix, its dp owner and its
-/// Newton-Schulz mode.
-struct ParamPlan {
-  size_t index = 0;
-  const Parameter *p = nullptr;
-  Assignment a;
-  bool muon = false;
-  int64_t rank = 0, m = 0, n = 0;
-  SmallVector<std::pair<const Sharding *, int64_t>> matrixSplits;
-  NSMode mode = NSMode::Duplicated;
-};
-
 /// PlanReport::compute in named steps over one report.
 class ReportBuilder {
 public:
   ReportBuilder(const Description &d, const ReportOptions &options,
                 const StepCosts &costs)
       : d(d), options(options), costs(costs),
-        profile(MachineProfile::get(options.machine)),
-        model(profile, d.grid.numDevices()) {}
+        profile(MachineProfile::get(options.machine)) {}
 
   PlanReport build() {
     setUp();
     assignDp();
-    for (auto [index, p] : llvm::enumerate(d.params))
-      addParameter(index, p);
+    for (const Parameter &p : d.params)
+      addParameter(p);
     if (d.training.enabled)
       addTraining();
     return r;
@@ -73,19 +59,14 @@ public:
 private:
   void setUp();
   void assignDp();
-  void addParameter(size_t index, const Parameter &p);
-  void splitsOf(ParamPlan &pp);
-  void addForms(const ParamPlan &pp);
+  void addParameter(const Parameter &p);
   void addTraining();
 
   const Description &d;
   const ReportOptions &options;
   const StepCosts &costs;
   MachineProfile profile;
-  NSCostModel model;
   PlanReport r;
-  /// The matrices shared out over dp, by name.
-  llvm::StringMap<const OwnedMatrix *> owned;
 };
 } // namespace
 
@@ -99,10 +80,13 @@ void ReportBuilder::setUp() {
     if (!llvm::is_contained(r.axes, a.name))
       r.axes.push_back(a.name);
 
-  // What each rank runs, and the modes of the split matrices, from the
-  // compiled step.
+  // What each rank runs, the modes of the split matrices and the forms of
+  // the Newton-Schulz ops, from the compiled step.
   r.ranks = costs.ranks;
   r.matrices = costs.matrices;
+  r.forms = costs.forms;
+  for (FormPlan &f : r.forms)
+    f.requested = options.nsForm != NSFormOption::Auto;
 
   // Over dp, as muir-distribute shares Newton-Schulz out: Muon matrices of
   // the run's grid with no split on dp (layer-wise), or with an FSDP split
@@ -127,7 +111,6 @@ void ReportBuilder::assignDp() {
     r.dp.fsdpMatrices += o.fsdp;
     if (o.owner < static_cast<int64_t>(r.dp.load.size()))
       r.dp.load[static_cast<size_t>(o.owner)] += o.weight;
-    owned[o.name] = &o;
   }
   r.dp.greedy = loadStats(
       weights, assignToRanks(weights, r.dp.ranks, DpAssign::Greedy),
@@ -137,91 +120,16 @@ void ReportBuilder::assignDp() {
       r.dp.ranks);
 }
 
-/// One parameter: the totals, and the forms of its Newton-Schulz.
-void ReportBuilder::addParameter(size_t index, const Parameter &p) {
-  ParamPlan pp;
-  pp.index = index;
-  pp.p = &p;
-  pp.a = assignOptimizer(d, p);
-  const Assignment &a = pp.a;
+/// One parameter's share of the totals.
+void ReportBuilder::addParameter(const Parameter &p) {
+  Assignment a = assignOptimizer(d, p);
   int64_t numel = p.numElements();
   r.totalParameters += numel;
   // Muon and NorMuon orthogonalise, alike.
-  bool muon = pp.muon = optimizerInfo(a.optimizer).orthogonalises;
+  bool muon = optimizerInfo(a.optimizer).orthogonalises;
   (muon ? r.muonParameters : r.adamwParameters) += numel;
-  int64_t rank = pp.rank = p.shape.size();
-  int64_t matrices = rank == 3 ? p.shape[0] : 1;
   if (muon)
-    r.muonMatrices += matrices;
-
-  pp.m = rank >= 2 ? p.shape[rank - 2] : 1;
-  pp.n = p.shape[rank - 1];
-  splitsOf(pp);
-  addForms(pp);
-}
-
-/// The splits of a parameter's matrix dimensions that its Newton-Schulz
-/// spans, and the mode muir-distribute ran it in (the planned IR's).
-void ReportBuilder::splitsOf(ParamPlan &pp) {
-  const Parameter &p = *pp.p;
-  int64_t rank = pp.rank;
-  auto it = owned.find(p.name);
-  bool fsdpOwned = it != owned.end() && it->second->fsdp;
-  const Sharding *fsdp = nullptr;
-  for (const Sharding &s : p.shards) {
-    const GridAxis *axis = d.grid.find(s.axis, p.moeFolding);
-    // Only splits of the matrix itself (its last two dimensions) need
-    // communication: an fsdp split of an expert stack splits experts. An
-    // FSDP split shared out over dp is undone before NS.
-    if (fsdpOwned && !fsdp && s.axis == r.dp.axis && s.dim >= rank - 2) {
-      fsdp = &s;
-      continue;
-    }
-    if (s.kind != ShardKind::Expert && s.dim >= rank - 2 && axis &&
-        axis->size > 1)
-      pp.matrixSplits.push_back({&s, axis->size});
-  }
-  for (const MatrixPlan &m : r.matrices)
-    if (m.name == p.name)
-      pp.mode = m.mode;
-}
-
-/// The forms of the Newton-Schulz ops a parameter runs whole (or, blockwise,
-/// its block), as muir-gram-newton-schulz picks them, with both modelled
-/// times per matrix.
-void ReportBuilder::addForms(const ParamPlan &pp) {
-  if (!pp.muon || (!pp.matrixSplits.empty() &&
-                   (pp.mode == NSMode::Distributed ||
-                    pp.mode == NSMode::Resharded)))
-    return;
-  const Parameter &p = *pp.p;
-  const Assignment &a = pp.a;
-  SmallVector<std::pair<int64_t, int64_t>> shapes;
-  if (!pp.matrixSplits.empty() && pp.mode == NSMode::Blockwise) {
-    int64_t lm = pp.m, ln = pp.n;
-    for (auto [split, g] : pp.matrixSplits)
-      (split->dim == pp.rank - 2 ? lm : ln) /= g;
-    shapes.push_back({lm, ln});
-  } else if (a.muon.splitFused && !p.splitRows.empty() && pp.rank == 2) {
-    for (int64_t rows : p.splitRows)
-      shapes.push_back({rows, pp.n});
-  } else {
-    shapes.push_back({pp.m, pp.n});
-  }
-  for (auto [rows, cols] : shapes) {
-    FormCost fc;
-    bool gram = model.preferGram(rows, cols, 1, a.muon.nsSteps, options.syrk,
-                                 &fc);
-    if (options.nsForm != NSFormOption::Auto)
-      gram = options.nsForm == NSFormOption::Gram;
-    if (llvm::any_of(r.forms, [&](const FormPlan &f) {
-          return f.name == p.name && f.rows == rows && f.cols == cols;
-        }))
-      continue;
-    r.forms.push_back({p.name, rows, cols, gram,
-                       options.nsForm != NSFormOption::Auto,
-                       fc.standardSeconds, fc.gramSeconds});
-  }
+    r.muonMatrices += p.shape.size() == 3 ? p.shape[0] : 1;
 }
 
 void ReportBuilder::addTraining() {
@@ -337,6 +245,7 @@ void PlanReport::writeJSON(llvm::raw_ostream &os) const {
           j.attribute("why", f.requested ? "requested" : "cost model");
           j.attribute("standard_ms", f.standardSeconds * 1e3);
           j.attribute("gram_ms", f.gramSeconds * 1e3);
+          j.attribute("batch", f.batch);
         });
     });
     j.attributeObject("dp_assignment", [&] {

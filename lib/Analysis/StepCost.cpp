@@ -481,8 +481,78 @@ static std::string whyText(NSWhyAttr why) {
   return describe(weighed, why.getMachine());
 }
 
+/// The parameters an op was made for: its location's `param <name>` parts
+/// (several for a batched Newton-Schulz), in order.
+static SmallVector<StringRef> parametersNamedBy(Location loc) {
+  SmallVector<StringRef> names;
+  loc->walk([&](Location l) {
+    if (auto named = dyn_cast<NameLoc>(l)) {
+      StringRef name = named.getName().getValue();
+      if (name.consume_front(desc::kParamLoc) &&
+          !llvm::is_contained(names, name))
+        names.push_back(name);
+    }
+    return WalkResult::advance();
+  });
+  return names;
+}
+
+/// muir-gram-newton-schulz's records (the op each Newton-Schulz left: its
+/// first result has the shape of X), one entry per matrix name and shape,
+/// in the order of the step's arguments.
+static LogicalResult readForms(ModuleOp planned, StepCosts &costs,
+                               std::string &error) {
+  std::map<std::string, unsigned> argOf;
+  planned.walk([&](func::FuncOp fn) {
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (auto name = fn.getArgAttrOfType<StringAttr>(i, "muir.name"))
+        argOf.emplace(name.getValue().str(), i);
+  });
+  // (argument, order found): the parameters' order, then the IR's.
+  std::vector<std::pair<std::pair<unsigned, size_t>, FormPlan>> found;
+  WalkResult walked = planned.walk([&](Operation *op) {
+    auto cost = op->getAttrOfType<NSFormCostAttr>("muir.ns_form_cost");
+    auto form = op->getAttrOfType<NSFormAttr>("muir.ns_form");
+    if (!cost || !form)
+      return WalkResult::advance();
+    auto type = cast<ShapedType>(op->getResult(0).getType());
+    int64_t rank = type.getRank();
+    FormPlan f;
+    f.rows = type.getDimSize(rank - 2);
+    f.cols = type.getDimSize(rank - 1);
+    f.batch = rank == 3 ? type.getDimSize(0) : 1;
+    f.gram = form.getValue() == NSForm::gram;
+    f.standardSeconds = cost.getStandard().convertToDouble() / f.batch;
+    f.gramSeconds = cost.getGram().convertToDouble() / f.batch;
+    SmallVector<StringRef> names = parametersNamedBy(op->getLoc());
+    if (names.empty()) {
+      error = "plan report: a Newton-Schulz's location names no parameter";
+      return WalkResult::interrupt();
+    }
+    for (StringRef name : names) {
+      f.name = name.str();
+      auto arg = argOf.find(f.name);
+      found.push_back(
+          {{arg == argOf.end() ? ~0u : arg->second, found.size()}, f});
+    }
+    return WalkResult::advance();
+  });
+  if (walked.wasInterrupted())
+    return failure();
+  llvm::sort(found, [](auto &a, auto &b) { return a.first < b.first; });
+  costs.forms.clear();
+  for (auto &[arg, f] : found)
+    if (llvm::none_of(costs.forms, [&](const FormPlan &g) {
+          return g.name == f.name && g.rows == f.rows && g.cols == f.cols;
+        }))
+      costs.forms.push_back(f);
+  return success();
+}
+
 LogicalResult mlir::muir::analyzeDecisions(ModuleOp planned, StepCosts &costs,
                                            std::string &error) {
+  if (failed(readForms(planned, costs, error)))
+    return failure();
   // Per parameter (by argument number, the description's order): its
   // first update's decisions (a split update writes several blocks alike).
   std::map<unsigned, std::pair<MatrixPlan, std::optional<OwnedMatrix>>> seen;

@@ -18,18 +18,20 @@ namespace mx = mlir::muir_exec;
 
 namespace {
 
+/// The first file location inside `loc` (named and fused locations wrap
+/// them), as file:line:col, or "?".
 std::string locString(Location loc) {
-  if (auto file = dyn_cast<FileLineColLoc>(loc))
-    return (file.getFilename().getValue() + ":" + Twine(file.getLine()) +
-            ":" + Twine(file.getColumn()))
-        .str();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (isa<FileLineColLoc>(inner))
-        return locString(inner);
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return locString(name.getChildLoc());
-  return "?";
+  std::string text = "?";
+  loc->walk([&](Location l) {
+    if (auto file = dyn_cast<FileLineColLoc>(l)) {
+      text = (file.getFilename().getValue() + ":" + Twine(file.getLine()) +
+              ":" + Twine(file.getColumn()))
+                 .str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return text;
 }
 
 struct TraceBuffersPass

@@ -879,7 +879,8 @@ void StepBuilder::buildUpdates() {
     newParamAt.push_back(results.size());
     const Parameter &p = *entry.first;
     const Assignment &a = entry.second;
-    Location ploc = locFor(ctx, p.loc);
+    Location ploc = NameLoc::get(StringAttr::get(&ctx, kParamLoc + p.name),
+                                 locFor(ctx, p.loc));
     Value computed = computedGrads.lookup(p.name);
     auto arg = [&](unsigned k) -> Value {
       if (k == 1 && computed)

@@ -101,7 +101,12 @@ struct BatchNewtonSchulzPass
     }
     OpBuilder b(block, after ? std::next(after->getIterator())
                              : block->begin());
-    Location loc = ops.front().getLoc();
+    // Where each matrix came from (the plan report names a batch's
+    // matrices from its location).
+    SmallVector<Location> locs;
+    for (NewtonSchulzOp op : ops)
+      locs.push_back(op.getLoc());
+    Location loc = FusedLoc::get(b.getContext(), locs);
     Type element = keyOf(ops.front()).element;
     int64_t m = keyOf(ops.front()).m, n = keyOf(ops.front()).n;
     int64_t total = 0;

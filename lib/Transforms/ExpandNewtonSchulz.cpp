@@ -5,7 +5,8 @@
 // three products whose Gram matrix is min(m, n) square, A = X X^T,
 // B = b A + c A A, X' = a X + B X for a wide X (m <= n), and A = X^T X, B as
 // before, X' = a X + X B for a tall one (the transposed iteration, with no
-// transposes).
+// transposes). The form the Gram pass recorded on the Newton-Schulz
+// (`muir.ns_form`, `muir.ns_form_cost`) moves to the normalisation.
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"
@@ -40,8 +41,14 @@ Value expand(OpBuilder &b, NewtonSchulzOp op) {
   bool tall = m > n;
   int64_t r = std::min(m, n);
 
-  Value x = FrobeniusNormalizeOp::create(b, loc, type, op.getInput(),
-                                         op.getEpsAttr());
+  auto normalize = FrobeniusNormalizeOp::create(b, loc, type, op.getInput(),
+                                                op.getEpsAttr());
+  // muir-gram-newton-schulz's record of the form (standard) stays on the
+  // expansion's first op, for the plan report.
+  for (StringRef name : {"muir.ns_form", "muir.ns_form_cost"})
+    if (Attribute a = op->getAttr(name))
+      normalize->setAttr(name, a);
+  Value x = normalize;
   // A bf16 iterate: X rounded once after the normalisation, every product
   // on bf16 buffers, the result widened back.
   bool bf16 = op.getPrecision() == NSPrecision::bf16;

@@ -155,8 +155,8 @@ std::pair<Value, Operation *> gramForm(OpBuilder &b, NewtonSchulzOp op,
 /// leaves (`muir.ns_form`, `muir.ns_form_cost`).
 struct ChooseNewtonSchulzForm : OpRewritePattern<NewtonSchulzOp> {
   ChooseNewtonSchulzForm(MLIRContext *context, Machine machine,
-                         NSFormOption nsForm, bool syrk)
-      : OpRewritePattern(context), model(MachineProfile::get(machine)),
+                         int64_t ranks, NSFormOption nsForm, bool syrk)
+      : OpRewritePattern(context), model(MachineProfile::get(machine), ranks),
         nsForm(nsForm), syrk(syrk) {}
 
   LogicalResult matchAndRewrite(NewtonSchulzOp op,
@@ -210,8 +210,17 @@ struct GramNewtonSchulzPass
     if (failed(checkPassInput(getOperation(), getArgument(),
                               PassInput::Tensors)))
       return signalPassFailure();
+    // Priced per rank, as muir-distribute prices: the run grid's ranks
+    // share the machine's rate where its profile says they do.
+    FailureOr<GridOp> run = getRunGrid(getOperation());
+    if (failed(run))
+      return signalPassFailure();
+    int64_t ranks = 1;
+    if (*run)
+      for (int64_t s : run->getShape())
+        ranks *= s;
     RewritePatternSet patterns(&getContext());
-    populateGramNewtonSchulzPatterns(patterns, machine, nsForm, syrk);
+    populateGramNewtonSchulzPatterns(patterns, machine, ranks, nsForm, syrk);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };
@@ -220,8 +229,9 @@ struct GramNewtonSchulzPass
 
 void mlir::muir::populateGramNewtonSchulzPatterns(RewritePatternSet &patterns,
                                                   Machine machine,
+                                                  int64_t ranks,
                                                   NSFormOption nsForm,
                                                   bool syrk) {
-  patterns.add<ChooseNewtonSchulzForm>(patterns.getContext(), machine, nsForm,
-                                       syrk);
+  patterns.add<ChooseNewtonSchulzForm>(patterns.getContext(), machine, ranks,
+                                       nsForm, syrk);
 }

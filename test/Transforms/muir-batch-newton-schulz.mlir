@@ -1,4 +1,5 @@
 // RUN: muir-opt %s --split-input-file --muir-batch-newton-schulz | FileCheck %s
+// RUN: muir-opt %s --split-input-file --muir-batch-newton-schulz --mlir-print-debuginfo | FileCheck %s --check-prefix=DEBUG
 
 // Two 8x16 matrices and a stack of three with the same settings: one
 // [5, 8, 16] batch, sliced back in order; readers of the first results move
@@ -100,4 +101,20 @@ func.func @element_types(%a: tensor<8x16xf64>, %b: tensor<8x16xf64>, %c: tensor<
   %c1 = muir.newton_schulz %c steps(5) schedule(simple) : tensor<8x16xf32>
   %b1 = muir.newton_schulz %b steps(5) schedule(simple) : tensor<8x16xf64>
   return %a1, %b1, %c1 : tensor<8x16xf64>, tensor<8x16xf64>, tensor<8x16xf32>
+}
+
+// -----
+
+// The batch's location fuses its matrices' (the plan report names a
+// batch's matrices from it).
+// CHECK-LABEL: func.func @named
+// DEBUG-LABEL: func.func @named
+// DEBUG: muir.newton_schulz %{{.*}} : tensor<2x8x16xf32> loc(#[[FUSED:loc[0-9]+]])
+// DEBUG-DAG: #[[A:loc[0-9]+]] = loc("param a"(#{{loc[0-9]+}}))
+// DEBUG-DAG: #[[B:loc[0-9]+]] = loc("param b"(#{{loc[0-9]+}}))
+// DEBUG-DAG: #[[FUSED]] = loc(fused[#[[A]], #[[B]]])
+func.func @named(%a: tensor<8x16xf32>, %b: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+  %a1 = muir.newton_schulz %a steps(5) schedule(simple) : tensor<8x16xf32> loc("param a"("a.yaml":3:5))
+  %b1 = muir.newton_schulz %b steps(5) schedule(simple) : tensor<8x16xf32> loc("param b"("a.yaml":4:5))
+  return %a1, %b1 : tensor<8x16xf32>, tensor<8x16xf32>
 }

@@ -125,3 +125,14 @@ func.func @bf16(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %y = muir.newton_schulz %x steps(1) schedule(simple) {precision = #muir.ns_precision<bf16>} : tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+// The form muir-gram-newton-schulz recorded on the Newton-Schulz moves to
+// the normalisation (the plan report reads it there).
+// CHECK-LABEL: func.func @recorded
+// CHECK: muir.frobenius_normalize %{{.*}} {muir.ns_form = #muir.ns_form<standard>, muir.ns_form_cost = #muir.ns_form_cost<standard = 0.002 s, gram = 0.003 s>} : tensor<4x8xf32>
+func.func @recorded(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y = muir.newton_schulz %x steps(1) schedule(simple) {muir.ns_form = #muir.ns_form<standard>, muir.ns_form_cost = #muir.ns_form_cost<standard = 0.002 s, gram = 0.003 s>} : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}

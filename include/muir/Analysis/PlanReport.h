@@ -76,8 +76,10 @@ struct ReportOptions {
 struct FormPlan {
   std::string name;
   int64_t rows = 0, cols = 0;
+  int64_t batch = 1; ///< the matrices its Newton-Schulz op takes at once
   bool gram = false;
   bool requested = false; ///< --ns-form=standard|gram, not the model
+  /// Both forms' modelled times per matrix: the op's over its batch.
   double standardSeconds = 0, gramSeconds = 0;
 };
 

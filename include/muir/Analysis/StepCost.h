@@ -40,6 +40,9 @@ struct StepCosts {
   /// matrices' modes, and the matrices shared out over dp.
   std::vector<MatrixPlan> matrices;
   std::vector<OwnedMatrix> owned;
+  /// muir-gram-newton-schulz's form of each Newton-Schulz, per matrix name
+  /// and shape, in the parameters' order.
+  std::vector<FormPlan> forms;
 };
 
 /// Walks the step function of an exec-stage module (the function marked
@@ -51,7 +54,10 @@ LogicalResult analyzeStepCosts(ModuleOp module, StepCosts &costs,
 
 /// Reads muir-distribute's decisions from a planned module (the attributes
 /// it leaves on each `muir.apply_update`: `muir.ns_mode`, `muir.ns_why`,
-/// `muir.modelled_ms`, `muir.dp_owner`, `muir.dp_weight`) into `costs`.
+/// `muir.modelled_ms`, `muir.dp_owner`, `muir.dp_weight`) and
+/// muir-gram-newton-schulz's forms (`muir.ns_form`, `muir.ns_form_cost`
+/// on the op each Newton-Schulz left, named by its location's
+/// desc::kParamLoc parts) into `costs`.
 LogicalResult analyzeDecisions(ModuleOp planned, StepCosts &costs,
                                std::string &error);
 

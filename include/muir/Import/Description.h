@@ -444,6 +444,12 @@ void writeDescription(const Description &d, llvm::raw_ostream &os);
 /// plan report counts the layer's work apart from the optimizer's.
 inline constexpr llvm::StringLiteral kTrainedLayerLoc = "moe ";
 
+/// The location of a parameter's update ops (`param <name>`, around the
+/// parameter's place in the description), which the passes carry to what
+/// they make of them (a batched Newton-Schulz fuses its matrices'), so that
+/// the plan report can name the matrices of each Newton-Schulz.
+inline constexpr llvm::StringLiteral kParamLoc = "param ";
+
 /// Builds the high-level IR of one optimizer step for `d`.
 OwningOpRef<ModuleOp> buildModule(MLIRContext &context, const Description &d);
 

@@ -13,7 +13,12 @@ by parameter, naming the first that differs:
     (printed there to 3 significant digits), when the model chose;
   - the report's modelled_ms is the IR's muir.modelled_ms (every mode);
   - the dp owners: the same set of parameters, the same owner, and each dp
-    rank's load the sum of its matrices' muir.dp_weight.
+    rank's load the sum of its matrices' muir.dp_weight;
+  - the Newton-Schulz forms: muir-gram-newton-schulz's records (the typed
+    `muir.ns_form` and `muir.ns_form_cost` on the op each Newton-Schulz
+    left: its form, both modelled times, the shape and batch of X) are the
+    report's `ns_forms` (each record's times over its batch, per matrix),
+    no matrix listed twice.
 
 Usage: report_vs_ir.py --compiler C --tmp DIR LABEL -- <muir-compile args>
 Prints "<label>: <n> split matrices, <k> owners agree" or FAIL lines.
@@ -46,6 +51,10 @@ def f64(text):
         return struct.unpack(">d", bytes.fromhex(text[2:].zfill(16)))[0]
     return float(text)
 CAND = re.compile(r"<(\w+), (\w+), ([0-9.e+-]+) ms")
+FORM_COST = re.compile(
+    r"muir\.ns_form = #muir\.ns_form<(\w+)>, muir\.ns_form_cost = "
+    r"#muir\.ns_form_cost<standard = ([0-9.e+-]+) s, gram = ([0-9.e+-]+) s>")
+TENSOR = re.compile(r"tensor<([0-9x]+)x(?:f32|f64|bf16)>")
 
 
 def fail(msg):
@@ -94,6 +103,45 @@ def decisions(ir):
     return out
 
 
+def form_records(ir):
+    """{(form, rows, cols, batch): (standard_ms, gram_ms) per matrix} of
+    the IR's form records (X's shape: the op's result, its last type)."""
+    out = {}
+    for line in ir.splitlines():
+        m = FORM_COST.search(line)
+        if not m:
+            continue
+        dims = [int(x) for x in TENSOR.findall(line)[-1].split("x")]
+        batch = dims[0] if len(dims) == 3 else 1
+        out.setdefault((m.group(1), dims[-2], dims[-1], batch), set()).add(
+            (float(m.group(2)) * 1e3 / batch, float(m.group(3)) * 1e3 / batch))
+    return out
+
+
+def check_forms(label, ir, report):
+    records = form_records(ir)
+    seen = set()
+    for f in report["ns_forms"]:
+        key = (f["form"], f["rows"], f["cols"], f["batch"])
+        if (f["name"], f["rows"], f["cols"]) in seen:
+            fail("%s: %s %dx%d listed twice in ns_forms" %
+                 (label, f["name"], f["rows"], f["cols"]))
+        seen.add((f["name"], f["rows"], f["cols"]))
+        # The IR prints 6 significant digits.
+        if not any(abs(f["standard_ms"] - s) <= 1e-5 * s and
+                   abs(f["gram_ms"] - g) <= 1e-5 * g
+                   for s, g in records.get(key, ())):
+            fail("%s: %s: report %s %dx%d batch %d (%.6g / %.6g ms), no "
+                 "such record in the IR" % (label, f["name"], *key,
+                                            f["standard_ms"], f["gram_ms"]))
+    listed = {(f["form"], f["rows"], f["cols"], f["batch"])
+              for f in report["ns_forms"]}
+    if listed != set(records):
+        fail("%s: IR records without a report entry: %s" %
+             (label, sorted(set(records) - listed)[:3]))
+    return len(report["ns_forms"])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--compiler", required=True)
@@ -108,7 +156,8 @@ def main():
     check_output([o.compiler] + args + ["--emit=planned", "-o", ir_path,
                                         "--report=" + rep_path, "--quiet"])
     with open(ir_path) as f:
-        ir = decisions(f.read())
+        text = f.read()
+    ir = decisions(text)
     with open(rep_path) as f:
         report = json.load(f)
 
@@ -158,8 +207,10 @@ def main():
         if abs(got - want) > 1e-9 * max(want, 1.0):
             fail("%s: dp rank %d: report load %r, IR weights %r" %
                  (o.label, r, got, want))
-    print("%s: %d split matrices (%d timed by the model), %d owners agree"
-          % (o.label, len(split_report), timed, len(owners_ir)))
+    forms = check_forms(o.label, text, report)
+    print("%s: %d split matrices (%d timed by the model), %d owners, %d "
+          "forms agree" % (o.label, len(split_report), timed, len(owners_ir),
+                           forms))
 
 
 main()
