@@ -13,6 +13,15 @@ include "mlir/IR/AttrTypeBase.td"
 
 // A double (as APFloat, which hashes) printed with %g and parsed as a float literal: the cost model's
 // estimates, which muir-distribute rounds to three significant digits.
+// A machine profile (the Machine enum), spelt as a string: "cpu", "h200",
+// "h200-bf16"; another name does not parse.
+def Muir_MachineParameter
+    : OptionalParameter<"std::optional<::mlir::muir::Machine>",
+                        "the machine profile"> {
+  let parser = "::mlir::muir::parseMachineParameter($_parser)";
+  let printer = "::mlir::muir::printMachineParameter($_printer, $_self)";
+}
+
 class Muir_F64Parameter<string desc>
     : AttrOrTypeParameter<"::llvm::APFloat", desc> {
   let comparator = "$_lhs.bitwiseIsEqual($_rhs)";
@@ -54,7 +63,7 @@ def Muir_NSWhyAttr : AttrDef<Muir_Dialect, "NSWhy"> {
     ```
   }];
   let parameters = (ins EnumParameter<Muir_NSReason>:$reason,
-                        StringRefParameter<"machine profile", "\"\"">:$machine,
+                        Muir_MachineParameter:$machine,
                         OptionalArrayRefParameter<"NSCandidateAttr">:
                             $candidates);
   let assemblyFormat =

@@ -33,6 +33,27 @@ using namespace mlir::muir;
 #include "Muir/MuirAttrs.cpp.inc"
 #pragma GCC diagnostic pop
 
+FailureOr<std::optional<Machine>>
+mlir::muir::parseMachineParameter(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  std::string name;
+  if (parser.parseString(&name))
+    return failure();
+  if (std::optional<Machine> machine = symbolizeMachine(name))
+    return std::optional<Machine>(machine);
+  std::string known;
+  for (unsigned v = 0; v <= getMaxEnumValForMachine(); ++v)
+    if (auto m = symbolizeMachine(v))
+      known += (known.empty() ? "" : ", ") + stringifyMachine(*m).str();
+  return parser.emitError(loc, "unknown machine profile '")
+         << name << "' (expected one of: " << known << ")";
+}
+
+void mlir::muir::printMachineParameter(AsmPrinter &printer,
+                                       std::optional<Machine> machine) {
+  printer.printString(stringifyMachine(*machine));
+}
+
 FailureOr<APFloat> mlir::muir::parseF64Parameter(AsmParser &parser) {
   double value;
   if (parser.parseFloat(value))
@@ -70,13 +91,14 @@ NSCandidateAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult NSWhyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                NSReason reason, StringRef machine,
+                                NSReason reason,
+                                std::optional<Machine> machine,
                                 ArrayRef<NSCandidateAttr> candidates) {
   bool model = reason == NSReason::cost_model;
-  if (model && (machine.empty() || candidates.empty()))
+  if (model && (!machine || candidates.empty()))
     return emitError() << "#muir.ns_why<cost_model> names the machine "
                           "profile and the candidates it weighed";
-  if (!model && (!machine.empty() || !candidates.empty()))
+  if (!model && (machine || !candidates.empty()))
     return emitError() << "only #muir.ns_why<cost_model> has a machine "
                           "profile and candidates";
   return success();

@@ -35,6 +35,12 @@ public:
 /// The double parameters of muir attributes (cost estimates): printed with
 /// %g, parsed as a float literal.
 FailureOr<APFloat> parseF64Parameter(AsmParser &parser);
+/// A machine profile parameter (muir.ns_why's): a string naming one of the
+/// Machine enum's values.
+enum class Machine : uint32_t;
+FailureOr<std::optional<Machine>> parseMachineParameter(AsmParser &parser);
+void printMachineParameter(AsmPrinter &printer,
+                           std::optional<Machine> machine);
 void printF64Parameter(AsmPrinter &printer, const APFloat &value);
 } // namespace mlir::muir
 

@@ -104,6 +104,16 @@ def Muir_NewtonSchulzModeAttr
   let assemblyFormat = "`<` $value `>`";
 }
 
+// The machine profiles of the cost model (the tools' --machine), named in
+// flags, reports and `muir.ns_why`.
+def Muir_Machine : I32EnumAttr<"Machine", "a machine profile of the cost model", [
+      I32EnumAttrCase<"Cpu", 0, "cpu">,
+      I32EnumAttrCase<"H200", 1, "h200">,
+      I32EnumAttrCase<"H200Bf16", 2, "h200-bf16">]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::muir";
+}
+
 def Muir_NSReason : I32EnumAttr<"NSReason",
     "why a split matrix's Newton-Schulz runs in the mode it does", [
       I32EnumAttrCase<"requested", 0>,

@@ -17,25 +17,21 @@ const Link &MachineProfile::link(StringRef axis) const {
   return it == axes.end() ? otherAxes : it->second;
 }
 
-/// The machines, declared once (EnumNames.h).
-static constexpr EnumName<Machine> machines[] = {
-    {Machine::Cpu, "cpu", "this machine's CPUs (OpenBLAS, MPI)"},
-    {Machine::H200, "h200",
-     "8 H200 per node, NVLink and InfiniBand, fp32 products"},
-    {Machine::H200Bf16, "h200-bf16",
-     "as h200 with bf16 products (--cuda-bf16)"},
-};
-
 StringRef mlir::muir::stringify(Machine machine) {
-  return enumName(machines, machine);
+  return stringifyMachine(machine);
 }
 
-std::optional<Machine> mlir::muir::symbolizeMachine(StringRef name) {
-  return enumValue(machines, name);
-}
-
+/// The machines' help; their names are the ODS enum's.
 llvm::cl::ValuesClass mlir::muir::machineValues() {
-  return enumValues(machines);
+  auto value = [](Machine m, StringRef help) {
+    return llvm::cl::OptionEnumValue{stringifyMachine(m),
+                                     static_cast<int>(m), help};
+  };
+  return llvm::cl::values(
+      value(Machine::Cpu, "this machine's CPUs (OpenBLAS, MPI)"),
+      value(Machine::H200,
+            "8 H200 per node, NVLink and InfiniBand, fp32 products"),
+      value(Machine::H200Bf16, "as h200 with bf16 products (--cuda-bf16)"));
 }
 
 MachineProfile MachineProfile::get(Machine machine) {
@@ -45,7 +41,7 @@ MachineProfile MachineProfile::get(Machine machine) {
     // dgemm measured 0.43 of sgemm's rate here (numpy over OpenBLAS,
     // 1024^3: 99 against 233 GFLOP/s on 2 threads).
     Link shm{5e-6, 5e9};
-    return MachineProfile{"cpu",        150e9, 0.43 * 150e9, true, {}, shm,
+    return MachineProfile{Machine::Cpu, 150e9, 0.43 * 150e9, true, {}, shm,
                           /*ranksShareRate=*/true};
   }
   {
@@ -58,7 +54,7 @@ MachineProfile MachineProfile::get(Machine machine) {
     // fp64 (cublasDgemm on the FP64 tensor cores): NVIDIA's 67 TFLOP/s
     // peak, not measured here.
     Link nvlink{3e-6, 450e9}, ib{8e-6, 45e9};
-    return MachineProfile{stringify(machine).str(),
+    return MachineProfile{machine,
                           machine == Machine::H200 ? 50.9e12 : 768e12,
                           67e12,
                           false,

@@ -73,7 +73,7 @@ private:
 /// The report's names, its ranks and the dp axis's place in the grid.
 void ReportBuilder::setUp() {
   r.name = d.name;
-  r.machine = profile.name;
+  r.machine = stringify(profile.machine).str();
   for (const GridAxis &a : d.grid.axes)
     r.axes.push_back(a.name);
   for (const GridAxis &a : d.grid.moeAxes)

@@ -478,7 +478,8 @@ static std::string whyText(NSWhyAttr why) {
     n.cost.commBytes = c.getMb().convertToDouble() * 1e6;
     weighed.push_back(n);
   }
-  return describe(weighed, why.getMachine());
+  return describe(weighed,
+                  why.getMachine() ? stringify(*why.getMachine()) : "");
 }
 
 /// The parameters an op was made for: its location's `param <name>` parts

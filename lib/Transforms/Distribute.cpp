@@ -183,9 +183,9 @@ static double round3(double v) {
 
 /// The `muir.ns_why` of a decided job.
 static NSWhyAttr whyAttr(MLIRContext *ctx, const Job &job,
-                         StringRef machine) {
+                         Machine machine) {
   if (job.why != NSReason::cost_model)
-    return NSWhyAttr::get(ctx, job.why, "", {});
+    return NSWhyAttr::get(ctx, job.why, std::nullopt, {});
   SmallVector<NSCandidateAttr> candidates;
   for (const NSCandidate &c : job.weighed)
     candidates.push_back(NSCandidateAttr::get(
@@ -701,7 +701,7 @@ struct DistributePass
                                                             : NSForm::standard));
       if (job.matrixSplit || job.fsdp)
         a->setAttr("muir.ns_why", whyAttr(b.getContext(), job,
-                                              model.getProfile().name));
+                                              model.getProfile().machine));
       if (job.matrixSplit)
         a->setAttr("muir.modelled_ms",
                    b.getF64FloatAttr(job.modelledSeconds * 1e3));

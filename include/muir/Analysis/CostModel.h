@@ -18,6 +18,7 @@
 #ifndef MUIR_ANALYSIS_COSTMODEL_H
 #define MUIR_ANALYSIS_COSTMODEL_H
 
+#include "Muir/MuirDialect.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
@@ -29,10 +30,9 @@
 
 namespace mlir::muir {
 
-/// The machines the cost model knows (the tools' --machine).
-enum class Machine { Cpu, H200, H200Bf16 };
+/// The machines the cost model knows (the tools' --machine) are the ODS
+/// enum Machine (MuirEnums.td: its names, symbolizeMachine).
 StringRef stringify(Machine machine);
-std::optional<Machine> symbolizeMachine(StringRef name);
 /// The values the machine flags and pass options accept.
 llvm::cl::ValuesClass machineValues();
 
@@ -42,7 +42,7 @@ struct Link {
 };
 
 struct MachineProfile {
-  std::string name;
+  Machine machine;
   double flopsPerSecond;           ///< fp32 matrix-multiply rate
   double fp64FlopsPerSecond;       ///< fp64 matrix-multiply rate
   /// Products known symmetric compute only their upper triangle (the CPU

@@ -1371,6 +1371,16 @@ func.func @op_ns_why_no_candidates(%x: tensor<8x4xf32>) {
 
 // -----
 
+// The machine is one of the cost model's profiles.
+func.func @op_ns_why_unknown_machine(%x: tensor<8x4xf32>) {
+  // expected-error@+2 {{unknown machine profile 'tpu' (expected one of: cpu, h200, h200-bf16)}}
+  // expected-error@+1 {{failed to parse Muir_NSWhyAttr parameter 'machine'}}
+  %0 = muir.apply_update %x, %x {lr = 0.1, scale = 1.0, weight_decay = 0.0, muir.ns_why = #muir.ns_why<cost_model on "tpu" : [<duplicated, standard, 0.1 ms, 0.2 MB>]>} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
 func.func @op_ns_why_requested_costs(%x: tensor<8x4xf32>) {
   // expected-error@+1 {{only #muir.ns_why<cost_model> has a machine profile and candidates}}
   %0 = muir.apply_update %x, %x {lr = 0.1, scale = 1.0, weight_decay = 0.0, muir.ns_why = #muir.ns_why<requested on "cpu">} : tensor<8x4xf32>
