@@ -138,10 +138,11 @@ def manifests():
     # The manifest muir-run --save-state writes (lib/Runner/State.cpp), and
     # two it must refuse.
     manifest = """{
-  "format": "muir-state-2",
+  "format": "muir-state-3",
   "step": 3,
   "identity": {
     "step_hash": "5f0d1c2b3a4e6f70",
+    "layout_free_hash": "0a1b2c3d4e5f6071",
     "grid": "dp=2,tp=2; moe: edp=2,ep=2",
     "flags": {"--ns-mode": "auto", "--seed": "0"},
     "build": "muir 0.1"

@@ -1,8 +1,9 @@
 //===- State.cpp - saved training states (--save-state, --resume) ---------===//
 //
 // See muir/Runner/State.h. The manifest (muir-state.json):
-//   {"format": "muir-state-2", "step": 12,
-//    "identity": {"step_hash": "...", "grid": "dp=2,tp=2",
+//   {"format": "muir-state-3", "step": 12,
+//    "identity": {"step_hash": "...", "layout_free_hash": "...",
+//                 "grid": "dp=2,tp=2",
 //                 "flags": {"ns-mode": "auto", ...}, "build": "..."},
 //    "tensors": {"<name>": "<xxh3 of the .npy file's bytes>", ...}}
 //
@@ -94,6 +95,66 @@ std::vector<std::string> strangers(StringRef dir, const Manifest &manifest) {
   return found;
 }
 
+/// The shape in a .npy file's header ("'shape': (64, 48)"), if it reads.
+std::optional<std::vector<int64_t>> npyShape(StringRef file) {
+  std::string why;
+  auto buffer = mlir::muir::readBoundedFile(file, why);
+  if (!buffer)
+    return std::nullopt;
+  StringRef text = buffer->getBuffer().take_front(4096);
+  size_t at = text.find("'shape': (");
+  if (at == StringRef::npos)
+    return std::nullopt;
+  StringRef dims = text.drop_front(at + 10);
+  dims = dims.take_until([](char c) { return c == ')'; });
+  std::vector<int64_t> shape;
+  llvm::SmallVector<StringRef> parts;
+  dims.split(parts, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef p : parts) {
+    int64_t d;
+    if (p.trim().getAsInteger(10, d))
+      return std::nullopt;
+    shape.push_back(d);
+  }
+  return shape;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// How the state's tensors differ from a step's: names only one has, and
+/// shapes (from the .npy headers) that differ. At most a few, in order.
+std::vector<std::string>
+tensorDifferences(StringRef dir, const Manifest &manifest,
+                  const std::vector<StateTensor> &tensors) {
+  std::vector<std::string> out;
+  std::set<std::string> mine;
+  for (const StateTensor &t : tensors) {
+    mine.insert(t.name);
+    if (!manifest.tensors.count(t.name)) {
+      out.push_back("this step's tensor '" + t.name + "' is not in it");
+      continue;
+    }
+    auto saved = npyShape(inDir(dir, t.name + ".npy"));
+    if (saved && *saved != t.shape)
+      out.push_back("the tensor '" + t.name + "': " + shapeText(*saved) +
+                    " in it, " + shapeText(t.shape) + " in this step");
+  }
+  for (const auto &[name, hash] : manifest.tensors)
+    if (!mine.count(name))
+      out.push_back("its tensor '" + name + "' is not this step's");
+  if (out.size() > 4) {
+    size_t more = out.size() - 3;
+    out.resize(3);
+    out.push_back("(and " + std::to_string(more) + " more)");
+  }
+  return out;
+}
+
 } // namespace
 
 llvm::Expected<Manifest> mlir::muir::state::parseManifest(StringRef text) {
@@ -116,13 +177,16 @@ llvm::Expected<Manifest> mlir::muir::state::parseManifest(StringRef text) {
   if (!identity)
     return error("expected an \"identity\" object");
   auto stepHash = identity->getString("step_hash");
+  auto layoutFree = identity->getString("layout_free_hash");
   auto grid = identity->getString("grid");
   auto build = identity->getString("build");
   const json::Object *flags = identity->getObject("flags");
-  if (!stepHash || !grid || !build || !flags)
-    return error("expected \"identity\" to hold \"step_hash\", \"grid\", "
-                 "\"build\" (strings) and \"flags\" (an object)");
+  if (!stepHash || !layoutFree || !grid || !build || !flags)
+    return error("expected \"identity\" to hold \"step_hash\", "
+                 "\"layout_free_hash\", \"grid\", \"build\" (strings) and "
+                 "\"flags\" (an object)");
   m.identity.stepHash = stepHash->str();
+  m.identity.layoutFreeHash = layoutFree->str();
   m.identity.grid = grid->str();
   m.identity.build = build->str();
   for (const auto &[name, value] : *flags) {
@@ -160,6 +224,7 @@ std::string mlir::muir::state::printManifest(const Manifest &m) {
       {"format", kFormat},
       {"step", m.step},
       {"identity", json::Object{{"step_hash", m.identity.stepHash},
+                                {"layout_free_hash", m.identity.layoutFreeHash},
                                 {"grid", m.identity.grid},
                                 {"flags", std::move(flags)},
                                 {"build", m.identity.build}}},
@@ -174,9 +239,12 @@ std::vector<std::string>
 mlir::muir::state::differences(const StepIdentity &saved,
                                const StepIdentity &now) {
   std::vector<std::string> out;
-  if (saved.grid != now.grid)
+  // Another layout of the same step resumes (the tensors are saved whole):
+  // the grid is a difference only when the rest of the IR differs too.
+  bool sameStep = saved.layoutFreeHash == now.layoutFreeHash;
+  if (saved.grid != now.grid && !sameStep)
     out.push_back("the grid: saved on '" + saved.grid + "', this run's is '" +
-                  now.grid + "'");
+                  now.grid + "' (and the step differs beyond its layout)");
   std::set<std::string> names;
   for (const auto &kv : saved.flags)
     names.insert(kv.first);
@@ -197,10 +265,11 @@ mlir::muir::state::differences(const StepIdentity &saved,
                   now.build + "' (resume with the build that saved it)");
   // The IR hash covers the grid too: name it alone only if nothing more
   // specific explains the difference.
-  if (saved.stepHash != now.stepHash && out.empty())
+  if (!sameStep && out.empty())
     out.push_back("the step: its IR (shapes, optimizer settings, "
                   "parameters) differs from the one saved (hash " +
-                  saved.stepHash + ", this run's " + now.stepHash + ")");
+                  saved.layoutFreeHash + ", this run's " +
+                  now.layoutFreeHash + ")");
   return out;
 }
 
@@ -287,7 +356,7 @@ llvm::Error mlir::muir::state::checkSaveTarget(StringRef given) {
 
 llvm::Expected<int64_t>
 mlir::muir::state::checkState(StringRef dir, const StepIdentity &identity,
-                              const std::vector<std::string> &names,
+                              const std::vector<StateTensor> &tensors,
                               int64_t moreSteps) {
   auto refuse = [&](const Twine &why) {
     return error("cannot resume from '" + dir + "': " + why);
@@ -299,13 +368,20 @@ mlir::muir::state::checkState(StringRef dir, const StepIdentity &identity,
     return refuse(llvm::toString(manifest.takeError()) +
                   " (is it a state saved by --save-state?)");
   std::vector<std::string> diff = differences(manifest->identity, identity);
+  // Another step: its tensors that differ, named first.
+  if (!diff.empty() &&
+      manifest->identity.layoutFreeHash != identity.layoutFreeHash) {
+    std::vector<std::string> named = tensorDifferences(dir, *manifest, tensors);
+    diff.insert(diff.begin(), named.begin(), named.end());
+  }
   if (!diff.empty()) {
     std::string text = "it was saved for another step:";
     for (const std::string &d : diff)
       text += "\n  " + d;
     return refuse(text);
   }
-  for (const std::string &name : names) {
+  for (const StateTensor &tensor : tensors) {
+    const std::string &name = tensor.name;
     auto want = manifest->tensors.find(name);
     if (want == manifest->tensors.end())
       return refuse("it has no tensor '" + name + "'");
@@ -324,9 +400,9 @@ mlir::muir::state::checkState(StringRef dir, const StepIdentity &identity,
       return refuse("'" + name + ".npy' has changed since it was saved (hash " +
                     *got + ", saved " + want->second + ")");
   }
-  if (manifest->tensors.size() != names.size())
+  if (manifest->tensors.size() != tensors.size())
     return refuse("it has " + Twine(manifest->tensors.size()) +
-                  " tensors, this step " + Twine(names.size()));
+                  " tensors, this step " + Twine(tensors.size()));
   if (moreSteps > kMaxStep - 1 - manifest->step)
     return refuse("its step counter " + Twine(manifest->step) + " and " +
                   Twine(moreSteps) + " more steps pass 2^53, the largest " +

@@ -150,6 +150,28 @@ int32_t roleOf(StringRef name, ArgRoleAttr explicitRole) {
   return RoleParam;
 }
 
+/// A hash of a module's text (without locations), as a saved state's
+/// identity records it.
+std::string irHash(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os, OpPrintingFlags().enableDebugInfo(false));
+  return state::hex64(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(text)));
+}
+
+/// Removes a high-level step's layout: its grids, and its arguments'
+/// shards, splits and foldings (what a description's grid and `shard`
+/// entries put on the IR). What remains is the same for every layout of one
+/// description whose tensors' global shapes do not depend on it.
+void stripLayout(ModuleOp module) {
+  for (GridOp grid : llvm::make_early_inc_range(module.getOps<GridOp>()))
+    grid.erase();
+  for (auto f : module.getOps<func::FuncOp>())
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      for (StringRef attr : {"muir.shards", "muir.split", "muir.folding"})
+        f.removeArgAttr(i, attr);
+}
+
 /// The run's grid and its foldings as text ("dp=2,tp=2; @moe: edp=1,ep=2")
 /// for a saved state's identity.
 std::string gridText(ModuleOp module) {
@@ -295,11 +317,17 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
   // What a saved state is for: the step's IR as parsed or built (grid,
   // shapes, settings), the grid, the compile flags.
   {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    module->print(os, OpPrintingFlags().enableDebugInfo(false));
-    step->id.stepHash =
-        state::hex64(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(text)));
+    step->id.stepHash = irHash(*module);
+    // A high-level step's layout is its grids and its arguments' shards,
+    // splits and foldings; planned and exec IR are a rank's program, their
+    // layout throughout.
+    if (stage == Stage::High) {
+      OwningOpRef<ModuleOp> layoutFree = cast<ModuleOp>((*module)->clone());
+      stripLayout(*layoutFree);
+      step->id.layoutFreeHash = irHash(*layoutFree);
+    } else {
+      step->id.layoutFreeHash = step->id.stepHash;
+    }
     step->id.grid = gridText(*module);
     step->id.flags = identityOf(options.pipeline, options.target);
     // Planned and exec IR iterate as they were compiled (the step's hash

@@ -43,8 +43,9 @@ struct RunFlags {
       cl::value_desc("DIR"), cl::init(""), cl::cat(muirCat)};
   cl::opt<std::string> resumeDir{
       "resume",
-      cl::desc("continue from a state saved by --save-state (refused if it "
-               "was saved for another step, grid or build, or is damaged)"),
+      cl::desc("continue from a state saved by --save-state, on its layout "
+               "or another of the same description (refused if it was saved "
+               "for another step, compile flags or build, or is damaged)"),
       cl::value_desc("DIR"), cl::init(""), cl::cat(muirCat)};
   cl::opt<std::string> traceFile{
       "trace-fingerprints",

@@ -311,12 +311,14 @@ int main(int argc, char **argv) {
   // Resuming: a state saved for this very step; its counter continues.
   int64_t firstStep = 1;
   if (!opt.resumeDir.empty()) {
-    std::vector<std::string> names;
+    std::vector<muir::state::StateTensor> tensors;
     for (const runner::Argument &a : step.arguments())
       if (a.isTensor())
-        names.push_back(a.name);
+        tensors.push_back(
+            {a.name, std::vector<int64_t>(a.globalShape.begin(),
+                                          a.globalShape.end())});
     auto saved = muir::state::checkState(opt.resumeDir, step.identity(),
-                                         names, opt.numSteps);
+                                         tensors, opt.numSteps);
     if (!saved)
       return fail(llvm::toString(saved.takeError()));
     firstStep = *saved + 1;

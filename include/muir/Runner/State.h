@@ -1,11 +1,15 @@
 //===- State.h - saved training states (--save-state, --resume) -*- C++ -*-===//
 //
 // A saved state is a directory: <tensor>.npy for every tensor of the step
-// and muir-state.json, the manifest, which records what the state was saved
-// for (the step's identity: its IR, grid and compile flags), the steps done
-// and a hash of every tensor file. A resume compares the identity field by
-// field, so that a refusal names what differs; a save replaces only a
-// directory that is itself a muir state, never anything else of the user's.
+// (each whole, in its global shape, however the run split it) and
+// muir-state.json, the manifest, which records what the state was saved
+// for (the step's identity: its IR, the IR without its layout, grid and
+// compile flags), the steps done and a hash of every tensor file. A resume
+// compares the identity field by field, so that a refusal names what
+// differs; a state saved on another layout of the same step (other grid
+// axes, sizes and splits, the same IR otherwise) resumes, its tensors split
+// as this run splits them. A save replaces only a directory that is itself
+// a muir state, never anything else of the user's.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MUIR_RUNNER_STATE_H
@@ -24,7 +28,7 @@ struct MuirRtContext;
 namespace mlir::muir::state {
 
 /// The manifest's format tag and file name.
-inline constexpr const char *kFormat = "muir-state-2";
+inline constexpr const char *kFormat = "muir-state-3";
 inline constexpr const char *kManifestName = "muir-state.json";
 
 /// The largest step counter a state may hold: AdamW's bias corrections
@@ -36,6 +40,10 @@ inline constexpr int64_t kMaxStep = int64_t(1) << 53;
 struct StepIdentity {
   /// Hash of the step's IR as parsed or built (shapes, settings, grid).
   std::string stepHash;
+  /// Hash of the same IR without its layout (the grids, and each
+  /// argument's shards and splits): equal for every layout of one
+  /// description whose tensors' global shapes do not depend on the layout.
+  std::string layoutFreeHash;
   /// The run's grid and its foldings, e.g. "dp=2,tp=2; moe: edp=2,ep=2".
   std::string grid;
   /// The compile flags that change the step's program or its bits:
@@ -58,9 +66,10 @@ llvm::Expected<Manifest> parseManifest(llvm::StringRef text);
 /// The manifest as JSON text (parseManifest reads it back).
 std::string printManifest(const Manifest &manifest);
 
-/// Empty when `now` may continue a state saved as `saved`; else one line
-/// per difference, e.g. "the flag --ns-mode: saved with 'distributed',
-/// this run 'auto'".
+/// Empty when `now` may continue a state saved as `saved` (on this layout
+/// or, with the same layout-free IR, on another); else one line per
+/// difference, e.g. "the flag --ns-mode: saved with 'distributed', this run
+/// 'auto'".
 std::vector<std::string> differences(const StepIdentity &saved,
                                      const StepIdentity &now);
 
@@ -77,12 +86,20 @@ llvm::Expected<std::string> fileHash(llvm::StringRef path);
 /// name). Anything else is refused with a message naming what is in the way.
 llvm::Error checkSaveTarget(llvm::StringRef dir);
 
+/// A tensor of a step as a state holds it: its name and global shape.
+struct StateTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
 /// Reads and checks the state in `dir` for a step with identity `identity`
-/// and tensors `names`: the manifest, every tensor file's hash, the step
-/// counter's range (with `moreSteps` still to run). Returns the steps done.
+/// and tensors `tensors`: the manifest, every tensor file's hash, the step
+/// counter's range (with `moreSteps` still to run). A state saved for
+/// another step names first the tensors that differ (missing, extra, or of
+/// another shape). Returns the steps done.
 llvm::Expected<int64_t> checkState(llvm::StringRef dir,
                                    const StepIdentity &identity,
-                                   const std::vector<std::string> &names,
+                                   const std::vector<StateTensor> &tensors,
                                    int64_t moreSteps);
 
 /// Writes every tensor of `ctx` and the manifest to a temporary sibling of

@@ -1,0 +1,125 @@
+"""A state saved on one layout resumes on another (issue 41, item 1).
+
+`muir-run --save-state DIR` writes every tensor whole, in its global shape,
+however the run split it; the manifest records the step's IR without its
+layout (the grids, and the arguments' shards, splits and foldings). So a
+state saved on dp=2,ep=2 (2 ranks: the expert stack split over ep)
+resumes on another layout of the same description: dp=1 (1 rank), dp=4,
+ep=4 (4 ranks), tp=2 (the Muon matrix split on its rows, 2 ranks) and
+FSDP over dp=2 (the matrix's rows sharded, its owner orthogonalising).
+
+Each is checked against the continuous run on the new layout: 1 step on
+dp=2,ep=2, saved, 1 resumed on L2, against 2 steps on L2 from the same
+inputs. They differ only by the first step's rounding on the other layout:
+every tensor within 1e-6 of the second step's change (parameters) or of
+its value (optimizer state; measured: 0, bitwise, on all four), the AdamW
+step counter continued (restarting it at 1, as --load from the state
+does, moves the AdamW parameters by 0.36 of the second step's change).
+
+Refused, naming what differs: a state of another description (the
+embedding [40, 8]: each of its tensors named with both shapes), and one
+of another learning rate on another layout.
+"""
+import os
+import shutil
+import subprocess
+
+import numpy as np
+
+import muirtest as mt
+
+LAYOUTS = {
+    # name: (grid, ranks, shard of w, shard of e)
+    "dp=2,ep=2": ("{axes: {dp: 2}, moe_axes: {ep: 2}}", 2, "",
+                  ", shard: {kind: expert, axis: ep}"),
+    "dp=1": ("{axes: {dp: 1}}", 1, "", ""),
+    "dp=4,ep=4": ("{axes: {dp: 4}, moe_axes: {ep: 4}}", 4, "",
+                  ", shard: {kind: expert, axis: ep}"),
+    "tp=2": ("{axes: {tp: 2}}", 2, ", shard: {kind: tp_row, axis: tp}", ""),
+    "fsdp=2": ("{axes: {dp: 2}}", 2, ", shard: {kind: fsdp, axis: dp}", ""),
+}
+SHAPES = {"w": (64, 48), "e": (4, 32, 24), "embed": (40, 16), "norm": (48,)}
+STATE = {"w": ["momentum"], "e": ["momentum"],
+         "embed": ["exp_avg", "exp_avg_sq"], "norm": ["exp_avg", "exp_avg_sq"]}
+
+
+def description(layout, lr=0.02, embed=(40, 16)):
+    grid, _, wshard, eshard = LAYOUTS[layout]
+    return """name: relayout
+grid: %s
+optimizer:
+  muon: {lr: %s, momentum: 0.9, weight_decay: 0.01}
+  adamw: {lr: 0.001, beta1: 0.9, beta2: 0.95}
+parameters:
+  - {name: w, shape: [64, 48], role: mlp%s}
+  - {name: e, shape: [4, 32, 24], role: expert%s}
+  - {name: embed, shape: [%d, %d], role: embedding}
+  - {name: norm, shape: [48], role: norm}
+""" % (grid, lr, wshard, eshard, embed[0], embed[1])
+
+
+def main():
+    args = mt.parse_args(__doc__)
+    tmp = args.tmp
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    chk = mt.Checker()
+    rng = np.random.default_rng(41)
+    load = os.path.join(tmp, "in")
+    for name, shape in SHAPES.items():
+        mt.write_npy(load, name, 0.02 * rng.standard_normal(shape))
+        mt.write_npy(load, name + ".grad", rng.standard_normal(shape))
+        for s in STATE[name]:
+            v = rng.standard_normal(shape)
+            mt.write_npy(load, name + "." + s,
+                         0.01 * v * v if s == "exp_avg_sq" else 0.1 * v)
+
+    def yaml(layout, **kw):
+        path = os.path.join(tmp, "%s-%d.yaml" % (layout, len(kw)))
+        with open(path, "w") as f:
+            f.write(description(layout, **kw))
+        return path
+
+    def run(layout, *flags, **kw):
+        mt.run_step(args.muir_run, yaml(layout, **kw), "--ranks",
+                    str(LAYOUTS[layout][1]), *flags)
+
+    saved = os.path.join(tmp, "saved")
+    run("dp=2,ep=2", "--steps", "1", "--load", load, "--save-state", saved)
+    after1 = mt.read_dump(saved)
+    for layout in ["dp=1", "dp=4,ep=4", "tp=2", "fsdp=2"]:
+        resumed = os.path.join(tmp, "resumed-" + layout)
+        run(layout, "--steps", "1", "--resume", saved, "--dump", resumed)
+        continuous = os.path.join(tmp, "continuous-" + layout)
+        run(layout, "--steps", "2", "--load", load, "--dump", continuous)
+        r, c = mt.read_dump(resumed), mt.read_dump(continuous)
+        worst, what = -1.0, ""
+        for name in SHAPES:
+            for k in [name] + [name + "." + s for s in STATE[name]]:
+                ref = c[k] - after1[k] if k == name else c[k]
+                err = float(np.linalg.norm(r[k].astype(np.float64) - c[k]) /
+                            np.linalg.norm(ref.astype(np.float64)))
+                if err > worst:
+                    worst, what = err, k
+        chk.check("saved on dp=2,ep=2, resumed on %s: the continuous run "
+                  "(worst %s)" % (layout, what), worst, 1e-6)
+
+    def refused(label, path, want):
+        p = subprocess.run([args.muir_run, path, "--steps", "1", "--resume",
+                            saved, "--quiet"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        chk.expect("refused: " + label, p.returncode != 0 and want in p.stderr
+                   and not p.stdout, p.stderr.strip().splitlines()[-1]
+                   if p.stderr.strip() else "no message")
+
+    refused("another description (embed [40, 8])",
+            yaml("dp=1", embed=(40, 8)),
+            "the tensor 'embed.exp_avg': [40, 16] in it, [40, 8] in this step")
+    refused("another lr on another layout", yaml("dp=1", lr=0.03),
+            "the grid: saved on 'dp=2; @moe: ep=2', this run's is 'dp=1' "
+            "(and the step differs beyond its layout)")
+    chk.finish()
+
+
+if __name__ == "__main__":
+    main()
