@@ -94,18 +94,23 @@ SmallVector<Value> unflatten(OpBuilder &b, Location loc, Value i,
   return indices;
 }
 
-bool isElementwise(linalg::GenericOp g) {
-  if (g.getNumReductionLoops() != 0 || !g.hasPureBufferSemantics())
+/// Whether `g` is on static buffers only, every map satisfying `mapOk`.
+bool isKernelOver(linalg::GenericOp g,
+                  function_ref<bool(AffineMap)> mapOk) {
+  if (!g.hasPureBufferSemantics() ||
+      !llvm::all_of(g.getIndexingMapsArray(), mapOk))
     return false;
-  for (AffineMap m : g.getIndexingMapsArray())
-    if (!m.isIdentity())
-      return false;
-  for (OpOperand &o : g->getOpOperands()) {
+  return llvm::all_of(g->getOpOperands(), [](OpOperand &o) {
     auto t = dyn_cast<MemRefType>(o.get().getType());
-    if (!t || !t.hasStaticShape())
-      return false;
-  }
-  return true;
+    return t && t.hasStaticShape();
+  });
+}
+
+/// Element-wise: identity maps, no reduction (one thread per element,
+/// flat views).
+bool isElementwise(linalg::GenericOp g) {
+  return g.getNumReductionLoops() == 0 &&
+         isKernelOver(g, [](AffineMap m) { return m.isIdentity(); });
 }
 
 /// A launch of one thread per element of n (blocks of kThreads) before
@@ -216,6 +221,18 @@ Value sqrtRn(OpBuilder &b, Location loc, Value v) {
   return asmOp.getResult(0);
 }
 
+/// One op of a generic's body, cloned into a kernel: an f32 or f64 sqrt
+/// as PTX's correctly rounded one, anything else as it is.
+void cloneIntoKernel(OpBuilder &b, Operation &op, IRMapping &mapping) {
+  if (auto sqrt = dyn_cast<math::SqrtOp>(op);
+      sqrt && (sqrt.getType().isF32() || sqrt.getType().isF64())) {
+    mapping.map(sqrt.getResult(),
+                sqrtRn(b, op.getLoc(), mapping.lookup(sqrt.getOperand())));
+    return;
+  }
+  b.clone(op, mapping);
+}
+
 LogicalResult launch(linalg::GenericOp g) {
   OpBuilder b(g);
   Location loc = g.getLoc();
@@ -264,13 +281,7 @@ LogicalResult launch(linalg::GenericOp g) {
                           ib, l, outType.getDimSize(dim))));
       continue;
     }
-    if (auto sqrt = dyn_cast<math::SqrtOp>(op);
-        sqrt && (sqrt.getType().isF32() || sqrt.getType().isF64())) {
-      mapping.map(sqrt.getResult(),
-                  sqrtRn(ib, op.getLoc(), mapping.lookup(sqrt.getOperand())));
-      continue;
-    }
-    ib.clone(op, mapping);
+    cloneIntoKernel(ib, op, mapping);
   }
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
   for (auto [v, view] : llvm::zip(yield.getValues(),
@@ -285,18 +296,10 @@ Value cIndex(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
+/// Reductions and broadcasts: projected-permutation maps (launchLoops).
 bool isLoopKernel(linalg::GenericOp g) {
-  if (!g.hasPureBufferSemantics())
-    return false;
-  for (AffineMap m : g.getIndexingMapsArray())
-    if (!m.isProjectedPermutation())
-      return false;
-  for (OpOperand &o : g->getOpOperands()) {
-    auto t = dyn_cast<MemRefType>(o.get().getType());
-    if (!t || !t.hasStaticShape())
-      return false;
-  }
-  return true;
+  return isKernelOver(g,
+                      [](AffineMap m) { return m.isProjectedPermutation(); });
 }
 
 /// A generic with reductions or broadcasts (the rows' sums of NorMuon, its
@@ -357,13 +360,7 @@ LogicalResult launchLoops(linalg::GenericOp g) {
         mapping.map(index.getResult(), ivs[index.getDim()]);
         continue;
       }
-      if (auto sqrt = dyn_cast<math::SqrtOp>(op);
-          sqrt && (sqrt.getType().isF32() || sqrt.getType().isF64())) {
-        mapping.map(sqrt.getResult(), sqrtRn(bb, op.getLoc(),
-                                             mapping.lookup(sqrt.getOperand())));
-        continue;
-      }
-      bb.clone(op, mapping);
+      cloneIntoKernel(bb, op, mapping);
     }
     SmallVector<Value> results;
     for (Value v : cast<linalg::YieldOp>(body.getTerminator()).getValues())

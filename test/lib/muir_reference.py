@@ -172,6 +172,25 @@ def qk_clip(q, k, max_logits, tau, heads, kv_heads):
     return q1, k1
 
 
+def normuon_clip_steps(tensors, names, steps, settings, block):
+    """`steps` NorMuon steps (normuon_update, each parameter's gradient
+    the same every step) of the parameters `names`, from `tensors` (a dict
+    with <name>, <name>.grad, <name>.momentum, <name>.variance), MuonClip's
+    QK-clip of one attention block after each step: `block` is (q, k,
+    max_logits, tau, heads, kv_heads). Returns {name: (W, M, v)}."""
+    q, k, logits, tau, heads, kv_heads = block
+    out = {n: (tensors[n], tensors[n + ".momentum"], tensors[n + ".variance"])
+           for n in names}
+    for _ in range(steps):
+        for n in names:
+            W, M, v = out[n]
+            out[n] = normuon_update(W, tensors[n + ".grad"], M, v, **settings)
+        wq, wk = qk_clip(out[q][0], out[k][0], logits, tau, heads, kv_heads)
+        out[q] = (wq,) + out[q][1:]
+        out[k] = (wk,) + out[k][1:]
+    return out
+
+
 # --------------------------------------------------------------------------
 # AdamW
 # --------------------------------------------------------------------------

@@ -101,21 +101,11 @@ for name in MUON:
         w, m = ref.muon_update(w, values[name + ".grad"], m, lr=0.02,
                                weight_decay=0.1)
     want[name], want[name + ".momentum"] = w, m
-for name in NORMUON:
-    want[name] = (values[name], values[name + ".momentum"],
-                  values[name + ".variance"])
-for _ in range(STEPS):
-    for name in NORMUON:
-        w, m, v = want[name]
-        want[name] = ref.normuon_update(w, values[name + ".grad"], m, v,
-                                        **NORMUON_SETTINGS)
-    q, k = ref.qk_clip(want["gqa.q"][0], want["gqa.k"][0], LOGITS, 50.0,
-                       heads=4, kv_heads=2)
-    want["gqa.q"] = (q,) + want["gqa.q"][1:]
-    want["gqa.k"] = (k,) + want["gqa.k"][1:]
+normuon = ref.normuon_clip_steps(values, NORMUON, STEPS, NORMUON_SETTINGS,
+                                 ("gqa.q", "gqa.k", LOGITS, 50.0, 4, 2))
 for name in NORMUON:
     (want[name], want[name + ".momentum"],
-     want[name + ".variance"]) = want[name]
+     want[name + ".variance"]) = normuon[name]
 for name in ADAM:
     w, m, v = values[name], values[name + ".exp_avg"], values[
         name + ".exp_avg_sq"]

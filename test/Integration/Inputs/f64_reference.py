@@ -234,19 +234,8 @@ def normuon_clip(args, chk, rng):
         "--dump", out_dir)
     out = mt.read_dump(out_dir)
 
-    want = {}
-    for name in NORMUON_PARAMS:
-        want[name] = (inputs[name], inputs[name + ".momentum"],
-                      inputs[name + ".variance"])
-    for _ in range(STEPS):
-        for name in NORMUON_PARAMS:
-            W, M, v = want[name]
-            want[name] = ref.normuon_update(W, inputs[name + ".grad"], M, v,
-                                            **NORMUON)
-        q, k = ref.qk_clip(want["gqa.q"][0], want["gqa.k"][0], LOGITS, 50.0,
-                           heads=4, kv_heads=2)
-        want["gqa.q"] = (q,) + want["gqa.q"][1:]
-        want["gqa.k"] = (k,) + want["gqa.k"][1:]
+    want = ref.normuon_clip_steps(inputs, NORMUON_PARAMS, STEPS, NORMUON,
+                                  ("gqa.q", "gqa.k", LOGITS, 50.0, 4, 2))
     for name, shape in NORMUON_PARAMS.items():
         label = "normuon %s %s f64%s" % (name, "x".join(map(str, shape)),
                                          ", clipped" if "gqa" in name else "")
