@@ -23,10 +23,12 @@ using namespace muirrt_route_math;
 
 namespace {
 
-[[noreturn]] void routeError(const char *why, long long a, long long b) {
-  std::string msg =
-      std::string(why) + " (" + std::to_string(a) + ", " + std::to_string(b) +
-      ")";
+[[noreturn]] void routeError(const char *why, int64_t tokens, int64_t experts,
+                             int64_t k, int64_t nGroup, int64_t topkGroup) {
+  std::string msg = std::string(why) + " (tokens " + std::to_string(tokens) +
+                    ", experts " + std::to_string(experts) + ", top_k " +
+                    std::to_string(k) + ", n_group " + std::to_string(nGroup) +
+                    ", topk_group " + std::to_string(topkGroup) + ")";
   muirrt_abort_run("muirrt_route", msg.c_str());
   std::abort(); // not reached
 }
@@ -40,14 +42,9 @@ extern "C" void muirrt_route(int64_t tokens, int64_t experts, int64_t k,
                              int64_t topk_group, float scaling,
                              int64_t *indices, float *weights,
                              int64_t *counts) {
-  if (tokens < 0 || experts < 1)
-    routeError("tokens and experts must be >= 0 and >= 1", tokens, experts);
-  if (k < 1 || k > experts)
-    routeError("top_k out of [1, experts]", k, experts);
-  if (n_group < 1 || experts % n_group != 0 || topk_group < 1 ||
-      topk_group > n_group || k > topk_group * (experts / n_group))
-    routeError("bad expert groups (n_group, topk_group)", n_group,
-               topk_group);
+  if (const char *why =
+          muirrt_route_shape_error(tokens, experts, k, n_group, topk_group))
+    routeError(why, tokens, experts, k, n_group, topk_group);
   RouteParams p{experts,   k,       bias,       scoring, softmax_after_topk,
                 normalize, n_group, topk_group, scaling};
   std::vector<double> doubles(

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir-rt/CudaRuntime.h"
+#include "muir-rt/Shapes.h"
 
 #include "CudaInternal.h"
 
@@ -51,10 +52,9 @@ extern "C" void muirrt_cuda_route(int64_t tokens, int64_t experts, int64_t k,
   const char *fn = "muirrt_cuda_route";
   ensureReady(fn);
   // The CPU runtime's checks, on the host: they depend on shapes only.
-  if (tokens < 0 || experts < 1 || k < 1 || k > experts || n_group < 1 ||
-      experts % n_group != 0 || topk_group < 1 || topk_group > n_group ||
-      k > topk_group * (experts / n_group))
-    fatal(std::string(fn) + ": bad routing shape (tokens " +
+  if (const char *why =
+          muirrt_route_shape_error(tokens, experts, k, n_group, topk_group))
+    fatal(std::string(fn) + ": " + why + " (tokens " +
           std::to_string(tokens) + ", experts " + std::to_string(experts) +
           ", top_k " + std::to_string(k) + ", n_group " +
           std::to_string(n_group) + ", topk_group " +

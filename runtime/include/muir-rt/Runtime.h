@@ -17,6 +17,7 @@
 #define MUIR_RT_RUNTIME_H
 
 #include "muir-rt/GroupMask.h"
+#include "muir-rt/Shapes.h"
 
 #include <stddef.h>
 #include <stdint.h>
