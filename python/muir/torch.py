@@ -125,7 +125,10 @@ held) and, for the CPU target, on disk (cache_dir below). The state lives in
 `optimizer.state[p]`: "momentum_buffer" (Muon), "exp_avg", "exp_avg_sq" and
 "step" (an int, AdamW's 1-based count), so state_dict()/load_state_dict()
 and torch.save checkpoints work (with any number of groups) and a resumed
-run equals the continuous one bitwise; load_state_dict refuses, with a
+run equals the continuous one bitwise, also on another number of ranks
+(the state is whole on every rank: saved on 2 ranks, it continues on 1,
+and the other way round; an ep-split expert stack holds its rank's
+experts and is not resharded); load_state_dict refuses, with a
 ValueError naming the group or the parameter, a state made for other
 groups (their count, sizes, use_muon) or other shapes. copy.deepcopy (and
 pickling) copies the optimizer with its parameters and state; the copy

@@ -6,7 +6,15 @@ parameters and state of the 1-rank run; step 3 skips two parameters (no
 gradient) on every rank.
 
   torch_mpi.py run OUT_PREFIX      writes OUT_PREFIX<rank>.pt (1 rank: 0)
+      [--first S] [--last S]      only steps S..S (default 1..4)
+      [--load CKPT] [--save CKPT] start from a checkpoint (model, optimizer
+                                  and lr scheduler state_dicts), write one
+                                  after the last step (rank 0)
   torch_mpi.py compare ONE R0 R1   every tensor bitwise equal
+
+A checkpoint saved on 2 ranks and loaded on 1, or saved on 1 and loaded on
+2, continues as the run that never stopped (issue 41: a state_dict loads
+on another world size).
 """
 import os
 import sys
@@ -19,14 +27,19 @@ import torchtest as tt
 STEPS = 4
 
 
-def run(prefix):
+def run(prefix, first=1, last=STEPS, load=None, save=None):
     model = tt.make_model()
     opt = muir.torch.Muon(model.named_parameters(), lr=0.02,
                           weight_decay=0.1, adamw_weight_decay=0.01)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.8)
+    if load:
+        ckpt = torch.load(load)
+        model.load_state_dict(ckpt["model"])
+        opt.load_state_dict(ckpt["opt"])
+        sched.load_state_dict(ckpt["sched"])
     named = dict(model.named_parameters())
     losses = []
-    for step in range(1, STEPS + 1):
+    for step in range(first, last + 1):
         # Step 3 skips two parameters (no gradient): their take flags.
         skip = [named["up"], named["norm"]] if step == 3 else []
         for p in skip:
@@ -45,6 +58,9 @@ def run(prefix):
         print("FAIL: the step runs on %d ranks, the job has %d"
               % (step.world_size, env))
         sys.exit(1)
+    if save and step.rank == 0:
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict(),
+                    "sched": sched.state_dict()}, save)
     names = {p: n for n, p in model.named_parameters()}
     torch.save({"params": {n: p.detach().clone()
                            for n, p in model.named_parameters()},
@@ -80,6 +96,9 @@ def compare(paths):
 
 if __name__ == "__main__":
     if sys.argv[1] == "run":
-        run(sys.argv[2])
+        flags = dict(zip(sys.argv[3::2], sys.argv[4::2]))
+        run(sys.argv[2], first=int(flags.get("--first", 1)),
+            last=int(flags.get("--last", STEPS)), load=flags.get("--load"),
+            save=flags.get("--save"))
     else:
         compare(sys.argv[2:])
