@@ -97,11 +97,20 @@ std::vector<std::string> strangers(StringRef dir, const Manifest &manifest) {
 
 /// The shape in a .npy file's header ("'shape': (64, 48)"), if it reads.
 std::optional<std::vector<int64_t>> npyShape(StringRef file) {
-  std::string why;
-  auto buffer = mlir::muir::readBoundedFile(file, why);
-  if (!buffer)
+  // The header only: its first 4 KiB, not the tensor's data.
+  auto fd = fs::openNativeFileForRead(file);
+  if (!fd) {
+    llvm::consumeError(fd.takeError());
     return std::nullopt;
-  StringRef text = buffer->getBuffer().take_front(4096);
+  }
+  char head[4096];
+  auto got = fs::readNativeFile(*fd, llvm::MutableArrayRef<char>(head));
+  fs::closeFile(*fd);
+  if (!got) {
+    llvm::consumeError(got.takeError());
+    return std::nullopt;
+  }
+  StringRef text(head, *got);
   size_t at = text.find("'shape': (");
   if (at == StringRef::npos)
     return std::nullopt;
