@@ -12,8 +12,9 @@ include "mlir/IR/EnumAttr.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
 
-// The runtime's codes, as typed attributes: each case's value is the
-// integer the runtime call takes.
+// A collective's reduction, as a typed attribute; muir-exec-to-runtime-calls
+// passes the runtime's code for it (enum muirrt_reduction,
+// muir-rt/Collectives.h).
 def MuirExec_Reduction : I32EnumAttr<"Reduction",
     "element-wise reduction of a collective", [
       I32EnumAttrCase<"sum", 0>,

@@ -9,6 +9,7 @@
 #include "muir/Analysis/StepCost.h"
 #include "Muir/MuirDialect.h"
 #include "MuirExec/MuirExecDialect.h"
+#include "muir-rt/Collectives.h"
 #include "muir-rt/Runtime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -97,21 +98,18 @@ private:
     if (it == grids.end())
       return {1, 0};
     const Grid &g = it->second;
+    auto numAxes = static_cast<int32_t>(g.shape.size());
     SmallVector<int64_t> coords(g.shape.size());
-    int64_t rest = rank;
-    for (size_t i = g.shape.size(); i-- > 0;) {
-      coords[i] = rest % g.shape[i];
-      rest /= g.shape[i];
-    }
-    int64_t size = 1, at = 0;
+    muirrt_grid_coords(numAxes, g.shape.data(), rank, coords.data());
+    int64_t bits = 0;
     for (auto [i, name] : llvm::enumerate(g.axes))
       if (llvm::any_of(group.getAxes(), [&](Attribute a) {
             return cast<StringAttr>(a).getValue() == name;
-          })) {
-        size *= g.shape[i];
-        at = at * g.shape[i] + coords[i];
-      }
-    return {size, at};
+          }))
+        bits |= int64_t{1} << i;
+    muirrt_group_place p =
+        muirrt_group_place_of(numAxes, g.shape.data(), coords.data(), bits);
+    return {p.size, p.rank};
   }
 
   static std::string axesKey(mx::GroupAttr group) {
@@ -334,57 +332,59 @@ LogicalResult Walker::visit(Operation *op, int64_t times, int64_t rank,
 }
 
 /// The bytes the runtime counts for one call of a collective on this rank
-/// (runtime/cpu/Dist.cpp's counters): 4 a float, 8 a count.
+/// (muir-rt/Collectives.h's muirrt_sent_*, by which the runtimes count).
 int64_t Walker::bytesSent(Operation *op, int64_t rank) {
   auto [g, me] = place(cast<mx::GroupOpInterface>(op).getGroup(), rank);
   if (g <= 1)
     return 0;
+  /// The floats of dimension 0's `rows` rows of a tensor.
+  auto rowsOf = [](Value v, int64_t rows) {
+    auto t = cast<ShapedType>(v.getType());
+    return rows * (numel(t) / std::max<int64_t>(1, t.getDimSize(0)));
+  };
   return llvm::TypeSwitch<Operation *, int64_t>(op)
       .Case([&](mx::AllReduceOp o) {
-        return muirrt_all_reduce_bytes(numel(o.getInput().getType()), g, me);
+        return muirrt_sent_all_reduce(numel(o.getInput().getType()), g, me);
       })
       .Case([&](mx::SymmetricAllReduceOp o) {
         auto t = cast<ShapedType>(o.getInput().getType());
         int64_t n = t.getShape().back();
-        return numel(t) / (n * n) * (n * (n + 1) / 2) * 8 * (g - 1);
+        return muirrt_sent_symmetric_all_reduce(numel(t) / (n * n), n, g);
       })
       .Case([&](mx::AllGatherOp o) {
-        return numel(o.getInput().getType()) * 4 * (g - 1);
+        return muirrt_sent_blocks(numel(o.getInput().getType()), g);
       })
       .Case([&](mx::AllGatherVOp o) {
-        auto t = cast<ShapedType>(o.getInput().getType());
-        int64_t row = numel(t) / std::max<int64_t>(1, t.getDimSize(0));
         ArrayRef<int64_t> sizes = o.getSizes();
         int64_t mine = me < static_cast<int64_t>(sizes.size()) ? sizes[me] : 0;
-        return mine * row * 4 * (g - 1);
+        return muirrt_sent_blocks(rowsOf(o.getInput(), mine), g);
       })
       .Case([&](mx::ReduceScatterOp o) {
-        return numel(o.getOutput().getType()) * 4 * (g - 1);
+        return muirrt_sent_blocks(numel(o.getOutput().getType()), g);
       })
       .Case([&](mx::AllToAllOp o) {
-        return numel(o.getInput().getType()) / g * 4 * (g - 1);
+        return muirrt_sent_blocks(numel(o.getInput().getType()) / g, g);
       })
       .Case([&](mx::AllToAllVOp o) {
-        auto t = cast<ShapedType>(o.getInput().getType());
-        int64_t row = numel(t) / std::max<int64_t>(1, t.getDimSize(0));
         int64_t others = 0;
         auto it = counts.find(o.getSendCounts());
         if (it != counts.end())
           for (auto [j, c] : llvm::enumerate(it->second))
             if (static_cast<int64_t>(j) != me)
               others += c;
-        return others * row * 4 + 8 * (g - 1);
+        return muirrt_sent_all_to_allv(others, rowsOf(o.getInput(), 1) * 4, g,
+                                       /*with_counts=*/1);
       })
       .Case([&](mx::TriangleAllReduceStartOp o) {
         auto t = cast<ShapedType>(o.getC().getType());
         int64_t n = t.getShape().back(), batch = numel(t) / (n * n);
-        int64_t b = known(o.getRowBegin()).value_or(0),
-                e = known(o.getRowEnd()).value_or(n);
-        return batch * muirrt_triangle_rows_floats(n, b, e) * 4 * (g - 1);
+        return muirrt_sent_triangle_rows(
+            batch, n, known(o.getRowBegin()).value_or(0),
+            known(o.getRowEnd()).value_or(n), g);
       })
-      .Case([&](mx::BroadcastOp o) -> int64_t {
-        return me == static_cast<int64_t>(o.getRoot()) ? numel(o.getInput().getType()) * 4 * (g - 1)
-                                 : 0;
+      .Case([&](mx::BroadcastOp o) {
+        return muirrt_sent_broadcast(numel(o.getInput().getType()), g,
+                                     me == static_cast<int64_t>(o.getRoot()));
       })
       .Default([](Operation *) { return 0; });
 }

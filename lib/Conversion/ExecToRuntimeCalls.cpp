@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"
+#include "muir-rt/Collectives.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
@@ -258,6 +259,21 @@ private:
 };
 
 /// (batch, rows, cols), batch 1 for a plain matrix.
+/// The runtime's code of a reduction (muir-rt/Collectives.h).
+int32_t reductionCode(mx::Reduction r) {
+  switch (r) {
+  case mx::Reduction::sum:
+    return MUIRRT_REDUCE_SUM;
+  case mx::Reduction::max:
+    return MUIRRT_REDUCE_MAX;
+  case mx::Reduction::min:
+    return MUIRRT_REDUCE_MIN;
+  case mx::Reduction::avg:
+    return MUIRRT_REDUCE_AVG;
+  }
+  llvm_unreachable("unknown reduction");
+}
+
 std::array<int64_t, 3> dims(Value v) {
   ArrayRef<int64_t> s = cast<MemRefType>(v.getType()).getShape();
   return s.size() == 3 ? std::array<int64_t, 3>{s[0], s[1], s[2]}
@@ -411,7 +427,7 @@ Value emit(mx::ObserveOp obs, CallBuilder &c) {
 
 Value emit(mx::AllReduceOp ar, CallBuilder &c) {
   c.call(Rt::all_reduce,
-         {c.group(ar), c.i32(static_cast<int32_t>(ar.getReduction())),
+         {c.group(ar), c.i32(reductionCode(ar.getReduction())),
           c.ptr(ar.getInput()), c.ptr(ar.getOutput()),
           c.i64(numel(ar.getInput()))});
   return {};
@@ -441,7 +457,7 @@ Value emit(mx::AllGatherVOp agv, CallBuilder &c) {
 Value emit(mx::ReduceScatterOp rs, CallBuilder &c) {
   auto [outer, inner] = split(rs.getOutput(), rs.getScatterAxis());
   c.call(Rt::reduce_scatter,
-         {c.group(rs), c.i32(static_cast<int32_t>(rs.getReduction())),
+         {c.group(rs), c.i32(reductionCode(rs.getReduction())),
           c.ptr(rs.getInput()), c.ptr(rs.getOutput()), c.i64(outer),
           c.i64(inner)});
   return {};

@@ -51,26 +51,9 @@
 // data. MUIR_RT_CHECK_SIZES=0 turns the check off.
 //
 // Counters. Per mask: collective calls and the bytes this rank SENT, a
-// fixed function of the arguments (not of MPI's algorithm), with g the group
-// size and 4 bytes per float:
-//   all_reduce      count * 4 * (g - 1)          (its piece to every peer)
-//                   or, when it scatters (g >= 3, count >= 256 g, count <=
-//                   INT_MAX), 4 * (count - mine) + mine * 4 * (g - 1) with
-//                   mine = floor(count (r + 1) / g) - floor(count r / g)
-//                   the floats of its slice at group rank r: about
-//                   8 (g - 1) / g bytes a float
-//   all_gather      outer * inner * 4 * (g - 1)
-//   all_gatherv     counts[me] * 4 * (g - 1)
-//   reduce_scatter  outer * inner * 4 * (g - 1)  (slice j to group rank j)
-//   all_to_all      count * 4 * (g - 1)
-//   all_to_allv     4 * row * (rows sent to the g - 1 others) + 8 * (g - 1)
-//                   (the payload and one i64 count to every peer)
-//   triangle_all_reduce_start  (one call a chunk) batch * (the chunk's
-//                   floats of the packed triangle) * 4 * (g - 1); over all
-//                   chunks batch * n (n + 1) / 2 * 4 * (g - 1)
-//   broadcast       count * 4 * (g - 1) on the root, 0 elsewhere
-//   all_gather_i64  count * 8 * (g - 1)
-//   all_to_allv_bytes  row_bytes * (rows sent to the g - 1 others)
+// fixed function of the arguments (not of MPI's algorithm): each
+// collective's muirrt_sent_* of muir-rt/Collectives.h, which the CUDA
+// runtime and the plan report count by too.
 // A group of one member makes no MPI call and counts 1 call and 0 bytes.
 //
 //===----------------------------------------------------------------------===//
@@ -287,11 +270,7 @@ extern "C" int muirrt_dist_init(int32_t num_axes, const int64_t *sizes) {
     state.more.clear();
     state.sizes.assign(sizes, sizes + num_axes);
     state.coords.assign(static_cast<size_t>(num_axes), 0);
-    int64_t rest = worldRank;
-    for (int32_t i = num_axes; i-- > 0;) {
-      state.coords[static_cast<size_t>(i)] = rest % sizes[i];
-      rest /= sizes[i];
-    }
+    muirrt_grid_coords(num_axes, sizes, worldRank, state.coords.data());
     state.rank = worldRank;
     state.size = worldSize;
     state.chunkFloats = chunkFloats;
@@ -336,11 +315,7 @@ extern "C" int32_t muirrt_dist_add_folding(int32_t num_axes,
   Folding f;
   f.sizes.assign(sizes, sizes + num_axes);
   f.coords.assign(static_cast<size_t>(num_axes), 0);
-  int64_t rest = state.rank;
-  for (int32_t i = num_axes; i-- > 0;) {
-    f.coords[static_cast<size_t>(i)] = rest % sizes[i];
-    rest /= sizes[i];
-  }
+  muirrt_grid_coords(num_axes, sizes, state.rank, f.coords.data());
   state.more.push_back(std::move(f));
   return static_cast<int32_t>(state.more.size());
 }

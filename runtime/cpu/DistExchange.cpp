@@ -54,8 +54,7 @@ extern "C" void muirrt_all_gather(int64_t axes_mask, const float *in,
     int64_t block = mul(fn, outer, inner);
     checkPointer(fn, "input", in, block);
     checkPointer(fn, "output", out, mul(fn, block, g.size));
-    // Bytes: this rank's block to each of the g - 1 others.
-    countComm(axes_mask, mul(fn, mul(fn, block, 4), g.size - 1));
+    countComm(axes_mask, muirrt_sent_blocks(block, g.size));
     if (g.size == 1) {
       copyFloats(out, in, block);
       return;
@@ -106,8 +105,7 @@ extern "C" void muirrt_all_gatherv(int64_t axes_mask, const float *in,
     int64_t mine = counts[g.rank];
     checkPointer(fn, "input", in, mine);
     checkPointer(fn, "output", out, total);
-    // Bytes: this rank's counts[me] floats to each of the g - 1 others.
-    countComm(axes_mask, mul(fn, mul(fn, mine, 4), g.size - 1));
+    countComm(axes_mask, muirrt_sent_blocks(mine, g.size));
     if (g.size == 1) {
       copyFloats(out, in, mine);
       return;
@@ -147,8 +145,7 @@ extern "C" void muirrt_all_to_all(int64_t axes_mask, const float *in,
     int64_t total = mul(fn, count, g.size);
     checkPointer(fn, "input", in, total);
     checkPointer(fn, "output", out, total);
-    // Bytes: block j (count floats) to group rank j, for the g - 1 others.
-    countComm(axes_mask, mul(fn, mul(fn, count, 4), g.size - 1));
+    countComm(axes_mask, muirrt_sent_blocks(count, g.size));
     if (g.size == 1) {
       copyFloats(out, in, count);
       return;
@@ -209,9 +206,8 @@ extern "C" void muirrt_all_to_allv(int64_t axes_mask, const float *in,
                     " rows but the input holds " + std::to_string(in_rows));
     checkPointer(fn, "input", in, mul(fn, in_rows, row));
     checkPointer(fn, "output", out, mul(fn, out_rows, row));
-    // Bytes: the rows for the g - 1 others, and one i64 count to each.
-    countComm(axes_mask, mul(fn, mul(fn, toOthers, row), 4) +
-                             8 * (g.size - 1));
+    countComm(axes_mask, muirrt_sent_all_to_allv(toOthers, mul(fn, row, 4),
+                                                 g.size, /*with_counts=*/1));
     auto checkFits = [&](int64_t received) {
       if (received > out_rows)
         fatal(fn, "receives " + std::to_string(received) +
@@ -279,9 +275,7 @@ extern "C" void muirrt_broadcast(int64_t axes_mask, int64_t root, float *buf,
       fatal(fn, "root " + std::to_string(root) + " out of range for a group "
                 "of " + std::to_string(g.size));
     agree(fn, g, axes_mask, "the count and the root", count, root);
-    // Bytes: the root sends its buffer to each of the g - 1 others.
-    countComm(axes_mask,
-          g.rank == root ? mul(fn, mul(fn, count, 4), g.size - 1) : 0);
+    countComm(axes_mask, muirrt_sent_broadcast(count, g.size, g.rank == root));
     if (g.size == 1)
       return;
 #if MUIR_RT_HAVE_MPI
@@ -320,8 +314,7 @@ extern "C" void muirrt_all_gather_i64(int64_t axes_mask, const int64_t *in,
     agree(fn, g, axes_mask, "the count", count);
     checkPointer(fn, "input", in, count);
     checkPointer(fn, "output", out, mul(fn, count, g.size));
-    // Bytes: this rank's count int64s to each of the g - 1 others.
-    countComm(axes_mask, mul(fn, mul(fn, count, 8), g.size - 1));
+    countComm(axes_mask, muirrt_sent_elements(count, 8, g.size));
     if (g.size == 1) {
       std::copy(in, in + count, out);
       return;
@@ -358,8 +351,8 @@ extern "C" void muirrt_all_to_allv_bytes(int64_t axes_mask, const void *in,
     }
     checkPointer(fn, "input", in, mul(fn, sent, row_bytes));
     checkPointer(fn, "output", out, mul(fn, received, row_bytes));
-    // Bytes: the rows for the g - 1 others (the counts are known already).
-    countComm(axes_mask, mul(fn, toOthers, row_bytes));
+    countComm(axes_mask, muirrt_sent_all_to_allv(toOthers, row_bytes, g.size,
+                                                 /*with_counts=*/0));
     if (g.size == 1) {
       if (send_rows[0] != recv_rows[0])
         fatal(fn, "a group of one sends " + std::to_string(send_rows[0]) +

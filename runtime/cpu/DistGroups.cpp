@@ -47,28 +47,27 @@ const std::vector<int64_t> &coordsOf(int64_t folding) {
                       : state.more[static_cast<size_t>(folding - 1)].coords;
 }
 
-bool inMask(int64_t mask, size_t axis) { return (axisBits(mask) >> axis) & 1; }
+// Where the rank at `coords` of the folding of `mask` stands in the group
+// of `mask` (muir-rt/Collectives.h).
+muirrt_group_place placeIn(int64_t mask, const std::vector<int64_t> &coords) {
+  const std::vector<int64_t> &sizes = sizesOf(foldingOf(mask));
+  return muirrt_group_place_of(static_cast<int32_t>(sizes.size()),
+                               sizes.data(), coords.data(), axisBits(mask));
+}
 
 #if MUIR_RT_HAVE_MPI
 // The world ranks of this rank's group for `mask`, in group-rank order.
 std::vector<int> groupMembers(int64_t mask) {
   std::vector<int> members;
   const std::vector<int64_t> &sizes = sizesOf(foldingOf(mask));
-  const std::vector<int64_t> &coords = coordsOf(foldingOf(mask));
+  int64_t color = placeIn(mask, coordsOf(foldingOf(mask))).color;
+  std::vector<int64_t> coords(sizes.size());
   for (int32_t r = 0; r < state.size; ++r) {
-    bool same = true;
-    int64_t rest = r;
-    for (size_t i = sizes.size(); i-- > 0;) {
-      int64_t c = rest % sizes[i];
-      rest /= sizes[i];
-      if (!inMask(mask, i) && c != coords[i]) {
-        same = false;
-        break;
-      }
-    }
+    muirrt_grid_coords(static_cast<int32_t>(sizes.size()), sizes.data(), r,
+                       coords.data());
     // Increasing world rank with the non-mask coordinates fixed is
     // row-major order over the mask's axes, i.e. group-rank order.
-    if (same)
+    if (placeIn(mask, coords).color == color)
       members.push_back(r);
   }
   return members;
@@ -157,14 +156,9 @@ Group groupShape(int64_t mask) {
   Group g;
   if (!state.ready)
     return g;
-  const std::vector<int64_t> &sizes = sizesOf(foldingOf(mask));
-  const std::vector<int64_t> &coords = coordsOf(foldingOf(mask));
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    if (!inMask(mask, i))
-      continue;
-    g.size *= sizes[i];
-    g.rank = g.rank * sizes[i] + coords[i];
-  }
+  muirrt_group_place p = placeIn(mask, coordsOf(foldingOf(mask)));
+  g.size = p.size;
+  g.rank = p.rank;
   return g;
 }
 

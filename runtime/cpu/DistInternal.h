@@ -46,7 +46,9 @@ constexpr int64_t kDefaultChunkFloats = int64_t{1} << 26;
 // Masks: muir-rt/GroupMask.h.
 constexpr int32_t kFoldingShift = MUIRRT_FOLDING_SHIFT;
 
-enum ReduceOp : int32_t { kSum = 0, kMax = 1, kMin = 2, kAvg = 3 };
+// The reduction codes (muir-rt/Collectives.h).
+constexpr int32_t kSum = MUIRRT_REDUCE_SUM, kMax = MUIRRT_REDUCE_MAX,
+                  kMin = MUIRRT_REDUCE_MIN, kAvg = MUIRRT_REDUCE_AVG;
 
 //===----------------------------------------------------------------------===//
 // Errors (Dist.cpp)

@@ -33,16 +33,11 @@ int64_t sliceBegin(int64_t count, int64_t j, int64_t g) {
   return static_cast<int64_t>(static_cast<__int128>(count) * j / g);
 }
 
-// muirrt_all_reduce_scatters (Runtime.h): 3 or more members, every slice
-// at least MUIR_RT_SCATTER_MIN_PER_MEMBER floats, MPI's int displacements.
+// muirrt_all_reduce_scatters (Collectives.h): 3 or more members, every
+// slice at least MUIR_RT_SCATTER_MIN_PER_MEMBER floats, MPI's int
+// displacements.
 bool allReduceScatters(int64_t count, const Group &g) {
   return muirrt_all_reduce_scatters(count, g.size) != 0;
-}
-
-// The bytes this rank sends in an all_reduce (see the file comment).
-int64_t allReduceBytes(const char *fn, int64_t count, const Group &g) {
-  mul(fn, mul(fn, count, 4), g.size - 1); // no more than this: no overflow
-  return muirrt_all_reduce_bytes(count, g.size, g.rank);
 }
 
 #if MUIR_RT_HAVE_MPI
@@ -170,7 +165,7 @@ extern "C" void muirrt_all_reduce(int64_t axes_mask, int32_t op,
     agree(fn, g, axes_mask, "the count and the reduction", count, op);
     // Bytes: see the file comment (whole pieces to every peer, or slices
     // scattered and the reduced slice gathered).
-    countComm(axes_mask, allReduceBytes(fn, count, g));
+    countComm(axes_mask, muirrt_sent_all_reduce(count, g.size, g.rank));
     if (g.size == 1) {
       copyFloats(out, in, count); // sum/max/min/avg of one piece
       return;
@@ -223,9 +218,7 @@ extern "C" void muirrt_reduce_scatter(int64_t axes_mask, int32_t op,
     int64_t block = mul(fn, outer, inner);
     checkPointer(fn, "input", in, mul(fn, block, g.size));
     checkPointer(fn, "output", out, block);
-    // Bytes: slice j (outer * inner floats) to group rank j, for the g - 1
-    // others.
-    countComm(axes_mask, mul(fn, mul(fn, block, 4), g.size - 1));
+    countComm(axes_mask, muirrt_sent_blocks(block, g.size));
     if (g.size == 1) {
       copyFloats(out, in, block);
       return;

@@ -39,7 +39,7 @@ extern "C" void muirrt_symmetric_all_reduce(int64_t axes_mask,
     checkPointer(fn, "output", out, whole);
     Group g = groupFor(fn, axes_mask);
     agree(fn, g, axes_mask, "the matrices (batch, n)", batch, n);
-    countComm(axes_mask, count * 8 * (g.size - 1));
+    countComm(axes_mask, muirrt_sent_symmetric_all_reduce(batch, n, g.size));
     std::vector<double> packed(static_cast<size_t>(count));
     for (int64_t b = 0; b < batch; ++b) {
       double *p = packed.data() + b * tri;
@@ -125,8 +125,8 @@ extern "C" int64_t muirrt_triangle_all_reduce_start(int64_t axes_mask,
       fatal(fn, "a chunk of " + std::to_string(floats) +
                     " floats exceeds MPI's int counts; use fewer rows per "
                     "chunk");
-    // Bytes: the packed rows to each of the g - 1 others.
-    countComm(axes_mask, mul(fn, mul(fn, floats, 4), g.size - 1));
+    countComm(axes_mask, muirrt_sent_triangle_rows(batch, n, row_begin,
+                                                   row_end, g.size));
     size_t slot = 0;
     while (slot < triangleRequests.size() && triangleRequests[slot].active)
       ++slot;

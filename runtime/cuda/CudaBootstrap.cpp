@@ -169,10 +169,8 @@ static int placeOnGrid(int64_t rank, int64_t size) {
   state.rank = rank;
   state.worldSize = size;
   state.coords.assign(state.sizes.size(), 0);
-  for (size_t i = state.sizes.size(), r = rank; i-- > 0;) {
-    state.coords[i] = static_cast<int64_t>(r) % state.sizes[i];
-    r /= state.sizes[i];
-  }
+  muirrt_grid_coords(static_cast<int32_t>(state.sizes.size()),
+                     state.sizes.data(), rank, state.coords.data());
   return 0;
 }
 

@@ -38,16 +38,13 @@ Group &groupFor(int64_t mask, const char *fn) {
   if (muirrt_mask_folding(mask))
     fatal(std::string(fn) + ": axes of another folding (mask " +
           std::to_string(mask) + ") are not supported by the CUDA runtime");
+  muirrt_group_place place = muirrt_group_place_of(
+      static_cast<int32_t>(state.sizes.size()), state.sizes.data(),
+      state.coords.data(), muirrt_mask_axes(mask));
   Group g;
-  int64_t color = 0;
-  for (size_t i = 0; i < state.sizes.size(); ++i) {
-    if (mask & (int64_t(1) << i)) {
-      g.size *= state.sizes[i];
-      g.rank = g.rank * state.sizes[i] + state.coords[i];
-    } else {
-      color = color * state.sizes[i] + state.coords[i];
-    }
-  }
+  g.size = place.size;
+  g.rank = place.rank;
+  int64_t color = place.color;
   if (g.size > 1) {
     if (!state.world)
       fatal(std::string(fn) + ": a group of " + std::to_string(g.size) +
@@ -60,7 +57,10 @@ Group &groupFor(int64_t mask, const char *fn) {
 }
 
 ncclRedOp_t ncclOp(int32_t op) {
-  return op == 1 ? ncclMax : op == 2 ? ncclMin : op == 3 ? ncclAvg : ncclSum;
+  return op == MUIRRT_REDUCE_MAX   ? ncclMax
+         : op == MUIRRT_REDUCE_MIN ? ncclMin
+         : op == MUIRRT_REDUCE_AVG ? ncclAvg
+                                   : ncclSum;
 }
 
 } // namespace
@@ -80,7 +80,7 @@ extern "C" int64_t muirrt_cuda_packed_all_reduce_start(int64_t axes_mask,
   if (floats < 0)
     fatal(std::string(fn) + ": a negative length");
   Group &g = groupFor(axes_mask, fn);
-  state.bytesSent += floats * 4 * (g.size - 1);
+  state.bytesSent += muirrt_sent_blocks(floats, g.size);
   size_t slot = 0;
   while (slot < state.exchanges.size() && state.exchanges[slot].active)
     ++slot;
@@ -159,7 +159,9 @@ extern "C" void muirrt_cuda_all_reduce(int64_t axes_mask, int32_t op,
                                        int64_t count) {
   ensureReady("muirrt_cuda_all_reduce");
   Group &g = groupFor(axes_mask, "muirrt_cuda_all_reduce");
-  state.bytesSent += count * 4 * (g.size - 1);
+  // Every piece to every peer (the deterministic gather's bytes, and what
+  // the counters promise for NCCL's own all-reduce too): never scattered.
+  state.bytesSent += muirrt_sent_blocks(count, g.size);
   if (count <= 0)
     return;
   if (g.size == 1) {
@@ -197,7 +199,7 @@ extern "C" void muirrt_cuda_symmetric_all_reduce(int64_t axes_mask,
   ensureReady(fn);
   Group &g = groupFor(axes_mask, fn);
   int64_t count = batch * n * (n + 1) / 2;
-  state.bytesSent += count * 8 * (g.size - 1);
+  state.bytesSent += muirrt_sent_symmetric_all_reduce(batch, n, g.size);
   if (count <= 0)
     return;
   auto *buf = static_cast<double *>(
@@ -224,7 +226,7 @@ Group &blockCollective(const char *fn, int64_t mask, const float *in,
                        float *out, int64_t block) {
   ensureReady(fn);
   Group &g = groupFor(mask, fn);
-  state.bytesSent += block * 4 * (g.size - 1);
+  state.bytesSent += muirrt_sent_blocks(block, g.size);
   if (g.size == 1 && block > 0 && in != out)
     check(cudaMemcpyAsync(out, in, sizeof(float) * block,
                           cudaMemcpyDeviceToDevice, state.stream),
@@ -301,8 +303,7 @@ extern "C" void muirrt_cuda_broadcast(int64_t axes_mask, int64_t root,
                                       float *buf, int64_t count) {
   ensureReady("muirrt_cuda_broadcast");
   Group &g = groupFor(axes_mask, "muirrt_cuda_broadcast");
-  if (g.rank == root)
-    state.bytesSent += count * 4 * (g.size - 1);
+  state.bytesSent += muirrt_sent_broadcast(count, g.size, g.rank == root);
   if (g.size == 1 || count <= 0)
     return;
   check(ncclBroadcast(buf, buf, static_cast<size_t>(count), ncclFloat,
@@ -361,6 +362,7 @@ extern "C" void muirrt_cuda_all_to_allv(int64_t axes_mask, const float *in,
           " rows but the input holds " + std::to_string(in_rows));
   std::vector<int64_t> recv(size_t(g.size), 0);
   size_t place = state.countPlace++;
+  bool countsTravel = false;
   if (g.size == 1) {
     recv[0] = send[0];
   } else if (capturing()) {
@@ -393,7 +395,7 @@ extern "C" void muirrt_cuda_all_to_allv(int64_t axes_mask, const float *in,
                             state.stream),
             "cudaMemcpyAsync");
       check(cudaStreamSynchronize(state.stream), "cudaStreamSynchronize");
-      state.bytesSent += 8 * (g.size - 1);
+      countsTravel = true;
     }
     if (state.countExchanges.size() <= place)
       state.countExchanges.resize(place + 1);
@@ -407,7 +409,10 @@ extern "C" void muirrt_cuda_all_to_allv(int64_t axes_mask, const float *in,
           " rows but the output holds " + std::to_string(out_rows) +
           " (the static bound is too small)");
   std::copy(recv.begin(), recv.end(), recv_counts);
-  state.bytesSent += toOthers * row * 4;
+  // The counts travel in the step's first run only (a captured run reuses
+  // them).
+  state.bytesSent +=
+      muirrt_sent_all_to_allv(toOthers, row * 4, g.size, countsTravel);
   // A group of one copies its rows; an input that overlaps the output
   // (the same buffer included, unless nothing moves) is read from a
   // staged copy.
@@ -454,7 +459,7 @@ extern "C" void muirrt_cuda_all_gatherv(int64_t axes_mask, const float *in,
   Group &g = groupFor(axes_mask, "muirrt_cuda_all_gatherv");
   if (!counts)
     fatal("muirrt_cuda_all_gatherv: null counts");
-  state.bytesSent += counts[g.rank] * 4 * (g.size - 1);
+  state.bytesSent += muirrt_sent_blocks(counts[g.rank], g.size);
   if (g.size == 1) {
     if (counts[0] > 0 && in != out)
       check(cudaMemcpyAsync(out, in, sizeof(float) * counts[0],

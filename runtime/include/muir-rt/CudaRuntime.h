@@ -42,6 +42,7 @@
 #ifndef MUIR_RT_CUDARUNTIME_H
 #define MUIR_RT_CUDARUNTIME_H
 
+#include "muir-rt/Collectives.h"
 #include "muir-rt/GroupMask.h"
 
 #include <stddef.h>

@@ -16,6 +16,7 @@
 #ifndef MUIR_RT_RUNTIME_H
 #define MUIR_RT_RUNTIME_H
 
+#include "muir-rt/Collectives.h"
 #include "muir-rt/GroupMask.h"
 #include "muir-rt/Shapes.h"
 
@@ -269,36 +270,9 @@ void muirrt_dist_barrier(void);
 int32_t muirrt_dist_first(int32_t mine);
 void muirrt_dist_finalize(void);
 
-/* A deterministic all_reduce of count floats over g ranks scatters slices
- * and gathers the rank-order sums (a ring's bytes) when this holds; else
- * every rank gathers every piece. The plan report counts bytes by it. */
-#define MUIR_RT_SCATTER_MIN_PER_MEMBER 256
-static inline int muirrt_all_reduce_scatters(int64_t count, int64_t g) {
-  return g >= 3 && count >= MUIR_RT_SCATTER_MIN_PER_MEMBER * g &&
-         count <= INT32_MAX;
-}
-
-/* The bytes group rank r of g sends in an all_reduce of count floats, as
- * the runtime's counters count them: its whole piece to every peer, or,
- * when it scatters, all but its slice (floor(count (r + 1) / g) -
- * floor(count r / g) floats) out and its reduced slice to every peer.
- * The plan report counts by it too. */
-static inline int64_t muirrt_all_reduce_bytes(int64_t count, int64_t g,
-                                              int64_t r) {
-  if (!muirrt_all_reduce_scatters(count, g))
-    return count * 4 * (g - 1);
-  int64_t mine = (int64_t)((__int128)count * (r + 1) / g) -
-                 (int64_t)((__int128)count * r / g);
-  return 4 * (count - mine) + mine * 4 * (g - 1);
-}
-
-/* Floats of rows [r0, r1) of an n x n upper triangle, each row from its
- * diagonal on (n - r floats for row r): one packed chunk of the fused
- * Gram all-reduce. */
-static inline int64_t muirrt_triangle_rows_floats(int64_t n, int64_t r0,
-                                                  int64_t r1) {
-  return (r1 - r0) * n - (r1 * (r1 - 1) - r0 * (r0 - 1)) / 2;
-}
+/* Which bytes each collective sends (the counters below count them),
+ * the reduction codes and the group of an axes mask: muir-rt/Collectives.h,
+ * shared with the CUDA runtime and the plan report. */
 
 /*===----------------------- fingerprint tracing -------------------------===*/
 
