@@ -144,13 +144,13 @@ int main(int argc, char **argv) {
       die(why);
     if (cu.init(-1))
       die(cu.failure("no usable GPU"));
-    cu.setDeterministic(1);
-    cu.setPrecision(bf16);
+    cu.set_deterministic(1);
+    cu.set_precision(bf16);
     // cuBLAS's grouped GEMM takes the expert sizes on the host, so its
     // steps run op by op.
-    cu.setGroupedGemm(cublasGrouped);
+    cu.set_grouped_gemm(cublasGrouped);
     observation = cu.observation;
-    device = cu.deviceName();
+    device = cu.device_name();
   } else {
     if (bf16 || cublasGrouped)
       die(std::string(bf16 ? "--bf16" : "--grouped-gemm=cublas") +
@@ -229,7 +229,7 @@ int main(int argc, char **argv) {
     size_t bytes = static_cast<size_t>(args[i].numel()) * sizeof(float);
     data[i] = host;
     if (cuda && (cu.alloc(&data[i], bytes) ||
-                 cu.toDevice(data[i], host, bytes)))
+                 cu.copy_to_device(data[i], host, bytes)))
       die(cu.failure("copying '" + args[i].name + "' to the GPU"));
   }
   std::printf("muir-step-runner: %s, %zu arguments, %d loaded, %s products, "
@@ -262,11 +262,11 @@ int main(int argc, char **argv) {
                                        /*hyperUsed=*/false, hyper);
       if (!why.empty())
         die(why);
-      cu.eventRecord(0);
+      cu.event_record(0);
       if (std::string why = runner.launch(invoke); !why.empty())
         die(why);
-      cu.eventRecord(1);
-      ms = cu.elapsedMs(0, 1);
+      cu.event_record(1);
+      ms = cu.elapsed_ms(0, 1);
       if (cu.synchronize())
         die(cu.failure("step " + std::to_string(s)));
     } else {
@@ -296,7 +296,7 @@ int main(int argc, char **argv) {
   if (!dumpDir.empty()) {
     for (size_t i = 0; cuda && i < args.size(); ++i)
       if (index[i] >= 0 &&
-          cu.toHost(muirrt_tensor_data(ctx, index[i]), data[i],
+          cu.copy_to_host(muirrt_tensor_data(ctx, index[i]), data[i],
                     static_cast<size_t>(args[i].numel()) * sizeof(float)))
         die(cu.failure("copying '" + args[i].name + "' from the GPU"));
     if (muirrt_dump_dir(ctx, dumpDir.c_str()))

@@ -89,46 +89,27 @@ std::string cudaRuntimePath(StringRef explicitPath) {
   return p.str().str();
 }
 
-/// JIT symbols: the module's muirrt_cuda_* declarations and MLIR's mgpu*
-/// launch ABI (called by the translated gpu.launch_func), from the CUDA
-/// runtime.
-void registerCudaSymbols(ExecutionEngine &engine, const CudaRuntime &cuda,
-                         const std::vector<std::string> &names) {
+/// Gives the JIT the step entries of a runtime's table (muir-rt/
+/// EntryTable.h: every entry of Entries.def the target has, by its symbol)
+/// and, from the loaded CUDA runtime `mgpu`, MLIR's mgpu* launch ABI
+/// (muir-rt/CudaHost.def).
+void registerRuntimeSymbols(ExecutionEngine &engine,
+                            const muirrt_entry_table &table,
+                            const CudaRuntime *mgpu = nullptr) {
   engine.registerSymbols([&](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap map;
-    std::vector<std::string> all = names;
-    for (const char *n :
-         {"mgpuModuleLoad", "mgpuModuleLoadJIT", "mgpuModuleUnload",
-          "mgpuModuleGetFunction", "mgpuLaunchKernel", "mgpuStreamCreate",
-          "mgpuStreamDestroy", "mgpuStreamSynchronize", "mgpuMemAlloc",
-          "mgpuMemFree", "mgpuMemcpy"})
-      all.push_back(n);
-    for (const std::string &n : all)
-      if (void *fn = cuda.symbol(n))
-        map[interner(n)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
-                            llvm::JITSymbolFlags::Exported};
-    return map;
-  });
-}
-
-/// The CPU runtime's entry points the exec IR calls.
-void registerRuntimeSymbols(ExecutionEngine &engine) {
-  engine.registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap map;
-    auto add = [&](const char *name, auto *fn) {
-      map[interner(name)] = {
-          llvm::orc::ExecutorAddr::fromPtr(reinterpret_cast<void *>(fn)),
-          llvm::JITSymbolFlags::Exported};
+    auto add = [&](const std::string &name, void *fn) {
+      if (fn)
+        map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                               llvm::JITSymbolFlags::Exported};
     };
-    // Every CPU entry of muir-rt/Entries.def.
-#define MUIR_RT_JIT_Cpu(NAME) add("muirrt_" #NAME, &muirrt_##NAME);
-#define MUIR_RT_JIT_Both(NAME) MUIR_RT_JIT_Cpu(NAME)
-#define MUIR_RT_JIT_Cuda(NAME)
-#define MUIR_RT_ENTRY(NAME, TARGETS, RET, PARAMS) MUIR_RT_JIT_##TARGETS(NAME)
+#define MUIR_RT_ENTRY(NAME, TARGETS, RET, PARAMS)                              \
+  add(std::string(table.prefix) + #NAME, reinterpret_cast<void *>(table.NAME));
 #include "muir-rt/Entries.def"
-#undef MUIR_RT_JIT_Cpu
-#undef MUIR_RT_JIT_Both
-#undef MUIR_RT_JIT_Cuda
+    if (mgpu) {
+#define MUIR_RT_CUDA_MGPU(NAME, RET, PARAMS) add(#NAME, mgpu->symbol(#NAME));
+#include "muir-rt/CudaHost.def"
+    }
     return map;
   });
 }
@@ -233,7 +214,7 @@ Step::~Step() {
   if (impl->cudaDistStarted) {
     std::lock_guard<std::mutex> lock(distMutex);
     if (--cudaUsers == 0)
-      impl->cudaLib.distFinalize();
+      impl->cudaLib.dist_finalize();
   }
   if (impl->distStarted) {
     std::lock_guard<std::mutex> lock(distMutex);
@@ -678,15 +659,14 @@ void Step::applySettings() {
   if (!cuda() || !impl->cudaLib.handle)
     return;
   CudaRuntime &cl = impl->cudaLib;
-  cl.setDeterministic(options.deterministic);
-  cl.setPrecision(options.cudaBf16);
-  cl.setGroupedGemm(options.cudaCublasGrouped);
+  cl.set_deterministic(options.deterministic);
+  cl.set_precision(options.cudaBf16);
+  cl.set_grouped_gemm(options.cudaCublasGrouped);
 }
 
 llvm::Error Step::startEngine() {
   Impl &I = *impl;
   ModuleOp module = *I.module;
-  std::vector<std::string> cudaNames;
   if (cuda()) {
     CudaRuntime &cl = I.cudaLib;
     if (std::string why = cl.load(cudaRuntimePath(options.cudaRuntime),
@@ -694,7 +674,7 @@ llvm::Error Step::startEngine() {
         !why.empty())
       return error("--target=cuda: " + why);
     if (cl.init(static_cast<int>(options.cudaDevice)))
-      return error(Twine("--target=cuda: no usable GPU: ") + cl.lastError());
+      return error(Twine("--target=cuda: no usable GPU: ") + cl.last_error());
     SmallVector<int64_t> sizes =
         grids.empty() ? SmallVector<int64_t>{1} : grids.front().sizes;
     std::lock_guard<std::mutex> lock(distMutex);
@@ -707,22 +687,18 @@ llvm::Error Step::startEngine() {
           !llvm::tryGetFromHex(options.ncclId, bytes))
         return error("nccl-id: expected the 256 hexadecimal digits of an "
                      "NCCL unique id (muir_step_nccl_unique_id)");
-      failed = cl.distInitWithId(sizes.data(),
+      failed = cl.dist_init_with_id(sizes.data(),
                                  static_cast<int32_t>(sizes.size()),
                                  options.ncclRank, options.ncclWorld,
                                  bytes.data());
     } else {
-      failed = cl.distInit(sizes.data(), static_cast<int32_t>(sizes.size()));
+      failed = cl.dist_init(sizes.data(), static_cast<int32_t>(sizes.size()));
     }
     if (failed)
-      return error(Twine("--target=cuda: NCCL: ") + cl.lastError());
+      return error(Twine("--target=cuda: NCCL: ") + cl.last_error());
     ++cudaUsers;
     I.cudaDistStarted = true;
     applySettings();
-    module.walk([&](LLVM::LLVMFuncOp f) {
-      if (f.isExternal() && f.getName().starts_with("muirrt_cuda_"))
-        cudaNames.push_back(f.getName().str());
-    });
   }
   // The optimizer needs the host's target machine: without it LLVM's cost
   // model knows no vector registers and the fused element-wise kernels stay
@@ -770,9 +746,9 @@ llvm::Error Step::startEngine() {
     return error("JIT compilation failed: " +
                  llvm::toString(engine.takeError()));
   I.engine = std::move(*engine);
-  registerRuntimeSymbols(*I.engine);
+  registerRuntimeSymbols(*I.engine, *muirrt_cpu_entries());
   if (cuda())
-    registerCudaSymbols(*I.engine, I.cudaLib, cudaNames);
+    registerRuntimeSymbols(*I.engine, *I.cudaLib.entries, &I.cudaLib);
   I.engine->initialize();
   // The JIT materialises code on first lookup; do it here so that the
   // first step's time is the step's, not the compiler's.
@@ -874,7 +850,7 @@ llvm::Error Step::run(int64_t counter, llvm::ArrayRef<double> hyper,
     return llvm::Error::success();
   }
   CudaRuntime &cl = I.cudaLib;
-  cl.setStream(stream);
+  cl.set_stream(stream);
   if (!I.graphs)
     I.graphs = std::make_unique<::muir::step::GraphRunner>(
         cl, options.cudaGraph && !options.cudaCublasGrouped);
@@ -906,7 +882,7 @@ const float *Step::observation(int64_t slot, int64_t &numel) const {
 std::string Step::deviceDescription() const {
   if (!cuda())
     return "";
-  return std::string(impl->cudaLib.deviceName()) +
+  return std::string(impl->cudaLib.device_name()) +
          (options.cudaBf16 ? ", bf16 products" : ", fp32 products") +
          (options.cudaGraph && !options.cudaCublasGrouped ? ", CUDA graph"
                                                           : "") +
@@ -916,7 +892,7 @@ std::string Step::deviceDescription() const {
 void *Step::deviceAlloc(size_t bytes, std::string &why) {
   void *p = nullptr;
   if (impl->cudaLib.alloc(&p, bytes)) {
-    why = impl->cudaLib.lastError();
+    why = impl->cudaLib.last_error();
     return nullptr;
   }
   return p;
@@ -928,14 +904,14 @@ void Step::deviceFree(void *p) {
 }
 
 llvm::Error Step::copyToDevice(void *dst, const void *src, size_t bytes) {
-  if (impl->cudaLib.toDevice(dst, src, bytes))
-    return error(Twine("--target=cuda: ") + impl->cudaLib.lastError());
+  if (impl->cudaLib.copy_to_device(dst, src, bytes))
+    return error(Twine("--target=cuda: ") + impl->cudaLib.last_error());
   return llvm::Error::success();
 }
 
 llvm::Error Step::copyToHost(void *dst, const void *src, size_t bytes) {
-  if (impl->cudaLib.toHost(dst, src, bytes))
-    return error(Twine("--target=cuda: ") + impl->cudaLib.lastError());
+  if (impl->cudaLib.copy_to_host(dst, src, bytes))
+    return error(Twine("--target=cuda: ") + impl->cudaLib.last_error());
   return llvm::Error::success();
 }
 
@@ -1001,12 +977,8 @@ llvm::Expected<std::string> runner::ncclUniqueId(StringRef cudaRuntime) {
   if (std::string why = cl.load(cudaRuntimePath(cudaRuntime), false);
       !why.empty())
     return error(why);
-  auto make = reinterpret_cast<int (*)(void *)>(
-      cl.symbol("muirrt_cuda_unique_id"));
   char id[128];
-  if (!make)
-    return error("the CUDA runtime lacks muirrt_cuda_unique_id");
-  if (make(id))
-    return error(cl.lastError());
+  if (cl.unique_id(id))
+    return error(cl.last_error());
   return llvm::toHex(StringRef(id, sizeof(id)), /*LowerCase=*/true);
 }

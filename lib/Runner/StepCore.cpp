@@ -31,29 +31,19 @@ std::string CudaRuntime::load(const std::string &path, bool global) {
     if (!fn)
       missing += std::string(missing.empty() ? "" : ", ") + name;
   };
-  sym("muirrt_cuda_init", init);
-  sym("muirrt_cuda_last_error", lastError);
-  sym("muirrt_cuda_device_name", deviceName);
-  sym("muirrt_cuda_dist_init", distInit);
-  sym("muirrt_cuda_dist_init_with_id", distInitWithId);
-  sym("muirrt_cuda_dist_finalize", distFinalize);
-  sym("muirrt_cuda_set_deterministic", setDeterministic);
-  sym("muirrt_cuda_set_precision", setPrecision);
-  sym("muirrt_cuda_set_grouped_gemm", setGroupedGemm);
-  sym("muirrt_cuda_set_stream", setStream);
-  sym("muirrt_cuda_alloc", alloc);
-  sym("muirrt_cuda_free", free);
-  sym("muirrt_cuda_copy_to_device", toDevice);
-  sym("muirrt_cuda_copy_to_host", toHost);
-  sym("muirrt_cuda_synchronize", synchronize);
-  sym("muirrt_cuda_graph_begin", graphBegin);
-  sym("muirrt_cuda_graph_end", graphEnd);
-  sym("muirrt_cuda_graph_launch", graphLaunch);
-  sym("muirrt_cuda_event_record", eventRecord);
-  sym("muirrt_cuda_elapsed_ms", elapsedMs);
-  sym("muirrt_cuda_observation", observation);
+#define MUIR_RT_CUDA_HOST(NAME, RET, PARAMS) sym("muirrt_cuda_" #NAME, NAME);
+#include "muir-rt/CudaHost.def"
+  const muirrt_entry_table *(*table)() = nullptr;
+  sym("muirrt_cuda_entries", table);
   if (!missing.empty())
     return path + " lacks " + missing;
+  entries = table();
+  char differs[512];
+  if (muirrt_entry_signature_mismatch(entries->signature, differs,
+                                      sizeof(differs)))
+    return path + " was built from another muir-rt/Entries.def than this "
+                  "runner (the first difference at the entry '" + differs +
+           "'): rebuild the CUDA runtime with this muir";
   return "";
 }
 
@@ -62,7 +52,7 @@ void *CudaRuntime::symbol(const std::string &name) const {
 }
 
 std::string CudaRuntime::failure(const std::string &what) const {
-  return what + ": " + (lastError ? lastError() : "the CUDA runtime failed");
+  return what + ": " + (last_error ? last_error() : "the CUDA runtime failed");
 }
 
 void muir::step::keepFreedMemory() {
@@ -181,11 +171,11 @@ std::string GraphRunner::prepare(const Invoke &invoke, bool counterUsed,
     return "";
   // Until this capture succeeds there is no graph of this step to replay.
   captured = false;
-  if (runtime.graphBegin())
+  if (runtime.graph_begin())
     return runtime.failure("capturing the step's CUDA graph");
   std::string why = invoke();
   // The capture ends even when the step failed inside it.
-  if (runtime.graphEnd() && why.empty())
+  if (runtime.graph_end() && why.empty())
     return runtime.failure("capturing the step's CUDA graph");
   if (!why.empty())
     return why;
@@ -199,7 +189,7 @@ std::string GraphRunner::launch(const Invoke &invoke) {
   ++runs;
   if (!replaying)
     return invoke();
-  if (runtime.graphLaunch()) {
+  if (runtime.graph_launch()) {
     // The runtime may hold no graph of this step any more (an arena that
     // grew for another step takes the graph with it): capture again next.
     captured = false;

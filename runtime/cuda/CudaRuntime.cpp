@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir-rt/CudaRuntime.h"
+#include "muir-rt/EntryTable.h"
 
 #include "CudaInternal.h"
 #include "MoeKernels.h"
@@ -417,4 +418,25 @@ extern "C" void muirrt_cuda_observe(int64_t slot, const float *data,
     check(cudaMemcpyAsync(o.data, data, sizeof(float) * numel,
                           cudaMemcpyDeviceToHost, state.stream),
           "cudaMemcpyAsync");
+}
+
+//===----------------------------------------------------------------------===//
+// The table of step entries
+//===----------------------------------------------------------------------===//
+
+// muirrt_cuda_entries (muir-rt/EntryTable.h): every Cuda and Both entry of
+// muir-rt/Entries.def as its muirrt_cuda_<name>, the Cpu ones NULL.
+namespace {
+#define MUIR_RT_SLOT_Cpu(NAME) nullptr
+#define MUIR_RT_SLOT_Both(NAME) &muirrt_cuda_##NAME
+#define MUIR_RT_SLOT_Cuda(NAME) &muirrt_cuda_##NAME
+const muirrt_entry_table entryTable = {
+    "cuda", "muirrt_cuda_", muirrt_entry_signature,
+#define MUIR_RT_ENTRY(NAME, TARGETS, RET, PARAMS) MUIR_RT_SLOT_##TARGETS(NAME),
+#include "muir-rt/Entries.def"
+};
+} // namespace
+
+extern "C" const muirrt_entry_table *muirrt_cuda_entries(void) {
+  return &entryTable;
 }

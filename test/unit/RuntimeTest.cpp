@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "muir-rt/EntryTable.h"
 #include "muir-rt/Runtime.h"
 
 #include <gtest/gtest.h>
@@ -1183,6 +1184,54 @@ TEST(Metrics, Norms) {
   // Large values would overflow a float accumulator.
   const float big[2] = {3e30f, 4e30f};
   EXPECT_NEAR(muirrt_norm(big, 2), 5e30, 5e30 * 1e-6);
+}
+
+//===----------------------------------------------------------------------===//
+// The table of step entries
+//===----------------------------------------------------------------------===//
+
+TEST(EntryTable, TheCpuTableHoldsItsFunctionsAndNoCudaOnes) {
+  const muirrt_entry_table *t = muirrt_cpu_entries();
+  ASSERT_NE(t, nullptr);
+  EXPECT_STREQ(t->target, "cpu");
+  EXPECT_STREQ(t->prefix, "muirrt_");
+  EXPECT_STREQ(t->signature, muirrt_entry_signature);
+  // Both targets', the CPU's only, the CUDA's only.
+  EXPECT_EQ(t->sgemm, &muirrt_sgemm);
+  EXPECT_EQ(t->all_to_allv, &muirrt_all_to_allv);
+  EXPECT_EQ(t->moe_dispatch, &muirrt_moe_dispatch);
+  EXPECT_EQ(t->triangle_all_reduce_wait, &muirrt_triangle_all_reduce_wait);
+  EXPECT_EQ(t->packed_all_reduce_start, nullptr);
+  EXPECT_EQ(t->moe_plan, nullptr);
+}
+
+TEST(EntryTable, ASignatureMismatchNamesTheFirstEntryThatDiffers) {
+  char differs[64] = "unchanged";
+  EXPECT_EQ(muirrt_entry_signature_mismatch(muirrt_entry_signature, differs,
+                                            sizeof(differs)),
+            0);
+  EXPECT_STREQ(differs, "unchanged");
+  // The signature begins with sgemm's line.
+  std::string mine = muirrt_entry_signature;
+  ASSERT_EQ(mine.rfind("sgemm Both void (int64_t batch, ", 0), 0u);
+  size_t firstEnd = mine.find('\n') + 1;
+  std::string second = mine.substr(firstEnd, mine.find('\n', firstEnd) -
+                                                 firstEnd);
+  // Another second entry: ours is named.
+  std::string other = mine.substr(0, firstEnd) + "gemm_rows Both void (int)\n";
+  EXPECT_EQ(muirrt_entry_signature_mismatch(other.c_str(), differs,
+                                            sizeof(differs)),
+            1);
+  EXPECT_EQ(std::string(differs), second.substr(0, sizeof(differs) - 1));
+  // One entry more: it is named.
+  other = mine + "extra Cuda void (void)\n";
+  EXPECT_EQ(muirrt_entry_signature_mismatch(other.c_str(), differs,
+                                            sizeof(differs)),
+            1);
+  EXPECT_STREQ(differs, "extra Cuda void (void)");
+  // None: the first.
+  EXPECT_EQ(muirrt_entry_signature_mismatch(nullptr, differs, 6), 1);
+  EXPECT_STREQ(differs, "sgemm");
 }
 
 } // namespace

@@ -12,6 +12,7 @@
 #define MUIR_RUNNER_STEPCORE_H
 
 #include "muir/Runner/Role.h"
+#include "muir-rt/EntryTable.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -25,28 +26,13 @@ namespace muir::step {
 /// The CUDA runtime (libmuir_rt_cuda.so), loaded with dlopen.
 struct CudaRuntime {
   void *handle = nullptr;
-  int (*init)(int) = nullptr;
-  const char *(*lastError)() = nullptr;
-  const char *(*deviceName)() = nullptr;
-  int (*distInit)(const int64_t *, int32_t) = nullptr;
-  int (*distInitWithId)(const int64_t *, int32_t, int64_t, int64_t,
-                        const void *) = nullptr;
-  void (*distFinalize)() = nullptr;
-  void (*setDeterministic)(int32_t) = nullptr;
-  void (*setPrecision)(int32_t) = nullptr;
-  void (*setGroupedGemm)(int32_t) = nullptr;
-  void (*setStream)(void *) = nullptr;
-  int (*alloc)(void **, size_t) = nullptr;
-  int (*free)(void *) = nullptr;
-  int (*toDevice)(void *, const void *, size_t) = nullptr;
-  int (*toHost)(void *, const void *, size_t) = nullptr;
-  int (*synchronize)() = nullptr;
-  int (*graphBegin)() = nullptr;
-  int (*graphEnd)() = nullptr;
-  int (*graphLaunch)() = nullptr;
-  int (*eventRecord)(int32_t) = nullptr;
-  double (*elapsedMs)(int32_t, int32_t) = nullptr;
-  const float *(*observation)(int64_t, int64_t *) = nullptr;
+  /// Every host call of muir-rt/CudaHost.def: `init` is
+  /// muirrt_cuda_init, and so on.
+#define MUIR_RT_CUDA_HOST(NAME, RET, PARAMS) RET(*NAME) PARAMS = nullptr;
+#include "muir-rt/CudaHost.def"
+  /// The step entries (muirrt_cuda_entries), built from this runner's
+  /// muir-rt/Entries.def (load refuses another).
+  const muirrt_entry_table *entries = nullptr;
 
   /// Loads the library at `path`. `global`: its symbols resolve a step
   /// loaded after it (an ahead-of-time step's muirrt_cuda_* and mgpu*

@@ -54,89 +54,12 @@ extern "C" {
 
 /*===----------------------------- host side ------------------------------===*/
 
-/* Why the last host-side call failed ("" if none). */
-const char *muirrt_cuda_last_error(void);
-
-/* Loads the driver, picks `device` (-1: LOCAL_RANK, else 0), makes its
- * primary context current and creates the step stream and the cuBLAS
- * handle. Returns 0, or -1 with muirrt_cuda_last_error() saying why (no
- * driver, no device, ...). Idempotent. */
-int muirrt_cuda_init(int device);
-
-/* "<name>, sm_<major><minor>, <N> SMs, <M> MiB" of the current device. */
-const char *muirrt_cuda_device_name(void);
-
-/* Newton-Schulz products: 0 fp32 (CUBLAS_COMPUTE_32F), 1 bf16 inputs with
- * fp32 accumulation and output: products of at least 4096 in every
- * dimension on bf16 copies of the operands (rounded to nearest even; bf16
- * tensor-core kernels), smaller ones under CUBLAS_COMPUTE_32F_FAST_16BF
- * (FAST_16BF ran at half the bf16 GEMM rate on large products on an H200;
- * on small ones the copies cost more than they gain). */
-void muirrt_cuda_set_precision(int32_t bf16);
-
-/* 1 (default): all-reduces gather and sum in rank order; 0: ncclAllReduce. */
-void muirrt_cuda_set_deterministic(int32_t on);
-
-/* Device memory (synchronous, outside steps). */
-int muirrt_cuda_alloc(void **ptr, size_t bytes);
-int muirrt_cuda_free(void *ptr);
-int muirrt_cuda_copy_to_device(void *dst, const void *src, size_t bytes);
-int muirrt_cuda_copy_to_host(void *dst, const void *src, size_t bytes);
-
-/* Waits for everything enqueued on the step stream. */
-int muirrt_cuda_synchronize(void);
-
-/* CUDA graphs: begin capturing the step stream (global capture mode),
- * end the capture and instantiate it, launch the instantiated graph. */
-int muirrt_cuda_graph_begin(void);
-int muirrt_cuda_graph_end(void);
-int muirrt_cuda_graph_launch(void);
-
-/* Milliseconds between two points of the step stream: event_record(i)
- * records event i (0..7), elapsed(i, j) waits for j and returns the time. */
-int muirrt_cuda_event_record(int32_t i);
-double muirrt_cuda_elapsed_ms(int32_t i, int32_t j);
-
-/* NCCL over the ranks of the grid. The unique id is broadcast over MPI
- * when the process runs under MPI with several ranks; else, when RANK and
- * WORLD_SIZE are set (torchrun's variables), rank 0 serves it over TCP on
- * MASTER_ADDR, port MUIR_NCCL_PORT or MASTER_PORT + 1 (torchrun's store
- * holds MASTER_PORT); else one rank. Axis sizes as muirrt_dist_init's
- * (row-major, last axis fastest); their product must be the world size. */
-int muirrt_cuda_dist_init(const int64_t *sizes, int32_t num_axes);
-
-/* The torchrun bootstrap's exchange alone: rank 0 makes the NCCL unique id
- * (128 bytes at `id`) and serves it to the other world - 1 ranks, which
- * receive it (retrying for MUIR_NCCL_TIMEOUT seconds, default 120). */
-int muirrt_cuda_exchange_unique_id(int64_t rank, int64_t world, void *id);
-void muirrt_cuda_dist_finalize(void);
-
-/* NCCL from a unique id the caller distributes (e.g. a PyTorch job through
- * its own process group): rank 0 makes the 128 bytes with
- * muirrt_cuda_unique_id, every rank passes them with its rank and the
- * world size. */
-int muirrt_cuda_unique_id(void *id);
-int muirrt_cuda_dist_init_with_id(const int64_t *sizes, int32_t num_axes,
-                                  int64_t rank, int64_t size, const void *id);
-/* Later steps run on `stream` (a cudaStream_t; NULL: the runtime's own). */
-void muirrt_cuda_set_stream(void *stream);
-
-/* The last data observed in `slot` (host memory, valid after
- * muirrt_cuda_synchronize), or NULL; *numel receives its length. */
-const float *muirrt_cuda_observation(int64_t slot, int64_t *numel);
-
-/* Bytes this rank sent in collectives since the last reset, as the CPU
- * runtime counts them (its piece to every peer). */
-int64_t muirrt_cuda_bytes_sent(void);
-
-/* The grouped products of MoE layers (grouped_gemm and its weight
- * gradient): 0 (the default) the runtime's kernel, which reads the expert
- * sizes on the device, so a step with MoE layers is captured as one CUDA
- * graph; 1 cuBLAS's grouped GEMM (cublasGemmGroupedBatchedEx, fp32, one
- * group a non-empty expert), which takes the sizes on the host: each call
- * copies them back and waits for the step stream, so such a step runs op
- * by op (a capture is an error). Both give the same bits run to run. */
-void muirrt_cuda_set_grouped_gemm(int32_t cublas);
+/* The host calls, muirrt_cuda_<name>, and MLIR's mgpu* launch ABI on the
+ * step stream: declared once, with their documentation, in
+ * muir-rt/CudaHost.def. */
+#define MUIR_RT_CUDA_HOST(NAME, RET, PARAMS) RET muirrt_cuda_##NAME PARAMS;
+#define MUIR_RT_CUDA_MGPU(NAME, RET, PARAMS) RET NAME PARAMS;
+#include "muir-rt/CudaHost.def"
 
 /*===------------------- called by compiled modules ----------------------===*/
 
@@ -152,23 +75,6 @@ void muirrt_cuda_set_grouped_gemm(int32_t cublas);
 #undef MUIR_RT_CUDA_Cpu
 #undef MUIR_RT_CUDA_Both
 #undef MUIR_RT_CUDA_Cuda
-
-/* MLIR's GPU runtime ABI (gpu-to-llvm and gpu.binary's translation), on
- * the step stream. */
-void *mgpuModuleLoad(void *data, size_t size);
-void *mgpuModuleLoadJIT(void *data, int opt_level);
-void mgpuModuleUnload(void *module);
-void *mgpuModuleGetFunction(void *module, const char *name);
-void mgpuLaunchKernel(void *function, intptr_t grid_x, intptr_t grid_y,
-                      intptr_t grid_z, intptr_t block_x, intptr_t block_y,
-                      intptr_t block_z, int32_t smem, void *stream,
-                      void **params, void **extra, size_t param_count);
-void *mgpuStreamCreate(void);
-void mgpuStreamDestroy(void *stream);
-void mgpuStreamSynchronize(void *stream);
-void *mgpuMemAlloc(uint64_t bytes, void *stream, int8_t host_shared);
-void mgpuMemFree(void *ptr, void *stream);
-void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
 
 #ifdef __cplusplus
 }

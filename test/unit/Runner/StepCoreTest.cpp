@@ -97,10 +97,10 @@ const char *lastError() { return "no graph today"; }
 
 CudaRuntime recorder() {
   CudaRuntime rt;
-  rt.graphBegin = begin;
-  rt.graphEnd = end;
-  rt.graphLaunch = launch;
-  rt.lastError = lastError;
+  rt.graph_begin = begin;
+  rt.graph_end = end;
+  rt.graph_launch = launch;
+  rt.last_error = lastError;
   return rt;
 }
 
@@ -183,19 +183,19 @@ TEST(GraphRunner, FailuresAreReportedAndTheCaptureEnds) {
   EXPECT_EQ(g.prepare(bad, false, false, {}), "execution failed");
   EXPECT_EQ(calls, "ce");
   // The runtime refuses to capture: its last error.
-  rt.graphBegin = failing;
+  rt.graph_begin = failing;
   EXPECT_EQ(g.prepare(ok, false, false, {}),
             "capturing the step's CUDA graph: no graph today");
   // After a failed capture there is no graph to replay: the next run
   // captures again rather than replaying nothing.
-  rt.graphBegin = begin;
+  rt.graph_begin = begin;
   calls.clear();
   ASSERT_EQ(g.prepare(ok, false, false, {}), "");
   EXPECT_EQ(calls, "ce");
-  rt.graphLaunch = failing;
+  rt.graph_launch = failing;
   EXPECT_EQ(g.launch(ok), "replaying the step's CUDA graph: no graph today");
   // A replay that failed (the runtime lost the graph) captures again next.
-  rt.graphLaunch = launch;
+  rt.graph_launch = launch;
   calls.clear();
   ASSERT_EQ(g.prepare(ok, false, false, {}), "");
   ASSERT_EQ(g.launch(ok), "");
