@@ -374,6 +374,48 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
   return step;
 }
 
+/// Adds an argument's `#muir.split<@grid, ["axis", ...], dim>` (verified by
+/// the dialect) to its splits: the grid's folding index and the axes' bits,
+/// and the global shape it implies.
+static llvm::Error readSplit(ArrayRef<Folding> grids, Attribute attr, Argument &a) {
+  auto split = dyn_cast<SplitAttr>(attr);
+  size_t f = grids.size();
+  for (size_t g = 0; split && g < grids.size(); ++g)
+    if (grids[g].name == split.getGrid().getValue())
+      f = g;
+  int64_t dim = split ? split.getDim() : -1, bits = 0;
+  bool bad = f == grids.size() || dim < 0 ||
+             dim >= static_cast<int64_t>(a.shape.size());
+  for (Attribute axis :
+       split ? split.getAxes().getValue() : ArrayRef<Attribute>()) {
+    if (bad)
+      break;
+    auto name = dyn_cast<StringAttr>(axis);
+    const SmallVector<std::string> &axes = grids[f].axes;
+    auto it = name ? llvm::find(axes, name.getValue().str()) : axes.end();
+    if (it == axes.end())
+      bad = true;
+    else
+      bits |= int64_t(1) << (it - axes.begin());
+  }
+  if (bad) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << attr;
+    return error("tensor '" + a.name + "': bad muir.split entry " + text +
+                 " (expected #muir.split<@grid, [axes], dim> with axes of "
+                 "that grid)");
+  }
+  for (const Split &other : a.splits)
+    if (other.dim == dim)
+      return error("tensor '" + a.name + "' is split twice on dim " +
+                   Twine(dim));
+  int64_t mask = muirrt_group_mask(static_cast<int64_t>(f), bits);
+  a.splits.push_back({dim, mask});
+  a.globalShape[dim] *= groupSize(grids, mask);
+  return llvm::Error::success();
+}
+
 llvm::Error Step::readArguments() {
   ModuleOp module = *impl->module;
   func::FuncOp entry;
@@ -437,47 +479,10 @@ llvm::Error Step::readArguments() {
       a.updated = updatesByRole ? a.role == RoleParam ||
                                       a.role == RoleState
                                 : updatedNames.count(a.name) != 0;
-      if (auto splits = entry.getArgAttrOfType<ArrayAttr>(i, "muir.split")) {
-        for (Attribute attr : splits) {
-          // #muir.split<@grid, ["axis", ...], dim> (verified by the
-          // dialect): the grid's folding index and the axes' bits.
-          auto split = dyn_cast<SplitAttr>(attr);
-          size_t f = grids.size();
-          for (size_t g = 0; split && g < grids.size(); ++g)
-            if (grids[g].name == split.getGrid().getValue())
-              f = g;
-          int64_t dim = split ? split.getDim() : -1, bits = 0;
-          bool bad = f == grids.size() || dim < 0 || dim >= mt.getRank();
-          for (Attribute axis : split ? split.getAxes().getValue()
-                                      : ArrayRef<Attribute>()) {
-            if (bad)
-              break;
-            auto name = dyn_cast<StringAttr>(axis);
-            const SmallVector<std::string> &axes = grids[f].axes;
-            auto it = name ? llvm::find(axes, name.getValue().str())
-                           : axes.end();
-            if (it == axes.end())
-              bad = true;
-            else
-              bits |= int64_t(1) << (it - axes.begin());
-          }
-          if (bad) {
-            std::string text;
-            llvm::raw_string_ostream os(text);
-            os << attr;
-            return error("tensor '" + a.name + "': bad muir.split entry " +
-                         text + " (expected #muir.split<@grid, [axes], dim> "
-                         "with axes of that grid)");
-          }
-          for (const Split &other : a.splits)
-            if (other.dim == dim)
-              return error("tensor '" + a.name + "' is split twice on dim " +
-                           Twine(dim));
-          int64_t mask = muirrt_group_mask(static_cast<int64_t>(f), bits);
-          a.splits.push_back({dim, mask});
-          a.globalShape[dim] *= groupSize(grids, mask);
-        }
-      }
+      if (auto splits = entry.getArgAttrOfType<ArrayAttr>(i, "muir.split"))
+        for (Attribute attr : splits)
+          if (llvm::Error e = readSplit(grids, attr, a))
+            return e;
       // `muir.init_std`: the seeded values' standard deviation.
       if (auto std = entry.getArgAttrOfType<FloatAttr>(i, "muir.init_std"))
         a.initStd = std.getValueAsDouble();

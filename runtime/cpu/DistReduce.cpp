@@ -62,35 +62,33 @@ void pieceToFlat(const float *wide, float *flat, int64_t j, int64_t s,
 // (Without MPI too: the triangle all-reduce's wait sums its pieces with it.)
 namespace [[gnu::visibility("hidden")]] muirrt_dist_detail {
 
-// out[k] = op over j = 0, 1, ..., g-1 (in that order) of pieces[j * n + k].
-// Max and min propagate NaN.
-void reduceOrdered(int32_t op, const float *pieces, int64_t g, int64_t n,
-                   float *out) {
+// out[k] = op over j = 0, 1, ..., g-1 (in that order) of pieces[j * n + k]
+// (muirrt_reduce_step, muir-rt/Collectives.h, which the CUDA runtime's
+// kernel takes too; each loop has its op fixed, so it vectorises).
+template <int32_t Op>
+void reducePieces(const float *pieces, int64_t g, int64_t n, float *out) {
   std::memcpy(out, pieces, static_cast<size_t>(n) * sizeof(float));
   for (int64_t j = 1; j < g; ++j) {
     const float *p = pieces + j * n;
-    switch (op) {
-    case kSum:
-    case kAvg:
-      for (int64_t k = 0; k < n; ++k)
-        out[k] += p[k];
-      break;
-    case kMax:
-      for (int64_t k = 0; k < n; ++k)
-        if (p[k] > out[k] || std::isnan(p[k]))
-          out[k] = std::isnan(out[k]) ? out[k] : p[k];
-      break;
-    case kMin:
-      for (int64_t k = 0; k < n; ++k)
-        if (p[k] < out[k] || std::isnan(p[k]))
-          out[k] = std::isnan(out[k]) ? out[k] : p[k];
-      break;
-    }
-  }
-  if (op == kAvg) {
-    float denom = static_cast<float>(g);
     for (int64_t k = 0; k < n; ++k)
-      out[k] = out[k] / denom;
+      out[k] = muirrt_reduce_step(Op, out[k], p[k]);
+  }
+  if (Op == kAvg)
+    for (int64_t k = 0; k < n; ++k)
+      out[k] = muirrt_reduce_finish(Op, out[k], g);
+}
+
+void reduceOrdered(int32_t op, const float *pieces, int64_t g, int64_t n,
+                   float *out) {
+  switch (op) {
+  case kSum:
+    return reducePieces<kSum>(pieces, g, n, out);
+  case kAvg:
+    return reducePieces<kAvg>(pieces, g, n, out);
+  case kMax:
+    return reducePieces<kMax>(pieces, g, n, out);
+  case kMin:
+    return reducePieces<kMin>(pieces, g, n, out);
   }
 }
 

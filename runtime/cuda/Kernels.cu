@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "DeviceUtil.cuh"
+#include "muir-rt/Collectives.h"
 
 namespace {
 
@@ -69,18 +70,12 @@ __global__ void reduceOrdered(const float *pieces, int64_t g, int64_t n,
                               int32_t op, float *out) {
   for (int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * kThreads) {
+    // As the CPU runtime (muir-rt/Collectives.h): the first NaN stays,
+    // ties keep the earlier.
     float acc = pieces[i];
-    for (int64_t j = 1; j < g; ++j) {
-      float v = pieces[j * n + i];
-      if (op == 0 || op == 3)
-        acc = acc + v;
-      // As the CPU runtime: the first NaN stays, ties keep the earlier.
-      else if (op == 1 ? (v > acc || isnan(v)) : (v < acc || isnan(v)))
-        acc = isnan(acc) ? acc : v;
-    }
-    if (op == 3)
-      acc = acc / static_cast<float>(g);
-    out[i] = acc;
+    for (int64_t j = 1; j < g; ++j)
+      acc = muirrt_reduce_step(op, acc, pieces[j * n + i]);
+    out[i] = muirrt_reduce_finish(op, acc, g);
   }
 }
 

@@ -3,8 +3,10 @@
  * The facts about a collective that the CPU runtime, the CUDA runtime and
  * the compiler's cost walk (lib/Analysis/StepCost.cpp, the plan report)
  * must agree on, written once:
- *  - the reduction codes a collective takes (muir_exec's #reduction
- *    attribute has the same values; the compiler checks so);
+ *  - the reduction codes a collective takes (the compiler passes them for
+ *    muir_exec's #reduction attribute), and one step of a rank-order
+ *    reduction (both runtimes reduce a group's pieces with it, the CPU in
+ *    its loops, the CUDA runtime in its kernel);
  *  - a rank's place in a grid and in the group of an axes mask;
  *  - the bytes a rank sends in one call of each collective, as the
  *    runtimes' counters count them (a fixed function of the arguments,
@@ -28,6 +30,33 @@ enum muirrt_reduction {
   MUIRRT_REDUCE_MIN = 2,
   MUIRRT_REDUCE_AVG = 3
 };
+
+/* Host and device code (nvcc compiles it into the CUDA runtime's kernels). */
+#ifdef __CUDACC__
+#define MUIRRT_HOST_DEVICE __host__ __device__
+#else
+#define MUIRRT_HOST_DEVICE
+#endif
+
+/* acc op v, one step of reducing a group's pieces in group-rank order
+ * (acc holds pieces 0..j-1, v is piece j): sum and avg add; max and min
+ * keep the first NaN they meet and, on ties, the earlier piece. */
+static inline MUIRRT_HOST_DEVICE float muirrt_reduce_step(int32_t op,
+                                                          float acc,
+                                                          float v) {
+  if (op == MUIRRT_REDUCE_SUM || op == MUIRRT_REDUCE_AVG)
+    return acc + v;
+  int v_nan = v != v, acc_nan = acc != acc;
+  int take = op == MUIRRT_REDUCE_MAX ? (v > acc || v_nan) : (v < acc || v_nan);
+  return take && !acc_nan ? v : acc;
+}
+
+/* The reduced value of g pieces: avg divides the sum by g. */
+static inline MUIRRT_HOST_DEVICE float muirrt_reduce_finish(int32_t op,
+                                                            float acc,
+                                                            int64_t g) {
+  return op == MUIRRT_REDUCE_AVG ? acc / (float)g : acc;
+}
 
 /*===------------------------- places -------------------------------------===*/
 
