@@ -187,6 +187,21 @@ struct PipelineOptions {
 #include "muir/Driver/Options.def"
 };
 
+/// Each pipeline and step option's name, by its field (Options.def), for
+/// the messages that name an option: `optionName::chunkRows` is
+/// "syrk-chunk-rows".
+namespace optionName {
+#define MUIR_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, FLAG, IDENTITY,      \
+                             HELP)                                            \
+  inline constexpr const char FIELD[] = NAME;
+#define MUIR_PIPELINE_ENUM_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES,         \
+                                  IDENTITY, HELP)                             \
+  inline constexpr const char FIELD[] = NAME;
+#define MUIR_STEP_OPTION(FIELD, TYPE, NAME, DEFAULT, USER, FLAG, HELP)        \
+  inline constexpr const char FIELD[] = NAME;
+#include "muir/Driver/Options.def"
+} // namespace optionName
+
 /// How a saved state's identity records a pipeline option: never (it
 /// changes no bits), always, or only when it is not the default (an
 /// option newer than states saved without it).

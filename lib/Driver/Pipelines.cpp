@@ -239,11 +239,11 @@ mlir::muir::identityOf(const PipelineOptions &options,
 }
 
 std::string mlir::muir::checkOptions(
-    const PipelineOptions &options, const TargetOptions &target,
-    bool cudaBf16, llvm::function_ref<bool(StringRef)> given,
+    const PipelineOptions &options, const TargetOptions &target, bool cudaBf16,
+    llvm::function_ref<bool(StringRef)> given,
     llvm::function_ref<std::string(StringRef, StringRef)> spell) {
   if (options.chunkRows < 0)
-    return spell("syrk-chunk-rows", "") + " must be >= 0, got " +
+    return spell(optionName::chunkRows, "") + " must be >= 0, got " +
            std::to_string(options.chunkRows);
   // An option that would change nothing is a mistake to point out, not to
   // ignore.
@@ -252,24 +252,24 @@ std::string mlir::muir::checkOptions(
     return spell("cuda-arch", "") + " has no effect without " +
            spell("target", "cuda");
   if (cudaBf16 && !cuda)
-    return spell("cuda-bf16", "") + " needs " + spell("target", "cuda") +
-           " (a CPU step iterates in bf16 with " +
-           spell("ns-precision", "bf16") + ")";
+    return spell(optionName::cudaBf16, "") + " needs " +
+           spell("target", "cuda") + " (a CPU step iterates in bf16 with " +
+           spell(optionName::nsPrecision, "bf16") + ")";
   if (options.nsForm == NSFormOption::Gram &&
       options.nsPrecision == NSPrecision::bf16)
-    return spell("ns-form", "gram") +
+    return spell(optionName::nsForm, "gram") +
            " iterates on the Gram matrix in f64; a bf16 iterate (" +
-           spell("ns-precision", "bf16") + ", " + spell("cuda-bf16", "") +
-           ") takes the standard form";
-  if (given("fuse-syrk-all-reduce") && options.fuseAllReduce &&
+           spell(optionName::nsPrecision, "bf16") + ", " +
+           spell(optionName::cudaBf16, "") + ") takes the standard form";
+  if (given(optionName::fuseAllReduce) && options.fuseAllReduce &&
       !options.syrk)
-    return spell("fuse-syrk-all-reduce", "") + " needs " +
-           spell("syrk", "") + " (it fuses the SYRK's all-reduce); " +
-           spell("syrk", "false") + " computes no SYRK";
-  if (given("syrk-chunk-rows") && (!options.syrk || !options.fuseAllReduce))
-    return spell("syrk-chunk-rows", "") + " has no effect with " +
-           (!options.syrk ? spell("syrk", "false")
-                          : spell("fuse-syrk-all-reduce", "false"));
+    return spell(optionName::fuseAllReduce, "") + " needs " +
+           spell(optionName::syrk, "") + " (it fuses the SYRK's all-reduce); " +
+           spell(optionName::syrk, "false") + " computes no SYRK";
+  if (given(optionName::chunkRows) && (!options.syrk || !options.fuseAllReduce))
+    return spell(optionName::chunkRows, "") + " has no effect with " +
+           (!options.syrk ? spell(optionName::syrk, "false")
+                          : spell(optionName::fuseAllReduce, "false"));
   return "";
 }
 
