@@ -17,8 +17,9 @@ step counter continued (restarting it at 1, as --load from the state
 does, moves the AdamW parameters by 0.36 of the second step's change).
 
 Refused, naming what differs: a state of another description (the
-embedding [40, 8]: each of its tensors named with both shapes), and one
-of another learning rate on another layout.
+embedding [40, 8]: each of its tensors named with both shapes), one of
+another learning rate on another layout, and a damaged one (a bit of the
+expert stack's momentum flipped) on another layout, naming the tensor.
 """
 import os
 import shutil
@@ -104,9 +105,9 @@ def main():
         chk.check("saved on dp=2,ep=2, resumed on %s: the continuous run "
                   "(worst %s)" % (layout, what), worst, 1e-6)
 
-    def refused(label, path, want):
+    def refused(label, path, want, state=saved):
         p = subprocess.run([args.muir_run, path, "--steps", "1", "--resume",
-                            saved, "--quiet"], stdout=subprocess.PIPE,
+                            state, "--quiet"], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, universal_newlines=True)
         chk.expect("refused: " + label, p.returncode != 0 and want in p.stderr
                    and not p.stdout, p.stderr.strip().splitlines()[-1]
@@ -118,6 +119,18 @@ def main():
     refused("another lr on another layout", yaml("dp=1", lr=0.03),
             "the grid: saved on 'dp=2; @moe: ep=2', this run's is 'dp=1' "
             "(and the step differs beyond its layout)")
+    # A damaged state on another layout: one bit of the ep-split stack's
+    # momentum flipped.
+    damaged = os.path.join(tmp, "damaged")
+    shutil.rmtree(damaged, ignore_errors=True)
+    shutil.copytree(saved, damaged)
+    with open(os.path.join(damaged, "e.momentum.npy"), "r+b") as f:
+        f.seek(-1, os.SEEK_END)
+        last = f.read(1)[0]
+        f.seek(-1, os.SEEK_END)
+        f.write(bytes([last ^ 1]))
+    refused("a damaged tensor on another layout", yaml("dp=1"),
+            "'e.momentum.npy' has changed since it was saved", damaged)
     chk.finish()
 
 
