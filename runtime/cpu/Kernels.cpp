@@ -141,8 +141,13 @@ namespace {
 // Items of a batch smaller than this many flops run in parallel, each on
 // one BLAS thread: OpenBLAS's own threads cannot split a small product
 // well (MindSpore's 24x10240 matrices), but a batch of them splits by item.
-// Each item is still one sequential-K product, as with OpenBLAS's threads
-// (which partition C, not K), so results do not depend on the split.
+// Bits: OpenBLAS's result depends on its thread count (Debian's 0.3.21 on
+// this project's 2-core machine: sgemm of 512 x 512 x 256 differs in 5% of
+// the elements between 1 and 2 threads, 1024 x 8 x 256 in 0.4%), so a
+// step's bits hold for one thread count: the same machine and the same
+// ranks per node (muir-run --ranks gives each rank cores / ranks threads).
+// The split by items does not change an item's bits only when OpenBLAS
+// runs one thread anyway.
 constexpr double kParallelItemFlops = 2.0e8;
 
 template <typename Fn>
