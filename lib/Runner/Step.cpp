@@ -957,6 +957,10 @@ llvm::Error Step::writeTrace(StringRef path) const {
      << "# grid " << id.grid << "\n";
   for (const auto &[name, value] : id.flags)
     os << "# flag " << name << "=" << value << "\n";
+  // Not part of the program, but of its bits: OpenBLAS's results depend on
+  // its thread count.
+  if (!cuda())
+    os << "# blas-threads " << muirrt_blas_threads() << "\n";
   os << "# build " << id.build << "\n";
   const MuirRtTraceRecord *rec = muirrt_trace_records();
   for (int64_t i = 0; i < n; ++i) {

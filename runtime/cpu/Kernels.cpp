@@ -174,6 +174,14 @@ void forEachItem(int64_t batch, double itemFlops, Fn &&item) {
 }
 
 
+} // namespace
+
+extern "C" int32_t muirrt_blas_threads(void) {
+  return openblas_get_num_threads();
+}
+
+namespace {
+
 // The BLAS products by element type.
 void blasGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n,
               blasint k, float alpha, const float *a, blasint lda,

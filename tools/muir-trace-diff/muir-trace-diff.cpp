@@ -15,7 +15,10 @@
 // A trace says what it is of and how long it is: its first line names the
 // program (a hash of the step's IR hash, grid and compile flags, what a
 // resume compares but the build), the rank and the number of ranks;
-// "# ir", "# grid", "# flag" and "# build" lines spell it out; its last
+// "# ir", "# grid", "# flag" and "# build" lines spell it out (and
+// "# blas-threads", OpenBLAS's thread count, on which the bits depend but
+// not the program: two runs on other counts are compared, with a note);
+// its last
 // line is "# end <N> records". A trace without that line, or whose count
 // is not its records', is cut (the run that wrote it was killed while
 // writing) and is refused; so are two traces of different programs
@@ -121,6 +124,9 @@ int error(const Twine &msg) {
 struct Header {
   bool old = true;
   std::string program, ir, grid, build;
+  /// OpenBLAS's threads on this rank ("" for a CUDA step or an older
+  /// trace): not the program's, but its bits depend on it.
+  std::string blasThreads;
   std::map<std::string, std::string> flags;
   int64_t rank = 0, ranks = 1;
 };
@@ -218,6 +224,8 @@ std::string readFile(StringRef path, int64_t rank, Trace &t, Header &h) {
         h.grid = value.str();
       else if (key == "build")
         h.build = value.str();
+      else if (key == "blas-threads")
+        h.blasThreads = value.str();
       else if (key == "flag") {
         auto [name, setting] = value.split('=');
         h.flags[name.str()] = setting.str();
@@ -396,6 +404,16 @@ int main(int argc, char **argv) {
         << "A and B are of one program, written by different builds ('"
         << ha.build << "' and '" << hb.build
         << "'): an op that differs may be one whose kernel changed\n";
+  // One program on other BLAS threads: compared, with a note that says why
+  // products may part.
+  if (!ha.blasThreads.empty() && !hb.blasThreads.empty() &&
+      ha.blasThreads != hb.blasThreads)
+    WithColor::note(errs(), "muir-trace-diff")
+        << "A ran OpenBLAS on " << ha.blasThreads << " thread(s) a rank, B on "
+        << hb.blasThreads
+        << ": OpenBLAS's results depend on its thread count, so products "
+           "(gemm, syrk) may differ where nothing else does (run both with "
+           "one OPENBLAS_NUM_THREADS)\n";
   auto warnOld = [](const Header &h, const char *which, StringRef path,
                     const char *other) {
     if (h.old)

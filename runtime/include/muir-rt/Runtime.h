@@ -295,6 +295,11 @@ void muirrt_trace_set_step(int64_t step);
 int64_t muirrt_trace_count(void);
 const MuirRtTraceRecord *muirrt_trace_records(void);
 
+/* The threads OpenBLAS runs a product on (OPENBLAS_NUM_THREADS; muir-run
+ * --ranks gives each rank cores / ranks). OpenBLAS's bits depend on it, so
+ * a fingerprint trace records it. */
+int32_t muirrt_blas_threads(void);
+
 /* Deterministic reductions (on, the default): every all-reduce gathers the
  * group's pieces and sums them in group-rank order, so results do not
  * depend on timing or on MPI's algorithm. Off: muirrt_all_reduce uses
