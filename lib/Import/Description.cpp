@@ -787,7 +787,8 @@ void Reader::readMoE(yaml::Node *n, Description &d) {
   forEachKey(n, "an MoE layer",
              {"name", "experts", "top_k", "shared_experts", "scoring",
               "groups", "groups_per_token", "hidden", "expert_size",
-              "tokens_per_rank", "routed_scaling", "capacity_factor",
+              "tokens_per_rank", "tokens", "routed_scaling",
+              "capacity_factor",
               "drop_policy", "normalize"},
              [&](StringRef key, yaml::Node *v) {
                if (key == "name") {
@@ -832,8 +833,12 @@ void Reader::readMoE(yaml::Node *n, Description &d) {
                    m.hidden = *x;
                  else if (key == "expert_size")
                    m.expertSize = *x;
-                 else
+                 else if (key == "tokens")
+                   m.tokens = *x;
+                 else {
                    m.tokensPerRank = *x;
+                   m.tokensPerRankGiven = true;
+                 }
                }
              });
   d.moe.push_back(m);
@@ -981,6 +986,7 @@ FailureOr<Description> Reader::read() {
   // Cross-field rules, reported at the places they concern (one rule
   // broken by many parameters once, at the first).
   ErrorList broken;
+  resolveTokens(d);
   (void)validate(d,
                  [&](const Loc &loc, const Twine &msg, const Subject &subject) {
                    broken.add(loc, msg, subject);

@@ -184,11 +184,19 @@ LogicalResult mlir::muir::desc::applyLayout(Description &d, const Grid &layout,
                               " splits expert stacks, but the model has "
                               "none (no parameter with role expert); leave " +
                               a.name + " out of the layout");
+  resolveTokens(d);
   (void)validate(d,
                  [&](const Loc &loc, const Twine &msg, const Subject &subject) {
                    errors.add(loc, msg, subject);
                  });
   return success(errors.size() == before);
+}
+
+void mlir::muir::desc::resolveTokens(Description &d) {
+  int64_t devices = std::max<int64_t>(1, d.grid.numDevices());
+  for (MoELayer &l : d.moe)
+    if (l.tokens > 0)
+      l.tokensPerRank = std::max<int64_t>(1, l.tokens / devices);
 }
 
 //===----------------------------------------------------------------------===//

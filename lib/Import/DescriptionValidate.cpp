@@ -567,6 +567,16 @@ void Validator::checkOverrideNames() {
 
 void Validator::checkMoELayers() {
   for (const MoELayer &l : d.moe) {
+    if (l.tokens > 0 && l.tokensPerRankGiven)
+      fail(l.loc, "MoE layer '" + l.name + "' gives both tokens (" +
+                      Twine(l.tokens) + ", over every rank) and "
+                      "tokens_per_rank (" + Twine(l.tokensPerRank) +
+                      "); give one");
+    else if (l.tokens > 0 && l.tokens % d.grid.numDevices() != 0)
+      fail(l.loc, "MoE layer '" + l.name + "': tokens (" + Twine(l.tokens) +
+                      ") are not divisible by the grid's " +
+                      Twine(d.grid.numDevices()) +
+                      " devices, which each take the same number");
     // A rank's routed rows (tokens x top_k) of the widest activation.
     int64_t rows = 0, elements = 0;
     if (llvm::MulOverflow(l.tokensPerRank, std::max<int64_t>(l.topK, 1),

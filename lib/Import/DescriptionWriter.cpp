@@ -238,7 +238,9 @@ void mlir::muir::desc::writeDescription(const Description &d,
          << ", scoring: " << l.scoring << ", groups: " << l.groups
          << ", groups_per_token: " << l.groupsPerToken
          << size("hidden", l.hidden) << size("expert_size", l.expertSize)
-         << ", tokens_per_rank: " << l.tokensPerRank
+         << (l.tokens > 0 ? ", tokens: " + std::to_string(l.tokens)
+                          : ", tokens_per_rank: " +
+                                std::to_string(l.tokensPerRank))
          << ", routed_scaling: " << number(l.routedScaling)
          << (l.normalize >= 0 && l.normalizes() != (l.scoring == "sigmoid")
                  ? std::string(", normalize: ") +

@@ -257,6 +257,11 @@ struct MoELayer {
   int64_t hidden = 0;
   int64_t expertSize = 0; ///< expert intermediate size
   int64_t tokensPerRank = 4096;
+  /// `tokens`: the step's tokens over every rank (0: not given, the layer
+  /// gives tokens_per_rank). Then tokensPerRank is tokens / the grid's
+  /// devices (resolveTokens), so the global batch stays on any layout.
+  int64_t tokens = 0;
+  bool tokensPerRankGiven = false;
   double routedScaling = 1.0;
   /// `normalize`: the chosen k weights renormalised to sum 1 (for softmax,
   /// a softmax over the chosen logits). -1: not given, which means the
@@ -427,6 +432,11 @@ private:
 /// errors go to `errors`.
 LogicalResult applyLayout(Description &d, const Grid &layout,
                           ErrorList &errors);
+
+/// Each MoE layer given as `tokens` (the step's over every rank) takes its
+/// tokensPerRank from the grid: tokens / the grid's devices (validate
+/// checks that they divide). Called when the grid is read or replaced.
+void resolveTokens(Description &d);
 
 /// Checks cross-field rules (duplicate names, shard divisibility, top-k vs
 /// experts, grid products); reports through `report(loc, message,
