@@ -372,8 +372,9 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
   if (name == "muir.ns_why") {
     if (!isa<NSWhyAttr>(value))
       return op->emitError("'muir.ns_why' must be #muir.ns_why<requested>, "
-                           "<both_dims>, <fsdp_owner> or <cost_model on "
-                           "\"machine\" : [candidates]>; got ")
+                           "<both_dims>, <fsdp_owner>, <layout_invariant> "
+                           "or <cost_model on \"machine\" : [candidates]>; "
+                           "got ")
              << value;
     return success();
   }

@@ -119,7 +119,8 @@ def Muir_NSReason : I32EnumAttr<"NSReason",
       I32EnumAttrCase<"requested", 0>,
       I32EnumAttrCase<"cost_model", 1>,
       I32EnumAttrCase<"both_dims", 2>,
-      I32EnumAttrCase<"fsdp_owner", 3>]> {
+      I32EnumAttrCase<"fsdp_owner", 3>,
+      I32EnumAttrCase<"layout_invariant", 4>]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::muir";
 }

@@ -33,6 +33,15 @@ llvm::cl::ValuesClass targetValues();
 /// The values the ns-precision flags and pass options accept.
 llvm::cl::ValuesClass nsPrecisionValues();
 
+/// How a step's sums are ordered: off (the libraries' fastest,
+/// MPI_Allreduce or ncclAllReduce), on (fixed orders: the same bits on
+/// every run of one layout), or layout-invariant (orders fixed by the
+/// global tensors, not the ranks: the same bits on every layout of one
+/// description and global batch).
+enum class Determinism { Off, On, LayoutInvariant };
+StringRef stringify(Determinism determinism);
+llvm::cl::ValuesClass determinismValues();
+
 namespace detail {
 /// Takes what cl::values(...) adds to an option: each value's name and
 /// number.
@@ -155,6 +164,7 @@ MUIR_ENUM_FLAG(mlir::muir::NSModeOption)
 MUIR_ENUM_FLAG(mlir::muir::NSFormOption)
 MUIR_ENUM_FLAG(mlir::muir::Machine)
 MUIR_ENUM_FLAG(mlir::muir::DpAssign)
+MUIR_ENUM_FLAG(mlir::muir::Determinism)
 
 namespace mlir::muir {
 

@@ -91,7 +91,13 @@ def MuirDistribute : Pass<"muir-distribute", "mlir::ModuleOp"> {
            "matrix all-reduced every step (standard), or once (gram), or "
            "the cost model's choice (auto)", "::mlir::muir::nsFormValues()">,
     Option<"syrk", "syrk", "bool", /*default=*/"true",
-           "symmetric products of the Gram form as muir.syrk">
+           "symmetric products of the Gram form as muir.syrk">,
+    Option<"layoutInvariant", "layout-invariant", "bool",
+           /*default=*/"false",
+           "sums in orders that do not depend on the layout: Newton-Schulz "
+           "of split matrices duplicated (the distributed and blockwise "
+           "modes refused), and a sum over ranks that hold the same tensor "
+           "(a replicated MoE layer's gradients) refused">
   ];
 }
 

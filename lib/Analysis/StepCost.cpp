@@ -465,6 +465,8 @@ static std::string whyText(NSWhyAttr why) {
     return "split on both matrix dimensions: duplicated";
   case NSReason::fsdp_owner:
     return "fsdp owner";
+  case NSReason::layout_invariant:
+    return "layout-invariant: duplicated";
   case NSReason::cost_model:
     break;
   }

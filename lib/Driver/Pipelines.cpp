@@ -25,6 +25,8 @@ void mlir::muir::buildPlannedPipeline(OpPassManager &pm,
   distribute.nsForm = options.nsForm;
   distribute.syrk = options.syrk;
   distribute.nsPrecision = options.nsPrecision;
+  distribute.layoutInvariant =
+      options.deterministic == Determinism::LayoutInvariant;
   pm.addPass(createMuirDistribute(distribute));
   MuirDecomposeOptimizersOptions decompose;
   decompose.probeUpdates = options.probeUpdates;
@@ -248,6 +250,20 @@ std::string mlir::muir::checkOptions(
   // An option that would change nothing is a mistake to point out, not to
   // ignore.
   bool cuda = target.target == Target::Cuda;
+  if (options.deterministic == Determinism::LayoutInvariant) {
+    if (cuda)
+      return spell(optionName::deterministic, "layout-invariant") +
+             " is the CPU target's (cuBLAS's bits depend on the GPU "
+             "model): use " + spell("target", "cpu");
+    if (options.nsMode != NSModeOption::Auto &&
+        options.nsMode != NSModeOption::Duplicated)
+      return spell(optionName::deterministic, "layout-invariant") +
+             " runs Newton-Schulz of split matrices duplicated; " +
+             spell(optionName::nsMode,
+                   stringify(options.nsMode)) +
+             " sums (or approximates) over the split in an order the "
+             "layout sets";
+  }
   if (given("cuda-arch") && !cuda)
     return spell("cuda-arch", "") + " has no effect without " +
            spell("target", "cuda");
@@ -331,6 +347,26 @@ static constexpr EnumName<Target> targets[] = {
     {Target::Cuda, "cuda",
      "cuBLAS, NCCL, kernels as PTX embedded in the module"},
 };
+
+/// The orders of sums, declared once (EnumNames.h).
+static constexpr EnumName<Determinism> determinisms[] = {
+    {Determinism::Off, "false",
+     "the libraries' fastest sums (MPI_Allreduce, ncclAllReduce)"},
+    {Determinism::On, "true",
+     "fixed orders: the same bits on every run of one layout"},
+    {Determinism::LayoutInvariant, "layout-invariant",
+     "orders fixed by the global tensors: the same bits on every layout "
+     "(dp, ep, tp, fsdp) of one description and global batch (CPU; one "
+     "BLAS thread a rank, Newton-Schulz of split matrices duplicated)"},
+};
+
+StringRef mlir::muir::stringify(Determinism determinism) {
+  return enumName(determinisms, determinism);
+}
+
+llvm::cl::ValuesClass mlir::muir::determinismValues() {
+  return enumValues(determinisms);
+}
 
 StringRef mlir::muir::stringify(Target target) {
   return enumName(targets, target);

@@ -660,11 +660,20 @@ llvm::Error Step::joinRanks() {
 }
 
 void Step::applySettings() {
-  muirrt_set_deterministic(options.deterministic);
+  bool fixedOrder = options.pipeline.deterministic != Determinism::Off;
+  muirrt_set_deterministic(fixedOrder);
+  // OpenBLAS's bits depend on its thread count, which muir-run --ranks
+  // sets by the ranks per node: one thread on every layout; another step
+  // of the process gets the count the process started with back.
+  static const int32_t startThreads = muirrt_blas_threads();
+  muirrt_set_blas_threads(
+      options.pipeline.deterministic == Determinism::LayoutInvariant
+          ? 1
+          : startThreads);
   if (!cuda() || !impl->cudaLib.handle)
     return;
   CudaRuntime &cl = impl->cudaLib;
-  cl.set_deterministic(options.deterministic);
+  cl.set_deterministic(fixedOrder);
   cl.set_precision(options.cudaBf16);
   cl.set_grouped_gemm(options.cudaCublasGrouped);
 }

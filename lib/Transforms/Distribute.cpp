@@ -204,11 +204,38 @@ struct DistributePass
   GridOp grid;
   FlatSymbolRefAttr gridRef;
 
+  /// The layout-invariant mode's refusal: a sum of the step (not one a
+  /// probe only prints) over ranks that each hold part of its terms, such
+  /// as a replicated MoE layer's gradients over its tokens, adds them in
+  /// an order the layout sets.
+  static LogicalResult checkLayoutInvariant(ModuleOp module) {
+    WalkResult result = module.walk([](AllReduceOp sum) {
+      auto func = sum->getParentOfType<func::FuncOp>();
+      if (func && (func->hasAttr("muir.per_rank") ||
+                   func->hasAttr("muir.entry")))
+        return WalkResult::advance();
+      if (llvm::all_of(sum->getUsers(),
+                       [](Operation *user) { return isa<ProbeOp>(user); }))
+        return WalkResult::advance();
+      sum.emitOpError("adds partial results of the ranks of ")
+          << sum.getGridAxes()
+          << ", which hold the same tensor (a replicated MoE layer's "
+             "gradients, over each rank's tokens), in an order the layout "
+             "sets; the layout-invariant mode does not cover such a sum "
+             "yet: give the MoE layers a folding whose only axis over the "
+             "ranks is ep (moe:ep=N)";
+      return WalkResult::interrupt();
+    });
+    return failure(result.wasInterrupted());
+  }
+
   void runOnOperation() override {
     if (failed(checkPassInput(getOperation(), getArgument(),
                               PassInput::Tensors)))
       return signalPassFailure();
     ModuleOp module = getOperation();
+    if (layoutInvariant && failed(checkLayoutInvariant(module)))
+      return signalPassFailure();
     MachineProfile profile = MachineProfile::get(machine);
     policy = dpAssign;
     FailureOr<GridOp> run = getRunGrid(module);
@@ -465,7 +492,18 @@ struct DistributePass
       if (auto attr =
               op->getAttrOfType<NewtonSchulzModeAttr>("muir.ns_mode"))
         requested = modeOf(attr.getValue());
-      if (!requested) {
+      // Layout-invariant: the whole matrix on every rank of the group, as
+      // on one rank; the other modes sum or approximate over the split.
+      if (layoutInvariant && requested && *requested != NSMode::Duplicated)
+        return op.emitOpError("the layout-invariant mode runs Newton-Schulz "
+                              "of split matrices duplicated; the ")
+               << stringifyNewtonSchulzMode(attrOf(*requested))
+               << " mode sums (or approximates) over the split, in an order "
+                  "the layout sets";
+      if (layoutInvariant && !requested) {
+        job.mode = NSMode::Duplicated;
+        job.why = NSReason::layout_invariant;
+      } else if (!requested) {
         if (matrixShards.size() == 1) {
           job.mode = model.choose(
               problemOf(job, *matrixShards.front(), batch, steps),

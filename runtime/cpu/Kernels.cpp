@@ -180,6 +180,10 @@ extern "C" int32_t muirrt_blas_threads(void) {
   return openblas_get_num_threads();
 }
 
+extern "C" void muirrt_set_blas_threads(int32_t threads) {
+  openblas_set_num_threads(threads < 1 ? 1 : threads);
+}
+
 namespace {
 
 // The BLAS products by element type.

@@ -53,7 +53,6 @@ struct StepOptions {
   bool cudaBf16 = false;
   bool cudaGraph = true;
   bool cudaCublasGrouped = false;
-  bool deterministic = true;
   /// Record every executed op's buffers' hashes (muir-run
   /// --trace-fingerprints).
   bool trace = false;

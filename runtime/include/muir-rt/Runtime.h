@@ -299,6 +299,8 @@ const MuirRtTraceRecord *muirrt_trace_records(void);
  * --ranks gives each rank cores / ranks). OpenBLAS's bits depend on it, so
  * a fingerprint trace records it. */
 int32_t muirrt_blas_threads(void);
+/* Sets it (the layout-invariant mode runs every product on one thread). */
+void muirrt_set_blas_threads(int32_t threads);
 
 /* Deterministic reductions (on, the default): every all-reduce gathers the
  * group's pieces and sums them in group-rank order, so results do not

@@ -1356,7 +1356,7 @@ func.func @result_unknown(%x: tensor<8xf32>) -> (tensor<8xf32> {muir.update = "x
 // -----
 
 func.func @op_ns_why_string(%x: tensor<8x4xf32>) {
-  // expected-error@+1 {{'muir.ns_why' must be #muir.ns_why<requested>, <both_dims>, <fsdp_owner> or <cost_model on "machine" : [candidates]>; got "cheapest"}}
+  // expected-error@+1 {{'muir.ns_why' must be #muir.ns_why<requested>, <both_dims>, <fsdp_owner>, <layout_invariant> or <cost_model on "machine" : [candidates]>; got "cheapest"}}
   %0 = muir.apply_update %x, %x {lr = 0.1, scale = 1.0, weight_decay = 0.0, muir.ns_why = "cheapest"} : tensor<8x4xf32>
   return
 }
