@@ -20,7 +20,6 @@ the step, not scanned).
 
 Run:  /usr/bin/python3 bench/check_finite.py --build build
 """
-import argparse
 import os
 import re
 import tempfile
@@ -31,14 +30,9 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--steps", type=int, default=6)
-    ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
-    build = os.path.abspath(args.build)
-    runner = os.path.join(build, "bin", "muir-run")
-    compiler = os.path.join(build, "bin", "muir-compile")
+    args = common.parse_args(__doc__, steps=6, rounds=3)
+    runner = os.path.join(args.bin, "muir-run")
+    compiler = os.path.join(args.bin, "muir-compile")
     tiny = os.path.join(ROOT, "examples", "tiny-moe.yaml")
     with tempfile.TemporaryDirectory() as tmp:
         ep2 = os.path.join(tmp, "ep2.yaml")

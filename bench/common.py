@@ -6,6 +6,7 @@ oversubscribes 2 cores; so every benchmark measures PyTorch both ways
 (torch.set_num_threads(2); torch.set_num_threads(1) with
 OPENBLAS_NUM_THREADS=2) and reports the faster.
 """
+import argparse
 import json
 import os
 import subprocess
@@ -59,3 +60,15 @@ def best_torch(script, args):
         if best is None or ms < best:
             best, label = ms, name
     return best, label
+
+
+def parse_args(doc, steps, rounds):
+    """The flags every step benchmark takes (--build, --steps, --rounds),
+    parsed; `bin` is the build's folder of tools (muir-run, muir-compile)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--steps", type=int, default=steps)
+    ap.add_argument("--rounds", type=int, default=rounds)
+    args = ap.parse_args()
+    args.bin = os.path.join(os.path.abspath(args.build), "bin")
+    return args

@@ -21,7 +21,6 @@ OpenBLAS) are printed beside: the Gram form's small products run in f64.
 
 Run:  /usr/bin/python3 bench/gram_ns.py --build build
 """
-import argparse
 import os
 import re
 import subprocess
@@ -89,12 +88,8 @@ def write(path, name, params):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--steps", type=int, default=4)
-    ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
-    bindir = os.path.join(os.path.abspath(args.build), "bin")
+    args = common.parse_args(__doc__, steps=4, rounds=3)
+    bindir = args.bin
     runner = os.path.join(bindir, "muir-run")
     compiler = os.path.join(bindir, "muir-compile")
     opt = os.path.join(bindir, "muir-opt")

@@ -19,7 +19,6 @@ bitwise, in each mode.
 
 Run:  /usr/bin/python3 bench/layout_invariant.py --build build
 """
-import argparse
 import os
 import re
 import sys
@@ -39,14 +38,9 @@ LAYOUTS = [("dp=1", 1), ("dp=2;moe:ep=2", 2), ("tp=2;moe:ep=2", 2),
 def main():
     import numpy as np
     import muirtest as mt
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--steps", type=int, default=4)
-    ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
-    build = os.path.abspath(args.build)
-    runner = os.path.join(build, "bin", "muir-run")
-    compiler = os.path.join(build, "bin", "muir-compile")
+    args = common.parse_args(__doc__, steps=4, rounds=3)
+    runner = os.path.join(args.bin, "muir-run")
+    compiler = os.path.join(args.bin, "muir-compile")
     with tempfile.TemporaryDirectory() as tmp:
         src = open(os.path.join(ROOT, "examples", "tiny-moe.yaml")).read()
         base = os.path.join(tmp, "global.yaml")
