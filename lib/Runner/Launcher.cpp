@@ -207,6 +207,14 @@ int mlir::muir::runner::relaunchUnderMPI(int numRanks, int argc, char **argv,
                                   "-x",       watch};
   if (geteuid() == 0)
     cmd.push_back("--allow-run-as-root");
+  // More ranks than cores: a rank that waits in MPI yields its core instead
+  // of spinning on it (tiny-moe on 4 ranks of a 2-core machine: 6.4-6.9 s
+  // spinning, 5.4-5.9 s yielding; on 2 ranks spinning is faster).
+  // OMPI_MCA_mpi_yield_when_idle, if set, decides.
+  if (static_cast<unsigned>(numRanks) > cores &&
+      !getenv("OMPI_MCA_mpi_yield_when_idle"))
+    for (const char *arg : {"--mca", "mpi_yield_when_idle", "1"})
+      cmd.push_back(arg);
   cmd.push_back(self);
   for (int i = 1; i < argc; ++i)
     cmd.push_back(argv[i]);

@@ -149,6 +149,11 @@ double sampleStd(const float *x, int64_t n) {
 //===----------------------------------------------------------------------===//
 
 TEST(Sgemm, AllTransposeCombosBatchedBothBetas) {
+  // Small items of a batch run on parallel threads when OpenBLAS has two
+  // or more, else one after another: both ways, whatever the environment.
+  const int32_t threads = muirrt_blas_threads();
+  for (int32_t t : {1, 2}) {
+  muirrt_set_blas_threads(t);
   const int64_t batch = 3, m = 5, n = 7, k = 4;
   std::vector<float> a = randomVector(batch * m * k, 1);
   std::vector<float> b = randomVector(batch * k * n, 2);
@@ -174,9 +179,12 @@ TEST(Sgemm, AllTransposeCombosBatchedBothBetas) {
                            " tb=" + std::to_string(tb) +
                            " beta=" + std::to_string(beta) +
                            (separate ? " acc" : "") + " item " +
-                           std::to_string(i));
+                           std::to_string(i) + ", " + std::to_string(t) +
+                           " BLAS thread(s)");
           }
         }
+  }
+  muirrt_set_blas_threads(threads);
 }
 
 TEST(Sgemm, LargerThanBlasBlocks) {
