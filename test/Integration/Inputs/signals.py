@@ -51,10 +51,15 @@ def main():
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         # Wait for both ranks to be up (three processes beside muir-run:
         # mpirun and two ranks), then a little for them to reach the hang.
+        # The count the wait ended on, not a second look: a rank that
+        # re-executes itself as it starts (muir-run's huge-pages restart)
+        # has no readable command line for a moment, which a busy machine
+        # makes long enough to see.
         deadline = time.time() + 60
-        while len(processes(marker)) < 4 and time.time() < deadline:
-            time.sleep(0.2)
         started = len(processes(marker))
+        while started < 4 and time.time() < deadline:
+            time.sleep(0.2)
+            started = len(processes(marker))
         time.sleep(3)
         if stuck:
             for pid in processes(marker):
