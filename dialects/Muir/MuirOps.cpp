@@ -893,6 +893,20 @@ LogicalResult GroupedMatmulWgradOp::verify() {
   return expectType(*this, "result", rt, want, it.getElementType());
 }
 
+LogicalResult RenumberOp::verify() {
+  ArrayRef<int64_t> map = getMap();
+  if (map.empty())
+    return emitOpError("expected a non-empty map");
+  SmallVector<bool> seen(map.size(), false);
+  for (auto [i, to] : llvm::enumerate(map)) {
+    if (to < 0 || to >= static_cast<int64_t>(map.size()) || seen[to])
+      return emitOpError("map must be a permutation of [0, ")
+             << map.size() << "); entry " << i << " is " << to;
+    seen[to] = true;
+  }
+  return success();
+}
+
 LogicalResult CapacityOp::verify() {
   auto it = getIndices().getType();
   if (it.getRank() != 2)

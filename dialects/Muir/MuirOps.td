@@ -692,6 +692,31 @@ def Muir_CapacityOp : Muir_Op<"capacity", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Muir_RenumberOp : Muir_Op<"renumber", [Pure, SameOperandsAndResultType]> {
+  let summary = "map expert indices through a permutation";
+  let description = [{
+    Each element i of `indices` in [0, n) (n the size of `map`) becomes
+    map[i]; the others (-1: a dropped slot) stay. `map` is a permutation
+    of [0, n).
+
+    The layout-invariant mode's MoE layer spreads its experts' work over
+    every rank of its folding: the replicas of an ep stack each take a
+    block of its experts. `muir.dispatch` places expert e on group rank
+    e / (E / g), its group numbered row-major in grid order; when a replica
+    axis comes before ep in that order, the route's indices are renumbered
+    so that each expert goes to the rank that computes it.
+
+    ```
+    %owners = muir.renumber %indices map = [0, 1, 4, 5, 2, 3, 6, 7]
+        : tensor<256x2xi64>
+    ```
+  }];
+  let arguments = (ins Muir_I64Tensor:$indices, DenseI64ArrayAttr:$map);
+  let results = (outs Muir_I64Tensor:$result);
+  let assemblyFormat = "$indices `map` `=` $map attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Muir_GroupedMatmulOp : Muir_Op<"grouped_matmul", [Pure]> {
   let summary = "per-expert products over ragged groups of rows";
   let description = [{

@@ -585,6 +585,30 @@ LogicalResult lower(AddOp op, PatternRewriter &rw) {
   return success();
 }
 
+/// A select per index the map moves: indices it keeps, and those outside
+/// it (-1), stay.
+LogicalResult lower(RenumberOp op, PatternRewriter &rw) {
+  ArrayRef<int64_t> map = op.getMap();
+  replaceByGeneric(
+      rw, op, {op.getIndices()}, [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value out = a[0];
+        Type i64 = a[0].getType();
+        for (auto [from, to] : llvm::enumerate(map)) {
+          if (static_cast<int64_t>(from) == to)
+            continue;
+          Value is = arith::CmpIOp::create(
+              nb, nl, arith::CmpIPredicate::eq, a[0],
+              arith::ConstantOp::create(nb, nl, nb.getIntegerAttr(i64, from)));
+          out = arith::SelectOp::create(
+              nb, nl, is,
+              arith::ConstantOp::create(nb, nl, nb.getIntegerAttr(i64, to)),
+              out);
+        }
+        return SmallVector<Value>{out};
+      });
+  return success();
+}
+
 template <typename OpT>
 struct ToLinalg : OpRewritePattern<OpT> {
   using OpRewritePattern<OpT>::OpRewritePattern;
@@ -612,6 +636,7 @@ void mlir::muir::populateElementwiseToLinalgPatterns(
   patterns.add<ToLinalg<MomentumOp>, ToLinalg<ApplyUpdateOp>,
                ToLinalg<AdamWUpdateOp>, ToLinalg<AddDiagonalOp>,
                ToLinalg<SwigluOp>, ToLinalg<SwigluGradOp>, ToLinalg<AddOp>,
+               ToLinalg<RenumberOp>,
                ToLinalg<RowSumSquaresOp>, ToLinalg<NorMuonNormalizeOp>,
                ToLinalg<QkClipOp>, ToLinalg<SumSquaresOp>,
                ToLinalg<ScaleByNormOp>>(

@@ -84,6 +84,28 @@ func.func @add_swiglu(%a: tensor<8x24xf32>, %b: tensor<8x24xf32>, %u: tensor<8x2
 
 // -----
 
+// Renumbered experts: a compare and a select per index the map moves (2
+// and 4 swap places; 0, 1, 3 and -1, a dropped slot, stay).
+// CHECK-LABEL: func.func @renumber
+// FUSED-LABEL: func.func @renumber
+// CHECK: linalg.generic {{.*}} ins(%{{.+}} : tensor<6x2xi64>)
+// CHECK-NEXT: ^bb0(%[[X:[^:]+]]: i64, %{{[^:]+}}: i64):
+// CHECK-NEXT: %[[C2:.+]] = arith.constant 2 : i64
+// CHECK-NEXT: %[[IS2:.+]] = arith.cmpi eq, %[[X]], %[[C2]] : i64
+// CHECK-NEXT: %[[TO4:.+]] = arith.constant 4 : i64
+// CHECK-NEXT: %[[S2:.+]] = arith.select %[[IS2]], %[[TO4]], %[[X]] : i64
+// CHECK-NEXT: %[[C4:.+]] = arith.constant 4 : i64
+// CHECK-NEXT: %[[IS4:.+]] = arith.cmpi eq, %[[X]], %[[C4]] : i64
+// CHECK-NEXT: %[[TO2:.+]] = arith.constant 2 : i64
+// CHECK-NEXT: %[[S4:.+]] = arith.select %[[IS4]], %[[TO2]], %[[S2]] : i64
+// CHECK-NEXT: linalg.yield %[[S4]] : i64
+func.func @renumber(%i: tensor<6x2xi64>) -> tensor<6x2xi64> {
+  %r = muir.renumber %i map = [0, 1, 4, 3, 2] : tensor<6x2xi64>
+  return %r : tensor<6x2xi64>
+}
+
+// -----
+
 // A take flag selects, in the kernel, between each computed value and the
 // one it replaces (U: 0), so a skipped update writes back the same bits and
 // needs no copy of the old tensor.

@@ -1206,6 +1206,22 @@ func.func @capacity_group(%i: tensor<6x2xi64>, %w: tensor<6x2xf32>) {
 
 // -----
 
+func.func @renumber_not_permutation(%i: tensor<6x2xi64>) -> tensor<6x2xi64> {
+  // expected-error@+1 {{'muir.renumber' op map must be a permutation of [0, 4); entry 2 is 1}}
+  %r = muir.renumber %i map = [0, 1, 1, 3] : tensor<6x2xi64>
+  return %r : tensor<6x2xi64>
+}
+
+// -----
+
+func.func @renumber_out_of_range(%i: tensor<6x2xi64>) -> tensor<6x2xi64> {
+  // expected-error@+1 {{'muir.renumber' op map must be a permutation of [0, 2); entry 0 is 2}}
+  %r = muir.renumber %i map = [2, 0] : tensor<6x2xi64>
+  return %r : tensor<6x2xi64>
+}
+
+// -----
+
 // The discardable muir.* attributes (MuirDialect.cpp): one case per kind.
 
 // expected-error@+1 {{'muir.role' (the argument's role) must be #muir.role<param|grad|state|data|step|hyper|tokens>; got "param"}}

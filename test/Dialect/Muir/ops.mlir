@@ -359,6 +359,14 @@ func.func @route(%l: tensor<6x8xf32>, %b: tensor<8xf32>) -> (tensor<6x2xi64>, te
   return %i, %w2, %c3 : tensor<6x2xi64>, tensor<6x3xf32>, tensor<8xi64>
 }
 
+// Experts renumbered for the ranks that compute them.
+// CHECK-LABEL: func.func @renumber
+// CHECK: muir.renumber %{{.+}} map = [0, 1, 4, 5, 2, 3, 6, 7] : tensor<6x2xi64>
+func.func @renumber(%i: tensor<6x2xi64>) -> tensor<6x2xi64> {
+  %r = muir.renumber %i map = [0, 1, 4, 5, 2, 3, 6, 7] : tensor<6x2xi64>
+  return %r : tensor<6x2xi64>
+}
+
 // A layer compiled for 6 rows called on %n tokens: route, capacity and
 // route_grad take the count; the token-row products are row-stable.
 // CHECK-LABEL: func.func @layer_tokens
