@@ -6,14 +6,20 @@ The step: examples/tiny-moe.yaml with its MoE batch given over every rank
 (`tokens: 1024` a layer instead of `tokens_per_rank: 1024`, the same step
 on one rank), 2 MoE layers trained against a teacher, Muon and AdamW on
 23 tensors, laid out by muir-compile --layout as dp=1 (1 rank),
-dp=2;moe:ep=2 and tp=2;moe:ep=2 (2 ranks) and dp=4;moe:ep=4 (4 ranks).
+dp=2;moe:ep=2, tp=2;moe:ep=2 and tp=2 (2 ranks; tp=2 folds the MoE
+layers over tp, no ep), dp=4;moe:ep=4 and dp=4,ep=2 (4 ranks; the MoE
+layers over edp=2 and ep=2).
 Each layout runs both modes --rounds times, interleaved; the figure is the
 best min_ms of each, and the cost is layout-invariant / default - 1 (the
 issue's goal: <= 10% on 4 ranks). What the mode changes: every OpenBLAS
 product on one thread (muir-run --ranks gives a rank cores / ranks, so on
 this 2-core machine the 1-rank run loses its second BLAS thread and the
-2- and 4-rank runs lose nothing), and Newton-Schulz of tp-split matrices
-duplicated instead of the cost model's choice (tp=2: distributed). Also
+2- and 4-rank runs lose nothing), Newton-Schulz of tp-split matrices
+duplicated instead of the cost model's choice (tp=2: distributed), and on
+a folding with replicas of the ep stacks (tp=2, dp=4,ep=2) each rank
+computes a block of its stack's experts over every rank's tokens instead
+of all of them over its own tokens, the gradients gathered instead of
+summed. Also
 printed: whether each layout's parameters after --steps steps equal dp=1's
 bitwise, in each mode.
 
@@ -32,7 +38,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 LAYOUTS = [("dp=1", 1), ("dp=2;moe:ep=2", 2), ("tp=2;moe:ep=2", 2),
-           ("dp=4;moe:ep=4", 4)]
+           ("tp=2", 2), ("dp=4;moe:ep=4", 4), ("dp=4,ep=2", 4)]
 
 
 def main():

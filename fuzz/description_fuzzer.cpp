@@ -11,6 +11,7 @@
 #include "FuzzCommon.h"
 
 #include "muir/Import/Description.h"
+#include "muir/Passes.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -66,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (d->params.size() > 2000)
     return 0;
   MLIRContext &ctx = muir_fuzz::context();
-  OwningOpRef<ModuleOp> module = desc::buildModule(ctx, *d);
+  OwningOpRef<ModuleOp> module = desc::buildModule(ctx, *d, Determinism::On);
   if (!module)
     muir_fuzz::bug("buildModule failed on an accepted description");
   muir_fuzz::verifyOrBug(*module, "the IR built from an accepted description "

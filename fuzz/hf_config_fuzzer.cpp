@@ -9,6 +9,7 @@
 #include "FuzzCommon.h"
 
 #include "muir/Import/Description.h"
+#include "muir/Passes.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -30,7 +31,8 @@ void buildAndVerify(const desc::Description &d, const char *what) {
     muir_fuzz::bug(llvm::Twine("validate rejects ") + what);
   if (d.params.size() > kMaxParams)
     return;
-  OwningOpRef<ModuleOp> module = desc::buildModule(muir_fuzz::context(), d);
+  OwningOpRef<ModuleOp> module =
+      desc::buildModule(muir_fuzz::context(), d, Determinism::On);
   if (!module)
     muir_fuzz::bug(llvm::Twine("buildModule failed on ") + what);
   muir_fuzz::verifyOrBug(*module,

@@ -13,7 +13,10 @@
 // (dispatch's and combine's transposes, grouped weight gradients), then the
 // updates. The layer is emitted per rank: its expert stacks take their
 // local shapes over ep and a `muir.split` directly, and their updates are
-// marked `muir.local` so that distribution leaves them alone.
+// marked `muir.local` so that distribution leaves them alone. With
+// --deterministic=layout-invariant, a folding that holds replicas of the ep
+// stacks spreads the experts over them instead of summing their gradients
+// (TrainedLayer::spreadAxes).
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Import/Description.h"
@@ -94,11 +97,25 @@ struct TrainedLayer {
   /// bits for a token whatever the bound and the number of ranks), and
   /// each rank routes its own tokens.
   bool stable = false;
+  /// The layout-invariant mode's spread, when the folding has replicas of
+  /// the ep stacks: every rank of the folding computes a block of its
+  /// stack's experts (the stack split over the replicas) on the tokens of
+  /// every rank that chose them, so that each expert's products take its
+  /// rows of the global batch, in token order, on one rank, as on one rank
+  /// alone; no gradient is summed over ranks. `spreadAxes`: the folding's
+  /// axes of size > 1, in grid order (the dispatch group; empty: no
+  /// spread); `owners`: the route's experts renumbered in the group's
+  /// order (empty: the same order).
+  ArrayRef<std::string> spreadAxes = {};
+  ArrayRef<int64_t> owners = {};
 
+  bool spread() const { return !spreadAxes.empty(); }
+  /// The ranks that share the experts' work: the ep group, or the folding.
+  int64_t groupSize() const { return spread() ? ranks : ep; }
   int64_t tokens() const { return l.tokensPerRank; }
-  int64_t local() const { return l.experts / ep; }
+  int64_t local() const { return l.experts / groupSize(); }
   int64_t bound() const {
-    return ep * l.tokensPerRank * std::min(l.topK, local());
+    return groupSize() * l.tokensPerRank * std::min(l.topK, local());
   }
   Type f32() { return b.getF32Type(); }
   RankedTensorType f32(ArrayRef<int64_t> shape) {
@@ -108,6 +125,10 @@ struct TrainedLayer {
     return RankedTensorType::get(shape, b.getI64Type());
   }
   ArrayAttr epAxes() {
+    if (spread()) {
+      SmallVector<StringRef> names(spreadAxes.begin(), spreadAxes.end());
+      return b.getStrArrayAttr(names);
+    }
     return axis.empty() ? b.getStrArrayAttr({}) : b.getStrArrayAttr({axis});
   }
   /// The ep group, the experts and the layer (dispatch, combine).
@@ -192,14 +213,47 @@ struct TrainedLayer {
     SmallVector<NamedAttribute> a = group();
     a.push_back(b.getNamedAttr("gather_axis", b.getI64IntegerAttr(0)));
     return one(
-        make<AllGatherOp>({f32({tokens() * ep, cols})}, {v}, a));
+        make<AllGatherOp>({f32({tokens() * groupSize(), cols})}, {v}, a));
   }
   /// Every rank's tokens (gathered once per layer).
   Value gathered = {};
   Value allTokens() {
     if (!gathered)
-      gathered = ep > 1 ? gather(x, l.hidden) : x;
+      gathered = groupSize() > 1 ? gather(x, l.hidden) : x;
     return gathered;
+  }
+  /// The folding's axes other than ep, in grid order (spread only).
+  SmallVector<NamedAttribute> onReplicas(StringRef axisName, int64_t dim) {
+    SmallVector<StringRef> names;
+    for (const std::string &a : spreadAxes)
+      if (a != axis)
+        names.push_back(a);
+    return {b.getNamedAttr("grid", FlatSymbolRefAttr::get(b.getContext(),
+                                                          grid)),
+            b.getNamedAttr("grid_axes", b.getStrArrayAttr(names)),
+            b.getNamedAttr(axisName, b.getI64IntegerAttr(dim))};
+  }
+  /// The block of an ep stack [E / ep, ...] this rank computes (spread:
+  /// its block over the replicas; otherwise the stack).
+  Value mine(Value stack) {
+    if (!spread())
+      return stack;
+    auto type = cast<RankedTensorType>(stack.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] = local();
+    return one(make<AllSliceOp>({f32(shape)}, {stack},
+                                onReplicas("slice_axis", 0)));
+  }
+  /// A gradient of this rank's block as the ep stack's (spread: gathered
+  /// over the replicas, which computed the other blocks).
+  Value whole(Value block) {
+    if (!spread())
+      return block;
+    auto type = cast<RankedTensorType>(block.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] = local() * ranks / ep;
+    return one(make<AllGatherOp>({f32(shape)}, {block},
+                                 onReplicas("gather_axis", 0)));
   }
 
   struct Forward {
@@ -243,10 +297,10 @@ struct TrainedLayer {
           {b.getNamedAttr("transpose_b", b.getUnitAttr())}));
     } else {
       f.logits = one(make<MatmulOp>(
-          {f32({t * ep, e})}, {allTokens(), router},
+          {f32({t * groupSize(), e})}, {allTokens(), router},
           {b.getNamedAttr("transpose_b", b.getUnitAttr())}));
     }
-    if (ep > 1 && !stable) {
+    if (groupSize() > 1 && !stable) {
       SmallVector<NamedAttribute> a = group();
       a.push_back(b.getNamedAttr("slice_axis", b.getI64IntegerAttr(0)));
       f.logits = one(make<AllSliceOp>({f32({t, e})}, {f.logits}, a));
@@ -272,8 +326,15 @@ struct TrainedLayer {
       f.indices = cap->getResult(0);
       f.weights = cap->getResult(1);
     }
+    // Spread: each expert to the rank that computes it.
+    if (!owners.empty())
+      f.indices = one(make<RenumberOp>({f.indices.getType()}, {f.indices},
+                                       {b.getNamedAttr(
+                                           "map",
+                                           b.getDenseI64ArrayAttr(owners))}));
     Operation *dispatch = make<DispatchOp>(
-        {f32({bound(), h}), i64({local()}), i64({2 * bound() + 4 * ep})},
+        {f32({bound(), h}), i64({local()}),
+         i64({2 * bound() + 4 * groupSize()})},
         {x, f.indices}, onGroup());
     f.rows = dispatch->getResult(0);
     f.counts = dispatch->getResult(1);
@@ -312,9 +373,14 @@ struct TrainedLayer {
     Value sGate, sUp, sDown; ///< shared experts (when given)
   };
 
+  /// `gate`, `up` and `down`: this rank's ep stacks (spread: the block it
+  /// computes is taken here, and their gradients are the whole stacks').
   Grads lossAndGrads(Value router, Value gate, Value up, Value down,
                      Value target, int64_t slot,
                      const Shared *shared = nullptr) {
+    gate = mine(gate);
+    up = mine(up);
+    down = mine(down);
     Forward f = forward(router, gate, up, down, shared);
     int64_t t = tokens(), e = l.experts, h = l.hidden;
     // Loss: the mean over all ranks' tokens of half the squared error.
@@ -336,7 +402,7 @@ struct TrainedLayer {
                                           scoringAttrs(false)));
     // The router's gradient over every rank's tokens, as one product of the
     // gathered tokens and logit gradients: the same arithmetic for any ep.
-    Value dls = ep > 1 ? gather(dLogits, e) : dLogits;
+    Value dls = groupSize() > 1 ? gather(dLogits, e) : dLogits;
     g.router = one(make<MatmulOp>(
         {f32({e, h})}, {dls, allTokens()},
         {b.getNamedAttr("transpose_a", b.getUnitAttr())}));
@@ -350,6 +416,14 @@ struct TrainedLayer {
       g.sGate = sumOver(g.sGate, every);
       g.sUp = sumOver(g.sUp, every);
       g.sDown = sumOver(g.sDown, every);
+    }
+    // Spread: every rank's gradients are of every token; the stacks'
+    // blocks are gathered.
+    if (spread()) {
+      g.gate = whole(g.gate);
+      g.up = whole(g.up);
+      g.down = whole(g.down);
+      return g;
     }
     // Replicas of the experts saw other tokens: sum their gradients.
     g.router = sumOver(g.router, replicas);
@@ -411,7 +485,7 @@ struct TrainedLayer {
   ExpertGrads expertsBackward(Forward &f, Value dy, Value down, Grads &g) {
     int64_t t = tokens(), h = l.hidden, ff = l.expertSize, k = l.topK;
     Value dOut = make<DispatchOp>({f32({bound(), h}), i64({local()}),
-                                   i64({2 * bound() + 4 * ep})},
+                                   i64({2 * bound() + 4 * groupSize()})},
                                   {dy, f.indices, f.weights}, onGroup())
                      ->getResult(0);
     ExpertGrads eg;
@@ -459,12 +533,13 @@ namespace {
 /// MoE layers' passes, the updates and MuonClip's QK-clips.
 class StepBuilder {
 public:
-  StepBuilder(MLIRContext &ctx, const Description &d)
-      : ctx(ctx), d(d), b(&ctx), loc(locFor(ctx, d.loc)) {}
+  StepBuilder(MLIRContext &ctx, const Description &d, Determinism determinism)
+      : ctx(ctx), d(d), b(&ctx), loc(locFor(ctx, d.loc)),
+        determinism(determinism) {}
   OwningOpRef<ModuleOp> build();
 
 private:
-  void foldTraining();
+  LogicalResult foldTraining();
   void addParameterArguments();
   void addDataArguments();
   void addLogitsArguments();
@@ -473,6 +548,8 @@ private:
   void buildTraining();
   void buildUpdates();
   void buildClips();
+  SmallVector<int64_t> spreadOwners(const std::vector<GridAxis> &fold,
+                                    int64_t experts) const;
   /// The index of the argument named `name`, or -1.
   int64_t argIndex(StringRef name) const {
     for (auto [i, attrs] : llvm::enumerate(argAttrs))
@@ -485,11 +562,17 @@ private:
   const Description &d;
   OpBuilder b;
   Location loc;
+  Determinism determinism;
   // Training's layout (foldTraining).
   std::string epGrid, epAxis;
   Attribute epSplit, tokenSplit;
   int64_t epSize = 1, foldedRanks = 1;
   SmallVector<std::string> replicaAxes;
+  /// The layout-invariant mode's spread (TrainedLayer::spreadAxes): the
+  /// folding's axes of size > 1 when some are replicas; per layer, its
+  /// experts' renumbering (empty: none).
+  SmallVector<std::string> spreadAxes;
+  std::vector<SmallVector<int64_t>> owners;
   struct LocalParam {
     SmallVector<int64_t> shape;
     bool split;
@@ -536,7 +619,8 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   buildGrid(b, locFor(ctx, d.grid.loc), "world", d.grid.axes);
   if (!d.grid.moeAxes.empty())
     buildGrid(b, locFor(ctx, d.grid.loc), "moe", d.grid.moeAxes, "world");
-  foldTraining();
+  if (failed(foldTraining()))
+    return nullptr;
   addParameterArguments();
   addDataArguments();
   addLogitsArguments();
@@ -556,7 +640,7 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   return module;
 }
 
-void StepBuilder::foldTraining() {
+LogicalResult StepBuilder::foldTraining() {
   // Training: the MoE layers' folding (moe_axes, else the grid), its ep
   // axis (experts split over it; none: a group of one) and its other axes
   // of size > 1 (replicas of the experts, whose gradients are summed over
@@ -596,7 +680,64 @@ void StepBuilder::foldTraining() {
       localParams[l.name + ".experts.down_proj"] = {
           {el, l.hidden, l.expertSize}, epSize > 1};
     }
+  if (d.training.enabled && determinism == Determinism::LayoutInvariant &&
+      !replicaAxes.empty()) {
+    spreadAxes = splitAxes;
+    const std::vector<GridAxis> &fold =
+        d.grid.moeAxes.empty() ? d.grid.axes : d.grid.moeAxes;
+    for (const MoELayer &l : d.moe) {
+      if (l.experts % foldedRanks != 0) {
+        emitError(locFor(ctx, l.loc))
+            << "MoE layer '" << l.name << "': --deterministic="
+            << stringify(determinism) << " spreads its experts' work over "
+            << "the " << foldedRanks << " ranks of its folding (ep and its "
+            << "replicas), which do not divide its " << l.experts
+            << " experts";
+        return failure();
+      }
+      owners.push_back(spreadOwners(fold, l.experts));
+    }
+  }
+  return success();
+}
 
+/// The spread's renumbering of `experts` experts over the folding `fold`:
+/// expert e is held by the ep rank e / (E / ep), and within that stack
+/// computed by the replica (row-major over the replica axes, in grid order)
+/// whose block of E / ranks experts holds it; dispatch places expert v on
+/// the group rank v / (E / ranks), the group numbered row-major over every
+/// axis in grid order. Empty when that is e's own order (ep the first axis
+/// of size > 1).
+SmallVector<int64_t>
+StepBuilder::spreadOwners(const std::vector<GridAxis> &fold,
+                          int64_t experts) const {
+  int64_t stack = experts / epSize, block = experts / foldedRanks;
+  SmallVector<int64_t> map;
+  bool moved = false;
+  for (int64_t e = 0; e < experts; ++e) {
+    int64_t replica = (e % stack) / block, owner = 0;
+    // The replica's coordinates, last axis fastest; then the owner's
+    // place over every axis of the group.
+    SmallVector<int64_t> coord(fold.size(), 0);
+    for (size_t i = fold.size(); i-- > 0;) {
+      if (fold[i].size <= 1)
+        continue;
+      if (fold[i].name == epAxis) {
+        coord[i] = e / stack;
+      } else {
+        coord[i] = replica % fold[i].size;
+        replica /= fold[i].size;
+      }
+    }
+    for (size_t i = 0; i < fold.size(); ++i)
+      if (fold[i].size > 1)
+        owner = owner * fold[i].size + coord[i];
+    map.push_back(owner * block + e % block);
+    moved |= map.back() != e;
+  }
+  if (!moved)
+    map.clear();
+  return map;
 }
 
 void StepBuilder::addParameterArguments() {
@@ -845,11 +986,16 @@ void StepBuilder::buildTraining() {
                        replicaAxes,
                        foldedRanks,
                        body->getArgument(dataArgs[li].x)};
-    Value target = layer.forward(body->getArgument(dataArgs[li].router),
-                                 body->getArgument(dataArgs[li].gate),
-                                 body->getArgument(dataArgs[li].up),
-                                 body->getArgument(dataArgs[li].down))
-                       .y;
+    layer.spreadAxes = spreadAxes;
+    if (!spreadAxes.empty())
+      layer.owners = owners[li];
+    Value target =
+        layer
+            .forward(body->getArgument(dataArgs[li].router),
+                     layer.mine(body->getArgument(dataArgs[li].gate)),
+                     layer.mine(body->getArgument(dataArgs[li].up)),
+                     layer.mine(body->getArgument(dataArgs[li].down)))
+            .y;
     TrainedLayer::Shared shared;
     if (l.sharedExperts > 0)
       shared = {param(".shared_experts.gate_proj"),
@@ -991,9 +1137,10 @@ void StepBuilder::buildClips() {
   }
 }
 
-OwningOpRef<ModuleOp> mlir::muir::desc::buildModule(MLIRContext &ctx,
-                                                     const Description &d) {
-  return StepBuilder(ctx, d).build();
+OwningOpRef<ModuleOp>
+mlir::muir::desc::buildModule(MLIRContext &ctx, const Description &d,
+                              Determinism determinism) {
+  return StepBuilder(ctx, d, determinism).build();
 }
 
 //===----------------------------------------------------------------------===//

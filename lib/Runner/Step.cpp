@@ -255,7 +255,8 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
     if (failed(desc))
       return error("");
     module = options.layer.empty()
-                 ? desc::buildModule(context, *desc)
+                 ? desc::buildModule(context, *desc,
+                                     options.pipeline.deterministic)
                  : desc::buildLayerModule(context, *desc, options.layer,
                                           options.layerBackward);
     if (module && failed(verify(*module)))

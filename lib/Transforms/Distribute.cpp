@@ -204,26 +204,35 @@ struct DistributePass
   GridOp grid;
   FlatSymbolRefAttr gridRef;
 
-  /// The layout-invariant mode's refusal: a sum of the step (not one a
+  /// The layout-invariant mode's refusals: a sum of the step (not one a
   /// probe only prints) over ranks that each hold part of its terms, such
-  /// as a replicated MoE layer's gradients over its tokens, adds them in
-  /// an order the layout sets.
+  /// as a shared expert's gradients over each rank's tokens, adds them in
+  /// an order the layout sets; capacity drops over each rank's tokens
+  /// depend on how the tokens are spread.
   static LogicalResult checkLayoutInvariant(ModuleOp module) {
-    WalkResult result = module.walk([](AllReduceOp sum) {
-      auto func = sum->getParentOfType<func::FuncOp>();
+    WalkResult result = module.walk([](Operation *op) {
+      auto func = op->getParentOfType<func::FuncOp>();
       if (func && (func->hasAttr("muir.per_rank") ||
                    func->hasAttr("muir.entry")))
         return WalkResult::advance();
-      if (llvm::all_of(sum->getUsers(),
-                       [](Operation *user) { return isa<ProbeOp>(user); }))
+      if (auto cap = dyn_cast<CapacityOp>(op);
+          cap && cap.getGroupTokens() == 0) {
+        cap.emitOpError("drops pairs beyond each expert's capacity over "
+                        "this rank's tokens, which depend on how the layout "
+                        "spreads them; the layout-invariant mode needs a "
+                        "dropless MoE layer (no capacity_factor)");
+        return WalkResult::interrupt();
+      }
+      auto sum = dyn_cast<AllReduceOp>(op);
+      if (!sum || llvm::all_of(sum->getUsers(), [](Operation *user) {
+            return isa<ProbeOp>(user);
+          }))
         return WalkResult::advance();
       sum.emitOpError("adds partial results of the ranks of ")
           << sum.getGridAxes()
-          << ", which hold the same tensor (a replicated MoE layer's "
-             "gradients, over each rank's tokens), in an order the layout "
-             "sets; the layout-invariant mode does not cover such a sum "
-             "yet: give the MoE layers a folding whose only axis over the "
-             "ranks is ep (moe:ep=N)";
+          << ", which hold the same tensor (a shared expert's gradients, "
+             "over each rank's tokens), in an order the layout sets; the "
+             "layout-invariant mode does not cover such a sum yet";
       return WalkResult::interrupt();
     });
     return failure(result.wasInterrupted());

@@ -268,7 +268,8 @@ static LogicalResult compileCosts(MLIRContext &context,
                                   const muir::desc::Description &desc,
                                   const muir::PipelineOptions &pipeline,
                                   muir::StepCosts &costs) {
-  OwningOpRef<ModuleOp> module = muir::desc::buildModule(context, desc);
+  OwningOpRef<ModuleOp> module =
+      muir::desc::buildModule(context, desc, pipeline.deterministic);
   if (!module || failed(verify(*module)))
     return failure();
   return toExec(context, *module, pipeline, &costs);
@@ -306,8 +307,9 @@ buildIR(MLIRContext &context, const muir::desc::Description &desc,
   std::string manifest, entryName;
   if (emit == Emit::None || emit == Emit::Description)
     return module;
-  module = layerName.empty() ? muir::desc::buildModule(context, desc)
-                             : muir::desc::buildLayerModule(
+  module = layerName.empty()
+               ? muir::desc::buildModule(context, desc, pipeline.deterministic)
+               : muir::desc::buildLayerModule(
                                    context, desc, layerName, layerBackward);
   if (!module || failed(verify(*module)))
     return failure();

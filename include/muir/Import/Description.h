@@ -22,6 +22,10 @@
 #include <string>
 #include <vector>
 
+namespace mlir::muir {
+enum class Determinism; // muir/Passes.h
+} // namespace mlir::muir
+
 namespace mlir::muir::desc {
 
 /// Where a value came from, for diagnostics (line/col are 1-based; 0 when
@@ -460,8 +464,12 @@ inline constexpr llvm::StringLiteral kTrainedLayerLoc = "moe ";
 /// the plan report can name the matrices of each Newton-Schulz.
 inline constexpr llvm::StringLiteral kParamLoc = "param ";
 
-/// Builds the high-level IR of one optimizer step for `d`.
-OwningOpRef<ModuleOp> buildModule(MLIRContext &context, const Description &d);
+/// Builds the high-level IR of one optimizer step for `d`, its sums ordered
+/// as `determinism` says (with LayoutInvariant, an MoE layer whose folding
+/// holds replicas of its ep stacks spreads its experts' work over every
+/// rank of the folding instead of summing the replicas' gradients).
+OwningOpRef<ModuleOp> buildModule(MLIRContext &context, const Description &d,
+                                  Determinism determinism);
 
 /// Builds one of `d`'s MoE layers (the `moe` entry named `layer`) as a
 /// function a model calls, per rank, for `tokens_per_rank` rows at most:

@@ -121,7 +121,8 @@ def reference(inp, capacity=None, shared=False):
 losses_of = moe_reference.losses_of
 
 
-def run(args, ep, inp, steps, name, edp=1, capacity=None, shared=False):
+def run(args, ep, inp, steps, name, edp=1, capacity=None, shared=False,
+        extra=()):
     work = os.path.join(args.tmp, name)
     os.makedirs(work, exist_ok=True)
     desc = os.path.join(work, "train.yaml")
@@ -132,7 +133,7 @@ def run(args, ep, inp, steps, name, edp=1, capacity=None, shared=False):
         mt.write_npy(load, n, a)
     dump = os.path.join(work, "out")
     cmd = [args.muir_run, desc, "--steps", str(steps), "--load", load,
-           "--dump", dump, "--no-probes"]
+           "--dump", dump, "--no-probes", *extra]
     if ep * edp > 1:
         cmd += ["--ranks", str(ep * edp)]
     text = mt.check_output(cmd)
@@ -167,6 +168,24 @@ def main():
     err = max(np.abs(four[n] - one[n]).max() / np.abs(one[n]).max()
               for n in ref)
     chk.check("edp 2 x ep 2: step 1 gradients vs ep 1", err, 1e-5)
+    # The same layout in the layout-invariant mode: the two replicas of each
+    # ep stack split its experts between them, and each expert's products
+    # take every rank's tokens that chose it (the experts renumbered, edp
+    # coming before ep in the grid), so nothing is summed over the
+    # replicas: step 1 against float64, and bitwise one rank's in the mode.
+    li = ["--deterministic=layout-invariant"]
+    spread, _ = run(args, 2, inp, 1, "edp2-li", edp=2, extra=li)
+    err = max(np.abs(spread[n] - ref[n]).max() / np.abs(ref[n]).max()
+              for n in ref)
+    chk.check("edp 2 x ep 2, layout-invariant: step 1 gradients vs float64",
+              err, 1e-5)
+    alone, _ = run(args, 1, inp, 1, "ep1-li", extra=li)
+    differ = sorted(n for n in alone
+                    if not np.array_equal(alone[n], spread.get(n)))
+    chk.expect("edp 2 x ep 2, layout-invariant: all %d tensors after step 1 "
+               "bitwise equal to one rank's" % len(alone),
+               not differ and len(spread) == len(alone),
+               "differ: %s" % differ)
     # Capacity mode on l0 (capacity_factor 0.75, drops by position over the
     # rank's tokens): step 1's gradients against the reference's own drops.
     cap = (0.75, "position")
