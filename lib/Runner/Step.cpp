@@ -153,6 +153,26 @@ void stripLayout(ModuleOp module) {
         f.removeArgAttr(i, attr);
 }
 
+/// The layout-free identity of a description's step: the step built for
+/// one device (no axis over ranks, no shards, each MoE layer's batch
+/// whole when the layer gives `tokens`), without its layout. A trained MoE
+/// layer's step is per rank (its local expert stacks and tokens, its
+/// collectives over the layout's axes), so stripping the layout from the
+/// step as built would not give one identity for every layout.
+std::string oneDeviceHash(MLIRContext &context, desc::Description d,
+                          Determinism determinism) {
+  d.grid.axes = {{"dp", 1, d.grid.loc}};
+  d.grid.moeAxes.clear();
+  for (desc::Parameter &p : d.params)
+    p.shards.clear();
+  desc::resolveTokens(d);
+  OwningOpRef<ModuleOp> module = desc::buildModule(context, d, determinism);
+  if (!module)
+    return "";
+  stripLayout(*module);
+  return irHash(*module);
+}
+
 /// The run's grid and its foldings as text ("dp=2,tp=2; @moe: edp=1,ep=2")
 /// for a saved state's identity.
 std::string gridText(ModuleOp module) {
@@ -250,6 +270,7 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
       &diagnostics);
   StringRef ext = llvm::sys::path::extension(filename);
   OwningOpRef<ModuleOp> &module = I.module;
+  std::string layoutFreeHash; // a description's (oneDeviceHash)
   if (ext == ".yaml" || ext == ".yml" || ext == ".json") {
     auto desc = desc::parseDescription(I.sourceMgr, 1);
     if (failed(desc))
@@ -261,6 +282,9 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
                                           options.layerBackward);
     if (module && failed(verify(*module)))
       return error("");
+    if (module && options.layer.empty())
+      layoutFreeHash =
+          oneDeviceHash(context, *desc, options.pipeline.deterministic);
   } else {
     if (!options.layer.empty())
       return error("option 'layer' needs a description (.yaml, .yml or "
@@ -300,10 +324,13 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
   // shapes, settings), the grid, the compile flags.
   {
     step->id.stepHash = irHash(*module);
-    // A high-level step's layout is its grids and its arguments' shards,
+    // A description's step is identified by itself on one device; a
+    // high-level step's layout is its grids and its arguments' shards,
     // splits and foldings; planned and exec IR are a rank's program, their
     // layout throughout.
-    if (stage == Stage::High) {
+    if (!layoutFreeHash.empty()) {
+      step->id.layoutFreeHash = layoutFreeHash;
+    } else if (stage == Stage::High) {
       OwningOpRef<ModuleOp> layoutFree = cast<ModuleOp>((*module)->clone());
       stripLayout(*layoutFree);
       step->id.layoutFreeHash = irHash(*layoutFree);
