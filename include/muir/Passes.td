@@ -96,8 +96,9 @@ def MuirDistribute : Pass<"muir-distribute", "mlir::ModuleOp"> {
            /*default=*/"false",
            "sums in orders that do not depend on the layout: Newton-Schulz "
            "of split matrices duplicated (the distributed and blockwise "
-           "modes refused), and a sum over ranks that hold the same tensor "
-           "(a replicated MoE layer's gradients) refused">
+           "modes refused); a sum over ranks that feeds the step (partial "
+           "results over each rank's tokens) and capacity drops over each "
+           "rank's tokens refused">
   ];
 }
 

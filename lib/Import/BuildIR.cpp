@@ -108,6 +108,11 @@ struct TrainedLayer {
   /// order (empty: the same order).
   ArrayRef<std::string> spreadAxes = {};
   ArrayRef<int64_t> owners = {};
+  /// The layout-invariant mode: the shared experts run on every token of
+  /// the dispatch group (which is then the whole folding), as on one rank,
+  /// and this rank's rows are kept; their gradients are then whole on
+  /// every rank, not summed over ranks.
+  bool invariant = false;
 
   bool spread() const { return !spreadAxes.empty(); }
   /// The ranks that share the experts' work: the ep group, or the folding.
@@ -355,15 +360,23 @@ struct TrainedLayer {
                               {f.out, f.indices, f.plan, f.weights},
                               onGroup()));
     // Shared experts: one SwiGLU MLP of S * expert_size on every token of
-    // this rank, added to the routed output.
+    // this rank (layout-invariant: of the group, this rank's rows kept),
+    // added to the routed output.
     if (shared) {
-      int64_t sf = l.sharedExperts * ff;
+      int64_t sf = l.sharedExperts * ff, rows = sharedRows();
       auto tb = b.getNamedAttr("transpose_b", b.getUnitAttr());
-      f.sGate = one(make<MatmulOp>({f32({t, sf})}, {x, shared->gate}, {tb}));
-      f.sUp = one(make<MatmulOp>({f32({t, sf})}, {x, shared->up}, {tb}));
-      f.sAct = one(make<SwigluOp>({f32({t, sf})}, {f.sGate, f.sUp}));
-      Value s = one(make<MatmulOp>({f32({t, h})}, {f.sAct, shared->down},
+      Value in = sharedTokens();
+      f.sGate =
+          one(make<MatmulOp>({f32({rows, sf})}, {in, shared->gate}, {tb}));
+      f.sUp = one(make<MatmulOp>({f32({rows, sf})}, {in, shared->up}, {tb}));
+      f.sAct = one(make<SwigluOp>({f32({rows, sf})}, {f.sGate, f.sUp}));
+      Value s = one(make<MatmulOp>({f32({rows, h})}, {f.sAct, shared->down},
                                    {tb}));
+      if (rows != t) {
+        SmallVector<NamedAttribute> a = group();
+        a.push_back(b.getNamedAttr("slice_axis", b.getI64IntegerAttr(0)));
+        s = one(make<AllSliceOp>({f32({t, h})}, {s}, a));
+      }
       f.y = one(make<AddOp>({f32({t, h})}, {f.y, s}));
     }
   }
@@ -407,12 +420,16 @@ struct TrainedLayer {
         {f32({e, h})}, {dls, allTokens()},
         {b.getNamedAttr("transpose_a", b.getUnitAttr())}));
     // Shared experts: ordinary products over this rank's tokens, their
-    // weight gradients summed over every rank of the folding.
+    // weight gradients summed over every rank of the folding
+    // (layout-invariant: over every token, whole on every rank).
     if (shared) {
       sharedBackward(f, dy, f.sAct, *shared, g);
-      SmallVector<std::string> every(replicas.begin(), replicas.end());
-      if (ep > 1)
-        every.push_back(axis.str());
+      SmallVector<std::string> every;
+      if (!invariant) {
+        every.append(replicas.begin(), replicas.end());
+        if (ep > 1)
+          every.push_back(axis.str());
+      }
       g.sGate = sumOver(g.sGate, every);
       g.sUp = sumOver(g.sUp, every);
       g.sDown = sumOver(g.sDown, every);
@@ -507,18 +524,32 @@ struct TrainedLayer {
     return eg;
   }
 
-  /// The shared experts' weight gradients (into g) over this rank's tokens,
-  /// given their activation `sAct`; returns the gate and up gradients.
+  /// The shared experts' tokens: this rank's, or (layout-invariant) the
+  /// group's.
+  Value sharedTokens() { return invariant ? allTokens() : x; }
+  int64_t sharedRows() const {
+    return invariant ? tokens() * groupSize() : tokens();
+  }
+
+  /// The shared experts' weight gradients (into g) over their tokens
+  /// (sharedTokens), given their activation `sAct`; returns the gate and
+  /// up gradients.
   std::pair<Value, Value> sharedBackward(Forward &f, Value dy, Value sAct,
                                          const Shared &shared, Grads &g) {
-    int64_t t = tokens(), h = l.hidden, sf = l.sharedExperts * l.expertSize;
+    int64_t rows = sharedRows(), h = l.hidden,
+            sf = l.sharedExperts * l.expertSize;
     auto ta = b.getNamedAttr("transpose_a", b.getUnitAttr());
+    Value in = sharedTokens();
+    if (rows != tokens())
+      dy = gather(dy, h);
     g.sDown = one(make<MatmulOp>({f32({h, sf})}, {dy, sAct}, {ta}));
-    Value dsAct = one(make<MatmulOp>({f32({t, sf})}, {dy, shared.down}));
-    Operation *ssg = make<SwigluGradOp>({f32({t, sf}), f32({t, sf})},
+    Value dsAct = one(make<MatmulOp>({f32({rows, sf})}, {dy, shared.down}));
+    Operation *ssg = make<SwigluGradOp>({f32({rows, sf}), f32({rows, sf})},
                                         {f.sGate, f.sUp, dsAct});
-    g.sGate = one(make<MatmulOp>({f32({sf, h})}, {ssg->getResult(0), x}, {ta}));
-    g.sUp = one(make<MatmulOp>({f32({sf, h})}, {ssg->getResult(1), x}, {ta}));
+    g.sGate =
+        one(make<MatmulOp>({f32({sf, h})}, {ssg->getResult(0), in}, {ta}));
+    g.sUp =
+        one(make<MatmulOp>({f32({sf, h})}, {ssg->getResult(1), in}, {ta}));
     return {ssg->getResult(0), ssg->getResult(1)};
   }
 };
@@ -987,6 +1018,7 @@ void StepBuilder::buildTraining() {
                        foldedRanks,
                        body->getArgument(dataArgs[li].x)};
     layer.spreadAxes = spreadAxes;
+    layer.invariant = determinism == Determinism::LayoutInvariant;
     if (!spreadAxes.empty())
       layer.owners = owners[li];
     Value target =

@@ -205,10 +205,10 @@ struct DistributePass
   FlatSymbolRefAttr gridRef;
 
   /// The layout-invariant mode's refusals: a sum of the step (not one a
-  /// probe only prints) over ranks that each hold part of its terms, such
-  /// as a shared expert's gradients over each rank's tokens, adds them in
-  /// an order the layout sets; capacity drops over each rank's tokens
-  /// depend on how the tokens are spread.
+  /// probe only prints) over ranks that each hold part of its terms adds
+  /// them in an order the layout sets (the importer builds none in this
+  /// mode: this guards other high-level IR); capacity drops over each
+  /// rank's tokens depend on how the tokens are spread.
   static LogicalResult checkLayoutInvariant(ModuleOp module) {
     WalkResult result = module.walk([](Operation *op) {
       auto func = op->getParentOfType<func::FuncOp>();
@@ -230,9 +230,9 @@ struct DistributePass
         return WalkResult::advance();
       sum.emitOpError("adds partial results of the ranks of ")
           << sum.getGridAxes()
-          << ", which hold the same tensor (a shared expert's gradients, "
-             "over each rank's tokens), in an order the layout sets; the "
-             "layout-invariant mode does not cover such a sum yet";
+          << " (such as gradients over each rank's tokens) in an order the "
+             "layout sets; the layout-invariant mode takes no such sum (the "
+             "importer builds none)";
       return WalkResult::interrupt();
     });
     return failure(result.wasInterrupted());

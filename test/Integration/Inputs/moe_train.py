@@ -214,6 +214,26 @@ def main():
                   for n in names)
         chk.check("l1 with a shared expert, ep %d: step 1 gradients of its "
                   "%d parameters vs float64" % (ep, len(names)), err, 1e-5)
+    # The same in the layout-invariant mode, on one rank and on edp 2 x
+    # ep 2: the shared expert runs on every token of the folding on every
+    # rank (this rank's rows kept), so its gradients are whole on each rank
+    # and nothing is summed: against float64, and bitwise one rank's.
+    li = ["--deterministic=layout-invariant"]
+    alone, _ = run(args, 1, inp, 1, "shared-li-ep1", shared=True, extra=li)
+    spread, _ = run(args, 2, inp, 1, "shared-li-edp2", edp=2, shared=True,
+                    extra=li)
+    names = [n for n in sref if n.startswith("l1.")]
+    err = max(np.abs(spread[n] - sref[n]).max() / np.abs(sref[n]).max()
+              for n in names)
+    chk.check("l1 with a shared expert, edp 2 x ep 2, layout-invariant: step "
+              "1 gradients of its %d parameters vs float64" % len(names),
+              err, 1e-5)
+    differ = sorted(n for n in alone
+                    if not np.array_equal(alone[n], spread.get(n)))
+    chk.expect("l1 with a shared expert, edp 2 x ep 2, layout-invariant: all "
+               "%d tensors after step 1 bitwise equal to one rank's"
+               % len(alone), not differ and len(spread) == len(alone),
+               "differ: %s" % differ)
     _, losses = run(args, 1, inp, 6, "six")
     for l in LAYERS:
         seq = losses[l]
