@@ -999,6 +999,8 @@ llvm::Error Step::writeTrace(StringRef path) const {
   if (!cuda())
     os << "# blas-threads " << muirrt_blas_threads() << "\n";
   os << "# build " << id.build << "\n";
+  // How each buffer is hashed (muirrt_trace_buffer).
+  os << "# hash xxh64\n";
   const MuirRtTraceRecord *rec = muirrt_trace_records();
   for (int64_t i = 0; i < n; ++i) {
     const MuirRtTraceRecord &t = rec[i];

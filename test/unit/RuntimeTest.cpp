@@ -1242,4 +1242,32 @@ TEST(EntryTable, ASignatureMismatchNamesTheFirstEntryThatDiffers) {
   EXPECT_STREQ(differs, "sgemm");
 }
 
+// A traced buffer's hash is XXH64 with seed 0: against LLVM's xxHash64
+// (llvm/Support/xxhash.h) of bytes (37 i + 11) mod 256, printed once by a
+// program linked with LLVM, for lengths that take each path (no stripe, a
+// tail of 8-, 4- and 1-byte pieces, whole and partial 32-byte stripes).
+TEST(Trace, BufferHashIsXXH64) {
+  std::vector<unsigned char> bytes(200);
+  for (int i = 0; i < 200; ++i)
+    bytes[i] = static_cast<unsigned char>(i * 37 + 11);
+  const std::pair<int64_t, uint64_t> want[] = {
+      {0, 0xef46db3751d8e999ull},   {1, 0xf592c0c7639c4cb6ull},
+      {3, 0x22c08528601d4f27ull},   {4, 0xfb1e5cf2f1ae4d95ull},
+      {7, 0x5613ac510496c04eull},   {8, 0x57cb2b7521f3e21aull},
+      {31, 0xe4a0e629e519a4aeull},  {32, 0xcc6b8aaada790b2dull},
+      {33, 0x35ec49850475a832ull},  {63, 0xbf9f0ba3cf95b28aull},
+      {64, 0x155ccce4bf32befcull},  {100, 0x4826e367566ea023ull},
+      {200, 0x2f074b6dd9094e34ull}};
+  muirrt_trace_enable(1);
+  for (auto [n, hash] : want)
+    muirrt_trace_buffer(/*op_id=*/n, 0, 0, bytes.data(), n);
+  ASSERT_EQ(muirrt_trace_count(), static_cast<int64_t>(std::size(want)));
+  const MuirRtTraceRecord *records = muirrt_trace_records();
+  for (size_t k = 0; k < std::size(want); ++k) {
+    EXPECT_EQ(records[k].bytes, want[k].first);
+    EXPECT_EQ(records[k].hash, want[k].second) << want[k].first << " bytes";
+  }
+  muirrt_trace_enable(0);
+}
+
 } // namespace

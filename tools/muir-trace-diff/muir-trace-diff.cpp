@@ -17,7 +17,9 @@
 // resume compares but the build), the rank and the number of ranks;
 // "# ir", "# grid", "# flag" and "# build" lines spell it out (and
 // "# blas-threads", OpenBLAS's thread count, on which the bits depend but
-// not the program: two runs on other counts are compared, with a note);
+// not the program: two runs on other counts are compared, with a note;
+// "# hash", how buffers are hashed: XXH64 since it has the line, FNV-1a
+// before, and two traces hashed two ways are refused);
 // its last
 // line is "# end <N> records". A trace without that line, or whose count
 // is not its records', is cut (the run that wrote it was killed while
@@ -127,6 +129,9 @@ struct Header {
   /// OpenBLAS's threads on this rank ("" for a CUDA step or an older
   /// trace): not the program's, but its bits depend on it.
   std::string blasThreads;
+  /// How buffers are hashed ("# hash"): xxh64; a trace without the line
+  /// hashed them with FNV-1a.
+  std::string hash = "fnv1a";
   std::map<std::string, std::string> flags;
   int64_t rank = 0, ranks = 1;
 };
@@ -226,6 +231,8 @@ std::string readFile(StringRef path, int64_t rank, Trace &t, Header &h) {
         h.build = value.str();
       else if (key == "blas-threads")
         h.blasThreads = value.str();
+      else if (key == "hash")
+        h.hash = value.str();
       else if (key == "flag") {
         auto [name, setting] = value.split('=');
         h.flags[name.str()] = setting.str();
@@ -397,6 +404,13 @@ int main(int argc, char **argv) {
             "and compile flags, as --resume requires)";
     return error(text);
   }
+  // Buffers hashed two ways: every hash would differ.
+  if (!ha.old && !hb.old && ha.hash != hb.hash)
+    return error("A (" + traceA + ") hashes buffers with " + ha.hash +
+                 ", B (" + traceB + ") with " + hb.hash +
+                 " (written by builds before and after muir's traces moved "
+                 "to XXH64): no two hashes could agree; rerun the run of "
+                 "the older trace with this build");
   // One program built twice: compared (where the builds' bits part is what
   // a trace is for), with a note. A resume also requires the build.
   if (!ha.old && !hb.old && ha.build != hb.build)

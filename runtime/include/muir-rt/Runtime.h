@@ -278,8 +278,8 @@ void muirrt_dist_finalize(void);
 
 /* One buffer of one executed op (muir_exec.trace): the step, the op's
  * execution number in the step (seq), its id, the operand index, whether
- * it was written (after the op) or read (before), its size and a 64-bit
- * FNV-1a hash of its bytes. */
+ * it was written (after the op) or read (before), its size and the XXH64
+ * hash (seed 0) of its bytes. */
 typedef struct MuirRtTraceRecord {
   int64_t step, seq, op_id, index;
   int32_t output;
