@@ -419,43 +419,47 @@ mlir::muir::state::checkState(StringRef dir, const StepIdentity &identity,
   return manifest->step;
 }
 
-llvm::Error mlir::muir::state::saveState(const MuirRtContext *ctx,
-                                         StringRef given,
-                                         const StepIdentity &identity,
-                                         int64_t step) {
+llvm::Expected<std::string>
+mlir::muir::state::beginSave(StringRef given) {
   if (llvm::Error e = checkSaveTarget(given))
-    return e;
+    return std::move(e);
   StringRef dir = given.rtrim('/');
-  auto fail = [&](const Twine &why) {
-    return error("cannot save the state to '" + dir + "': " + why);
-  };
   // Built in a staging directory beside the state (same file system,
   // never $TMPDIR), which then takes the state's place in one rename: the
   // directory is the old state whole or the new one whole, also under a
   // signal (the runtime removes the staging directory).
   char staged[PATH_MAX] = {0};
   if (muirrt_stage_dir(dir.str().c_str(), staged, sizeof(staged)))
-    return fail(muirrt_last_error());
-  llvm::scope_exit removeStaged([&] {
-    if (staged[0])
-      muirrt_stage_abort(staged);
-  });
-  llvm::StringRef tmp = staged;
-  if (muirrt_write_dir(ctx, staged))
-    return fail(muirrt_last_error());
+    return error("cannot save the state to '" + dir +
+                 "': " + muirrt_last_error());
+  return std::string(staged);
+}
+
+void mlir::muir::state::abortSave(StringRef staged) {
+  muirrt_stage_abort(staged.str().c_str());
+}
+
+llvm::Error mlir::muir::state::finishSave(StringRef staged, StringRef given,
+                                          const StepIdentity &identity,
+                                          int64_t step,
+                                          llvm::ArrayRef<std::string> names) {
+  StringRef dir = given.rtrim('/');
+  auto fail = [&](const Twine &why) {
+    abortSave(staged);
+    return error("cannot save the state to '" + dir + "': " + why);
+  };
   Manifest m;
   m.identity = identity;
   m.step = step;
-  for (int32_t i = 0; i < muirrt_tensor_count(ctx); ++i) {
-    std::string name = muirrt_tensor_name(ctx, i);
-    auto hash = fileHash(inDir(tmp, name + ".npy"));
+  for (const std::string &name : names) {
+    auto hash = fileHash(inDir(staged, name + ".npy"));
     if (!hash)
       return fail(llvm::toString(hash.takeError()));
     m.tensors[name] = *hash;
   }
   {
     std::error_code ec;
-    llvm::raw_fd_ostream os(inDir(tmp, kManifestName), ec);
+    llvm::raw_fd_ostream os(inDir(staged, kManifestName), ec);
     if (ec)
       return fail(ec.message());
     os << printManifest(m);
@@ -463,8 +467,7 @@ llvm::Error mlir::muir::state::saveState(const MuirRtContext *ctx,
     if (os.has_error())
       return fail(os.error().message());
   }
-  if (muirrt_stage_commit(staged, dir.str().c_str()))
+  if (muirrt_stage_commit(staged.str().c_str(), dir.str().c_str()))
     return fail(muirrt_last_error());
-  staged[0] = 0;
   return llvm::Error::success();
 }

@@ -8,7 +8,11 @@
 #include "muir/Runner/Step.h"
 
 #include "muir/Runner/Role.h"
+#include "muir-rt/GroupMask.h"
 #include "muir-rt/Runtime.h"
+#include "muir/Runner/State.h"
+
+#include <climits>
 
 #include "llvm/Support/Format.h"
 
@@ -27,124 +31,116 @@ HostTensors::HostTensors(Step &step) : step(step) {}
 HostTensors::~HostTensors() {
   for (void *p : device)
     step.deviceFree(p);
-  if (local)
-    muirrt_context_destroy(local);
+  // The whole tensors alias the parts of unsplit ones: they go first.
   if (whole)
     muirrt_context_destroy(whole);
+  if (local)
+    muirrt_context_destroy(local);
 }
 
 llvm::Error HostTensors::create() {
   local = muirrt_context_create();
-  whole = muirrt_context_create();
   const auto &args = step.arguments();
   localIndex.assign(args.size(), -1);
   wholeIndex.assign(args.size(), -1);
+  offsets.assign(args.size(), {});
   for (auto [i, a] : llvm::enumerate(args)) {
     if (!a.isTensor())
       continue;
     int32_t dtype = a.f64 ? MUIRRT_DTYPE_F64 : MUIRRT_DTYPE_F32;
-    wholeIndex[i] = muirrt_tensor_add_typed(whole, a.name.c_str(),
-                                            a.globalShape.size(),
-                                            a.globalShape.data(), a.role,
-                                            dtype);
-    // A tensor this rank holds whole is its whole tensor: one storage,
-    // no copies between the two.
-    localIndex[i] =
-        wholeIndex[i] < 0 ? -1
-        : a.splits.empty()
-            ? muirrt_tensor_add_alias(local, whole, wholeIndex[i])
-            : muirrt_tensor_add_typed(local, a.name.c_str(), a.shape.size(),
-                                      a.shape.data(), a.role, dtype);
-    if (localIndex[i] < 0 || wholeIndex[i] < 0)
+    localIndex[i] = muirrt_tensor_add_typed(local, a.name.c_str(),
+                                            a.shape.size(), a.shape.data(),
+                                            a.role, dtype);
+    if (localIndex[i] < 0)
       return error(muirrt_last_error());
     if (a.initStd > 0 &&
-        muirrt_tensor_set_init_std(whole, wholeIndex[i], a.initStd))
+        muirrt_tensor_set_init_std(local, localIndex[i], a.initStd))
       return error(muirrt_last_error());
+    // Where this rank's part starts in the whole tensor: its block along
+    // each split dimension.
+    offsets[i].assign(a.shape.size(), 0);
+    for (const Split &sp : a.splits)
+      offsets[i][sp.dim] = muirrt_dist_group_rank(sp.mask) * a.shape[sp.dim];
   }
   return llvm::Error::success();
 }
 
 llvm::Error HostTensors::load(StringRef dir, int32_t &loaded) {
   loaded = 0;
-  if (muirrt_load_dir(whole, dir.str().c_str(), &loaded))
+  // Each rank reads its part of each file only.
+  std::vector<const int64_t *> shapes(muirrt_tensor_count(local), nullptr),
+      starts(shapes.size(), nullptr);
+  for (auto [i, a] : llvm::enumerate(step.arguments()))
+    if (localIndex[i] >= 0) {
+      shapes[localIndex[i]] = a.globalShape.data();
+      starts[localIndex[i]] = offsets[i].data();
+    }
+  if (muirrt_load_dir_parts(local, dir.str().c_str(), shapes.data(),
+                            starts.data(), &loaded))
     return error(muirrt_last_error());
   return llvm::Error::success();
 }
 
-void HostTensors::seed(uint64_t seed) { muirrt_init_from_seed(whole, seed); }
+void HostTensors::seed(uint64_t seed) {
+  for (auto [i, a] : llvm::enumerate(step.arguments()))
+    if (localIndex[i] >= 0)
+      muirrt_init_part_from_seed(local, localIndex[i], seed,
+                                 a.globalShape.data(), offsets[i].data());
+}
 
-/// Copies between a whole tensor and this rank's part: to the part by
-/// slicing (rank-local), back by all-gathers over each split's group
-/// (every rank must call it, in the same order). Counted in floats: an
-/// f64 element is two (the copies and gathers move bits only).
-static void copyShard(MuirRtContext *global, int32_t g, const Argument &a,
-                      MuirRtContext *local, int32_t l, bool toShard) {
+/// This rank's part -> the whole tensor, by all-gathers over each split's
+/// group (every rank must call it, in the same order), one split
+/// dimension at a time. Counted in floats: an f64 element is two (the
+/// gathers move bits only).
+static void gatherPart(MuirRtContext *global, int32_t g, const Argument &a,
+                       MuirRtContext *local, int32_t l) {
   int32_t rank = muirrt_tensor_rank(local, l);
   ArrayRef<int64_t> shape(muirrt_tensor_shape(local, l), rank);
-  ArrayRef<int64_t> wholeShape(muirrt_tensor_shape(global, g), rank);
   auto *shard = static_cast<float *>(muirrt_tensor_storage(local, l));
   auto *full = static_cast<float *>(muirrt_tensor_storage(global, g));
   const int64_t width = static_cast<int64_t>(a.elementBytes() / sizeof(float));
   int64_t numel = muirrt_tensor_numel(local, l) * width;
   if (shard == full) // one storage (muirrt_tensor_add_alias)
     return;
-  if (a.splits.empty()) {
-    if (toShard)
-      std::copy(full, full + numel, shard);
-    else
-      std::copy(shard, shard + numel, full);
-    return;
-  }
-  if (!toShard) {
-    // Gather one split dimension at a time, growing the tensor.
-    std::vector<float> cur(shard, shard + numel);
-    SmallVector<int64_t> curShape(shape);
-    for (const Split &s : a.splits) {
-      int64_t outer = 1, inner = width;
-      for (int64_t d = 0; d < rank; ++d)
-        (d < s.dim ? outer : inner) *= curShape[d];
-      int64_t n = muirrt_dist_group_size(s.mask);
-      std::vector<float> next(cur.size() * n);
-      muirrt_all_gather(s.mask, cur.data(), next.data(), outer, inner);
-      cur.swap(next);
-      curShape[s.dim] *= n;
-    }
-    std::copy(cur.begin(), cur.end(), full);
-    return;
-  }
-  // Slice: offset of this rank's block along each split dimension; copy
-  // row by row (the last dimension is contiguous in both).
-  SmallVector<int64_t> offset(rank, 0);
-  for (const Split &s : a.splits)
-    offset[s.dim] = muirrt_dist_group_rank(s.mask) * shape[s.dim];
-  int64_t rowLen = shape.back() * width;
-  int64_t rows = numel / std::max<int64_t>(1, rowLen);
-  SmallVector<int64_t> idx(rank, 0);
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t rem = r;
-    for (int64_t d = rank - 2; d >= 0; --d) {
-      idx[d] = rem % shape[d];
-      rem /= shape[d];
-    }
-    int64_t src = 0;
+  std::vector<float> cur(shard, shard + numel);
+  SmallVector<int64_t> curShape(shape);
+  for (const Split &s : a.splits) {
+    int64_t outer = 1, inner = width;
     for (int64_t d = 0; d < rank; ++d)
-      src = src * wholeShape[d] +
-            (d == rank - 1 ? offset[d] : idx[d] + offset[d]);
-    src *= width;
-    std::copy(full + src, full + src + rowLen, shard + r * rowLen);
+      (d < s.dim ? outer : inner) *= curShape[d];
+    int64_t n = muirrt_dist_group_size(s.mask);
+    std::vector<float> next(cur.size() * n);
+    muirrt_all_gather(s.mask, cur.data(), next.data(), outer, inner);
+    cur.swap(next);
+    curShape[s.dim] *= n;
   }
+  std::copy(cur.begin(), cur.end(), full);
 }
 
-void HostTensors::scatter() {
+llvm::Error HostTensors::gather() {
+  // The whole tensors exist from here on only (what --dump and
+  // --save-state write): a run holds its parts alone.
+  if (!whole) {
+    whole = muirrt_context_create();
+    for (auto [i, a] : llvm::enumerate(step.arguments())) {
+      if (localIndex[i] < 0)
+        continue;
+      // A tensor this rank holds whole is its whole tensor: one storage.
+      wholeIndex[i] =
+          a.splits.empty()
+              ? muirrt_tensor_add_alias(whole, local, localIndex[i])
+              : muirrt_tensor_add_typed(
+                    whole, a.name.c_str(), a.globalShape.size(),
+                    a.globalShape.data(), a.role,
+                    a.f64 ? MUIRRT_DTYPE_F64 : MUIRRT_DTYPE_F32);
+      if (wholeIndex[i] < 0)
+        return error(muirrt_last_error());
+    }
+  }
   for (auto [i, a] : llvm::enumerate(step.arguments()))
     if (localIndex[i] >= 0)
-      copyShard(whole, wholeIndex[i], a, local, localIndex[i], true);
-}
-
-void HostTensors::gather() {
-  for (auto [i, a] : llvm::enumerate(step.arguments()))
-    if (localIndex[i] >= 0)
-      copyShard(whole, wholeIndex[i], a, local, localIndex[i], false);
+      gatherPart(whole, wholeIndex[i], a, local, localIndex[i]);
+  return llvm::Error::success();
 }
 
 llvm::Error HostTensors::bind() {
@@ -188,8 +184,102 @@ llvm::Error HostTensors::dump(StringRef dir) const {
   return llvm::Error::success();
 }
 
+/// Whether this rank writes its part of `a` into a saved state: the first
+/// (group rank 0) of the ranks that hold the same part, those that differ
+/// from it only in the axes that do not split `a`. A tensor split over the
+/// axes of two foldings: each holder writes (the same bytes).
+static bool writesPart(const Step &step, const Argument &a) {
+  if (step.foldings().empty())
+    return true;
+  int64_t folding = 0, bits = 0;
+  for (auto [k, sp] : llvm::enumerate(a.splits)) {
+    int64_t f = muirrt_mask_folding(sp.mask);
+    if (k && f != folding)
+      return true;
+    folding = f;
+    bits |= muirrt_mask_axes(sp.mask);
+  }
+  size_t axes = step.foldings()[folding].axes.size();
+  int64_t rest = ((int64_t(1) << axes) - 1) & ~bits;
+  return rest == 0 ||
+         muirrt_dist_group_rank(muirrt_group_mask(folding, rest)) == 0;
+}
+
+/// Rank 0's staging path, or its failure (empty), to every rank of `world`.
+static std::string shareStaged(int64_t world, const std::string &staged,
+                               bool ok) {
+  std::vector<float> buf(2 + PATH_MAX, 0.0f);
+  if (muirrt_dist_rank() == 0) {
+    buf[0] = ok ? 1.0f : 0.0f;
+    buf[1] = static_cast<float>(staged.size());
+    for (auto [i, c] : llvm::enumerate(staged))
+      buf[2 + i] = static_cast<float>(static_cast<unsigned char>(c));
+  }
+  muirrt_broadcast(world, 0, buf.data(), static_cast<int64_t>(buf.size()));
+  if (buf[0] != 1.0f)
+    return "";
+  std::string out(static_cast<size_t>(buf[1]), '\0');
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = static_cast<char>(static_cast<unsigned char>(buf[2 + i]));
+  return out;
+}
+
 llvm::Error HostTensors::save(StringRef dir, int64_t stepNumber) const {
-  return state::saveState(whole, dir, step.identity(), stepNumber);
+  // Streamed: rank 0 stages the state and makes each tensor's file (its
+  // whole shape, zeros), every rank writes the parts it is the first to
+  // hold (no rank gathers a whole tensor), then rank 0 hashes the files,
+  // writes the manifest and puts the state in place. The staging path and
+  // the ranks' failures travel over the run's grid.
+  size_t numAxes =
+      step.foldings().empty() ? 0 : step.foldings().front().axes.size();
+  int64_t world = muirrt_group_mask(0, (int64_t(1) << numAxes) - 1);
+  bool root = muirrt_dist_rank() == 0;
+  const auto &args = step.arguments();
+  std::string staged, why;
+  if (root) {
+    auto begun = state::beginSave(dir);
+    if (!begun) {
+      why = llvm::toString(begun.takeError());
+    } else {
+      staged = *begun;
+      for (auto [i, a] : llvm::enumerate(args)) {
+        if (localIndex[i] < 0)
+          continue;
+        if (muirrt_npy_create(staged.c_str(), a.name.c_str(),
+                              a.f64 ? MUIRRT_DTYPE_F64 : MUIRRT_DTYPE_F32,
+                              a.globalShape.size(), a.globalShape.data())) {
+          why = "cannot save the state to '" + dir.rtrim('/').str() +
+                "': " + muirrt_last_error();
+          state::abortSave(staged);
+          break;
+        }
+      }
+    }
+  }
+  staged = shareStaged(world, staged, why.empty());
+  if (staged.empty())
+    return error(why); // rank 0 says why; the others exit quietly
+  std::vector<std::string> names;
+  for (auto [i, a] : llvm::enumerate(args)) {
+    if (localIndex[i] < 0)
+      continue;
+    names.push_back(a.name);
+    if (why.empty() && writesPart(step, a) &&
+        muirrt_npy_write_part(local, localIndex[i], staged.c_str(),
+                              a.globalShape.data(), offsets[i].data()))
+      why = "cannot save the state to '" + dir.rtrim('/').str() +
+            "': " + muirrt_last_error();
+  }
+  float failed = why.empty() ? 0.0f : 1.0f, anyFailed = 0.0f;
+  muirrt_all_reduce(world, /*max*/ 1, &failed, &anyFailed, 1);
+  if (anyFailed != 0.0f) {
+    if (root)
+      state::abortSave(staged);
+    return error(why); // the rank that failed says why
+  }
+  if (!root)
+    return llvm::Error::success();
+  return state::finishSave(staged, dir, step.identity(), stepNumber, names);
 }
 
 HostTensors::NonFinite

@@ -154,6 +154,14 @@ struct SplitMix64 {
   }
 };
 
+/// The seed's stream for the tensor `name`. The seed is mixed before
+/// combining so that nearby seeds (0, 1, 2...) do not give streams that
+/// are mere offsets of one another.
+uint64_t streamStart(uint64_t seed, const std::string &name) {
+  SplitMix64 seedMixer{seed};
+  return seedMixer.next() ^ fnv1a(name);
+}
+
 // Pair i of Box-Muller values (elements 2i, 2i + 1) takes the generator's
 // calls 2i + 1 and 2i + 2; SplitMix64's state only adds a constant per call,
 // so a chunk starts at its own pair directly and threads fill a large tensor
@@ -180,10 +188,7 @@ void fillNormalRange(T *out, int64_t numel, int64_t begin, int64_t end,
 template <typename T>
 void fillNormal(T *out, int64_t numel, uint64_t seed, const std::string &name,
                 double stddev) {
-  // Mix the seed before combining so that nearby seeds (0, 1, 2...) do not
-  // give streams that are mere offsets of one another.
-  SplitMix64 seedMixer{seed};
-  uint64_t start = seedMixer.next() ^ fnv1a(name);
+  uint64_t start = streamStart(seed, name);
   const int64_t perThread = int64_t(1) << 20;
   int64_t threads = std::min<int64_t>(
       std::max(1u, std::thread::hardware_concurrency()),
@@ -212,6 +217,69 @@ void fillNormal(T *out, int64_t numel, uint64_t seed, const std::string &name,
     t.join();
 }
 
+/// Elements [begin, begin + count) of the whole tensor fillNormal fills,
+/// into out[0, count): each Box-Muller pair from its own place in the
+/// stream, as fillNormalRange draws it.
+template <typename T>
+void fillNormalPart(T *out, int64_t begin, int64_t count, uint64_t start,
+                    double stddev) {
+  int64_t i = begin & ~int64_t(1), end = begin + count;
+  SplitMix64 rng{start + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ULL};
+  const double twoPi = 6.283185307179586476925286766559;
+  for (; i < end; i += 2) {
+    double u1 = static_cast<double>((rng.next() >> 11) + 1) * 0x1.0p-53;
+    double u2 = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
+    double r = std::sqrt(-2.0 * std::log(u1));
+    if (i >= begin)
+      out[i - begin] = static_cast<T>(stddev * r * std::cos(twoPi * u2));
+    if (i + 1 >= begin && i + 1 < end)
+      out[i + 1 - begin] = static_cast<T>(stddev * r * std::sin(twoPi * u2));
+  }
+}
+
+/// The runs of a rank's part [shape] at `offset` of a whole [global]
+/// tensor, row by row of the last dimension, adjacent rows joined:
+/// fn(whole's first element, part's first element, count).
+template <typename Fn>
+void forEachRun(int32_t rank, const int64_t *global, const int64_t *offset,
+                const int64_t *shape, Fn fn) {
+  int64_t rowLen = rank ? shape[rank - 1] : 1, rows = 1;
+  for (int32_t d = 0; d + 1 < rank; ++d)
+    rows *= shape[d];
+  if (rowLen == 0 || rows == 0)
+    return;
+  int64_t runWhole = -1, runPart = 0, runLen = 0;
+  int64_t idx[kMaxRank] = {};
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rem = r;
+    for (int32_t d = rank - 2; d >= 0; --d) {
+      idx[d] = rem % shape[d];
+      rem /= shape[d];
+    }
+    int64_t at = 0;
+    for (int32_t d = 0; d < rank; ++d)
+      at = at * global[d] + offset[d] + (d + 1 < rank ? idx[d] : 0);
+    if (runWhole >= 0 && at == runWhole + runLen) {
+      runLen += rowLen;
+      continue;
+    }
+    if (runWhole >= 0)
+      fn(runWhole, runPart, runLen);
+    runWhole = at;
+    runPart = r * rowLen;
+    runLen = rowLen;
+  }
+  fn(runWhole, runPart, runLen);
+}
+
+/// The standard deviation a tensor is seeded with (0: zeros).
+double seedStd(const Tensor &t) {
+  return t.initStd >= 0                   ? t.initStd
+         : t.role == MUIRRT_ROLE_PARAM    ? 0.02
+         : t.role == MUIRRT_ROLE_STATE    ? 0.0
+                                          : 1.0; // data, grad
+}
+
 //===----------------------------------------------------------------------===//
 // Files and directories
 //===----------------------------------------------------------------------===//
@@ -223,6 +291,26 @@ ssize_t readFull(int fd, void *buf, size_t size) {
   char *p = static_cast<char *>(buf);
   while (done < size) {
     ssize_t r = ::read(fd, p + done, size - done);
+    if (r < 0) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    if (r == 0)
+      break;
+    done += static_cast<size_t>(r);
+  }
+  return static_cast<ssize_t>(done);
+}
+
+// pread() until `size` bytes from `at` or end of file; returns the count
+// read, or -1 with errno set.
+ssize_t preadFull(int fd, void *buf, size_t size, off_t at) {
+  size_t done = 0;
+  char *p = static_cast<char *>(buf);
+  while (done < size) {
+    ssize_t r = ::pread(fd, p + done, size - done,
+                        at + static_cast<off_t>(done));
     if (r < 0) {
       if (errno == EINTR)
         continue;
@@ -585,10 +673,7 @@ extern "C" void muirrt_init_from_seed(MuirRtContext *ctx, uint64_t seed) {
   for (Tensor &t : ctx->tensors) {
     if (t.loaded)
       continue;
-    double stddev = t.initStd >= 0                   ? t.initStd
-                    : t.role == MUIRRT_ROLE_PARAM    ? 0.02
-                    : t.role == MUIRRT_ROLE_STATE    ? 0.0
-                                                     : 1.0; // data, grad
+    double stddev = seedStd(t);
     if (stddev == 0.0 && t.initStd < 0)
       std::memset(t.data.get(), 0,
                   static_cast<size_t>(t.numel) * t.elementSize());
@@ -601,12 +686,46 @@ extern "C" void muirrt_init_from_seed(MuirRtContext *ctx, uint64_t seed) {
   }
 }
 
+extern "C" void muirrt_init_part_from_seed(MuirRtContext *ctx, int32_t index,
+                                           uint64_t seed,
+                                           const int64_t *global_shape,
+                                           const int64_t *offset) {
+  if (!ctx || index < 0 ||
+      static_cast<size_t>(index) >= ctx->tensors.size() || !global_shape ||
+      !offset)
+    return;
+  Tensor &t = ctx->tensors[static_cast<size_t>(index)];
+  if (t.loaded)
+    return;
+  double stddev = seedStd(t);
+  if (stddev == 0.0 && t.initStd < 0) {
+    std::memset(t.data.get(), 0,
+                static_cast<size_t>(t.numel) * t.elementSize());
+    return;
+  }
+  uint64_t start = streamStart(seed, t.name);
+  forEachRun(t.rank, global_shape, offset, t.shape,
+             [&](int64_t whole, int64_t part, int64_t count) {
+               if (t.dtype == MUIRRT_DTYPE_F64)
+                 fillNormalPart(static_cast<double *>(t.data.get()) + part,
+                                whole, count, start, stddev);
+               else
+                 fillNormalPart(static_cast<float *>(t.data.get()) + part,
+                                whole, count, start, stddev);
+             });
+}
+
 //===----------------------------------------------------------------------===//
 // Directories
 //===----------------------------------------------------------------------===//
 
-extern "C" int muirrt_load_dir(MuirRtContext *ctx, const char *dir,
-                               int32_t *loaded) {
+namespace {
+/// muirrt_load_dir, and with `globalShapes` (per tensor: null, or the
+/// whole tensor's shape of which it is the part at offsets[i])
+/// muirrt_load_dir_parts.
+int loadDir(MuirRtContext *ctx, const char *dir,
+            const int64_t *const *globalShapes, const int64_t *const *offsets,
+            int32_t *loaded) {
   if (loaded)
     *loaded = 0;
   return guarded([&]() -> int {
@@ -619,6 +738,10 @@ extern "C" int muirrt_load_dir(MuirRtContext *ctx, const char *dir,
     if (!d)
       return fail("cannot open directory '" + base + "': " + errnoText(errno));
     ::closedir(d);
+    auto wholeShape = [&](size_t i) {
+      return globalShapes && globalShapes[i] ? globalShapes[i]
+                                             : ctx->tensors[i].shape;
+    };
 
     // Pass 1 validates every file present before any tensor is touched, so
     // a bad file anywhere leaves the context as it was (barring I/O errors
@@ -644,11 +767,12 @@ extern "C" int muirrt_load_dir(MuirRtContext *ctx, const char *dir,
       NpyHeader h;
       if (int rc = readNpyHeader(fd, path, h))
         return rc;
+      const int64_t *want = wholeShape(i);
       bool same = h.rank == t.rank;
       for (int32_t k = 0; same && k < t.rank; ++k)
-        same = h.shape[k] == t.shape[k];
+        same = h.shape[k] == want[k];
       if (!same)
-        return fail(path + ": expected shape " + shapeString(t.rank, t.shape) +
+        return fail(path + ": expected shape " + shapeString(t.rank, want) +
                     ", found " + shapeString(h.rank, h.shape));
       if (h.elementSize != t.elementSize())
         return fail(path + ": expected dtype " + npyDescr(t.elementSize()) +
@@ -657,8 +781,9 @@ extern "C" int muirrt_load_dir(MuirRtContext *ctx, const char *dir,
       found.emplace_back(i, path);
     }
 
-    // Pass 2 reads the data straight into the tensors' storage. Headers are
-    // re-validated since files are not kept open between passes.
+    // Pass 2 reads the data straight into the tensors' storage (a part:
+    // its rows only). Headers are re-validated since files are not kept
+    // open between passes.
     for (const auto &entry : found) {
       Tensor &t = ctx->tensors[entry.first];
       const std::string &path = entry.second;
@@ -669,14 +794,157 @@ extern "C" int muirrt_load_dir(MuirRtContext *ctx, const char *dir,
       NpyHeader h;
       if (int rc = readNpyHeader(fd, path, h))
         return rc;
-      if (h.numel != t.numel || h.elementSize != t.elementSize())
+      const int64_t *want = wholeShape(entry.first);
+      int64_t numel = 1;
+      for (int32_t k = 0; k < t.rank; ++k)
+        numel *= want[k];
+      if (h.numel != numel || h.elementSize != t.elementSize())
         return fail(path + ": file changed while loading");
-      if (int rc = readNpyData(fd, path, h, t.data.get()))
-        return rc;
+      if (want == t.shape) {
+        if (int rc = readNpyData(fd, path, h, t.data.get()))
+          return rc;
+      } else {
+        int rc = 0;
+        char *dst = static_cast<char *>(t.data.get());
+        const int64_t es = t.elementSize();
+        forEachRun(t.rank, want, offsets[entry.first], t.shape,
+                   [&](int64_t whole, int64_t part, int64_t count) {
+                     if (rc)
+                       return;
+                     size_t bytes = static_cast<size_t>(count * es);
+                     off_t at = static_cast<off_t>(h.dataOffset) +
+                                static_cast<off_t>(whole * es);
+                     ssize_t got = preadFull(fd, dst + part * es, bytes, at);
+                     if (got < 0)
+                       rc = fail(path + ": read error: " + errnoText(errno));
+                     else if (static_cast<size_t>(got) != bytes)
+                       rc = fail(path + ": truncated data");
+                   });
+        if (rc)
+          return rc;
+      }
       t.loaded = true;
     }
     if (loaded)
       *loaded = static_cast<int32_t>(found.size());
+    return 0;
+  });
+}
+} // namespace
+
+extern "C" int muirrt_load_dir(MuirRtContext *ctx, const char *dir,
+                               int32_t *loaded) {
+  return loadDir(ctx, dir, nullptr, nullptr, loaded);
+}
+
+extern "C" int muirrt_load_dir_parts(MuirRtContext *ctx, const char *dir,
+                                     const int64_t *const *global_shapes,
+                                     const int64_t *const *offsets,
+                                     int32_t *loaded) {
+  if (global_shapes && !offsets) {
+    if (loaded)
+      *loaded = 0;
+    return fail("muirrt_load_dir_parts: global shapes without offsets");
+  }
+  return loadDir(ctx, dir, global_shapes, offsets, loaded);
+}
+
+extern "C" int muirrt_npy_create(const char *dir, const char *name,
+                                 int32_t dtype, int32_t rank,
+                                 const int64_t *shape) {
+  return guarded([&]() -> int {
+    if (!dir || !*dir || !name)
+      return fail("muirrt_npy_create: empty directory path or name");
+    if (dtype != MUIRRT_DTYPE_F32 && dtype != MUIRRT_DTYPE_F64)
+      return fail("muirrt_npy_create: invalid dtype " + std::to_string(dtype));
+    std::string n = name, base = dir;
+    if (int rc = checkFileName(n))
+      return rc;
+    size_t slash = 0;
+    while ((slash = n.find('/', slash)) != std::string::npos) {
+      std::string d = joinPath(base, n.substr(0, slash++));
+      if (::mkdir(d.c_str(), 0777) != 0 && errno != EEXIST)
+        return fail("cannot create directory '" + d + "': " + errnoText(errno));
+    }
+    std::string path = joinPath(base, n + ".npy");
+    int64_t numel = 0;
+    if (int rc = checkShapeArgs(path, rank, shape, numel))
+      return rc;
+    int32_t es = dtype == MUIRRT_DTYPE_F64 ? 8 : 4;
+    std::string pre = npyPreamble(es, rank, shape);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+      return fail(path + ": cannot create: " + errnoText(errno));
+    bool ok = writeFull(fd, pre.data(), pre.size()) &&
+              ::ftruncate(fd, static_cast<off_t>(pre.size()) +
+                                  static_cast<off_t>(numel) * es) == 0;
+    int err = errno;
+    if (::close(fd) != 0 && ok) {
+      ok = false;
+      err = errno;
+    }
+    if (!ok) {
+      ::unlink(path.c_str());
+      return fail(path + ": write error: " + errnoText(err));
+    }
+    return 0;
+  });
+}
+
+extern "C" int muirrt_npy_write_part(const MuirRtContext *ctx, int32_t index,
+                                     const char *dir,
+                                     const int64_t *global_shape,
+                                     const int64_t *offset) {
+  return guarded([&]() -> int {
+    const Tensor *t = getTensor(ctx, index);
+    if (!t || !dir || !*dir || !global_shape || !offset)
+      return fail("muirrt_npy_write_part: bad arguments");
+    std::string path = joinPath(dir, t->name + ".npy");
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+      return fail(path + ": cannot open: " + errnoText(errno));
+    FdCloser closer{fd};
+    NpyHeader h;
+    if (int rc = readNpyHeader(fd, path, h))
+      return rc;
+    bool same = h.rank == t->rank && h.elementSize == t->elementSize();
+    for (int32_t k = 0; same && k < t->rank; ++k)
+      same = h.shape[k] == global_shape[k];
+    if (!same)
+      return fail(path + ": expected shape " +
+                  shapeString(t->rank, global_shape) + " of " +
+                  npyDescr(t->elementSize()) + ", found " +
+                  shapeString(h.rank, h.shape) + " of " +
+                  npyDescr(h.elementSize));
+    const char *src = static_cast<const char *>(t->data.get());
+    const int64_t es = t->elementSize();
+    int rc = 0;
+    forEachRun(t->rank, global_shape, offset, t->shape,
+               [&](int64_t whole, int64_t part, int64_t count) {
+                 if (rc)
+                   return;
+                 off_t at = static_cast<off_t>(h.dataOffset) +
+                            static_cast<off_t>(whole * es);
+                 size_t bytes = static_cast<size_t>(count * es);
+                 const char *p = src + part * es;
+                 while (bytes > 0) {
+                   ssize_t w = ::pwrite(fd, p, bytes, at);
+                   if (w < 0 && errno == EINTR)
+                     continue;
+                   if (w <= 0) {
+                     rc = fail(path + ": write error: " + errnoText(errno));
+                     return;
+                   }
+                   p += w;
+                   at += w;
+                   bytes -= static_cast<size_t>(w);
+                 }
+               });
+    if (rc)
+      return rc;
+    closer.fd = -1;
+    if (::close(fd) != 0)
+      return fail(path + ": write error: " + errnoText(errno));
     return 0;
   });
 }

@@ -64,6 +64,13 @@ int makeDirs(const std::string &dir,
              std::vector<std::string> *created = nullptr);
 /// DIR/rel.
 std::string joinPath(const std::string &dir, const std::string &rel);
+/// The .npy v1.0 preamble (magic, version, length, header dict) of a
+/// tensor, padded so that the data starts at a multiple of 64 bytes.
+std::string npyPreamble(int32_t elementSize, int32_t rank,
+                        const int64_t *shape);
+/// Checks a tensor's rank and shape for writing `path`; numel on success.
+int checkShapeArgs(const std::string &path, int32_t rank, const int64_t *shape,
+                   int64_t &numel);
 /// Writes a complete .npy file at `file`, which must not exist.
 /// `elementSize` is 4 (float32, '<f4') or 8 (float64, '<f8').
 int writeNpyFile(const std::string &file, const void *data,

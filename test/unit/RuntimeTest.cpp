@@ -813,6 +813,149 @@ TEST_F(Dirs, LoadDirShapeMismatchAndMissingDir) {
                 "': No such file or directory");
 }
 
+// A rank's part of a whole tensor: seeded with the values the whole tensor
+// gets there (its stream from the pair each run starts in, odd starts
+// too), float32 and float64; and read from the whole tensor's file, its
+// rows only, refused on a file of another whole shape. The whole tensor's
+// seeding is checked against the single stream above; its values here are
+// exact integers for the file.
+TEST_F(Dirs, PartsSeedAndLoadAsTheWholeTensor) {
+  const int64_t whole[3] = {3, 5, 7};
+  struct Part {
+    int64_t shape[3], offset[3];
+  };
+  const Part parts[] = {{{3, 5, 7}, {0, 0, 0}},  // the whole
+                        {{1, 5, 7}, {2, 0, 0}},  // rows: one run
+                        {{3, 5, 3}, {0, 0, 3}},  // columns, odd starts
+                        {{3, 1, 4}, {0, 4, 1}},  // a block of each
+                        {{3, 5, 1}, {0, 0, 6}}}; // the last column
+  for (int32_t dtype : {MUIRRT_DTYPE_F32, MUIRRT_DTYPE_F64}) {
+    Ctx all = makeCtx();
+    muirrt_tensor_add_typed(all.get(), "w.grad", 3, whole, MUIRRT_ROLE_GRAD,
+                            dtype);
+    muirrt_tensor_set_init_std(all.get(), 0, 0.5);
+    muirrt_init_from_seed(all.get(), 11);
+    auto at = [&](const Ctx &c, int64_t i) {
+      void *d = muirrt_tensor_storage(c.get(), 0);
+      return dtype == MUIRRT_DTYPE_F64 ? static_cast<double *>(d)[i]
+                                       : static_cast<float *>(d)[i];
+    };
+    for (const Part &p : parts) {
+      Ctx part = makeCtx();
+      muirrt_tensor_add_typed(part.get(), "w.grad", 3, p.shape,
+                              MUIRRT_ROLE_GRAD, dtype);
+      muirrt_tensor_set_init_std(part.get(), 0, 0.5);
+      muirrt_init_part_from_seed(part.get(), 0, 11, whole, p.offset);
+      for (int64_t a = 0; a < p.shape[0]; ++a)
+        for (int64_t b = 0; b < p.shape[1]; ++b)
+          for (int64_t c = 0; c < p.shape[2]; ++c) {
+            int64_t w = ((a + p.offset[0]) * 5 + b + p.offset[1]) * 7 + c +
+                        p.offset[2];
+            ASSERT_EQ(at(part, (a * p.shape[1] + b) * p.shape[2] + c),
+                      at(all, w))
+                << "dtype " << dtype << " element " << w;
+          }
+    }
+  }
+
+  // The file: element i of the whole tensor is i.
+  Ctx all = makeCtx();
+  muirrt_tensor_add(all.get(), "w", 3, whole, MUIRRT_ROLE_PARAM);
+  float *v = muirrt_tensor_data(all.get(), 0);
+  for (int i = 0; i < 105; ++i)
+    v[i] = static_cast<float>(i);
+  std::string out = path("whole");
+  ASSERT_EQ(muirrt_dump_dir(all.get(), out.c_str()), 0) << muirrt_last_error();
+  for (const Part &p : parts) {
+    Ctx part = makeCtx();
+    muirrt_tensor_add(part.get(), "w", 3, p.shape, MUIRRT_ROLE_PARAM);
+    const int64_t *shapes[1] = {whole}, *offsets[1] = {p.offset};
+    int32_t loaded = -1;
+    ASSERT_EQ(muirrt_load_dir_parts(part.get(), out.c_str(), shapes, offsets,
+                                    &loaded),
+              0)
+        << muirrt_last_error();
+    EXPECT_EQ(loaded, 1);
+    const float *got = muirrt_tensor_data(part.get(), 0);
+    for (int64_t a = 0; a < p.shape[0]; ++a)
+      for (int64_t b = 0; b < p.shape[1]; ++b)
+        for (int64_t c = 0; c < p.shape[2]; ++c)
+          ASSERT_EQ(got[(a * p.shape[1] + b) * p.shape[2] + c],
+                    static_cast<float>(((a + p.offset[0]) * 5 + b +
+                                        p.offset[1]) * 7 +
+                                       c + p.offset[2]));
+    // A loaded part keeps its values when the rest is seeded.
+    muirrt_init_part_from_seed(part.get(), 0, 3, whole, p.offset);
+    EXPECT_EQ(got[0], static_cast<float>((p.offset[0] * 5 + p.offset[1]) * 7 +
+                                         p.offset[2]));
+  }
+  // The file must hold the whole shape.
+  const int64_t other[3] = {3, 5, 8}, zero[3] = {0, 0, 0};
+  Ctx part = makeCtx();
+  muirrt_tensor_add(part.get(), "w", 3, parts[1].shape, MUIRRT_ROLE_PARAM);
+  const int64_t *shapes[1] = {other}, *offsets[1] = {zero};
+  int32_t loaded = -1;
+  EXPECT_NE(muirrt_load_dir_parts(part.get(), out.c_str(), shapes, offsets,
+                                  &loaded),
+            0);
+  EXPECT_EQ(std::string(muirrt_last_error()),
+            out + "/w.npy: expected shape (3, 5, 8), found (3, 5, 7)");
+  EXPECT_EQ(loaded, 0);
+
+  // Written back by parts (a saved state's way): the file made whole with
+  // zeros, then the column blocks of three "ranks" and the rows of a
+  // fourth, in a folder the name makes, read whole: element i is i.
+  std::string parted = path("parted");
+  ASSERT_EQ(::mkdir(parted.c_str(), 0777), 0);
+  ASSERT_EQ(muirrt_npy_create(parted.c_str(), "l0/w", MUIRRT_DTYPE_F32, 3,
+                              whole),
+            0)
+      << muirrt_last_error();
+  EXPECT_NE(muirrt_npy_create(parted.c_str(), "l0/w", MUIRRT_DTYPE_F32, 3,
+                              whole),
+            0); // exists
+  const Part writers[] = {{{3, 5, 3}, {0, 0, 0}},
+                          {{3, 5, 3}, {0, 0, 3}},
+                          {{3, 5, 1}, {0, 0, 6}},
+                          {{1, 5, 7}, {2, 0, 0}}};
+  for (const Part &p : writers) {
+    Ctx part = makeCtx();
+    muirrt_tensor_add(part.get(), "l0/w", 3, p.shape, MUIRRT_ROLE_PARAM);
+    const int64_t *shapes[1] = {whole}, *offsets[1] = {p.offset};
+    int32_t n = -1;
+    ASSERT_EQ(muirrt_load_dir_parts(part.get(), out.c_str(), shapes, offsets,
+                                    &n),
+              0);
+    EXPECT_EQ(n, 0); // no l0/w.npy there: the part keeps its values
+    float *d = muirrt_tensor_data(part.get(), 0);
+    for (int64_t a = 0; a < p.shape[0]; ++a)
+      for (int64_t b = 0; b < p.shape[1]; ++b)
+        for (int64_t c = 0; c < p.shape[2]; ++c)
+          d[(a * p.shape[1] + b) * p.shape[2] + c] = static_cast<float>(
+              ((a + p.offset[0]) * 5 + b + p.offset[1]) * 7 + c +
+              p.offset[2]);
+    ASSERT_EQ(muirrt_npy_write_part(part.get(), 0, parted.c_str(), whole,
+                                    p.offset),
+              0)
+        << muirrt_last_error();
+  }
+  Ctx back = makeCtx();
+  muirrt_tensor_add(back.get(), "l0/w", 3, whole, MUIRRT_ROLE_PARAM);
+  ASSERT_EQ(muirrt_load_dir(back.get(), parted.c_str(), &loaded), 0)
+      << muirrt_last_error();
+  const float *b = muirrt_tensor_data(back.get(), 0);
+  for (int i = 0; i < 105; ++i)
+    ASSERT_EQ(b[i], static_cast<float>(i)) << i;
+  // A part of another whole shape (or dtype) is refused, naming the file.
+  Ctx odd = makeCtx();
+  muirrt_tensor_add(odd.get(), "l0/w", 3, parts[1].shape, MUIRRT_ROLE_PARAM);
+  EXPECT_NE(muirrt_npy_write_part(odd.get(), 0, parted.c_str(), other, zero),
+            0);
+  EXPECT_EQ(std::string(muirrt_last_error()),
+            parted + "/l0/w.npy: expected shape (3, 5, 8) of '<f4' (float32), "
+                     "found (3, 5, 7) of '<f4' (float32)");
+}
+
 // float64 tensors: '<f8' files both ways, refused for a float32 tensor
 // (and a float32 file for a float64 one), seeded with the values whose
 // float32 rounding a float32 tensor of that name gets.

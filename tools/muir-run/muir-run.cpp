@@ -255,23 +255,27 @@ static int writeResults(runner::Step &step, runner::HostTensors &tensors,
                                  ? ".rank" + std::to_string(rank)
                                  : std::string())))
       return fail(llvm::toString(std::move(e)));
-  // Whole tensors again: every rank takes part in the gathers, rank 0
-  // writes.
-  if (!opt.dumpDir.empty() || !opt.saveState.empty())
-    tensors.gather();
+  // Whole tensors for --dump: every rank takes part in the gathers, rank
+  // 0 writes.
+  if (!opt.dumpDir.empty())
+    if (llvm::Error e = tensors.gather())
+      return fail(llvm::toString(std::move(e)));
+  // A state is written by every rank, its parts (streamed); before the
+  // dump, which rank 0 alone writes, so that no rank waits on another
+  // that failed.
+  if (!opt.saveState.empty()) {
+    if (llvm::Error e = tensors.save(opt.saveState, lastStep))
+      return fail(llvm::toString(std::move(e)));
+    if (printing && rank == 0)
+      llvm::outs() << "muir-run: saved the state after step " << lastStep
+                   << " to " << opt.saveState << "\n";
+  }
   if (!opt.dumpDir.empty() && rank == 0) {
     if (llvm::Error e = tensors.dump(opt.dumpDir))
       return fail(llvm::toString(std::move(e)));
     if (printing)
       llvm::outs() << "muir-run: wrote " << tensors.count() << " tensors to "
                    << opt.dumpDir << "\n";
-  }
-  if (!opt.saveState.empty() && rank == 0) {
-    if (llvm::Error e = tensors.save(opt.saveState, lastStep))
-      return fail(llvm::toString(std::move(e)));
-    if (printing)
-      llvm::outs() << "muir-run: saved the state after step " << lastStep
-                   << " to " << opt.saveState << "\n";
   }
   return 0;
 }
@@ -350,7 +354,6 @@ int main(int argc, char **argv) {
     if (llvm::Error e = tensors.load(readDir, numLoaded))
       return fail(llvm::toString(std::move(e)));
   tensors.seed(opt.seed);
-  tensors.scatter();
   if (llvm::Error e = tensors.bind())
     return fail(llvm::toString(std::move(e)));
   if (!opt.quiet && step.rank() == 0) {

@@ -102,12 +102,19 @@ llvm::Expected<int64_t> checkState(llvm::StringRef dir,
                                    const std::vector<StateTensor> &tensors,
                                    int64_t moreSteps);
 
-/// Writes every tensor of `ctx` and the manifest to a temporary sibling of
-/// `dir`, then renames it into place, so that `dir` holds the old state or
-/// the new one, whole. Refuses (checkSaveTarget) to replace anything that
-/// is not a muir state.
-llvm::Error saveState(const MuirRtContext *ctx, llvm::StringRef dir,
-                      const StepIdentity &identity, int64_t step);
+/// Saving a state, streamed: beginSave checks `dir` (checkSaveTarget
+/// refuses to replace anything that is not a muir state) and makes a
+/// staging directory beside it, whose path it returns; every rank writes
+/// its parts of the tensor files there (muirrt_npy_create,
+/// muirrt_npy_write_part); finishSave writes the manifest (each named
+/// tensor file's hash) and puts the staging directory in `dir`'s place in
+/// one rename, so that `dir` holds the old state or the new one, whole.
+/// abortSave (and a failing finishSave) removes the staging directory.
+llvm::Expected<std::string> beginSave(llvm::StringRef dir);
+llvm::Error finishSave(llvm::StringRef staged, llvm::StringRef dir,
+                       const StepIdentity &identity, int64_t step,
+                       llvm::ArrayRef<std::string> names);
+void abortSave(llvm::StringRef staged);
 
 } // namespace mlir::muir::state
 

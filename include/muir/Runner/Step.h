@@ -274,10 +274,12 @@ private:
   int64_t runs = 0;
 };
 
-/// Tensors the runtime owns for a step, as muir-run runs it: each whole
-/// (what --load reads, the seed fills, --dump and --save-state write,
-/// identical on every rank) and as this rank's part, which the step is
-/// bound to (host memory; a CUDA run copies it to the device).
+/// Tensors the runtime owns for a step, as muir-run runs it: this rank's
+/// part of each, which --load reads (a rank reads its rows of each file),
+/// the seed fills (with the whole tensor's values there) and the step is
+/// bound to (host memory; a CUDA run copies it to the device); and, from
+/// gather() on, each whole, identical on every rank, which --dump and
+/// --save-state write.
 class HostTensors {
 public:
   explicit HostTensors(Step &step);
@@ -285,14 +287,15 @@ public:
   /// Adds every tensor argument; an error names the tensor.
   llvm::Error create();
 
-  /// Reads DIR/<name>.npy for the tensors it finds (whole tensors).
+  /// Reads this rank's part of DIR/<name>.npy (of the whole tensor's
+  /// shape) for the tensors it finds.
   llvm::Error load(llvm::StringRef dir, int32_t &loaded);
-  /// Fills what was not loaded from `seed`.
+  /// Fills what was not loaded from `seed`: each part with the whole
+  /// tensor's values there.
   void seed(uint64_t seed);
-  /// Whole tensors -> this rank's parts (rank-local slicing).
-  void scatter();
-  /// Parts -> whole tensors (all-gathers: every rank must call it).
-  void gather();
+  /// Parts -> whole tensors (all-gathers: every rank must call it), made
+  /// on the first call.
+  llvm::Error gather();
   /// Binds the step to the parts (host), or to device copies (CUDA).
   llvm::Error bind();
   /// CUDA: the parts back from the device (no-op on the CPU).
@@ -335,6 +338,8 @@ private:
   Step &step;
   struct MuirRtContext *local = nullptr, *whole = nullptr;
   std::vector<int32_t> localIndex, wholeIndex; ///< per argument, -1: none
+  /// Per argument: where its part starts in the whole tensor.
+  std::vector<llvm::SmallVector<int64_t>> offsets;
   std::vector<void *> device;
   std::vector<std::vector<char>> before; ///< parameters' bytes (f32 or f64)
 };

@@ -161,6 +161,34 @@ void muirrt_init_from_seed(MuirRtContext *ctx, uint64_t seed);
  * order, or a shape that differs from the registered one. A missing DIR is an error. *loaded receives the count. */
 int muirrt_load_dir(MuirRtContext *ctx, const char *dir, int32_t *loaded);
 
+/* Tensor `index` of ctx as a rank's part of a whole tensor of the same
+ * name: of `global_shape` (the tensor's rank), the part at `offset` in each
+ * dimension. muirrt_init_part_from_seed fills it, unless it was loaded,
+ * with the values muirrt_init_from_seed gives the whole tensor there (bit
+ * for bit). muirrt_load_dir_parts reads, for every tensor i with
+ * global_shapes[i] (null: the tensor is whole), only its part of
+ * DIR/<name>.npy, whose shape must be the global one: a rank reads its
+ * rows, never the whole file. Its checks, messages and *loaded are
+ * muirrt_load_dir's. */
+void muirrt_init_part_from_seed(MuirRtContext *ctx, int32_t index,
+                                uint64_t seed, const int64_t *global_shape,
+                                const int64_t *offset);
+int muirrt_load_dir_parts(MuirRtContext *ctx, const char *dir,
+                          const int64_t *const *global_shapes,
+                          const int64_t *const *offsets, int32_t *loaded);
+
+/* Streamed writing: DIR/<name>.npy made for a whole tensor of `shape`
+ * (float32 or float64 by `dtype`) with its data zero (the folders in the
+ * name made too; the file must not exist), then each rank writes its part
+ * of it: tensor `index` of ctx, at `offset` of the whole tensor of
+ * `global_shape`, its rows only (the file's header must be that shape's).
+ * 0 on success; otherwise the file is named in muirrt_last_error. */
+int muirrt_npy_create(const char *dir, const char *name, int32_t dtype,
+                      int32_t rank, const int64_t *shape);
+int muirrt_npy_write_part(const MuirRtContext *ctx, int32_t index,
+                          const char *dir, const int64_t *global_shape,
+                          const int64_t *offset);
+
 /* Checks that DIR exists or can be created and that a file can be written
  * in it, leaving nothing behind; call before running so that an unwritable
  * directory fails before any work. */

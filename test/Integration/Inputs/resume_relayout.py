@@ -22,7 +22,10 @@ its step as built is per rank (its local expert stacks and tokens, its
 collectives over the layout's axes). With --deterministic=layout-invariant,
 saved after 1 step on dp=2;moe:ep=2 and resumed for 1 more on dp=1,
 dp=4,ep=2 (edp=2) and tp=2, every tensor is bitwise the continuous run's
-(on one rank: the mode gives every layout the same bits). In the default
+(on one rank: the mode gives every layout the same bits); so is a state
+saved on dp=4,ep=2 (each expert stack's part written by the first of its
+two replicas: a state is written by every rank, its parts, streamed) and
+resumed on dp=1. In the default
 mode, resumed on dp=4,ep=2, where the replicas' expert gradients are
 summed in that layout's order and the second step's gradients are
 computed from parameters that carry the first step's rounding on the
@@ -136,6 +139,18 @@ def trained(args, chk, tmp):
                    "resumed on %s: all %d tensors bitwise the continuous "
                    "run's" % (layout, len(c)),
                    not differ and len(r) == len(c), "differ: %s" % differ)
+    # Saved on dp=4,ep=2, where each expert stack is held by two replicas
+    # (edp) and only the first writes its part: resumed on one rank.
+    saved4 = os.path.join(tmp, "moe-saved-li-edp")
+    run("dp=4,ep=2", mode, "--steps", "1", "--save-state", saved4)
+    resumed = os.path.join(tmp, "moe-resumed-li-from-edp")
+    run("dp=1", mode, "--steps", "1", "--resume", saved4, "--dump", resumed)
+    r = mt.read_dump(resumed)
+    differ = sorted(k for k in c if not np.array_equal(r.get(k), c[k]))
+    chk.expect("trained MoE, layout-invariant: saved on dp=4,ep=2, resumed "
+               "on dp=1: all %d tensors bitwise the continuous run's"
+               % len(c), not differ and len(r) == len(c),
+               "differ: %s" % differ)
     # The default mode on dp=4,ep=2 (the replicas' gradients summed), against
     # the continuous run there.
     mode, layout = "true", "dp=4,ep=2"
