@@ -284,13 +284,14 @@ double seedStd(const Tensor &t) {
 // Files and directories
 //===----------------------------------------------------------------------===//
 
-// read() until `size` bytes or end of file; returns the count read, or -1
-// with errno set.
-ssize_t readFull(int fd, void *buf, size_t size) {
+// Calls read(p, n, done) for the bytes from `done` on until `size` bytes
+// or end of file; returns the count read, or -1 with errno set.
+template <typename Read>
+ssize_t readAll(void *buf, size_t size, Read read) {
   size_t done = 0;
   char *p = static_cast<char *>(buf);
   while (done < size) {
-    ssize_t r = ::read(fd, p + done, size - done);
+    ssize_t r = read(p + done, size - done, done);
     if (r < 0) {
       if (errno == EINTR)
         continue;
@@ -303,24 +304,19 @@ ssize_t readFull(int fd, void *buf, size_t size) {
   return static_cast<ssize_t>(done);
 }
 
-// pread() until `size` bytes from `at` or end of file; returns the count
-// read, or -1 with errno set.
+// read() until `size` bytes or end of file; returns the count read, or -1
+// with errno set.
+ssize_t readFull(int fd, void *buf, size_t size) {
+  return readAll(buf, size, [&](char *p, size_t n, size_t) {
+    return ::read(fd, p, n);
+  });
+}
+
+// pread() from `at` on, the same way.
 ssize_t preadFull(int fd, void *buf, size_t size, off_t at) {
-  size_t done = 0;
-  char *p = static_cast<char *>(buf);
-  while (done < size) {
-    ssize_t r = ::pread(fd, p + done, size - done,
-                        at + static_cast<off_t>(done));
-    if (r < 0) {
-      if (errno == EINTR)
-        continue;
-      return -1;
-    }
-    if (r == 0)
-      break;
-    done += static_cast<size_t>(r);
-  }
-  return static_cast<ssize_t>(done);
+  return readAll(buf, size, [&](char *p, size_t n, size_t done) {
+    return ::pread(fd, p, n, at + static_cast<off_t>(done));
+  });
 }
 
 bool writeFull(int fd, const void *buf, size_t size) {
@@ -867,27 +863,8 @@ extern "C" int muirrt_npy_create(const char *dir, const char *name,
         return fail("cannot create directory '" + d + "': " + errnoText(errno));
     }
     std::string path = joinPath(base, n + ".npy");
-    int64_t numel = 0;
-    if (int rc = checkShapeArgs(path, rank, shape, numel))
-      return rc;
-    int32_t es = dtype == MUIRRT_DTYPE_F64 ? 8 : 4;
-    std::string pre = npyPreamble(es, rank, shape);
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0)
-      return fail(path + ": cannot create: " + errnoText(errno));
-    bool ok = writeFull(fd, pre.data(), pre.size()) &&
-              ::ftruncate(fd, static_cast<off_t>(pre.size()) +
-                                  static_cast<off_t>(numel) * es) == 0;
-    int err = errno;
-    if (::close(fd) != 0 && ok) {
-      ok = false;
-      err = errno;
-    }
-    if (!ok) {
-      ::unlink(path.c_str());
-      return fail(path + ": write error: " + errnoText(err));
-    }
-    return 0;
+    return writeNpyFile(path, nullptr, dtype == MUIRRT_DTYPE_F64 ? 8 : 4,
+                        rank, shape);
   });
 }
 
@@ -1399,6 +1376,11 @@ extern "C" int muirrt_npy_write_atomic(const char *path, const float *data,
     if (!path || !*path)
       return fail("muirrt_npy_write_atomic: empty path");
     std::string p = path, tmp;
+    int64_t numel = 0;
+    if (int rc = checkShapeArgs(p, rank, shape, numel))
+      return rc;
+    if (numel > 0 && !data)
+      return fail(p + ": null data");
     if (int rc = writeTemp(p, data, 4, rank, shape, tmp))
       return rc;
     return renameInto(tmp, p);

@@ -72,7 +72,9 @@ std::string npyPreamble(int32_t elementSize, int32_t rank,
 int checkShapeArgs(const std::string &path, int32_t rank, const int64_t *shape,
                    int64_t &numel);
 /// Writes a complete .npy file at `file`, which must not exist.
-/// `elementSize` is 4 (float32, '<f4') or 8 (float64, '<f8').
+/// `elementSize` is 4 (float32, '<f4') or 8 (float64, '<f8'). Null `data`:
+/// the data are zeros (muirrt_npy_create's file, which ranks fill by
+/// parts).
 int writeNpyFile(const std::string &file, const void *data,
                  int32_t elementSize, int32_t rank, const int64_t *shape);
 

@@ -322,8 +322,6 @@ int writeNpyFile(const std::string &file, const void *data,
   int64_t numel = 0;
   if (int rc = checkShapeArgs(file, rank, shape, numel))
     return rc;
-  if (numel > 0 && !data)
-    return fail(file + ": null data");
   if (elementSize != 4 && elementSize != 8)
     return fail(file + ": element size " + std::to_string(elementSize) +
                 " (expected 4 or 8)");
@@ -331,8 +329,12 @@ int writeNpyFile(const std::string &file, const void *data,
   int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0)
     return fail(file + ": cannot create: " + errnoText(errno));
+  // No data: zeros, the file's whole size, for ranks to fill by parts.
+  size_t bytes = static_cast<size_t>(numel) * elementSize;
   bool ok = writeFull(fd, pre.data(), pre.size()) &&
-            writeFull(fd, data, static_cast<size_t>(numel) * elementSize);
+            (data ? writeFull(fd, data, bytes)
+                  : ::ftruncate(fd, static_cast<off_t>(pre.size() + bytes)) ==
+                        0);
   int err = errno;
   // close() can report a deferred write error (e.g. on NFS or a full disk).
   if (::close(fd) != 0 && ok) {
