@@ -8,13 +8,14 @@
 #include "muir/Runner/Step.h"
 
 #include "muir/Runner/Role.h"
+#include "muir/Runner/State.h"
+#include "muir-rt/Collectives.h"
 #include "muir-rt/GroupMask.h"
 #include "muir-rt/Runtime.h"
-#include "muir/Runner/State.h"
-
-#include <climits>
 
 #include "llvm/Support/Format.h"
+
+#include <climits>
 
 #include <cmath>
 
@@ -118,8 +119,8 @@ static void gatherPart(MuirRtContext *global, int32_t g, const Argument &a,
 }
 
 llvm::Error HostTensors::gather() {
-  // The whole tensors exist from here on only (what --dump and
-  // --save-state write): a run holds its parts alone.
+  // The whole tensors exist from here on only (what --dump writes): a run
+  // holds its parts alone.
   if (!whole) {
     whole = muirrt_context_create();
     for (auto [i, a] : llvm::enumerate(step.arguments())) {
@@ -210,7 +211,8 @@ static std::string shareStaged(int64_t world, const std::string &staged,
                                bool ok) {
   std::vector<float> buf(2 + PATH_MAX, 0.0f);
   if (muirrt_dist_rank() == 0) {
-    buf[0] = ok ? 1.0f : 0.0f;
+    // (A staging path fits: muirrt_stage_dir writes it into PATH_MAX.)
+    buf[0] = ok && staged.size() < PATH_MAX ? 1.0f : 0.0f;
     buf[1] = static_cast<float>(staged.size());
     for (auto [i, c] : llvm::enumerate(staged))
       buf[2 + i] = static_cast<float>(static_cast<unsigned char>(c));
@@ -271,7 +273,7 @@ llvm::Error HostTensors::save(StringRef dir, int64_t stepNumber) const {
             "': " + muirrt_last_error();
   }
   float failed = why.empty() ? 0.0f : 1.0f, anyFailed = 0.0f;
-  muirrt_all_reduce(world, /*max*/ 1, &failed, &anyFailed, 1);
+  muirrt_all_reduce(world, MUIRRT_REDUCE_MAX, &failed, &anyFailed, 1);
   if (anyFailed != 0.0f) {
     if (root)
       state::abortSave(staged);

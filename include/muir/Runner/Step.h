@@ -277,9 +277,9 @@ private:
 /// Tensors the runtime owns for a step, as muir-run runs it: this rank's
 /// part of each, which --load reads (a rank reads its rows of each file),
 /// the seed fills (with the whole tensor's values there) and the step is
-/// bound to (host memory; a CUDA run copies it to the device); and, from
-/// gather() on, each whole, identical on every rank, which --dump and
-/// --save-state write.
+/// bound to (host memory; a CUDA run copies it to the device) and save()
+/// writes into a state's files (streamed); and, from gather() on, each
+/// whole, identical on every rank, which --dump writes.
 class HostTensors {
 public:
   explicit HostTensors(Step &step);
@@ -301,7 +301,14 @@ public:
   /// CUDA: the parts back from the device (no-op on the CPU).
   llvm::Error download();
 
+  /// Rank 0 writes the whole tensors (after gather()) to DIR.
   llvm::Error dump(llvm::StringRef dir) const;
+  /// A state in DIR after `step` steps, streamed: every rank must call it
+  /// (rank 0 stages the state and makes each tensor's file, each rank
+  /// writes the parts it is the first to hold, rank 0 writes the manifest
+  /// and puts the state in place). A failure on any rank fails it on
+  /// every rank; the rank that failed (or rank 0) says why, the others
+  /// return an empty error.
   llvm::Error save(llvm::StringRef dir, int64_t step) const;
 
   /// The first NaN or infinity in this rank's tensors whose role is in
