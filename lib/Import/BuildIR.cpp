@@ -719,11 +719,11 @@ LogicalResult StepBuilder::foldTraining() {
     for (const MoELayer &l : d.moe) {
       if (l.experts % foldedRanks != 0) {
         emitError(locFor(ctx, l.loc))
-            << "MoE layer '" << l.name << "': --deterministic="
-            << stringify(determinism) << " spreads its experts' work over "
-            << "the " << foldedRanks << " ranks of its folding (ep and its "
-            << "replicas), which do not divide its " << l.experts
-            << " experts";
+            << "MoE layer '" << l.name << "': the layout-invariant mode "
+            << "spreads its experts' work over the " << foldedRanks
+            << " ranks of its folding (ep and its replicas), which do not "
+               "divide its "
+            << l.experts << " experts";
         return failure();
       }
       owners.push_back(spreadOwners(fold, l.experts));

@@ -166,21 +166,33 @@ uint64_t streamStart(uint64_t seed, const std::string &name) {
 // calls 2i + 1 and 2i + 2; SplitMix64's state only adds a constant per call,
 // so a chunk starts at its own pair directly and threads fill a large tensor
 // with exactly the values one thread would (a timing run's billion values
-// in a second on a many-core machine rather than half a minute).
+// in a second on a many-core machine rather than half a minute), and a
+// rank's part of a tensor holds the whole tensor's values.
+//
+// Elements [begin, begin + count) of the tensor into out[0, count).
 template <typename T>
-void fillNormalRange(T *out, int64_t numel, int64_t begin, int64_t end,
-                     uint64_t start, double stddev) {
-  SplitMix64 rng{start + static_cast<uint64_t>(begin) * 0x9e3779b97f4a7c15ULL};
+void fillNormalPart(T *out, int64_t begin, int64_t count, uint64_t start,
+                    double stddev) {
+  int64_t i = begin & ~int64_t(1), end = begin + count;
+  SplitMix64 rng{start + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ULL};
   const double twoPi = 6.283185307179586476925286766559;
-  for (int64_t i = begin; i < end; i += 2) {
+  for (; i < end; i += 2) {
     // u1 in (0, 1] so log(u1) is finite; u2 in [0, 1). 53 bits each.
     double u1 = static_cast<double>((rng.next() >> 11) + 1) * 0x1.0p-53;
     double u2 = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
     double r = std::sqrt(-2.0 * std::log(u1));
-    out[i] = static_cast<T>(stddev * r * std::cos(twoPi * u2));
-    if (i + 1 < numel)
-      out[i + 1] = static_cast<T>(stddev * r * std::sin(twoPi * u2));
+    if (i >= begin)
+      out[i - begin] = static_cast<T>(stddev * r * std::cos(twoPi * u2));
+    if (i + 1 >= begin && i + 1 < end)
+      out[i + 1 - begin] = static_cast<T>(stddev * r * std::sin(twoPi * u2));
   }
+}
+
+// Elements [begin, end) of the tensor into out[begin, end).
+template <typename T>
+void fillNormalRange(T *out, int64_t begin, int64_t end, uint64_t start,
+                     double stddev) {
+  fillNormalPart(out + begin, begin, end - begin, start, stddev);
 }
 
 /// float32 tensors take the float32 rounding of the float64 tensor's values
@@ -194,7 +206,7 @@ void fillNormal(T *out, int64_t numel, uint64_t seed, const std::string &name,
       std::max(1u, std::thread::hardware_concurrency()),
       (numel + perThread - 1) / perThread);
   if (threads <= 1) {
-    fillNormalRange<T>(out, numel, 0, numel, start, stddev);
+    fillNormalRange<T>(out, 0, numel, start, stddev);
     return;
   }
   // Even chunk boundaries: a pair never straddles two threads.
@@ -205,36 +217,16 @@ void fillNormal(T *out, int64_t numel, uint64_t seed, const std::string &name,
   // throws across the C API).
   try {
     for (; b < numel; b += chunk)
-      pool.emplace_back(fillNormalRange<T>, out, numel, b,
+      pool.emplace_back(fillNormalRange<T>, out, b,
                         std::min(numel, b + chunk), start, stddev);
   } catch (...) {
   }
   for (int64_t rest = b; rest < numel; rest += chunk)
-    fillNormalRange<T>(out, numel, rest, std::min(numel, rest + chunk), start,
+    fillNormalRange<T>(out, rest, std::min(numel, rest + chunk), start,
                        stddev);
-  fillNormalRange<T>(out, numel, 0, std::min(numel, chunk), start, stddev);
+  fillNormalRange<T>(out, 0, std::min(numel, chunk), start, stddev);
   for (std::thread &t : pool)
     t.join();
-}
-
-/// Elements [begin, begin + count) of the whole tensor fillNormal fills,
-/// into out[0, count): each Box-Muller pair from its own place in the
-/// stream, as fillNormalRange draws it.
-template <typename T>
-void fillNormalPart(T *out, int64_t begin, int64_t count, uint64_t start,
-                    double stddev) {
-  int64_t i = begin & ~int64_t(1), end = begin + count;
-  SplitMix64 rng{start + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ULL};
-  const double twoPi = 6.283185307179586476925286766559;
-  for (; i < end; i += 2) {
-    double u1 = static_cast<double>((rng.next() >> 11) + 1) * 0x1.0p-53;
-    double u2 = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
-    double r = std::sqrt(-2.0 * std::log(u1));
-    if (i >= begin)
-      out[i - begin] = static_cast<T>(stddev * r * std::cos(twoPi * u2));
-    if (i + 1 >= begin && i + 1 < end)
-      out[i + 1 - begin] = static_cast<T>(stddev * r * std::sin(twoPi * u2));
-  }
 }
 
 /// The runs of a rank's part [shape] at `offset` of a whole [global]
