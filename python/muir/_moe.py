@@ -22,6 +22,66 @@ def _world_size():
     return int(size) if size else 1
 
 
+def _world_rank():
+    rank = os.environ.get("OMPI_COMM_WORLD_RANK")
+    return int(rank) if rank else 0
+
+
+# The expert stacks: dimension 0 is the layer's experts (a rank's block of
+# them with ep > 1).
+_STACKS = ("gate_proj", "up_proj", "down_proj")
+
+
+def expert_rows(p):
+    """The experts an expert stack (or its optimizer state) holds: (lo, hi,
+    experts), rows [lo, hi) of the layer's `experts`; None for a tensor
+    that is no muir.torch.MoE expert stack."""
+    experts = getattr(p, "_muir_experts", None)
+    if experts is None:
+        return None
+    lo = getattr(p, "_muir_ep_rank", 0) * p.shape[0]
+    return (lo, lo + p.shape[0], experts)
+
+
+def held_rows(t, saved, want, who):
+    """(rows, None): the rows of `t` (a saved expert stack or its optimizer
+    state, dimension 0 the experts) for the experts want = (lo, hi,
+    experts); or (None, why) when it does not hold them. `saved` is what
+    the state records it holds ((lo, hi, experts)); None (a dict made by
+    hand): every expert if it has their rows, else this rank's."""
+    lo, hi, experts = want
+    if not isinstance(t, torch.Tensor) or t.dim() == 0:
+        return t, None
+    if saved is None:
+        if t.shape[0] == experts:
+            saved = (0, experts, experts)
+        elif t.shape[0] == hi - lo:
+            saved = want
+        else:
+            return None, ("%s holds %d experts' rows; this rank holds "
+                          "experts %d-%d of %d (%d rows): load the "
+                          "state_dict this rank's experts were saved in, or "
+                          "one made by muir.torch.full_state_dict, which "
+                          "loads on any ep" % (who, t.shape[0], lo, hi - 1,
+                                               experts, hi - lo))
+    slo, shi, sexperts = (int(v) for v in saved)
+    if sexperts != experts:
+        return None, ("%s is saved for a layer of %d experts; this one has "
+                      "%d" % (who, sexperts, experts))
+    if t.shape[0] != shi - slo:
+        return None, ("%s has %d rows, but its state_dict says it holds "
+                      "experts %d-%d" % (who, t.shape[0], slo, shi - 1))
+    if slo <= lo and hi <= shi:
+        if (slo, shi) == (lo, hi):
+            return t, None
+        return t[lo - slo:hi - slo].clone(), None
+    return None, ("%s holds experts %d-%d of %d (one rank's part of an "
+                  "expert-parallel state); this rank holds experts %d-%d: "
+                  "load the state_dict this rank's experts were saved in, or "
+                  "one made by muir.torch.full_state_dict, which loads on "
+                  "any ep" % (who, slo, shi - 1, experts, lo, hi - 1))
+
+
 def _int(v, key, lo):
     if isinstance(v, bool) or not isinstance(v, int) or v < lo:
         raise ValueError("muir.torch.MoE: %s must be an integer >= %d, got "
@@ -138,6 +198,14 @@ class MoE(torch.nn.Module):
     bound: give max_tokens. muir.torch.Muon steps the expert stacks (marked
     `_muir_ep`) per expert on their own rank, never shared out.
 
+    Checkpoints: state_dict() holds the rank's experts and records which
+    (its metadata's "muir_experts": [lo, hi, experts]);
+    muir.torch.full_state_dict(layer or model) gathers the stacks whole over
+    torch.distributed. load_state_dict takes, on any ep, this rank's rows of
+    a stack that holds them (a whole stack: full_state_dict's, one rank's,
+    or a hand-made dict; or the part of a rank of a smaller ep) and refuses
+    one that does not (another rank's part), naming the stack.
+
     check_finite (True): a NaN or infinity in x raises MoEInputError
     before anything runs. options: compile options for muir.compile.
     """
@@ -231,9 +299,17 @@ class MoE(torch.nn.Module):
         self.up_proj = linear(el, f, h)
         self.down_proj = linear(el, h, f)
         self._weight_names = ["router", "gate_proj", "up_proj", "down_proj"]
-        if self.ep > 1:
-            # muir.torch.Muon steps these per expert on this rank only.
-            for p in (self.gate_proj, self.up_proj, self.down_proj):
+        # Rank r of ep holds experts [r * el, (r + 1) * el): state_dict
+        # records the rows (its metadata's "muir_experts"), and
+        # load_state_dict takes this rank's rows of any state that holds
+        # them (a whole stack: muir.torch.full_state_dict).
+        rank = _world_rank() if self.ep > 1 else 0
+        for n in _STACKS:
+            p = getattr(self, n)
+            p._muir_experts = self.experts
+            p._muir_ep_rank = rank
+            if self.ep > 1:
+                # muir.torch.Muon steps these per expert on this rank only.
                 p._muir_ep = self.ep
         if self.shared_experts:
             sf = self.shared_experts * f
@@ -245,6 +321,39 @@ class MoE(torch.nn.Module):
         self.tokens_per_expert = torch.zeros(self.experts, dtype=torch.int64)
         self._passes = {}   # (bound, "forward"|"backward") -> _Pass
         self._bound = self.max_tokens
+
+    # -- state ------------------------------------------------------------
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        meta = getattr(destination, "_metadata", None)
+        if meta is not None:
+            meta.setdefault(prefix[:-1], {})["muir_experts"] = list(
+                expert_rows(self.gate_proj))
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata,
+                              strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        # torch hands each module its own copy of the dict: this rank's
+        # rows replace a stack that holds more.
+        saved = local_metadata.get("muir_experts")
+        refused = []
+        for n in _STACKS:
+            key = prefix + n
+            if key not in state_dict:
+                continue
+            rows, why = held_rows(state_dict[key], saved,
+                                  expert_rows(getattr(self, n)), key)
+            if why is not None:
+                error_msgs.append("muir.torch.MoE %r: %s" % (self.name, why))
+                del state_dict[key]
+                refused.append(key)
+            else:
+                state_dict[key] = rows
+        super()._load_from_state_dict(state_dict, prefix, local_metadata,
+                                      strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+        # Reported above, not again as missing.
+        missing_keys[:] = [k for k in missing_keys if k not in refused]
 
     # -- compiling --------------------------------------------------------
     def description(self, bound=None):

@@ -127,10 +127,17 @@ held) and, for the CPU target, on disk (cache_dir below). The state lives in
 and torch.save checkpoints work (with any number of groups) and a resumed
 run equals the continuous one bitwise, also on another number of ranks
 (the state is whole on every rank: saved on 2 ranks, it continues on 1,
-and the other way round; an ep-split expert stack holds its rank's
-experts and is not resharded); load_state_dict refuses, with a
-ValueError naming the group or the parameter, a state made for other
-groups (their count, sizes, use_muon) or other shapes. copy.deepcopy (and
+and the other way round). An expert stack of a muir.torch.MoE with ep > 1
+and its state hold this rank's experts; state_dict() records which
+("muir_experts"), and muir.torch.full_state_dict(optimizer) (and
+full_state_dict(model) for the model) gathers them whole over
+torch.distributed, a state that loads on any ep: load_state_dict keeps
+each rank's experts' rows of any state that holds them (a whole one, or
+the part of a rank that held more experts) and refuses one that does not
+(another rank's part), naming the parameter. load_state_dict refuses, with
+a ValueError naming the group or the parameter, a state made for other
+groups (their count, sizes, use_muon) or other shapes, before loading
+anything. copy.deepcopy (and
 pickling) copies the optimizer with its parameters and state; the copy
 compiles its own steps.
 
@@ -147,6 +154,7 @@ Expert stacks of a muir.torch.MoE with ep > 1 (marked `_muir_ep`) hold
 this rank's experts only: the step declares them split over ep (the MoE
 folding edp x ep of the same ranks) and each rank steps its own, per
 expert, never shared out; they take Muon (an ep stack cannot take AdamW).
+Checkpoints that load on another number of ranks: full_state_dict, above.
 
 MuonClip (Kimi K2's QK-clip): qk_clip=tau with attention=[{"name": ...,
 "q": ..., "k": ..., "heads": H, "kv_heads": G}, ...] (q and k: parameters
@@ -191,9 +199,11 @@ import torch
 import muir
 from muir import description as _description
 
+from muir import _moe
 from muir._moe import MoE, MoEInputError  # noqa: E402,F401
 
-__all__ = ["Muon", "NorMuon", "MoE", "MoEInputError", "ParameterError",
+__all__ = ["Muon", "NorMuon", "MoE", "MoEInputError", "full_state_dict",
+           "ParameterError",
            "NonFiniteGradientError", "ParamGroupError", "SCHEDULER_KEYS",
            "DEFAULT_MAX_COMPILED_STEPS"]
 
@@ -1724,6 +1734,9 @@ class Muon(torch.optim.Optimizer):
                 "groups, this optimizer %d" % (len(groups),
                                                len(self.param_groups)))
         ids = {}
+        state_dict = dict(state_dict)
+        experts = state_dict.pop("muir_experts", None) or {}
+        state_dict["state"] = dict(state_dict["state"])
         for index, (saved, mine) in enumerate(zip(groups,
                                                   self.param_groups)):
             if len(saved.get("params", ())) != len(mine["params"]):
@@ -1746,6 +1759,20 @@ class Muon(torch.optim.Optimizer):
                                  "holds parameter %r, which no group lists"
                                  % (i,))
             d = self._info[p]
+            want = _moe.expert_rows(p)
+            if want is not None:
+                # An expert stack's state: this rank's experts' rows of a
+                # state that holds them.
+                entry = dict(entry)
+                for key in d["state_keys"]:
+                    rows, why = _moe.held_rows(
+                        entry.get(key), experts.get(i), want,
+                        "parameter '%s''s state '%s'" % (d["name"], key))
+                    if why is not None:
+                        raise ValueError("muir.torch.Muon.load_state_dict: "
+                                         + why)
+                    entry[key] = rows
+                state_dict["state"][i] = entry
             for key in d["state_keys"]:
                 t = entry.get(key)
                 if not isinstance(t, torch.Tensor):
@@ -1766,6 +1793,22 @@ class Muon(torch.optim.Optimizer):
         # torch puts the groups' values back, params aside.
         for group, use_muon in zip(self.param_groups, self._group_use_muon):
             group["use_muon"] = use_muon
+
+    def state_dict(self):
+        """torch.optim's state_dict, and for each expert stack's state the
+        experts it holds ("muir_experts": index -> [lo, hi, experts]), so
+        that load_state_dict takes a rank's rows of it and refuses another
+        rank's part (muir.torch.full_state_dict gathers them whole)."""
+        sd = super().state_dict()
+        experts = {}
+        for i, p in enumerate(p for g in self.param_groups
+                              for p in g["params"]):
+            rows = _moe.expert_rows(p)
+            if rows is not None and i in sd["state"]:
+                experts[i] = list(rows)
+        if experts:
+            sd["muir_experts"] = experts
+        return sd
 
     def __getstate__(self):
         # Compiled steps are handles into muir's library: a copy compiles
@@ -1901,3 +1944,114 @@ class NorMuon(Muon):
         super().__init__(params, lr=lr, momentum=momentum, nesterov=nesterov,
                          weight_decay=weight_decay, ns_steps=ns_steps,
                          schedule=schedule, scale_extra=scale_extra, **more)
+
+
+def _gather_experts(items, who):
+    """Each item (label, tensor, (lo, hi, experts)): this rank's rows of a
+    tensor split over ep; returns the whole tensors, the ranks' rows in
+    rank order, gathered over torch.distributed (every rank calls this with
+    the same labels and shapes; checked first, so that a mismatch raises on
+    every rank instead of hanging)."""
+    import torch.distributed as dist
+    if not (dist.is_available() and dist.is_initialized()):
+        raise RuntimeError(
+            "%s: %s is split over the ranks (expert parallel); gathering it "
+            "whole needs torch.distributed initialised (gloo or nccl) over "
+            "the same ranks, in the same order" % (who, items[0][0]))
+    world, rank = dist.get_world_size(), dist.get_rank()
+    mine = [(label, tuple(t.shape), str(t.dtype), tuple(rows))
+            for label, t, rows in items]
+    every = [None] * world
+    dist.all_gather_object(every, mine)
+    for r, theirs in enumerate(every):
+        for (label, shape, dtype, rows), other in zip(
+                mine, theirs + [None] * len(mine)):
+            lo, hi, experts = rows
+            if other is None or other[:3] != (label, shape, dtype):
+                raise ValueError(
+                    "%s: rank %d and rank %d hold different tensors to "
+                    "gather (%s %s %s here, %s there); every rank gathers "
+                    "the same ones" % (who, rank, r, label, shape, dtype,
+                                       "nothing" if other is None else
+                                       " ".join(map(str, other[:3]))))
+            olo, ohi, _ = other[3]
+            if (ohi - olo) * world != experts or olo != r * (ohi - olo):
+                raise ValueError(
+                    "%s: %s of torch.distributed's rank %d holds experts "
+                    "%d-%d of %d; with %d ranks it would hold %d-%d "
+                    "(torch.distributed's ranks must be the expert-parallel "
+                    "ranks, in order)"
+                    % (who, label, r, olo, ohi - 1, experts, world,
+                       r * experts // world, (r + 1) * experts // world - 1))
+        if len(theirs) != len(mine):
+            raise ValueError("%s: rank %d gathers %d tensors, rank %d %d; "
+                             "every rank gathers the same ones"
+                             % (who, rank, len(mine), r, len(theirs)))
+    nccl = dist.get_backend() == "nccl"
+    whole = []
+    for label, t, rows in items:
+        src = t.detach().contiguous()
+        if nccl and src.device.type != "cuda":
+            src = src.cuda()
+        elif not nccl and src.device.type != "cpu":
+            src = src.cpu()
+        parts = [torch.empty_like(src) for _ in range(world)]
+        dist.all_gather(parts, src)
+        whole.append(torch.cat(parts).to(t.device))
+    return whole
+
+
+def full_state_dict(obj):
+    """A state_dict of a model (torch.nn.Module) or of a muir.torch.Muon /
+    NorMuon optimizer in which every expert stack of a muir.torch.MoE with
+    ep > 1, and its optimizer state, is whole: every expert's rows, in
+    expert order, gathered over torch.distributed (gloo or nccl, initialised
+    over the expert-parallel ranks in order: every rank calls this, and
+    every rank gets the whole stacks). Everything else is the object's own
+    state_dict(), whole on every rank already. Such a state loads with
+    load_state_dict on any ep and number of ranks (each rank keeps its
+    experts' rows), as does a state saved on one rank. A rank's own
+    state_dict() records the experts it holds, and loads only where those
+    are the experts needed. Without ep > 1 stacks this is state_dict() and
+    needs no torch.distributed."""
+    who = "muir.torch.full_state_dict"
+    if isinstance(obj, torch.optim.Optimizer):
+        params = [p for g in obj.param_groups for p in g["params"]]
+        split = [getattr(p, "_muir_ep", 1) > 1 for p in params]
+        sd = obj.state_dict()
+        if not any(split):
+            return sd
+        names = getattr(obj, "_info", {})
+        experts = dict(sd.get("muir_experts") or {})
+        items = []
+        for i, p in enumerate(params):
+            if not split[i] or i not in sd["state"]:
+                continue
+            name = names[p]["name"] if p in names else "parameter %d" % i
+            for key, t in sorted(sd["state"][i].items()):
+                if isinstance(t, torch.Tensor) and t.dim() > 0:
+                    items.append(("'%s''s state '%s'" % (name, key), t,
+                                  experts[i], (i, key)))
+        if not items:
+            return sd
+        whole = _gather_experts([it[:3] for it in items], who)
+        sd["state"] = {i: dict(e) for i, e in sd["state"].items()}
+        for (_, _, (lo, hi, n), (i, key)), t in zip(items, whole):
+            sd["state"][i][key] = t
+            experts[i] = [0, n, n]
+        sd["muir_experts"] = experts
+        return sd
+    if not isinstance(obj, torch.nn.Module):
+        raise TypeError("%s: expected a torch.nn.Module or a muir.torch "
+                        "optimizer, got %s" % (who, type(obj).__name__))
+    sd = obj.state_dict()
+    items = [(key, p, _moe.expert_rows(p))
+             for key, p in obj.state_dict(keep_vars=True).items()
+             if getattr(p, "_muir_ep", 1) > 1]
+    if not items:
+        return sd
+    for (key, _, (lo, hi, n)), t in zip(items, _gather_experts(items, who)):
+        sd[key] = t
+        sd._metadata.setdefault(key.rpartition(".")[0], {})[
+            "muir_experts"] = [0, n, n]
+    return sd
