@@ -15,12 +15,15 @@ layout's continuous run is the same computation. Checked:
 - refused, naming the tensor: another rank's part, a stack of another
   number of experts, and full_state_dict without torch.distributed.
 
-  torch_moe_relayout.py run DIR                 step 1, save, step 2
-  torch_moe_relayout.py resume DIR SRC OUT      SRC: full (DIR/full.pt) or
-                                                own (DIR/own<r>.pt, the part
-                                                with this rank's experts)
-  torch_moe_relayout.py errors DIR              (2 ranks; DIR an ep=2 run's)
-  torch_moe_relayout.py compare A B             (two runs' final states)
+  torch_moe_relayout.py run ROOT [JOB...]     the continuous run on
+                                              ep = the world (ROOT/ep<world>),
+                                              then each JOB
+  torch_moe_relayout.py resume ROOT JOB...    only the JOBs
+  torch_moe_relayout.py compare ROOT          every run against its
+                                              reference, bitwise
+JOB: ep<n>:full (ROOT/ep<n>'s full_state_dict after step 1, resumed here
+for step 2), ep<n>:own (the own state_dict() of the ep<n> rank whose
+experts hold this rank's), or errors (2 ranks, after ep2's run).
 """
 import glob
 import os
@@ -99,10 +102,12 @@ def save(obj, path):
     torch.save(obj, path)
 
 
-def run(d):
-    init_dist(d + "/rendezvous")
+def run(root):
+    """The continuous run on this layout: ROOT/ep<world>."""
+    d = "%s/ep%d" % (root, world)
+    os.makedirs(d, exist_ok=True)
     for kind in KINDS:
-        net, opt = build(kind, d + "/../cache")
+        net, opt = build(kind, root + "/cache")
         net.load_state_dict(draw(net, 7))
         step(net, opt, 1)
         f = full(net, opt)
@@ -111,29 +116,33 @@ def run(d):
              "%s/%s.own%d.pt" % (d, kind, rank))
         step(net, opt, 2)
         save(full(net, opt), "%s/%s.final%d.pt" % (d, kind, rank))
-    end_dist()
     print("run on ep=%d: rank %d saved" % (world, rank), flush=True)
 
 
-def resume(d, src, out):
+def resume(root, src):
+    """SRC = ep<n>:full (that run's full_state_dict) or ep<n>:own (the
+    saved rank's own state_dict() whose experts hold this rank's), resumed
+    here for step 2: ROOT/ep<world>-from-ep<n>-<how>."""
+    layout, how = src.split(":")
+    d = "%s/%s" % (root, layout)
+    out = "%s/ep%d-from-%s-%s" % (root, world, layout, how)
     os.makedirs(out, exist_ok=True)
-    init_dist(out + "/rendezvous")
     for kind in KINDS:
-        if src == "full":
+        if how == "full":
             path = "%s/%s.full0.pt" % (d, kind)
         else:
             saved = len(glob.glob("%s/%s.own*.pt" % (d, kind)))
             # The saved rank whose experts hold this rank's.
             path = "%s/%s.own%d.pt" % (d, kind, rank * saved // world)
         state = torch.load(path)
-        net, opt = build(kind, d + "/../cache")
+        net, opt = build(kind, root + "/cache")
         net.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         step(net, opt, 2)
         save(full(net, opt), "%s/%s.final%d.pt" % (out, kind, rank))
-    end_dist()
-    print("resumed on ep=%d from %s: rank %d stepped" % (world, src, rank),
-          flush=True)
+    print("resumed on ep=%d from %s's %s: rank %d stepped"
+          % (world, layout, "full_state_dict" if how == "full" else
+             "own state_dicts", rank), flush=True)
 
 
 def equal(a, b, where, bad):
@@ -156,49 +165,66 @@ def equal(a, b, where, bad):
         bad.append("%s: %r vs %r" % (where, a, b))
 
 
-def compare(a, b):
+def compare_runs(a, b):
     """Every rank's final whole state in b equal to a's rank 0's, bitwise
-    (the optimizer's param_groups too, lr and all)."""
+    (the optimizer's param_groups too, lr and all); b's full_state_dict the
+    same on every rank."""
     bad = []
     tensors = 0
     for kind in KINDS:
         want = torch.load("%s/%s.final0.pt" % (a, kind))
         tensors += len(want["model"]) + sum(
             len(e) for e in want["opt"]["state"].values())
-        for path in sorted(glob.glob("%s/%s.final*.pt" % (b, kind)) +
-                           glob.glob("%s/%s.full*.pt" % (b, kind))):
-            if ".full" in path:
-                # full_state_dict: the same on every rank.
-                equal(torch.load("%s/%s.full0.pt" % (b, kind)),
-                      torch.load(path), path, bad)
-            else:
-                equal(want, torch.load(path), path, bad)
+        for path in sorted(glob.glob("%s/%s.final*.pt" % (b, kind))):
+            equal(want, torch.load(path), path, bad)
+        for path in sorted(glob.glob("%s/%s.full*.pt" % (b, kind))):
+            equal(torch.load("%s/%s.full0.pt" % (b, kind)),
+                  torch.load(path), path, bad)
+    a, b = os.path.basename(a), os.path.basename(b)
     if bad:
-        print("compare %s %s: FAIL, not bitwise: %s"
-              % (os.path.basename(a), os.path.basename(b),
-                 ", ".join(bad[:6])))
+        print("%s vs %s: FAIL, not bitwise: %s" % (b, a, ", ".join(bad[:6])))
+        return False
+    print("%s == %s: %d tensors bitwise, every rank" % (b, a, tensors))
+    return True
+
+
+def compare(root):
+    """Each continuous run against ep=1's, each resumed run against the
+    continuous run on its layout."""
+    ok = True
+    for d in sorted(os.listdir(root)):
+        if not d.startswith("ep"):
+            continue
+        layout = d.split("-")[0]
+        want = "ep1" if layout == d else layout
+        if d != want:
+            ok = compare_runs(os.path.join(root, want),
+                              os.path.join(root, d)) and ok
+    if not ok:
         sys.exit(1)
-    print("%s == %s: %d tensors bitwise, every rank"
-          % (os.path.basename(b), os.path.basename(a), tensors))
 
 
-def errors(d):
-    """Under mpirun -n 2, next to an ep=2 run's DIR."""
-    kind = "muon"
-    net, opt = build(kind, d + "/../cache")
+def unrefused():
+    """Before torch.distributed: full_state_dict of split stacks refused."""
+    net = Net()
     try:
         mt.full_state_dict(net)
         print("rank %d: full_state_dict without torch.distributed: NOT "
               "refused" % rank)
     except RuntimeError as e:
-        print("rank %d: %s" % (rank, e))
-    init_dist(d + "/rendezvous-errors")
+        print("rank %d: %s" % (rank, e), flush=True)
+
+
+def errors(root):
+    """On ep=2 after its run: rank 0's own part on both ranks, a stack of
+    6 experts' rows."""
+    kind = "muon"
+    net, opt = build(kind, root + "/cache")
     net.load_state_dict(draw(net, 7))
     step(net, opt, 1)
-    before = {k: v.clone() for k, v in net.state_dict().items()}
     before_opt = opt.state_dict()
     # Rank 0's own part, on both ranks: rank 0 loads it, rank 1 refuses.
-    own0 = torch.load("%s/%s.own0.pt" % (d, kind))
+    own0 = torch.load("%s/ep2/%s.own0.pt" % (root, kind))
     for what, obj, state in (("model", net, own0["model"]),
                              ("optimizer", opt, own0["opt"])):
         try:
@@ -209,11 +235,9 @@ def errors(d):
                                                      str(e).strip()))
     if rank == 1:
         bad = []
-        equal(before, net.state_dict(), "model", bad)
         equal(before_opt, opt.state_dict(), "optimizer", bad)
         print("rank 1: after the refusals, the optimizer %s" %
-              ("unchanged" if not [b for b in bad if "optimizer" in b]
-               else "CHANGED: " + ", ".join(bad)))
+              ("unchanged" if not bad else "CHANGED: " + ", ".join(bad)))
     # A hand-made stack of 6 experts' rows.
     sd = dict(net.state_dict())
     sd["moe.up_proj"] = torch.zeros(6, F, H)
@@ -221,20 +245,25 @@ def errors(d):
         net.load_state_dict(sd)
         print("rank %d: 6 experts' rows loaded" % rank)
     except RuntimeError as e:
-        print("rank %d: 6 rows: %s" % (rank, str(e).strip()))
-    end_dist()
+        print("rank %d: 6 rows: %s" % (rank, str(e).strip()), flush=True)
 
 
 def main():
-    mode = sys.argv[1]
-    if mode == "run":
-        run(sys.argv[2])
-    elif mode == "resume":
-        resume(sys.argv[2], sys.argv[3], sys.argv[4])
-    elif mode == "errors":
-        errors(sys.argv[2])
-    else:
-        compare(sys.argv[2], sys.argv[3])
+    if sys.argv[1] == "compare":
+        compare(sys.argv[2])
+        return
+    root, jobs = sys.argv[2], sys.argv[3:]
+    if "errors" in jobs:
+        unrefused()
+    init_dist("%s/rendezvous-%d" % (root, world))
+    if sys.argv[1] == "run":
+        run(root)
+    for job in jobs:
+        if job == "errors":
+            errors(root)
+        else:
+            resume(root, job)
+    end_dist()
 
 
 if __name__ == "__main__":
