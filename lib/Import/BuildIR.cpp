@@ -316,18 +316,23 @@ struct TrainedLayer {
     f.weights = route->getResult(1);
     f.choices = route->getResult(2);
     // Capacity mode: pairs beyond an expert's capacity (over this rank's
-    // tokens) are dropped before dispatch.
+    // tokens, or over each block of capacity_tokens of them) are dropped
+    // before dispatch.
     if (l.capacityFactor > 0) {
+      SmallVector<NamedAttribute> a = {
+          b.getNamedAttr("num_experts", b.getI64IntegerAttr(e)),
+          b.getNamedAttr("capacity_factor",
+                         b.getF64FloatAttr(l.capacityFactor)),
+          b.getNamedAttr("policy",
+                         DropPolicyAttr::get(b.getContext(),
+                                             l.dropPolicy == "position"
+                                                 ? DropPolicy::position
+                                                 : DropPolicy::weight))};
+      if (l.capacityTokens > 0)
+        a.push_back(b.getNamedAttr("group_tokens",
+                                   b.getI64IntegerAttr(l.capacityTokens)));
       Operation *cap = make<CapacityOp>(
-          {i64({t, k}), f32({t, k}), i64({e})}, {f.indices, f.weights},
-          {b.getNamedAttr("num_experts", b.getI64IntegerAttr(e)),
-           b.getNamedAttr("capacity_factor",
-                          b.getF64FloatAttr(l.capacityFactor)),
-           b.getNamedAttr("policy",
-                          DropPolicyAttr::get(b.getContext(),
-                                              l.dropPolicy == "position"
-                                                  ? DropPolicy::position
-                                                  : DropPolicy::weight))});
+          {i64({t, k}), f32({t, k}), i64({e})}, {f.indices, f.weights}, a);
       f.indices = cap->getResult(0);
       f.weights = cap->getResult(1);
     }
@@ -1216,6 +1221,14 @@ static const MoELayer *findLayer(MLIRContext &ctx, const Description &d,
   if (l.experts % ep != 0) {
     emitError(lloc) << "MoE layer '" << l.name << "': " << l.experts
                     << " experts do not divide over ep=" << ep;
+    return nullptr;
+  }
+  if (l.capacityTokens > 0) {
+    emitError(locFor(ctx, l.capacityTokensLoc))
+        << "MoE layer '" << l.name
+        << "': a layer a model calls counts its capacity over each call's "
+           "tokens; capacity_tokens (blocks of a training step's tokens) is "
+           "for training steps";
     return nullptr;
   }
   return &l;

@@ -788,7 +788,7 @@ void Reader::readMoE(yaml::Node *n, Description &d) {
              {"name", "experts", "top_k", "shared_experts", "scoring",
               "groups", "groups_per_token", "hidden", "expert_size",
               "tokens_per_rank", "tokens", "routed_scaling",
-              "capacity_factor",
+              "capacity_factor", "capacity_tokens",
               "drop_policy", "normalize"},
              [&](StringRef key, yaml::Node *v) {
                if (key == "name") {
@@ -835,7 +835,10 @@ void Reader::readMoE(yaml::Node *n, Description &d) {
                    m.expertSize = *x;
                  else if (key == "tokens")
                    m.tokens = *x;
-                 else {
+                 else if (key == "capacity_tokens") {
+                   m.capacityTokens = *x;
+                   m.capacityTokensLoc = locOf(v);
+                 } else {
                    m.tokensPerRank = *x;
                    m.tokensPerRankGiven = true;
                  }

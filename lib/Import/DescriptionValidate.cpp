@@ -577,6 +577,25 @@ void Validator::checkMoELayers() {
                       ") are not divisible by the grid's " +
                       Twine(d.grid.numDevices()) +
                       " devices, which each take the same number");
+    if (l.capacityTokens > 0) {
+      int64_t devices = std::max<int64_t>(1, d.grid.numDevices());
+      int64_t mine = l.tokens > 0 ? l.tokens / devices : l.tokensPerRank;
+      if (l.capacityFactor <= 0)
+        fail(l.capacityTokensLoc,
+             "MoE layer '" + l.name + "': capacity_tokens (" +
+                 Twine(l.capacityTokens) +
+                 ") sets the blocks capacity_factor counts over, and the "
+                 "layer has no capacity_factor (it drops nothing)");
+      else if (mine % l.capacityTokens != 0)
+        fail(l.capacityTokensLoc,
+             "MoE layer '" + l.name + "': capacity_tokens (" +
+                 Twine(l.capacityTokens) + ") does not divide a rank's " +
+                 Twine(mine) + " tokens" +
+                 (l.tokens > 0 ? " (tokens " + Twine(l.tokens) + " over " +
+                                     Twine(devices) + " devices)"
+                               : Twine(" (tokens_per_rank)")) +
+                 "; the capacity counts over whole blocks on one rank");
+    }
     // A rank's routed rows (tokens x top_k) of the widest activation.
     int64_t rows = 0, elements = 0;
     if (llvm::MulOverflow(l.tokensPerRank, std::max<int64_t>(l.topK, 1),

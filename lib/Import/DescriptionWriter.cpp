@@ -250,6 +250,9 @@ void mlir::muir::desc::writeDescription(const Description &d,
                  ? ", capacity_factor: " + number(l.capacityFactor) +
                        ", drop_policy: " + l.dropPolicy
                  : std::string())
+         << (l.capacityTokens > 0
+                 ? ", capacity_tokens: " + std::to_string(l.capacityTokens)
+                 : std::string())
          << "}\n";
     }
   }

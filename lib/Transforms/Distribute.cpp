@@ -219,8 +219,9 @@ struct DistributePass
           cap && cap.getGroupTokens() == 0) {
         cap.emitOpError("drops pairs beyond each expert's capacity over "
                         "this rank's tokens, which depend on how the layout "
-                        "spreads them; the layout-invariant mode needs a "
-                        "dropless MoE layer (no capacity_factor)");
+                        "spreads them; the layout-invariant mode needs "
+                        "capacity over fixed blocks of tokens (the layer's "
+                        "capacity_tokens) or a dropless MoE layer");
         return WalkResult::interrupt();
       }
       auto sum = dyn_cast<AllReduceOp>(op);

@@ -2,9 +2,10 @@
 // The layout-invariant mode's refusals (muir-distribute's pass option
 // layout-invariant, which --deterministic=layout-invariant sets): a sum
 // over ranks that feeds the step (the order of its partial results is the
-// layout's), and capacity drops counted over each rank's tokens. The
-// importer builds neither in this mode (layout-invariant.test); these are
-// the guard for other high-level IR.
+// layout's), and capacity drops counted over each rank's tokens (those
+// over fixed blocks of tokens, group_tokens, pass). The importer builds
+// neither in this mode (layout-invariant.test); these are the guard for
+// other high-level IR.
 
 muir.grid @world axes = ["dp"] shape = [2]
 func.func @sum(%g: tensor<4x4xf32>) -> tensor<4x4xf32> {
@@ -29,7 +30,19 @@ func.func @printed(%l: tensor<1xf32>) {
 
 muir.grid @world axes = ["dp"] shape = [2]
 func.func @capacity(%i: tensor<6x2xi64>, %w: tensor<6x2xf32>) -> tensor<6x2xi64> {
-  // expected-error@+1 {{'muir.capacity' op drops pairs beyond each expert's capacity over this rank's tokens, which depend on how the layout spreads them; the layout-invariant mode needs a dropless MoE layer (no capacity_factor)}}
+  // expected-error@+1 {{'muir.capacity' op drops pairs beyond each expert's capacity over this rank's tokens, which depend on how the layout spreads them; the layout-invariant mode needs capacity over fixed blocks of tokens (the layer's capacity_tokens) or a dropless MoE layer}}
   %ki, %kw, %kc = muir.capacity %i, %w {num_experts = 8, capacity_factor = 1.0} : (tensor<6x2xi64>, tensor<6x2xf32>) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
+  return %ki : tensor<6x2xi64>
+}
+
+// -----
+
+// Over fixed blocks of 3 tokens: the same drops on any layout whose ranks
+// hold whole blocks.
+// CHECK-LABEL: func.func @blocks
+// CHECK: muir.capacity {{.*}}group_tokens = 3
+muir.grid @world axes = ["dp"] shape = [2]
+func.func @blocks(%i: tensor<6x2xi64>, %w: tensor<6x2xf32>) -> tensor<6x2xi64> {
+  %ki, %kw, %kc = muir.capacity %i, %w {num_experts = 8, capacity_factor = 1.0, group_tokens = 3} : (tensor<6x2xi64>, tensor<6x2xf32>) -> (tensor<6x2xi64>, tensor<6x2xf32>, tensor<8xi64>)
   return %ki : tensor<6x2xi64>
 }

@@ -20,7 +20,8 @@ import muirtest as mt
 def layer(x, router, gate, up, down, attrs, experts, top_k, capacity=None):
     """The layer's output for tokens x [T, H] in float64. `attrs`: scoring,
     groups, groups_per_token, routed_scaling; `capacity`: (factor, policy)
-    or None."""
+    over all T tokens, (factor, policy, G) over each block of G tokens, or
+    None."""
     logits = x @ router.T
     sig = attrs.get("scoring", "softmax") == "sigmoid"
     s = torch.sigmoid(logits) if sig else torch.softmax(logits, dim=1)
@@ -42,7 +43,9 @@ def layer(x, router, gate, up, down, attrs, experts, top_k, capacity=None):
     w = w * attrs.get("routed_scaling", 1.0)
     if capacity:
         keep = mt.capacity_keep(idx.numpy(), w.detach().numpy(), experts,
-                                capacity[0], capacity[1], x.shape[0])
+                                capacity[0], capacity[1],
+                                capacity[2] if len(capacity) > 2
+                                else x.shape[0])
         w = w * torch.tensor(keep, dtype=torch.float64)
     mask = torch.zeros(x.shape[0], experts, dtype=torch.float64).scatter(
         1, idx, w)

@@ -277,6 +277,12 @@ struct MoELayer {
   /// Capacity-factor mode (muir.capacity before dispatch); 0: dropless.
   double capacityFactor = 0.0;
   std::string dropPolicy = "weight"; ///< weight | position
+  /// `capacity_tokens`: the capacity counts over each block of this many
+  /// consecutive tokens (which must divide a rank's), so that the drops do
+  /// not depend on how the layout spreads the tokens; 0: over each rank's
+  /// tokens (muir.capacity's group_tokens).
+  int64_t capacityTokens = 0;
+  Loc capacityTokensLoc;
   Loc loc;
   Loc nameLoc; ///< where the name is written; `loc` when unknown
 };

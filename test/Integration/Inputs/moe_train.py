@@ -22,7 +22,10 @@ Checked:
     gradients equal ep = 1's within 1e-5 (sums over the replicas round
     differently: measured <= 1e-6);
   - l0 in capacity mode (capacity_factor 0.75, drops by position): step
-    1's gradients against the reference dropping by the same rule;
+    1's gradients against the reference dropping by the same rule; and
+    by weight over blocks of 24 tokens (capacity_tokens: 24) at ep = 1,
+    against the reference dropping per block, and at ep = 4 (24 tokens a
+    rank) bitwise equal to ep = 1;
   - l1 with a shared expert (shared_experts: 1): step 1's gradients of
     its seven parameters at ep = 1 and ep = 4 within 1e-5;
   - over 6 steps the loss of both layers decreases at every step.
@@ -79,6 +82,8 @@ def description(ep, edp=1, capacity=None, shared=False):
             a = dict(a, shared_experts=1)
         if capacity and l == "l0":
             a = dict(a, capacity_factor=capacity[0], drop_policy=capacity[1])
+            if len(capacity) > 2:
+                a["capacity_tokens"] = capacity[2]
         extra = "".join(", %s: %s" % (k, v) for k, v in a.items())
         lines.append("  - {name: %s, experts: %d, top_k: %d, hidden: %d, "
                      "expert_size: %d, tokens_per_rank: %d%s}"
@@ -202,6 +207,30 @@ def main():
     chk.expect("l0 capacity drops move the step 1 gradients by %.2f, over "
                "100 times the bound" % moved, moved > 100 * 1e-5,
                "moved %.3e" % moved)
+    # Capacity counted over blocks of 24 tokens (capacity_tokens): the
+    # reference drops per block; the blocks must move the gradients away
+    # from drops over all 96 tokens. At ep = 4 each rank holds one block,
+    # so the drops, and every tensor, are ep = 1's.
+    blocks = (1.0, "weight", 24)
+    bref, _ = reference(inp, blocks)
+    wref, _ = reference(inp, blocks[:2])
+    capped, _ = run(args, 1, inp, 1, "blocks", capacity=blocks)
+    err = max(np.abs(capped[n] - bref[n]).max() / np.abs(bref[n]).max()
+              for n in bref if n.startswith("l0."))
+    moved = max(np.abs(bref[n] - wref[n]).max() / np.abs(wref[n]).max()
+                for n in bref if n.startswith("l0."))
+    chk.check("l0 with capacity_factor 1.0 by weight over blocks of 24 "
+              "tokens: step 1 gradients vs float64", err, 1e-5)
+    chk.expect("l0 capacity over blocks of 24 tokens moves the step 1 "
+               "gradients by %.2f from capacity over all 96, over 100 times "
+               "the bound" % moved, moved > 100 * 1e-5, "moved %.3e" % moved)
+    out, _ = run(args, 4, inp, 1, "blocks-ep4", capacity=blocks)
+    differ = sorted(n for n in capped
+                    if not np.array_equal(capped[n], out.get(n)))
+    chk.expect("l0 with capacity over blocks of 24 tokens, ep 4: all %d "
+               "tensors after step 1 bitwise equal to ep 1" % len(capped),
+               not differ and len(out) == len(capped),
+               "differ: %s" % differ)
     # A shared expert beside l1's routed ones (every token, summed into the
     # output): step 1's gradients of all seven of l1's parameters at ep = 1,
     # and at ep = 4, where its products run over each rank's tokens and its
