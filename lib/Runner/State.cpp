@@ -366,7 +366,7 @@ llvm::Error mlir::muir::state::checkSaveTarget(StringRef given) {
 llvm::Expected<int64_t>
 mlir::muir::state::checkState(StringRef dir, const StepIdentity &identity,
                               const std::vector<StateTensor> &tensors,
-                              int64_t moreSteps) {
+                              int64_t moreSteps, HashShare share) {
   auto refuse = [&](const Twine &why) {
     return error("cannot resume from '" + dir + "': " + why);
   };
@@ -389,8 +389,8 @@ mlir::muir::state::checkState(StringRef dir, const StepIdentity &identity,
       text += "\n  " + d;
     return refuse(text);
   }
-  for (const StateTensor &tensor : tensors) {
-    const std::string &name = tensor.name;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const std::string &name = tensors[i].name;
     auto want = manifest->tensors.find(name);
     if (want == manifest->tensors.end())
       return refuse("it has no tensor '" + name + "'");
@@ -400,6 +400,11 @@ mlir::muir::state::checkState(StringRef dir, const StepIdentity &identity,
     if (!fs::status(inDir(dir, name + ".npy"), st, /*follow=*/false) &&
         !fs::is_regular_file(st))
       return refuse("'" + name + ".npy' is not a regular file");
+    if (static_cast<int64_t>(i) % share.count != share.index) {
+      if (!fs::exists(inDir(dir, name + ".npy")))
+        return refuse("'" + name + ".npy' is missing or unreadable");
+      continue;
+    }
     auto got = fileHash(inDir(dir, name + ".npy"));
     if (!got) {
       llvm::consumeError(got.takeError());

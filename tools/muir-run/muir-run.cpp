@@ -21,8 +21,10 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -321,8 +323,17 @@ int main(int argc, char **argv) {
         tensors.push_back(
             {a.name, std::vector<int64_t>(a.globalShape.begin(),
                                           a.globalShape.end())});
+    // Under mpirun each rank hashes its share of the files (the launcher
+    // of --ranks N hashed them all before starting the ranks, so that a
+    // damaged file is reported once, before any rank starts).
+    muir::state::HashShare share;
+    if (runner::underMPI()) {
+      const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+      share.count = std::max(1, std::atoi(getenv("OMPI_COMM_WORLD_SIZE")));
+      share.index = rank ? std::atoi(rank) % share.count : 0;
+    }
     auto saved = muir::state::checkState(opt.resumeDir, step.identity(),
-                                         tensors, opt.numSteps);
+                                         tensors, opt.numSteps, share);
     if (!saved)
       return fail(llvm::toString(saved.takeError()));
     firstStep = *saved + 1;

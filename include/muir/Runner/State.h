@@ -92,15 +92,24 @@ struct StateTensor {
   std::vector<int64_t> shape;
 };
 
+/// Which tensor files' hashes a process checks: those whose index i (in
+/// the step's order) has i % count == index. The ranks of a job each check
+/// their share (together every file once); one process checks all.
+struct HashShare {
+  int64_t index = 0;
+  int64_t count = 1;
+};
+
 /// Reads and checks the state in `dir` for a step with identity `identity`
-/// and tensors `tensors`: the manifest, every tensor file's hash, the step
-/// counter's range (with `moreSteps` still to run). A state saved for
-/// another step names first the tensors that differ (missing, extra, or of
-/// another shape). Returns the steps done.
+/// and tensors `tensors`: the manifest, that every tensor's file is there,
+/// the hashes of `share`'s files, the step counter's range (with
+/// `moreSteps` still to run). A state saved for another step names first
+/// the tensors that differ (missing, extra, or of another shape). Returns
+/// the steps done.
 llvm::Expected<int64_t> checkState(llvm::StringRef dir,
                                    const StepIdentity &identity,
                                    const std::vector<StateTensor> &tensors,
-                                   int64_t moreSteps);
+                                   int64_t moreSteps, HashShare share = {});
 
 /// Saving a state, streamed: beginSave checks `dir` (checkSaveTarget
 /// refuses to replace anything that is not a muir state) and makes a

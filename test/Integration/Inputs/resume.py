@@ -15,7 +15,9 @@ Checked:
     was changed (one bit), removed, when the manifest is missing or
     damaged, when it was saved for another description (another lr),
     another grid or another compile flag (each named), when its step
-    counter is out of range, and when --load is given too;
+    counter is out of range, and when --load is given too; under mpirun
+    itself (each rank hashing its share of the files) a changed file is
+    refused, named once, and every file changed is refused by both ranks;
   - --save-state refuses, before any work and changing nothing, a
     directory of the user's, a regular file, and a state that holds files
     it does not name; an empty directory takes a state.
@@ -128,8 +130,8 @@ def main():
                    p.returncode != 0 and want in p.stderr and
                    not os.path.exists(dump), "want %r" % want)
 
-    def flip_bit(d):
-        path = os.path.join(d, "l.experts.up_proj.npy")
+    def flip_bit(d, name="l.experts.up_proj.npy"):
+        path = os.path.join(d, name)
         data = bytearray(open(path, "rb").read())
         data[-1] ^= 1
         open(path, "wb").write(bytes(data))
@@ -168,6 +170,38 @@ def main():
             "expected \"step\": an integer in [0, 2^53)")
     refused("a step counter that 1 more step takes past 2^53",
             set_step(2**53 - 1), "pass 2^53")
+
+    # Under mpirun itself (no launcher checking first) each rank hashes its
+    # share of the files: a changed file is refused whichever rank's it is
+    # (one bit in each file in turn would take a run each: every file
+    # changed, each rank names another), named once, nothing written.
+    def under_mpirun(label, names):
+        bad = os.path.join(tmp, "mpi-" + label.replace(" ", "-"))
+        shutil.rmtree(bad, ignore_errors=True)
+        shutil.copytree(os.path.join(tmp, "state2_2"), bad)
+        for n in names(bad):
+            flip_bit(bad, n)
+        dump = os.path.join(tmp, "mpi-out")
+        shutil.rmtree(dump, ignore_errors=True)
+        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2",
+               args.muir_run, os.path.join(tmp, "r2.yaml"), "--steps", "1",
+               "--resume", bad, "--dump", dump, "--quiet"]
+        p = subprocess.run(cmd, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True)
+        named = sorted(set(
+            line.split("'")[3] for line in p.stdout.splitlines()
+            if "has changed since it was saved" in line))
+        return p.returncode != 0 and not os.path.exists(dump), named
+
+    ok, named = under_mpirun("one bit", lambda d: ["l.experts.up_proj.npy"])
+    chk.expect("refused under mpirun -n 2: one bit changed (%s)"
+               % ", ".join(named), ok and named == ["l.experts.up_proj.npy"],
+               "named %s" % named)
+    ok, named = under_mpirun("every file", lambda d: [
+        n for n in os.listdir(d) if n.endswith(".npy")])
+    chk.expect("refused under mpirun -n 2: every file changed, by both ranks "
+               "(%s)" % ", ".join(named), ok and len(named) == 2,
+               "named %s" % named)
 
     # --save-state replaces only a state muir saved: never a directory of
     # the user's (its files stay), a file, or a state holding other files.
