@@ -1946,18 +1946,19 @@ class NorMuon(Muon):
                          schedule=schedule, scale_extra=scale_extra, **more)
 
 
-def _gather_experts(items, who):
+def _gather_experts(items, who, what):
     """Each item (label, tensor, (lo, hi, experts)): this rank's rows of a
     tensor split over ep; returns the whole tensors, the ranks' rows in
-    rank order, gathered over torch.distributed (every rank calls this with
-    the same labels and shapes; checked first, so that a mismatch raises on
-    every rank instead of hanging)."""
+    rank order, gathered over torch.distributed (every rank calls this,
+    with the same labels and shapes, or none; checked first, so that a
+    mismatch raises on every rank instead of hanging). `what` names the
+    first split tensor for the message without torch.distributed."""
     import torch.distributed as dist
     if not (dist.is_available() and dist.is_initialized()):
         raise RuntimeError(
             "%s: %s is split over the ranks (expert parallel); gathering it "
             "whole needs torch.distributed initialised (gloo or nccl) over "
-            "the same ranks, in the same order" % (who, items[0][0]))
+            "the same ranks, in the same order" % (who, what))
     world, rank = dist.get_world_size(), dist.get_rank()
     mine = [(label, tuple(t.shape), str(t.dtype), tuple(rows))
             for label, t, rows in items]
@@ -2021,20 +2022,25 @@ def full_state_dict(obj):
         sd = obj.state_dict()
         if not any(split):
             return sd
-        names = getattr(obj, "_info", {})
+        info = getattr(obj, "_info", {})
+
+        def name(i):
+            p = params[i]
+            return "parameter '%s'" % info[p]["name"] if p in info else \
+                "parameter %d" % i
         experts = dict(sd.get("muir_experts") or {})
         items = []
         for i, p in enumerate(params):
             if not split[i] or i not in sd["state"]:
                 continue
-            name = names[p]["name"] if p in names else "parameter %d" % i
             for key, t in sorted(sd["state"][i].items()):
                 if isinstance(t, torch.Tensor) and t.dim() > 0:
-                    items.append(("'%s''s state '%s'" % (name, key), t,
+                    items.append(("%s's state '%s'" % (name(i), key), t,
                                   experts[i], (i, key)))
-        if not items:
-            return sd
-        whole = _gather_experts([it[:3] for it in items], who)
+        # Every rank gathers, also one that holds no state yet: a rank
+        # that stepped its stacks when another did not is told so.
+        whole = _gather_experts([it[:3] for it in items], who,
+                                name(split.index(True)))
         sd["state"] = {i: dict(e) for i, e in sd["state"].items()}
         for (_, _, (lo, hi, n), (i, key)), t in zip(items, whole):
             sd["state"][i][key] = t
@@ -2050,7 +2056,8 @@ def full_state_dict(obj):
              if getattr(p, "_muir_ep", 1) > 1]
     if not items:
         return sd
-    for (key, _, (lo, hi, n)), t in zip(items, _gather_experts(items, who)):
+    for (key, _, (lo, hi, n)), t in zip(
+            items, _gather_experts(items, who, items[0][0])):
         sd[key] = t
         sd._metadata.setdefault(key.rpartition(".")[0], {})[
             "muir_experts"] = [0, n, n]

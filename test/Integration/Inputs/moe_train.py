@@ -126,6 +126,20 @@ def reference(inp, capacity=None, shared=False):
 losses_of = moe_reference.losses_of
 
 
+def rel_err(got, want, names):
+    """The largest over `names` of max |got - want| / max |want|."""
+    return max(np.abs(got[n] - want[n]).max() / np.abs(want[n]).max()
+               for n in names)
+
+
+def bitwise(chk, label, want, got):
+    """Every tensor of `want` bitwise in `got`, and no other (`label` takes
+    the count)."""
+    differ = sorted(n for n in want if not np.array_equal(want[n], got.get(n)))
+    chk.expect(label % len(want), not differ and len(got) == len(want),
+               "differ: %s" % differ)
+
+
 def run(args, ep, inp, steps, name, edp=1, capacity=None, shared=False,
         extra=()):
     work = os.path.join(args.tmp, name)
@@ -162,16 +176,13 @@ def main():
     base, _ = run(args, 1, inp, 3, "ep1")
     for ep in (2, 4):
         out, _ = run(args, ep, inp, 3, "ep%d" % ep)
-        differ = sorted(n for n in base if not np.array_equal(base[n], out[n]))
-        chk.expect("ep %d: all %d tensors after 3 steps bitwise equal to ep 1"
-                   % (ep, len(base)), not differ and len(out) == len(base),
-                   "differ: %s" % differ)
+        bitwise(chk, "ep %d: all %%d tensors after 3 steps bitwise equal to "
+                "ep 1" % ep, base, out)
     # Two replicas of the experts (edp = 2) beside ep = 2: each rank sees a
     # quarter of the tokens, the replicas' gradients are summed (in another
     # order than one rank's sum, so within rounding, not bitwise).
     four, _ = run(args, 2, inp, 1, "edp2", edp=2)
-    err = max(np.abs(four[n] - one[n]).max() / np.abs(one[n]).max()
-              for n in ref)
+    err = rel_err(four, one, ref)
     chk.check("edp 2 x ep 2: step 1 gradients vs ep 1", err, 1e-5)
     # The same layout in the layout-invariant mode: the two replicas of each
     # ep stack split its experts between them, and each expert's products
@@ -180,26 +191,19 @@ def main():
     # replicas: step 1 against float64, and bitwise one rank's in the mode.
     li = ["--deterministic=layout-invariant"]
     spread, _ = run(args, 2, inp, 1, "edp2-li", edp=2, extra=li)
-    err = max(np.abs(spread[n] - ref[n]).max() / np.abs(ref[n]).max()
-              for n in ref)
+    err = rel_err(spread, ref, ref)
     chk.check("edp 2 x ep 2, layout-invariant: step 1 gradients vs float64",
               err, 1e-5)
     alone, _ = run(args, 1, inp, 1, "ep1-li", extra=li)
-    differ = sorted(n for n in alone
-                    if not np.array_equal(alone[n], spread.get(n)))
-    chk.expect("edp 2 x ep 2, layout-invariant: all %d tensors after step 1 "
-               "bitwise equal to one rank's" % len(alone),
-               not differ and len(spread) == len(alone),
-               "differ: %s" % differ)
+    bitwise(chk, "edp 2 x ep 2, layout-invariant: all %d tensors after step 1 "
+            "bitwise equal to one rank's", alone, spread)
     # Capacity mode on l0 (capacity_factor 0.75, drops by position over the
     # rank's tokens): step 1's gradients against the reference's own drops.
     cap = (0.75, "position")
     cref, _ = reference(inp, cap)
     capped, _ = run(args, 1, inp, 1, "capacity", capacity=cap)
-    err = max(np.abs(capped[n] - cref[n]).max() / np.abs(cref[n]).max()
-              for n in cref if n.startswith("l0."))
-    moved = max(np.abs(cref[n] - ref[n]).max() / np.abs(ref[n]).max()
-                for n in cref if n.startswith("l0."))
+    l0 = [n for n in cref if n.startswith("l0.")]
+    err, moved = rel_err(capped, cref, l0), rel_err(cref, ref, l0)
     chk.check("l0 with capacity_factor 0.75 by position: step 1 gradients "
               "vs float64 (the drops move them by %.2f)" % moved, err, 1e-5)
     # The check above tells dropping from not dropping only if the drops
@@ -215,22 +219,15 @@ def main():
     bref, _ = reference(inp, blocks)
     wref, _ = reference(inp, blocks[:2])
     capped, _ = run(args, 1, inp, 1, "blocks", capacity=blocks)
-    err = max(np.abs(capped[n] - bref[n]).max() / np.abs(bref[n]).max()
-              for n in bref if n.startswith("l0."))
-    moved = max(np.abs(bref[n] - wref[n]).max() / np.abs(wref[n]).max()
-                for n in bref if n.startswith("l0."))
+    err, moved = rel_err(capped, bref, l0), rel_err(bref, wref, l0)
     chk.check("l0 with capacity_factor 1.0 by weight over blocks of 24 "
               "tokens: step 1 gradients vs float64", err, 1e-5)
     chk.expect("l0 capacity over blocks of 24 tokens moves the step 1 "
                "gradients by %.2f from capacity over all 96, over 100 times "
                "the bound" % moved, moved > 100 * 1e-5, "moved %.3e" % moved)
     out, _ = run(args, 4, inp, 1, "blocks-ep4", capacity=blocks)
-    differ = sorted(n for n in capped
-                    if not np.array_equal(capped[n], out.get(n)))
-    chk.expect("l0 with capacity over blocks of 24 tokens, ep 4: all %d "
-               "tensors after step 1 bitwise equal to ep 1" % len(capped),
-               not differ and len(out) == len(capped),
-               "differ: %s" % differ)
+    bitwise(chk, "l0 with capacity over blocks of 24 tokens, ep 4: all %d "
+            "tensors after step 1 bitwise equal to ep 1", capped, out)
     # A shared expert beside l1's routed ones (every token, summed into the
     # output): step 1's gradients of all seven of l1's parameters at ep = 1,
     # and at ep = 4, where its products run over each rank's tokens and its
@@ -239,8 +236,7 @@ def main():
     for ep in (1, 4):
         out, _ = run(args, ep, inp, 1, "shared-ep%d" % ep, shared=True)
         names = [n for n in sref if n.startswith("l1.")]
-        err = max(np.abs(out[n] - sref[n]).max() / np.abs(sref[n]).max()
-                  for n in names)
+        err = rel_err(out, sref, names)
         chk.check("l1 with a shared expert, ep %d: step 1 gradients of its "
                   "%d parameters vs float64" % (ep, len(names)), err, 1e-5)
     # The same in the layout-invariant mode, on one rank and on edp 2 x
@@ -252,17 +248,13 @@ def main():
     spread, _ = run(args, 2, inp, 1, "shared-li-edp2", edp=2, shared=True,
                     extra=li)
     names = [n for n in sref if n.startswith("l1.")]
-    err = max(np.abs(spread[n] - sref[n]).max() / np.abs(sref[n]).max()
-              for n in names)
+    err = rel_err(spread, sref, names)
     chk.check("l1 with a shared expert, edp 2 x ep 2, layout-invariant: step "
               "1 gradients of its %d parameters vs float64" % len(names),
               err, 1e-5)
-    differ = sorted(n for n in alone
-                    if not np.array_equal(alone[n], spread.get(n)))
-    chk.expect("l1 with a shared expert, edp 2 x ep 2, layout-invariant: all "
-               "%d tensors after step 1 bitwise equal to one rank's"
-               % len(alone), not differ and len(spread) == len(alone),
-               "differ: %s" % differ)
+    bitwise(chk, "l1 with a shared expert, edp 2 x ep 2, layout-invariant: "
+            "all %d tensors after step 1 bitwise equal to one rank's", alone,
+            spread)
     _, losses = run(args, 1, inp, 6, "six")
     for l in LAYERS:
         seq = losses[l]

@@ -13,7 +13,8 @@ layout's continuous run is the same computation. Checked:
   on ep=2, and each ep=2 rank's own state_dict() resumed on ep=4 (a rank
   takes its rows of the part that holds them);
 - refused, naming the tensor: another rank's part, a stack of another
-  number of experts, and full_state_dict without torch.distributed.
+  number of experts, full_state_dict without torch.distributed, and
+  full_state_dict of optimizers that hold state on one rank only.
 
   torch_moe_relayout.py run ROOT [JOB...]     the continuous run on
                                               ep = the world (ROOT/ep<world>),
@@ -238,6 +239,16 @@ def errors(root):
         equal(before_opt, opt.state_dict(), "optimizer", bad)
         print("rank 1: after the refusals, the optimizer %s" %
               ("unchanged" if not bad else "CHANGED: " + ", ".join(bad)))
+    # Only rank 1's optimizer holds state: full_state_dict refuses on both
+    # ranks (instead of one rank waiting in a gather the other skips).
+    net2, opt2 = build(kind, root + "/cache")
+    if rank == 1:
+        opt2.load_state_dict(opt.state_dict())
+    try:
+        mt.full_state_dict(opt2)
+        print("rank %d: state on one rank gathered: NOT refused" % rank)
+    except ValueError as e:
+        print("rank %d: state on one rank: %s" % (rank, e), flush=True)
     # A hand-made stack of 6 experts' rows.
     sd = dict(net.state_dict())
     sd["moe.up_proj"] = torch.zeros(6, F, H)
