@@ -9,7 +9,6 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Runner/State.h"
-#include "muir/Runner/Step.h"
 #include "muir/Support/Files.h"
 #include "muir-rt/Runtime.h"
 
@@ -40,7 +39,10 @@ using llvm::Twine;
 
 namespace {
 
-using mlir::muir::runner::error;
+/// A message for the tool's "error:" line (as the step library's).
+llvm::Error error(const Twine &message) {
+  return llvm::createStringError(message);
+}
 
 std::string inDir(StringRef dir, StringRef name) {
   llvm::SmallString<256> p(dir);
