@@ -34,6 +34,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Support/Files.h"
+#include "muir/Support/FlagDifferences.h"
 #include "muir/Support/VersionPrinter.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -341,19 +342,13 @@ std::vector<std::string> differences(const Header &a, const Header &b) {
                   std::to_string(b.ranks) + " in B");
   if (a.grid != b.grid)
     out.push_back("the grid: '" + a.grid + "' in A, '" + b.grid + "' in B");
-  std::set<std::string> names;
-  for (const auto &kv : a.flags)
-    names.insert(kv.first);
-  for (const auto &kv : b.flags)
-    names.insert(kv.first);
-  for (const std::string &name : names) {
-    auto x = a.flags.find(name), y = b.flags.find(name);
-    std::string was = x == a.flags.end() ? "(none)" : x->second;
-    std::string is = y == b.flags.end() ? "(none)" : y->second;
-    if (was != is)
-      out.push_back("the flag --" + name + ": '" + was + "' in A, '" + is +
-                    "' in B");
-  }
+  mlir::muir::forEachFlagDifference(
+      a.flags, b.flags,
+      [&](const std::string &name, const std::string &was,
+          const std::string &is) {
+        out.push_back("the flag --" + name + ": '" + was + "' in A, '" + is +
+                      "' in B");
+      });
   // The IR's hash covers the grid too: named alone only if nothing more
   // specific explains the difference.
   if (a.ir != b.ir && out.size() == size_t(a.ranks != b.ranks))

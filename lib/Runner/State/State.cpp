@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "muir/Runner/State.h"
 #include "muir/Support/Files.h"
+#include "muir/Support/FlagDifferences.h"
 #include "muir-rt/Runtime.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -256,19 +257,13 @@ mlir::muir::state::differences(const StepIdentity &saved,
   if (saved.grid != now.grid && !sameStep)
     out.push_back("the grid: saved on '" + saved.grid + "', this run's is '" +
                   now.grid + "' (and the step differs beyond its layout)");
-  std::set<std::string> names;
-  for (const auto &kv : saved.flags)
-    names.insert(kv.first);
-  for (const auto &kv : now.flags)
-    names.insert(kv.first);
-  for (const std::string &name : names) {
-    auto a = saved.flags.find(name), b = now.flags.find(name);
-    std::string was = a == saved.flags.end() ? "(none)" : a->second;
-    std::string is = b == now.flags.end() ? "(none)" : b->second;
-    if (was != is)
-      out.push_back("the flag --" + name + ": saved with '" + was +
-                    "', this run has '" + is + "'");
-  }
+  mlir::muir::forEachFlagDifference(
+      saved.flags, now.flags,
+      [&](const std::string &name, const std::string &was,
+          const std::string &is) {
+        out.push_back("the flag --" + name + ": saved with '" + was +
+                      "', this run has '" + is + "'");
+      });
   // Another build may compute other bits (a changed kernel, another
   // schedule): a state continues only on the build that saved it.
   if (saved.build != now.build)
