@@ -1,6 +1,7 @@
 """muir.torch.MoE: a Mixture-of-Experts layer whose forward and backward
 passes are muir's compiled MoE ops (see muir.torch.MoE's docstring)."""
 import math
+import numbers
 import os
 
 import torch
@@ -43,13 +44,42 @@ def expert_rows(p):
     return (lo, lo + p.shape[0], experts)
 
 
+def saved_rows(saved):
+    """(lo, hi, experts) of a state's record of the experts a stack holds
+    ("muir_experts": [lo, hi, experts]), or None when the record is no such
+    thing: three integers (not bools, floats or strings) with
+    0 <= lo < hi <= experts. A state is data from a file: its record decides
+    which rows load where, so it is checked before it is used."""
+    if isinstance(saved, (list, tuple)) and len(saved) == 3 and all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool)
+            for v in saved):
+        lo, hi, experts = (int(v) for v in saved)
+        if 0 <= lo < hi <= experts:
+            return lo, hi, experts
+    return None
+
+
+def bad_record(saved, who):
+    """The message for a record that saved_rows refuses."""
+    return ("%s is recorded as holding experts %r (\"muir_experts\": [lo, "
+            "hi, experts]); expected three integers with 0 <= lo < hi <= "
+            "experts: the state_dict is damaged or was edited"
+            % (who, saved))
+
+
 def held_rows(t, saved, want, who):
     """(rows, None): the rows of `t` (a saved expert stack or its optimizer
     state, dimension 0 the experts) for the experts want = (lo, hi,
     experts); or (None, why) when it does not hold them. `saved` is what
-    the state records it holds ((lo, hi, experts)); None (a dict made by
-    hand): every expert if it has their rows, else this rank's."""
+    the state records it holds ((lo, hi, experts), checked by saved_rows);
+    None (a dict made by hand): every expert if it has their rows, else
+    this rank's."""
     lo, hi, experts = want
+    if saved is not None:
+        record = saved_rows(saved)
+        if record is None:
+            return None, bad_record(saved, who)
+        saved = record
     if not isinstance(t, torch.Tensor) or t.dim() == 0:
         return t, None
     if saved is None:
@@ -64,7 +94,7 @@ def held_rows(t, saved, want, who):
                           "one made by muir.torch.full_state_dict, which "
                           "loads on any ep" % (who, t.shape[0], lo, hi - 1,
                                                experts, hi - lo))
-    slo, shi, sexperts = (int(v) for v in saved)
+    slo, shi, sexperts = saved
     if sexperts != experts:
         return None, ("%s is saved for a layer of %d experts; this one has "
                       "%d" % (who, sexperts, experts))
@@ -204,7 +234,10 @@ class MoE(torch.nn.Module):
     torch.distributed. load_state_dict takes, on any ep, this rank's rows of
     a stack that holds them (a whole stack: full_state_dict's, one rank's,
     or a hand-made dict; or the part of a rank of a smaller ep) and refuses
-    one that does not (another rank's part), naming the stack.
+    one that does not (another rank's part), naming the stack. The
+    record is checked first (three integers, 0 <= lo < hi <= experts, and
+    the stack's rows hi - lo): a damaged or edited one is refused, naming
+    the layer, and nothing of that stack loads.
 
     check_finite (True): a NaN or infinity in x raises MoEInputError
     before anything runs. options: compile options for muir.compile.

@@ -134,7 +134,9 @@ full_state_dict(model) for the model) gathers them whole over
 torch.distributed, a state that loads on any ep: load_state_dict keeps
 each rank's experts' rows of any state that holds them (a whole one, or
 the part of a rank that held more experts) and refuses one that does not
-(another rank's part), naming the parameter. load_state_dict refuses, with
+(another rank's part), naming the parameter, as it refuses a record
+that is not [lo, hi, experts] with integers 0 <= lo < hi <= experts.
+load_state_dict refuses, with
 a ValueError naming the group or the parameter, a state made for other
 groups (their count, sizes, use_muon) or other shapes, before loading
 anything. copy.deepcopy (and
@@ -1735,7 +1737,15 @@ class Muon(torch.optim.Optimizer):
                                                len(self.param_groups)))
         ids = {}
         state_dict = dict(state_dict)
-        experts = state_dict.pop("muir_experts", None) or {}
+        experts = state_dict.pop("muir_experts", None)
+        if experts is None:
+            experts = {}
+        elif not isinstance(experts, dict):
+            raise ValueError("muir.torch.Muon.load_state_dict: the state's "
+                             "\"muir_experts\" is %s; expected a dict of "
+                             "parameter index -> [lo, hi, experts] (the "
+                             "state_dict is damaged or was edited)"
+                             % type(experts).__name__)
         state_dict["state"] = dict(state_dict["state"])
         for index, (saved, mine) in enumerate(zip(groups,
                                                   self.param_groups)):
@@ -1752,6 +1762,13 @@ class Muon(torch.optim.Optimizer):
                     % (index, saved.get("use_muon"), mine["use_muon"]))
             for i, p in zip(saved["params"], mine["params"]):
                 ids[i] = p
+        for i, record in experts.items():
+            if _moe.saved_rows(record) is None:
+                raise ValueError("muir.torch.Muon.load_state_dict: " +
+                                 _moe.bad_record(record, "the state of %s" % (
+                                     "parameter '%s'" % self._info[ids[i]]
+                                     ["name"] if i in ids else
+                                     "parameter %r" % (i,))))
         for i, entry in state_dict["state"].items():
             p = ids.get(i)
             if p is None:
