@@ -125,7 +125,9 @@ held) and, for the CPU target, on disk (cache_dir below). The state lives in
 `optimizer.state[p]`: "momentum_buffer" (Muon), "exp_avg", "exp_avg_sq" and
 "step" (an int, AdamW's 1-based count), so state_dict()/load_state_dict()
 and torch.save checkpoints work (with any number of groups) and a resumed
-run equals the continuous one bitwise, also on another number of ranks
+run equals the continuous one bitwise (load_state_dict keeps a bfloat16
+parameter's state float32, where torch.optim's would cast it to
+bfloat16), also on another number of ranks
 (the state is whole on every rank: saved on 2 ranks, it continues on 1,
 and the other way round). An expert stack of a muir.torch.MoE with ep > 1
 and its state hold this rank's experts; state_dict() records which
@@ -1722,7 +1724,12 @@ class Muon(torch.optim.Optimizer):
         was made for these groups: as many groups, as many parameters in
         each, the same use_muon, and state tensors of each parameter's
         shape. A mismatch raises ValueError naming the group or the
-        parameter; nothing is loaded."""
+        parameter; nothing is loaded. The state tensors keep their
+        precision: they are converted once to the dtype the step keeps
+        them in (float32, float64 for a float64 parameter), not to the
+        parameter's dtype as torch.optim does (a bfloat16 parameter's
+        float32 momentum stays float32, and the resumed run equals the
+        continuous one bitwise)."""
         groups = state_dict.get("param_groups") \
             if isinstance(state_dict, dict) else None
         if not isinstance(groups, list) or \
@@ -1806,7 +1813,26 @@ class Muon(torch.optim.Optimizer):
                                   "" if key not in _tables()["rows"] else
                                   " (its %s: one value per row, %s)"
                                   % (key, tuple(d["state_sizes"][key]))))
+        # torch's load_state_dict casts every floating state tensor to its
+        # parameter's dtype: a bfloat16 parameter's float32 state would be
+        # rounded to bfloat16, and the resumed run leave the continuous
+        # one. The state tensors are set here instead, converted once to
+        # the dtype the step keeps them in (float32; float64 for a float64
+        # parameter), which is the saved dtype of any state this optimizer
+        # made; torch loads the rest (AdamW's step counts, the groups).
+        tensors = []
+        for i, entry in state_dict["state"].items():
+            p = ids[i]
+            keys = [k for k in self._info[p]["state_keys"] if k in entry]
+            if keys:
+                entry = dict(entry)
+                tensors += [(p, k, entry.pop(k)) for k in keys]
+                state_dict["state"][i] = entry
         super().load_state_dict(state_dict)
+        for p, key, t in tensors:
+            self.state[p][key] = t.to(device=p.device,
+                                      dtype=self._info[p]["dtype"],
+                                      copy=True).contiguous()
         # torch puts the groups' values back, params aside.
         for group, use_muon in zip(self.param_groups, self._group_use_muon):
             group["use_muon"] = use_muon
