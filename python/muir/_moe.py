@@ -239,6 +239,13 @@ class MoE(torch.nn.Module):
     the stack's rows hi - lo): a damaged or edited one is refused, naming
     the layer, and nothing of that stack loads.
 
+    Copies: the compiled passes are a cache of handles into muir's
+    library, not state: copy.deepcopy, pickle, torch.save and
+    torch.optim.swa_utils.AveragedModel copy the layer (also after a
+    forward) without them, and the copy compiles its own when it runs
+    (bitwise the original's results); its parameters keep their marks for
+    muir.torch.Muon.
+
     check_finite (True): a NaN or infinity in x raises MoEInputError
     before anything runs. options: compile options for muir.compile.
     """
@@ -325,9 +332,6 @@ class MoE(torch.nn.Module):
             torch.nn.init.uniform_(w, -bound, bound)
             return P(w)
         self.router = linear(self.experts, h)
-        # The router takes AdamW under muir.torch.Muon (the experts Muon,
-        # per expert).
-        self.router._muir_optimizer = "adamw"
         self.gate_proj = linear(el, f, h)
         self.up_proj = linear(el, f, h)
         self.down_proj = linear(el, h, f)
@@ -336,14 +340,8 @@ class MoE(torch.nn.Module):
         # records the rows (its metadata's "muir_experts"), and
         # load_state_dict takes this rank's rows of any state that holds
         # them (a whole stack: muir.torch.full_state_dict).
-        rank = _world_rank() if self.ep > 1 else 0
-        for n in _STACKS:
-            p = getattr(self, n)
-            p._muir_experts = self.experts
-            p._muir_ep_rank = rank
-            if self.ep > 1:
-                # muir.torch.Muon steps these per expert on this rank only.
-                p._muir_ep = self.ep
+        self._ep_rank = _world_rank() if self.ep > 1 else 0
+        self._mark_parameters()
         if self.shared_experts:
             sf = self.shared_experts * f
             self.shared_gate_proj = linear(sf, h)
@@ -355,13 +353,48 @@ class MoE(torch.nn.Module):
         self._passes = {}   # (bound, "forward"|"backward") -> _Pass
         self._bound = self.max_tokens
 
+    def _mark_parameters(self):
+        """Marks the parameters for muir.torch.Muon: the router takes AdamW
+        (the experts Muon, per expert); the expert stacks hold experts
+        _rows() (and with ep > 1, Muon steps them per expert on this rank
+        only). Marked again on a copy: torch's Parameter copies (deepcopy,
+        pickle in torch 1.13) drop a tensor's Python attributes."""
+        self.router._muir_optimizer = "adamw"
+        for n in _STACKS:
+            p = getattr(self, n)
+            p._muir_experts = self.experts
+            p._muir_ep_rank = self._ep_rank
+            if self.ep > 1:
+                p._muir_ep = self.ep
+
+    def _rows(self):
+        """The experts this layer's stacks hold: (lo, hi, experts)."""
+        el = self.experts // self.ep
+        return (self._ep_rank * el, (self._ep_rank + 1) * el, self.experts)
+
+    # -- copies -----------------------------------------------------------
+    def __getstate__(self):
+        # The compiled passes are handles into muir's library (ctypes
+        # pointers): a cache, which a copy (copy.deepcopy, pickle,
+        # torch.save, swa_utils.AveragedModel) compiles again when it runs.
+        state = self.__dict__.copy()
+        state["_passes"] = {}
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if "_ep_rank" not in state:
+            # Pickled by a muir.torch that kept the rank on the stacks only.
+            self._ep_rank = _world_rank() if self.ep > 1 else 0
+        self._mark_parameters()
+
     # -- state ------------------------------------------------------------
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         super()._save_to_state_dict(destination, prefix, keep_vars)
         meta = getattr(destination, "_metadata", None)
         if meta is not None:
             meta.setdefault(prefix[:-1], {})["muir_experts"] = list(
-                expert_rows(self.gate_proj))
+                self._rows())
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata,
                               strict, missing_keys, unexpected_keys,
@@ -374,8 +407,7 @@ class MoE(torch.nn.Module):
             key = prefix + n
             if key not in state_dict:
                 continue
-            rows, why = held_rows(state_dict[key], saved,
-                                  expert_rows(getattr(self, n)), key)
+            rows, why = held_rows(state_dict[key], saved, self._rows(), key)
             if why is not None:
                 error_msgs.append("muir.torch.MoE %r: %s" % (self.name, why))
                 del state_dict[key]
