@@ -14,8 +14,14 @@ Parameters, as torch.optim takes them: `model.parameters()` (plain
 tensors, named "param0", "param1", ... by their place), `model.named_
 parameters()` (or a Module, or a dict of name -> tensor), or a list of
 group dicts {"params": [...], "use_muon": bool, "lr": ..., ...} whose
-"params" are tensors or (name, tensor) pairs. Names appear in errors and,
-where they cannot clash, as the compiled step's argument names.
+"params" are tensors or (name, tensor) pairs. Names need not be unique:
+as torch.optim does, it takes two modules' named_parameters() that both
+hold "weight" (in one list, in two groups, or added later). Names appear
+in errors, are matched by adamw_patterns and, where every name is unique
+and none can be taken for another's gradient or state, are the compiled
+step's argument names (otherwise the parameters' places, "p0", "p1", ...,
+are); a name two parameters share cannot pick an attention block's q or k
+(give the tensor).
 
 Which parameters take Muon. In a group with "use_muon": True, all of
 them (2-D matrices, 3-D stacks [E, out, in] per matrix, 4-D convolution
@@ -644,7 +650,7 @@ class Muon(torch.optim.Optimizer):
         self._records = {}           # parameter index -> (tensor, record)
         self._last_device = None     # (target, device) of the last step
         self._members = {}           # (target, device) -> member indices
-        self._names = set()
+        self._names = collections.Counter()   # name -> how many hold it
         self._group_params = []      # each group's tensors (fixed)
         self._group_records = []     # their _info entries, in that order
         self._group_use_muon = []    # each group's use_muon
@@ -790,14 +796,15 @@ class Muon(torch.optim.Optimizer):
         for key in run + comp:
             self._check_value(index, kind, key, group[key])
         # The tensors: named, assigned, checked, before anything is kept.
-        added, names = [], set()
+        # Names need not be unique (two modules' named_parameters() both
+        # hold "weight", as torch.optim allows): where a name is a key (the
+        # compiled step's arguments) _name_arguments keeps keys unique.
+        added = []
         for n, (name, p) in enumerate(items):
             if name is None:
                 name = "param%d" % (len(self._info) + len(added))
             if not name:
                 raise ValueError("a parameter has an empty name")
-            if name in self._names or name in names:
-                raise ValueError("parameter name '%s' given twice" % name)
             if p in self._info or any(p is q for _, q, _ in added):
                 other = self._info[p]["name"] if p in self._info else \
                     next(m for m, q, _ in added if q is p)
@@ -815,7 +822,6 @@ class Muon(torch.optim.Optimizer):
                 raise ValueError("expert-parallel stacks of different ep "
                                  "(%d, %d); the ranks of a process run one "
                                  "grid" % (self._ep, ep))
-            names.add(name)
             added.append((name, p, (opt, ep)))
         group["params"] = [p for _, p, _ in added]
         super().add_param_group(group)
@@ -844,7 +850,7 @@ class Muon(torch.optim.Optimizer):
                              "ep": ep, "group": index, "seen": None}
             d = self._info[p]
             self._records[d["index"]] = (p, d)
-            self._names.add(name)
+            self._names[name] += 1
             if ep > 1:
                 self._ep = ep
         self._group_params.append(list(group["params"]))
@@ -855,15 +861,18 @@ class Muon(torch.optim.Optimizer):
         self._name_arguments()
 
     def _name_arguments(self):
-        """Names as the step's arguments: the parameters' own, unless one
-        could be taken for another's gradient or state (or the counter)."""
+        """Names as the step's arguments, which must be unique: the
+        parameters' own, unless two parameters share a name or one could
+        be taken for another's gradient or state (or the counter); then
+        every parameter's place, "p<index>"."""
         names = self._names
 
         def clash(n):
             return n == "step" or any(
                 n.endswith(s) and n[:-len(s)] in names
                 for s in _tables()["suffixes"])
-        self._use_index = any(clash(n) for n in names)
+        self._use_index = any(count > 1 for count in names.values()) or \
+            any(clash(n) for n in names)
         for d in self._info.values():
             d["desc_name"] = "p%d" % d["index"] if self._use_index \
                 else d["name"]
@@ -883,7 +892,8 @@ class Muon(torch.optim.Optimizer):
         if isinstance(qk_clip, bool) or not _in_range(_real(qk_clip), "eps"):
             raise ValueError("%s: qk_clip %s; expected a finite value in "
                              "(0, inf)" % (where, _value_text(qk_clip)))
-        by_name = {d["name"]: p for p, d in self._info.items()}
+        by_name = {d["name"]: p for p, d in self._info.items()
+                   if self._names[d["name"]] == 1}
         taken, names = {}, set()
         for n, block in enumerate(attention):
             if not isinstance(block, dict):
@@ -923,6 +933,11 @@ class Muon(torch.optim.Optimizer):
                 p = by_name.get(t) if isinstance(t, str) else \
                     t if isinstance(t, torch.Tensor) and t in self._info \
                     else None
+                if p is None and isinstance(t, str) and self._names[t] > 1:
+                    raise ValueError("%s: attention block '%s': %s %r names "
+                                     "%d parameters of this optimizer; give "
+                                     "the tensor" % (where, name, role, t,
+                                                     self._names[t]))
                 if p is None:
                     raise ValueError("%s: attention block '%s': %s %s is "
                                      "no parameter of this optimizer"
