@@ -1,5 +1,6 @@
 """muir.torch.MoE: a Mixture-of-Experts layer whose forward and backward
 passes are muir's compiled MoE ops (see muir.torch.MoE's docstring)."""
+import collections
 import math
 import numbers
 import os
@@ -8,7 +9,7 @@ import torch
 
 import muir
 
-__all__ = ["MoE", "MoEInputError"]
+__all__ = ["MoE", "MoEInputError", "DEFAULT_MAX_COMPILED_BOUNDS"]
 
 _SCORINGS = ("softmax", "sigmoid")
 _POLICIES = ("weight", "position")
@@ -119,9 +120,15 @@ def _int(v, key, lo):
     return v
 
 
+# The token bounds (size classes) whose compiled passes a layer keeps (the
+# least recently used freed first): a training size and an evaluation size.
+DEFAULT_MAX_COMPILED_BOUNDS = 2
+
+
 def _bound_for(tokens):
-    """The token bound a layer compiles for when max_tokens is not given:
-    the next power of two >= tokens, at least 128."""
+    """The token bound (size class) of a call of `tokens` tokens when
+    max_tokens is not given: the next power of two >= tokens, at least
+    128."""
     b = 128
     while b < tokens:
         b *= 2
@@ -201,11 +208,19 @@ class MoE(torch.nn.Module):
     Tokens: x [..., hidden] float32 on the CPU, or on the CUDA device that
     holds the parameters (the CUDA target, on the current stream; that
     path has not run on a GPU yet). Non-contiguous x is copied.
-    The layer is compiled for a bound of tokens per call (`max_tokens`; by
-    default the first call's T rounded up to a power of two, at least 128,
-    and again, doubled, the first time a larger T comes) and runs any T up
-    to it without compiling: the rows past T are padding that routes
-    nowhere. T = 0 gives an empty y and zero gradients.
+    The layer is compiled for a bound of tokens per call and runs any T up
+    to it: the rows past T are padding that routes nowhere, and a call's
+    work and memory scale with the bound. With `max_tokens` the bound is
+    max_tokens, for every call. Otherwise each call runs on its size
+    class, T rounded up to a power of two (at least 128), compiled the
+    first time that class comes: a small batch after a large one runs on
+    a small bound. The passes of the `max_compiled_bounds` (default
+    DEFAULT_MAX_COMPILED_BOUNDS = 2: a training size and an evaluation
+    size) most recently used classes are kept, the others freed
+    (`layer.compiled_bounds()` lists those held, `layer.bound` is the last
+    call's, `layer.close()` frees them all); a backward whose forward's
+    class was freed compiles it again. T = 0 gives an empty y and zero
+    gradients.
     `layer.tokens_per_expert` (int64 [experts]) holds the last forward's
     routed (token, slot) pairs per expert, before capacity drops.
 
@@ -254,8 +269,9 @@ class MoE(torch.nn.Module):
                  scoring="softmax", shared_experts=0, routed_scaling=1.0,
                  normalize=True, groups=1, groups_per_token=1,
                  capacity_factor=None, drop_policy="weight", ep=1,
-                 aux_loss_coef=None, max_tokens=None, check_finite=True,
-                 name="moe", options=None):
+                 aux_loss_coef=None, max_tokens=None,
+                 max_compiled_bounds=DEFAULT_MAX_COMPILED_BOUNDS,
+                 check_finite=True, name="moe", options=None):
         super().__init__()
         self.hidden = _int(hidden, "hidden", 1)
         self.expert_size = _int(expert_size, "expert_size", 1)
@@ -319,6 +335,8 @@ class MoE(torch.nn.Module):
         self.aux_loss_coef = aux_loss_coef
         self.max_tokens = None if max_tokens is None else \
             _int(max_tokens, "max_tokens", 1)
+        self._max_bounds = _int(max_compiled_bounds, "max_compiled_bounds",
+                                1)
         self.check_finite = bool(check_finite)
         self.name = str(name)
         self.options = dict(options or {})
@@ -350,7 +368,10 @@ class MoE(torch.nn.Module):
             self._weight_names += ["shared_gate_proj", "shared_up_proj",
                                    "shared_down_proj"]
         self.tokens_per_expert = torch.zeros(self.experts, dtype=torch.int64)
-        self._passes = {}   # (bound, "forward"|"backward") -> _Pass
+        # (bound, "forward"|"backward"[, device]) -> _Pass, and the size
+        # classes held, (bound[, device]), least recently used first.
+        self._passes = {}
+        self._classes = collections.OrderedDict()
         self._bound = self.max_tokens
 
     def _mark_parameters(self):
@@ -379,13 +400,18 @@ class MoE(torch.nn.Module):
         # torch.save, swa_utils.AveragedModel) compiles again when it runs.
         state = self.__dict__.copy()
         state["_passes"] = {}
+        state["_classes"] = collections.OrderedDict()
         return state
 
     def __setstate__(self, state):
         super().__setstate__(state)
+        # Pickled by an older muir.torch: the rank was kept on the stacks
+        # only, the passes of every bound.
         if "_ep_rank" not in state:
-            # Pickled by a muir.torch that kept the rank on the stacks only.
             self._ep_rank = _world_rank() if self.ep > 1 else 0
+        if "_classes" not in state:
+            self._classes = collections.OrderedDict()
+            self._max_bounds = DEFAULT_MAX_COMPILED_BOUNDS
         self._mark_parameters()
 
     # -- state ------------------------------------------------------------
@@ -446,9 +472,57 @@ class MoE(torch.nn.Module):
         return ("name: moe-layer\ngrid:\n  axes: %s\nmoe:\n  - %s}\n"
                 % (grid, entry))
 
+    @property
+    def max_compiled_bounds(self):
+        """How many token bounds (size classes) keep their compiled passes
+        (the least recently used is freed first; DEFAULT_MAX_COMPILED_BOUNDS
+        by default)."""
+        return self._max_bounds
+
+    @max_compiled_bounds.setter
+    def max_compiled_bounds(self, value):
+        self._max_bounds = _int(value, "max_compiled_bounds", 1)
+        self._evict()
+
+    @property
+    def bound(self):
+        """The token bound of the last call (max_tokens when given; None
+        before the first call)."""
+        return self._bound
+
+    def compiled_bounds(self):
+        """The token bounds whose compiled passes are held, least recently
+        used first."""
+        return [c[0] for c in self._classes]
+
+    def close(self):
+        """Frees the compiled passes (they are compiled again when
+        needed)."""
+        for p in self._passes.values():
+            p.step.close()
+        self._passes.clear()
+        self._classes.clear()
+
+    def _evict(self, keep=None):
+        """Frees the passes of the least recently used size classes beyond
+        max_compiled_bounds (not `keep`, the class of the running call)."""
+        for c in list(self._classes):
+            if len(self._classes) <= self._max_bounds:
+                break
+            if c == keep:
+                continue
+            del self._classes[c]
+            for key in [k for k in self._passes
+                        if (k[0],) + k[2:] == c]:
+                self._passes.pop(key).step.close()
+
     def _pass(self, bound, which, device):
         key = (bound, which) if device.type == "cpu" else \
             (bound, which, device.type, device.index)
+        size_class = (bound,) + key[2:]
+        self._classes[size_class] = None
+        self._classes.move_to_end(size_class)
+        self._evict(keep=size_class)
         p = self._passes.get(key)
         if p is None:
             opts = {"target": "cpu"}
@@ -473,8 +547,9 @@ class MoE(torch.nn.Module):
                     "muir.torch.MoE %r: %d tokens, more than max_tokens "
                     "(%d)" % (self.name, tokens, self.max_tokens))
             return self.max_tokens
-        if self._bound is None or tokens > self._bound:
-            self._bound = _bound_for(tokens)
+        # The call's size class: a small call after a large one runs on a
+        # small bound (the passes' work and memory scale with the bound).
+        self._bound = _bound_for(tokens)
         return self._bound
 
     # -- the passes -------------------------------------------------------
