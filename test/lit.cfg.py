@@ -23,6 +23,8 @@ config.substitutions.append(("%testlib", os.path.join(config.test_source_root, "
 # Runs a tool without root's power to read any file: as root, as the user
 # nobody with no groups (setpriv, util-linux); otherwise as the user.
 if os.geteuid() == 0:
+    # Tests that hand files to another user (chown) need root.
+    config.available_features.add("root")
     config.substitutions.append(
         ("%unprivileged",
          "setpriv --reuid=65534 --regid=65534 --clear-groups"))

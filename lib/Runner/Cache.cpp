@@ -14,7 +14,10 @@
 #include "muir/Version.h"
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -25,9 +28,17 @@
 
 #include "muir-rt/Runtime.h"
 
+#include <cerrno>
+#include <csignal>
 #include <cstring>
+#include <mutex>
+
 #include <dlfcn.h>
 #include <elf.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace mlir::muir;
@@ -62,7 +73,58 @@ bool runner::cacheableWith(const StepOptions &o) {
   // A called MoE layer's manifest would need its int64 tensors and token
   // count: layers compile each time for now.
   return !o.cacheDir.empty() && o.target.target == Target::Cpu && !o.trace &&
-         o.layer.empty() && !selfLibrary().empty();
+         o.layer.empty() && !selfLibrary().empty() &&
+         trustedCacheDir(o.cacheDir);
+}
+
+/// Why `dir` may not hold code this process runs, or "" when it may: it is
+/// a directory owned by this user that no one else can write (as ssh and
+/// pip ask of theirs). A missing one is made, 0700.
+static std::string cacheDirDistrust(StringRef dir) {
+  std::error_code ec;
+  SmallString<256> parent(dir);
+  llvm::sys::path::remove_filename(parent);
+  if (!parent.empty() && (ec = llvm::sys::fs::create_directories(parent)))
+    return "cannot create its folder: " + ec.message();
+  if ((ec = llvm::sys::fs::create_directory(dir, /*IgnoreExisting=*/true,
+                                            llvm::sys::fs::owner_all)))
+    return "cannot create it: " + ec.message();
+  struct stat st;
+  if (::stat(dir.str().c_str(), &st) != 0)
+    return std::string("cannot stat it: ") + std::strerror(errno);
+  if (!S_ISDIR(st.st_mode))
+    return "it is not a directory";
+  if (st.st_uid != ::geteuid())
+    return "it is owned by another user (uid " + std::to_string(st.st_uid) +
+           ")";
+  {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%o", st.st_mode & 07777);
+    if (st.st_mode & (S_IWGRP | S_IWOTH))
+      return std::string("it is writable by group or others (mode ") +
+             mode + ")";
+  }
+  return "";
+}
+
+bool runner::trustedCacheDir(StringRef dir) {
+  // Decided once per directory and process, and said once.
+  static std::mutex mutex;
+  static llvm::StringMap<bool> decided;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, fresh] = decided.try_emplace(dir, true);
+  if (!fresh)
+    return it->second;
+  std::string why = cacheDirDistrust(dir);
+  if (why.empty())
+    return true;
+  it->second = false;
+  llvm::WithColor::warning(llvm::errs(), "muir")
+      << "cache-dir '" << dir << "' is not used: " << why
+      << "; a compiled step is loaded only from a directory of this user's "
+         "that no one else can write (chmod go-w it, or give another "
+         "cache-dir); compiling without the cache\n";
+  return false;
 }
 
 bool Step::cacheable() const { return cacheableWith(options); }
@@ -115,40 +177,36 @@ std::string runner::cachePath(StringRef dir, StringRef key) {
   return p.str().str();
 }
 
-/// The record beside a cached library: its size and hash, written after
-/// it, so that a library cut short (a killed compile, a full disk) or
-/// changed is never loaded.
+/// The record beside a cached library: its key, size and hash, written
+/// after it, so that a library cut short (a killed compile, a full disk),
+/// changed, or put under another entry's name is never loaded.
 static std::string recordPath(StringRef library) {
   return (library + ".record").str();
 }
 
-/// The size and xxh3 hash of a file, as the record holds them.
-static llvm::Expected<std::pair<uint64_t, std::string>>
-sizeAndHash(StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return error("cannot read '" + path + "': " + buffer.getError().message());
-  StringRef data = (*buffer)->getBuffer();
-  return std::make_pair(
-      static_cast<uint64_t>(data.size()),
-      state::hex64(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(data))));
+/// The key a cache entry's name holds ("muir-step-<key>.so"), or "" for a
+/// library named otherwise.
+static StringRef keyOfName(StringRef library) {
+  StringRef name = llvm::sys::path::filename(library);
+  if (!name.consume_front("muir-step-") || !name.consume_back(".so"))
+    return "";
+  return name;
 }
 
-/// Whether `path` is a whole shared library of this machine: an ELF file
-/// whose headers and every loaded segment lie inside the file. dlopen maps
-/// the segments, and a segment past the end of a cut file is a SIGBUS at
-/// the first touch: checked here, before dlopen.
-static llvm::Error checkLibraryFile(StringRef path) {
+/// The xxh3 hash of bytes, as the record holds it.
+static std::string bytesHash(StringRef data) {
+  return state::hex64(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(data)));
+}
+
+/// Whether `data` (the file `path`) is a whole shared library of this
+/// machine: an ELF file whose headers and every loaded segment lie inside
+/// the file. dlopen maps the segments, and a segment past the end of a cut
+/// file is a SIGBUS at the first touch: checked here, before dlopen.
+static llvm::Error checkLibraryData(StringRef path, StringRef data) {
   auto bad = [&](const Twine &why) {
     return error("'" + path + "' is not a whole shared library (" + why +
                  ")");
   };
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return error("cannot read '" + path + "': " + buffer.getError().message());
-  StringRef data = (*buffer)->getBuffer();
   uint64_t size = data.size();
   if (size < sizeof(Elf64_Ehdr))
     return bad(size == 0 ? "it is empty" : "it ends within the ELF header");
@@ -175,30 +233,78 @@ static llvm::Error checkLibraryFile(StringRef path) {
   return llvm::Error::success();
 }
 
-/// A cached library is loaded only if its record says this very file.
-static llvm::Error checkCacheEntry(StringRef library) {
-  std::string why;
-  auto record = readBoundedFile(recordPath(library), why, 4096);
-  if (!record)
-    return error("no record beside it (" + why + ")");
-  auto parsed = llvm::json::parse(record->getBuffer());
-  if (!parsed) {
-    llvm::consumeError(parsed.takeError());
-    return error("its record is damaged");
+namespace {
+/// A library opened once: every check reads this descriptor, and dlopen
+/// loads the file it names (/proc/self/fd/N), so the bytes checked are the
+/// bytes loaded even if the path is replaced in between.
+struct OpenedLibrary {
+  int fd = -1;
+  OpenedLibrary() = default;
+  OpenedLibrary(const OpenedLibrary &) = delete;
+  OpenedLibrary &operator=(const OpenedLibrary &) = delete;
+  ~OpenedLibrary() {
+    if (fd >= 0)
+      ::close(fd);
   }
-  const llvm::json::Object *o = parsed->getAsObject();
-  std::optional<int64_t> size = o ? o->getInteger("size") : std::nullopt;
-  std::optional<StringRef> hash = o ? o->getString("xxh3") : std::nullopt;
-  if (!size || !hash)
-    return error("its record is damaged");
-  auto got = sizeAndHash(library);
-  if (!got)
-    return got.takeError();
-  if (static_cast<int64_t>(got->first) != *size || got->second != *hash)
-    return error("it is not the file its record describes (" +
-                 Twine(got->first) + " bytes, hash " + got->second +
-                 "; recorded " + Twine(*size) + " bytes, hash " + *hash + ")");
-  return checkLibraryFile(library);
+  std::string loadPath() const {
+    return "/proc/self/fd/" + std::to_string(fd);
+  }
+};
+} // namespace
+
+/// Opens the library `path` as `origin` and checks it: with a record
+/// beside it (a cache entry), the record's key (when the name holds one),
+/// size and hash; in any case its ELF headers and segments.
+static llvm::Error openCheckedLibrary(StringRef path, FileOrigin origin,
+                                      OpenedLibrary &out) {
+  std::string why;
+  out.fd = openFoundFile(path, origin, why);
+  if (out.fd < 0)
+    return error(why);
+  struct stat st;
+  if (::fstat(out.fd, &st) != 0)
+    return error("cannot stat '" + path + "'");
+  if (static_cast<uint64_t>(st.st_size) > kMaxInputBytes)
+    return error("'" + path + "' is larger than the 256 MiB limit");
+  auto buffer = llvm::MemoryBuffer::getOpenFile(
+      out.fd, path, st.st_size, /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return error("cannot read '" + path + "': " + buffer.getError().message());
+  StringRef data = (*buffer)->getBuffer();
+  std::string record = recordPath(path);
+  llvm::sys::fs::file_status rst;
+  bool hasRecord =
+      !llvm::sys::fs::status(record, rst, /*follow=*/false);
+  if (!hasRecord && origin == FileOrigin::Trusted)
+    return error("no record beside it");
+  if (hasRecord) {
+    auto text = readBoundedFile(record, why, 4096, origin == FileOrigin::Named
+                                                       ? FileOrigin::Found
+                                                       : origin);
+    if (!text)
+      return error("its record: " + why);
+    auto parsed = llvm::json::parse(text->getBuffer());
+    if (!parsed) {
+      llvm::consumeError(parsed.takeError());
+      return error("its record is damaged");
+    }
+    const llvm::json::Object *o = parsed->getAsObject();
+    std::optional<int64_t> size = o ? o->getInteger("size") : std::nullopt;
+    std::optional<StringRef> hash = o ? o->getString("xxh3") : std::nullopt;
+    std::optional<StringRef> key = o ? o->getString("key") : std::nullopt;
+    if (!size || !hash || !key)
+      return error("its record is damaged");
+    StringRef named = keyOfName(path);
+    if (!named.empty() && *key != named)
+      return error("its record is of another entry (key " + *key + ")");
+    std::string got = bytesHash(data);
+    if (static_cast<int64_t>(data.size()) != *size || got != *hash)
+      return error("it is not the file its record describes (" +
+                   Twine(data.size()) + " bytes, hash " + got +
+                   "; recorded " + Twine(*size) + " bytes, hash " + *hash +
+                   ")");
+  }
+  return checkLibraryData(path, data);
 }
 
 std::string Step::metadata() const {
@@ -342,21 +448,144 @@ llvm::Error Step::readMetadata(StringRef text) {
   return llvm::Error::success();
 }
 
+/// The temporaries a cache write makes beside its entry:
+/// "muir-step-tmp-<pid>-XXXXXXXX" with ".o", ".so.tmp" or ".record.tmp".
+static constexpr StringRef kTempPrefix = "muir-step-tmp-";
+
+/// Temporaries in `dir` of processes that no longer run (killed with
+/// SIGKILL before they could remove them): removed, as the staging
+/// directories of dead runs are (muirrt_stage_dir).
+static void sweepStaleTemporaries(StringRef dir) {
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    StringRef name = llvm::sys::path::filename(it->path());
+    if (!name.consume_front(kTempPrefix))
+      continue;
+    long long pid = 0;
+    if (name.consumeInteger(10, pid) || pid <= 0 || !name.starts_with("-"))
+      continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH)
+      continue;
+    llvm::sys::fs::remove(it->path());
+  }
+}
+
+/// Runs `argv` (a program and its arguments) to its end, its output
+/// captured (the last 4 KiB kept, in `output`), in a process group of its
+/// own watched by a guard process: when this process dies, by any signal,
+/// SIGKILL included, the guard (told by PR_SET_PDEATHSIG) kills the group,
+/// so no compiler driver or linker outlives it. Returns the exit status,
+/// or -1 with `output` saying why.
+static int runGuarded(const std::vector<std::string> &argv,
+                      std::string &output) {
+  // Everything the children use is made before fork: after it, a
+  // multi-threaded process may only make system calls.
+  std::vector<char *> cargv;
+  for (const std::string &a : argv)
+    cargv.push_back(const_cast<char *>(a.c_str()));
+  cargv.push_back(nullptr);
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) {
+    output = std::string("cannot make a pipe: ") + std::strerror(errno);
+    return -1;
+  }
+  pid_t parent = ::getpid();
+  pid_t guard = ::fork();
+  if (guard < 0) {
+    output = std::string("cannot start ") + argv[0] + ": " +
+             std::strerror(errno);
+    ::close(pipefd[0]);
+    ::close(pipefd[1]);
+    return -1;
+  }
+  if (guard == 0) {
+    // The guard: leader of the group the program runs in.
+    ::setpgid(0, 0);
+    struct sigaction kill_group = {};
+    kill_group.sa_handler = [](int) {
+      ::kill(0, SIGKILL);
+      ::_exit(128 + SIGKILL);
+    };
+    ::sigaction(SIGTERM, &kill_group, nullptr);
+    ::sigaction(SIGINT, &kill_group, nullptr);
+    ::sigaction(SIGHUP, &kill_group, nullptr);
+    sigset_t all;
+    sigemptyset(&all);
+    ::sigprocmask(SIG_SETMASK, &all, nullptr);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) // the parent died before the line above
+      ::_exit(127);
+    pid_t child = ::fork();
+    if (child == 0) {
+      struct sigaction dfl = {};
+      dfl.sa_handler = SIG_DFL;
+      ::sigaction(SIGTERM, &dfl, nullptr);
+      ::sigaction(SIGINT, &dfl, nullptr);
+      ::sigaction(SIGHUP, &dfl, nullptr);
+      ::dup2(pipefd[1], 1);
+      ::dup2(pipefd[1], 2);
+      ::execv(cargv[0], cargv.data());
+      ::_exit(127);
+    }
+    ::close(pipefd[1]);
+    int status = 0;
+    while (child > 0 && ::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    ::_exit(child < 0 ? 127
+                      : WIFEXITED(status) ? WEXITSTATUS(status)
+                                          : 128 + WTERMSIG(status));
+  }
+  ::close(pipefd[1]);
+  char buf[4096];
+  while (true) {
+    ssize_t n = ::read(pipefd[0], buf, sizeof(buf));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    output.append(buf, n);
+    if (output.size() > 4096)
+      output.erase(0, output.size() - 4096);
+  }
+  ::close(pipefd[0]);
+  int status = 0;
+  while (::waitpid(guard, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/// The linker's reason in its output: its last line but the compiler
+/// driver's summary ("collect2: error: ld returned 1 exit status"), e.g.
+/// "ld: final link failed: No space left on device".
+static std::string lastLine(StringRef text) {
+  SmallVector<StringRef> lines;
+  text.split(lines, '\n', -1, /*KeepEmpty=*/false);
+  while (!lines.empty() && (lines.back().trim().empty() ||
+                            lines.back().starts_with("collect2:")))
+    lines.pop_back();
+  return lines.empty() ? std::string() : lines.back().trim().str();
+}
+
 llvm::Error Step::writeCache(StringRef manifest) {
   Impl &I = *impl;
   ModuleOp module = *I.module;
   if (failed(addPackedEntry(module, entryName, manifest, metadata())))
     return error("cannot add the packed entry");
-  std::error_code ec = llvm::sys::fs::create_directories(options.cacheDir);
-  if (ec)
-    return error("cache-dir '" + options.cacheDir + "': " + ec.message());
-  // Object and library under temporary names, the library renamed into
-  // place: a concurrent process sees a whole library or none.
+  sweepStaleTemporaries(options.cacheDir);
+  // Object and library under temporary names that hold this process's id
+  // (so a later write can tell a dead process's from a live one's), the
+  // library renamed into place: a concurrent process sees a whole library
+  // or none.
+  std::string temp = (options.cacheDir + "/" + kTempPrefix +
+                      Twine(::getpid()) + "-%%%%%%%%")
+                         .str();
   SmallString<256> object, library;
   int fd;
-  if ((ec = llvm::sys::fs::createUniqueFile(
-           options.cacheDir + "/muir-step-%%%%%%%%.o", fd, object)))
-    return error("cache-dir '" + options.cacheDir + "': " + ec.message());
+  std::error_code ec;
+  if ((ec = llvm::sys::fs::createUniqueFile(temp + ".o", fd, object,
+                                            llvm::sys::fs::OF_None, 0600)))
+    return error("cannot make a file in it: " + ec.message());
   // Temporaries go on a signal too (the runtime's cleanup on SIGINT,
   // SIGTERM, SIGHUP), not only on an error.
   muirrt_cleanup_register(object.c_str());
@@ -369,8 +598,7 @@ llvm::Error Step::writeCache(StringRef manifest) {
     std::string why = emitObject(module, "native", os);
     os.close();
     if (why.empty() && os.has_error())
-      why = "cannot write " + object.str().str() + ": " +
-            os.error().message();
+      why = "cannot write its object file: " + os.error().message();
     // Checked: an unchecked stream error would end the process.
     os.clear_error();
     if (!why.empty())
@@ -379,13 +607,14 @@ llvm::Error Step::writeCache(StringRef manifest) {
   library = object;
   llvm::sys::path::replace_extension(library, ".so.tmp");
   muirrt_cleanup_register(library.c_str());
-  llvm::scope_exit forgetLibrary(
-      [&] { muirrt_cleanup_unregister(library.c_str()); });
+  llvm::scope_exit removeLibrary([&] {
+    llvm::sys::fs::remove(library);
+    muirrt_cleanup_unregister(library.c_str());
+  });
   auto cc = llvm::sys::findProgramByName("cc");
   if (!cc)
-    return error("caching the compiled step needs a C compiler driver (cc) "
-                 "to link it; install one (Debian: gcc) or leave cache-dir "
-                 "out");
+    return error("linking it needs a C compiler driver (cc); install one "
+                 "(Debian: gcc) or leave cache-dir out");
   std::string self = selfLibrary();
   SmallString<256> selfDir(self);
   llvm::sys::path::remove_filename(selfDir);
@@ -398,31 +627,28 @@ llvm::Error Step::writeCache(StringRef manifest) {
                                    self,
                                    "-Wl,-rpath," + selfDir.str().str(),
                                    "-lm"};
-  std::vector<StringRef> refs(argv.begin(), argv.end());
+  std::string output;
+  if (int rc = runGuarded(argv, output)) {
+    std::string why = lastLine(output);
+    return error("linking it failed (" +
+                 (why.empty() ? cc.get() + " exited with " + Twine(rc).str()
+                              : why) +
+                 ")");
+  }
+  std::string key = cacheKey(I.sourceText, I.filename, options);
+  std::string path = cachePath(options.cacheDir, key);
+  // The record (key, size and hash) under a temporary name too; the
+  // library goes in place first, the record last: an entry is loaded only
+  // once both are there and agree.
   std::string why;
-  if (llvm::sys::ExecuteAndWait(*cc, refs, std::nullopt, {}, 0, 0, &why) !=
-      0) {
-    llvm::sys::fs::remove(library);
-    return error("linking the cached step failed" +
-                 (why.empty() ? std::string() : ": " + why));
-  }
-  std::string path = cachePath(options.cacheDir, cacheKey(I.sourceText,
-                                                          I.filename,
-                                                          options));
-  // The record (size and hash) under a temporary name too; the library
-  // goes in place first, the record last: an entry is loaded only once
-  // both are there and agree.
-  auto got = sizeAndHash(library);
-  if (!got) {
-    llvm::sys::fs::remove(library);
-    return got.takeError();
-  }
+  auto linked = readBoundedFile(library, why, kMaxInputBytes,
+                                FileOrigin::Trusted);
+  if (!linked)
+    return error(why);
   SmallString<256> record;
-  if ((ec = llvm::sys::fs::createUniqueFile(
-           options.cacheDir + "/muir-step-%%%%%%%%.record.tmp", fd, record))) {
-    llvm::sys::fs::remove(library);
-    return error("cache-dir '" + options.cacheDir + "': " + ec.message());
-  }
+  if ((ec = llvm::sys::fs::createUniqueFile(temp + ".record.tmp", fd, record,
+                                            llvm::sys::fs::OF_None, 0600)))
+    return error("cannot make a file in it: " + ec.message());
   muirrt_cleanup_register(record.c_str());
   llvm::scope_exit removeRecord([&] {
     llvm::sys::fs::remove(record);
@@ -431,32 +657,34 @@ llvm::Error Step::writeCache(StringRef manifest) {
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os << llvm::json::Value(llvm::json::Object{
-        {"size", static_cast<int64_t>(got->first)}, {"xxh3", got->second}});
+        {"key", key},
+        {"size", static_cast<int64_t>(linked->getBufferSize())},
+        {"xxh3", bytesHash(linked->getBuffer())}});
     os.close();
     bool failed = os.has_error();
+    std::string message = failed ? os.error().message() : "";
     os.clear_error();
-    if (failed) {
-      llvm::sys::fs::remove(library);
-      return error("cache-dir: cannot write " + record.str());
-    }
+    if (failed)
+      return error("cannot write its record: " + message);
   }
-  if ((ec = llvm::sys::fs::rename(library, path))) {
-    llvm::sys::fs::remove(library);
-    return error("cache-dir: " + ec.message());
-  }
-  // The library is in place (and this process loads it by its path); an
-  // entry without its record is compiled again by the next process.
+  if ((ec = llvm::sys::fs::rename(library, path)))
+    return error("cannot put it in place: " + ec.message());
+  // The library is in place (and this process loads it); an entry
+  // without its record is compiled again by the next process.
   if ((ec = llvm::sys::fs::rename(record, recordPath(path))))
     llvm::WithColor::warning(llvm::errs(), "muir")
         << "cache-dir: cannot put the record of " << path
         << " in place (" << ec.message()
         << "); the step will be compiled again next time\n";
-  return openLibrary(path);
+  OpenedLibrary opened;
+  if (llvm::Error e = openCheckedLibrary(path, FileOrigin::Trusted, opened))
+    return e;
+  return openLibrary(opened.loadPath(), path);
 }
 
-llvm::Error Step::openLibrary(StringRef path) {
+llvm::Error Step::openLibrary(StringRef loadPath, StringRef path) {
   Impl &I = *impl;
-  I.library = dlopen(path.str().c_str(), RTLD_NOW | RTLD_LOCAL);
+  I.library = dlopen(loadPath.str().c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!I.library)
     return error(Twine("cannot load the cached step: ") + dlerror());
   I.packedEntry = reinterpret_cast<void (*)(void **)>(
@@ -468,19 +696,17 @@ llvm::Error Step::openLibrary(StringRef path) {
 }
 
 llvm::Expected<std::unique_ptr<Step>>
-Step::open(StringRef path, const StepOptions &options) {
-  // A cut or damaged file would be a SIGBUS inside dlopen: refused first
-  // (with a record beside it, a cache entry, also its size and hash).
-  if (llvm::sys::fs::exists(recordPath(path))) {
-    if (llvm::Error e = checkCacheEntry(path))
-      return error("cannot load the step '" + path +
-                   "': " + llvm::toString(std::move(e)));
-  } else if (llvm::Error e = checkLibraryFile(path)) {
+Step::openFrom(StringRef path, bool trusted, const StepOptions &options) {
+  // Checked (openCheckedLibrary) through one descriptor, which both loads
+  // below use.
+  OpenedLibrary opened;
+  if (llvm::Error e = openCheckedLibrary(
+          path, trusted ? FileOrigin::Trusted : FileOrigin::Found, opened))
     return error("cannot load the step: " + llvm::toString(std::move(e)));
-  }
+  std::string loadPath = opened.loadPath();
   std::unique_ptr<Step> step(new Step());
   step->options = options;
-  step->impl->library = dlopen(path.str().c_str(), RTLD_NOW | RTLD_LOCAL);
+  step->impl->library = dlopen(loadPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!step->impl->library)
     return error(Twine("cannot load the cached step: ") + dlerror());
   auto *text = reinterpret_cast<const char *>(
@@ -495,32 +721,39 @@ Step::open(StringRef path, const StepOptions &options) {
   if (llvm::Error e = step->joinRanks())
     return std::move(e);
   ::muir::step::keepFreedMemory();
-  if (llvm::Error e = step->openLibrary(path))
+  if (llvm::Error e = step->openLibrary(loadPath, path))
     return std::move(e);
   return step;
+}
+
+llvm::Expected<std::unique_ptr<Step>>
+Step::open(StringRef path, const StepOptions &options) {
+  // A library the user names: a regular file (a cut or damaged one would
+  // be a SIGBUS inside dlopen: refused first; with a record beside it, a
+  // cache entry, also its key, size and hash).
+  return openFrom(path, /*trusted=*/false, options);
 }
 
 llvm::Expected<std::unique_ptr<Step>>
 Step::compile(StringRef source, StringRef filename, const StepOptions &options,
               llvm::raw_ostream &diagnostics) {
   // A cached library of this very step (source, options, build, host)
-  // needs no compiler; a damaged one is compiled again.
+  // needs no compiler; one that cannot be trusted or is damaged is
+  // compiled again, and its entry renamed over it. Nothing is removed
+  // here: another process may be between putting its library and its
+  // record in place.
   if (cacheableWith(options)) {
     std::string path =
         cachePath(options.cacheDir, cacheKey(source, filename, options));
-    if (llvm::sys::fs::exists(path)) {
-      // A damaged entry (cut short, no record, another file) is never
-      // loaded: the step is compiled again and its entry renamed over it.
-      // Nothing is removed here: another process may be between putting
-      // its library and its record in place.
-      if (llvm::Error e = checkCacheEntry(path)) {
-        llvm::consumeError(std::move(e));
-      } else {
-        auto cached = open(path, options);
-        if (cached)
-          return cached;
-        llvm::consumeError(cached.takeError());
-      }
+    llvm::sys::fs::file_status st;
+    if (!llvm::sys::fs::status(path, st, /*follow=*/false)) {
+      auto cached = openFrom(path, /*trusted=*/true, options);
+      if (cached)
+        return cached;
+      llvm::WithColor::warning(llvm::errs(), "muir")
+          << "the cached step is not used: "
+          << llvm::toString(cached.takeError())
+          << "; compiling it again\n";
     }
   }
   auto step = load(source, filename, options, diagnostics);

@@ -13,6 +13,7 @@
 #include "muir/Support/Files.h"
 #include "muir/Support/Version.h"
 #include "muir/Support/Limits.h"
+#include "muir/Support/Nesting.h"
 #include "muir/Version.h"
 #include "muir-rt/Runtime.h"
 
@@ -29,6 +30,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/WithColor.h"
 #include "llvm/Support/xxhash.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -289,6 +291,13 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
     if (!options.layer.empty())
       return error("option 'layer' needs a description (.yaml, .yml or "
                    ".json) holding the MoE layer, not IR");
+    if (std::optional<size_t> at = findTooDeep(source, NestingSyntax::Mlir)) {
+      I.sourceMgr.PrintMessage(
+          llvm::SMLoc::getFromPointer(
+              I.sourceMgr.getMemoryBuffer(1)->getBufferStart() + *at),
+          llvm::SourceMgr::DK_Error, "the module is " + tooDeepMessage());
+      return error("");
+    }
     module = parseSourceFile<ModuleOp>(I.sourceMgr, &context);
   }
   if (!module)
@@ -640,6 +649,10 @@ llvm::Error Step::prepare(llvm::raw_ostream &diagnostics) {
     if (!e)
       return llvm::Error::success();
     cacheFailure = llvm::toString(std::move(e));
+    // One line of muir's: what failed and that the step still runs.
+    llvm::WithColor::warning(llvm::errs(), "muir")
+        << "cannot write the compiled step to cache-dir '" << options.cacheDir
+        << "': " << cacheFailure << "; the step runs from the JIT\n";
   }
   return startEngine();
 }

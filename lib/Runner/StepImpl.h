@@ -52,6 +52,10 @@ struct Step::Impl {
 
 /// Whether steps compiled with these options can be kept in the cache.
 bool cacheableWith(const StepOptions &o);
+/// Whether the cache directory `dir` may hold code this process runs:
+/// owned by this user and writable by no one else (made 0700 when
+/// missing). Decided once per directory, with one warning when not.
+bool trustedCacheDir(llvm::StringRef dir);
 /// The cache file of a step: DIR/muir-step-<key>.so.
 std::string cachePath(llvm::StringRef dir, llvm::StringRef key);
 /// A hash of the source, the options that change the program, the build

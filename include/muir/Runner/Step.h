@@ -246,7 +246,13 @@ private:
   std::string metadata() const;
   llvm::Error readMetadata(llvm::StringRef text);
   llvm::Error writeCache(llvm::StringRef manifest);
-  llvm::Error openLibrary(llvm::StringRef path);
+  /// Loads the checked library at `loadPath` (/proc/self/fd/N of the
+  /// descriptor its checks read); `path` is its name for messages.
+  llvm::Error openLibrary(llvm::StringRef loadPath, llvm::StringRef path);
+  /// Step::open's work: `trusted` for a cache entry (this user's own file,
+  /// with its record), else any regular file.
+  static llvm::Expected<std::unique_ptr<Step>>
+  openFrom(llvm::StringRef path, bool trusted, const StepOptions &options);
 
 
   struct Impl;
@@ -280,6 +286,12 @@ private:
 /// bound to (host memory; a CUDA run copies it to the device) and save()
 /// writes into a state's files (streamed); and, from gather() on, each
 /// whole, identical on every rank, which --dump writes.
+/// Whether every rank of the run's grid is `ok` and holds the same
+/// `value` (every rank must call it, in the same order); one process is
+/// its own answer.
+enum class RankAgreement { Same, Differ, SomeFailed };
+RankAgreement agreeOnEveryRank(const Step &step, bool ok, uint64_t value);
+
 class HostTensors {
 public:
   explicit HostTensors(Step &step);
@@ -289,7 +301,10 @@ public:
 
   /// Reads this rank's part of DIR/<name>.npy (of the whole tensor's
   /// shape) for the tensors it finds.
-  llvm::Error load(llvm::StringRef dir, int32_t &loaded);
+  /// `shownAs` names the directory in messages when `dir` is another
+  /// path to it (a resumed state's /proc/self/fd/N).
+  llvm::Error load(llvm::StringRef dir, int32_t &loaded,
+                   llvm::StringRef shownAs = "");
   /// Fills what was not loaded from `seed`: each part with the whole
   /// tensor's values there.
   void seed(uint64_t seed);

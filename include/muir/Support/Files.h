@@ -4,6 +4,9 @@
 // fingerprint traces, state manifests) is read whole into memory. A file
 // bigger than kMaxInputBytes, or a device or pipe that goes on past it
 // (/dev/zero), is refused with a message before it can exhaust memory.
+// A file muir finds by itself rather than one the user names (FileOrigin)
+// is opened by one function, openFoundFile, which accepts only a regular
+// file (and, for code it will run, one this user owns alone).
 // Outputs are checked against each other and against the inputs before any
 // work (samePath), so that no output overwrites an input or another output,
 // and written whole or not at all (AtomicOutput).
@@ -21,6 +24,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -29,17 +33,85 @@
 #include <optional>
 #include <string>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace mlir::muir {
 
 /// The largest input the tools read: 256 MiB (docs/muir-compile.md).
 inline constexpr uint64_t kMaxInputBytes = uint64_t(256) << 20;
 
+/// Who put a file where muir reads it, which decides what muir accepts.
+enum class FileOrigin {
+  /// The user named it (an input on the command line): a pipe or a device
+  /// is read as a stream (`muir-run <(...)`).
+  Named,
+  /// muir found it by itself (a state's manifest and tensors, the .npy
+  /// files of a load directory): only a regular file, possibly through a
+  /// symbolic link; a FIFO, a device or a directory is refused before it
+  /// could block or never end.
+  Found,
+  /// Code or data muir will trust (a compiled-step cache entry and its
+  /// record): a regular file, not a symbolic link, owned by this user and
+  /// writable by no one else.
+  Trusted,
+};
+
+/// Opens `path` for reading as a file of `origin` (never Named): the open
+/// itself does not block (O_NONBLOCK, cleared once the file is known to be
+/// regular), so a FIFO is refused, not waited on. Returns the descriptor,
+/// or -1 with `error` saying why ("'x' is not a regular file (a FIFO)").
+inline int openFoundFile(llvm::StringRef path, FileOrigin origin,
+                         std::string &error) {
+  int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC;
+  if (origin == FileOrigin::Trusted)
+    flags |= O_NOFOLLOW;
+  int fd = ::open(path.str().c_str(), flags);
+  if (fd < 0) {
+    int err = errno;
+    error = ("cannot open '" + path + "': " +
+             (err == ELOOP ? std::string("it is a symbolic link")
+                           : std::string(std::strerror(err))))
+                .str();
+    return -1;
+  }
+  struct stat st;
+  const char *why = nullptr;
+  if (::fstat(fd, &st) != 0)
+    why = "cannot stat it";
+  else if (S_ISDIR(st.st_mode))
+    why = "it is a directory";
+  else if (S_ISFIFO(st.st_mode))
+    why = "it is a FIFO";
+  else if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+    why = "it is a device";
+  else if (S_ISSOCK(st.st_mode))
+    why = "it is a socket";
+  else if (!S_ISREG(st.st_mode))
+    why = "it is not a regular file";
+  else if (origin == FileOrigin::Trusted && st.st_uid != ::geteuid())
+    why = "it is owned by another user";
+  else if (origin == FileOrigin::Trusted && (st.st_mode & (S_IWGRP | S_IWOTH)))
+    why = "it is writable by group or others";
+  if (!why && ::fcntl(fd, F_SETFL, O_RDONLY) != 0)
+    why = "cannot read it";
+  if (why) {
+    ::close(fd);
+    error = ("'" + path + "' cannot be read: " + why).str();
+    return -1;
+  }
+  return fd;
+}
+
 /// Reads `path` ("-": stdin) whole if it holds at most `limit` bytes; else
 /// nothing, with `error` saying why: "cannot open input file 'x': <why>" or
-/// "input file 'x' is larger than the 256 MiB limit".
+/// "input file 'x' is larger than the 256 MiB limit". A file of another
+/// origin than Named is opened by openFoundFile: only a regular file.
 inline std::unique_ptr<llvm::MemoryBuffer>
 readBoundedFile(llvm::StringRef path, std::string &error,
-                uint64_t limit = kMaxInputBytes) {
+                uint64_t limit = kMaxInputBytes,
+                FileOrigin origin = FileOrigin::Named) {
   namespace fs = llvm::sys::fs;
   auto tooLarge = [&] {
     error = ("input file '" + path + "' is larger than the " +
@@ -48,8 +120,12 @@ readBoundedFile(llvm::StringRef path, std::string &error,
     return nullptr;
   };
   fs::file_t fd = fs::getStdinHandle();
-  bool isStdin = path == "-";
-  if (!isStdin) {
+  bool isStdin = path == "-" && origin == FileOrigin::Named;
+  if (!isStdin && origin != FileOrigin::Named) {
+    fd = openFoundFile(path, origin, error);
+    if (fd < 0)
+      return nullptr;
+  } else if (!isStdin) {
     auto opened = fs::openNativeFileForRead(path);
     if (!opened) {
       error = ("cannot open input file '" + path +
@@ -58,6 +134,8 @@ readBoundedFile(llvm::StringRef path, std::string &error,
       return nullptr;
     }
     fd = *opened;
+  }
+  if (!isStdin) {
     fs::file_status status;
     if (std::error_code ec = fs::status(fd, status)) {
       fs::closeFile(fd);
