@@ -9,6 +9,7 @@
 // memref, ...); the corpus is muir's.
 //
 //===----------------------------------------------------------------------===//
+#include "muir/Support/Nesting.h"
 #include "FuzzCommon.h"
 
 #include "mlir/IR/AsmState.h"
@@ -28,6 +29,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // MLIR's lexer stops at a NUL after the text, which files read by the
   // tools have (MemoryBuffer) and the fuzzer's bytes do not.
   std::string input(reinterpret_cast<const char *>(data), size);
+  // The tools refuse input nested past the bound before parsing (a deeper
+  // one would overflow the parser's stack): so does the fuzzer.
+  if (muir::findTooDeep(input, muir::NestingSyntax::Mlir))
+    return 0;
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(input, config);
   if (!module)
     return 0;

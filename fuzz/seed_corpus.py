@@ -160,6 +160,34 @@ def manifests():
           manifest.replace('"w":', '"../w":'))
 
 
+def deep_nesting():
+    """Inputs nested far past the readers' bound (256 levels), which a
+    recursive parser would overflow its stack on: each reader refuses them
+    before parsing."""
+    n = 5000
+    grid = "grid: {axes: {dp: 1}}\n"
+    write("description_fuzzer", "deep-flow.yaml",
+          grid + "parameters: " + "[" * n + "]" * n + "\n")
+    write("description_fuzzer", "deep-compact.yaml",
+          grid + "parameters:\n" + "- " * n + "x\n")
+    write("hf_config_fuzzer", "deep.json",
+          '{"model_type": "qwen3_moe", "x": ' + "[" * n + "]" * n + "}")
+    write("state_manifest_fuzzer", "deep.json",
+          '{"format": ' + "{\"a\": " * n + "1" + "}" * n + "}")
+    write("dialect_fuzzer", "deep-regions.mlir",
+          "func.func @f() {\n" + "scf.execute_region {\n" * n + "}\n" * n +
+          "return\n}\n")
+    write("dialect_fuzzer", "deep-tuple.mlir",
+          "func.func private @f(%a: " + "tuple<" * n + "i32" + ">" * n + ")\n")
+    # A shape whose byte count overflows 64 bits (2^61 elements of 8 bytes).
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (%d, 8), }" \
+        % (1 << 58)
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    write("npy_fuzzer", "shape-overflow.npy",
+          b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") +
+          header.encode() + b"\0" * 8)
+
+
 def main():
     targets = {"description_fuzzer": descriptions,
                "hf_config_fuzzer": hf_configs,
@@ -170,6 +198,8 @@ def main():
         shutil.rmtree(os.path.join(CORPUS, target), ignore_errors=True)
         os.makedirs(os.path.join(CORPUS, target))
         fill()
+    deep_nesting()
+    for target in targets:
         print("%s: %d files" % (target,
                                 len(os.listdir(os.path.join(CORPUS, target)))))
 

@@ -25,6 +25,7 @@
 #include "muir/Import/Description.h"
 #include "muir/Support/Files.h"
 #include "muir/Support/Limits.h"
+#include "muir/Support/Nesting.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -749,6 +750,11 @@ mlir::muir::desc::importHFConfigText(StringRef text, StringRef path,
     errors.push_back(message.str());
     return failure();
   };
+  if (std::optional<size_t> at = mlir::muir::findTooDeep(text, mlir::muir::NestingSyntax::Yaml)) {
+    auto [line, column] = mlir::muir::lineAndColumn(text, *at);
+    return fail(path + ":" + Twine(line) + ":" + Twine(column) +
+                ": the config is " + mlir::muir::tooDeepMessage());
+  }
   llvm::Expected<json::Value> root = json::parse(text);
   if (!root)
     return fail(malformed(path, root.takeError()));

@@ -66,7 +66,36 @@ llvm::Error HostTensors::create() {
   return llvm::Error::success();
 }
 
-llvm::Error HostTensors::load(StringRef dir, int32_t &loaded) {
+/// The mask of every rank of the step's first grid.
+static int64_t worldMask(const Step &step) {
+  size_t numAxes =
+      step.foldings().empty() ? 0 : step.foldings().front().axes.size();
+  return muirrt_group_mask(0, (int64_t(1) << numAxes) - 1);
+}
+
+RankAgreement runner::agreeOnEveryRank(const Step &step, bool ok,
+                                       uint64_t value) {
+  if (muirrt_dist_size() <= 1)
+    return ok ? RankAgreement::Same : RankAgreement::SomeFailed;
+  // The value in four 16-bit pieces (exact in float), each with its
+  // negation: the maximum of both says whether every rank had the same.
+  float mine[9], most[9];
+  mine[0] = ok ? 0.0f : 1.0f;
+  for (int i = 0; i < 4; ++i) {
+    mine[1 + i] = static_cast<float>((value >> (16 * i)) & 0xffff);
+    mine[5 + i] = -mine[1 + i];
+  }
+  muirrt_all_reduce(worldMask(step), MUIRRT_REDUCE_MAX, mine, most, 9);
+  if (most[0] != 0.0f)
+    return RankAgreement::SomeFailed;
+  for (int i = 0; i < 4; ++i)
+    if (most[1 + i] != -most[5 + i])
+      return RankAgreement::Differ;
+  return RankAgreement::Same;
+}
+
+llvm::Error HostTensors::load(StringRef dir, int32_t &loaded,
+                              StringRef shownAs) {
   loaded = 0;
   // Each rank reads its part of each file only.
   std::vector<const int64_t *> shapes(muirrt_tensor_count(local), nullptr),
@@ -77,8 +106,13 @@ llvm::Error HostTensors::load(StringRef dir, int32_t &loaded) {
       starts[localIndex[i]] = offsets[i].data();
     }
   if (muirrt_load_dir_parts(local, dir.str().c_str(), shapes.data(),
-                            starts.data(), &loaded))
-    return error(muirrt_last_error());
+                            starts.data(), &loaded)) {
+    std::string why = muirrt_last_error();
+    if (!shownAs.empty())
+      for (size_t at; (at = why.find(dir.str())) != std::string::npos;)
+        why.replace(at, dir.size(), shownAs.str());
+    return error(why);
+  }
   return llvm::Error::success();
 }
 
@@ -232,9 +266,7 @@ llvm::Error HostTensors::save(StringRef dir, int64_t stepNumber) const {
   // hold (no rank gathers a whole tensor), then rank 0 hashes the files,
   // writes the manifest and puts the state in place. The staging path and
   // the ranks' failures travel over the run's grid.
-  size_t numAxes =
-      step.foldings().empty() ? 0 : step.foldings().front().axes.size();
-  int64_t world = muirrt_group_mask(0, (int64_t(1) << numAxes) - 1);
+  int64_t world = worldMask(step);
   bool root = muirrt_dist_rank() == 0;
   const auto &args = step.arguments();
   std::string staged, why;

@@ -163,9 +163,12 @@ private:
       if (out.rank == kMaxRank)
         return fail(path + ": rank exceeds " + std::to_string(kMaxRank));
       out.shape[out.rank++] = v;
-      // Total bytes must stay representable.
-      if (v != 0 && out.numel > std::numeric_limits<int64_t>::max() / 4 / v)
-        return malformed("shape too large");
+      // The element count must stay representable (the bytes are checked
+      // once the element type is known: readNpyHeader).
+      if (v != 0 && out.numel > std::numeric_limits<int64_t>::max() / v)
+        return fail(path + ": shape starting " +
+                    shapeString(out.rank, out.shape) +
+                    " has more than 2^63 elements");
       out.numel *= v;
       skipSpace();
       if (consume(','))
@@ -230,7 +233,12 @@ int readNpyHeader(int fd, const std::string &path, NpyHeader &h) {
     return rc;
   h.dataOffset = 8 + lenBytes + headerLen;
 
-  int64_t expected = h.numel * static_cast<int64_t>(h.elementSize);
+  int64_t expected;
+  if (__builtin_mul_overflow(h.numel, static_cast<int64_t>(h.elementSize),
+                             &expected))
+    return fail(path + ": shape " + shapeString(h.rank, h.shape) + " of " +
+                (h.elementSize == 8 ? "<f8" : "<f4") +
+                " is larger than 2^63 bytes");
   int64_t available =
       static_cast<int64_t>(st.st_size) - static_cast<int64_t>(h.dataOffset);
   if (available < expected)
@@ -246,9 +254,32 @@ int readNpyHeader(int fd, const std::string &path, NpyHeader &h) {
 }
 
 int openForRead(const std::string &path, int &fd) {
-  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // The one place the runtime opens a .npy file to read: only a regular
+  // file. The open does not block (a FIFO would wait for a writer
+  // forever); its kind is checked on the descriptor, so nothing can swap
+  // the file between the check and the read.
+  fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     return fail(path + ": cannot open: " + errnoText(errno));
+  struct stat st;
+  const char *why = nullptr;
+  if (::fstat(fd, &st) != 0)
+    why = "cannot stat it";
+  else if (S_ISDIR(st.st_mode))
+    why = "it is a directory";
+  else if (S_ISFIFO(st.st_mode))
+    why = "it is a FIFO";
+  else if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+    why = "it is a device";
+  else if (!S_ISREG(st.st_mode))
+    why = "it is not a regular file";
+  else if (::fcntl(fd, F_SETFL, O_RDONLY) != 0)
+    why = "cannot read it";
+  if (why) {
+    ::close(fd);
+    fd = -1;
+    return fail(path + ": not a regular file (" + why + ")");
+  }
   return 0;
 }
 

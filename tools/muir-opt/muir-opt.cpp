@@ -6,6 +6,7 @@
 // machinery gets it.
 //
 //===----------------------------------------------------------------------===//
+#include "muir/Support/Nesting.h"
 #include "muir/Passes.h"
 #include "muir/Support/Files.h"
 #include "muir/Support/VersionPrinter.h"
@@ -16,6 +17,7 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 
 int main(int argc, char **argv) {
@@ -43,6 +45,17 @@ int main(int argc, char **argv) {
   auto input = mlir::muir::readBoundedFile(inputFile, error);
   if (!input)
     return fail(error);
+  // Nested past the bound: refused before MLIR's parser recurses into it.
+  if (std::optional<size_t> at = mlir::muir::findTooDeep(
+          input->getBuffer(), mlir::muir::NestingSyntax::Mlir)) {
+    llvm::SourceMgr sm;
+    const char *where = input->getBufferStart() + *at;
+    sm.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+    sm.PrintMessage(llvm::SMLoc::getFromPointer(where),
+                    llvm::SourceMgr::DK_Error,
+                    "the module is " + mlir::muir::tooDeepMessage());
+    return 1;
+  }
   auto output = mlir::muir::AtomicOutput::open(outputFile, error);
   if (!output)
     return fail(error);

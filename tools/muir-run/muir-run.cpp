@@ -316,7 +316,12 @@ int main(int argc, char **argv) {
       llvm::WithColor::warning(llvm::errs(), "muir-run") << w << "\n";
   // Resuming: a state saved for this very step; its counter continues.
   int64_t firstStep = 1;
+  std::optional<muir::state::OpenedState> resumed;
   if (!opt.resumeDir.empty()) {
+    auto opened = muir::state::OpenedState::open(opt.resumeDir);
+    if (!opened)
+      return fail(llvm::toString(opened.takeError()));
+    resumed.emplace(std::move(*opened));
     std::vector<muir::state::StateTensor> tensors;
     for (const runner::Argument &a : step.arguments())
       if (a.isTensor())
@@ -332,7 +337,7 @@ int main(int argc, char **argv) {
       share.count = std::max(1, std::atoi(getenv("OMPI_COMM_WORLD_SIZE")));
       share.index = rank ? std::atoi(rank) % share.count : 0;
     }
-    auto saved = muir::state::checkState(opt.resumeDir, step.identity(),
+    auto saved = muir::state::checkState(*resumed, step.identity(),
                                          tensors, opt.numSteps, share);
     if (!saved)
       return fail(llvm::toString(saved.takeError()));
@@ -357,13 +362,33 @@ int main(int argc, char **argv) {
   runner::HostTensors tensors(step);
   if (llvm::Error e = tensors.create())
     return fail(llvm::toString(std::move(e)));
-  // --load reads what it finds; a resumed state replaces every tensor.
+  // --load reads what it finds; a resumed state replaces every tensor,
+  // read through the directory checkState checked.
   int32_t numLoaded = 0;
-  StringRef readDir =
-      opt.resumeDir.empty() ? StringRef(opt.loadDir) : opt.resumeDir;
-  if (!readDir.empty())
-    if (llvm::Error e = tensors.load(readDir, numLoaded))
+  if (resumed) {
+    llvm::Error e = tensors.load(resumed->path(), numLoaded, resumed->given());
+    std::string why = e ? llvm::toString(std::move(e)) : "";
+    // The ranks opened the directory one by one: all must have read the
+    // same state (a save may have put another in its place in between),
+    // and all stop together if one could not.
+    switch (runner::agreeOnEveryRank(step, why.empty(),
+                                     resumed->manifestHash)) {
+    case runner::RankAgreement::Same:
+      break;
+    case runner::RankAgreement::SomeFailed:
+      return fail(why.empty() ? "cannot resume from '" + opt.resumeDir +
+                                    "': another rank could not read it"
+                              : why);
+    case runner::RankAgreement::Differ:
+      return fail("cannot resume from '" + opt.resumeDir +
+                  "': the state was replaced while the ranks read it (a "
+                  "save into it ran meanwhile); run again");
+    }
+    resumed.reset();
+  } else if (!opt.loadDir.empty()) {
+    if (llvm::Error e = tensors.load(opt.loadDir, numLoaded))
       return fail(llvm::toString(std::move(e)));
+  }
   tensors.seed(opt.seed);
   if (llvm::Error e = tensors.bind())
     return fail(llvm::toString(std::move(e)));

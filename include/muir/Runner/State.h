@@ -100,13 +100,41 @@ struct HashShare {
   int64_t count = 1;
 };
 
+/// A state directory opened once for a resume. Every file of the state is
+/// read through it (path(): /proc/self/fd/N, the directory as it was when
+/// opened), so that a save renaming a new state into its place meanwhile
+/// changes nothing of what this resume reads: it loads the state it
+/// checked, or, once the old state's files are removed, refuses.
+class OpenedState {
+public:
+  /// Opens `dir` (as the user gave it; messages name it so).
+  static llvm::Expected<OpenedState> open(llvm::StringRef dir);
+  OpenedState(OpenedState &&other);
+  OpenedState &operator=(OpenedState &&) = delete;
+  OpenedState(const OpenedState &) = delete;
+  ~OpenedState();
+  /// The path through which the state's files are read.
+  std::string path() const;
+  /// The directory as the user gave it.
+  const std::string &given() const { return dir; }
+  /// The xxh3 hash of the manifest's bytes as checkState read them: equal
+  /// on every rank that checked the same state.
+  uint64_t manifestHash = 0;
+
+private:
+  OpenedState(std::string dir, int fd) : dir(std::move(dir)), fd(fd) {}
+  std::string dir;
+  int fd = -1;
+};
+
 /// Reads and checks the state in `dir` for a step with identity `identity`
 /// and tensors `tensors`: the manifest, that every tensor's file is there,
 /// the hashes of `share`'s files, the step counter's range (with
-/// `moreSteps` still to run). A state saved for another step names first
-/// the tensors that differ (missing, extra, or of another shape). Returns
-/// the steps done.
-llvm::Expected<int64_t> checkState(llvm::StringRef dir,
+/// `moreSteps` still to run), and that no file or folder of it is a
+/// symbolic link or anything but a regular file. A state saved for another
+/// step names first the tensors that differ (missing, extra, or of another
+/// shape). Returns the steps done.
+llvm::Expected<int64_t> checkState(OpenedState &dir,
                                    const StepIdentity &identity,
                                    const std::vector<StateTensor> &tensors,
                                    int64_t moreSteps, HashShare share = {});

@@ -11,6 +11,7 @@
 #include "muir/Runner/State.h"
 #include "muir/Support/Files.h"
 #include "muir/Support/FlagDifferences.h"
+#include "muir/Support/Nesting.h"
 #include "muir-rt/Runtime.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -25,8 +26,11 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/xxhash.h"
 
+#include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstring>
+#include <fcntl.h>
 #include <set>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -51,14 +55,22 @@ std::string inDir(StringRef dir, StringRef name) {
   return std::string(p);
 }
 
-/// The manifest in `dir`, read (within the input size limit) and parsed.
-llvm::Expected<Manifest> readManifest(StringRef dir) {
+/// The manifest in `dir`, read (within the input size limit, a regular
+/// file only) and parsed; `bytesHash`, if given, gets the hash of its
+/// bytes.
+llvm::Expected<Manifest> readManifest(StringRef dir,
+                                      uint64_t *bytesHash = nullptr) {
   if (!fs::exists(inDir(dir, kManifestName)))
     return error("no " + Twine(kManifestName));
   std::string why;
-  auto buffer = mlir::muir::readBoundedFile(inDir(dir, kManifestName), why);
+  auto buffer = mlir::muir::readBoundedFile(
+      inDir(dir, kManifestName), why, mlir::muir::kMaxInputBytes,
+      mlir::muir::FileOrigin::Found);
   if (!buffer)
     return error("no readable " + Twine(kManifestName) + " (" + why + ")");
+  if (bytesHash)
+    *bytesHash = llvm::xxh3_64bits(
+        llvm::arrayRefFromStringRef(buffer->getBuffer()));
   auto manifest = parseManifest(buffer->getBuffer());
   if (!manifest)
     return error(Twine(kManifestName) + " is damaged: " +
@@ -170,6 +182,12 @@ tensorDifferences(StringRef dir, const Manifest &manifest,
 } // namespace
 
 llvm::Expected<Manifest> mlir::muir::state::parseManifest(StringRef text) {
+  if (std::optional<size_t> at =
+          mlir::muir::findTooDeep(text, mlir::muir::NestingSyntax::Yaml)) {
+    auto [line, column] = mlir::muir::lineAndColumn(text, *at);
+    return error("line " + Twine(line) + ", column " + Twine(column) +
+                 ": " + mlir::muir::tooDeepMessage());
+  }
   auto parsed = json::parse(text);
   if (!parsed)
     return error(llvm::toString(parsed.takeError()));
@@ -287,8 +305,19 @@ std::string mlir::muir::state::hex64(uint64_t v) {
 }
 
 llvm::Expected<std::string> mlir::muir::state::fileHash(StringRef p) {
-  auto buf = llvm::MemoryBuffer::getFile(p, /*IsText=*/false,
-                                         /*RequiresNullTerminator=*/false);
+  // A state's file: regular only (a FIFO would block, a device not end).
+  std::string why;
+  int fd = mlir::muir::openFoundFile(p, mlir::muir::FileOrigin::Found, why);
+  if (fd < 0)
+    return error(why);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return error("cannot stat '" + p + "'");
+  }
+  auto buf = llvm::MemoryBuffer::getOpenFile(fd, p, st.st_size,
+                                             /*RequiresNullTerminator=*/false);
+  ::close(fd);
   if (!buf)
     return error("cannot read '" + p + "': " + buf.getError().message());
   return hex64(
@@ -360,16 +389,47 @@ llvm::Error mlir::muir::state::checkSaveTarget(StringRef given) {
   return llvm::Error::success();
 }
 
+llvm::Expected<OpenedState> OpenedState::open(StringRef dir) {
+  int fd = ::open(dir.str().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return error("cannot resume from '" + dir + "': " +
+                 (errno == ENOENT || errno == ENOTDIR
+                      ? std::string("no such directory")
+                      : std::string(std::strerror(errno))));
+  return OpenedState(dir.str(), fd);
+}
+
+OpenedState::OpenedState(OpenedState &&other)
+    : manifestHash(other.manifestHash), dir(std::move(other.dir)),
+      fd(other.fd) {
+  other.fd = -1;
+}
+
+OpenedState::~OpenedState() {
+  if (fd >= 0)
+    ::close(fd);
+}
+
+std::string OpenedState::path() const {
+  return "/proc/self/fd/" + std::to_string(fd);
+}
+
 llvm::Expected<int64_t>
-mlir::muir::state::checkState(StringRef dir, const StepIdentity &identity,
+mlir::muir::state::checkState(OpenedState &opened,
+                              const StepIdentity &identity,
                               const std::vector<StateTensor> &tensors,
                               int64_t moreSteps, HashShare share) {
+  // Every read below goes through the directory opened once; messages
+  // name it as the user gave it.
+  std::string dir = opened.path();
+  const std::string &shown = opened.given();
   auto refuse = [&](const Twine &why) {
-    return error("cannot resume from '" + dir + "': " + why);
+    std::string text = why.str();
+    for (size_t at; (at = text.find(dir)) != std::string::npos;)
+      text.replace(at, dir.size(), shown);
+    return error("cannot resume from '" + shown + "': " + text);
   };
-  if (!fs::is_directory(dir))
-    return refuse("no such directory");
-  auto manifest = readManifest(dir);
+  auto manifest = readManifest(dir, &opened.manifestHash);
   if (!manifest)
     return refuse(llvm::toString(manifest.takeError()) +
                   " (is it a state saved by --save-state?)");
@@ -391,9 +451,18 @@ mlir::muir::state::checkState(StringRef dir, const StepIdentity &identity,
     auto want = manifest->tensors.find(name);
     if (want == manifest->tensors.end())
       return refuse("it has no tensor '" + name + "'");
-    // A state's files are its own: a link (to /dev/zero, say) is refused,
-    // not followed.
+    // A state's files are its own: a link (to /dev/zero, or a folder
+    // outside the state) is refused, not followed, as --save-state refuses
+    // to replace such a state.
     fs::file_status st;
+    for (size_t slash = name.find('/'); slash != std::string::npos;
+         slash = name.find('/', slash + 1))
+      if (!fs::status(inDir(dir, name.substr(0, slash)), st,
+                      /*follow=*/false) &&
+          !fs::is_directory(st))
+        return refuse("'" + name.substr(0, slash) +
+                      "' is not a directory of the state (a symbolic link "
+                      "or a file): a state's files are its own");
     if (!fs::status(inDir(dir, name + ".npy"), st, /*follow=*/false) &&
         !fs::is_regular_file(st))
       return refuse("'" + name + ".npy' is not a regular file");
@@ -405,7 +474,8 @@ mlir::muir::state::checkState(StringRef dir, const StepIdentity &identity,
     auto got = fileHash(inDir(dir, name + ".npy"));
     if (!got) {
       llvm::consumeError(got.takeError());
-      return refuse("'" + name + ".npy' is missing or unreadable");
+      return refuse("'" + name + ".npy' is missing or unreadable (or not "
+                    "a regular file)");
     }
     if (*got != want->second)
       return refuse("'" + name + ".npy' has changed since it was saved (hash " +

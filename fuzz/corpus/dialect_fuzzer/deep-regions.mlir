@@ -1,0 +1,10003 @@
+func.func @f() {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+scf.execute_region {
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+return
+}
