@@ -234,9 +234,12 @@ static llvm::Error checkLibraryData(StringRef path, StringRef data) {
 }
 
 namespace {
-/// A library opened once: every check reads this descriptor, and dlopen
-/// loads the file it names (/proc/self/fd/N), so the bytes checked are the
-/// bytes loaded even if the path is replaced in between.
+/// A library opened once, whose checks all read this descriptor. dlopen
+/// then loads it by its path (a /proc/self/fd/N name would be reused by
+/// the next library given the same descriptor number, and glibc returns
+/// an already loaded library of the same name), and sameFile() confirms
+/// that the path still names the file checked. A trusted entry's
+/// directory is this user's alone, so no one else can swap it between.
 struct OpenedLibrary {
   int fd = -1;
   OpenedLibrary() = default;
@@ -246,8 +249,11 @@ struct OpenedLibrary {
     if (fd >= 0)
       ::close(fd);
   }
-  std::string loadPath() const {
-    return "/proc/self/fd/" + std::to_string(fd);
+  /// Whether `path` names the file this descriptor holds.
+  bool sameFile(StringRef path) const {
+    struct stat a, b;
+    return ::fstat(fd, &a) == 0 && ::stat(path.str().c_str(), &b) == 0 &&
+           a.st_dev == b.st_dev && a.st_ino == b.st_ino;
   }
 };
 } // namespace
@@ -679,7 +685,11 @@ llvm::Error Step::writeCache(StringRef manifest) {
   OpenedLibrary opened;
   if (llvm::Error e = openCheckedLibrary(path, FileOrigin::Trusted, opened))
     return e;
-  return openLibrary(opened.loadPath(), path);
+  if (llvm::Error e = openLibrary(path, path))
+    return e;
+  if (!opened.sameFile(path))
+    return error("'" + path + "' was replaced while it was loaded");
+  return llvm::Error::success();
 }
 
 llvm::Error Step::openLibrary(StringRef loadPath, StringRef path) {
@@ -703,12 +713,15 @@ Step::openFrom(StringRef path, bool trusted, const StepOptions &options) {
   if (llvm::Error e = openCheckedLibrary(
           path, trusted ? FileOrigin::Trusted : FileOrigin::Found, opened))
     return error("cannot load the step: " + llvm::toString(std::move(e)));
-  std::string loadPath = opened.loadPath();
+  std::string loadPath = path.str();
   std::unique_ptr<Step> step(new Step());
   step->options = options;
   step->impl->library = dlopen(loadPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!step->impl->library)
     return error(Twine("cannot load the cached step: ") + dlerror());
+  if (!opened.sameFile(path))
+    return error("cannot load the step: '" + path +
+                 "' was replaced while it was loaded");
   auto *text = reinterpret_cast<const char *>(
       dlsym(step->impl->library, "muir_step_metadata"));
   if (!text)
@@ -723,6 +736,9 @@ Step::openFrom(StringRef path, bool trusted, const StepOptions &options) {
   ::muir::step::keepFreedMemory();
   if (llvm::Error e = step->openLibrary(loadPath, path))
     return std::move(e);
+  if (!opened.sameFile(path))
+    return error("cannot load the step: '" + path +
+                 "' was replaced while it was loaded");
   return step;
 }
 

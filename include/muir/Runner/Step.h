@@ -246,8 +246,8 @@ private:
   std::string metadata() const;
   llvm::Error readMetadata(llvm::StringRef text);
   llvm::Error writeCache(llvm::StringRef manifest);
-  /// Loads the checked library at `loadPath` (/proc/self/fd/N of the
-  /// descriptor its checks read); `path` is its name for messages.
+  /// Loads the checked library at `loadPath`; `path` is its name for
+  /// messages.
   llvm::Error openLibrary(llvm::StringRef loadPath, llvm::StringRef path);
   /// Step::open's work: `trusted` for a cache entry (this user's own file,
   /// with its record), else any regular file.
