@@ -156,6 +156,13 @@ static LogicalResult verifyNSConfig(Operation *op, int64_t steps,
              << kMaxCoefficients << " coefficients (" << kMaxCoefficientTriples
              << " triples; the last repeats), got " << coeffs->size()
              << " (docs/description.md, \"Limits\")";
+    // A non-finite coefficient would print as INF or NAN, which the parser
+    // does not read back, and make every update non-finite.
+    for (auto [i, c] : llvm::enumerate(*coeffs))
+      if (!std::isfinite(c))
+        return op->emitOpError("expected finite coefficients, got ")
+               << (std::isnan(c) ? "nan" : c > 0 ? "inf" : "-inf")
+               << " at index " << i;
   } else if (coeffs) {
     return op->emitOpError("'coefficients' are only allowed with schedule "
                            "'custom', got schedule '")

@@ -916,7 +916,7 @@ def Muir_AllReduceOp : Muir_CollectiveOp<"all_reduce", [Pure,
       DefaultValuedAttr<Muir_ReductionKindAttr, "ReductionKind::sum">:$reduction));
   let results = (outs Muir_F32Tensor:$result);
   let assemblyFormat = [{
-    $input `on` $grid `axes` `=` $grid_axes (`reduction` `=` $reduction^)?
+    $input `on` $grid `axes` `=` $grid_axes (`reduction` `=` `` $reduction^)?
     attr-dict `:` type($input)
   }];
   // A group of one rank: the input.
@@ -992,7 +992,7 @@ def Muir_ReduceScatterOp : Muir_CollectiveOp<"reduce_scatter", [Pure]> {
   let results = (outs Muir_F32Tensor:$result);
   let assemblyFormat = [{
     $input `on` $grid `axes` `=` $grid_axes `scatter_axis` `=` $scatter_axis
-    (`reduction` `=` $reduction^)? attr-dict `:` type($input) `->`
+    (`reduction` `=` `` $reduction^)? attr-dict `:` type($input) `->`
     type($result)
   }];
   // A group of one rank: the input.

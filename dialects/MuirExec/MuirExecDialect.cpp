@@ -150,9 +150,26 @@ static LogicalResult verifyOneElementType(Operation *op) {
   return success();
 }
 
+/// alpha and beta of a product, one form each: an operand replaces its
+/// attribute, which stays at its default (1 and 0).
+static LogicalResult verifyCoefficientForms(Operation *op, Value alphaValue,
+                                            Value betaValue, double alpha,
+                                            double beta) {
+  if (alphaValue && alpha != 1.0)
+    return op->emitOpError("has both an alpha operand and alpha = ")
+           << alpha << "; give one";
+  if (betaValue && beta != 0.0)
+    return op->emitOpError("has both a beta operand and beta = ")
+           << beta << "; give one";
+  return success();
+}
+
 LogicalResult GemmOp::verify() {
   if (failed(verifyStaticIdentity(*this)) ||
-      failed(verifyOneElementType(*this)))
+      failed(verifyOneElementType(*this)) ||
+      failed(verifyCoefficientForms(*this, getAlphaValue(), getBetaValue(),
+                                    getAlpha().convertToDouble(),
+                                    getBeta().convertToDouble())))
     return failure();
   auto [ab, ar, ac] = dims(getA());
   auto [bb, br, bc] = dims(getB());
@@ -201,6 +218,10 @@ static LogicalResult verifySyrkShapes(Operation *op, Value a, Value c,
 }
 
 LogicalResult SyrkOp::verify() {
+  if (failed(verifyCoefficientForms(*this, getAlphaValue(), getBetaValue(),
+                                    getAlpha().convertToDouble(),
+                                    getBeta().convertToDouble())))
+    return failure();
   bool mixed =
       cast<MemRefType>(getA().getType()).getElementType().isF32() &&
       cast<MemRefType>(getC().getType()).getElementType().isF64();

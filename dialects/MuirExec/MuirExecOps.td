@@ -43,9 +43,11 @@ def MuirExec_GemmOp : MuirExec_Op<"gemm", [AttrSizedOperandSegments]> {
     rounded to bf16 to nearest even).
     `symmetric` (square f64 operands whose product and accumulator are
     symmetric) calls `muirrt_dgemm_sym`, which computes the upper triangle
-    in blocks of rows and mirrors it. alpha and beta are the attributes or,
-    known only at run time (a Newton-Schulz loop's coefficients), the f64
-    operands `alpha` and `beta`, which replace them. `row_stable` (f32,
+    in blocks of rows and mirrors it. alpha and beta are the attributes
+    (default 1 and 0, elided when printed) or, known only at run time (a
+    Newton-Schulz loop's coefficients), the f64 operands `alpha` and
+    `beta`: one form each, an operand with its attribute left at the
+    default (the verifier refuses both). `row_stable` (f32,
     2-D, no accumulator, alpha 1, beta 0: `muir.matmul`'s) calls
     `muirrt_gemm_rows`, whose every element sums its products in ascending
     order whatever the shapes.
@@ -55,7 +57,8 @@ def MuirExec_GemmOp : MuirExec_Op<"gemm", [AttrSizedOperandSegments]> {
       Arg<MuirExec_ProductBuffer, "", [MemRead, MemWrite]>:$c,
       Arg<Optional<MuirExec_ProductBuffer>, "", [MemRead]>:$acc,
       Optional<F64>:$alpha_value, Optional<F64>:$beta_value,
-      F64Attr:$alpha, F64Attr:$beta, UnitAttr:$transpose_a,
+      DefaultValuedAttr<F64Attr, "1.0">:$alpha,
+      DefaultValuedAttr<F64Attr, "0.0">:$beta, UnitAttr:$transpose_a,
       UnitAttr:$transpose_b, UnitAttr:$symmetric, UnitAttr:$row_stable);
   let assemblyFormat = [{
     $a `,` $b `,` $c (`acc` $acc^)? (`alpha` `(` $alpha_value^ `)`)?
@@ -89,7 +92,8 @@ def MuirExec_SyrkOp : MuirExec_Op<"syrk", [AttrSizedOperandSegments]> {
       Arg<MuirExec_ProductBuffer, "", [MemRead, MemWrite]>:$c,
       Arg<Optional<MuirExec_ProductBuffer>, "", [MemRead]>:$acc,
       Optional<F64>:$alpha_value, Optional<F64>:$beta_value,
-      F64Attr:$alpha, F64Attr:$beta, UnitAttr:$transpose);
+      DefaultValuedAttr<F64Attr, "1.0">:$alpha,
+      DefaultValuedAttr<F64Attr, "0.0">:$beta, UnitAttr:$transpose);
   let assemblyFormat = [{
     $a `,` $c (`acc` $acc^)? (`alpha` `(` $alpha_value^ `)`)?
     (`beta` `(` $beta_value^ `)`)? attr-dict `:` type($a) `,` type($c)

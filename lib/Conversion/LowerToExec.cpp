@@ -689,8 +689,31 @@ struct LowerToExecPass
       bool named = false;
       for (unsigned i = 0; i < func.getNumArguments(); ++i)
         named |= bool(func.getArgAttr(i, "muir.name"));
-      if (named)
+      if (named) {
         funcs.push_back(func);
+        continue;
+      }
+      // A function of muir ops that is no step (no named argument) would
+      // be left for the next pass to fail on: said here, naming it.
+      Operation *muirOp = nullptr;
+      func.walk([&](Operation *op) {
+        if (isa_and_nonnull<MuirDialect>(op->getDialect())) {
+          muirOp = op;
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      });
+      if (muirOp) {
+        func.emitError("function @")
+                .append(func.getSymName(),
+                        " holds muir ops but none of its arguments has a "
+                        "'muir.name': muir-lower-to-exec lowers step "
+                        "functions, whose tensor arguments are named (e.g. "
+                        "{muir.name = \"w\", muir.role = #muir.role<param>})")
+                .attachNote(muirOp->getLoc())
+            << "its first muir op";
+        return signalPassFailure();
+      }
     }
     if (funcs.empty())
       return;

@@ -254,6 +254,19 @@ struct DistributePass
     if (!*run)
       return;
     grid = *run;
+    // The default axis may be absent (a grid without data parallelism);
+    // an axis named by the user must be there, or Newton-Schulz would
+    // silently stop being shared.
+    if (dpAxis != "dp" && grid.getAxisIndex(dpAxis) < 0) {
+      std::string axes;
+      for (Attribute a : grid.getAxes())
+        axes += (axes.empty() ? "'" : ", '") +
+                cast<StringAttr>(a).getValue().str() + "'";
+      grid.emitError("dp-axis '")
+          << dpAxis << "' is not an axis of grid @" << grid.getSymName()
+          << " (its axes: " << axes << ")";
+      return signalPassFailure();
+    }
     int64_t ranks = 1;
     for (int64_t s : grid.getShape())
       ranks *= s;

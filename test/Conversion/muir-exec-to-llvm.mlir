@@ -1,4 +1,10 @@
 // RUN: muir-opt %s --muir-to-exec --muir-exec-to-llvm | FileCheck %s
+// No op of muir, muir_exec, memref or linalg is left in any function (a
+// CHECK-NOT before the first match covers only the text before it; this
+// one, alone under its prefix, covers the whole output; the argument
+// attributes `muir.name` and `muir.role` stay):
+// RUN: muir-opt %s --muir-to-exec --muir-exec-to-llvm | FileCheck %s --check-prefix=ANYWHERE
+// ANYWHERE-NOT: {{ (muir|muir_exec|memref|linalg)\.[a-z_.]+( %| \{|\()}}
 
 // The whole CPU lowering ends in the LLVM dialect; the entry function takes
 // one bare pointer per tensor (what muir-run passes) and the step counter.

@@ -68,3 +68,14 @@ func.func @concat_counts(%x: tensor<8xf32> {muir.name = "x"}) -> (tensor<8xf32> 
   %z = tensor.extract_slice %r#0[0] [8] [1] : tensor<16xf32> to tensor<8xf32>
   return %z : tensor<8xf32>
 }
+
+// -----
+
+// A function of muir ops with no named argument is no step: refused, naming
+// it, not left for the next pass to fail on.
+// expected-error@+1 {{function @anonymous holds muir ops but none of its arguments has a 'muir.name': muir-lower-to-exec lowers step functions}}
+func.func @anonymous(%x: tensor<8x4xf32>) -> tensor<8x8xf32> {
+  // expected-note@+1 {{its first muir op}}
+  %0 = muir.matmul %x, %x {transpose_b} : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}

@@ -11,13 +11,13 @@
 // CHECK: %[[N:.+]] = memref.alloc() {alignment = 64 : i64} : memref<4x8xf32>
 // CHECK: muir_exec.frobenius_normalize %[[U]], %[[N]] {eps = 1.000000e-03 : f64}
 // CHECK: %[[A:.+]] = memref.alloc() {{.*}} : memref<4x4xf32>
-// CHECK: muir_exec.gemm %[[N]], %[[N]], %[[A]] {alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, transpose_b}
+// CHECK: muir_exec.gemm %[[N]], %[[N]], %[[A]] {transpose_b}
 // The GEMM reads its accumulator itself (the runtime scales it into C):
 // no copy.
 // CHECK: %[[B:.+]] = memref.alloc() {{.*}} : memref<4x4xf32>
 // CHECK-NEXT: muir_exec.gemm %[[A]], %[[A]], %[[B]] acc %[[A]] {alpha = 2.031500e+00 : f64, beta = -4.775000e+00 : f64} : memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>
 // CHECK: %[[X:.+]] = memref.alloc() {{.*}} : memref<4x8xf32>
-// CHECK-NEXT: muir_exec.gemm %[[B]], %[[N]], %[[X]] acc %[[N]] {alpha = 1.000000e+00 : f64, beta = 3.444500e+00 : f64}
+// CHECK-NEXT: muir_exec.gemm %[[B]], %[[N]], %[[X]] acc %[[N]] {beta = 3.444500e+00 : f64}
 // CHECK: muir_exec.observe %[[X]] {label = "w", slot = 0 : i64} : memref<4x8xf32>
 // CHECK: linalg.generic {{.*}} ins(%[[W]], %[[X]] : memref<4x8xf32>, memref<4x8xf32>) outs(%[[W]] : memref<4x8xf32>)
 // CHECK-NOT: memref.copy

@@ -4,6 +4,9 @@
 // RUN: not muir-opt %s --split-input-file --muir-distribute=dp-assign=sideways 2>&1 | FileCheck %s --check-prefix=BAD
 
 // BAD: for the --dp-assign option: unknown value 'sideways'; expected one of: greedy, round-robin, replicated
+// An axis that the grid lacks would silently stop sharing Newton-Schulz:
+// RUN: not muir-opt %s --split-input-file --muir-distribute=dp-axis=nonexistent 2>&1 | FileCheck %s --check-prefix=AXIS
+// AXIS: error: dp-axis 'nonexistent' is not an axis of grid @world (its axes: 'dp')
 
 // Layer-wise over dp=2: weights m n min(m, n) per step are 5*64*64*64 (c),
 // 5*16*32*16 (a) and 5*32*16*16 (b, transposed shape, same weight).

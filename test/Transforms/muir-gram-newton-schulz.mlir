@@ -50,7 +50,7 @@
 // NOSYRK: muir.matmul %[[XD]], %[[XD]] {transpose_b} : (tensor<24x4096xf64>, tensor<24x4096xf64>) -> tensor<24x24xf64>
 // NOSYRK-NOT: muir.syrk
 // EXEC-LABEL: func.func @wide
-// EXEC: muir_exec.syrk %{{.*}}, %{{.*}} {{.*}} : memref<24x4096xf32>, memref<24x24xf64>
+// EXEC: muir_exec.syrk {{.*}}: memref<24x4096xf32>, memref<24x24xf64>
 // EXEC: muir_exec.trace_normalize %{{.*}} : memref<24x24xf64>, memref<24x24xf64>, memref<1xf64>
 // EXEC: linalg.index 0
 // EXEC: linalg.index 1
@@ -72,7 +72,7 @@ func.func @wide(%w: tensor<24x4096xf32> {muir.name = "w"}) -> (tensor<24x4096xf3
 // GRAM: muir.matmul %arg0, %[[QF]] {muir.ns_form = #muir.ns_form<gram>{{.*}}} : (tensor<512x16xf32>, tensor<16x16xf32>) -> tensor<512x16xf32>
 // AUTO-LABEL: func.func @tall
 // AUTO: muir.ns_form = #muir.ns_form<gram>
-func.func @tall(%t: tensor<512x16xf32>) -> tensor<512x16xf32> {
+func.func @tall(%t: tensor<512x16xf32> {muir.name = "t"}) -> (tensor<512x16xf32> {muir.updates = "t"}) {
   %0 = muir.newton_schulz %t steps(5) schedule(simple) : tensor<512x16xf32>
   return %0 : tensor<512x16xf32>
 }
@@ -86,7 +86,7 @@ func.func @tall(%t: tensor<512x16xf32>) -> tensor<512x16xf32> {
 // GRAM: muir.trace_normalize %{{.*}} -> tensor<4x16x16xf64>, tensor<4xf64>
 // GRAM: muir.add_diagonal %{{.*}}, 3.444500e+00 : tensor<4x16x16xf64>
 // GRAM: muir.matmul %{{.*}}, %{{.*}} {muir.ns_form = #muir.ns_form<gram>{{.*}}} : (tensor<4x16x16xf32>, tensor<4x16x256xf32>) -> tensor<4x16x256xf32>
-func.func @stack(%s: tensor<4x16x256xf32>) -> tensor<4x16x256xf32> {
+func.func @stack(%s: tensor<4x16x256xf32> {muir.name = "s"}) -> (tensor<4x16x256xf32> {muir.updates = "s"}) {
   %0 = muir.newton_schulz %s steps(5) schedule(simple) : tensor<4x16x256xf32>
   return %0 : tensor<4x16x256xf32>
 }
@@ -100,7 +100,7 @@ func.func @stack(%s: tensor<4x16x256xf32>) -> tensor<4x16x256xf32> {
 // GRAM-LABEL: func.func @square
 // GRAM-NOT: muir.newton_schulz
 // GRAM: muir.ns_form = #muir.ns_form<gram>
-func.func @square(%s: tensor<128x128xf32>) -> tensor<128x128xf32> {
+func.func @square(%s: tensor<128x128xf32> {muir.name = "s"}) -> (tensor<128x128xf32> {muir.updates = "s"}) {
   %0 = muir.newton_schulz %s steps(5) schedule(simple) : tensor<128x128xf32>
   return %0 : tensor<128x128xf32>
 }
@@ -111,7 +111,7 @@ func.func @square(%s: tensor<128x128xf32>) -> tensor<128x128xf32> {
 // CPU profile (the f64 products cost 2.3x the f32 ones here).
 // AUTO-LABEL: func.func @near_square
 // AUTO: muir.newton_schulz {{.*}} {muir.ns_form = #muir.ns_form<standard>
-func.func @near_square(%s: tensor<256x512xf32>) -> tensor<256x512xf32> {
+func.func @near_square(%s: tensor<256x512xf32> {muir.name = "s"}) -> (tensor<256x512xf32> {muir.updates = "s"}) {
   %0 = muir.newton_schulz %s steps(2) schedule(simple) : tensor<256x512xf32>
   return %0 : tensor<256x512xf32>
 }
@@ -123,7 +123,7 @@ func.func @near_square(%s: tensor<256x512xf32>) -> tensor<256x512xf32> {
 // GRAM-LABEL: func.func @bf16_standard
 // GRAM: muir.newton_schulz {{.*}}muir.ns_form = #muir.ns_form<standard>{{.*}}precision = #muir.ns_precision<bf16>
 // GRAM-NOT: muir.trace_normalize
-func.func @bf16_standard(%x: tensor<128x1024xf32>) -> tensor<128x1024xf32> {
+func.func @bf16_standard(%x: tensor<128x1024xf32> {muir.name = "x"}) -> (tensor<128x1024xf32> {muir.updates = "x"}) {
   %y = muir.newton_schulz %x steps(5) schedule(simple) {precision = #muir.ns_precision<bf16>} : tensor<128x1024xf32>
   return %y : tensor<128x1024xf32>
 }
@@ -135,7 +135,7 @@ func.func @bf16_standard(%x: tensor<128x1024xf32>) -> tensor<128x1024xf32> {
 // GRAM-LABEL: func.func @f64_standard
 // GRAM: muir.newton_schulz {{.*}}muir.ns_form = #muir.ns_form<standard>{{.*}} : tensor<128x1024xf64>
 // GRAM-NOT: muir.trace_normalize
-func.func @f64_standard(%x: tensor<128x1024xf64>) -> tensor<128x1024xf64> {
+func.func @f64_standard(%x: tensor<128x1024xf64> {muir.name = "x"}) -> (tensor<128x1024xf64> {muir.updates = "x"}) {
   %y = muir.newton_schulz %x steps(5) schedule(simple) : tensor<128x1024xf64>
   return %y : tensor<128x1024xf64>
 }

@@ -171,6 +171,24 @@ func.func @muon_coefficients_empty(%p: tensor<8x4xf32>) {
 
 // -----
 
+// Non-finite coefficients would print as INF or NAN, which the parser
+// does not read back.
+func.func @muon_coefficients_infinite(%p: tensor<8x4xf32>) {
+  // expected-error@+1 {{'muir.muon_update' op expected finite coefficients, got inf at index 1}}
+  %0:2 = muir.muon_update %p, %p, %p {lr = 0.1, schedule = #muir<schedule custom>, coefficients = array<f64: 3.0, 0x7FF0000000000000, 1.0>} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @newton_schulz_coefficients_nan(%x: tensor<8x4xf32>) {
+  // expected-error@+1 {{'muir.newton_schulz' op expected finite coefficients, got nan at index 2}}
+  %0 = "muir.newton_schulz"(%x) <{steps = 5 : i64, schedule = #muir<schedule custom>, coefficients = array<f64: 3.0, -3.0, 0x7FF8000000000000>}> : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
 func.func @muon_coefficients_named_schedule(%p: tensor<8x4xf32>) {
   // expected-error@+1 {{'muir.muon_update' op 'coefficients' are only allowed with schedule 'custom', got schedule 'quintic'}}
   %0:2 = muir.muon_update %p, %p, %p {lr = 0.1, schedule = #muir<schedule quintic>, coefficients = array<f64: 3.0, -3.0, 1.0>} : tensor<8x4xf32>

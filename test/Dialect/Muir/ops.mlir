@@ -1,6 +1,7 @@
 // RUN: muir-opt %s | muir-opt | FileCheck %s
 // RUN: muir-opt %s --mlir-print-op-generic | muir-opt | FileCheck %s
 // RUN: muir-opt %s --mlir-print-op-generic | FileCheck %s --check-prefix=GENERIC
+// RUN: muir-opt %s | FileCheck %s --check-prefix=SPACES --strict-whitespace
 
 // Round trip of every muir op in its pretty form, through the pretty and the
 // generic printer. Default-valued attributes are elided when printed pretty
@@ -220,6 +221,8 @@ func.func @probe(%x: tensor<8x4xf32>, %v: tensor<16xf32>) {
 // CHECK: muir.all_reduce %[[X]] on @world axes = ["dp"] : tensor<8x4xf32>
 // CHECK: muir.all_reduce %[[X]] on @world axes = ["dp"] : tensor<8x4xf32>
 // CHECK: muir.all_reduce %[[X]] on @world axes = ["tp"] reduction = max : tensor<8x4xf32>
+// One space each side of '=' (the printer wrote two before the kind):
+// SPACES: muir.all_reduce %arg0 on @world axes = ["tp"] reduction = max : tensor<8x4xf32>
 // CHECK: muir.all_reduce %[[X]] on @world axes = ["dp", "tp"] reduction = min : tensor<8x4xf32>
 // CHECK: muir.all_reduce %[[X]] on @line axes = ["x"] reduction = avg : tensor<8x4xf32>
 // CHECK: muir.all_reduce %[[X]] on @world axes = ["tp", "dp"] reduction = avg : tensor<8x4xf32>
@@ -269,6 +272,7 @@ func.func @all_gatherv(%x: tensor<3x4xf32>) -> (tensor<7x4xf32>, tensor<3x4xf32>
 // CHECK-SAME: %[[X:.+]]: tensor<8x6xf32>)
 // CHECK: muir.reduce_scatter %[[X]] on @world axes = ["tp"] scatter_axis = 0 : tensor<8x6xf32> -> tensor<2x6xf32>
 // CHECK: muir.reduce_scatter %[[X]] on @cube axes = ["ep", "tp"] scatter_axis = 1 reduction = avg : tensor<8x6xf32> -> tensor<8x1xf32>
+// SPACES: muir.reduce_scatter %arg0 on @cube axes = ["ep", "tp"] scatter_axis = 1 reduction = avg : tensor<8x6xf32> -> tensor<8x1xf32>
 // GENERIC-LABEL: sym_name = "reduce_scatter"
 // GENERIC: "muir.reduce_scatter"(%{{.*}}) <{grid = @world, grid_axes = ["tp"], reduction = #muir<reduction sum>, scatter_axis = 0 : i64}>
 // GENERIC: "muir.reduce_scatter"(%{{.*}}) <{grid = @cube, grid_axes = ["ep", "tp"], reduction = #muir<reduction avg>, scatter_axis = 1 : i64}>

@@ -82,14 +82,6 @@ func.func @gemm_mixed(%a: memref<4x8xf64>, %b: memref<8x6xf32>, %c: memref<4x6xf
   return
 }
 
-// -----
-
-func.func @gemm_missing_beta(%a: memref<4x8xf32>, %b: memref<8x6xf32>, %c: memref<4x6xf32>) {
-  // expected-error@+1 {{'muir_exec.gemm' op requires attribute 'beta'}}
-  muir_exec.gemm %a, %b, %c {alpha = 1.0} : memref<4x8xf32>, memref<8x6xf32>, memref<4x6xf32>
-  return
-}
-
 //===----------------------------------------------------------------------===//
 // muir_exec.syrk
 //===----------------------------------------------------------------------===//
@@ -347,5 +339,23 @@ func.func @all_to_allv_counts_not_host(%i: memref<8xf32>, %sc: memref<2xi64>, %o
 func.func @gemm_mixed_bf16(%a: memref<4x8xbf16>, %b: memref<8x6xbf16>, %c: memref<4x6xf32>) {
   // expected-error@+1 {{'muir_exec.gemm' op expected buffers of one element type, got 'bf16' and 'f32'}}
   muir_exec.gemm %a, %b, %c {alpha = 1.0, beta = 0.0} : memref<4x8xbf16>, memref<8x6xbf16>, memref<4x6xf32>
+  return
+}
+
+// -----
+
+// One form of each coefficient: an operand, or an attribute (default alpha
+// 1, beta 0), never both.
+func.func @gemm_alpha_twice(%a: memref<4x8xf32>, %b: memref<8x6xf32>, %c: memref<4x6xf32>, %s: f64) {
+  // expected-error@+1 {{'muir_exec.gemm' op has both an alpha operand and alpha = 2.000000e+00; give one}}
+  muir_exec.gemm %a, %b, %c alpha(%s) {alpha = 2.0} : memref<4x8xf32>, memref<8x6xf32>, memref<4x6xf32>
+  return
+}
+
+// -----
+
+func.func @syrk_beta_twice(%a: memref<4x8xf32>, %c: memref<4x4xf32>, %s: f64) {
+  // expected-error@+1 {{'muir_exec.syrk' op has both a beta operand and beta = 1.000000e+00; give one}}
+  muir_exec.syrk %a, %c beta(%s) {beta = 1.0} : memref<4x8xf32>, memref<4x4xf32>
   return
 }

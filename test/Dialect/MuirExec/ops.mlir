@@ -6,10 +6,10 @@
 
 // CHECK-LABEL: func.func @gemm(
 // CHECK-SAME: %[[A:.+]]: memref<4x8xf32>, %[[B:.+]]: memref<8x6xf32>, %[[AT:.+]]: memref<8x4xf32>, %[[BT:.+]]: memref<6x8xf32>, %[[C:.+]]: memref<4x6xf32>)
-// CHECK: muir_exec.gemm %[[A]], %[[B]], %[[C]] {alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64} : memref<4x8xf32>, memref<8x6xf32>, memref<4x6xf32>
+// CHECK: muir_exec.gemm %[[A]], %[[B]], %[[C]] : memref<4x8xf32>, memref<8x6xf32>, memref<4x6xf32>
 // CHECK: muir_exec.gemm %[[AT]], %[[B]], %[[C]] {alpha = 2.000000e+00 : f64, beta = 1.000000e+00 : f64, transpose_a}
 // CHECK-SAME: : memref<8x4xf32>, memref<8x6xf32>, memref<4x6xf32>
-// CHECK: muir_exec.gemm %[[A]], %[[BT]], %[[C]] {alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, transpose_b}
+// CHECK: muir_exec.gemm %[[A]], %[[BT]], %[[C]] {transpose_b}
 // CHECK-SAME: : memref<4x8xf32>, memref<6x8xf32>, memref<4x6xf32>
 // CHECK: muir_exec.gemm %[[AT]], %[[BT]], %[[C]] {alpha = -1.000000e+00 : f64, beta = 5.000000e-01 : f64, transpose_a, transpose_b}
 // CHECK-SAME: : memref<8x4xf32>, memref<6x8xf32>, memref<4x6xf32>
@@ -31,9 +31,9 @@ func.func @gemm(%a: memref<4x8xf32>, %b: memref<8x6xf32>, %at: memref<8x4xf32>, 
 // Newton-Schulz's A = X X^T and X' = a X + B X on a stack of matrices.
 // CHECK-LABEL: func.func @gemm_batched(
 // CHECK-SAME: %[[X:.+]]: memref<2x4x8xf32>, %[[A:.+]]: memref<2x4x4xf32>, %[[Y:.+]]: memref<2x4x8xf32>)
-// CHECK: muir_exec.gemm %[[X]], %[[X]], %[[A]] {alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, transpose_b}
+// CHECK: muir_exec.gemm %[[X]], %[[X]], %[[A]] {transpose_b}
 // CHECK-SAME: : memref<2x4x8xf32>, memref<2x4x8xf32>, memref<2x4x4xf32>
-// CHECK: muir_exec.gemm %[[A]], %[[X]], %[[Y]] {alpha = 1.000000e+00 : f64, beta = 3.444500e+00 : f64}
+// CHECK: muir_exec.gemm %[[A]], %[[X]], %[[Y]] {beta = 3.444500e+00 : f64}
 // CHECK-SAME: : memref<2x4x4xf32>, memref<2x4x8xf32>, memref<2x4x8xf32>
 func.func @gemm_batched(%x: memref<2x4x8xf32>, %a: memref<2x4x4xf32>, %y: memref<2x4x8xf32>) {
   muir_exec.gemm %x, %x, %a {alpha = 1.0, beta = 0.0, transpose_b} : memref<2x4x8xf32>, memref<2x4x8xf32>, memref<2x4x4xf32>
@@ -43,7 +43,7 @@ func.func @gemm_batched(%x: memref<2x4x8xf32>, %a: memref<2x4x4xf32>, %y: memref
 
 // CHECK-LABEL: func.func @syrk(
 // CHECK-SAME: %[[A:.+]]: memref<4x8xf32>, %[[C:.+]]: memref<4x4xf32>, %[[S:.+]]: memref<3x4x8xf32>, %[[SC:.+]]: memref<3x4x4xf32>)
-// CHECK: muir_exec.syrk %[[A]], %[[C]] {alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64} : memref<4x8xf32>, memref<4x4xf32>
+// CHECK: muir_exec.syrk %[[A]], %[[C]] : memref<4x8xf32>, memref<4x4xf32>
 // CHECK: muir_exec.syrk %[[S]], %[[SC]] {alpha = 2.031500e+00 : f64, beta = -4.775000e+00 : f64} : memref<3x4x8xf32>, memref<3x4x4xf32>
 // GENERIC-LABEL: sym_name = "syrk"
 // GENERIC: "muir_exec.syrk"(%{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>}> : (memref<4x8xf32>, memref<4x4xf32>) -> ()
@@ -57,8 +57,8 @@ func.func @syrk(%a: memref<4x8xf32>, %c: memref<4x4xf32>, %s: memref<3x4x8xf32>,
 // acc.
 // CHECK-LABEL: func.func @with_acc(
 // CHECK-SAME: %[[A:[^:]+]]: memref<4x8xf32>, %[[C:[^:]+]]: memref<4x4xf32>, %[[ACC:[^:]+]]: memref<4x4xf32>)
-// CHECK: muir_exec.syrk %[[A]], %[[C]] acc %[[ACC]] {alpha = 1.000000e+00 : f64, beta = 5.000000e-01 : f64} : memref<4x8xf32>, memref<4x4xf32>, memref<4x4xf32>
-// CHECK: muir_exec.gemm %[[C]], %[[C]], %[[C]] acc %[[ACC]] {alpha = 1.000000e+00 : f64, beta = 2.000000e+00 : f64} : memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>
+// CHECK: muir_exec.syrk %[[A]], %[[C]] acc %[[ACC]] {beta = 5.000000e-01 : f64} : memref<4x8xf32>, memref<4x4xf32>, memref<4x4xf32>
+// CHECK: muir_exec.gemm %[[C]], %[[C]], %[[C]] acc %[[ACC]] {beta = 2.000000e+00 : f64} : memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>
 // GENERIC-LABEL: sym_name = "with_acc"
 // GENERIC: "muir_exec.syrk"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, beta = 5.000000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (memref<4x8xf32>, memref<4x4xf32>, memref<4x4xf32>) -> ()
 func.func @with_acc(%a: memref<4x8xf32>, %c: memref<4x4xf32>, %acc: memref<4x4xf32>) {
@@ -165,10 +165,22 @@ func.func @all_to_allv(%i: memref<8x4xf32>, %sc: memref<2xi64, #muir_exec.host>,
 
 // bf16 products (a bf16 Newton-Schulz iterate): every buffer bf16.
 // CHECK-LABEL: func.func @bf16_products(
-// CHECK: muir_exec.gemm %{{.*}}, %{{.*}}, %{{.*}} acc %{{.*}} {alpha = 1.000000e+00 : f64, beta = 3.000000e+00 : f64} : memref<4x4xbf16>, memref<4x8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>
-// CHECK: muir_exec.syrk %{{.*}}, %{{.*}} {alpha = 1.000000e+00 : f64, beta = 0.000000e+00 : f64} : memref<4x8xbf16>, memref<4x4xbf16>
+// CHECK: muir_exec.gemm %{{.*}}, %{{.*}}, %{{.*}} acc %{{.*}} {beta = 3.000000e+00 : f64} : memref<4x4xbf16>, memref<4x8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>
+// CHECK: muir_exec.syrk %{{.*}}, %{{.*}} : memref<4x8xbf16>, memref<4x4xbf16>
 func.func @bf16_products(%a: memref<4x4xbf16>, %x: memref<4x8xbf16>, %y: memref<4x8xbf16>, %g: memref<4x4xbf16>) {
   muir_exec.gemm %a, %x, %y acc %x {alpha = 1.0, beta = 3.0} : memref<4x4xbf16>, memref<4x8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>
   muir_exec.syrk %x, %g {alpha = 1.0, beta = 0.0} : memref<4x8xbf16>, memref<4x4xbf16>
+  return
+}
+
+// Coefficients known at run time: the operands alone, no attribute beside
+// them (alpha 1 and beta 0 are the defaults, elided).
+// CHECK-LABEL: func.func @run_time_coefficients(
+// CHECK-SAME: %[[A:[^:]+]]: memref<4x8xf32>, %[[C:[^:]+]]: memref<4x4xf32>, %[[S:[^:]+]]: f64, %[[T:[^:]+]]: f64)
+// CHECK: muir_exec.gemm %[[A]], %[[A]], %[[C]] acc %[[C]] alpha(%[[S]]) beta(%[[T]]) {transpose_b} : memref<4x8xf32>, memref<4x8xf32>, memref<4x4xf32>, memref<4x4xf32>
+// CHECK: muir_exec.syrk %[[A]], %[[C]] alpha(%[[S]]) : memref<4x8xf32>, memref<4x4xf32>
+func.func @run_time_coefficients(%a: memref<4x8xf32>, %c: memref<4x4xf32>, %s: f64, %t: f64) {
+  muir_exec.gemm %a, %a, %c acc %c alpha(%s) beta(%t) {transpose_b} : memref<4x8xf32>, memref<4x8xf32>, memref<4x4xf32>, memref<4x4xf32>
+  muir_exec.syrk %a, %c alpha(%s) : memref<4x8xf32>, memref<4x4xf32>
   return
 }
