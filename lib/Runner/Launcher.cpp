@@ -202,9 +202,37 @@ int mlir::muir::runner::relaunchUnderMPI(int numRanks, int argc, char **argv,
   pid_t launcher = ::getpid();
   std::string watch = "MUIR_LAUNCHER_PID=" + std::to_string(launcher) + "@" +
                       bootId();
+  // The ranks' shared-memory segments in a folder of this launch's, which
+  // the launcher removes when mpirun has ended, however the ranks ended
+  // (a rank killed mid-run leaves its segment behind otherwise).
+  // Those of launchers that died (SIGKILL) before removing theirs go first.
+  {
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it("/dev/shm", ec), end;
+         it != end && !ec; it.increment(ec)) {
+      StringRef name = llvm::sys::path::filename(it->path());
+      long long pid = 0;
+      if (name.consume_front("muir-mpi-") && !name.consumeInteger(10, pid) &&
+          pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 &&
+          errno == ESRCH)
+        llvm::sys::fs::remove_directories(it->path());
+    }
+  }
+  std::string shm = "/dev/shm/muir-mpi-" + std::to_string(launcher) + "-XXXXXX";
+  if (!::mkdtemp(shm.data()))
+    shm.clear();
+  auto removeShm = [&] {
+    if (!shm.empty())
+      llvm::sys::fs::remove_directories(shm);
+  };
   std::vector<std::string> cmd = {*mpirun, "-n",   ranks, "--oversubscribe",
                                   "--bind-to", "none", "-x",  threads,
                                   "-x",       watch};
+  if (!shm.empty())
+    for (const std::string &arg :
+         {std::string("--mca"), std::string("btl_vader_backing_directory"),
+          shm})
+      cmd.push_back(arg);
   if (geteuid() == 0)
     cmd.push_back("--allow-run-as-root");
   // More ranks than cores: a rank that waits in MPI yields its core instead
@@ -228,9 +256,18 @@ int mlir::muir::runner::relaunchUnderMPI(int numRanks, int argc, char **argv,
   sigemptyset(&action.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP})
     ::sigaction(sig, &action, nullptr);
-  int errPipe[2];
-  if (::pipe2(errPipe, O_CLOEXEC) != 0)
+  // mpirun's stdout is a pipe the launcher copies to its own: a reader
+  // that closes early (`| head`) ends the run here, quietly, instead of
+  // mpirun aborting on SIGPIPE with a banner and killed ranks.
+  int errPipe[2], outPipe[2];
+  if (::pipe2(errPipe, O_CLOEXEC) != 0 || ::pipe2(outPipe, O_CLOEXEC) != 0) {
+    removeShm();
     return fail("cannot run mpirun: " + Twine(std::strerror(errno)));
+  }
+  struct sigaction ignore = {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction pipeAction;
+  ::sigaction(SIGPIPE, &ignore, &pipeAction);
   std::fflush(stdout);
   std::fflush(stderr);
   pid_t pid = ::fork();
@@ -242,7 +279,9 @@ int mlir::muir::runner::relaunchUnderMPI(int numRanks, int argc, char **argv,
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != launcher)
       std::_Exit(1);
+    ::sigaction(SIGPIPE, &pipeAction, nullptr);
     ::dup2(errPipe[1], STDERR_FILENO);
+    ::dup2(outPipe[1], STDOUT_FILENO);
     ::execv(cargv[0], cargv.data());
     std::fprintf(stderr, "%s: error: cannot run %s: %s\n", tool.str().c_str(),
                  cargv[0], std::strerror(errno));
@@ -250,16 +289,53 @@ int mlir::muir::runner::relaunchUnderMPI(int numRanks, int argc, char **argv,
   }
   launchedPid = pid;
   ::close(errPipe[1]);
+  ::close(outPipe[1]);
   StderrFilter filter(tool);
+  // Set once stdout's reader has gone: the run is stopped (SIGTERM to
+  // mpirun, as for the user's SIGTERM), its output dropped.
+  bool stdoutClosed = false;
+  bool outOpen = true;
+  auto copyOut = [&](const char *data, size_t n) {
+    while (n > 0 && !stdoutClosed) {
+      ssize_t w = ::write(STDOUT_FILENO, data, n);
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w < 0) {
+        stdoutClosed = true;
+        if (!stopSignal) {
+          stopSignal = SIGPIPE;
+          ::kill(pid, SIGTERM);
+        }
+        return;
+      }
+      data += w;
+      n -= w;
+    }
+  };
   auto drain = [&](int timeoutMs) {
-    struct pollfd pfd = {errPipe[0], POLLIN, 0};
-    if (::poll(&pfd, 1, timeoutMs) <= 0)
+    struct pollfd pfds[2] = {{errPipe[0], POLLIN, 0},
+                             {outOpen ? outPipe[0] : -1, POLLIN, 0}};
+    if (::poll(pfds, 2, timeoutMs) <= 0)
       return false;
     char buf[4096];
-    ssize_t n = ::read(errPipe[0], buf, sizeof(buf));
-    if (n > 0)
-      filter.feed(StringRef(buf, n));
-    return n > 0;
+    bool got = false;
+    if (pfds[1].revents) {
+      ssize_t n = ::read(outPipe[0], buf, sizeof(buf));
+      if (n > 0)
+        copyOut(buf, n);
+      else
+        outOpen = false;
+      got |= n > 0;
+    }
+    if (pfds[0].revents) {
+      ssize_t n = ::read(errPipe[0], buf, sizeof(buf));
+      // After stdout closed, mpirun's and the ranks' words on the stop
+      // are noise: the user ended the output.
+      if (n > 0 && !stdoutClosed)
+        filter.feed(StringRef(buf, n));
+      got |= n > 0;
+    }
+    return got;
   };
   int status = 0;
   auto stopAt = std::chrono::steady_clock::time_point::max();
@@ -279,11 +355,14 @@ int mlir::muir::runner::relaunchUnderMPI(int numRanks, int argc, char **argv,
     }
     drain(50);
   }
-  // What the ranks wrote last (the pipe closes when the last one ends).
+  // What the ranks wrote last (the pipes close when the last one ends).
   while (drain(stopSignal ? 100 : 1000))
     ;
   filter.finish();
   ::close(errPipe[0]);
+  ::close(outPipe[0]);
+  removeShm();
+  ::sigaction(SIGPIPE, &pipeAction, nullptr);
   if (stopSignal)
     return 128 + stopSignal;
   if (WIFSIGNALED(status))

@@ -293,6 +293,8 @@ llvm::Error HostTensors::save(StringRef dir, int64_t stepNumber) const {
   staged = shareStaged(world, staged, why.empty());
   if (staged.empty())
     return error(why); // rank 0 says why; the others exit quietly
+  // The fault tests' "kill:R:-1": rank R dies here, its staging made.
+  testFault(muirrt_dist_rank(), kSavingFaultStep);
   std::vector<std::string> names;
   for (auto [i, a] : llvm::enumerate(args)) {
     if (localIndex[i] < 0)

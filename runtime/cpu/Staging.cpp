@@ -278,6 +278,20 @@ extern "C" void muirrt_cleanup_now(void) {
   cleanAll();
 }
 
+extern "C" void muirrt_stage_sweep(const char *dir) {
+  if (!dir || !*dir)
+    return;
+  std::string given = dir;
+  struct stat st;
+  char real[PATH_MAX];
+  if (::lstat(dir, &st) == 0 && S_ISLNK(st.st_mode) && ::realpath(dir, real))
+    given = real;
+  std::string base, parent = parentOf(given, base);
+  if (base.empty() || base == "." || base == ".." || base == "/")
+    return;
+  removeStale(parent, base);
+}
+
 extern "C" int muirrt_stage_dir(const char *dir, char *out, size_t size) {
   return guarded([&]() -> int {
     if (!dir || !*dir || !out || size == 0)

@@ -354,8 +354,17 @@ int main(int argc, char **argv) {
     return fail("--lr-schedule: the step has no run-time learning rate (an "
                 "f64 argument with muir.role = #muir.role<hyper> named *.lr); its "
                 "rates are constants in the IR");
-  if (launcher)
-    return runner::relaunchUnderMPI(opt.numRanks, argc, argv, "muir-run");
+  if (launcher) {
+    int rc = runner::relaunchUnderMPI(opt.numRanks, argc, argv, "muir-run");
+    // Every rank has ended: a staging directory one left (killed before
+    // its own cleanup ran) is removed here, so that the ranks and the
+    // launcher together leave none under any timing of a signal.
+    for (const std::string &dir : {std::string(opt.saveState),
+                                   std::string(opt.dumpDir)})
+      if (!dir.empty())
+        muirrt_stage_sweep(dir.c_str());
+    return rc;
+  }
 
   if (llvm::Error e = step.prepare(llvm::errs()))
     return fail(llvm::toString(std::move(e)));

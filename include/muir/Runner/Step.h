@@ -447,6 +447,9 @@ llvm::Expected<std::string> ncclUniqueId(llvm::StringRef cudaRuntime = "");
 /// "kill:R:S" makes rank R die (SIGKILL) before step S, "hang:R:S" makes it
 /// stop taking part (sleep) there.
 void testFault(int64_t rank, int64_t step);
+/// The step number testFault is called with while a state is saved, once
+/// the staging directory exists ("kill:0:-1": rank 0 dies there).
+inline constexpr int64_t kSavingFaultStep = -1;
 
 /// Under mpirun (OMPI_COMM_WORLD_SIZE set).
 bool underMPI();

@@ -231,6 +231,10 @@ int muirrt_write_dir(const MuirRtContext *ctx, const char *dir);
 int muirrt_stage_dir(const char *dir, char *out, size_t size);
 int muirrt_stage_commit(const char *staged, const char *dir);
 void muirrt_stage_abort(const char *staged);
+/* Removes the staging directories beside DIR of processes that no longer
+ * run (as muirrt_stage_dir does before it stages): a launcher calls it once
+ * its ranks have ended, however they ended. */
+void muirrt_stage_sweep(const char *dir);
 int muirrt_cleanup_register(const char *path);
 void muirrt_cleanup_unregister(const char *path);
 void muirrt_cleanup_now(void);
