@@ -797,6 +797,7 @@ void Reader::readMoE(yaml::Node *n, Description &d) {
                  if (auto x = str(v, key))
                    m.name = *x;
                } else if (key == "capacity_factor") {
+                 m.capacityFactorGiven = true;
                  // A factor <= 0 would drop every token.
                  if (auto x = ranged(v, key, 0.0, false, 1e9, true))
                    m.capacityFactor = *x;

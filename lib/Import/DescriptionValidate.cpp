@@ -580,13 +580,14 @@ void Validator::checkMoELayers() {
     if (l.capacityTokens > 0) {
       int64_t devices = std::max<int64_t>(1, d.grid.numDevices());
       int64_t mine = l.tokens > 0 ? l.tokens / devices : l.tokensPerRank;
-      if (l.capacityFactor <= 0)
+      // A factor given out of range has its own error already.
+      if (l.capacityFactor <= 0 && !l.capacityFactorGiven)
         fail(l.capacityTokensLoc,
              "MoE layer '" + l.name + "': capacity_tokens (" +
                  Twine(l.capacityTokens) +
                  ") sets the blocks capacity_factor counts over, and the "
                  "layer has no capacity_factor (it drops nothing)");
-      else if (mine % l.capacityTokens != 0)
+      else if (l.capacityFactor > 0 && mine % l.capacityTokens != 0)
         fail(l.capacityTokensLoc,
              "MoE layer '" + l.name + "': capacity_tokens (" +
                  Twine(l.capacityTokens) + ") does not divide a rank's " +

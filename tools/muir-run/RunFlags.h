@@ -90,9 +90,10 @@ struct RunFlags {
   cl::opt<bool> checkFinite{
       "check-finite",
       cl::desc("stop, naming the tensor, the step and the rank, when a "
-               "gradient holds a NaN or infinity before a step or a trained "
-               "MoE layer's loss is not finite after it; nothing is written "
-               "(--check-finite=false: no check)"),
+               "gradient holds a NaN or infinity before a step, a trained "
+               "MoE layer's loss is not finite after it, or a parameter or "
+               "its state is not finite after the last step; nothing is "
+               "written (--check-finite=false: no check)"),
       cl::init(true), cl::cat(muirCat)};
   cl::opt<bool> noProbes{
       "no-probes",

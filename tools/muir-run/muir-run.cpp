@@ -243,8 +243,10 @@ static int writeResults(runner::Step &step, runner::HostTensors &tensors,
   bool printing = !opt.quiet && rank == 0;
   if (llvm::Error e = tensors.download())
     return fail(llvm::toString(std::move(e)));
-  // (A finite gradient can still overflow.)
-  if (opt.checkFinite && (!opt.dumpDir.empty() || !opt.saveState.empty()) &&
+  // A finite gradient can still overflow (an update scale of 1e308): the
+  // updated tensors are checked after the last step whether or not the
+  // run writes them, so such a run never ends with exit 0.
+  if (opt.checkFinite &&
       stopOnNonFinite(step, lastStep, "updated tensor", "after the step",
                       tensors.firstNonFinite(Roles{0, 2})))
     return 1;

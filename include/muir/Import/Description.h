@@ -276,6 +276,9 @@ struct MoELayer {
   }
   /// Capacity-factor mode (muir.capacity before dispatch); 0: dropless.
   double capacityFactor = 0.0;
+  /// Whether the description gave capacity_factor (a value out of range
+  /// is reported where it is read, not again as a missing factor).
+  bool capacityFactorGiven = false;
   std::string dropPolicy = "weight"; ///< weight | position
   /// `capacity_tokens`: the capacity counts over each block of this many
   /// consecutive tokens (which must divide a rank's), so that the drops do
