@@ -2,8 +2,10 @@
 //
 // Reads a description (YAML/JSON) or a Hugging Face config.json, applies a
 // layout, builds the high-level IR and lowers it to the requested stage;
-// prints a plan report (readable table, optional JSON). Output files are
-// written only when everything succeeded.
+// prints a plan report (readable table, optional JSON). Or reads muir IR
+// (.mlir) of any stage it writes and lowers it from there (no report).
+// Every pipeline runs under MLIR's pass-manager flags (--mlir-*). Output
+// files are written only when everything succeeded.
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Analysis/PlanReport.h"
@@ -13,9 +15,13 @@
 #include "muir/Passes.h"
 #include "muir/Runner/Step.h"
 #include "muir/Support/Files.h"
+#include "muir/Support/Nesting.h"
 #include "muir/Support/VersionPrinter.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/InitAllDialects.h"
@@ -34,17 +40,23 @@
 #include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
 #include <chrono>
+#include <optional>
+#include <set>
+#include <utility>
 
 using namespace mlir;
 namespace cl = llvm::cl;
 
-static cl::opt<std::string> inputFile(cl::Positional,
-                                      cl::desc("[description.yaml|.json]"),
+static cl::opt<std::string>
+    inputFile(cl::Positional,
+              cl::desc("[description.yaml|.json|step.mlir (IR of any stage "
+                       "muir-compile writes)]"),
                                       cl::init(""),
     cl::cat(muir::muirFlagCategory()));
 static cl::opt<std::string>
@@ -137,6 +149,66 @@ static int fail(const Twine &msg) {
   return 1;
 }
 
+/// Whether the input is muir IR (.mlir) rather than a description.
+static bool irInput() {
+  return llvm::sys::path::extension(inputFile) == ".mlir";
+}
+
+/// --emit's value as the flag spells it.
+static StringRef emitName() {
+  const auto &parser = emit.getParser();
+  for (unsigned n = 0; n < parser.getNumOptions(); ++n)
+    if (static_cast<const cl::OptionValue<Emit> &>(parser.getOptionValue(n))
+            .getValue() == emit)
+      return parser.getOption(n);
+  return "";
+}
+
+/// The IR stage --emit writes (LLVM for llvm, ptx and object); none for
+/// description and none.
+static std::optional<muir::Stage> emitStage() {
+  switch (emit) {
+  case Emit::High:
+    return muir::Stage::High;
+  case Emit::Planned:
+    return muir::Stage::Planned;
+  case Emit::Exec:
+    return muir::Stage::Exec;
+  case Emit::LLVM:
+  case Emit::PTX:
+  case Emit::Object:
+    return muir::Stage::LLVM;
+  case Emit::Description:
+  case Emit::None:
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+/// The flags that need a description, refused with IR input: what only a
+/// description has (its grid, its MoE layers, the plan report computed
+/// from it). "" when none is given.
+static std::string checkIRFlags() {
+  if (layout.getNumOccurrences())
+    return "--layout applies to a description, not to IR (" + inputFile +
+           " is laid out already): give the description with --layout";
+  if (!layerName.empty())
+    return "--layer applies to a description, not to IR: give the "
+           "description holding the MoE layer";
+  if (!reportFile.empty())
+    return "--report: the plan report is computed from a description, not "
+           "from IR: give the description, or leave the flag out";
+  if (emit == Emit::Description)
+    return "--emit=description: IR cannot be written back as a "
+           "description; give an IR stage (--emit=high, planned, exec, llvm, "
+           "ptx or object)";
+  if (emit == Emit::None)
+    return "--emit=none writes only the plan report, which needs a "
+           "description; give an IR stage (--emit=high, planned, exec, llvm, "
+           "ptx or object)";
+  return "";
+}
+
 /// The flags' combinations that cannot run, and every path, checked at
 /// once before any work: no output overwrites another or what is read
 /// (muir/Support/Files.h). "" when the compile can go on.
@@ -179,6 +251,8 @@ static std::string checkFlags() {
     return inputFile.empty()
                ? "no input: give a description file or --hf config.json"
                : "give either a description file or --hf, not both";
+  if (irInput())
+    return checkIRFlags();
   return "";
 }
 
@@ -239,26 +313,93 @@ readDescription(llvm::SourceMgr &sourceMgr) {
   return desc;
 }
 
-/// The step's pipeline to exec IR, and with `costs` what the report reads
-/// of it: the decisions from the planned IR, the per-rank costs from exec.
-static LogicalResult toExec(MLIRContext &context, ModuleOp module,
-                            const muir::PipelineOptions &pipeline,
-                            muir::StepCosts *costs) {
+/// MLIR's own flags, which muir-compile applies to every pipeline it runs:
+/// --help lists them apart from muir's.
+static cl::OptionCategory &mlirFlagCategory() {
+  static cl::OptionCategory category(
+      "MLIR options (printing the IR around passes, timing them)");
+  return category;
+}
+
+/// Registers MLIR's pass-manager, context, printer and timing flags
+/// (--mlir-print-ir-after-all, --mlir-timing, --mlir-print-debuginfo, ...)
+/// in their category, as mlir-opt and iree-compile take them.
+static void registerMLIRFlags() {
+  registerPassManagerCLOptions();
+  registerMLIRContextCLOptions();
+  registerAsmPrinterCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  for (auto &option : cl::getRegisteredOptions())
+    if (option.first.starts_with("mlir-"))
+      option.second->addCategory(mlirFlagCategory());
+}
+
+/// Where --mlir-timing times the compile: one report, each pipeline a
+/// scope of it (a scope that times nothing without the flag).
+static TimingScope *timingRoot = nullptr;
+
+/// Runs `pm` on `module` as MLIR's tools do: under the pass-manager flags
+/// (--mlir-print-ir-after-all, --mlir-print-ir-after=PASS, ...), timed as
+/// `name` with --mlir-timing.
+static LogicalResult runPipeline(PassManager &pm, ModuleOp module,
+                                 StringRef name) {
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  TimingScope scope = timingRoot->nest(name);
+  pm.enableTiming(scope);
+  return pm.run(module);
+}
+
+/// Whether lowering IR of stage `from` to `to` runs the planned pipeline
+/// (high-level to planned IR), and whether it runs the planned-to-exec one.
+static bool runsPlanned(muir::Stage from, muir::Stage to) {
+  return from == muir::Stage::High && to >= muir::Stage::Planned;
+}
+static bool runsPlannedToExec(muir::Stage from, muir::Stage to) {
+  return from <= muir::Stage::Planned && to >= muir::Stage::Exec;
+}
+
+/// Lowers `module` from stage `from` to `to` by the same pipelines
+/// whatever the stage it starts at, so that IR read back gives what the
+/// description gives; with `costs` what the report reads of it: the
+/// decisions from the planned IR, the per-rank costs from exec. For
+/// --emit=object, the packed entry and its argument list (read from the
+/// exec IR) are added.
+static LogicalResult lowerModule(MLIRContext &context, ModuleOp module,
+                                 muir::Stage from, muir::Stage to,
+                                 const muir::PipelineOptions &pipeline,
+                                 muir::StepCosts *costs) {
   std::string error;
-  PassManager planned(&context), exec(&context);
-  muir::buildPlannedPipeline(planned, pipeline);
-  muir::buildPlannedToExecPipeline(exec, pipeline);
-  if (failed(planned.run(module)))
-    return failure();
-  if (costs && failed(muir::analyzeDecisions(module, *costs, error))) {
-    fail(error);
-    return failure();
+  if (runsPlanned(from, to)) {
+    PassManager pm(&context);
+    muir::buildPlannedPipeline(pm, pipeline);
+    if (failed(runPipeline(pm, module, "high-level to planned IR")))
+      return failure();
+    if (costs && failed(muir::analyzeDecisions(module, *costs, error))) {
+      fail(error);
+      return failure();
+    }
   }
-  if (failed(exec.run(module)))
-    return failure();
-  if (costs && failed(muir::analyzeStepCosts(module, *costs, error))) {
-    fail(error);
-    return failure();
+  if (runsPlannedToExec(from, to)) {
+    PassManager pm(&context);
+    muir::buildPlannedToExecPipeline(pm, pipeline);
+    if (failed(runPipeline(pm, module, "planned to exec IR")))
+      return failure();
+    if (costs && failed(muir::analyzeStepCosts(module, *costs, error))) {
+      fail(error);
+      return failure();
+    }
+  }
+  if (to == muir::Stage::LLVM && from != muir::Stage::LLVM) {
+    std::string entryName;
+    std::string manifest = muir::runner::entryManifest(module, entryName);
+    PassManager pm(&context);
+    muir::buildExecToLLVMPipeline(pm, flags.targetOptions());
+    if (failed(runPipeline(pm, module, "exec IR to LLVM")))
+      return failure();
+    if (emit == Emit::Object &&
+        failed(muir::runner::addPackedEntry(module, entryName, manifest)))
+      return failure();
   }
   return success();
 }
@@ -272,7 +413,8 @@ static LogicalResult compileCosts(MLIRContext &context,
       muir::desc::buildModule(context, desc, pipeline.deterministic);
   if (!module || failed(verify(*module)))
     return failure();
-  return toExec(context, *module, pipeline, &costs);
+  return lowerModule(context, *module, muir::Stage::High, muir::Stage::Exec,
+                     pipeline, &costs);
 }
 
 /// The report's costs: compiled apart unless --emit reached exec IR
@@ -304,58 +446,175 @@ static FailureOr<OwningOpRef<ModuleOp>>
 buildIR(MLIRContext &context, const muir::desc::Description &desc,
         const muir::PipelineOptions &pipeline, muir::StepCosts *costs) {
   OwningOpRef<ModuleOp> module;
-  std::string manifest, entryName;
-  if (emit == Emit::None || emit == Emit::Description)
+  std::optional<muir::Stage> to = emitStage();
+  if (!to)
     return module;
-  module = layerName.empty()
-               ? muir::desc::buildModule(context, desc, pipeline.deterministic)
-               : muir::desc::buildLayerModule(
-                                   context, desc, layerName, layerBackward);
-  if (!module || failed(verify(*module)))
-    return failure();
+  {
+    TimingScope build = timingRoot->nest("build high-level IR");
+    module =
+        layerName.empty()
+            ? muir::desc::buildModule(context, desc, pipeline.deterministic)
+            : muir::desc::buildLayerModule(context, desc, layerName,
+                                           layerBackward);
+    if (!module || failed(verify(*module)))
+      return failure();
+  }
   phase("high-level IR built");
-  if (emit == Emit::Planned) {
-    // The to-exec pipeline's front, so that planned IR, run, gives the
-    // description's bits.
-    PassManager pm(&context);
-    muir::buildPlannedPipeline(pm, pipeline);
-    if (failed(pm.run(*module)))
-      return failure();
-  } else if (emit == Emit::Exec || emit == Emit::LLVM || emit == Emit::PTX ||
-             emit == Emit::Object) {
-    if (failed(toExec(context, *module, pipeline, costs)))
-      return failure();
-  }
-  if (emit == Emit::LLVM || emit == Emit::PTX || emit == Emit::Object) {
-    manifest = muir::runner::entryManifest(*module, entryName);
-    PassManager toLLVM(&context);
-    muir::buildExecToLLVMPipeline(toLLVM, flags.targetOptions());
-    if (failed(toLLVM.run(*module)))
-      return failure();
-    if (emit == Emit::Object &&
-        failed(muir::runner::addPackedEntry(*module, entryName, manifest)))
-      return failure();
-  }
+  if (failed(lowerModule(context, *module, muir::Stage::High, *to, pipeline,
+                         costs)))
+    return failure();
   phase("lowered");
   return module;
 }
 
-/// --layer's output: the layer's module as --emit asks.
-static int writeLayer(ModuleOp module) {
+/// The passes that lowering `from` to `to` runs, with their options, as
+/// text.
+static std::string passesRun(MLIRContext &context, muir::Stage from,
+                             muir::Stage to,
+                             const muir::PipelineOptions &pipeline) {
+  PassManager pm(&context);
+  if (runsPlanned(from, to))
+    muir::buildPlannedPipeline(pm, pipeline);
+  if (runsPlannedToExec(from, to))
+    muir::buildPlannedToExecPipeline(pm, pipeline);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  pm.printAsTextualPipeline(os);
+  return text;
+}
+
+/// The values a pipeline option is tried with: both of a bool, and a
+/// number and another.
+static SmallVector<bool> valuesToTry(bool) { return {false, true}; }
+static SmallVector<int64_t> valuesToTry(int64_t value) {
+  return {value, value + 1};
+}
+
+/// Whether the pipeline option `name` changes what lowering `from` to `to`
+/// runs: the passes' text differs between its values (every other option
+/// as given). Read off the pipelines themselves, not a list beside them.
+static bool optionMatters(MLIRContext &context, StringRef name,
+                          muir::Stage from, muir::Stage to,
+                          const muir::PipelineOptions &given) {
+  using namespace muir; // Options.def names its types unqualified
+  std::set<std::string> texts;
+  auto tryWith = [&](llvm::function_ref<void(muir::PipelineOptions &)> set) {
+    muir::PipelineOptions options = given;
+    set(options);
+    texts.insert(passesRun(context, from, to, options));
+  };
+#define MUIR_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, FLAG, IDENTITY,      \
+                             HELP)                                            \
+  if (name == NAME)                                                           \
+    for (TYPE value : valuesToTry(given.FIELD))                               \
+      tryWith([&](muir::PipelineOptions &o) { o.FIELD = value; });
+#define MUIR_PIPELINE_ENUM_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES,         \
+                                  IDENTITY, HELP)                             \
+  if (name == NAME)                                                           \
+    for (auto &entry : muir::detail::EnumValueList(VALUES).parser.values)     \
+      tryWith([&](muir::PipelineOptions &o) {                                 \
+        o.FIELD = static_cast<TYPE>(entry.second);                            \
+      });
+#include "muir/Driver/Options.def"
+  return texts.size() > 1;
+}
+
+/// What stops IR of stage `input` from being lowered to --emit's stage,
+/// or "": a stage before the input's, an object without the exec IR its
+/// argument list is read from, a pipeline flag that no pass run reads.
+static std::string checkIRStage(MLIRContext &context, muir::Stage input,
+                                const muir::PipelineOptions &pipeline) {
+  muir::Stage to = *emitStage();
+  std::string stage = (muir::stringify(input) + " IR").str();
+  if (to < input)
+    return ("--emit=" + emitName() + " is a stage before the input's (" +
+            inputFile + " is " + stage +
+            "): muir-compile lowers IR, it does not raise it; give --emit=" +
+            muir::stringify(input) +
+            " or a later stage, or compile the description")
+        .str();
+  if (emit == Emit::Object && input == muir::Stage::LLVM)
+    return "--emit=object reads the step's argument list from exec IR, "
+           "which " +
+           inputFile +
+           " (llvm IR) no longer has: give the exec IR (--emit=exec) or an "
+           "earlier stage";
+  // Each flag given, by the pipeline option it sets (--cuda-bf16 sets
+  // ns-precision unless that is given).
+  SmallVector<std::pair<std::string, std::string>> given;
+  for (const std::string &name : flags.given())
+    given.push_back({name, name});
+  if (flags.cudaBf16.getNumOccurrences() &&
+      !flags.nsPrecision.getNumOccurrences())
+    given.push_back({"cuda-bf16", muir::optionName::nsPrecision});
+  for (auto &[flag, option] : given)
+    if (!optionMatters(context, option, input, to, pipeline))
+      return ("--" + flag + " has no effect on " + stage +
+              " lowered to --emit=" + emitName() +
+              ": no pass that runs reads it; give it with the description "
+              "or with IR of an earlier stage")
+          .str();
+  return "";
+}
+
+/// The IR input, parsed and verified; its nesting is bounded first, as by
+/// every reader of muir's (muir/Support/Nesting.h). Null once the errors
+/// are printed.
+static OwningOpRef<ModuleOp> readIR(MLIRContext &context,
+                                    llvm::SourceMgr &sourceMgr) {
+  std::string error;
+  auto file = muir::readBoundedFile(inputFile, error);
+  if (!file) {
+    fail(error);
+    return nullptr;
+  }
+  std::optional<size_t> tooDeep =
+      muir::findTooDeep(file->getBuffer(), muir::NestingSyntax::Mlir);
+  const char *text = file->getBufferStart();
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  if (tooDeep) {
+    sourceMgr.PrintMessage(llvm::SMLoc::getFromPointer(text + *tooDeep),
+                           llvm::SourceMgr::DK_Error,
+                           "the module is " + muir::tooDeepMessage());
+    return nullptr;
+  }
+  return parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
+}
+
+/// The module as --emit asks: an object file, the PTX of its kernels, or
+/// the IR. "" once written, else why not.
+static std::string writeIR(ModuleOp module, llvm::raw_pwrite_stream &os) {
+  if (emit == Emit::Object)
+    return muir::runner::emitObject(module, march, os);
+  if (emit == Emit::PTX) {
+    // Each kernel module's PTX, as embedded in its gpu.binary.
+    module->walk([&](gpu::BinaryOp bin) {
+      for (Attribute a : bin.getObjects())
+        if (auto obj = dyn_cast<gpu::ObjectAttr>(a))
+          os << "// gpu.binary @" << bin.getName() << " for "
+             << obj.getTarget() << "\n"
+             << obj.getObject().getValue() << "\n";
+    });
+    return "";
+  }
+  module->print(os);
+  os << "\n";
+  return "";
+}
+
+/// The output of a module without a plan report (--layer's, or an IR
+/// input's), as --emit asks.
+static int writeModule(ModuleOp module) {
+  TimingScope output = timingRoot->nest("output");
   std::string error;
   auto out = muir::AtomicOutput::open(outputFile, error);
   if (!out)
     return fail(error);
-  if (emit == Emit::Object) {
-    if (std::string why = muir::runner::emitObject(module, march, out->os());
-        !why.empty())
-      return fail(why);
-  } else {
-    module->print(out->os());
-    out->os() << "\n";
-  }
+  if (std::string why = writeIR(module, out->os()); !why.empty())
+    return fail(why);
   if (!out->written(error) || !out->commit(error))
     return fail(error);
+  phase("written");
   return 0;
 }
 
@@ -363,6 +622,7 @@ static int writeLayer(ModuleOp module) {
 /// each kept only once written completely.
 static int writeOutputs(ModuleOp module, const muir::desc::Description &desc,
                         muir::PlanReport &report) {
+  TimingScope output = timingRoot->nest("output");
   std::string error;
   std::unique_ptr<muir::AtomicOutput> irOut, jsonOut;
   if (module || emit == Emit::Description) {
@@ -376,22 +636,9 @@ static int writeOutputs(ModuleOp module, const muir::desc::Description &desc,
       return fail(error);
   }
   bool stdoutTaken = (irOut && outputFile == "-") || reportFile == "-";
-  if (irOut && module && emit == Emit::Object) {
-    if (std::string why = muir::runner::emitObject(module, march, irOut->os());
-        !why.empty())
+  if (irOut && module) {
+    if (std::string why = writeIR(module, irOut->os()); !why.empty())
       return fail(why);
-  } else if (irOut && module && emit == Emit::PTX) {
-    // Each kernel module's PTX, as embedded in its gpu.binary.
-    module->walk([&](gpu::BinaryOp bin) {
-      for (Attribute a : bin.getObjects())
-        if (auto obj = dyn_cast<gpu::ObjectAttr>(a))
-          irOut->os() << "// gpu.binary @" << bin.getName() << " for "
-                      << obj.getTarget() << "\n"
-                      << obj.getObject().getValue() << "\n";
-    });
-  } else if (irOut && module) {
-    module->print(irOut->os());
-    irOut->os() << "\n";
   } else if (irOut) {
     muir::desc::writeDescription(desc, irOut->os());
   }
@@ -405,57 +652,116 @@ static int writeOutputs(ModuleOp module, const muir::desc::Description &desc,
       (jsonOut && !jsonOut->written(error)) ||
       (irOut && !irOut->commit(error)) || (jsonOut && !jsonOut->commit(error)))
     return fail(error);
+  phase("written");
   return 0;
 }
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM initLLVM(argc, argv);
-  muir::parseToolCommandLine(
-      argc, argv, "muir-compile",
-      "muir-compile: training-step descriptions to muir IR and a plan "
-      "report\n");
-  start = std::chrono::steady_clock::now();
-  if (std::string bad = checkFlags(); !bad.empty())
+/// The IR input lowered from its stage to --emit's and written (no plan
+/// report: it is computed from a description).
+static int compileIR(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
+  OwningOpRef<ModuleOp> module;
+  {
+    TimingScope parse = timingRoot->nest("parse IR");
+    module = readIR(context, sourceMgr);
+  }
+  if (!module)
+    return 1;
+  phase("IR read");
+  muir::Stage input = muir::detectStage(*module);
+  muir::PipelineOptions pipeline = flags.options(false);
+  if (std::string bad = checkIRStage(context, input, pipeline); !bad.empty())
     return fail(bad);
-  llvm::SourceMgr sourceMgr;
-  FailureOr<muir::desc::Description> desc = readDescription(sourceMgr);
+  if (failed(lowerModule(context, *module, input, *emitStage(), pipeline,
+                         /*costs=*/nullptr)))
+    return 1;
+  phase("lowered");
+  return writeModule(*module);
+}
+
+/// The description (or --hf's) compiled as --emit asks, with its plan
+/// report.
+static int compileDescription(MLIRContext &context,
+                              llvm::SourceMgr &sourceMgr) {
+  FailureOr<muir::desc::Description> desc = failure();
+  {
+    TimingScope read = timingRoot->nest("read description");
+    desc = readDescription(sourceMgr);
+  }
   if (failed(desc))
     return 1;
   phase("description read");
-
-  DialectRegistry registry;
-  muir::registerMuirDialects(registry);
-  registerAllPasses();
-  MLIRContext context(registry);
-  // Diagnostics point at the description (file:line:col); a whole step's
-  // function printed after a note would bury them.
-  context.printOpOnDiagnostic(false);
-  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   muir::PipelineOptions pipeline = flags.options(false);
   bool wantReport = layerName.empty() && emit != Emit::Description &&
                     (!quiet || !reportFile.empty());
-  bool execOut = emit == Emit::Exec || emit == Emit::LLVM ||
-                 emit == Emit::PTX || emit == Emit::Object;
+  bool execOut = emitStage() >= muir::Stage::Exec;
   muir::StepCosts costs;
   FailureOr<OwningOpRef<ModuleOp>> module = buildIR(
       context, *desc, pipeline, wantReport && execOut ? &costs : nullptr);
   if (failed(module))
     return 1;
   if (!layerName.empty())
-    return writeLayer(**module);
-  if (wantReport &&
-      failed(completeCosts(context, *desc, pipeline, !execOut, costs)))
-    return 1;
-  phase("costs analysed");
-  muir::PlanReport report = muir::PlanReport::compute(
-      *desc,
-      muir::ReportOptions{pipeline.machine, pipeline.dpAssign, pipeline.syrk,
-                          pipeline.nsForm},
-      costs);
-  phase("report computed");
+    return writeModule(**module);
+  std::optional<muir::PlanReport> report;
+  {
+    // The report's own compiles are timed apart from the output's.
+    TimingScope reportTiming = timingRoot->nest("plan report");
+    TimingScope *outer = std::exchange(timingRoot, &reportTiming);
+    LogicalResult costed =
+        wantReport ? completeCosts(context, *desc, pipeline, !execOut, costs)
+                   : success();
+    timingRoot = outer;
+    if (failed(costed))
+      return 1;
+    phase("costs analysed");
+    report = muir::PlanReport::compute(
+        *desc,
+        muir::ReportOptions{pipeline.machine, pipeline.dpAssign, pipeline.syrk,
+                            pipeline.nsForm},
+        costs);
+    phase("report computed");
+  }
+  return writeOutputs(*module ? **module : ModuleOp(), *desc, *report);
+}
 
-  if (int rc = writeOutputs(*module ? **module : ModuleOp(), *desc, report))
-    return rc;
-  phase("written");
-  return 0;
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  // Before the flags are read: --mlir-print-ir-after=PASS names a
+  // registered pass.
+  registerAllPasses();
+  muir::registerMuirPassesAndPipelines();
+  registerMLIRFlags();
+  // muir::parseToolCommandLine, with MLIR's flags listed beside muir's.
+  cl::HideUnrelatedOptions({&muir::muirFlagCategory(), &mlirFlagCategory()});
+  muir::setVersionPrinter("muir-compile");
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "muir-compile: training-step descriptions to muir IR and a plan "
+      "report\n\n"
+      "The input is a description (.yaml or .json, docs/description.md), or "
+      "muir IR (.mlir: high-level, planned, exec or llvm, as muir-compile "
+      "writes it), lowered from its stage to --emit's.\n");
+  start = std::chrono::steady_clock::now();
+  if (std::string bad = checkFlags(); !bad.empty())
+    return fail(bad);
+
+  // One --mlir-timing report for the whole compile, printed at the end.
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope root = timing.getRootScope();
+  timingRoot = &root;
+
+  DialectRegistry registry;
+  muir::registerMuirDialects(registry);
+  MLIRContext context(registry);
+  // Diagnostics point at the description or IR (file:line:col); a whole
+  // step's function printed after a note would bury them (unless
+  // --mlir-print-op-on-diagnostic asks for it).
+  if (cl::Option *o =
+          cl::getRegisteredOptions().lookup("mlir-print-op-on-diagnostic");
+      !o || !o->getNumOccurrences())
+    context.printOpOnDiagnostic(false);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  return irInput() ? compileIR(context, sourceMgr)
+                   : compileDescription(context, sourceMgr);
 }
