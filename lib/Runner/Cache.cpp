@@ -97,12 +97,11 @@ static std::string cacheDirDistrust(StringRef dir) {
   if (st.st_uid != ::geteuid())
     return "it is owned by another user (uid " + std::to_string(st.st_uid) +
            ")";
-  {
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
     char mode[8];
     std::snprintf(mode, sizeof(mode), "%o", st.st_mode & 07777);
-    if (st.st_mode & (S_IWGRP | S_IWOTH))
-      return std::string("it is writable by group or others (mode ") +
-             mode + ")";
+    return std::string("it is writable by group or others (mode ") + mode +
+           ")";
   }
   return "";
 }

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "HostInternal.h"
+#include "muir-rt/FileKind.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -265,15 +266,8 @@ int openForRead(const std::string &path, int &fd) {
   const char *why = nullptr;
   if (::fstat(fd, &st) != 0)
     why = "cannot stat it";
-  else if (S_ISDIR(st.st_mode))
-    why = "it is a directory";
-  else if (S_ISFIFO(st.st_mode))
-    why = "it is a FIFO";
-  else if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
-    why = "it is a device";
-  else if (!S_ISREG(st.st_mode))
-    why = "it is not a regular file";
-  else if (::fcntl(fd, F_SETFL, O_RDONLY) != 0)
+  else if (!(why = muirrt_not_regular(st.st_mode)) &&
+           ::fcntl(fd, F_SETFL, O_RDONLY) != 0)
     why = "cannot read it";
   if (why) {
     ::close(fd);

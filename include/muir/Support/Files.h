@@ -33,6 +33,8 @@
 #include <optional>
 #include <string>
 
+#include "muir-rt/FileKind.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -80,19 +82,12 @@ inline int openFoundFile(llvm::StringRef path, FileOrigin origin,
   const char *why = nullptr;
   if (::fstat(fd, &st) != 0)
     why = "cannot stat it";
-  else if (S_ISDIR(st.st_mode))
-    why = "it is a directory";
-  else if (S_ISFIFO(st.st_mode))
-    why = "it is a FIFO";
-  else if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
-    why = "it is a device";
-  else if (S_ISSOCK(st.st_mode))
-    why = "it is a socket";
-  else if (!S_ISREG(st.st_mode))
-    why = "it is not a regular file";
-  else if (origin == FileOrigin::Trusted && st.st_uid != ::geteuid())
+  else
+    why = muirrt_not_regular(st.st_mode);
+  if (!why && origin == FileOrigin::Trusted && st.st_uid != ::geteuid())
     why = "it is owned by another user";
-  else if (origin == FileOrigin::Trusted && (st.st_mode & (S_IWGRP | S_IWOTH)))
+  else if (!why && origin == FileOrigin::Trusted &&
+           (st.st_mode & (S_IWGRP | S_IWOTH)))
     why = "it is writable by group or others";
   if (!why && ::fcntl(fd, F_SETFL, O_RDONLY) != 0)
     why = "cannot read it";
