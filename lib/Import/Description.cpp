@@ -892,16 +892,10 @@ void Reader::readAttention(yaml::Node *n, Description &d) {
 FailureOr<Description> Reader::read() {
   Description d;
   // Nested past the bound: refused before a parser recurses into it.
-  {
-    const llvm::MemoryBuffer *buffer = sm.getMemoryBuffer(bufferId);
-    if (std::optional<size_t> at =
-            mlir::muir::findTooDeep(buffer->getBuffer(), mlir::muir::NestingSyntax::Yaml)) {
-      ++numErrors;
-      sm.PrintMessage(
-          llvm::SMLoc::getFromPointer(buffer->getBufferStart() + *at),
-          llvm::SourceMgr::DK_Error, "the description is " + mlir::muir::tooDeepMessage());
-      return failure();
-    }
+  if (mlir::muir::reportTooDeep(sm, bufferId, mlir::muir::NestingSyntax::Yaml,
+                                "description")) {
+    ++numErrors;
+    return failure();
   }
   // A syntax error anywhere is reported alone, before any key is read
   // (walking a broken tree would add confusing follow-on errors).

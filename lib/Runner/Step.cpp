@@ -291,13 +291,8 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
     if (!options.layer.empty())
       return error("option 'layer' needs a description (.yaml, .yml or "
                    ".json) holding the MoE layer, not IR");
-    if (std::optional<size_t> at = findTooDeep(source, NestingSyntax::Mlir)) {
-      I.sourceMgr.PrintMessage(
-          llvm::SMLoc::getFromPointer(
-              I.sourceMgr.getMemoryBuffer(1)->getBufferStart() + *at),
-          llvm::SourceMgr::DK_Error, "the module is " + tooDeepMessage());
+    if (reportTooDeep(I.sourceMgr, 1, NestingSyntax::Mlir, "module"))
       return error("");
-    }
     module = parseSourceFile<ModuleOp>(I.sourceMgr, &context);
   }
   if (!module)

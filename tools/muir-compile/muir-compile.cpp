@@ -568,16 +568,9 @@ static OwningOpRef<ModuleOp> readIR(MLIRContext &context,
     fail(error);
     return nullptr;
   }
-  std::optional<size_t> tooDeep =
-      muir::findTooDeep(file->getBuffer(), muir::NestingSyntax::Mlir);
-  const char *text = file->getBufferStart();
-  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-  if (tooDeep) {
-    sourceMgr.PrintMessage(llvm::SMLoc::getFromPointer(text + *tooDeep),
-                           llvm::SourceMgr::DK_Error,
-                           "the module is " + muir::tooDeepMessage());
+  unsigned id = sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  if (muir::reportTooDeep(sourceMgr, id, muir::NestingSyntax::Mlir, "module"))
     return nullptr;
-  }
   return parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
 }
 

@@ -46,14 +46,12 @@ int main(int argc, char **argv) {
   if (!input)
     return fail(error);
   // Nested past the bound: refused before MLIR's parser recurses into it.
-  if (std::optional<size_t> at = mlir::muir::findTooDeep(
-          input->getBuffer(), mlir::muir::NestingSyntax::Mlir)) {
+  if (mlir::muir::findTooDeep(input->getBuffer(),
+                              mlir::muir::NestingSyntax::Mlir)) {
     llvm::SourceMgr sm;
-    const char *where = input->getBufferStart() + *at;
-    sm.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-    sm.PrintMessage(llvm::SMLoc::getFromPointer(where),
-                    llvm::SourceMgr::DK_Error,
-                    "the module is " + mlir::muir::tooDeepMessage());
+    unsigned id = sm.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+    mlir::muir::reportTooDeep(sm, id, mlir::muir::NestingSyntax::Mlir,
+                              "module");
     return 1;
   }
   auto output = mlir::muir::AtomicOutput::open(outputFile, error);

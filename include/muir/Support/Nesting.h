@@ -14,6 +14,7 @@
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/SourceMgr.h"
 
 #include <cstdint>
 #include <optional>
@@ -202,6 +203,22 @@ inline std::pair<unsigned, unsigned> lineAndColumn(llvm::StringRef text,
 inline std::string tooDeepMessage() {
   return "nested deeper than " + std::to_string(kMaxNestingDepth) +
          " levels, the most muir reads";
+}
+
+/// For a reader whose input is buffer `bufferId` of `sm`: whether it nests
+/// past the bound, in which case the error ("<file>:<line>:<col>: error:
+/// the <what> is nested deeper than 256 levels...", with the line shown)
+/// is printed through `sm`.
+inline bool reportTooDeep(const llvm::SourceMgr &sm, unsigned bufferId,
+                          NestingSyntax syntax, llvm::StringRef what) {
+  const llvm::MemoryBuffer *buffer = sm.getMemoryBuffer(bufferId);
+  std::optional<size_t> at = findTooDeep(buffer->getBuffer(), syntax);
+  if (!at)
+    return false;
+  sm.PrintMessage(llvm::SMLoc::getFromPointer(buffer->getBufferStart() + *at),
+                  llvm::SourceMgr::DK_Error,
+                  "the " + what + " is " + tooDeepMessage());
+  return true;
 }
 
 } // namespace mlir::muir
