@@ -23,6 +23,8 @@
 #include <map>
 #include <string>
 
+#include <functional>
+
 namespace mlir::muir {
 
 /// The backend a step is compiled for.
@@ -268,6 +270,30 @@ SmallVector<std::string> optionTexts(const PipelineOptions &options);
 /// module (gpu.binary), muirrt_cuda_* calls.
 void buildExecToLLVMPipeline(OpPassManager &pm,
                              const TargetOptions &target = {});
+
+/// One phase of lowering IR from one stage to a later one: its name (for
+/// timing reports), the stage it reaches, and the pipeline that does it.
+struct LoweringPhase {
+  StringRef name;
+  Stage reaches;
+  std::function<void(OpPassManager &)> build;
+};
+/// The phases that lower IR of stage `from` to `to`, in order (none when
+/// `to` is not later): the same pipelines whatever the stage the IR starts
+/// at, so that IR read back lowers as the description does.
+SmallVector<LoweringPhase> loweringPhases(Stage from, Stage to,
+                                          const PipelineOptions &options,
+                                          const TargetOptions &target);
+/// Whether the pipeline option `name` (Options.def) changes what lowering
+/// `from` to `to` runs: the phases' passes, as text, differ between its
+/// values (every other option as in `options`). Read off the pipelines
+/// themselves, not a list beside them. Nothing for a name that is no
+/// pipeline option.
+std::optional<bool> optionChangesLowering(MLIRContext &context,
+                                          StringRef name, Stage from,
+                                          Stage to,
+                                          const PipelineOptions &options,
+                                          const TargetOptions &target);
 
 /// Drops the muir.* attributes of a function's arguments (read by the
 /// tools from the exec IR; LLVM IR has no meaning for them).

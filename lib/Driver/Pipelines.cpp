@@ -9,9 +9,12 @@
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/Passes.h"
+
+#include <set>
 
 using namespace mlir;
 using namespace mlir::muir;
@@ -198,6 +201,68 @@ StringRef mlir::muir::stringify(Stage stage) {
     return "llvm";
   }
   return "high";
+}
+
+SmallVector<LoweringPhase>
+mlir::muir::loweringPhases(Stage from, Stage to, const PipelineOptions &options,
+                           const TargetOptions &target) {
+  SmallVector<LoweringPhase> phases;
+  if (from == Stage::High && to >= Stage::Planned)
+    phases.push_back({"high-level to planned IR", Stage::Planned,
+                      [options](OpPassManager &pm) {
+                        buildPlannedPipeline(pm, options);
+                      }});
+  if (from <= Stage::Planned && to >= Stage::Exec)
+    phases.push_back({"planned to exec IR", Stage::Exec,
+                      [options](OpPassManager &pm) {
+                        buildPlannedToExecPipeline(pm, options);
+                      }});
+  if (from <= Stage::Exec && to == Stage::LLVM)
+    phases.push_back({"exec IR to LLVM", Stage::LLVM,
+                      [target](OpPassManager &pm) {
+                        buildExecToLLVMPipeline(pm, target);
+                      }});
+  return phases;
+}
+
+namespace {
+/// The values a pipeline option is tried with: both of a bool, and a
+/// number and another.
+SmallVector<bool> valuesToTry(bool) { return {false, true}; }
+SmallVector<int64_t> valuesToTry(int64_t value) { return {value, value + 1}; }
+} // namespace
+
+std::optional<bool> mlir::muir::optionChangesLowering(
+    MLIRContext &context, StringRef name, Stage from, Stage to,
+    const PipelineOptions &options, const TargetOptions &target) {
+  std::set<std::string> texts;
+  auto tryWith = [&](llvm::function_ref<void(PipelineOptions &)> set) {
+    PipelineOptions tried = options;
+    set(tried);
+    PassManager pm(&context);
+    for (const LoweringPhase &phase : loweringPhases(from, to, tried, target))
+      phase.build(pm);
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    pm.printAsTextualPipeline(os);
+    texts.insert(text);
+  };
+#define MUIR_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, FLAG, IDENTITY,      \
+                             HELP)                                            \
+  if (name == NAME)                                                           \
+    for (TYPE value : valuesToTry(options.FIELD))                             \
+      tryWith([&](PipelineOptions &o) { o.FIELD = value; });
+#define MUIR_PIPELINE_ENUM_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES,         \
+                                  IDENTITY, HELP)                             \
+  if (name == NAME)                                                           \
+    for (auto &entry : detail::EnumValueList(VALUES).parser.values)           \
+      tryWith([&](PipelineOptions &o) {                                       \
+        o.FIELD = static_cast<TYPE>(entry.second);                            \
+      });
+#include "muir/Driver/Options.def"
+  if (texts.empty())
+    return std::nullopt;
+  return texts.size() > 1;
 }
 
 Stage mlir::muir::detectStage(ModuleOp module) {

@@ -304,9 +304,15 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
                  "which cannot be bound to tensors; give the description "
                  "or the exec IR (--emit=exec)");
   for (const std::string &flag : options.given) {
-    // Planned IR has its Newton-Schulz expanded already.
-    bool distributeOnly = flag == "ns-mode" || flag == "dp-assign" ||
-                          flag == "ns-form" || flag == "ns-precision";
+    // A pipeline option that no pass lowering planned IR reads (those of
+    // distribution, batching and expansion: planned IR has its
+    // Newton-Schulz expanded already), read off the pipelines; but
+    // --deterministic also sets the runtime's reduction order (prepare).
+    bool distributeOnly =
+        stage == Stage::Planned && flag != optionName::deterministic &&
+        !optionChangesLowering(context, flag, Stage::Planned, Stage::Exec,
+                               options.pipeline, options.target)
+             .value_or(true);
     // muir-compile writes no probes (it has no such flag): planned and exec
     // IR have none to leave out.
     if (flag == "no-probes" && stage != Stage::High)

@@ -350,54 +350,37 @@ static LogicalResult runPipeline(PassManager &pm, ModuleOp module,
   return pm.run(module);
 }
 
-/// Whether lowering IR of stage `from` to `to` runs the planned pipeline
-/// (high-level to planned IR), and whether it runs the planned-to-exec one.
-static bool runsPlanned(muir::Stage from, muir::Stage to) {
-  return from == muir::Stage::High && to >= muir::Stage::Planned;
-}
-static bool runsPlannedToExec(muir::Stage from, muir::Stage to) {
-  return from <= muir::Stage::Planned && to >= muir::Stage::Exec;
-}
-
-/// Lowers `module` from stage `from` to `to` by the same pipelines
-/// whatever the stage it starts at, so that IR read back gives what the
-/// description gives; with `costs` what the report reads of it: the
-/// decisions from the planned IR, the per-rank costs from exec. For
-/// --emit=object, the packed entry and its argument list (read from the
-/// exec IR) are added.
+/// Lowers `module` from stage `from` to `to` (muir::loweringPhases: the
+/// same pipelines whatever the stage it starts at, so that IR read back
+/// gives what the description gives); with `costs` what the report reads
+/// of it: the decisions from the planned IR, the per-rank costs from exec.
+/// For --emit=object, the packed entry and its argument list (read from
+/// the exec IR) are added.
 static LogicalResult lowerModule(MLIRContext &context, ModuleOp module,
                                  muir::Stage from, muir::Stage to,
                                  const muir::PipelineOptions &pipeline,
                                  muir::StepCosts *costs) {
   std::string error;
-  if (runsPlanned(from, to)) {
+  for (const muir::LoweringPhase &phase :
+       muir::loweringPhases(from, to, pipeline, flags.targetOptions())) {
+    std::string entryName, manifest;
+    if (phase.reaches == muir::Stage::LLVM)
+      manifest = muir::runner::entryManifest(module, entryName);
     PassManager pm(&context);
-    muir::buildPlannedPipeline(pm, pipeline);
-    if (failed(runPipeline(pm, module, "high-level to planned IR")))
+    phase.build(pm);
+    if (failed(runPipeline(pm, module, phase.name)))
       return failure();
-    if (costs && failed(muir::analyzeDecisions(module, *costs, error))) {
+    if (costs && phase.reaches == muir::Stage::Planned &&
+        failed(muir::analyzeDecisions(module, *costs, error))) {
       fail(error);
       return failure();
     }
-  }
-  if (runsPlannedToExec(from, to)) {
-    PassManager pm(&context);
-    muir::buildPlannedToExecPipeline(pm, pipeline);
-    if (failed(runPipeline(pm, module, "planned to exec IR")))
-      return failure();
-    if (costs && failed(muir::analyzeStepCosts(module, *costs, error))) {
+    if (costs && phase.reaches == muir::Stage::Exec &&
+        failed(muir::analyzeStepCosts(module, *costs, error))) {
       fail(error);
       return failure();
     }
-  }
-  if (to == muir::Stage::LLVM && from != muir::Stage::LLVM) {
-    std::string entryName;
-    std::string manifest = muir::runner::entryManifest(module, entryName);
-    PassManager pm(&context);
-    muir::buildExecToLLVMPipeline(pm, flags.targetOptions());
-    if (failed(runPipeline(pm, module, "exec IR to LLVM")))
-      return failure();
-    if (emit == Emit::Object &&
+    if (phase.reaches == muir::Stage::LLVM && emit == Emit::Object &&
         failed(muir::runner::addPackedEntry(module, entryName, manifest)))
       return failure();
   }
@@ -467,58 +450,6 @@ buildIR(MLIRContext &context, const muir::desc::Description &desc,
   return module;
 }
 
-/// The passes that lowering `from` to `to` runs, with their options, as
-/// text.
-static std::string passesRun(MLIRContext &context, muir::Stage from,
-                             muir::Stage to,
-                             const muir::PipelineOptions &pipeline) {
-  PassManager pm(&context);
-  if (runsPlanned(from, to))
-    muir::buildPlannedPipeline(pm, pipeline);
-  if (runsPlannedToExec(from, to))
-    muir::buildPlannedToExecPipeline(pm, pipeline);
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  pm.printAsTextualPipeline(os);
-  return text;
-}
-
-/// The values a pipeline option is tried with: both of a bool, and a
-/// number and another.
-static SmallVector<bool> valuesToTry(bool) { return {false, true}; }
-static SmallVector<int64_t> valuesToTry(int64_t value) {
-  return {value, value + 1};
-}
-
-/// Whether the pipeline option `name` changes what lowering `from` to `to`
-/// runs: the passes' text differs between its values (every other option
-/// as given). Read off the pipelines themselves, not a list beside them.
-static bool optionMatters(MLIRContext &context, StringRef name,
-                          muir::Stage from, muir::Stage to,
-                          const muir::PipelineOptions &given) {
-  using namespace muir; // Options.def names its types unqualified
-  std::set<std::string> texts;
-  auto tryWith = [&](llvm::function_ref<void(muir::PipelineOptions &)> set) {
-    muir::PipelineOptions options = given;
-    set(options);
-    texts.insert(passesRun(context, from, to, options));
-  };
-#define MUIR_PIPELINE_OPTION(FIELD, TYPE, NAME, DEFAULT, FLAG, IDENTITY,      \
-                             HELP)                                            \
-  if (name == NAME)                                                           \
-    for (TYPE value : valuesToTry(given.FIELD))                               \
-      tryWith([&](muir::PipelineOptions &o) { o.FIELD = value; });
-#define MUIR_PIPELINE_ENUM_OPTION(FIELD, TYPE, NAME, DEFAULT, VALUES,         \
-                                  IDENTITY, HELP)                             \
-  if (name == NAME)                                                           \
-    for (auto &entry : muir::detail::EnumValueList(VALUES).parser.values)     \
-      tryWith([&](muir::PipelineOptions &o) {                                 \
-        o.FIELD = static_cast<TYPE>(entry.second);                            \
-      });
-#include "muir/Driver/Options.def"
-  return texts.size() > 1;
-}
-
 /// What stops IR of stage `input` from being lowered to --emit's stage,
 /// or "": a stage before the input's, an object without the exec IR its
 /// argument list is read from, a pipeline flag that no pass run reads.
@@ -548,7 +479,9 @@ static std::string checkIRStage(MLIRContext &context, muir::Stage input,
       !flags.nsPrecision.getNumOccurrences())
     given.push_back({"cuda-bf16", muir::optionName::nsPrecision});
   for (auto &[flag, option] : given)
-    if (!optionMatters(context, option, input, to, pipeline))
+    if (!muir::optionChangesLowering(context, option, input, to, pipeline,
+                                     flags.targetOptions())
+             .value_or(true))
       return ("--" + flag + " has no effect on " + stage +
               " lowered to --emit=" + emitName() +
               ": no pass that runs reads it; give it with the description "
