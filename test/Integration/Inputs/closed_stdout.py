@@ -16,6 +16,8 @@ import subprocess
 import sys
 import time
 
+from muirtest import processes
+
 muir_run, work = sys.argv[1], sys.argv[2]
 os.makedirs(work, exist_ok=True)
 desc = os.path.join(work, "closed-stdout-dp4.yaml")
@@ -23,20 +25,6 @@ with open(desc, "w") as f:
     f.write("grid: {axes: {dp: 4}}\nparameters:\n"
             "  - {name: w, shape: [64, 32], role: attention}\n"
             "  - {name: v, shape: [64, 32], role: attention}\n")
-
-
-def processes(marker):
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                if marker.encode() in f.read():
-                    found.append(int(pid))
-        except OSError:
-            pass
-    return found
 
 
 def shm():

@@ -16,20 +16,7 @@ import subprocess
 import sys
 import time
 
-
-def processes(marker):
-    """The pids whose command line holds `marker`."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                if marker.encode() in f.read():
-                    found.append(int(pid))
-        except OSError:
-            pass
-    return found
+from muirtest import processes
 
 
 def main():
