@@ -566,3 +566,18 @@ def processes(marker):
         except OSError:
             pass
     return found
+
+
+def run_seeded_step(step, name="w"):
+    """Binds every tensor argument of a compiled step (muir.compile) to
+    arrays drawn from one fixed seed, runs one step and returns a copy of
+    tensor `name` after it: two compiles of the same source give the same
+    bits only if they run the same code."""
+    rng = np.random.default_rng(7)
+    arrays = {}
+    for a in step.arguments:
+        if a.is_tensor:
+            arrays[a.name] = rng.standard_normal(a.shape).astype(np.float32)
+            step.bind(a.name, arrays[a.name].ctypes.data)
+    step.run(1)
+    return arrays[name].copy()

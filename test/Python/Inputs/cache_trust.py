@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 import muir
+from muirtest import run_seeded_step as run
 
 SOURCE = """name: trust
 grid: {axes: {dp: 1}}
@@ -31,17 +32,6 @@ parameters:
   - {name: w, shape: [32, 16], role: attention}
 """
 NOBODY = 65534
-
-
-def run(step):
-    rng = np.random.default_rng(7)
-    arrays = {}
-    for a in step.arguments:
-        if a.is_tensor:
-            arrays[a.name] = rng.standard_normal(a.shape).astype(np.float32)
-            step.bind(a.name, arrays[a.name].ctypes.data)
-    step.run(1)
-    return arrays["w"]
 
 
 if len(sys.argv) > 2 and sys.argv[1] == "--child":
