@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The cost of muir-run's non-finite check (--check-finite, the default):
 before every step each rank scans its gradients for a NaN or infinity (a
 bit test at memory speed) and the ranks agree on the result; after it a
@@ -18,7 +18,7 @@ measured share is the figure to read. Also printed: the gradient bytes a
 rank scans per step (a trained MoE layer's own gradients are computed by
 the step, not scanned).
 
-Run:  /usr/bin/python3 bench/check_finite.py --build build
+Run:  .venv/bin/python bench/check_finite.py --build build
 """
 import os
 import re

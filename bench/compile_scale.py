@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Compile-time scale benchmark: a Kimi-K2-sized step (61 layers, 384 routed
 experts + 1 shared, hidden 7168, expert size 2048: ~70,000 Muon matrices)
 compiled to the executable plan (exec IR) by muir-compile.
@@ -13,7 +13,7 @@ to an object file (--emit=object): the time per layer, which should stay
 flat, and the 32 layers against issue 38's goal (<= 3 s); and Llama-3-8B,
 Qwen3-30B-A3B and Mixtral-8x7B whole against their goals (3, 6, 6 s).
 
-Run:  /usr/bin/python3 bench/compile_scale.py --build build
+Run:  .venv/bin/python bench/compile_scale.py --build build
 """
 import argparse
 import os

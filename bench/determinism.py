@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The cost of deterministic reductions: muir-run's default (every
 all-reduce sums the ranks' pieces in rank order: on 2 ranks every rank
 gathers every piece; on 3 or more each rank sums one slice and the sums
@@ -13,7 +13,7 @@ modes run --rounds times, interleaved, best min_ms of each; the overhead
 is deterministic / nondeterministic - 1 (target <= 5%). Also printed:
 whether the two modes' results are bitwise equal.
 
-Run:  /usr/bin/python3 bench/determinism.py --build build
+Run:  .venv/bin/python bench/determinism.py --build build
 """
 import argparse
 import os

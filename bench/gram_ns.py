@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Standard vs Gram Newton-Schulz (muir-gram-newton-schulz), side by side.
 
 One rank, OpenBLAS's 2 threads; every figure is the best of --rounds
@@ -19,7 +19,7 @@ it picks is printed):
 The machine's own sgemm rate and the dgemm/sgemm rate ratio (numpy, same
 OpenBLAS) are printed beside: the Gram form's small products run in f64.
 
-Run:  /usr/bin/python3 bench/gram_ns.py --build build
+Run:  .venv/bin/python bench/gram_ns.py --build build
 """
 import os
 import re

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The cost of --deterministic=layout-invariant against the default
 deterministic mode (--deterministic=true), and the bits it buys.
 
@@ -23,7 +23,7 @@ summed. Also
 printed: whether each layout's parameters after --steps steps equal dp=1's
 bitwise, in each mode.
 
-Run:  /usr/bin/python3 bench/layout_invariant.py --build build
+Run:  .venv/bin/python bench/layout_invariant.py --build build
 """
 import os
 import re

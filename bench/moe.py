@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The tiny-moe MoE layer, forward + backward: muir at ep = 1, 2, 4 and
 PyTorch eager at ep = 1.
 
@@ -21,7 +21,7 @@ gradients of the tokens, the router logits and the three expert stacks
     reported.
   Both sides run --rounds times (default 2), interleaved, best of each.
 
-Run:  /usr/bin/python3 bench/moe.py --build build
+Run:  .venv/bin/python bench/moe.py --build build
 """
 import argparse
 import json

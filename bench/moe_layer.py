@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """muir.torch.MoE, forward + backward of one layer, against the faster of
 two eager PyTorch layers at their best thread setting (issue 37, item 7).
 
@@ -28,7 +28,7 @@ float32, CPU.
 
 Goal: muir >= 1.5x the faster eager peer.
 
-Run:  PYTHONPATH=python /usr/bin/python3 bench/moe_layer.py --build build
+Run:  PYTHONPATH=python .venv/bin/python bench/moe_layer.py --build build
 """
 import argparse
 import json

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Distributed Newton-Schulz on 4 ranks: measured beside modelled.
 
 1. Tensor-parallel modes: a step with three 512x2048 Muon matrices (up_proj
@@ -19,7 +19,7 @@
 The machine has 2 cores, so 4 ranks oversubscribe it: measured times include
 that contention; the bytes must match the prediction exactly.
 
-Run:  /usr/bin/python3 bench/ns_modes.py --build build
+Run:  .venv/bin/python bench/ns_modes.py --build build
 """
 import argparse
 import json

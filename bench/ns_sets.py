@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Newton-Schulz of whole parameter sets: muir against PyTorch eager.
 
 NS5 (the "simple" coefficients, Frobenius normalisation first, iterating
@@ -20,7 +20,7 @@ on the wide form), fp32, on 2 threads, for every Muon matrix of a set:
     (torch.set_num_threads(2); and torch.set_num_threads(1) with
     OPENBLAS_NUM_THREADS=2), the faster reported.
 
-Run:  /usr/bin/python3 bench/ns_sets.py --build build
+Run:  .venv/bin/python bench/ns_sets.py --build build
 """
 import argparse
 import json

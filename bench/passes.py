@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """What muir-form-syrk and muir-batch-newton-schulz buy, side by side.
 
 c. SYRK vs GEMM path: NS5 (simple) of one 2048x2048 matrix, fp32, one rank
@@ -16,7 +16,7 @@ e. The distributed mode's Gram all-reduce on 2 ranks (tp=2; a 512x2048
    (--fuse-syrk-all-reduce=false), from the runtime's counters, and their
    ratio; step times beside.
 
-Run:  /usr/bin/python3 bench/passes.py --build build
+Run:  .venv/bin/python bench/passes.py --build build
 """
 import argparse
 import os

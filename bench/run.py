@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Newton-Schulz benchmark: muir against a PyTorch eager reference.
 
 For each shape (fp32; default 1024x1024, 1024x4096, 4096x1024) times one
@@ -24,7 +24,7 @@ The whole set is measured --rounds times (default 2), interleaved, and each
 figure is the best over the rounds, so that a slow spell of a shared
 machine does not fall on one side only. About a minute on 2 cores.
 
-Run:  /usr/bin/python3 bench/run.py --build build      (or: scripts/muir.sh bench)
+Run:  .venv/bin/python bench/run.py --build build      (or: scripts/muir.sh bench)
 """
 import argparse
 import json

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Writes the fuzz targets' seed corpora (fuzz/corpus/<target>/) from the
 examples and the tests: descriptions and Hugging Face configs as they are,
 the muir dialects' round-trip and verifier tests cut into small modules
@@ -6,7 +6,7 @@ the muir dialects' round-trip and verifier tests cut into small modules
 kinds the reader must refuse). Run it again when the tests change; it
 replaces the corpora, not fuzz/regressions/.
 
-  /usr/bin/python3 fuzz/seed_corpus.py
+  .venv/bin/python fuzz/seed_corpus.py
 """
 import io
 import os

@@ -11,10 +11,12 @@
 #                                         suite there
 #   scripts/muir.sh fuzz [SECONDS]        runs each fuzz target (fuzz/) for
 #                                         SECONDS (default 30)
-#   scripts/muir.sh python [ARGS]         runs Debian's python3 with the
-#                                         `muir` package (python/) over this
-#                                         build, e.g. examples/torch/train_moe.py
+#   scripts/muir.sh python [ARGS]         runs the project's Python (.venv/)
+#                                         with the `muir` package (python/)
+#                                         over this build, e.g.
+#                                         examples/torch/train_moe.py
 #   scripts/muir.sh env                   prints the exports that make
+#                                         `python` the project's and
 #                                         `import muir` work in a shell
 # Quiet when everything is already in place; otherwise says what it
 # installs and shows the build's progress (one line on a terminal, a few
@@ -36,8 +38,15 @@ cmd="${1:-run}"
 # Debian packages the build, the runtime, the tests and the benchmarks use.
 packages=(cmake ninja-build g++ llvm-22-dev libmlir-22-dev mlir-22-tools
           libopenblas-dev libopenmpi-dev openmpi-bin libgtest-dev
-          python3 python3-numpy python3-torch pkg-config
-          clang-22 libclang-rt-22-dev)
+          python3 pkg-config clang-22 libclang-rt-22-dev)
+# The Python environment of the tests, the benchmarks and muir.torch: a
+# virtual environment (ignored by git) with the pinned PyPI packages of
+# python/requirements.txt (torch 2.x, transformers, emerging-optimizers,
+# numpy). emerging-optimizers needs Python >= 3.12, which Debian 12 lacks:
+# the machine's own (python3.12 on PATH, or pyenv's) makes it, or
+# MUIR_PYTHON names one.
+venv="$root/.venv"
+requirements="$root/python/requirements.txt"
 
 # Progress of a long step, on stderr, read from "PERCENT<TAB>TEXT" lines:
 # on a terminal one line, rewritten in place and cleared at the end;
@@ -99,6 +108,11 @@ ninja_progress() {
 }
 
 setup() {
+  apt_setup
+  python_env
+}
+
+apt_setup() {
   local missing=()
   for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
@@ -126,14 +140,86 @@ setup() {
   fi
 }
 
+# A Python >= 3.12 to make the environment with, or nothing.
+base_python() {
+  local p
+  for p in "${MUIR_PYTHON:-}" python3.12 python3.13 \
+           "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12*/bin/python3 \
+           "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13*/bin/python3; do
+    [ -n "$p" ] && command -v "$p" >/dev/null 2>&1 || continue
+    "$p" -c 'import sys, venv; sys.exit(sys.version_info < (3, 12))' \
+      2>/dev/null && { command -v "$p"; return 0; }
+  done
+  return 1
+}
+
+# pip's lines as progress: each package found ("Collecting") moves the
+# first half of the way, by the count of requirements; installing is the
+# second half.
+pip_progress() {
+  local total="$1" n=0 line
+  while IFS= read -r line; do
+    case "$line" in
+      Collecting\ *) n=$((n + 1))
+        printf '%d\tmuir: installing Python packages: %d/%d %s\n' \
+          $((n * 50 / total)) "$n" "$total" "${line#Collecting }" ;;
+      Installing\ collected*)
+        printf '60\tmuir: installing Python packages: unpacking %d\n' "$n" ;;
+      Successfully\ installed*)
+        printf '100\tmuir: installing Python packages: done\n' ;;
+    esac
+  done
+  return 0
+}
+
+# The environment, made or brought up to python/requirements.txt: once per
+# change of that file (its hash is kept in the environment).
+python_env() {
+  local stamp="$venv/muir-requirements.sha256" want log start=$SECONDS base
+  local total
+  want="$(sha256sum "$requirements" | cut -d' ' -f1)"
+  [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] &&
+    return 0
+  if [ ! -x "$venv/bin/python" ]; then
+    if ! base="$(base_python)"; then
+      echo "muir: no Python >= 3.12 to make .venv with (emerging-optimizers" \
+           "needs it; Debian 12's is 3.11): put python3.12 on PATH or name" \
+           "one in MUIR_PYTHON" >&2
+      exit 1
+    fi
+    echo "muir: making the Python environment .venv ($base)" >&2
+    "$base" -m venv "$venv"
+  fi
+  total="$(grep -c '^[A-Za-z]' "$requirements")"
+  echo "muir: installing $total pinned Python packages into .venv" \
+       "(python/requirements.txt; torch alone is about 3 GB with its CUDA" \
+       "libraries)" >&2
+  log="$(mktemp)"
+  if ! "$venv/bin/python" -m pip install --progress-bar off \
+         --disable-pip-version-check -r "$requirements" 2>&1 |
+       tee "$log" | pip_progress "$total" | show_progress "$log.shown"; then
+    cat "$log" >&2
+    rm -f "$log" "$log.shown"
+    echo "muir: installing the Python packages failed" >&2
+    exit 1
+  fi
+  rm -f "$log" "$log.shown"
+  echo "$want" >"$stamp"
+  echo "muir: installed the Python packages in $((SECONDS - start)) s" >&2
+}
+
 # configure DIR [CMAKE ARGS]: CMake + Ninja into DIR, once.
 configure() {
   local dir="$1"
   shift
-  if [ ! -f "$dir/build.ninja" ]; then
+  # A folder configured with another Python (Debian's, before .venv) is
+  # configured again with the environment's.
+  if [ ! -f "$dir/build.ninja" ] ||
+     ! grep -qxF "Python3_EXECUTABLE:FILEPATH=$venv/bin/python" \
+       "$dir/CMakeCache.txt" 2>/dev/null; then
     echo "muir: configuring ${dir#"$root"/} (CMake)" >&2
     cmake -G Ninja -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release \
-      -DMLIR_LINK_MLIR_DYLIB=ON \
+      -DMLIR_LINK_MLIR_DYLIB=ON -DPython3_EXECUTABLE:FILEPATH="$venv/bin/python" \
       -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit "$@" >"$dir.cmake.log" 2>&1 ||
       { cat "$dir.cmake.log" >&2; exit 1; }
   fi
@@ -203,7 +289,7 @@ run_tests() {
   log="$(mktemp)"
   /usr/lib/llvm-22/bin/lit -sv "$dir/test" 2>&1 | tee "$log" || rc=$?
   # Counts from lit's own summary.
-  counts="$(python3 - "$log" <<'PY'
+  counts="$("$venv/bin/python" - "$log" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
 def count(*names):
@@ -308,21 +394,22 @@ case "$cmd" in
          fi
          closing ;;
   bench) setup; build
-         /usr/bin/python3 "$root/bench/run.py" --build "$build" "$@"
+         py="$venv/bin/python"
+         "$py" "$root/bench/run.py" --build "$build" "$@"
          echo
-         /usr/bin/python3 "$root/bench/compile_scale.py" --build "$build"
+         "$py" "$root/bench/compile_scale.py" --build "$build"
          echo
-         /usr/bin/python3 "$root/bench/passes.py" --build "$build"
+         "$py" "$root/bench/passes.py" --build "$build"
          echo
-         /usr/bin/python3 "$root/bench/ns_sets.py" --build "$build"
+         "$py" "$root/bench/ns_sets.py" --build "$build"
          echo
-         /usr/bin/python3 "$root/bench/moe.py" --build "$build"
+         "$py" "$root/bench/moe.py" --build "$build"
          echo
-         /usr/bin/python3 "$root/bench/determinism.py" --build "$build"
+         "$py" "$root/bench/determinism.py" --build "$build"
          echo
-         /usr/bin/python3 "$root/bench/check_finite.py" --build "$build"
+         "$py" "$root/bench/check_finite.py" --build "$build"
          echo
-         exec /usr/bin/python3 "$root/bench/ns_modes.py" --build "$build" ;;
+         exec "$py" "$root/bench/ns_modes.py" --build "$build" ;;
   build) setup; build ;;
   sanitize) setup; build_asan; sanitizer_env
             # OpenMPI leaves its state to the end of each rank's process
@@ -336,8 +423,10 @@ case "$cmd" in
   python) setup; build
           export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
           export MUIR_BUILD_DIR="$build"
-          exec /usr/bin/python3 "$@" ;;
-  env)   echo "export PYTHONPATH=\"$root/python\${PYTHONPATH:+:\$PYTHONPATH}\""
+          exec "$venv/bin/python" "$@" ;;
+  env)   echo "export VIRTUAL_ENV=\"$venv\""
+         echo "export PATH=\"$venv/bin:\$PATH\""
+         echo "export PYTHONPATH=\"$root/python\${PYTHONPATH:+:\$PYTHONPATH}\""
          echo "export MUIR_BUILD_DIR=\"$build\"" ;;
   *) echo "usage: scripts/muir.sh run|test|bench|build|sanitize|fuzz|python|env [args]" >&2
      exit 2 ;;

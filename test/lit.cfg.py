@@ -86,27 +86,40 @@ if os.path.exists(os.path.join(config.llvm_tools_dir, "clang")):
     config.available_features.add("clang")
 else:
     missing["clang"] = "no clang in %s (clang-22)" % config.llvm_tools_dir
-# muir.torch's tests need PyTorch and NumPy in the tests' Python
-# (Debian's python3-torch). Found, not imported: importing torch takes
-# seconds, which every lit run (one test or all) would pay; a torch that is
-# installed but fails to import fails its tests instead of skipping them.
+# muir.torch's tests need PyTorch 2.x and NumPy in the tests' Python (the
+# environment scripts/muir.sh makes, .venv), the peers' tests the peers
+# (transformers' MoE blocks, emerging-optimizers' Newton-Schulz). Found,
+# not imported: importing torch takes seconds, which every lit run (one
+# test or all) would pay; a package that is installed but fails to import
+# fails its tests instead of skipping them.
 import subprocess
+python_features = {"torch": ("torch", "numpy"),
+                   "transformers": ("transformers",),
+                   "emerging-optimizers": ("emerging_optimizers",)}
 try:
-    subprocess.run([config.python_executable, "-c",
-                    "import importlib.util, sys; sys.exit(not all("
-                    "importlib.util.find_spec(m) for m in "
-                    "('torch', 'numpy')))"],
-                   check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, timeout=120)
-    config.available_features.add("torch")
+    found = subprocess.run(
+        [config.python_executable, "-c",
+         "import importlib.util, sys\n"
+         "for f, ms in %r.items():\n"
+         "    if all(importlib.util.find_spec(m) for m in ms): print(f)\n"
+         % python_features],
+        check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        timeout=120, text=True).stdout.split()
 except Exception:
-    missing["torch"] = ("%s has no torch and numpy to import "
-                        "(python3-torch)" % config.python_executable)
+    found = []
+for feature, modules in python_features.items():
+    if feature in found:
+        config.available_features.add(feature)
+    else:
+        missing[feature] = ("%s cannot import %s (scripts/muir.sh installs "
+                            "python/requirements.txt into .venv)"
+                            % (config.python_executable, ", ".join(modules)))
 # A machine set up by scripts/muir.sh has every feature but the GPU: there
 # (and in CI) a missing one is an error, not a quietly skipped test.
 required = os.environ.get("MUIR_REQUIRE_FEATURES")
 if required is None and os.environ.get("CI", "").lower() in ("1", "true"):
-    required = "mpi,gtest,torch,clang"
+    required = ("mpi,gtest,torch,transformers,emerging-optimizers,"
+                "clang")
 for feature in filter(None, (required or "").split(",")):
     if feature not in config.available_features:
         lit_config.fatal("the required test feature '%s' is missing: %s" %

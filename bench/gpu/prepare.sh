@@ -20,10 +20,10 @@ out="$root/bench/gpu/prebuilt"
 arch="${CUDA_ARCH:-sm_90}"
 rm -rf "$out"
 mkdir -p "$out"
-PYTHONPATH="$root/test/lib" /usr/bin/python3 \
+PYTHONPATH="$root/test/lib" "$root/.venv/bin/python" \
   "$root/test/Integration/Inputs/cuda_step.py" --muir-run "$build/bin/muir-run" \
   --tmp "$out/tmp" --prepare "$out/check"
-PYTHONPATH="$root/test/lib" /usr/bin/python3 \
+PYTHONPATH="$root/test/lib" "$root/.venv/bin/python" \
   "$root/test/Integration/Inputs/cuda_moe.py" --muir-run "$build/bin/muir-run" \
   --tmp "$out/tmp" --prepare "$out/check-moe"
 rm -rf "$out/tmp"

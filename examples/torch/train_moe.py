@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Train a small MoE transformer, character by character, on the text of
 the GNU GPL (shipped by every Debian system), with muir's compiled Muon
 step (muir.torch.Muon) and, for comparison, with a plain PyTorch Muon
@@ -6,7 +6,7 @@ written here from the formulas muir documents. Both start from the same
 weights and see the same batches; the script prints both losses and both
 optimizer-step times every step.
 
-  PYTHONPATH=python MUIR_BUILD_DIR=build /usr/bin/python3 \\
+  PYTHONPATH=python MUIR_BUILD_DIR=build .venv/bin/python \\
       examples/torch/train_moe.py [--steps 30] [--text FILE] [--moe muir]
 
 With --moe muir, the muir run's MoE blocks are muir.torch.MoE layers
@@ -20,7 +20,7 @@ gloo) as DDP does, the experts' (summed over every rank's tokens by the
 layer) divided by N, and both runs minimise the mean loss over the ranks,
 which rank 0 prints:
 
-  mpirun -np 2 /usr/bin/python3 examples/torch/train_moe.py --moe muir --ep 2
+  mpirun -np 2 .venv/bin/python examples/torch/train_moe.py --moe muir --ep 2
 
 With --qk-clip TAU both runs apply MuonClip's QK-clip after each step:
 the muir run through muir.torch.Muon's qk_clip and attention (each block's

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Runs the commands quoted in README.md and docs/*.md and compares their
 output with the quote, so that a change of a tool's output fails the suite
 until the docs follow it.
@@ -12,7 +12,8 @@ not show in the rendered Markdown):
                             command or the end of the block are its output
                             (stdout and stderr together, as a terminal shows
                             them; the exit status is not compared).
-  <!-- check: needs MOD --> the same, run only where /usr/bin/python3 can
+  <!-- check: needs MOD --> the same, run only where the project's Python
+                            (.venv/bin/python) can
                             import the Python modules MOD (e.g. torch: the
                             lit feature of that name), else SKIP.
   <!-- check: file NAME --> the block's text is the file NAME, written into
@@ -321,9 +322,10 @@ def run(cmd, cwd, env, timeout):
     return out
 
 
-def have_module(name):
-    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") \
-        else sys.executable
+def have_module(name, root):
+    python = os.path.join(root, ".venv", "bin", "python")
+    if not os.path.exists(python):
+        python = sys.executable
     return subprocess.run([python, "-c", "import " + name],
                           stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL).returncode == 0
@@ -411,7 +413,7 @@ def main():
     for n, b in enumerate(runs):
         d = os.path.join(args.tmp, "%d-%s-%d" % (n, b.path.replace("/", "_"),
                                                  b.line))
-        missing = [m for m in b.arg if not have_module(m)]
+        missing = [m for m in b.arg if not have_module(m, args.root)]
         if missing:
             print("SKIP %s:%d (needs %s)" % (b.path, b.line, ", ".join(missing)))
             skipped += 1
