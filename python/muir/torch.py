@@ -111,7 +111,7 @@ the host, at memory speed; the elements are searched only when the total
 is not finite): one raises NonFiniteGradientError (a
 ParameterError) naming the parameter, the element and its value, and
 nothing is updated: no parameter, no optimizer state, no step count
-(catch it to skip the step, as torch.cuda.amp.GradScaler does).
+(catch it to skip the step, as torch.amp.GradScaler does).
 check_finite=False (or `optimizer.check_finite = False`) turns the check
 off. With several ranks every rank must hold the same gradients, so all
 stop together.
@@ -697,6 +697,71 @@ class Muon(torch.optim.Optimizer):
         defaults = dict(lr=lr, weight_decay=weight_decay, momentum=momentum)
         super().__init__(groups, defaults)
         self._set_attention(qk_clip, attention)
+
+    @classmethod
+    def like_torch(cls, params, lr=1e-3, weight_decay=0.1, momentum=0.95,
+                   nesterov=True, ns_coefficients=(3.4445, -4.7750, 2.0315),
+                   eps=1e-7, ns_steps=5, adjust_lr_fn=None, **more):
+        """muir.torch.Muon with torch.optim.Muon's signature, defaults and
+        conventions (torch >= 2.9): the same updates of the 2-D parameters
+        (tests: Python/torch-optim-muon.test, within 1e-5 of torch's step
+        with its Newton-Schulz in float32; torch's own runs it in bfloat16,
+        which moves its updates by about 1e-2 relative). The mapping:
+
+            torch.optim.Muon              muir.torch.Muon
+            lr, weight_decay, momentum,   the same (weight decay decoupled:
+            nesterov                      W *= 1 - lr * weight_decay)
+            adjust_lr_fn None/"original"  scale_mode="shape"
+                                          (sqrt(max(1, out / in)))
+            adjust_lr_fn "match_rms_      scale_mode="spectral",
+              adamw"                      scale_extra=0.2
+                                          (0.2 * sqrt(max(out, in)))
+            ns_coefficients (a, b, c)     schedule="simple" for the default
+                                          triple, else schedule="custom",
+                                          coefficients=[a, b, c]
+            eps                           ns_eps (torch divides by
+                                          max(|X|, eps), muir by |X| + eps)
+            ns_steps                      ns_steps
+
+        torch's momentum is muir's "ema" (B = mu B + (1 - mu) G; Nesterov
+        (1 - mu) G + mu B). torch.optim.Muon takes 2-D parameters only;
+        here every parameter of `params` takes Muon (use_muon=True) unless
+        it is given in a group with use_muon False. More keywords go to
+        muir.torch.Muon (layout, cache_dir, ...)."""
+        if adjust_lr_fn not in (None, "original", "match_rms_adamw"):
+            raise ValueError("muir.torch.Muon.like_torch: adjust_lr_fn %r; "
+                             "expected None, 'original' or "
+                             "'match_rms_adamw' (torch.optim.Muon's)"
+                             % (adjust_lr_fn,))
+        coefficients = [float(c) for c in ns_coefficients]
+        if len(coefficients) != 3:
+            raise ValueError("muir.torch.Muon.like_torch: ns_coefficients "
+                             "must be one (a, b, c) triple, got %r"
+                             % (ns_coefficients,))
+        if coefficients == [3.4445, -4.7750, 2.0315]:
+            more.setdefault("schedule", "simple")
+        else:
+            more.setdefault("schedule", "custom")
+            more.setdefault("coefficients", coefficients)
+        if adjust_lr_fn == "match_rms_adamw":
+            more.setdefault("scale_mode", "spectral")
+            more.setdefault("scale_extra", 0.2)
+        else:
+            more.setdefault("scale_mode", "shape")
+        if isinstance(params, (torch.Tensor, torch.nn.Module, dict)):
+            params = [params]
+        given = list(params)
+        if given and not isinstance(given[0], dict):
+            items = _named_items(given if len(given) > 1 or not isinstance(
+                given[0], (torch.nn.Module, dict)) else given[0], "params")
+            given = [dict(params=[(("param%d" % n) if name is None else name,
+                                   p) for n, (name, p) in enumerate(items)],
+                          use_muon=True)]
+        else:
+            given = [dict(g, use_muon=g.get("use_muon", True)) for g in given]
+        return cls(given, lr=lr, weight_decay=weight_decay,
+                   momentum=momentum, nesterov=nesterov, ns_steps=ns_steps,
+                   ns_eps=eps, momentum_kind="ema", **more)
 
     # ------------------------------------------------------------------
     @property
