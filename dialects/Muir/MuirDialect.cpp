@@ -576,9 +576,14 @@ LogicalResult MuirDialect::verifyRegionResultAttribute(Operation *op,
   return success();
 }
 
-// Published coefficient sets. simple: Keller Jordan's quintic with one
-// triple; quintic: the five-step schedule used by the Muon reference
-// implementations; polar_express: Amsel et al., 2025 (last triple repeats).
+// Published coefficient sets; past its end every table's last triple
+// repeats (NVIDIA Emerging-Optimizers 0.3 instead starts quintic and custom
+// sets again from the first: docs/description.md). simple: Keller Jordan's
+// quintic with one triple; quintic: the five-step schedule used by the Muon
+// reference implementations; polar_express: Amsel et al., 2025, with the
+// paper's 1.01 safety factor folded in; deepseekv4: the DeepSeek-V4
+// report's, eight simple steps then two of (2, -1.5, 0.5); cubic5:
+// Emerging-Optimizers' five cubic steps (c = 0).
 static const std::array<double, 3> kSimple[] = {{3.4445, -4.7750, 2.0315}};
 static const std::array<double, 3> kQuintic[] = {
     {4.0848, -6.8946, 2.9270}, {3.9505, -6.3029, 2.6377},
@@ -589,6 +594,16 @@ static const std::array<double, 3> kPolarExpress[] = {
     {3.9096, -2.8234, 0.5250},   {3.2856, -2.4153, 0.4853},
     {2.2779, -1.6198, 0.3985},   {1.8726, -1.2307, 0.3585},
     {1.8564, -1.2132, 0.3568},   {1.875, -1.25, 0.375}};
+static const std::array<double, 3> kDeepSeekV4[] = {
+    {3.4445, -4.7750, 2.0315}, {3.4445, -4.7750, 2.0315},
+    {3.4445, -4.7750, 2.0315}, {3.4445, -4.7750, 2.0315},
+    {3.4445, -4.7750, 2.0315}, {3.4445, -4.7750, 2.0315},
+    {3.4445, -4.7750, 2.0315}, {3.4445, -4.7750, 2.0315},
+    {2.0, -1.5, 0.5},          {2.0, -1.5, 0.5}};
+static const std::array<double, 3> kCubic5[] = {
+    {3.3656576, -3.3420992, 0.0}, {2.5744352, -1.4957376, 0.0},
+    {2.5368962, -1.4312570, 0.0}, {2.4418906, -1.2764040, 0.0},
+    {2.2230472, -0.9630650, 0.0}};
 
 ArrayRef<std::array<double, 3>>
 mlir::muir::getNamedSchedule(NSSchedule schedule) {
@@ -599,10 +614,25 @@ mlir::muir::getNamedSchedule(NSSchedule schedule) {
     return kQuintic;
   case NSSchedule::polar_express:
     return kPolarExpress;
+  case NSSchedule::deepseekv4:
+    return kDeepSeekV4;
+  case NSSchedule::cubic5:
+    return kCubic5;
   case NSSchedule::custom:
     return {};
   }
   return {};
+}
+
+ArrayRef<StringRef> mlir::muir::getScheduleNames() {
+  static const SmallVector<StringRef> names = [] {
+    SmallVector<StringRef> all;
+    for (unsigned v = 0; v <= getMaxEnumValForNSSchedule(); ++v)
+      if (std::optional<NSSchedule> s = symbolizeNSSchedule(v))
+        all.push_back(stringifyNSSchedule(*s));
+    return all;
+  }();
+  return names;
 }
 
 SmallVector<std::array<double, 3>>

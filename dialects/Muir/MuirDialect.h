@@ -72,6 +72,10 @@ namespace mlir::muir {
 /// The (a, b, c) triples of a named schedule (empty for `custom`).
 ArrayRef<std::array<double, 3>> getNamedSchedule(NSSchedule schedule);
 
+/// Every schedule's name, in the NSSchedule enum's order (`custom` last):
+/// what the op parser and the description reader accept.
+ArrayRef<StringRef> getScheduleNames();
+
 /// The coefficient table of `steps` iterations: from `explicitCoeffs` (a
 /// flat a0,b0,c0,... list) for `custom`, else from the named set, cut to
 /// `steps` triples and to the last that differs from its successor; step k

@@ -53,12 +53,17 @@ def Muir_DTypeAttr : EnumAttr<Muir_Dialect, Muir_DType, "dtype"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+// The one list of schedule names: the op parser's message, the description
+// reader's choices (and through them muir.settings() and muir.torch) are
+// read off this enum, in this order; the tables are getNamedSchedule's.
 def Muir_NSSchedule : I32EnumAttr<"NSSchedule",
     "Newton-Schulz coefficient schedule", [
       I32EnumAttrCase<"simple", 0>,
       I32EnumAttrCase<"quintic", 1>,
       I32EnumAttrCase<"polar_express", 2>,
-      I32EnumAttrCase<"custom", 3>]> {
+      I32EnumAttrCase<"deepseekv4", 3>,
+      I32EnumAttrCase<"cubic5", 4>,
+      I32EnumAttrCase<"custom", 5>]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::muir";
 }

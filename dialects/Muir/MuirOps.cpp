@@ -31,10 +31,15 @@ static ParseResult parseSchedule(OpAsmParser &parser, NSScheduleAttr &attr) {
   if (parser.parseKeyword(&keyword))
     return failure();
   std::optional<NSSchedule> value = symbolizeNSSchedule(keyword);
-  if (!value)
-    return parser.emitError(loc, "unknown Newton-Schulz schedule '")
-           << keyword
-           << "'; expected simple, quintic, polar_express or custom";
+  if (!value) {
+    ArrayRef<StringRef> names = getScheduleNames();
+    InFlightDiagnostic diag =
+        parser.emitError(loc, "unknown Newton-Schulz schedule '")
+        << keyword << "'; expected ";
+    for (auto [i, name] : llvm::enumerate(names))
+      diag << (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") << name;
+    return diag;
+  }
   attr = NSScheduleAttr::get(parser.getContext(), *value);
   return success();
 }

@@ -395,10 +395,11 @@ def Muir_NewtonSchulzOp : Muir_Op<"newton_schulz", [Pure,
     ```
 
     `schedule` names the coefficient triples: `simple` (3.4445, -4.7750,
-    2.0315) at every step; `quintic` and `polar_express` are per-step
-    schedules whose last triple repeats past their length; `custom` takes
-    the triples from `coefficients` (a flat list a0, b0, c0, a1, ...), whose
-    last triple likewise repeats.
+    2.0315) at every step; `quintic`, `polar_express`, `deepseekv4` (eight
+    `simple` steps, then (2, -1.5, 0.5)) and `cubic5` (five cubic steps,
+    c = 0) are per-step schedules whose last triple repeats past their
+    length; `custom` takes the triples from `coefficients` (a flat list a0,
+    b0, c0, a1, ...), whose last triple likewise repeats.
 
     `precision` is the element type of the iterate X and of the Gram
     matrices A and B: `f32` (the default), or `bf16`, where X is normalised

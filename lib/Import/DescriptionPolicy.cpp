@@ -6,6 +6,7 @@
 // name, and the optimizer (with its overrides) that each parameter gets.
 //
 //===----------------------------------------------------------------------===//
+#include "Muir/MuirDialect.h"
 #include "muir/Import/Description.h"
 #include "muir/Support/Limits.h"
 
@@ -258,8 +259,8 @@ ArrayRef<SettingSpec> mlir::muir::desc::settingSpecs() {
   constexpr double inf = std::numeric_limits<double>::infinity();
   static const StringRef momentumKinds[] = {"ema", "accumulate"};
   static const StringRef scaleModes[] = {"spectral", "shape", "unit_rms"};
-  static const StringRef schedules[] = {"simple", "quintic", "polar_express",
-                                        "custom"};
+  // The dialect's enum names the schedules (MuirEnums.td).
+  static const ArrayRef<StringRef> schedules = muir::getScheduleNames();
   // Rates and decays in [0, inf), moments' coefficients in [0, 1), what
   // divides or scales in (0, inf).
   static const SettingSpec all[] = {

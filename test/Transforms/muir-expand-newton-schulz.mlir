@@ -89,6 +89,41 @@ func.func @polar_express_repeats(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   return %y : tensor<4x4xf32>
 }
 
+// deepseekv4: eight copies of simple's triple then two of (2, -1.5, 0.5),
+// whose trailing run is one row: nine rows, the last repeating; cut to
+// five steps it is simple's one triple (constants, no table). cubic5: five
+// cubic triples (c = 0), the last repeating.
+// CHECK-LABEL: func.func @deepseekv4
+// CHECK: arith.constant dense<{{\[}}[3.444500e+00, -4.775000e+00, 2.031500e+00], {{.*}}, [3.444500e+00, -4.775000e+00, 2.031500e+00], [2.000000e+00, -1.500000e+00, 5.000000e-01]]> : tensor<9x3xf64>
+// CHECK: %[[STEPS:.+]] = arith.constant 12 : index
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[STEPS]]
+// CHECK-NEXT: arith.constant 8 : index
+func.func @deepseekv4(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %y = muir.newton_schulz %x steps(12) schedule(deepseekv4) : tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}
+
+// CHECK-LABEL: func.func @deepseekv4_cut
+// CHECK-DAG: arith.constant 3.444500e+00 : f64
+// CHECK-DAG: arith.constant -4.775000e+00 : f64
+// CHECK-DAG: arith.constant 2.031500e+00 : f64
+// CHECK-NOT: tensor<{{[0-9]+}}x3xf64>
+// CHECK: scf.for
+func.func @deepseekv4_cut(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %y = muir.newton_schulz %x steps(5) schedule(deepseekv4) : tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}
+
+// CHECK-LABEL: func.func @cubic5
+// CHECK: arith.constant dense<{{\[}}[3.3656576, -3.3420991999999998, 0.000000e+00], [2.5744351999999999, -1.4957376, 0.000000e+00], [2.5368962000000002, -1.431257, 0.000000e+00], [2.4418905999999998, -1.2764040000000001, 0.000000e+00], [2.2230471999999999, -0.96306499999999994, 0.000000e+00]]> : tensor<5x3xf64>
+// CHECK: %[[STEPS:.+]] = arith.constant 7 : index
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[STEPS]]
+// CHECK-NEXT: arith.constant 4 : index
+func.func @cubic5(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y = muir.newton_schulz %x steps(7) schedule(cubic5) : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
 // CHECK-LABEL: func.func @quintic_cut
 // CHECK: arith.constant dense<{{\[}}[4.084800e+00, -6.894600e+00, 2.927000e+00], [3.950500e+00, -6.302900e+00, 2.637700e+00]]> : tensor<2x3xf64>
 func.func @quintic_cut(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {

@@ -35,10 +35,25 @@ POLAR_EXPRESS = [
     (1.875, -1.25, 0.375),
 ]
 
+# DeepSeek-V4's: eight steps of SIMPLE's triple, then two of (2, -1.5, 0.5);
+# the last repeats past the end.
+DEEPSEEKV4 = [(3.4445, -4.7750, 2.0315)] * 8 + [(2.0, -1.5, 0.5)] * 2
+
+# NVIDIA Emerging-Optimizers' five cubic steps (c = 0); the last repeats.
+CUBIC5 = [
+    (3.3656576, -3.3420992, 0.0),
+    (2.5744352, -1.4957376, 0.0),
+    (2.5368962, -1.4312570, 0.0),
+    (2.4418906, -1.2764040, 0.0),
+    (2.2230472, -0.9630650, 0.0),
+]
+
 SCHEDULES = {
     "simple": SIMPLE,
     "quintic": QUINTIC,
     "polar_express": POLAR_EXPRESS,
+    "deepseekv4": DEEPSEEKV4,
+    "cubic5": CUBIC5,
 }
 
 

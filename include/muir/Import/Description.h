@@ -207,7 +207,7 @@ struct OptimizerSettings {
   std::string scaleMode; ///< spectral | shape | unit_rms
   double scaleExtra = 0;
   int64_t nsSteps = 0;
-  std::string schedule; ///< simple | quintic | polar_express | custom
+  std::string schedule; ///< a NSSchedule name (getScheduleNames)
   std::vector<double> coefficients;
   double eps = 0; ///< Muon's Newton-Schulz eps; AdamW's
   bool splitFused = false; ///< orthogonalise fused QKV per block

@@ -29,12 +29,12 @@ inline constexpr int64_t kMaxModelElements = int64_t(1) << 48;
 /// `steps` of muir.muon_update and muir.newton_schulz, checked by their
 /// verifiers). The steps are one loop, so the generated code does not grow
 /// with the count; the bound only catches a count no run could finish (a
-/// typo of 2^31 - 1): the longest published schedule (polar_express) has 8
+/// typo of 2^31 - 1): the longest published schedule (deepseekv4) has 10
 /// steps and the usual count is 5.
 inline constexpr int64_t kMaxNSSteps = 1000000;
 /// Values of `optimizer.muon.coefficients`: 100 (a, b, c) triples, the
 /// table a Newton-Schulz loop embeds (its last triple repeats); the
-/// longest published schedule has 8.
+/// longest published schedule has 10.
 inline constexpr int64_t kMaxCoefficientTriples = 100;
 inline constexpr int64_t kMaxCoefficients = 3 * kMaxCoefficientTriples;
 /// Row blocks of one fused matrix (`split_rows`, muir.muon_update's

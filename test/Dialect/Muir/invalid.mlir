@@ -396,7 +396,7 @@ func.func @newton_schulz_eps(%x: tensor<8x4xf32>) {
 // -----
 
 func.func @newton_schulz_unknown_schedule(%x: tensor<8x4xf32>) {
-  // expected-error@+1 {{unknown Newton-Schulz schedule 'cubic'; expected simple, quintic, polar_express or custom}}
+  // expected-error@+1 {{unknown Newton-Schulz schedule 'cubic'; expected simple, quintic, polar_express, deepseekv4, cubic5 or custom}}
   %0 = muir.newton_schulz %x steps(5) schedule(cubic) : tensor<8x4xf32>
   return
 }

@@ -126,6 +126,19 @@ func.func @newton_schulz(%x: tensor<8x4xf32>, %s: tensor<3x4x8xf32>) -> (tensor<
   return %0, %1, %2, %3, %4, %5 : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<3x4x8xf32>, tensor<8x4xf32>
 }
 
+// The DeepSeek-V4 and cubic schedules, by name (a 3-D stack takes them too).
+// CHECK-LABEL: func.func @newton_schulz_deepseekv4_cubic5(
+// CHECK: muir.newton_schulz %{{.*}} steps(10) schedule(deepseekv4) : tensor<8x4xf32>
+// CHECK: muir.newton_schulz %{{.*}} steps(5) schedule(cubic5) : tensor<3x4x8xf32>
+// GENERIC-LABEL: sym_name = "newton_schulz_deepseekv4_cubic5"
+// GENERIC: schedule = #muir<schedule deepseekv4>, steps = 10 : i64}>
+// GENERIC: schedule = #muir<schedule cubic5>, steps = 5 : i64}>
+func.func @newton_schulz_deepseekv4_cubic5(%x: tensor<8x4xf32>, %s: tensor<3x4x8xf32>) -> (tensor<8x4xf32>, tensor<3x4x8xf32>) {
+  %0 = muir.newton_schulz %x steps(10) schedule(deepseekv4) : tensor<8x4xf32>
+  %1 = muir.newton_schulz %s steps(5) schedule(cubic5) : tensor<3x4x8xf32>
+  return %0, %1 : tensor<8x4xf32>, tensor<3x4x8xf32>
+}
+
 // CHECK-LABEL: func.func @frobenius_normalize(
 // CHECK-SAME: %[[X:.+]]: tensor<8x4xf32>, %[[S:.+]]: tensor<3x4x8xf32>)
 // CHECK: muir.frobenius_normalize %[[X]] : tensor<8x4xf32>

@@ -9,7 +9,8 @@ difference is muir's float32 arithmetic alone.
 Tolerance: relative Frobenius error ||muir - ref||_F / ||ref||_F, per
 matrix of a stack, <= 2e-5.
   Measured (OpenBLAS, x86-64): 2.4e-7 (custom) .. 2.8e-6 (polar_express
-  wide/tall); the script prints every value.
+  wide/tall); deepseekv4 and cubic5 (and their repeats) 7.2e-7 ..
+  1.6e-6; the script prints every value.
   Why 2e-5: each NS step is a few float32 GEMMs with inner dimension
   <= 384, each ~1e-6 relative (sqrt(k) * 2^-24 with blocked summation);
   the iteration contracts towards the polar factor along directions with
@@ -20,7 +21,10 @@ matrix of a stack, <= 2e-5.
   What it catches: changing one coefficient in its last printed digit
   (e.g. 2.0315 -> 2.0316) moves the output by 2e-4, 10x the bound; a
   missed transpose, a skipped or repeated step, a wrong repeat of the last
-  triple or an ignored eps (see the eps case) give 1e-3 .. 1e-1.
+  triple or an ignored eps (see the eps case) give 1e-3 .. 1e-1
+  (deepseekv4's two last steps: 2e-4 at 12 steps against 10, 0.19 at 10
+  against 10 simple steps; cubic5 at 7 steps cycling instead of repeating
+  its last triple: 0.95).
 """
 import numpy as np
 
@@ -41,6 +45,10 @@ CASES = [
     ("custom", "custom", 6, CUSTOM, None),      # second triple repeats 5x
     ("quintic-repeat", "quintic", 7, None, None),   # last triple repeats
     ("polar_express-repeat", "polar_express", 10, None, None),
+    ("deepseekv4", "deepseekv4", 10, None, None),
+    ("cubic5", "cubic5", 5, None, None),
+    ("deepseekv4-repeat", "deepseekv4", 12, None, None),
+    ("cubic5-repeat", "cubic5", 7, None, None),
     # ||X||_F ~ 78 (stack matrices) .. 256 here, so eps = 1 changes the
     # normalisation by 0.4% .. 1.3% and the output by >= 5e-3 (250x the
     # bound): checks that eps is honoured.
