@@ -97,6 +97,10 @@ struct TrainedLayer {
   /// bits for a token whatever the bound and the number of ranks), and
   /// each rank routes its own tokens.
   bool stable = false;
+  /// `selection_bias` [E]: added to the scores to choose the experts (the
+  /// forward's route and the backward's recomputed one), not to their
+  /// weights (null: none).
+  Value bias = nullptr;
   /// The layout-invariant mode's spread, when the folding has replicas of
   /// the ep stacks: every rank of the folding computes a block of its
   /// stack's experts (the stack split over the replicas) on the tokens of
@@ -147,13 +151,17 @@ struct TrainedLayer {
   Operation *make(TypeRange types, ValueRange operands,
                   ArrayRef<NamedAttribute> attrs = {}) {
     if constexpr (std::is_same_v<Op, RouteOp>) {
-      // The logits, no bias, and the token count when there is one.
+      // The logits, the selection bias and the token count when there are
+      // ones.
       SmallVector<NamedAttribute> all(attrs);
       SmallVector<Value> in(operands);
+      if (bias)
+        in.push_back(bias);
       if (count)
         in.push_back(count);
       all.push_back(b.getNamedAttr(
-          "operandSegmentSizes", b.getDenseI32ArrayAttr({1, 0, count ? 1 : 0})));
+          "operandSegmentSizes",
+          b.getDenseI32ArrayAttr({1, bias ? 1 : 0, count ? 1 : 0})));
       return Op::create(b, loc, types, in, all).getOperation();
     }
     if constexpr (std::is_same_v<Op, CapacityOp> ||
@@ -1248,6 +1256,8 @@ static SmallVector<Value> buildLayerPass(OpBuilder &b, Location lloc,
                      count, /*stable=*/true};
   if (!d.grid.moeAxes.empty())
     layer.grid = "moe";
+  if (l.selectionBias)
+    layer.bias = arg("selection_bias");
   TrainedLayer::Shared sw;
   if (shared)
     sw = {arg("shared_gate_proj"), arg("shared_up_proj"),
@@ -1325,6 +1335,10 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildLayerModule(
     add("shared_up_proj", {sf, h}, ArgRole::param, f32);
     add("shared_down_proj", {h, sf}, ArgRole::param, f32);
   }
+  // The selection bias, whole on every rank: both passes route with it
+  // (the backward recomputes the routing); it has no gradient.
+  if (l.selectionBias)
+    add("selection_bias", {e}, ArgRole::data, f32);
   // What the forward keeps for the backward: the experts' three products
   // (and the shared experts' two); routing and dispatch are recomputed.
   SmallVector<std::string> saved = {"saved.gate", "saved.up", "saved.out"};

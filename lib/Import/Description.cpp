@@ -790,7 +790,7 @@ void Reader::readMoE(yaml::Node *n, Description &d) {
               "groups", "groups_per_token", "hidden", "expert_size",
               "tokens_per_rank", "tokens", "routed_scaling",
               "capacity_factor", "capacity_tokens",
-              "drop_policy", "normalize"},
+              "drop_policy", "normalize", "selection_bias"},
              [&](StringRef key, yaml::Node *v) {
                if (key == "name") {
                  m.nameLoc = locOf(v);
@@ -813,6 +813,10 @@ void Reader::readMoE(yaml::Node *n, Description &d) {
                } else if (key == "normalize") {
                  if (auto x = boolean(v, key))
                    m.normalize = *x ? 1 : 0;
+               } else if (key == "selection_bias") {
+                 m.selectionBiasLoc = locOf(v);
+                 if (auto x = boolean(v, key))
+                   m.selectionBias = *x;
                } else {
                  int64_t min = key == "shared_experts" ? 0 : 1;
                  int64_t max = key == "experts" || key == "groups"

@@ -673,6 +673,15 @@ void Validator::checkTraining() {
     if (!(l.routedScaling > 0))
       fail(l.loc, "training MoE layer '" + l.name +
                       "': routed_scaling must be > 0");
+    // The bias is the caller's state (updated between steps from the
+    // tokens per expert); the synthetic training step has no caller.
+    if (l.selectionBias)
+      fail(l.selectionBiasLoc,
+           "training MoE layer '" + l.name +
+               "': selection_bias is an input of a layer a model calls "
+               "(muir.torch.MoE's e_score_correction_bias, the step "
+               "library's layer=NAME), which holds and updates the bias; a "
+               "training step has no caller to pass it");
     int64_t e = l.experts, h = l.hidden, f = l.expertSize;
     int64_t sf = l.sharedExperts * f;
     std::string missing;

@@ -253,7 +253,7 @@ void mlir::muir::desc::writeDescription(const Description &d,
          << (l.capacityTokens > 0
                  ? ", capacity_tokens: " + std::to_string(l.capacityTokens)
                  : std::string())
-         << "}\n";
+         << (l.selectionBias ? ", selection_bias: true" : "") << "}\n";
     }
   }
 }

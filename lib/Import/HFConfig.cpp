@@ -351,7 +351,8 @@ public:
   void moeLayer(const Twine &name, int64_t numExperts, int64_t topK,
                 int64_t hidden, int64_t inter, int64_t shared = 0,
                 StringRef scoring = "softmax", int64_t groups = 1,
-                int64_t groupsPerToken = 1, double routedScaling = 1.0) {
+                int64_t groupsPerToken = 1, double routedScaling = 1.0,
+                bool selectionBias = false) {
     MoELayer m;
     m.name = name.str();
     m.experts = numExperts;
@@ -363,6 +364,7 @@ public:
     m.hidden = hidden;
     m.expertSize = inter;
     m.routedScaling = routedScaling;
+    m.selectionBias = selectionBias;
     m.loc.file = path.str();
     desc.moe.push_back(std::move(m));
   }
@@ -660,8 +662,9 @@ void importDeepSeek(ParamBuilder &b, KeyReader &keys) {
                 moeInter, correctionBias);
       if (shared)
         b.mlp(mlp + ".shared_experts", H, shared * moeInter, /*bias=*/false);
+      // noaux_tc's e_score_correction_bias steers the choice of experts.
       b.moeLayer(mlp, numExperts, topK, H, moeInter, shared, scoring, groups,
-                 groupsPerToken, scaling);
+                 groupsPerToken, scaling, correctionBias);
     } else {
       b.mlp(mlp, H, inter, /*bias=*/false);
     }

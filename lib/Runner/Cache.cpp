@@ -70,11 +70,10 @@ static std::string selfLibrary() {
 /// The cache keeps CPU steps without fingerprint tracing, compiled in a
 /// shared library (the cached one binds to it).
 bool runner::cacheableWith(const StepOptions &o) {
-  // A called MoE layer's manifest would need its int64 tensors and token
-  // count: layers compile each time for now.
+  // A called MoE layer's pass too: the manifest holds its int64 tensors
+  // and whether it reads the token count, the key its layer and pass.
   return !o.cacheDir.empty() && o.target.target == Target::Cpu && !o.trace &&
-         o.layer.empty() && !selfLibrary().empty() &&
-         trustedCacheDir(o.cacheDir);
+         !selfLibrary().empty() && trustedCacheDir(o.cacheDir);
 }
 
 /// Why `dir` may not hold code this process runs, or "" when it may: it is
@@ -352,6 +351,8 @@ std::string Step::metadata() const {
        llvm::json::Array(std::vector<std::string>(computedGrads.begin(),
                                                   computedGrads.end()))},
       {"counter_used", counterUsed},
+      {"token_count", tokenCount},
+      {"token_bound", tokenBound},
       {"hyper_used", hyperUsed},
       {"identity", llvm::json::Object{{"step", id.stepHash},
                                       {"grid", id.grid},
@@ -387,6 +388,9 @@ llvm::Error Step::readMetadata(StringRef text) {
   entryName = root->getString("entry").value_or("").str();
   numDevices = root->getInteger("devices").value_or(1);
   counterUsed = root->getBoolean("counter_used").value_or(true);
+  // A layer's pass: the counter is the call's token count (0 to the bound).
+  tokenCount = root->getBoolean("token_count").value_or(false);
+  tokenBound = root->getInteger("token_bound").value_or(0);
   hyperUsed = root->getBoolean("hyper_used").value_or(true);
   const llvm::json::Array *list = root->getArray("arguments");
   if (!list)

@@ -537,6 +537,29 @@ class Step:
             len(self.arguments), self.num_hyper, self.rank, self.world_size)
 
 
+DEFAULT = object()
+
+
+def cache_dir(value=DEFAULT):
+    """Where compiled CPU steps are kept between processes (the cache-dir
+    option): the given folder; None, False or "" for none; by default
+    (DEFAULT) $MUIR_CACHE_DIR (empty: none), else $XDG_CACHE_HOME/muir,
+    else ~/.cache/muir. muir.torch's optimizers and MoE layers use it."""
+    if value is DEFAULT:
+        value = os.environ.get("MUIR_CACHE_DIR")
+        if value is None:
+            base = os.environ.get("XDG_CACHE_HOME") or \
+                os.path.join(os.path.expanduser("~"), ".cache")
+            value = os.path.join(base, "muir")
+    if not value:
+        return None
+    value = os.fspath(value)
+    if any(c.isspace() for c in value):
+        raise ValueError("cache_dir %r: muir's options cannot hold spaces"
+                         % value)
+    return value
+
+
 def compile(source, filename="step.yaml", options=None):
     """Compiles a description (YAML or JSON, by `filename`'s extension
     .yaml/.yml/.json) or muir IR into a Step. `options`: None, a string of

@@ -12,6 +12,10 @@ import muir
 __all__ = ["MoE", "MoEInputError", "DEFAULT_MAX_COMPILED_BOUNDS"]
 
 _SCORINGS = ("softmax", "sigmoid")
+# The dtypes of the tokens and of the parameters a layer takes (it computes
+# in float32).
+_X_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+_W_DTYPES = (torch.float32, torch.bfloat16)
 _POLICIES = ("weight", "position")
 
 
@@ -113,6 +117,72 @@ def held_rows(t, saved, want, who):
                   "any ep" % (who, slo, shi - 1, experts, lo, hi - 1))
 
 
+def _rate(v):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or \
+            not math.isfinite(v) or v < 0:
+        raise ValueError("muir.torch.MoE: bias_update_rate must be a finite "
+                         "number >= 0, got %r" % (v,))
+    return float(v)
+
+
+# update_bias's sum over the job's MPI ranks: one compiled muir step per
+# (length, ranks, ep), an all_gather of the counts' 16-bit pieces as
+# float32 (each exact) summed here in int64, so the loads are exact for any
+# count and any number of ranks. Its grids are the layer's (the ranks of a
+# process run one grid at a time).
+_GATHERS = {}
+_PIECES = 4
+
+
+def _gather_step(n, world, ep):
+    key = (n, world, ep)
+    if key not in _GATHERS:
+        m = n * _PIECES
+        moe = ("  muir.grid @moe axes = [\"edp\", \"ep\"] shape = [%d, %d] "
+               "folds @world\n" % (world // ep, ep)) if ep > 1 else ""
+        ir = ("module @moe_loads {\n"
+              "  muir.grid @world axes = [\"dp\"] shape = [%d]\n%s"
+              "  func.func @step(%%arg0: tensor<%dxf32> {muir.name = "
+              "\"counts\", muir.role = #muir.role<data>}, %%arg1: "
+              "tensor<%dxf32> {muir.name = \"every\", muir.role = "
+              "#muir.role<data>}) -> (tensor<%dxf32> {muir.updates = "
+              "\"every\"}) {\n"
+              "    %%0 = muir.all_gather %%arg0 on @world axes = [\"dp\"] "
+              "gather_axis = 0 : tensor<%dxf32> -> tensor<%dxf32>\n"
+              "    return %%0 : tensor<%dxf32>\n  }\n}\n"
+              % (world, moe, m, world * m, world * m, m, world * m,
+                 world * m))
+        _GATHERS[key] = muir.compile(ir, "moe_loads.mlir", {"target": "cpu"})
+    return _GATHERS[key]
+
+
+def _sum_over_ranks(counts, ep):
+    """counts (int64 [n] on the CPU) summed over the job's ranks, exactly:
+    under mpirun over MPI (muir's runtime, as the passes of a layer of this
+    `ep`), else over torch.distributed when it is initialised with several
+    ranks, else counts. Every rank calls it."""
+    world = _world_size()
+    if world > 1:
+        step = _gather_step(counts.numel(), world, ep)
+        pieces = torch.stack([(counts >> (16 * i)) & 0xFFFF
+                              for i in range(_PIECES)]).to(torch.float32)
+        every = torch.empty(world * pieces.numel())
+        step.bind("counts", pieces.data_ptr())
+        step.bind("every", every.data_ptr())
+        step.run()
+        sums = every.view(world, _PIECES, -1).to(torch.int64).sum(0)
+        return sum(sums[i] << (16 * i) for i in range(_PIECES))
+    import torch.distributed as dist
+    if dist.is_available() and dist.is_initialized() and \
+            dist.get_world_size() > 1:
+        t = counts.clone()
+        if dist.get_backend() == "nccl":
+            t = t.cuda()
+        dist.all_reduce(t)
+        return t.cpu()
+    return counts.clone()
+
+
 def _int(v, key, lo):
     if isinstance(v, bool) or not isinstance(v, int) or v < lo:
         raise ValueError("muir.torch.MoE: %s must be an integer >= %d, got "
@@ -156,10 +226,18 @@ class _Pass:
 class _MoEFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, layer, x, *weights):
-        y, saved, tokens_per_expert, bound = layer._forward(x, weights)
+        y, saved, tokens_per_expert, bound, bias = layer._forward(x, weights)
         ctx.layer = layer
         ctx.bound = bound
-        ctx.save_for_backward(x, *weights, *saved)
+        # The backward routes again with the forward's bias (a copy: an
+        # update_bias() between the two does not change the choice).
+        ctx.bias = bias
+        # recompute: only x and the weights are kept; the backward runs the
+        # forward pass again for the experts' products (same bits: the same
+        # pass on the same inputs).
+        ctx.recompute = layer.recompute
+        ctx.save_for_backward(x, *weights,
+                              *(() if layer.recompute else saved))
         ctx.mark_non_differentiable(tokens_per_expert)
         return y, tokens_per_expert
 
@@ -169,7 +247,10 @@ class _MoEFunction(torch.autograd.Function):
         nw = len(layer._weight_names)
         tensors = ctx.saved_tensors
         x, weights, saved = tensors[0], tensors[1:1 + nw], tensors[1 + nw:]
-        dx, grads = layer._backward(ctx.bound, dy, x, weights, saved)
+        if ctx.recompute:
+            saved = layer._forward(x, weights, ctx.bias, ctx.bound)[1]
+        dx, grads = layer._backward(ctx.bound, dy, x, weights, saved,
+                                    ctx.bias)
         return (None, dx) + tuple(grads)
 
 
@@ -205,9 +286,17 @@ class MoE(torch.nn.Module):
     shared_down_proj [hidden, S * expert_size]. Initialised as nn.Linear
     initialises its weight (uniform in +-1/sqrt(fan in)).
 
-    Tokens: x [..., hidden] float32 on the CPU, or on the CUDA device that
-    holds the parameters (the CUDA target, on the current stream; that
-    path has not run on a GPU yet). Non-contiguous x is copied.
+    Tokens: x [..., hidden] on the CPU, or on the CUDA device that holds
+    the parameters (the CUDA target, on the current stream; that path has
+    not run on a GPU yet). Non-contiguous x is copied.
+    Precision: the layer computes in float32 (routing in double per token,
+    docs/description.md). x may be float32, bfloat16 or float16, and the
+    parameters float32 or bfloat16 (mixed-precision training): x and the
+    parameters are read as float32 (exactly: a bfloat16 or float16 value
+    is a float32 one), y is rounded once to x's dtype, or under
+    torch.autocast to the autocast dtype (as an nn.Linear there returns
+    it), and the gradients once to their tensors' dtypes. So a bfloat16 y
+    is the float32 layer's y to within half a bfloat16 ulp.
     The layer is compiled for a bound of tokens per call and runs any T up
     to it: the rows past T are padding that routes nowhere, and a call's
     work and memory scale with the bound. With `max_tokens` the bound is
@@ -230,6 +319,26 @@ class MoE(torch.nn.Module):
     of expert e's score (softmax, or sigmoid scores normalised per token),
     computed in PyTorch from the router so that autograd gives the router
     its gradient.
+
+    e_score_correction_bias (False): with True the layer holds a float32
+    buffer e_score_correction_bias [experts] (zeros; in state_dict under
+    that name, as DeepSeek-V3's router in transformers holds it; no
+    parameter: it takes no gradient), whole on every rank also with
+    ep > 1, which is added to the scores to choose the experts (groups
+    included) and not to their weights (docs/description.md,
+    selection_bias). Aux-loss-free load balancing (DeepSeek-V3;
+    Megatron-Core's moe_router_enable_expert_bias, torchtitan's): forwards
+    in training mode with grad enabled add their tokens_per_expert (before
+    capacity drops) to `layer.tokens_per_expert_since_update` (a forward
+    that torch.utils.checkpoint runs again counts again); after each
+    optimizer.step() every rank calls `layer.update_bias()`, which sums
+    those counts over the job's ranks (under mpirun over MPI, else over
+    torch.distributed when it is initialised) into the loads L, adds
+    bias_update_rate (default 1e-3) * sign(mean(L) - L_e) to each
+    e_score_correction_bias[e] (the sign from integers, the sum in float64
+    rounded once to the buffer's dtype), zeroes the counts and returns L.
+    So the biases are the same bits on every rank and every ep layout
+    given the same tokens.
 
     Expert parallel (ep > 1, under mpirun with ep ranks): rank r holds
     experts [r * E / ep, (r + 1) * E / ep) (gate_proj, up_proj and
@@ -261,8 +370,21 @@ class MoE(torch.nn.Module):
     (bitwise the original's results); its parameters keep their marks for
     muir.torch.Muon.
 
+    recompute (False): activation recompute. The forward keeps only x,
+    the weights and the routing's inputs for the backward, which runs the
+    forward pass again to get the experts' products (saved.gate, saved.up,
+    saved.out: R x (2 expert_size + hidden) floats, R the routed rows)
+    before its own: a layer's saved activations between its forward and
+    backward drop from those to x alone, for one more forward pass of
+    time (about a third more per forward + backward). The results are
+    bitwise those without it (test/Python/torch-moe-recompute.test).
+
     check_finite (True): a NaN or infinity in x raises MoEInputError
-    before anything runs. options: compile options for muir.compile.
+    before anything runs. options: compile options for muir.compile;
+    "cache-dir" as muir.torch.Muon's cache_dir (compiled CPU passes are
+    kept on disk and loaded by the next process: by default
+    muir.cache_dir(), $MUIR_CACHE_DIR or ~/.cache/muir; None or "" for
+    none).
     """
 
     def __init__(self, hidden, expert_size, experts, top_k, *,
@@ -271,7 +393,9 @@ class MoE(torch.nn.Module):
                  capacity_factor=None, drop_policy="weight", ep=1,
                  aux_loss_coef=None, max_tokens=None,
                  max_compiled_bounds=DEFAULT_MAX_COMPILED_BOUNDS,
-                 check_finite=True, name="moe", options=None):
+                 check_finite=True, name="moe", options=None,
+                 e_score_correction_bias=False, bias_update_rate=1e-3,
+                 recompute=False):
         super().__init__()
         self.hidden = _int(hidden, "hidden", 1)
         self.expert_size = _int(expert_size, "expert_size", 1)
@@ -327,6 +451,11 @@ class MoE(torch.nn.Module):
         if not isinstance(normalize, bool):
             raise ValueError("muir.torch.MoE: normalize must be True or "
                              "False, got %r" % (normalize,))
+        if not isinstance(e_score_correction_bias, bool):
+            raise ValueError("muir.torch.MoE: e_score_correction_bias must "
+                             "be True or False, got %r"
+                             % (e_score_correction_bias,))
+        self.bias_update_rate = _rate(bias_update_rate)
         self.scoring = scoring
         self.routed_scaling = float(routed_scaling)
         self.normalize = normalize
@@ -338,6 +467,10 @@ class MoE(torch.nn.Module):
         self._max_bounds = _int(max_compiled_bounds, "max_compiled_bounds",
                                 1)
         self.check_finite = bool(check_finite)
+        if not isinstance(recompute, bool):
+            raise ValueError("muir.torch.MoE: recompute must be True or "
+                             "False, got %r" % (recompute,))
+        self.recompute = recompute
         self.name = str(name)
         self.options = dict(options or {})
         el = self.experts // self.ep
@@ -368,6 +501,15 @@ class MoE(torch.nn.Module):
             self._weight_names += ["shared_gate_proj", "shared_up_proj",
                                    "shared_down_proj"]
         self.tokens_per_expert = torch.zeros(self.experts, dtype=torch.int64)
+        # The selection bias (None: none) and the loads counted since its
+        # last update (not saved: a checkpoint is taken between updates).
+        self.register_buffer("e_score_correction_bias",
+                             torch.zeros(self.experts)
+                             if e_score_correction_bias else None)
+        self.register_buffer("tokens_per_expert_since_update",
+                             torch.zeros(self.experts, dtype=torch.int64)
+                             if e_score_correction_bias else None,
+                             persistent=False)
         # (bound, "forward"|"backward"[, device]) -> _Pass, and the size
         # classes held, (bound[, device]), least recently used first.
         self._passes = {}
@@ -378,8 +520,8 @@ class MoE(torch.nn.Module):
         """Marks the parameters for muir.torch.Muon: the router takes AdamW
         (the experts Muon, per expert); the expert stacks hold experts
         _rows() (and with ep > 1, Muon steps them per expert on this rank
-        only). Marked again on a copy: torch's Parameter copies (deepcopy,
-        pickle in torch 1.13) drop a tensor's Python attributes."""
+        only). Marked again on a copy: copy.deepcopy of a Parameter drops
+        its Python attributes (torch 2.9 still does; pickle keeps them)."""
         self.router._muir_optimizer = "adamw"
         for n in _STACKS:
             p = getattr(self, n)
@@ -412,6 +554,14 @@ class MoE(torch.nn.Module):
         if "_classes" not in state:
             self._classes = collections.OrderedDict()
             self._max_bounds = DEFAULT_MAX_COMPILED_BOUNDS
+        if "recompute" not in state:
+            self.recompute = False
+        if "e_score_correction_bias" not in self._buffers:
+            self._buffers["e_score_correction_bias"] = None
+            self._buffers["tokens_per_expert_since_update"] = None
+            self._non_persistent_buffers_set.add(
+                "tokens_per_expert_since_update")
+            self.bias_update_rate = 1e-3
         self._mark_parameters()
 
     # -- state ------------------------------------------------------------
@@ -469,6 +619,8 @@ class MoE(torch.nn.Module):
         if self.capacity_factor is not None:
             entry += ", capacity_factor: %r, drop_policy: %s" % (
                 float(self.capacity_factor), self.drop_policy)
+        if self.e_score_correction_bias is not None:
+            entry += ", selection_bias: true"
         return ("name: moe-layer\ngrid:\n  axes: %s\nmoe:\n  - %s}\n"
                 % (grid, entry))
 
@@ -529,6 +681,13 @@ class MoE(torch.nn.Module):
             if device.type == "cuda":
                 opts = {"target": "cuda", "cuda-device": device.index or 0}
             opts.update(self.options)
+            # CPU passes are kept on disk as optimizer steps are (a pass
+            # per layer shape and bound, loaded instead of compiled by the
+            # next process): options {"cache-dir": DIR}, None or "" for
+            # none, by default muir.cache_dir()'s.
+            cache = muir.cache_dir(opts.pop("cache-dir", muir.DEFAULT))
+            if cache and opts["target"] == "cpu":
+                opts["cache-dir"] = cache
             opts["layer"] = "layer"
             opts["layer-pass"] = which
             try:
@@ -566,25 +725,42 @@ class MoE(torch.nn.Module):
             raise MoEInputError("%s: x is on %s, the layer's parameters on "
                                 "%s; give x on %s" % (who, x.device, device,
                                                       device))
-        if x.dtype != torch.float32:
-            raise MoEInputError("%s: x has dtype %s; expected torch.float32"
+        if x.dtype not in _X_DTYPES:
+            raise MoEInputError("%s: x has dtype %s; expected float32, "
+                                "bfloat16 or float16"
                                 % (who, str(x.dtype).replace("torch.", "")))
         if x.dim() < 1 or x.shape[-1] != self.hidden:
             raise MoEInputError("%s: x has shape %s; expected [..., %d] "
                                 "(hidden)" % (who, list(x.shape),
                                               self.hidden))
         for n, w in zip(self._weight_names, self._weights()):
-            if w.device != device or w.dtype != torch.float32 or \
+            if w.device != device or w.dtype not in _W_DTYPES or \
                     not w.is_contiguous():
                 raise MoEInputError("%s: parameter %s must be contiguous "
-                                    "float32 on %s (the router's device)"
-                                    % (who, n, device))
+                                    "float32 or bfloat16 on %s (the "
+                                    "router's device)" % (who, n, device))
         if self.check_finite and x.numel() and \
                 not bool(torch.isfinite(x).all()):
             bad = (~torch.isfinite(x)).nonzero()[0].tolist()
             raise MoEInputError("%s: x has a non-finite value %r at %s "
                                 "(check_finite)"
                                 % (who, x[tuple(bad)].item(), bad))
+        bias = self.e_score_correction_bias
+        if bias is not None:
+            if bias.device != device or not bias.is_floating_point() or \
+                    tuple(bias.shape) != (self.experts,):
+                raise MoEInputError(
+                    "%s: e_score_correction_bias must be a floating-point "
+                    "[%d] (experts) on %s, got %s %s on %s"
+                    % (who, self.experts, device,
+                       str(bias.dtype).replace("torch.", ""),
+                       list(bias.shape), bias.device))
+            if self.check_finite and not bool(torch.isfinite(bias).all()):
+                bad = int((~torch.isfinite(bias)).nonzero()[0])
+                raise MoEInputError("%s: e_score_correction_bias has a "
+                                    "non-finite value %r at [%d] "
+                                    "(check_finite)"
+                                    % (who, bias[bad].item(), bad))
 
     def _padded(self, t, bound):
         """t [T, H] as a contiguous [bound, H] buffer (zero rows after T)."""
@@ -594,9 +770,11 @@ class MoE(torch.nn.Module):
         buf[:t.shape[0]] = t
         return buf
 
-    def _forward(self, x, weights):
+    def _forward(self, x, weights, bias=None, bound=None):
+        """One forward pass; `bias` and `bound`: those of the forward a
+        recomputing backward repeats (default: the layer's now)."""
         tokens = x.shape[0]
-        bound = self._bound_of(tokens)
+        bound = bound or self._bound_of(tokens)
         p = self._pass(bound, "forward", x.device)
         xb = self._padded(x.detach(), bound)
         out = {n: torch.empty(p.shapes[n],
@@ -608,12 +786,19 @@ class MoE(torch.nn.Module):
         tensors["x"] = xb
         for n, w in zip(self._weight_names, weights):
             tensors[n] = w.detach()
+        if bias is None and self.e_score_correction_bias is not None:
+            # float32, and a copy, which the backward routes with too.
+            bias = self.e_score_correction_bias.detach().to(
+                torch.float32, copy=True).contiguous()
+        if bias is not None:
+            tensors["selection_bias"] = bias
         p.run(tensors, tokens, x.device)
         saved = [out[n] for n in sorted(k for k in out
                                         if k.startswith("saved."))]
-        return out["y"][:tokens], saved, out["tokens_per_expert"], bound
+        return (out["y"][:tokens], saved, out["tokens_per_expert"], bound,
+                bias)
 
-    def _backward(self, bound, dy, x, weights, saved):
+    def _backward(self, bound, dy, x, weights, saved, bias=None):
         tokens = x.shape[0]
         p = self._pass(bound, "backward", x.device)
         tensors = {"dy": self._padded(dy.contiguous(), bound),
@@ -623,6 +808,8 @@ class MoE(torch.nn.Module):
         for n, t in zip(sorted(k for k in p.shapes if k.startswith("saved.")),
                         saved):
             tensors[n] = t
+        if bias is not None:
+            tensors["selection_bias"] = bias
         outs = {n: torch.empty(p.shapes[n], device=x.device) for n in p.shapes
                 if n == "dx" or n.endswith(".grad")}
         tensors.update(outs)
@@ -633,21 +820,35 @@ class MoE(torch.nn.Module):
     def forward(self, x):
         self._check(x)
         shape = x.shape
-        x2 = x.reshape(-1, self.hidden)
-        if not x2.is_contiguous():
-            x2 = x2.contiguous()
-        y, tpe = _MoEFunction.apply(self, x2, *self._weights())
-        self.tokens_per_expert = tpe
-        y = y.reshape(shape)
-        if self.aux_loss_coef is None:
-            return y
-        return y, self._aux_loss(x2, tpe)
+        kind = x.device.type
+        # The dtype an nn.Linear would return here: autocast's, else x's.
+        out = torch.get_autocast_dtype(kind) \
+            if torch.is_autocast_enabled(kind) else x.dtype
+        # float32 inside (casts that autograd differentiates: the
+        # gradients come back rounded to x's and the parameters' dtypes).
+        with torch.autocast(kind, enabled=False):
+            x2 = x.reshape(-1, self.hidden).float()
+            if not x2.is_contiguous():
+                x2 = x2.contiguous()
+            weights = [w.float() for w in self._weights()]
+            y, tpe = _MoEFunction.apply(self, x2, *weights)
+            self.tokens_per_expert = tpe
+            # The loads update_bias() balances: training passes only (not
+            # evaluation, nor a forward run again under no_grad).
+            counts = self.tokens_per_expert_since_update
+            if counts is not None and self.training and \
+                    torch.is_grad_enabled():
+                counts += tpe
+            y = y.reshape(shape).to(out)
+            if self.aux_loss_coef is None:
+                return y
+            return y, self._aux_loss(x2, tpe, weights[0])
 
-    def _aux_loss(self, x2, tpe):
+    def _aux_loss(self, x2, tpe, router):
         tokens = x2.shape[0]
         if tokens == 0:
-            return self.router.sum() * 0.0
-        logits = x2 @ self.router.t()
+            return router.sum() * 0.0
+        logits = x2 @ router.t()
         if self.scoring == "softmax":
             scores = logits.softmax(-1)
         else:
@@ -656,8 +857,50 @@ class MoE(torch.nn.Module):
         f = tpe.to(torch.float32) / float(tokens * self.top_k)
         return self.aux_loss_coef * self.experts * (f * scores.mean(0)).sum()
 
+    def update_bias(self):
+        """Aux-loss-free load balancing, to call on every rank after each
+        optimizer.step(): the loads L [experts] (tokens_per_expert_since_update
+        summed over the job's ranks), then e_score_correction_bias[e] +=
+        bias_update_rate * sign(mean(L) - L_e), the counts zeroed. Returns
+        L (int64, on the CPU). See the class docstring."""
+        if self.e_score_correction_bias is None:
+            raise ValueError("muir.torch.MoE %r: update_bias() needs a "
+                             "layer made with e_score_correction_bias=True"
+                             % self.name)
+        rate = _rate(self.bias_update_rate)
+        counts = self.tokens_per_expert_since_update
+        load = _sum_over_ranks(counts.detach().cpu(), self.ep)
+        # sign(mean(L) - L_e) = sign(sum(L) - experts * L_e): exact.
+        sign = torch.sign(load.sum() - self.experts * load)
+        bias = self.e_score_correction_bias
+        with torch.no_grad():
+            new = bias.detach().cpu().double() + rate * sign.double()
+            bias.copy_(new)
+            counts.zero_()
+        return load
+
     def extra_repr(self):
         return ("hidden=%d, expert_size=%d, experts=%d, top_k=%d, "
-                "scoring=%s, shared_experts=%d, ep=%d"
+                "scoring=%s, shared_experts=%d, ep=%d%s"
                 % (self.hidden, self.expert_size, self.experts, self.top_k,
-                   self.scoring, self.shared_experts, self.ep))
+                   self.scoring, self.shared_experts, self.ep,
+                   ", e_score_correction_bias=True"
+                   if self.e_score_correction_bias is not None else ""))
+
+    # -- Hugging Face transformers (muir.hf) ------------------------------
+    @classmethod
+    def from_hf(cls, block, **options):
+        """A layer with the routing and a copy of the weights of a
+        transformers MoE block (Qwen3-MoE, Mixtral, DeepSeek-V3; Qwen2-MoE
+        with routed_only=True): muir.hf.from_hf, whose docstring says how
+        each family maps. muir.hf.MoEBlock(block) is the drop-in module
+        and muir.hf.replace_moe_blocks(model) replaces a model's blocks."""
+        from muir import hf
+        return hf.from_hf(block, cls=cls, **options)
+
+    def to_hf(self, block):
+        """Writes this layer's weights into the transformers MoE block
+        `block` (the inverse of from_hf; muir.hf.copy_to_hf). Returns
+        `block`."""
+        from muir import hf
+        return hf.copy_to_hf(self, block)

@@ -192,7 +192,8 @@ More keyword arguments (**more):
   description, the options, the build and the host CPU, loaded instead of
   compiling next time). Default $MUIR_CACHE_DIR, else
   $XDG_CACHE_HOME/muir, else ~/.cache/muir; None or "" (or
-  MUIR_CACHE_DIR="") for none. The CUDA target compiles every time.
+  MUIR_CACHE_DIR="") for none (muir.cache_dir(); muir.torch.MoE keeps its
+  layers' passes there too). The CUDA target compiles every time.
   options: a dict of compile options for muir.compile; and those a user
   sets by keyword with underscores (muir.options(), docs/step-library.md's
   table: ns_mode, dp_assign, syrk, syrk_chunk_rows, cuda_bf16, ...).
@@ -436,26 +437,9 @@ def _value_text(v):
     return _float_text(v) if isinstance(v, float) else repr(v)
 
 
-_DEFAULT = object()
-
-
-def _cache_dir(value):
-    """Where compiled CPU steps are kept (muir's cache-dir option): the
-    given folder; None, False or "" for none; by default $MUIR_CACHE_DIR
-    (empty: none), else $XDG_CACHE_HOME/muir, else ~/.cache/muir."""
-    if value is _DEFAULT:
-        value = os.environ.get("MUIR_CACHE_DIR")
-        if value is None:
-            base = os.environ.get("XDG_CACHE_HOME") or \
-                os.path.join(os.path.expanduser("~"), ".cache")
-            value = os.path.join(base, "muir")
-    if not value:
-        return None
-    value = os.fspath(value)
-    if any(c.isspace() for c in value):
-        raise ValueError("cache_dir %r: muir's options cannot hold spaces"
-                         % value)
-    return value
+# "Not given" (a cache_dir not given is muir.cache_dir()'s default).
+_DEFAULT = muir.DEFAULT
+_cache_dir = muir.cache_dir
 
 
 def _world_size(target):

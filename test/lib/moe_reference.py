@@ -17,15 +17,18 @@ import torch
 import muirtest as mt
 
 
-def layer(x, router, gate, up, down, attrs, experts, top_k, capacity=None):
-    """The layer's output for tokens x [T, H] in float64. `attrs`: scoring,
-    groups, groups_per_token, routed_scaling; `capacity`: (factor, policy)
-    over all T tokens, (factor, policy, G) over each block of G tokens, or
-    None."""
+def route(x, router, attrs, experts, top_k):
+    """The routing of tokens x [T, H] in float64: the chosen experts idx
+    [T, K] and their weights w [T, K] (autograd through the scores). With
+    attrs["selection_bias"] (a sequence of E numbers) the experts and groups
+    are chosen by score + bias, and the weights are the unbiased scores."""
     logits = x @ router.T
     sig = attrs.get("scoring", "softmax") == "sigmoid"
     s = torch.sigmoid(logits) if sig else torch.softmax(logits, dim=1)
     sel = s.detach().numpy()
+    bias = attrs.get("selection_bias")
+    if bias is not None:
+        sel = sel + np.asarray(bias, dtype=np.float64)[None, :]
     groups = attrs.get("groups", 1)
     if groups > 1:
         t = sel.shape[0]
@@ -40,7 +43,15 @@ def layer(x, router, gate, up, down, attrs, experts, top_k, capacity=None):
     w = torch.gather(s, 1, idx)
     if sig:
         w = w / w.sum(1, keepdim=True)
-    w = w * attrs.get("routed_scaling", 1.0)
+    return idx, w * attrs.get("routed_scaling", 1.0)
+
+
+def layer(x, router, gate, up, down, attrs, experts, top_k, capacity=None):
+    """The layer's output for tokens x [T, H] in float64. `attrs`: scoring,
+    groups, groups_per_token, routed_scaling, selection_bias (route);
+    `capacity`: (factor, policy) over all T tokens, (factor, policy, G) over
+    each block of G tokens, or None."""
+    idx, w = route(x, router, attrs, experts, top_k)
     if capacity:
         keep = mt.capacity_keep(idx.numpy(), w.detach().numpy(), experts,
                                 capacity[0], capacity[1],

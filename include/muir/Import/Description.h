@@ -286,6 +286,11 @@ struct MoELayer {
   /// tokens (muir.capacity's group_tokens).
   int64_t capacityTokens = 0;
   Loc capacityTokensLoc;
+  /// `selection_bias`: a layer a model calls takes "selection_bias" [experts]
+  /// (float32), added to the scores to choose the experts but not to their
+  /// weights (muir.route's bias: DeepSeek-V3's e_score_correction_bias).
+  bool selectionBias = false;
+  Loc selectionBiasLoc;
   Loc loc;
   Loc nameLoc; ///< where the name is written; `loc` when unknown
 };
