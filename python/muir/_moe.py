@@ -348,8 +348,10 @@ class MoE(torch.nn.Module):
     rank order (an expert's gradient sums over every token routed to it,
     from any rank); the router's and the shared experts' gradients are
     from the rank's own tokens (average them over the ranks, as DDP does
-    for replicated parameters). Every rank must then compile the same
-    bound: give max_tokens. muir.torch.Muon steps the expert stacks (marked
+    for replicated parameters). Every rank runs the same bound: max_tokens
+    when given, else each call's size class of the largest token count of
+    any rank (the ranks exchange their counts first: one small all-gather
+    per forward over MPI). muir.torch.Muon steps the expert stacks (marked
     `_muir_ep`) per expert on their own rank, never shared out.
 
     Checkpoints: state_dict() holds the rank's experts and records which
@@ -433,9 +435,6 @@ class MoE(torch.nn.Module):
             raise ValueError("muir.torch.MoE: ep=%d needs a job of %d ranks "
                              "(mpirun -np %d); this one has %d"
                              % (self.ep, self.ep, self.ep, world))
-        if self.ep > 1 and max_tokens is None:
-            raise ValueError("muir.torch.MoE: ep=%d needs max_tokens (every "
-                             "rank compiles the same bound)" % self.ep)
         for key, v in (("routed_scaling", routed_scaling),
                        ("capacity_factor", capacity_factor),
                        ("aux_loss_coef", aux_loss_coef)):
@@ -708,6 +707,12 @@ class MoE(torch.nn.Module):
             return self.max_tokens
         # The call's size class: a small call after a large one runs on a
         # small bound (the passes' work and memory scale with the bound).
+        # With ep > 1 every rank runs the same bound: the class of the
+        # largest call of any rank.
+        if self.ep > 1:
+            mine = torch.zeros(_world_size(), dtype=torch.int64)
+            mine[_world_rank()] = tokens
+            tokens = int(_sum_over_ranks(mine, self.ep).max())
         self._bound = _bound_for(tokens)
         return self._bound
 

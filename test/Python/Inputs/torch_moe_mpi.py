@@ -90,13 +90,17 @@ def main():
         print("one rank: %d tokens" % sum(TOKENS))
         return
     rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
-    layer = mt.MoE(ep=2, max_tokens=64, **SETTINGS)
+    # "ep": every rank's bound max_tokens; "ep-auto": none given, the ranks
+    # agree on the size class of the larger call (40 tokens: 128).
+    layer = mt.MoE(ep=2, max_tokens=64, **SETTINGS) if mode == "ep" else \
+        mt.MoE(ep=2, **SETTINGS)
     el = E // 2
     load(layer, w, rank * el, (rank + 1) * el)
     out = run(layer, xs[rank], dys[rank], muon=True)
     torch.save(out, "%s%d.pt" % (path, rank))
-    print("rank %d of 2: %d tokens, experts %d-%d" % (
-        rank, TOKENS[rank], rank * el, (rank + 1) * el - 1), flush=True)
+    print("rank %d of 2: %d tokens, experts %d-%d, bound %d" % (
+        rank, TOKENS[rank], rank * el, (rank + 1) * el - 1, layer.bound),
+        flush=True)
 
 
 def compare(one, eps):
