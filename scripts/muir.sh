@@ -37,7 +37,7 @@ cmd="${1:-run}"
 
 # Debian packages the build, the runtime, the tests and the benchmarks use.
 packages=(cmake ninja-build g++ llvm-22-dev libmlir-22-dev mlir-22-tools
-          libopenblas-dev libopenmpi-dev openmpi-bin libgtest-dev
+          libopenblas-dev libopenmpi-dev openmpi-bin libgtest-dev libdnnl-dev
           python3 pkg-config clang-22 libclang-rt-22-dev)
 # The Python environment of the tests, the benchmarks and muir.torch: a
 # virtual environment (ignored by git) with the pinned PyPI packages of

@@ -64,6 +64,16 @@ void countOther() {
   ++counters.other_calls;
 }
 
+} // namespace
+
+// The counters for the kernels of other files (Bf16.cpp).
+namespace muirrt_detail {
+void countGemm(double flops) { ::countGemm(flops); }
+void countSyrk(double flops) { ::countSyrk(flops); }
+} // namespace muirrt_detail
+
+namespace {
+
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//

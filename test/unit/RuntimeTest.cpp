@@ -299,6 +299,297 @@ TEST(Ssyrk, BothTrianglesAndBeta) {
 }
 
 // Routing: exact indices and counts on hand-built cases.
+//===----------------------------------------------------------------------===//
+// bf16 products (muirrt_bgemm, muirrt_bsyrk): bf16 operands, f32
+// accumulation, the result rounded once to bf16 to nearest even
+//===----------------------------------------------------------------------===//
+
+uint16_t bf16Of(float exact) {
+  uint32_t bits;
+  std::memcpy(&bits, &exact, sizeof bits);
+  EXPECT_EQ(bits & 0xffffu, 0u) << exact << " is no bf16 value";
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+double valueOf(uint16_t v) {
+  uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// v rounded to bf16 (8 significant bits) to nearest, ties to even: by
+// scaling, independently of the runtime's bit trick. v is a normal float.
+uint16_t roundedToBf16(double v) {
+  if (v == 0.0)
+    return bf16Of(static_cast<float>(v));
+  int exp;
+  std::frexp(v, &exp); // |v| in [2^(exp-1), 2^exp)
+  double ulp = std::ldexp(1.0, exp - 8);
+  return bf16Of(static_cast<float>(std::nearbyint(v / ulp) * ulp));
+}
+
+// Integers in [-range, range], which bf16 holds exactly for range <= 256.
+std::vector<uint16_t> integerBf16(size_t n, int range, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> dist(-range, range);
+  std::vector<uint16_t> v(n);
+  for (uint16_t &x : v)
+    x = bf16Of(static_cast<float>(dist(gen)));
+  return v;
+}
+
+// Uniform in [-1, 1), rounded to bf16.
+std::vector<uint16_t> randomBf16(size_t n, unsigned seed) {
+  std::vector<float> f = randomVector(n, seed);
+  std::vector<uint16_t> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = roundedToBf16(f[i]);
+  return v;
+}
+
+// One item of the bf16 GEMM in double: want = alpha op(A) op(B) + beta
+// Acc, and the sum of the magnitudes of its terms (the f32 accumulation's
+// error is a small multiple of 2^-24 of it).
+void refBgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+              const uint16_t *a, const uint16_t *b, double beta,
+              const uint16_t *acc, std::vector<double> &want,
+              std::vector<double> &magnitude) {
+  want.assign(static_cast<size_t>(m * n), 0.0);
+  magnitude.assign(static_cast<size_t>(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0.0, abs = 0.0;
+      for (int64_t p = 0; p < k; ++p) {
+        double term = valueOf(ta ? a[p * m + i] : a[i * k + p]) *
+                      valueOf(tb ? b[j * k + p] : b[p * n + j]);
+        sum += term;
+        abs += std::fabs(term);
+      }
+      double r = alpha * sum, mag = std::fabs(alpha) * abs;
+      if (beta != 0.0) {
+        r += beta * valueOf(acc[i * n + j]);
+        mag += std::fabs(beta * valueOf(acc[i * n + j]));
+      }
+      want[static_cast<size_t>(i * n + j)] = r;
+      magnitude[static_cast<size_t>(i * n + j)] = mag;
+    }
+}
+
+// Exact: every term, partial sum and alpha/beta step is exact in f32, so
+// the result is the exact value rounded once (the bits are determined).
+// Random: within half a bf16 ulp (2^-8 relative) plus the f32
+// accumulation's error.
+void expectBf16(const uint16_t *got, const std::vector<double> &want,
+                const std::vector<double> &magnitude, bool exact,
+                const std::string &what) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (exact) {
+      // A zero's sign is the library's (OpenBLAS: 0 + -0, oneDNN: -0.5 * 0).
+      bool zero = want[i] == 0.0;
+      ASSERT_EQ(zero ? got[i] & 0x7fff : got[i],
+                zero ? 0 : roundedToBf16(want[i]))
+          << what << " at " << i << ": got " << valueOf(got[i]) << ", want "
+          << want[i];
+      continue;
+    }
+    double tol =
+        std::ldexp(std::fabs(want[i]), -8) + std::ldexp(magnitude[i], -18);
+    ASSERT_NEAR(valueOf(got[i]), want[i], tol) << what << " at " << i;
+  }
+}
+
+struct GemmShape {
+  int64_t batch, m, n, k;
+};
+
+// Which calls a case makes: its alphas, its accumulator forms (0: beta 0,
+// C NaN and ignored; 1: beta 1, C the accumulator (acc NULL); 2: beta 0.25,
+// acc == c; 3: beta 0.25, a separate acc, C NaN) and whether it also runs
+// random inputs besides the exact ones.
+struct BgemmCase {
+  GemmShape s;
+  std::vector<float> alphas;
+  std::vector<int> forms;
+  bool random;
+};
+
+// Each call on 1 and 2 threads against one reference. Products of 1e8
+// flops and more run on two threads when there are two.
+TEST(Bgemm, TransposesBatchAlphaBetaAccumulator) {
+  const int32_t threads = muirrt_blas_threads();
+  const uint16_t nan = 0x7fc0;
+  const std::vector<BgemmCase> cases = {
+      // Spans the AMX tiles' edges.
+      {{3, 37, 70, 33}, {1.0f, -0.5f}, {0, 1, 2, 3}, true},
+      // Blocks K.
+      {{2, 130, 96, 600}, {-0.5f}, {0, 2, 3}, true},
+      // 1.02e8 flops.
+      {{1, 256, 200, 1000}, {-0.5f}, {2, 3}, false}};
+  for (const BgemmCase &bc : cases)
+    for (bool exact : {true, false}) {
+      if (!exact && !bc.random)
+        continue;
+      const GemmShape s = bc.s;
+      const int64_t na = s.batch * s.m * s.k, nb = s.batch * s.k * s.n,
+                    nc = s.batch * s.m * s.n;
+      // |a b| <= 16 and k <= 1000: every partial sum is an integer below
+      // 2^24, exact in f32.
+      std::vector<uint16_t> a =
+          exact ? integerBf16(na, 4, 21) : randomBf16(na, 21);
+      std::vector<uint16_t> b =
+          exact ? integerBf16(nb, 4, 22) : randomBf16(nb, 22);
+      std::vector<uint16_t> acc =
+          exact ? integerBf16(nc, 200, 23) : randomBf16(nc, 23);
+      for (int ta = 0; ta < 2; ++ta)
+        for (int tb = 0; tb < 2; ++tb)
+          for (float alpha : bc.alphas)
+            for (int form : bc.forms) {
+              float beta = form == 0 ? 0.0f : form == 1 ? 1.0f : 0.25f;
+              std::vector<std::vector<double>> want(s.batch),
+                  magnitude(s.batch);
+              for (int64_t i = 0; i < s.batch; ++i)
+                refBgemm(ta, tb, s.m, s.n, s.k, alpha, a.data() + i * s.m * s.k,
+                         b.data() + i * s.k * s.n, beta,
+                         acc.data() + i * s.m * s.n, want[i], magnitude[i]);
+              for (int32_t t : {1, 2}) {
+                muirrt_set_blas_threads(t);
+                std::vector<uint16_t> c(nc, nan);
+                const uint16_t *accArg = nullptr;
+                if (form == 1 || form == 2)
+                  c = acc;
+                if (form == 2)
+                  accArg = c.data();
+                if (form == 3)
+                  accArg = acc.data();
+                muirrt_bgemm(s.batch, ta, tb, s.m, s.n, s.k, alpha, a.data(),
+                             b.data(), beta, c.data(), accArg);
+                for (int64_t i = 0; i < s.batch; ++i)
+                  expectBf16(
+                      c.data() + i * s.m * s.n, want[i], magnitude[i], exact,
+                      std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
+                          std::to_string(s.k) + (exact ? " exact" : " random") +
+                          " ta=" + std::to_string(ta) +
+                          " tb=" + std::to_string(tb) +
+                          " alpha=" + std::to_string(alpha) + " form " +
+                          std::to_string(form) + " item " + std::to_string(i) +
+                          ", " + std::to_string(t) + " thread(s)");
+              }
+            }
+    }
+  muirrt_set_blas_threads(threads);
+}
+
+// A A^T and A^T A (A k x n) against the GEMM's reference on 1 and 2
+// threads, C exactly symmetric: n = 37 as one product, n = 1030 in blocks
+// of the upper triangle (the last 6 columns wide) run side by side on two
+// threads (1.2e8 flops).
+TEST(Bsyrk, BothTransposesBlocksAndSymmetry) {
+  const int32_t threads = muirrt_blas_threads();
+  const uint16_t nan = 0x7fc0;
+  for (GemmShape s : {GemmShape{2, 37, 37, 45}, GemmShape{1, 1030, 1030, 100}})
+    for (bool exact : {true, false}) {
+      const int64_t n = s.n, k = s.k, na = s.batch * n * k,
+                    nc = s.batch * n * n;
+      std::vector<uint16_t> a =
+          exact ? integerBf16(na, 4, 31) : randomBf16(na, 31);
+      // A symmetric accumulator, as the contract assumes.
+      std::vector<uint16_t> r =
+          exact ? integerBf16(nc, 200, 32) : randomBf16(nc, 32);
+      std::vector<uint16_t> acc(nc);
+      for (int64_t b = 0; b < s.batch; ++b)
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < n; ++j)
+            acc[b * n * n + i * n + j] =
+                r[b * n * n + std::min(i, j) * n + std::max(i, j)];
+      for (int32_t trans : {0, 1})
+        // 0: beta 0 (C NaN); 1: beta 1, C the accumulator; 2: a separate
+        // accumulator (C NaN). Random inputs of the large case: form 2.
+        for (int form = 0; form < 3; ++form) {
+          if (!exact && n > 100 && form != 2)
+            continue;
+          float beta = form == 0 ? 0.0f : form == 1 ? 1.0f : -0.25f;
+          // op(A) op(A)^T as a GEMM: A A^T, or A^T A with A k x n.
+          std::vector<std::vector<double>> want(s.batch), magnitude(s.batch);
+          for (int64_t b = 0; b < s.batch; ++b)
+            refBgemm(trans, !trans, n, n, k, 2.0, a.data() + b * n * k,
+                     a.data() + b * n * k, beta, acc.data() + b * n * n,
+                     want[b], magnitude[b]);
+          for (int32_t t : {1, 2}) {
+            muirrt_set_blas_threads(t);
+            std::vector<uint16_t> c(nc, nan);
+            if (form == 1)
+              c = acc;
+            muirrt_bsyrk(s.batch, trans, n, k, 2.0f, a.data(), beta, c.data(),
+                         form == 2 ? acc.data() : nullptr);
+            for (int64_t b = 0; b < s.batch; ++b) {
+              std::string what = std::to_string(n) + "x" + std::to_string(k) +
+                                 (exact ? " exact" : " random") +
+                                 " trans=" + std::to_string(trans) + " form " +
+                                 std::to_string(form) + " item " +
+                                 std::to_string(b) + ", " + std::to_string(t) +
+                                 " thread(s)";
+              const uint16_t *cb = c.data() + b * n * n;
+              expectBf16(cb, want[b], magnitude[b], exact, what);
+              for (int64_t i = 0; i < n; ++i)
+                for (int64_t j = 0; j < i; ++j)
+                  ASSERT_EQ(cb[i * n + j], cb[j * n + i])
+                      << what << " symmetric at (" << i << ", " << j << ")";
+            }
+          }
+        }
+    }
+  muirrt_set_blas_threads(threads);
+}
+
+// The layout-invariant mode runs one thread and needs a matrix's bits not
+// to depend on the matrices batched with it: a batch's items equal the
+// same products called one by one.
+TEST(Bgemm, OneThreadItemBitsIndependentOfTheBatch) {
+  const int32_t threads = muirrt_blas_threads();
+  muirrt_set_blas_threads(1);
+  for (GemmShape s : {GemmShape{5, 64, 96, 200}, GemmShape{3, 256, 256, 512}}) {
+    const int64_t na = s.batch * s.m * s.k, nb = s.batch * s.k * s.n,
+                  nc = s.batch * s.m * s.n;
+    std::vector<uint16_t> a = randomBf16(na, 41), b = randomBf16(nb, 42);
+    std::vector<uint16_t> all(nc), one(s.m * s.n);
+    muirrt_bgemm(s.batch, 0, 1, s.m, s.n, s.k, 1.0f, a.data(), b.data(), 0.0f,
+                 all.data(), nullptr);
+    for (int64_t i = 0; i < s.batch; ++i) {
+      muirrt_bgemm(1, 0, 1, s.m, s.n, s.k, 1.0f, a.data() + i * s.m * s.k,
+                   b.data() + i * s.k * s.n, 0.0f, one.data(), nullptr);
+      ASSERT_TRUE(
+          std::equal(one.begin(), one.end(), all.begin() + i * s.m * s.n))
+          << s.m << "x" << s.n << "x" << s.k << " item " << i;
+    }
+    if (s.m != s.n)
+      continue;
+    muirrt_bsyrk(s.batch, 0, s.n, s.k, 1.0f, a.data(), 0.0f, all.data(),
+                 nullptr);
+    for (int64_t i = 0; i < s.batch; ++i) {
+      muirrt_bsyrk(1, 0, s.n, s.k, 1.0f, a.data() + i * s.n * s.k, 0.0f,
+                   one.data(), nullptr);
+      ASSERT_TRUE(
+          std::equal(one.begin(), one.end(), all.begin() + i * s.n * s.n))
+          << "syrk " << s.n << "x" << s.k << " item " << i;
+    }
+  }
+  muirrt_set_blas_threads(threads);
+}
+
+TEST(Bgemm, EmptyProductScalesTheAccumulator) {
+  std::vector<uint16_t> acc = {bf16Of(3.0f), bf16Of(-5.0f), bf16Of(0.5f),
+                               bf16Of(7.0f)};
+  std::vector<uint16_t> c(4, 0x7fc0);
+  muirrt_bgemm(1, 0, 0, 2, 2, 0, 1.0f, nullptr, nullptr, 0.5f, c.data(),
+               acc.data());
+  for (size_t i = 0; i < c.size(); ++i)
+    EXPECT_EQ(c[i], roundedToBf16(0.5 * valueOf(acc[i]))) << i;
+  muirrt_bsyrk(1, 0, 2, 0, 1.0f, nullptr, 0.0f, c.data(), nullptr);
+  for (uint16_t v : c)
+    EXPECT_EQ(v, 0);
+}
+
 TEST(Route, TiesGoToTheLowerExpertAndCountsAdd) {
   // Token 0: experts 1 and 3 tie for the best logit; token 1: all equal.
   const float logits[] = {1.0f, 3.0f, 2.0f, 3.0f, 0.5f, 0.5f, 0.5f, 0.5f};

@@ -88,7 +88,8 @@ typedef struct MuirRtCounters {
   int64_t syrk_calls;  /* muirrt_ssyrk invocations */
   int64_t other_calls; /* normalize, transpose */
   double flops;        /* floating-point operations actually performed by
-                          GEMM (2mnk per item) and SYRK (n(n+1)k per item) */
+                          GEMM (2mnk per item) and SYRK (n(n+1)k per item;
+                          a bf16 one on oneDNN: its GEMM blocks' 2mnk) */
 } MuirRtCounters;
 
 void muirrt_counters_get(MuirRtCounters *out);
