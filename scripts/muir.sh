@@ -45,7 +45,7 @@ packages=(cmake ninja-build g++ llvm-22-dev libmlir-22-dev mlir-22-tools
 # numpy). emerging-optimizers needs Python >= 3.12, which Debian 12 lacks:
 # the machine's own (python3.12 on PATH, or pyenv's) makes it, or
 # MUIR_PYTHON names one.
-venv="$root/.venv"
+venv="${MUIR_VENV:-$root/.venv}"
 requirements="$root/python/requirements.txt"
 
 # Progress of a long step, on stderr, read from "PERCENT<TAB>TEXT" lines:
@@ -215,8 +215,9 @@ configure() {
   # A folder configured with another Python (Debian's, before .venv) is
   # configured again with the environment's.
   if [ ! -f "$dir/build.ninja" ] ||
-     ! grep -qxF "Python3_EXECUTABLE:FILEPATH=$venv/bin/python" \
-       "$dir/CMakeCache.txt" 2>/dev/null; then
+     { [ -f "$dir/CMakeCache.txt" ] &&
+       ! grep -qxF "Python3_EXECUTABLE:FILEPATH=$venv/bin/python" \
+         "$dir/CMakeCache.txt"; }; then
     echo "muir: configuring ${dir#"$root"/} (CMake)" >&2
     cmake -G Ninja -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release \
       -DMLIR_LINK_MLIR_DYLIB=ON -DPython3_EXECUTABLE:FILEPATH="$venv/bin/python" \

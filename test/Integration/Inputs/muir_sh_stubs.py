@@ -6,14 +6,20 @@ compiling anything: put DIR first on PATH and set
     STUB_STEPS      build steps the stub ninja runs (0: nothing to do)
     STUB_NINJA_RC   the stub ninja's exit status (default 0)
     STUB_APT_RC     the stub apt-get install's exit status (default 0)
+    STUB_PIP_RC     the stub pip install's exit status (default 0)
 
 apt-get install prints apt's status lines (APT::Status-Fd=1: dlstatus
 while it downloads 4 files, pmstatus while it installs, 5 stages per
 package) among dpkg's own lines, as apt does. ninja prints "[i/N] what"
 per step. cmake writes BUILD/build.ninja; BUILD/bin/muir-run says it ran.
+VENV (scripts/muir.sh's MUIR_VENV) is a Python environment whose
+bin/python, asked to `-m pip install`, prints pip's lines for 4 packages;
+its stamp says python/requirements.txt is installed (remove VENV/muir-
+requirements.sha256 for an install).
 
-usage: muir_sh_stubs.py DIR BUILD
+usage: muir_sh_stubs.py DIR BUILD VENV
 """
+import hashlib
 import os
 import stat
 import sys
@@ -82,8 +88,35 @@ def write(path, text):
              stat.S_IXOTH)
 
 
+PYTHON = r"""#!/bin/bash
+# python -m pip install ... -r FILE: what pip prints, for 4 packages.
+if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then
+  for p in torch==2.9.1 numpy==2.5.5 transformers==5.25.0 absl-py==2.5.1; do
+    echo "Collecting $p"
+    echo "  Downloading ${p%%==*}-${p##*==}-py3-none-any.whl (1.0 MB)"
+  done
+  echo "Installing collected packages: absl-py, numpy, torch, transformers"
+  if [ "${STUB_PIP_RC:-0}" -ne 0 ]; then
+    echo "ERROR: Could not install packages due to an OSError: stub"
+    exit "$STUB_PIP_RC"
+  fi
+  echo "Successfully installed absl-py-2.5.1 numpy-2.5.5 torch-2.9.1"
+  exit 0
+fi
+exec python3 "$@"
+"""
+
+
 def main():
-    stubs, build = sys.argv[1], sys.argv[2]
+    stubs, build, venv = sys.argv[1], sys.argv[2], sys.argv[3]
+    os.makedirs(os.path.join(venv, "bin"), exist_ok=True)
+    write(os.path.join(venv, "bin", "python"), PYTHON)
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                        "..", "..")
+    with open(os.path.join(root, "python", "requirements.txt"), "rb") as f:
+        stamp = hashlib.sha256(f.read()).hexdigest()
+    with open(os.path.join(venv, "muir-requirements.sha256"), "w") as f:
+        f.write(stamp + "\n")
     os.makedirs(stubs, exist_ok=True)
     os.makedirs(os.path.join(build, "bin"), exist_ok=True)
     for name, text in STUBS.items():
