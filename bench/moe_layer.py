@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""muir.torch.MoE, forward + backward of one layer, against the faster of
-two eager PyTorch layers at their best thread setting (issue 37, item 7).
+"""muir.torch.MoE, forward + backward of one layer, against transformers'
+MoE blocks (issue 57).
 
 Points (tokens, hidden, expert_size, experts, top_k): small (1024, 512,
 256, 8, 2), the issue's (4096, 1024, 512, 16, 2), large (8192, 1024, 512,
@@ -9,26 +9,26 @@ float32, CPU.
 
   * muir: muir.torch.MoE with max_tokens = tokens, y = layer(x);
     (y * dy).sum().backward(), fastest of --reps after two warm-ups (the
-    first compiles), OPENBLAS_NUM_THREADS=2.
-  * hf: the Hugging Face style loop (per expert: the tokens that chose it
-    by torch.where on the top-k indices, its SwiGLU MLP as three F.linear,
-    index_add_ of the weighted rows), autograd backward.
-  * sorted: the tokens' (token, slot) pairs sorted by expert (a stable
-    argsort), one contiguous slice per expert, index_add_ back.
-  Each eager layer at both thread settings of bench/common.py
-  (torch.set_num_threads(2); torch.set_num_threads(1) with
-  OPENBLAS_NUM_THREADS=2), the faster reported. Every side runs in its own
-  process; peak memory is the process's peak RSS during the timed passes
-  (VmHWM, reset after the warm-ups) over its RSS before the first pass,
-  after the parameters and data were made: what a forward and backward
-  hold at their peak, and for muir also its compiled passes (the JIT's
-  code and MLIR context, about 100 MB here). The machine's sgemm rate (bin/muir-sgemm-rate) gives
-  the fraction: useful flops (6 T k H F forward, twice that backward, plus
-  the router's 6 T H E) over time.
+    first compiles), OPENBLAS_NUM_THREADS=2; and the same with
+    recompute=True.
+  * hf <impl>: transformers 5.25's Qwen3MoeSparseMoeBlock (built from a
+    Qwen3MoeConfig made here) with each experts implementation a CPU user
+    can pick (config._experts_implementation): eager (the loop over the
+    experts hit), batched_mm (each pair's expert weights gathered for
+    bmm), grouped_mm (pairs sorted by expert, torch._grouped_mm, which
+    torch 2.9 has on the CPU); each at torch.set_num_threads 1 and 2.
+  Rounds alternate the sides; each side runs in its own process; peak
+  memory is the process's peak RSS during the timed passes (VmHWM, reset
+  after the warm-ups) over its RSS before the first pass, after the
+  parameters and data were made (for muir also its compiled passes). The
+  machine's sgemm rate (bin/muir-sgemm-rate) gives the fraction: useful
+  flops (6 T k H F forward, twice that backward, plus the router's
+  6 T H E) over time.
 
-Goal: muir >= 1.5x the faster eager peer.
+Goal: muir >= 1.5x the fastest HF implementation, peak memory at most
+that peer's.
 
-Run:  PYTHONPATH=python .venv/bin/python bench/moe_layer.py --build build
+Run:  .venv/bin/python bench/moe_layer.py --build build
 """
 import argparse
 import json
@@ -63,54 +63,43 @@ def reset_peak():
         f.write("5")
 
 
+# The Hugging Face experts implementations a CPU user can pick
+# (config._experts_implementation; transformers 5.25: "eager" is the
+# per-expert loop, "batched_mm" gathers each token's experts' weights,
+# "grouped_mm" sorts the pairs by expert and calls torch._grouped_mm, which
+# torch 2.9 provides on the CPU); "deepgemm" and "sonicmoe" are GPU only.
+HF_IMPLS = ("eager", "batched_mm", "grouped_mm")
+
+
 def worker(args):
     import torch
-    import torch.nn.functional as F
     torch.manual_seed(0)
     T, H, FF, E, K = POINTS[args.point]
     if args.side == "muir":
         import muir.torch as mt
-        layer = mt.MoE(H, FF, E, K, max_tokens=T, check_finite=False)
+        layer = mt.MoE(H, FF, E, K, max_tokens=T, check_finite=False,
+                       recompute=args.recompute)
         params = list(layer.parameters())
     else:
+        # A transformers Qwen3-MoE block (softmax router, top-k
+        # renormalised), built from a config made here, its experts
+        # implementation `side`.
         torch.set_num_threads(args.torch_threads)
-        router = torch.nn.Parameter(torch.randn(E, H) / H ** 0.5)
-        gate = torch.nn.Parameter(torch.randn(E, FF, H) / H ** 0.5)
-        up = torch.nn.Parameter(torch.randn(E, FF, H) / H ** 0.5)
-        down = torch.nn.Parameter(torch.randn(E, H, FF) / FF ** 0.5)
-        params = [router, gate, up, down]
+        from transformers import Qwen3MoeConfig
+        from transformers.models.qwen3_moe.modeling_qwen3_moe import \
+            Qwen3MoeSparseMoeBlock
+        cfg = Qwen3MoeConfig(hidden_size=H, moe_intermediate_size=FF,
+                             num_experts=E, num_experts_per_tok=K,
+                             norm_topk_prob=True)
+        cfg._experts_implementation = args.side
+        block = Qwen3MoeSparseMoeBlock(cfg)
+        with torch.no_grad():
+            for p in block.parameters():
+                p.normal_(0, 1 / H ** 0.5)
+        params = list(block.parameters())
 
         def layer(x):
-            w, idx = F.linear(x, router).softmax(-1).topk(K, dim=-1)
-            w = w / w.sum(-1, keepdim=True)
-            out = torch.zeros_like(x)
-            if args.side == "hf":
-                for e in range(E):
-                    tok, slot = torch.where(idx == e)
-                    if tok.numel() == 0:
-                        continue
-                    xe = x[tok]
-                    h = F.silu(F.linear(xe, gate[e])) * F.linear(xe, up[e])
-                    ye = F.linear(h, down[e]) * w[tok, slot, None]
-                    out = out.index_add(0, tok, ye)
-                return out
-            flat = idx.reshape(-1)
-            order = torch.sort(flat, stable=True).indices
-            tok = order // K
-            counts = torch.bincount(flat, minlength=E).tolist()
-            xs = x[tok]
-            ws = w.reshape(-1)[order]
-            start = 0
-            for e in range(E):
-                n = counts[e]
-                if n == 0:
-                    continue
-                xe = xs[start:start + n]
-                h = F.silu(F.linear(xe, gate[e])) * F.linear(xe, up[e])
-                ye = F.linear(h, down[e]) * ws[start:start + n, None]
-                out = out.index_add(0, tok[start:start + n], ye)
-                start += n
-            return out
+            return block(x.view(1, T, H)).view(T, H)
     x = torch.randn(T, H, requires_grad=True)
     dy = torch.randn(T, H)
     before = status_mb("VmRSS")
@@ -132,10 +121,23 @@ def worker(args):
 
 def side(args, name, threads, blas):
     env = common.torch_env(blas)
-    out = common.run([sys.executable, os.path.abspath(__file__), "--worker",
-                      "--side", name, "--point", args.point_name,
-                      "--reps", str(args.reps), "--torch-threads",
-                      str(threads)], env=env)
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker",
+           "--side", name, "--point", args.point_name, "--reps",
+           str(args.reps), "--torch-threads", str(threads)] + \
+        (["--recompute"] if args.recompute else [])
+    if name == "muir":
+        out = common.run(cmd, env=env)
+    else:
+        # A peer that cannot run a point (batched_mm gathers every pair's
+        # expert matrices: 34 GB at the issue's point) is reported, not
+        # fatal.
+        p = subprocess.run(cmd, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=env)
+        if p.returncode != 0:
+            last = (p.stderr.strip().splitlines() or ["?"])[-1]
+            return {"ms": float("inf"), "peak_mb": float("nan"),
+                    "error": last[:100]}
+        out = p.stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -143,10 +145,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--points", default="small,issue,large")
     ap.add_argument("--worker", action="store_true")
     ap.add_argument("--side")
     ap.add_argument("--point")
+    ap.add_argument("--recompute", action="store_true")
     ap.add_argument("--torch-threads", type=int, default=2)
     args = ap.parse_args()
     if args.worker:
@@ -157,34 +161,58 @@ def main():
                      env=env)
     m = re.search(r"sgemm_gflops ([\d.]+)", out)
     rate = float(m.group(1)) if m else None
-    print("sgemm rate %.1f GFLOP/s (OPENBLAS_NUM_THREADS=2)" % (rate or 0))
-    print("point  tokens hidden ffn experts k | muir ms  peak MB | "
-          "hf ms (setting) peak MB | sorted ms (setting) peak MB | "
-          "speedup vs faster | muir fraction of sgemm")
+    import torch
+    print("MoE layer forward + backward, float32, CPU (2 cores), torch %s; "
+          "best of %d reps, %d alternating rounds; sgemm rate %.1f GFLOP/s"
+          % (torch.__version__, args.reps, args.rounds, rate or 0))
+    print("peers: transformers' Qwen3MoeSparseMoeBlock with each experts "
+          "implementation, torch threads 1 and 2, the fastest")
     for name in args.points.split(","):
         args.point_name = name
         T, H, FF, E, K = POINTS[name]
-        m = side(args, "muir", 2, "2")
-        peers = {}
-        for peer in ("hf", "sorted"):
-            best = None
-            for label, threads, blas in common.TORCH_SETTINGS:
-                r = side(args, peer, threads, blas)
-                if best is None or r["ms"] < best[0]["ms"]:
-                    best = (r, label)
-            peers[peer] = best
-        faster = min(peers.values(), key=lambda p: p[0]["ms"])
+        best = {}
+
+        def keep(key, r, label=""):
+            if key not in best or r["ms"] < best[key][0]["ms"]:
+                best[key] = (r, label)
+        for _ in range(args.rounds):
+            args.recompute = False
+            keep("muir", side(args, "muir", 2, "2"))
+            args.recompute = True
+            keep("muir recompute", side(args, "muir", 2, "2"))
+            args.recompute = False
+            for impl in HF_IMPLS:
+                for threads in (1, 2):
+                    keep("hf " + impl, side(args, impl, threads, None),
+                         "t%d" % threads)
+        mt = best["muir"][0]["ms"]
+        fastest = min((k for k in best if k.startswith("hf ")),
+                      key=lambda k: best[k][0]["ms"])
+        leanest = min((k for k in best if k.startswith("hf ") and
+                       "error" not in best[k][0]),
+                      key=lambda k: best[k][0]["peak_mb"])
         flops = 3 * 6.0 * T * K * H * FF + 6.0 * T * H * E
-        frac = ""
-        if rate:
-            frac = "%.2f" % (flops / (m["ms"] * 1e-3) / (rate * 1e9))
-        print("%-6s %6d %6d %4d %7d %d | %7.1f %7.0f | %7.1f (%s) %5.0f | "
-              "%7.1f (%s) %5.0f | %.2fx | %s"
-              % (name, T, H, FF, E, K, m["ms"], m["peak_mb"],
-                 peers["hf"][0]["ms"], peers["hf"][1],
-                 peers["hf"][0]["peak_mb"], peers["sorted"][0]["ms"],
-                 peers["sorted"][1], peers["sorted"][0]["peak_mb"],
-                 faster[0]["ms"] / m["ms"], frac))
+        print("\n%s: %d tokens, hidden %d, expert_size %d, %d experts, "
+              "top-%d" % (name, T, H, FF, E, K))
+        print("  %-18s %9s %8s %8s %9s %10s" % ("", "ms", "setting",
+                                               "x muir", "peak MB",
+                                               "of sgemm"))
+        for key, (r, label) in best.items():
+            if "error" in r:
+                print("  %-18s failed: %s" % (key, r["error"]))
+                continue
+            print("  %-18s %9.1f %8s %8.2f %9.0f %10s"
+                  % (key, r["ms"], label, r["ms"] / mt, r["peak_mb"],
+                     "%.2f" % (flops / (r["ms"] * 1e-3) / (rate * 1e9))
+                     if rate else ""))
+        print("  fastest peer %s: %.2fx muir's time (goal >= 1.5); muir's "
+              "peak %.0f MB, recompute's %.0f MB, the fastest peer's %.0f MB, "
+              "the leanest peer's (%s) %.0f MB"
+              % (fastest, best[fastest][0]["ms"] / mt,
+                 best["muir"][0]["peak_mb"],
+                 best["muir recompute"][0]["peak_mb"],
+                 best[fastest][0]["peak_mb"], leanest,
+                 best[leanest][0]["peak_mb"]))
         sys.stdout.flush()
 
 
