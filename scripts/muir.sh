@@ -160,9 +160,9 @@ pip_progress() {
   local total="$1" n=0 line
   while IFS= read -r line; do
     case "$line" in
-      Collecting\ *) n=$((n + 1))
+      Collecting\ *) n=$((n + 1)) line="${line#Collecting }"
         printf '%d\tmuir: installing Python packages: %d/%d %s\n' \
-          $((n * 50 / total)) "$n" "$total" "${line#Collecting }" ;;
+          $((n * 50 / total)) "$n" "$total" "${line%% (from *}" ;;
       Installing\ collected*)
         printf '60\tmuir: installing Python packages: unpacking %d\n' "$n" ;;
       Successfully\ installed*)
