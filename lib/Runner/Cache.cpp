@@ -676,8 +676,21 @@ llvm::Error Step::writeCache(StringRef manifest) {
     if (failed)
       return error("cannot write its record: " + message);
   }
+  // What this process put in place, to tell another writer's entry from a
+  // failure below.
+  llvm::sys::fs::UniqueID ours;
+  if ((ec = llvm::sys::fs::getUniqueID(library, ours)))
+    return error("cannot read it back: " + ec.message());
   if ((ec = llvm::sys::fs::rename(library, path)))
     return error("cannot put it in place: " + ec.message());
+  // Another process writing the same entry (the ranks of one job compile
+  // the same step) may rename its own over this one at any point below:
+  // the entry is then whole and the same step, which later processes
+  // load; this one runs from the JIT without a warning.
+  auto replaced = [&] {
+    llvm::sys::fs::UniqueID now;
+    return !llvm::sys::fs::getUniqueID(path, now) && now != ours;
+  };
   // The library is in place (and this process loads it); an entry
   // without its record is compiled again by the next process.
   if ((ec = llvm::sys::fs::rename(record, recordPath(path))))
@@ -686,12 +699,16 @@ llvm::Error Step::writeCache(StringRef manifest) {
         << " in place (" << ec.message()
         << "); the step will be compiled again next time\n";
   OpenedLibrary opened;
-  if (llvm::Error e = openCheckedLibrary(path, FileOrigin::Trusted, opened))
+  if (llvm::Error e = openCheckedLibrary(path, FileOrigin::Trusted, opened)) {
+    cacheRaced = replaced();
     return e;
+  }
   if (llvm::Error e = openLibrary(path, path))
     return e;
-  if (!opened.sameFile(path))
+  if (!opened.sameFile(path)) {
+    cacheRaced = replaced();
     return error("'" + path + "' was replaced while it was loaded");
+  }
   return llvm::Error::success();
 }
 

@@ -651,9 +651,11 @@ llvm::Error Step::prepare(llvm::raw_ostream &diagnostics) {
       return llvm::Error::success();
     cacheFailure = llvm::toString(std::move(e));
     // One line of muir's: what failed and that the step still runs.
-    llvm::WithColor::warning(llvm::errs(), "muir")
-        << "cannot write the compiled step to cache-dir '" << options.cacheDir
-        << "': " << cacheFailure << "; the step runs from the JIT\n";
+    if (!cacheRaced)
+      llvm::WithColor::warning(llvm::errs(), "muir")
+          << "cannot write the compiled step to cache-dir '"
+          << options.cacheDir << "': " << cacheFailure
+          << "; the step runs from the JIT\n";
   }
   return startEngine();
 }

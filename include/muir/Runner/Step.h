@@ -277,6 +277,9 @@ private:
   int64_t tokenBound = 0;
   bool rebound = false; ///< a tensor was bound anew since the last run
   std::string cacheFailure;
+  /// writeCache failed because another process put the same entry in place
+  /// meanwhile (not a failure of the cache: no warning).
+  bool cacheRaced = false;
   int64_t runs = 0;
 };
 
