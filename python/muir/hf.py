@@ -43,9 +43,11 @@ gate_up_proj [E, 2 I, H] and down_proj [E, H, I], the router a
 
 The experts must be SwiGLU (hidden_act "silu"), without biases, in the
 default fused layout (is_concatenated, not is_transposed). muir's layer
-computes in float32: from_hf makes float32 parameters whatever the
-block's dtype, and the drop-in casts its input to float32 and its output
-back to the input's dtype.
+computes in float32 and keeps the block's dtype where it can: a bfloat16
+block gives bfloat16 parameters (mixed-precision training, as
+muir.torch.MoE takes them), any other a float32 one (float16 parameters
+are not the layer's); the drop-in hands the layer its input in the
+layer's dtype and returns the input's.
 
 What an HF block's forward returns, and what the drop-in keeps: in 5.x
 every one of these blocks returns the hidden states only ([B, S, H]);
@@ -228,8 +230,8 @@ def from_hf(block, routed_only=False, cls=None, **options):
     check_finite, options, ep (rank r takes its rows of the experts),
     capacity_factor and drop_policy (HF's blocks are dropless), and for
     DeepSeek-V3 bias_update_rate. The routing and the sizes come from the
-    block. The layer's parameters are float32 (the block's values, exactly
-    for float32 and bfloat16 blocks).
+    block. The layer's parameters hold the block's values exactly:
+    bfloat16 for a bfloat16 block, else float32.
 
     A Qwen2-MoE block's gated shared expert is no part of muir's layer:
     from_hf refuses such a block unless routed_only=True (the layer then
@@ -271,6 +273,11 @@ def from_hf(block, routed_only=False, cls=None, **options):
     if device.type != "cpu":
         layer = layer.to(device)
     _copy_in(layer, block, fam)
+    if block.experts.gate_up_proj.dtype == torch.bfloat16:
+        # The values were copied exactly into float32; the parameters
+        # (not the selection bias, a float32 buffer) take the block's dtype.
+        for p in layer.parameters():
+            p.data = p.data.to(torch.bfloat16)
     return layer
 
 
@@ -405,8 +412,10 @@ class MoEBlock(torch.nn.Module):
         self._check_bias()
         shape, dtype = hidden_states.shape, hidden_states.dtype
         x = hidden_states.reshape(-1, shape[-1])
-        if dtype != torch.float32:
-            x = x.to(torch.float32)
+        # In the layer's dtype (bfloat16 for a bfloat16 block, the router's
+        # and Qwen2-MoE's shared expert's too), else float32.
+        if dtype != self.moe.router.dtype:
+            x = x.to(self.moe.router.dtype)
         if self.gate._forward_hooks or self.gate._forward_pre_hooks:
             # output_router_logits: transformers records the router
             # module's logits (and load_balancing_loss_func differentiates

@@ -494,10 +494,45 @@ def check_refusals():
                 torch.nn.Linear(2, 2))), ValueError)
 
 
+def check_bf16(family):
+    """A bfloat16 block (a model loaded in bfloat16): the drop-in's
+    parameters are bfloat16 (the block's values), its output and input
+    gradient bfloat16, and they and the experts' gradients are the float32
+    block's on the same values to within bfloat16 rounding (2^-8 relative:
+    muir computes in float32 and rounds once); to_hf gives the values back
+    exactly."""
+    half = make_block(family, 5).to(torch.bfloat16)
+    ref = copy.deepcopy(half).float()
+    drop = muir.hf.MoEBlock(copy.deepcopy(half))
+    report(family, "bfloat16 block: drop-in parameters bfloat16",
+           all(p.dtype == torch.bfloat16 for p in drop.moe.parameters()))
+    torch.manual_seed(6)
+    x = torch.randn(*T_SHAPE, H).to(torch.bfloat16)
+    dy = torch.randn(*T_SHAPE, H)
+    xb, xr = x.clone().requires_grad_(True), x.float().requires_grad_(True)
+    y = drop(xb)
+    (y.float() * dy).sum().backward()
+    (ref(xr) * dy).sum().backward()
+    g = ref.experts.gate_up_proj.grad
+    errs = [rel(y.float(), ref(x.float())), rel(xb.grad.float(), xr.grad),
+            rel(drop.moe.gate_proj.grad.float(), g[:, :I]),
+            rel(drop.moe.down_proj.grad.float(), ref.experts.down_proj.grad)]
+    report(family, "bfloat16 block: y and dx bfloat16, y, dx and the "
+           "experts' gradients within 2^-8 of the float32 block's",
+           y.dtype == xb.grad.dtype == torch.bfloat16 and
+           max(errs) <= 2.0 ** -8)
+    back = drop.to_hf()
+    report(family, "bfloat16 block: to_hf gives its values back exactly",
+           all(torch.equal(a, b) for a, b in zip(back.state_dict().values(),
+                                                 half.state_dict().values())))
+
+
 for fam in ("qwen3_moe", "mixtral", "qwen2_moe", "deepseek_v3"):
     check_block(fam)
 check_jitter()
 check_bias()
+for fam in ("qwen3_moe", "deepseek_v3"):
+    check_bf16(fam)
 for fam in ("qwen3_moe", "mixtral", "qwen2_moe", "deepseek_v3"):
     check_model(fam)
 check_refusals()
