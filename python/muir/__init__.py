@@ -114,6 +114,23 @@ def library_path():
     return os.path.join(build, "lib", "libmuir_step.so")
 
 
+def _import_static_llvm_users():
+    """Imports triton (which torch imports for torch.compile and some of
+    its optimizers) when it is installed, before the step library's
+    libLLVM.so is loaded into the global scope: triton links LLVM
+    statically, and its static initialisers, run after libLLVM.so is
+    global, register LLVM's command-line options into libLLVM.so's
+    registry and crash (SIGSEGV in llvm::cl::Option::addArgument, seen with
+    torch 2.15's triton). Imported first, it keeps to its own copy. About
+    0.2 s, once per process."""
+    import importlib.util
+    try:
+        if importlib.util.find_spec("triton") is not None:
+            import triton  # noqa: F401
+    except Exception:  # a broken triton is torch's business, not muir's
+        pass
+
+
 def _load():
     global _lib
     if _lib is not None:
@@ -127,6 +144,7 @@ def _load():
                 "muir's step library is not at %s; build muir (the "
                 "muir_step target) or set MUIR_BUILD_DIR to the build folder "
                 "or MUIR_LIBRARY to the library" % path)
+        _import_static_llvm_users()
         try:
             lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
         except OSError as e:

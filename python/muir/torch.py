@@ -700,6 +700,8 @@ class Muon(torch.optim.Optimizer):
             adjust_lr_fn "match_rms_      scale_mode="spectral",
               adamw"                      scale_extra=0.2
                                           (0.2 * sqrt(max(out, in)))
+            adjust_lr_fn "spectral_       scale_mode="unit_rms"
+              unclamped" (torch 2.15)     (sqrt(out / in))
             ns_coefficients (a, b, c)     schedule="simple" for the default
                                           triple, else schedule="custom",
                                           coefficients=[a, b, c]
@@ -712,10 +714,11 @@ class Muon(torch.optim.Optimizer):
         here every parameter of `params` takes Muon (use_muon=True) unless
         it is given in a group with use_muon False. More keywords go to
         muir.torch.Muon (layout, cache_dir, ...)."""
-        if adjust_lr_fn not in (None, "original", "match_rms_adamw"):
+        if adjust_lr_fn not in (None, "original", "match_rms_adamw",
+                                "spectral_unclamped"):
             raise ValueError("muir.torch.Muon.like_torch: adjust_lr_fn %r; "
-                             "expected None, 'original' or "
-                             "'match_rms_adamw' (torch.optim.Muon's)"
+                             "expected None, 'original', 'match_rms_adamw' "
+                             "or 'spectral_unclamped' (torch.optim.Muon's)"
                              % (adjust_lr_fn,))
         coefficients = [float(c) for c in ns_coefficients]
         if len(coefficients) != 3:
@@ -730,6 +733,8 @@ class Muon(torch.optim.Optimizer):
         if adjust_lr_fn == "match_rms_adamw":
             more.setdefault("scale_mode", "spectral")
             more.setdefault("scale_extra", 0.2)
+        elif adjust_lr_fn == "spectral_unclamped":
+            more.setdefault("scale_mode", "unit_rms")
         else:
             more.setdefault("scale_mode", "shape")
         if isinstance(params, (torch.Tensor, torch.nn.Module, dict)):

@@ -42,10 +42,17 @@ _shipped_ns = torch_muon._zeropower_via_newtonschulz
 
 
 class _Float32(torch.Tensor):
-    """A tensor whose .bfloat16() is a float32 copy of itself."""
+    """A tensor whose cast to bfloat16 (.bfloat16() in torch 2.9,
+    .to(dtype=torch.bfloat16, copy=True) in later ones) is a float32 copy
+    of itself."""
 
     def bfloat16(self):
         return self.as_subclass(torch.Tensor).clone()
+
+    def to(self, *args, **kwargs):
+        if kwargs.get("dtype") is torch.bfloat16 or torch.bfloat16 in args:
+            return self.as_subclass(torch.Tensor).clone()
+        return super().to(*args, **kwargs)
 
 
 def _float32_ns(grad, ns_coefficients, ns_steps, eps):
@@ -95,6 +102,14 @@ CONFIGS = [
     ("coefficients", dict(ns_coefficients=(3.0, -3.2, 1.2), ns_steps=3,
                           eps=1e-6, lr=0.01)),
 ]
+# torch 2.15 adds "spectral_unclamped" (sqrt(out / in)).
+try:
+    torch.optim.Muon([torch.nn.Parameter(torch.zeros(2, 2))],
+                     adjust_lr_fn="spectral_unclamped")
+    CONFIGS.append(("spectral_unclamped", dict(
+        adjust_lr_fn="spectral_unclamped", lr=0.01)))
+except ValueError:
+    pass
 
 failed = 0
 def steps(kw, start, grads):
