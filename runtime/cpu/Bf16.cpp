@@ -349,20 +349,29 @@ Matmuls *matmuls() {
 }
 
 /// One product of a call: C = alpha A B + beta C, [batch, m, k] x
-/// [batch, k, n] -> [batch, m, n] at the given places.
+/// [batch, k, n] -> [batch, m, n] at the given places. The thread that runs
+/// it first copies `accFrom` (when set: the packed accumulator, batch m n
+/// elements) into C, and afterwards mirrors each n x n result's upper
+/// triangle onto its lower one when `mirror`: both on the product's own
+/// matrices while they are in its cache, side by side with the others.
 struct Product {
-  int64_t m, n, k;
+  int64_t batch, m, n, k;
   const uint16_t *a;
   Strides aStrides;
   const uint16_t *b;
   Strides bStrides;
   uint16_t *c;
   Strides cStrides;
+  const uint16_t *accFrom = nullptr;
+  bool mirror = false;
 };
 
 /// Runs one product on the calling thread, with its own stream and
 /// scratchpad (kept for the thread's next products).
 void execute(const Matmul &mm, const Product &p, const dnnl::engine &cpu) {
+  if (p.accFrom && p.accFrom != p.c)
+    std::memmove(p.c, p.accFrom,
+                 static_cast<size_t>(p.batch * p.m * p.n) * sizeof *p.c);
   struct FreeDeleter {
     void operator()(void *q) const { std::free(q); }
   };
@@ -384,6 +393,8 @@ void execute(const Matmul &mm, const Product &p, const dnnl::engine &cpu) {
        {DNNL_ARG_DST, dnnl::memory(mm.c, cpu, p.c)},
        {DNNL_ARG_SCRATCHPAD, dnnl::memory(mm.scratchpad, cpu, scratch.get())}});
   stream.wait();
+  if (p.mirror)
+    mirrorUpperToLower(p.c, p.batch, p.n);
 }
 
 /// Products shared out over an OpenMP team, each run on one thread: every
@@ -419,13 +430,13 @@ void runTeamMember(void *data) {
 /// 1.1e8 flops, gains from two).
 constexpr double kParallelFlops = 1.0e8;
 
-/// Runs `products` (of one batch, alpha and beta) on oneDNN; false, with
-/// nothing written, when it has no usable primitive for one of them. With
+/// Runs `products` (of one alpha and beta) on oneDNN; false, with nothing
+/// written, when it has no usable primitive for one of them. With
 /// `spread`, the products run side by side, each on one of the threads
 /// (several small products keep every thread busy, where oneDNN splitting
 /// each one waits at its end for the slowest thread), else one after the
 /// other on all of them.
-bool runOnDnnl(const char *fn, int64_t batch, float alpha, float beta,
+bool runOnDnnl(const char *fn, float alpha, float beta,
                const std::vector<Product> &products, bool spread) {
   Matmuls *all = matmuls();
   if (!all)
@@ -433,7 +444,7 @@ bool runOnDnnl(const char *fn, int64_t batch, float alpha, float beta,
   int threads = muirrt_blas_threads();
   double flops = 0;
   for (const Product &p : products)
-    flops += 2.0 * double(batch) * double(p.m) * double(p.n) * double(p.k);
+    flops += 2.0 * double(p.batch) * double(p.m) * double(p.n) * double(p.k);
   if (flops < kParallelFlops)
     threads = 1;
   int team = spread ? static_cast<int>(std::min<size_t>(
@@ -446,7 +457,7 @@ bool runOnDnnl(const char *fn, int64_t batch, float alpha, float beta,
   uint32_t betaBits = bitsOf(beta == 0.0f ? 0.0f : beta);
   std::vector<std::shared_ptr<const Matmul>> prims;
   for (const Product &p : products) {
-    prims.push_back(all->get({batch, p.m, p.n, p.k, p.aStrides, p.bStrides,
+    prims.push_back(all->get({p.batch, p.m, p.n, p.k, p.aStrides, p.bStrides,
                               p.cStrides, bitsOf(alpha), betaBits, each}));
     if (!prims.back()->usable)
       return false;
@@ -485,6 +496,33 @@ bool runOnDnnl(const char *fn, int64_t batch, float alpha, float beta,
   return true;
 }
 
+/// A batch of products as one product per thread, each of a share of the
+/// matrices (with its share of the accumulator copy and the mirroring),
+/// run side by side: one product on all the threads leaves the copy and
+/// the mirror to one thread while the others wait. A single matrix, or a
+/// product of too few flops, stays whole.
+std::vector<Product> perThread(const Product &whole) {
+  int64_t threads = muirrt_blas_threads();
+  double flops = 2.0 * double(whole.batch) * double(whole.m) *
+                 double(whole.n) * double(whole.k);
+  if (threads < 2 || whole.batch < 2 || flops < kParallelFlops)
+    return {whole};
+  int64_t parts = std::min(threads, whole.batch);
+  std::vector<Product> out;
+  for (int64_t i = 0, first = 0; i < parts; ++i) {
+    Product p = whole;
+    p.batch = whole.batch / parts + (i < whole.batch % parts ? 1 : 0);
+    p.a += first * whole.aStrides.batch;
+    p.b += first * whole.bStrides.batch;
+    p.c += first * whole.cStrides.batch;
+    if (p.accFrom)
+      p.accFrom += first * whole.m * whole.n;
+    out.push_back(p);
+    first += p.batch;
+  }
+  return out;
+}
+
 /// Whether [p, p + count) and [q, q + qCount) share an element.
 bool overlaps(const uint16_t *p, int64_t count, const uint16_t *q,
               int64_t qCount) {
@@ -501,14 +539,15 @@ bool dnnlGemm(int64_t batch, int32_t trans_a, int32_t trans_b, int64_t m,
   if (overlaps(c, batch * m * n, a, batch * m * k) ||
       overlaps(c, batch * m * n, b, batch * k * n))
     return false;
-  // The sum post-op adds beta times what C holds. (Without a primitive the
-  // widening path reads acc, unchanged.)
+  // The sum post-op adds beta times what C holds: the thread running a
+  // product copies acc there first. (Without a primitive the widening path
+  // reads acc, unchanged.)
+  Product whole{batch, m, n, k, a, packed(m, k, trans_a != 0), b,
+                packed(k, n, trans_b != 0), c, packed(m, n, false)};
   if (beta != 0.0f && acc && acc != c)
-    std::memmove(c, acc, static_cast<size_t>(batch * m * n) * sizeof *c);
-  return runOnDnnl("muirrt_bgemm", batch, alpha, beta,
-                   {{m, n, k, a, packed(m, k, trans_a != 0), b,
-                     packed(k, n, trans_b != 0), c, packed(m, n, false)}},
-                   false);
+    whole.accFrom = acc;
+  std::vector<Product> parts = perThread(whole);
+  return runOnDnnl("muirrt_bgemm", alpha, beta, parts, parts.size() > 1);
 }
 
 /// Columns per block of a symmetric product's upper triangle, or 0 for the
@@ -559,12 +598,13 @@ double dnnlSyrk(int64_t batch, int32_t trans, int64_t n, int64_t k, float alpha,
     // is the same elements with the roles of the strides swapped.
     Strides opA = packed(n, k, trans != 0);
     Strides opAT{opA.batch, opA.col, opA.row};
+    Product whole{batch, n, n, k, a, opA, a, opAT, c, packed(n, n, false)};
     if (beta != 0.0f && acc && acc != c)
-      std::memmove(c, acc, static_cast<size_t>(count) * sizeof *c);
-    if (!runOnDnnl("muirrt_bsyrk", batch, alpha, beta,
-                   {{n, n, k, a, opA, a, opAT, c, packed(n, n, false)}}, false))
+      whole.accFrom = acc;
+    whole.mirror = true;
+    std::vector<Product> parts = perThread(whole);
+    if (!runOnDnnl("muirrt_bsyrk", alpha, beta, parts, parts.size() > 1))
       return -1;
-    mirrorUpperToLower(c, batch, n);
     return 2.0 * double(batch) * double(n * n) * double(k);
   }
 
@@ -592,12 +632,12 @@ double dnnlSyrk(int64_t batch, int32_t trans, int64_t n, int64_t k, float alpha,
           std::memcpy(next + r * cols, from + i * n * n + r * n + c0,
                       static_cast<size_t>(cols) * sizeof *c);
       const uint16_t *ai = rows + i * n * k;
-      products.push_back({height, cols, k, ai, packed(height, k, false),
+      products.push_back({1, height, cols, k, ai, packed(height, k, false),
                           ai + c0 * k, packed(k, cols, true), next,
                           packed(height, cols, false)});
       next += height * cols;
     }
-  if (!runOnDnnl("muirrt_bsyrk", 1, alpha, beta, products, true))
+  if (!runOnDnnl("muirrt_bsyrk", alpha, beta, products, true))
     return -1;
   const uint16_t *stored = blocks.get();
   for (int64_t i = 0; i < batch; ++i)

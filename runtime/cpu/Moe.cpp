@@ -9,6 +9,8 @@
 
 #include "muir-rt/Runtime.h"
 
+#include "Parallel.h"
+
 #include "muir-rt/RouteMath.h"
 
 #include <algorithm>
@@ -66,35 +68,15 @@ extern "C" void muirrt_route(int64_t tokens, int64_t experts, int64_t k,
 
 namespace {
 
-/// Runs item(e) for every expert e with rows: with several BLAS threads,
-/// the experts in parallel, each product on one BLAS thread (taken in
-/// turn from a shared counter, so uneven experts balance); else in order.
-/// An expert's product is one thread's either way whenever threads > 1,
-/// so its bits do not depend on how many experts a rank holds (the
-/// layouts of an ep layer agree), and OpenBLAS's threads do not wake and
-/// spin for each of many mid-sized products.
-template <typename Fn>
-void forEachExpert(int64_t experts, const int64_t *sizes, Fn &&item) {
-  int32_t threads = muirrt_blas_threads();
-  if (threads < 2) {
-    for (int64_t e = 0; e < experts; ++e)
-      item(e);
-    return;
-  }
-  muirrt_set_blas_threads(1);
-  std::atomic<int64_t> next{0};
-  auto work = [&] {
-    for (int64_t e; (e = next.fetch_add(1)) < experts;)
-      item(e);
-  };
-  std::vector<std::thread> pool;
-  for (int32_t t = 1; t < threads; ++t)
-    pool.emplace_back(work);
-  work();
-  for (std::thread &t : pool)
-    t.join();
-  muirrt_set_blas_threads(threads);
-  (void)sizes;
+/// Runs item(e) for every expert e: with several BLAS threads, the
+/// experts in parallel, each product on one BLAS thread (taken in turn
+/// from a shared counter, so uneven experts balance); else in order. An
+/// expert's product is one thread's either way whenever threads > 1, so
+/// its bits do not depend on how many experts a rank holds (the layouts of
+/// an ep layer agree), and OpenBLAS's threads do not wake and spin for
+/// each of many mid-sized products.
+template <typename Fn> void forEachExpert(int64_t experts, Fn &&item) {
+  muirrt_detail::forEachItem(experts, item, /*oneBlasThread=*/true);
 }
 
 } // namespace
@@ -122,7 +104,7 @@ extern "C" void muirrt_grouped_gemm(int64_t experts, int64_t rows, int64_t k,
   for (int64_t e = 0; e < experts; ++e)
     first[e + 1] = first[e] + sizes[e];
   // One GEMM per expert (sgemm counts it); empty groups cost nothing.
-  forEachExpert(experts, sizes, [&](int64_t e) {
+  forEachExpert(experts, [&](int64_t e) {
     int64_t row = first[e];
     if (sizes[e] > 0)
       muirrt_sgemm(1, 0, trans_w, sizes[e], n, k, 1.0f, in + row * k,
@@ -513,7 +495,7 @@ extern "C" void muirrt_grouped_gemm_wgrad(int64_t experts, int64_t rows,
   std::vector<int64_t> first(static_cast<size_t>(experts) + 1, 0);
   for (int64_t e = 0; e < experts; ++e)
     first[e + 1] = first[e] + sizes[e];
-  forEachExpert(experts, sizes, [&](int64_t e) {
+  forEachExpert(experts, [&](int64_t e) {
     int64_t row = first[e];
     float *d = dw + e * k * n;
     if (sizes[e] == 0)
