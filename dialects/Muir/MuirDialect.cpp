@@ -400,6 +400,16 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
                            "(a data-parallel rank)");
     return success();
   }
+  if (name == "muir.parallel_range") {
+    // muir-outline-loops: a loop nest's function whose last two arguments
+    // are the range of its outer dimension's iterations, and their count.
+    auto i = dyn_cast<IntegerAttr>(value);
+    if (!i || !i.getType().isInteger(64) || i.getInt() < 1 ||
+        !isa<FunctionOpInterface>(op))
+      return op->emitError("'muir.parallel_range' must be a positive i64 on "
+                           "a function (its outer loop's iterations)");
+    return success();
+  }
   if (name == "muir.modelled_ms" || name == "muir.dp_weight") {
     // muir-distribute's modelled time of the mode it ran, and the weight
     // it shared the matrix out over dp by: finite, non-negative f64.
@@ -414,7 +424,8 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
                           {"muir.entry", "muir.per_rank", "muir.local",
                            "muir.ns_mode", "muir.ns_why", "muir.dp_owner",
                            "muir.dp_weight", "muir.modelled_ms",
-                           "muir.ns_form", "muir.ns_form_cost"});
+                           "muir.ns_form", "muir.ns_form_cost",
+                           "muir.parallel_range"});
 }
 
 /// A shard or split of argument `arg` names one of its dimensions.

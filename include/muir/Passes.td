@@ -367,9 +367,10 @@ def MuirOutlineLoops : Pass<"muir-outline-loops", "mlir::ModuleOp"> {
   let summary = "move each top-level loop nest of the CPU step into a "
                 "function of its own";
   let description = [{
-    After `convert-linalg-to-loops` on the CPU target: every `scf.for`
-    directly in the body of a function with a body (the step) becomes a
-    call of a private function (`<function>_loop<N>`, LLVM's `noinline`) that
+    After `convert-linalg-to-parallel-loops` on the CPU target: every
+    `scf.for` or `scf.parallel` directly in the body of a function with a
+    body (the step) becomes a call of a private function
+    (`<function>_loop<N>`, LLVM's `noinline`) that
     holds the loop nest, taking the values the nest uses from outside as
     arguments (constants are copied in). LLVM optimises one function at a
     time, and its loop passes (induction-variable simplification above
@@ -391,10 +392,39 @@ def MuirOutlineLoops : Pass<"muir-outline-loops", "mlir::ModuleOp"> {
     the slots of a batch share one function. A loop with results, or one
     using another memref the bare-pointer calling convention cannot pass,
     stays.
+
+    An `scf.parallel` nest (a `linalg.generic`'s parallel dimensions, from
+    `convert-linalg-to-parallel-loops`) of constant bounds and at least
+    2^18 innermost iterations becomes a function that also takes the range
+    [lo, hi) of its outer dimension's iterations (two `index` arguments
+    after the others, attribute `muir.parallel_range` = the iteration
+    count), called with the whole range; `muir-parallel-loop-calls` shares
+    it out over threads.
   }];
-  let dependentDialects = ["mlir::func::FuncDialect",
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::func::FuncDialect",
                            "mlir::memref::MemRefDialect",
                            "mlir::scf::SCFDialect"];
+}
+
+def MuirParallelLoopCalls
+    : Pass<"muir-parallel-loop-calls", "mlir::ModuleOp"> {
+  let summary = "share out the outlined parallel loop nests over the "
+                "runtime's threads";
+  let description = [{
+    After the lowering to the LLVM dialect, on the CPU target: each call of
+    a function that `muir-outline-loops` made from an `scf.parallel` nest
+    (attribute `muir.parallel_range`: its last two arguments are the range
+    [lo, hi) of the outer dimension's iterations) becomes a call of the
+    runtime's `muirrt_parallel_range(fn, ctx, count)`, which runs
+    `fn(ctx, lo, hi)` on parts of [0, count) on its threads
+    (`muirrt_blas_threads`). `fn` is a trampoline, `<callee>_range`, that
+    loads the call's arguments from a struct the caller stores on its
+    stack (`llvm.alloca` in its entry block) and calls the nest with the
+    part's range. The iterations of an `scf.parallel` are independent, so
+    the results are those of one thread, bit for bit.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
 #endif // MUIR_PASSES_TD

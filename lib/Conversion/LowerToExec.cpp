@@ -584,12 +584,125 @@ void computeInPlaceIn(Block &block) {
   }
 }
 
+/// Whether two subviews of static offsets, sizes and unit strides share
+/// no element (some dimension's ranges do not meet).
+bool disjointSlots(memref::SubViewOp a, memref::SubViewOp b) {
+  auto unit = [](memref::SubViewOp v) {
+    return llvm::all_of(v.getStaticStrides(),
+                        [](int64_t s) { return s == 1; });
+  };
+  if (!unit(a) || !unit(b) || a.getStaticOffsets().size() !=
+                                  b.getStaticOffsets().size())
+    return false;
+  for (auto [ao, as, bo, bs] :
+       llvm::zip(a.getStaticOffsets(), a.getStaticSizes(),
+                 b.getStaticOffsets(), b.getStaticSizes())) {
+    if (ShapedType::isDynamic(ao) || ShapedType::isDynamic(as) ||
+        ShapedType::isDynamic(bo) || ShapedType::isDynamic(bs))
+      return false;
+    if (ao + as <= bo || bo + bs <= ao)
+      return true;
+  }
+  return false;
+}
+
+/// A fresh buffer that element-wise kernels compute and that is then
+/// copied (as it is, or through a memref.expand_shape) into a slot of a
+/// fresh buffer of `block` (a batch's stack: a concatenation's subviews) is
+/// computed in that slot instead: the stack and its slot are made before
+/// the kernel, the copy goes. Only when kernels alone write or read the
+/// fresh buffer (runtime calls take identity layouts), the copy is its last
+/// use, and nothing but subviews and copies into them uses the stack before
+/// this copy (the slots of a concatenation are disjoint). A Newton-Schulz
+/// batch's momentum updates then go straight into its stack: one pass over
+/// them less.
+void stackInPlaceIn(Block &block) {
+  SmallVector<memref::CopyOp> copies;
+  for (auto copy : block.getOps<memref::CopyOp>())
+    copies.push_back(copy);
+  for (memref::CopyOp copy : copies) {
+    auto slot = copy.getTarget().getDefiningOp<memref::SubViewOp>();
+    if (!slot || slot->getBlock() != &block || slot->getNumOperands() != 1)
+      continue;
+    auto stack = slot.getSource().getDefiningOp<memref::AllocOp>();
+    if (!stack || stack->getBlock() != &block || stack->getNumOperands() != 0)
+      continue;
+    Value source = copy.getSource();
+    auto expand = source.getDefiningOp<memref::ExpandShapeOp>();
+    if (expand && (!expand->hasOneUse() || expand->getBlock() != &block))
+      continue;
+    auto alloc = (expand ? expand.getSrc() : source)
+                     .getDefiningOp<memref::AllocOp>();
+    if (!alloc || alloc->getBlock() != &block || alloc->getNumOperands() != 0)
+      continue;
+    Operation *first = nullptr;
+    bool ok = true;
+    for (Operation *use : usersIn(block, alloc.getResult())) {
+      if (use == copy || use == expand)
+        continue;
+      auto g = dyn_cast<linalg::GenericOp>(use);
+      ok &= g && use->isBeforeInBlock(copy);
+      if (!first || use->isBeforeInBlock(first))
+        first = use;
+    }
+    if (!ok || !first)
+      continue;
+    // Before the copy, the stack is only viewed, or used through slots
+    // disjoint from this one (the other slots' copies and kernels).
+    for (Operation *use : usersIn(block, stack.getResult())) {
+      if (!use->isBeforeInBlock(copy) || isa<memref::SubViewOp>(use))
+        continue;
+      bool viaOtherSlots = false;
+      for (Value operand : use->getOperands()) {
+        Value v = operand;
+        while (auto *def = v.getDefiningOp()) {
+          if (!isa<memref::CollapseShapeOp, memref::ExpandShapeOp>(def))
+            break;
+          v = def->getOperand(0);
+        }
+        if (v == stack.getResult()) {
+          viaOtherSlots = false;
+          break;
+        }
+        auto other = v.getDefiningOp<memref::SubViewOp>();
+        if (!other || other.getSource() != stack.getResult())
+          continue;
+        if (!disjointSlots(other, slot)) {
+          viaOtherSlots = false;
+          break;
+        }
+        viaOtherSlots = true;
+      }
+      ok &= viaOtherSlots;
+    }
+    if (!ok)
+      continue;
+    if (first->isBeforeInBlock(stack))
+      stack->moveBefore(first);
+    if (first->isBeforeInBlock(slot))
+      slot->moveAfter(stack);
+    OpBuilder b(first);
+    Value into = slot.getResult();
+    if (expand)
+      into = memref::CollapseShapeOp::create(b, expand.getLoc(), into,
+                                             expand.getReassociationIndices());
+    alloc.getResult().replaceAllUsesWith(into);
+    copy.erase();
+    if (expand)
+      expand.erase();
+    alloc.erase();
+  }
+}
+
 /// computeInPlace in the function's body and in every switch case.
 void StepFunction::computeInPlace() {
   computeInPlaceIn(func.getBody().front());
+  stackInPlaceIn(func.getBody().front());
   func.walk([](scf::IndexSwitchOp sw) {
-    for (Region &region : sw->getRegions())
+    for (Region &region : sw->getRegions()) {
       computeInPlaceIn(region.front());
+      stackInPlaceIn(region.front());
+    }
   });
 }
 

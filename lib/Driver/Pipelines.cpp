@@ -112,7 +112,8 @@ void mlir::muir::buildExecToLLVMPipeline(OpPassManager &pm,
   // the same bits on every CPU, and no __truncsfbf2, which Debian 12's
   // libgcc lacks, where the target has no bf16 instructions.
   if (failed(parsePassPipeline(
-          "func.func(convert-linalg-to-loops,arith-expand{include-bf16=true})",
+          "func.func(convert-linalg-to-parallel-loops,"
+          "arith-expand{include-bf16=true})",
           pm)))
     llvm::report_fatal_error("muir: malformed built-in lowering pipeline");
   // One function per loop nest: LLVM's compile time grows with the
@@ -123,9 +124,13 @@ void mlir::muir::buildExecToLLVMPipeline(OpPassManager &pm,
           "expand-strided-metadata,finalize-memref-to-llvm,"
           "convert-math-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
           "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
-          "convert-cf-to-llvm,reconcile-unrealized-casts,canonicalize",
+          "convert-cf-to-llvm,reconcile-unrealized-casts",
           pm)))
     llvm::report_fatal_error("muir: malformed built-in lowering pipeline");
+  // The parallel nests' calls share their iterations over the runtime's
+  // threads.
+  pm.addPass(createMuirParallelLoopCalls());
+  pm.addPass(createCanonicalizerPass());
 }
 
 namespace {

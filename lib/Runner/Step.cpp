@@ -845,17 +845,47 @@ Step::firstNonFinite(int32_t role) const {
   if (cuda())
     return error("the non-finite check reads host memory; the CUDA target's "
                  "tensors are on the device");
+  // The tensors in pieces of up to 2^18 elements, scanned side by side on
+  // the runtime's threads (a scan reads memory as fast as one core can; two
+  // read nearly twice as fast); the first piece in order with a find wins.
+  struct Piece {
+    int32_t arg;
+    const void *data;
+    int64_t offset, numel;
+    bool f64;
+    int64_t found = -1;
+  };
+  constexpr int64_t kPiece = 1 << 18;
+  std::vector<Piece> pieces;
   for (auto [i, a] : llvm::enumerate(args)) {
     if (a.role != role || !a.isTensor() || a.i64 || !bound[i])
       continue;
-    int64_t at =
-        a.f64 ? muirrt_first_nonfinite_f64(
-                    static_cast<const double *>(bound[i]), a.numel())
-              : muirrt_first_nonfinite(static_cast<const float *>(bound[i]),
-                                       a.numel());
-    if (at >= 0)
-      return std::make_pair(static_cast<int32_t>(i), at);
+    for (int64_t at = 0, n = a.numel(); at < n; at += kPiece)
+      pieces.push_back({static_cast<int32_t>(i), bound[i], at,
+                        std::min(kPiece, n - at), a.f64});
   }
+  auto scan = [](void *ctx, int64_t lo, int64_t hi) {
+    auto *all = static_cast<Piece *>(ctx);
+    for (int64_t p = lo; p < hi; ++p) {
+      Piece &piece = all[p];
+      piece.found =
+          piece.f64
+              ? muirrt_first_nonfinite_f64(
+                    static_cast<const double *>(piece.data) + piece.offset,
+                    piece.numel)
+              : muirrt_first_nonfinite(
+                    static_cast<const float *>(piece.data) + piece.offset,
+                    piece.numel);
+    }
+  };
+  if (pieces.size() > 2)
+    muirrt_parallel_range(scan, pieces.data(),
+                          static_cast<int64_t>(pieces.size()));
+  else
+    scan(pieces.data(), 0, static_cast<int64_t>(pieces.size()));
+  for (const Piece &piece : pieces)
+    if (piece.found >= 0)
+      return std::make_pair(piece.arg, piece.offset + piece.found);
   return std::make_pair(int32_t(-1), int64_t(-1));
 }
 

@@ -143,6 +143,34 @@ func.func @blocks(%p: tensor<8x16xf32> {muir.name = "p"}) -> (tensor<8x16xf32> {
 
 // -----
 
+// A batch's stack: each element-wise kernel writes its slot of the stack
+// (a 3-D momentum update as it is, a 2-D one through a collapse_shape of
+// its slot), with no buffer of its own copied in afterwards; the stack is
+// made before the first kernel.
+// CHECK-LABEL: func.func @stack_in_place
+// CHECK-SAME: (%[[G1:[^:]+]]: memref<2x4x8xf32> {{.*}}, %[[M1:[^:]+]]: memref<2x4x8xf32> {{.*}}, %[[G2:[^:]+]]: memref<4x8xf32> {{.*}}, %[[M2:[^:]+]]: memref<4x8xf32>
+// CHECK: %[[S:.+]] = memref.alloc() {alignment = 64 : i64} : memref<3x4x8xf32>
+// CHECK-DAG: %[[V1:.+]] = memref.subview %[[S]][0, 0, 0] [2, 4, 8] [1, 1, 1]
+// CHECK-DAG: %[[V2:.+]] = memref.subview %[[S]][2, 0, 0] [1, 4, 8] [1, 1, 1]
+// CHECK: linalg.generic {{.*}} ins(%[[G1]], %[[M1]] : {{.*}}) outs(%[[V1]], %[[M1]] : memref<2x4x8xf32, strided<[32, 8, 1]>>, memref<2x4x8xf32>)
+// CHECK: %[[C2:.+]] = memref.collapse_shape %[[V2]] {{\[}}[0, 1], [2]]
+// CHECK: linalg.generic {{.*}} ins(%[[G2]], %[[M2]] : {{.*}}) outs(%[[C2]], %[[M2]] : memref<4x8xf32, strided<[8, 1], offset: 64>>, memref<4x8xf32>)
+// CHECK-NOT: memref.copy
+// CHECK: muir_exec.frobenius_normalize %[[S]]
+func.func @stack_in_place(%g1: tensor<2x4x8xf32> {muir.name = "a.grad"}, %m1: tensor<2x4x8xf32> {muir.name = "a.momentum"},
+                          %g2: tensor<4x8xf32> {muir.name = "b.grad"}, %m2: tensor<4x8xf32> {muir.name = "b.momentum"})
+    -> (tensor<2x4x8xf32> {muir.updates = "a.momentum"}, tensor<4x8xf32> {muir.updates = "b.momentum"}, tensor<2x4x8xf32> {muir.updates = "a.grad"}) {
+  %u1, %n1 = muir.momentum %g1, %m1 {beta = 0.95, momentum_kind = #muir<momentum_kind ema>, nesterov = true} : tensor<2x4x8xf32>
+  %u2, %n2 = muir.momentum %g2, %m2 {beta = 0.95, momentum_kind = #muir<momentum_kind ema>, nesterov = true} : tensor<4x8xf32>
+  %e2 = tensor.expand_shape %u2 [[0, 1], [2]] output_shape [1, 4, 8] : tensor<4x8xf32> into tensor<1x4x8xf32>
+  %c = tensor.concat dim(0) %u1, %e2 : (tensor<2x4x8xf32>, tensor<1x4x8xf32>) -> tensor<3x4x8xf32>
+  %x = muir.frobenius_normalize %c {eps = 1.0e-3} : tensor<3x4x8xf32>
+  %s = tensor.extract_slice %x[0, 0, 0] [2, 4, 8] [1, 1, 1] : tensor<3x4x8xf32> to tensor<2x4x8xf32>
+  return %n1, %n2, %s : tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<2x4x8xf32>
+}
+
+// -----
+
 // Collectives over groups of more than one rank become exec collectives
 // over the same group: the grid and its axes.
 muir.grid @w axes = ["dp", "tp"] shape = [2, 4]

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -27,6 +28,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -688,6 +690,39 @@ TEST(FrobeniusNormalize, MatchesDoubleReferenceAndInPlace) {
   EXPECT_EQ(inplace, out);
 }
 
+// The documented order of the norm's sum (Runtime.h / Kernels.cpp): 16
+// partial sums over j mod 16 in ascending j, added pairwise (l + 8 into l,
+// then 4, 2, 1). Bit for bit that order, for a length with a tail, on 1 and
+// 2 threads.
+TEST(FrobeniusNormalize, SumOrderIsTheDocumentedOne) {
+  const int64_t batch = 3, numel = 1000 + 7;
+  std::vector<float> in = randomVector(batch * numel, 21);
+  for (int64_t i = 0; i < batch * numel; i += 5)
+    in[i] *= 1e4f; // magnitudes apart, so that orders differ
+  int32_t threads = muirrt_blas_threads();
+  for (int32_t t : {1, 2}) {
+    muirrt_set_blas_threads(t);
+    std::vector<float> out(in.size());
+    muirrt_frobenius_normalize(batch, numel, 1e-7f, in.data(), out.data());
+    for (int64_t b = 0; b < batch; ++b) {
+      double lane[16] = {};
+      for (int64_t j = 0; j < numel; ++j) {
+        double v = in[b * numel + j];
+        lane[j % 16] += v * v;
+      }
+      for (int w = 8; w > 0; w /= 2)
+        for (int l = 0; l < w; ++l)
+          lane[l] += lane[l + w];
+      float scale = static_cast<float>(
+          1.0 / (std::sqrt(lane[0]) + static_cast<double>(1e-7f)));
+      for (int64_t j = 0; j < numel; ++j)
+        ASSERT_EQ(out[b * numel + j], in[b * numel + j] * scale)
+            << "threads " << t << " item " << b << " elem " << j;
+    }
+  }
+  muirrt_set_blas_threads(threads);
+}
+
 TEST(FrobeniusNormalize, F64ExactConstructionAndInPlace) {
   // Items whose norms are exact: (3, 4) * 2^k has norm 5 * 2^k, so with
   // eps = 0 each element divides exactly (x / 5 in double, rounded once:
@@ -722,6 +757,50 @@ TEST(FrobeniusNormalize, F64ExactConstructionAndInPlace) {
   std::vector<double> inplace = x;
   muirrt_frobenius_normalize_f64(4, 50, 1e-7, inplace.data(), inplace.data());
   EXPECT_EQ(inplace, y);
+}
+
+// The parts of muirrt_parallel_range cover [0, count) once, whatever the
+// thread count; a call from a second thread while one runs still covers its
+// range (on its own thread); after the call every part has run.
+TEST(ParallelRange, PartsCoverTheRangeOnce) {
+  int32_t threads = muirrt_blas_threads();
+  struct Marks {
+    std::vector<std::atomic<int>> seen;
+    std::atomic<int64_t> parts{0};
+    explicit Marks(int64_t n) : seen(static_cast<size_t>(n)) {}
+  };
+  auto mark = [](void *ctx, int64_t lo, int64_t hi) {
+    auto &m = *static_cast<Marks *>(ctx);
+    ASSERT_LT(lo, hi);
+    for (int64_t i = lo; i < hi; ++i)
+      m.seen[static_cast<size_t>(i)]++;
+    m.parts++;
+  };
+  for (int32_t t : {1, 2, 3, 8})
+    for (int64_t count : {1, 2, 3, 7, 1000}) {
+      muirrt_set_blas_threads(t);
+      Marks m(count);
+      muirrt_parallel_range(mark, &m, count);
+      for (int64_t i = 0; i < count; ++i)
+        ASSERT_EQ(m.seen[static_cast<size_t>(i)].load(), 1)
+            << "threads " << t << " count " << count << " index " << i;
+      EXPECT_EQ(m.parts.load(), std::min<int64_t>(t, count));
+    }
+  muirrt_set_blas_threads(2);
+  Marks a(100000), b(100000);
+  std::thread other([&] {
+    for (int r = 0; r < 50; ++r)
+      muirrt_parallel_range(mark, &b, 100000);
+  });
+  for (int r = 0; r < 50; ++r)
+    muirrt_parallel_range(mark, &a, 100000);
+  other.join();
+  for (size_t i = 0; i < a.seen.size(); ++i) {
+    ASSERT_EQ(a.seen[i].load(), 50) << i;
+    ASSERT_EQ(b.seen[i].load(), 50) << i;
+  }
+  muirrt_parallel_range(mark, &a, 0); // nothing to run
+  muirrt_set_blas_threads(threads);
 }
 
 TEST(Transpose, NonSquareBatch) {
