@@ -1,15 +1,23 @@
-//===- Parallel.cpp - the step's loop nests shared out over threads -------===//
+//===- Parallel.cpp - the runtime's parallel parts ------------------------===//
 //
-// muirrt_parallel_range: a pool of threads, made on first use and kept
-// (never joined: the process may exit while they wait), that run parts of
-// a compiled step's parallel loop nests beside the calling thread. One
-// range at a time; a second caller runs its range alone. Waking a waiting
-// worker costs a few microseconds, so muir-outline-loops leaves nests of
-// fewer than 2^18 iterations serial.
+// runParts runs parts of a range side by side: the compiled step's
+// element-wise loop nests (muirrt_parallel_range, from
+// muir-parallel-loop-calls), the matrices of a batch, the experts of a
+// layer, the pieces of a non-finite scan. Each thread takes the next part
+// from a shared counter until none is left, so every part runs even when
+// fewer threads come than asked, and the caller returns when all have
+// run.
+//
+// With oneDNN (MUIR_RT_HAVE_DNNL) the threads are libgomp's team, the one
+// oneDNN's bf16 products run on: its workers spin a while after a product
+// and take the next loop at once, where a second pool would wait for them
+// to yield the cores. Without it, a pool of threads made on first use and
+// kept (never joined: the process may exit while they wait); one range at a
+// time, a second caller runs its parts alone.
 //
 //===----------------------------------------------------------------------===//
 
-#include "muir-rt/Runtime.h"
+#include "Parallel.h"
 
 #include <algorithm>
 #include <atomic>
@@ -19,56 +27,59 @@
 #include <thread>
 #include <vector>
 
+#if MUIR_RT_HAVE_DNNL
+// What `#pragma omp parallel num_threads(n)` compiles to with GCC (libgomp's
+// ABI; clang ships no omp.h without libomp).
+extern "C" void GOMP_parallel(void (*fn)(void *), void *data, unsigned threads,
+                              unsigned flags);
+#endif
+
 namespace {
 
-using RangeFn = void (*)(void *, int64_t, int64_t);
+struct Job {
+  muirrt_detail::RangeFn fn;
+  void *ctx;
+  int64_t count, parts;
+  std::atomic<int64_t> next{0};
 
+  /// Runs parts until none is left; returns how many it ran.
+  int64_t work() {
+    int64_t ran = 0;
+    for (int64_t i; (i = next.fetch_add(1)) < parts; ++ran)
+      fn(ctx, count * i / parts, count * (i + 1) / parts);
+    return ran;
+  }
+};
+
+#if !MUIR_RT_HAVE_DNNL
 class Pool {
 public:
-  void run(RangeFn fn, void *ctx, int64_t count) {
-    int64_t threads = muirrt_blas_threads();
+  void run(Job &job, int64_t threads) {
     std::unique_lock<std::mutex> running(busy, std::try_to_lock);
-    if (threads < 2 || count < 2 || !running.owns_lock()) {
-      fn(ctx, 0, count);
+    if (!running.owns_lock()) {
+      job.work();
       return;
     }
-    Job job{fn, ctx, count, std::min(threads, count)};
     {
       std::lock_guard<std::mutex> lock(mutex);
-      while (static_cast<int64_t>(workers.size()) < job.parts - 1)
+      while (static_cast<int64_t>(workers.size()) < threads - 1)
         workers.emplace_back([this] { serve(); });
       current = &job;
+      finished = 0;
+      holders = 0;
       ++generation;
     }
     wake.notify_all();
-    work(job);
+    int64_t ran = job.work();
     // Wait for the parts others took, and for every worker that holds the
-    // job to let go of it (it lives on this stack).
+    // job to let go of it (it lives on the caller's stack).
     std::unique_lock<std::mutex> lock(mutex);
-    done.wait(lock, [&] { return job.finished == job.parts && !job.holders; });
+    finished += ran;
+    done.wait(lock, [&] { return finished == job.parts && !holders; });
     current = nullptr;
   }
 
 private:
-  struct Job {
-    RangeFn fn;
-    void *ctx;
-    int64_t count, parts;
-    std::atomic<int64_t> next{0};
-    int64_t finished = 0; // under mutex
-    int64_t holders = 0;  // under mutex
-  };
-
-  /// Runs parts of `job` until none is left.
-  void work(Job &job) {
-    int64_t ran = 0;
-    for (int64_t i; (i = job.next.fetch_add(1)) < job.parts; ++ran)
-      job.fn(job.ctx, job.count * i / job.parts,
-             job.count * (i + 1) / job.parts);
-    std::lock_guard<std::mutex> lock(mutex);
-    job.finished += ran;
-  }
-
   void serve() {
     uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mutex);
@@ -76,12 +87,13 @@ private:
       wake.wait(lock, [&] { return generation != seen && current; });
       seen = generation;
       Job &job = *current;
-      ++job.holders;
+      ++holders;
       lock.unlock();
-      work(job);
+      int64_t ran = job.work();
       lock.lock();
-      --job.holders;
-      if (job.finished == job.parts && !job.holders)
+      finished += ran;
+      --holders;
+      if (finished == job.parts && !holders)
         done.notify_all();
     }
   }
@@ -91,6 +103,7 @@ private:
   std::condition_variable wake, done;
   uint64_t generation = 0;
   Job *current = nullptr;
+  int64_t finished = 0, holders = 0; // under mutex
   std::vector<std::thread> workers;
 };
 
@@ -99,12 +112,35 @@ Pool &pool() {
   static Pool *instance = new Pool;
   return *instance;
 }
+#endif
 
 } // namespace
 
-extern "C" void muirrt_parallel_range(void (*fn)(void *, int64_t, int64_t),
-                                      void *ctx, int64_t count) {
+namespace muirrt_detail {
+
+void runParts(RangeFn fn, void *ctx, int64_t count, int64_t parts,
+              int64_t threads) {
   if (count <= 0)
     return;
-  pool().run(fn, ctx, count);
+  parts = std::clamp<int64_t>(parts, 1, count);
+  threads = std::clamp<int64_t>(threads, 1, parts);
+  Job job{fn, ctx, count, parts};
+  if (threads < 2) {
+    job.work();
+    return;
+  }
+#if MUIR_RT_HAVE_DNNL
+  GOMP_parallel([](void *j) { static_cast<Job *>(j)->work(); }, &job,
+                static_cast<unsigned>(threads), 0);
+#else
+  pool().run(job, threads);
+#endif
+}
+
+} // namespace muirrt_detail
+
+extern "C" void muirrt_parallel_range(void (*fn)(void *, int64_t, int64_t),
+                                      void *ctx, int64_t count) {
+  int64_t threads = muirrt_blas_threads();
+  muirrt_detail::runParts(fn, ctx, count, threads, threads);
 }
