@@ -147,11 +147,16 @@ def MuirExec_FrobeniusNormalizeOp
   let description = [{
     Norm accumulated in double in a fixed order; `in` and `out` may be the
     same buffer. f32 buffers: `muirrt_frobenius_normalize`; f64 buffers (an
-    f64 parameter's Newton-Schulz): `muirrt_frobenius_normalize_f64`.
+    f64 parameter's Newton-Schulz): `muirrt_frobenius_normalize_f64`. An
+    f32 input with a bf16 output (CPU only: muir-exec-to-runtime-calls
+    fuses a normalisation and the `arith.truncf` kernel that follows it,
+    a bf16 Newton-Schulz's first iterate) writes each scaled element
+    rounded to bf16 to nearest even, as `arith.truncf`:
+    `muirrt_frobenius_normalize_bf16`.
   }];
   let arguments = (ins
       Arg<MemRefRankOf<[F32, F64], [2, 3]>, "", [MemRead]>:$input,
-      Arg<MemRefRankOf<[F32, F64], [2, 3]>, "", [MemWrite]>:$output,
+      Arg<MemRefRankOf<[F32, F64, BF16], [2, 3]>, "", [MemWrite]>:$output,
       F64Attr:$eps);
   let assemblyFormat = [{
     $input `,` $output attr-dict `:` type($input) `,` type($output)

@@ -455,6 +455,9 @@ LogicalResult scaleKernel(Operation *at, Value in, Value ss, Value out,
 LogicalResult lowerNormalize(mx::FrobeniusNormalizeOp op) {
   if (failed(checkFlat(op, op.getInput())))
     return failure();
+  if (cast<MemRefType>(op.getOutput().getType()).getElementType().isBF16())
+    return op.emitOpError("with a bf16 output is CPU only (the CUDA target "
+                          "normalises into the input's type)");
   auto type = cast<MemRefType>(op.getInput().getType());
   int64_t batch = type.getRank() == 3 ? type.getDimSize(0) : 1;
   OpBuilder b(op);

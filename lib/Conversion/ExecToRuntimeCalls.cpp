@@ -384,7 +384,9 @@ Value emit(mx::FrobeniusNormalizeOp nrm, CallBuilder &c) {
             c.ptr(nrm.getInput()), c.ptr(nrm.getOutput())});
     return {};
   }
-  c.call(Rt::frobenius_normalize,
+  bool bf16 =
+      cast<MemRefType>(nrm.getOutput().getType()).getElementType().isBF16();
+  c.call(bf16 ? Rt::frobenius_normalize_bf16 : Rt::frobenius_normalize,
          {c.i64(batch), c.i64(r * cl), c.f32(nrm.getEpsAttr()),
           c.ptr(nrm.getInput()), c.ptr(nrm.getOutput())});
   return {};
@@ -782,6 +784,209 @@ LogicalResult convertRequests(ModuleOp module) {
   return success();
 }
 
+
+/// A Frobenius normalisation into a fresh f32 buffer that only an
+/// element-wise `arith.truncf` kernel to bf16 reads (a bf16 Newton-Schulz's
+/// first iterate) writes the bf16 buffer itself (muirrt_frobenius_normalize_
+/// bf16 rounds as arith.truncf does), and the kernel and the f32 buffer go:
+/// one pass over the batch less. CPU only (the CUDA lowering's kernels
+/// write the output's type).
+void fuseNormalizeToBf16(ModuleOp module) {
+  SmallVector<mx::FrobeniusNormalizeOp> norms;
+  module.walk([&](mx::FrobeniusNormalizeOp n) { norms.push_back(n); });
+  for (mx::FrobeniusNormalizeOp n : norms) {
+    auto type = cast<MemRefType>(n.getOutput().getType());
+    auto alloc = n.getOutput().getDefiningOp<memref::AllocOp>();
+    if (!type.getElementType().isF32() || !alloc ||
+        n.getInput() == n.getOutput())
+      continue;
+    linalg::GenericOp truncate;
+    bool ok = true;
+    for (Operation *user : n.getOutput().getUsers()) {
+      if (user == n || isa<memref::DeallocOp>(user))
+        continue;
+      auto g = dyn_cast<linalg::GenericOp>(user);
+      ok &= g && !truncate && g->getBlock() == n->getBlock() &&
+            n->isBeforeInBlock(g) && g.getNumDpsInputs() == 1 &&
+            g.getNumDpsInits() == 1 &&
+            g.getDpsInputs()[0] == n.getOutput() &&
+            llvm::all_of(g.getIndexingMapsArray(),
+                         [](AffineMap m) { return m.isIdentity(); }) &&
+            g.getNumParallelLoops() == g.getNumLoops();
+      if (!ok)
+        break;
+      truncate = g;
+    }
+    if (!ok || !truncate)
+      continue;
+    Value into = truncate.getDpsInits()[0];
+    auto intoType = dyn_cast<MemRefType>(into.getType());
+    Block &body = truncate.getRegion().front();
+    auto trunc = dyn_cast<arith::TruncFOp>(&body.front());
+    auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());
+    if (!intoType || !intoType.getElementType().isBF16() ||
+        !intoType.getLayout().isIdentity() ||
+        intoType.getShape() != type.getShape() || !trunc ||
+        &*std::next(body.begin()) != yield.getOperation() ||
+        trunc.getIn() != body.getArgument(0) ||
+        yield.getOperand(0) != trunc.getResult() || trunc.getRoundingmodeAttr())
+      continue;
+    // The bf16 buffer must exist where the normalisation runs.
+    Operation *def = into.getDefiningOp();
+    if (def && def->getBlock() == n->getBlock() && n->isBeforeInBlock(def)) {
+      if (!isa<memref::AllocOp>(def) || def->getNumOperands() != 0)
+        continue;
+      def->moveBefore(n);
+    }
+    n.getOutputMutable().assign(into);
+    truncate.erase();
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      user->erase();
+    alloc.erase();
+  }
+}
+
+/// Whether `g` is an element-wise kernel of identity maps whose body is one
+/// op of type `Op` on its one input, yielded.
+template <typename Op> bool isOneOpKernel(linalg::GenericOp g) {
+  if (g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
+      g.getNumParallelLoops() != g.getNumLoops() ||
+      !llvm::all_of(g.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return false;
+  Block &body = g.getRegion().front();
+  auto op = dyn_cast<Op>(&body.front());
+  auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());
+  return op && &*std::next(body.begin()) == yield.getOperation() &&
+         op->getOperand(0) == body.getArgument(0) &&
+         yield.getOperand(0) == op->getResult(0);
+}
+
+/// An f32 buffer that an `arith.extf` kernel widens from a bf16 one (a bf16
+/// Newton-Schulz's result) and that only element-wise kernels read, through
+/// views (the updates' slices of the batch), is not made: each kernel reads
+/// the same view of the bf16 buffer and widens the element itself (extf is
+/// exact), when nothing writes the bf16 buffer (or the loop buffers it may
+/// be) between the widening and the last reader. One pass over the batch
+/// less. CPU only.
+void fuseWidenIntoReaders(ModuleOp module) {
+  SmallVector<linalg::GenericOp> widens;
+  module.walk([&](linalg::GenericOp g) {
+    if (isOneOpKernel<arith::ExtFOp>(g))
+      widens.push_back(g);
+  });
+  for (linalg::GenericOp widen : widens) {
+    Value src = widen.getDpsInputs()[0], wide = widen.getDpsInits()[0];
+    auto srcType = dyn_cast<MemRefType>(src.getType());
+    auto wideType = dyn_cast<MemRefType>(wide.getType());
+    auto alloc = wide.getDefiningOp<memref::AllocOp>();
+    if (!srcType || !wideType || !alloc ||
+        !srcType.getElementType().isBF16() ||
+        !wideType.getElementType().isF32() ||
+        !srcType.getLayout().isIdentity() || alloc->getBlock() != widen->getBlock())
+      continue;
+    Block *block = widen->getBlock();
+    // The readers: kernels in the block after the widening that take a
+    // view chain (subview, collapse_shape) of the f32 buffer
+    // as inputs only.
+    struct Read {
+      linalg::GenericOp reader;
+      unsigned operand;
+      SmallVector<Operation *> chain; // from the buffer outwards
+    };
+    SmallVector<Read> reads;
+    bool ok = true;
+    std::function<void(Value, SmallVector<Operation *>)> follow =
+        [&](Value v, SmallVector<Operation *> chain) {
+          for (OpOperand &use : v.getUses()) {
+            Operation *user = use.getOwner();
+            if (!ok || user == widen || isa<memref::DeallocOp>(user))
+              continue;
+            if (isa<memref::SubViewOp, memref::CollapseShapeOp>(user) &&
+                user->getBlock() == block) {
+              SmallVector<Operation *> longer = chain;
+              longer.push_back(user);
+              follow(user->getResult(0), longer);
+              continue;
+            }
+            auto g = dyn_cast<linalg::GenericOp>(user);
+            ok = g && g->getBlock() == block && widen->isBeforeInBlock(g) &&
+                 g.isDpsInput(&use) && !chain.empty();
+            if (ok)
+              reads.push_back({g, use.getOperandNumber(), chain});
+          }
+        };
+    follow(wide, {});
+    if (!ok || reads.empty())
+      continue;
+    Operation *last = reads.front().reader;
+    for (const Read &r : reads)
+      if (last->isBeforeInBlock(r.reader))
+        last = r.reader;
+    // The buffers the bf16 value may be: itself, or a loop's initial
+    // buffers when it is the loop's result.
+    SmallVector<Value> aliases{src};
+    if (auto loop = src.getDefiningOp<scf::ForOp>())
+      llvm::append_range(aliases, loop.getInitArgs());
+    llvm::SmallPtrSet<Operation *, 8> readers;
+    for (const Read &r : reads)
+      readers.insert(r.reader);
+    for (Value a : aliases)
+      for (Operation *user : a.getUsers()) {
+        Operation *top = block->findAncestorOpInBlock(*user);
+        if (!top || top == widen || !widen->isBeforeInBlock(top) ||
+            last->isBeforeInBlock(top) || isa<memref::DeallocOp>(top))
+          continue;
+        ok &= readers.contains(top);
+      }
+    if (!ok)
+      continue;
+    for (const Read &r : reads) {
+      OpBuilder b(r.reader);
+      Value view = src;
+      for (Operation *step : r.chain) {
+        Location loc = step->getLoc();
+        if (auto sv = dyn_cast<memref::SubViewOp>(step))
+          view = memref::SubViewOp::create(b, loc, view, sv.getMixedOffsets(),
+                                           sv.getMixedSizes(),
+                                           sv.getMixedStrides());
+        else
+          view = memref::CollapseShapeOp::create(
+              b, loc, view,
+              cast<memref::CollapseShapeOp>(step).getReassociationIndices());
+      }
+      r.reader->setOperand(r.operand, view);
+      linalg::GenericOp reader = r.reader;
+      Block &body = reader.getRegion().front();
+      BlockArgument arg = body.getArgument(r.operand);
+      arg.setType(b.getBF16Type());
+      OpBuilder in = OpBuilder::atBlockBegin(&body);
+      Value widened = arith::ExtFOp::create(in, widen.getLoc(),
+                                            b.getF32Type(), arg);
+      arg.replaceAllUsesExcept(widened, widened.getDefiningOp());
+    }
+    widen.erase();
+    // The old views (each once, outermost first) and the buffer are dead
+    // now.
+    llvm::SetVector<Operation *> views;
+    for (const Read &r : reads)
+      views.insert(r.chain.begin(), r.chain.end());
+    SmallVector<Operation *> order(views.begin(), views.end());
+    llvm::sort(order, [](Operation *a, Operation *b) {
+      return b->isBeforeInBlock(a);
+    });
+    for (Operation *step : order)
+      if (step->use_empty())
+        step->erase();
+    if (llvm::all_of(alloc->getUsers(),
+                     [](Operation *u) { return isa<memref::DeallocOp>(u); })) {
+      for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+        user->erase();
+      alloc.erase();
+    }
+  }
+}
+
 struct ExecToRuntimeCallsPass
     : public mlir::muir::impl::MuirExecToRuntimeCallsBase<
           ExecToRuntimeCallsPass> {
@@ -803,6 +1008,11 @@ struct ExecToRuntimeCallsPass
     });
     if (unsupported.wasInterrupted())
       return signalPassFailure();
+
+    if (!cuda) {
+      fuseNormalizeToBf16(module);
+      fuseWidenIntoReaders(module);
+    }
 
     RewritePatternSet patterns(&getContext());
     addCallPatterns<

@@ -557,6 +557,22 @@ extern "C" void muirrt_frobenius_normalize(int64_t batch, int64_t numel,
   });
 }
 
+extern "C" void muirrt_frobenius_normalize_bf16(int64_t batch, int64_t numel,
+                                                float eps, const float *in,
+                                                uint16_t *out) {
+  if (batch <= 0 || numel < 0)
+    return;
+  countOther();
+  muirrt_detail::forEachItem(batch, [&](int64_t i) {
+    const float *x = in + i * numel;
+    uint16_t *y = out + i * numel;
+    double denom = std::sqrt(sumOfSquares(x, numel)) + static_cast<double>(eps);
+    float scale = static_cast<float>(1.0 / denom);
+    for (int64_t j = 0; j < numel; ++j)
+      y[j] = muirrt_bf16_round(x[j] * scale);
+  });
+}
+
 extern "C" void muirrt_frobenius_normalize_f64(int64_t batch, int64_t numel,
                                                double eps, const double *in,
                                                double *out) {

@@ -723,6 +723,35 @@ TEST(FrobeniusNormalize, SumOrderIsTheDocumentedOne) {
   muirrt_set_blas_threads(threads);
 }
 
+// The bf16 output is the f32 normalisation's elements rounded to nearest
+// even: each is one of the two bf16 values around the f32 result, the
+// nearer (the even one on a tie), checked in double.
+TEST(FrobeniusNormalize, Bf16OutputIsTheF32ResultRoundedToNearestEven) {
+  const int64_t batch = 4, numel = 333;
+  std::vector<float> in = randomVector(batch * numel, 5);
+  in[7] = 0.0f;
+  std::vector<float> ref(in.size());
+  std::vector<uint16_t> out(in.size());
+  muirrt_frobenius_normalize(batch, numel, 1e-7f, in.data(), ref.data());
+  muirrt_frobenius_normalize_bf16(batch, numel, 1e-7f, in.data(), out.data());
+  auto widen = [](uint16_t h) {
+    uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return static_cast<double>(f);
+  };
+  for (size_t i = 0; i < in.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &ref[i], sizeof bits);
+    uint16_t down = static_cast<uint16_t>(bits >> 16);
+    uint16_t up = static_cast<uint16_t>(down + ((bits & 0xffffu) ? 1 : 0));
+    double x = ref[i], dd = std::fabs(x - widen(down)),
+           du = std::fabs(widen(up) - x);
+    uint16_t want = dd < du ? down : du < dd ? up : ((down & 1) ? up : down);
+    ASSERT_EQ(out[i], want) << "element " << i << " of " << ref[i];
+  }
+}
+
 TEST(FrobeniusNormalize, F64ExactConstructionAndInPlace) {
   // Items whose norms are exact: (3, 4) * 2^k has norm 5 * 2^k, so with
   // eps = 0 each element divides exactly (x / 5 in double, rounded once:

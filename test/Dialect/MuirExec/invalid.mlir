@@ -177,8 +177,16 @@ func.func @frobenius_normalize_dynamic(%x: memref<2x?x4xf32>) {
 // -----
 
 func.func @frobenius_normalize_types(%x: memref<8x4xf32>, %y: memref<4x8xf32>) {
-  // expected-error@+1 {{'muir_exec.frobenius_normalize' op expected input and output of one type, got 'memref<8x4xf32>' and 'memref<4x8xf32>'}}
+  // expected-error@+1 {{'muir_exec.frobenius_normalize' op expected input and output of one type (or an f32 input and a bf16 output of its shape), got 'memref<8x4xf32>' and 'memref<4x8xf32>'}}
   muir_exec.frobenius_normalize %x, %y {eps = 1.0e-7} : memref<8x4xf32>, memref<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @frobenius_normalize_bf16_shape(%x: memref<8x4xf32>, %y: memref<4x8xbf16>) {
+  // expected-error@+1 {{'muir_exec.frobenius_normalize' op expected input and output of one type (or an f32 input and a bf16 output of its shape), got 'memref<8x4xf32>' and 'memref<4x8xbf16>'}}
+  muir_exec.frobenius_normalize %x, %y {eps = 1.0e-7} : memref<8x4xf32>, memref<4x8xbf16>
   return
 }
 
