@@ -39,8 +39,14 @@ def fastest_ms(fn, reps):
 
 
 def torch_env(blas):
-    """The environment of a torch worker for one setting."""
+    """The environment of a torch worker for one setting: the repository's
+    python/ first on PYTHONPATH (muir's package, which the environment does
+    not install)."""
     env = dict(os.environ)
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.join(repo, "python")] +
+        [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env.pop("OPENBLAS_NUM_THREADS", None)
     if blas:
         env["OPENBLAS_NUM_THREADS"] = blas

@@ -437,11 +437,6 @@ def _value_text(v):
     return _float_text(v) if isinstance(v, float) else repr(v)
 
 
-# "Not given" (a cache_dir not given is muir.cache_dir()'s default).
-_DEFAULT = muir.DEFAULT
-_cache_dir = muir.cache_dir
-
-
 def _world_size(target):
     """The job's ranks: mpirun's world; on CUDA also torch.distributed's
     (NCCL joins those ranks); else 1 (a CPU step's ranks are MPI's)."""
@@ -570,7 +565,7 @@ class Muon(torch.optim.Optimizer):
             key = name.replace("-", "_")
             if option.user and key in more:
                 options[name] = more.pop(key)
-        self._cache_dir = _cache_dir(options.pop("cache-dir", _DEFAULT))
+        self._cache_dir = muir.cache_dir(options.pop("cache-dir", muir.DEFAULT))
         # Muon's keys that are not the signature's: the section's
         # defaults (muir.optimizers()).
         section = muir.optimizers()[self._matrix_optimizer].settings
@@ -1099,12 +1094,12 @@ class Muon(torch.optim.Optimizer):
                 zip(groups, self._group_use_muon, self._group_params)):
             kinds = _kinds(use_muon)
             kind = kinds[0] if len(kinds) == 1 else "mixed"
-            got = group.get("use_muon", _DEFAULT)
+            got = group.get("use_muon", muir.DEFAULT)
             same = got is use_muon or (use_muon is not None and
                                        _is_bool(got) and
                                        bool(got) == use_muon)
             if not same:
-                got = "no use_muon" if got is _DEFAULT else \
+                got = "no use_muon" if got is muir.DEFAULT else \
                     "use_muon %r" % (got,)
                 raise ParamGroupError(
                     index, kind, "use_muon",

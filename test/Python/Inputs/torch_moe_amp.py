@@ -13,15 +13,14 @@ import copy
 import torch
 
 import muir.torch as mt
+import torchtest
 
 torch.manual_seed(0)
-failures = []
+failures = torchtest.Failures("torch-moe-amp", verbose=True)
 
 
 def check(what, ok):
-    print("%s %s" % (what, "ok" if ok else "FAIL"))
-    if not ok:
-        failures.append(what)
+    failures.check(ok, what)
 
 
 def same(a, b):
@@ -127,5 +126,4 @@ try:
     check("refuses float64 parameters", False)
 except mt.MoEInputError as e:
     print("refused float64 parameters: %s" % e)
-print("torch-moe-amp: %s" % ("PASS" if not failures else
-                             "FAIL: " + ", ".join(failures)))
+failures.finish()

@@ -11,15 +11,14 @@ import copy
 import torch
 
 import muir.torch as mt
+import torchtest
 
 torch.manual_seed(0)
-failures = []
+failures = torchtest.Failures("torch-moe-recompute", verbose=True)
 
 
 def check(what, ok):
-    print("%s %s" % (what, "ok" if ok else "FAIL"))
-    if not ok:
-        failures.append(what)
+    failures.check(ok, what)
 
 
 H, I, E, K, T = 48, 32, 8, 2, 150
@@ -93,5 +92,4 @@ try:
     mt.MoE(hidden=H, expert_size=I, experts=E, top_k=K, recompute="yes")
 except ValueError as e:
     print("refused: %s" % e)
-print("torch-moe-recompute: %s" % ("PASS" if not failures else
-                                   "FAIL: " + ", ".join(failures)))
+failures.finish()
