@@ -31,6 +31,8 @@
 
 #include "muir-rt/Runtime.h"
 
+#include "Parallel.h"
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -55,10 +57,6 @@
 // clang ships no omp.h without libomp.
 extern "C" void omp_set_num_threads(int threads);
 extern "C" int omp_get_max_threads(void);
-extern "C" int omp_get_thread_num(void);
-// What `#pragma omp parallel` compiles to with GCC (libgomp's ABI).
-extern "C" void GOMP_parallel(void (*fn)(void *), void *data, unsigned threads,
-                              unsigned flags);
 #endif
 
 namespace muirrt_detail {
@@ -397,33 +395,6 @@ void execute(const Matmul &mm, const Product &p, const dnnl::engine &cpu) {
     mirrorUpperToLower(p.c, p.batch, p.n);
 }
 
-/// Products shared out over an OpenMP team, each run on one thread: every
-/// member takes the next one in `order` until none is left (so all run
-/// even when the team is smaller than asked, inside another parallel
-/// region).
-struct Team {
-  const std::vector<Product> *products;
-  const std::vector<std::shared_ptr<const Matmul>> *prims;
-  std::vector<size_t> order;
-  std::atomic<size_t> next{0};
-  const dnnl::engine *cpu;
-  std::mutex whyMutex;
-  std::string why;
-};
-
-void runTeamMember(void *data) {
-  Team &team = *static_cast<Team *>(data);
-  for (size_t at = team.next++; at < team.order.size(); at = team.next++) {
-    size_t i = team.order[at];
-    try {
-      execute(*(*team.prims)[i], (*team.products)[i], *team.cpu);
-    } catch (const std::exception &e) {
-      std::lock_guard<std::mutex> lock(team.whyMutex);
-      team.why = e.what();
-    }
-  }
-}
-
 /// Calls of fewer flops run on one thread: threads cost more than they
 /// save there (Newton-Schulz of 256 x 256, 2^25-flop products: 0.60 ms
 /// on one thread, 0.71 on two; 256 x 512, 2^26: 0.91 and 1.03; 384 x 384,
@@ -471,8 +442,16 @@ bool runOnDnnl(const char *fn, float alpha, float beta,
       why = e.what();
     }
   } else {
-    // The largest first: the last ones taken are the small ones.
-    Team t;
+    // Each product a part, the largest first (the last ones taken are the
+    // small ones), on runParts' threads (libgomp's team).
+    struct Spread {
+      const std::vector<Product> *products;
+      const std::vector<std::shared_ptr<const Matmul>> *prims;
+      std::vector<size_t> order;
+      const dnnl::engine *cpu;
+      std::mutex whyMutex;
+      std::string why;
+    } t;
     t.products = &products;
     t.prims = &prims;
     t.cpu = &all->cpu();
@@ -486,7 +465,21 @@ bool runOnDnnl(const char *fn, float alpha, float beta,
     std::sort(t.order.begin(), t.order.end(), [&](size_t x, size_t y) {
       return flops(x) != flops(y) ? flops(x) > flops(y) : x < y;
     });
-    GOMP_parallel(runTeamMember, &t, static_cast<unsigned>(team), 0);
+    muirrt_detail::runParts(
+        [](void *ctx, int64_t lo, int64_t hi) {
+          Spread &s = *static_cast<Spread *>(ctx);
+          for (int64_t at = lo; at < hi; ++at) {
+            size_t i = s.order[static_cast<size_t>(at)];
+            try {
+              execute(*(*s.prims)[i], (*s.products)[i], *s.cpu);
+            } catch (const std::exception &e) {
+              std::lock_guard<std::mutex> lock(s.whyMutex);
+              s.why = e.what();
+            }
+          }
+        },
+        &t, static_cast<int64_t>(products.size()),
+        static_cast<int64_t>(products.size()), team);
     why = t.why;
   }
   if (!why.empty()) {

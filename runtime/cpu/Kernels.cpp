@@ -496,11 +496,12 @@ namespace {
 /// The sum of x[j]^2 for j < n, in double, in one order on every machine
 /// and thread count: 16 partial sums, sum l taking the j = l (mod 16) in
 /// ascending order, then added pairwise (l + 8 into l, l + 4, l + 2, l +
-/// 1). The products are exact in double (24-bit significands), so FMA or
-/// not gives the same bits. Sixteen independent chains where one sequential
-/// sum waits for each add (about 4 cycles an element: 15 ms of tiny-moe's
-/// 80 ms bf16 step).
-double sumOfSquares(const float *x, int64_t n) {
+/// 1). For floats the products are exact in double (24-bit significands),
+/// so FMA or not gives the same bits; for doubles the compiler's
+/// contraction is fixed per build. Sixteen independent chains where one
+/// sequential sum waits for each add (about 4 cycles an element: 15 ms of
+/// tiny-moe's 80 ms bf16 step).
+template <typename T> double sumOfSquares(const T *x, int64_t n) {
   constexpr int kLanes = 16;
   double lane[kLanes] = {};
   int64_t j = 0;
@@ -519,21 +520,24 @@ double sumOfSquares(const float *x, int64_t n) {
   return lane[0];
 }
 
-/// The same order for double elements (whose squares round: the result
-/// may differ by FMA, as the compiler contracts; it is fixed per build).
-double sumOfSquares(const double *x, int64_t n) {
-  constexpr int kLanes = 16;
-  double lane[kLanes] = {};
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l)
-      lane[l] += x[j + l] * x[j + l];
-  for (int l = 0; j < n; ++j, ++l)
-    lane[l] += x[j] * x[j];
-  for (int width = kLanes / 2; width > 0; width /= 2)
-    for (int l = 0; l < width; ++l)
-      lane[l] += lane[l + width];
-  return lane[0];
+/// out[i] = store(in[i] * scale) per item, scale = 1 / (||in[i]|| + eps)
+/// (rounded to T for floats), the items side by side: each one's bits are
+/// a serial run's.
+template <typename T, typename Out, typename Store>
+void normalizeEach(int64_t batch, int64_t numel, T eps, const T *in, Out *out,
+                   Store store) {
+  if (batch <= 0 || numel < 0)
+    return;
+  countOther();
+  muirrt_detail::forEachItem(batch, [&](int64_t i) {
+    const T *x = in + i * numel;
+    Out *y = out + i * numel;
+    // One reciprocal, then a plain multiply loop the compiler vectorises.
+    T scale = static_cast<T>(
+        1.0 / (std::sqrt(sumOfSquares(x, numel)) + static_cast<double>(eps)));
+    for (int64_t j = 0; j < numel; ++j)
+      y[j] = store(x[j] * scale);
+  });
 }
 
 } // namespace
@@ -541,51 +545,20 @@ double sumOfSquares(const double *x, int64_t n) {
 extern "C" void muirrt_frobenius_normalize(int64_t batch, int64_t numel,
                                            float eps, const float *in,
                                            float *out) {
-  if (batch <= 0 || numel < 0)
-    return;
-  countOther();
-  // The matrices of a batch side by side: each one's bits are a serial
-  // run's.
-  muirrt_detail::forEachItem(batch, [&](int64_t i) {
-    const float *x = in + i * numel;
-    float *y = out + i * numel;
-    double denom = std::sqrt(sumOfSquares(x, numel)) + static_cast<double>(eps);
-    // One reciprocal, then a plain multiply loop the compiler vectorises.
-    float scale = static_cast<float>(1.0 / denom);
-    for (int64_t j = 0; j < numel; ++j)
-      y[j] = x[j] * scale;
-  });
+  normalizeEach(batch, numel, eps, in, out, [](float v) { return v; });
 }
 
 extern "C" void muirrt_frobenius_normalize_bf16(int64_t batch, int64_t numel,
                                                 float eps, const float *in,
                                                 uint16_t *out) {
-  if (batch <= 0 || numel < 0)
-    return;
-  countOther();
-  muirrt_detail::forEachItem(batch, [&](int64_t i) {
-    const float *x = in + i * numel;
-    uint16_t *y = out + i * numel;
-    double denom = std::sqrt(sumOfSquares(x, numel)) + static_cast<double>(eps);
-    float scale = static_cast<float>(1.0 / denom);
-    for (int64_t j = 0; j < numel; ++j)
-      y[j] = muirrt_bf16_round(x[j] * scale);
-  });
+  normalizeEach(batch, numel, eps, in, out,
+                [](float v) { return muirrt_bf16_round(v); });
 }
 
 extern "C" void muirrt_frobenius_normalize_f64(int64_t batch, int64_t numel,
                                                double eps, const double *in,
                                                double *out) {
-  if (batch <= 0 || numel < 0)
-    return;
-  countOther();
-  muirrt_detail::forEachItem(batch, [&](int64_t i) {
-    const double *x = in + i * numel;
-    double *y = out + i * numel;
-    double scale = 1.0 / (std::sqrt(sumOfSquares(x, numel)) + eps);
-    for (int64_t j = 0; j < numel; ++j)
-      y[j] = x[j] * scale;
-  });
+  normalizeEach(batch, numel, eps, in, out, [](double v) { return v; });
 }
 
 extern "C" void muirrt_sum_squares(int64_t batch, int64_t numel,
