@@ -163,26 +163,13 @@ namespace {
 constexpr double kParallelItemFlops = 2.0e8;
 
 template <typename Fn>
-void forEachItem(int64_t batch, double itemFlops, Fn &&item) {
-  int threads = openblas_get_num_threads();
-  if (batch < 2 || threads < 2 || itemFlops >= kParallelItemFlops) {
+void forEachSmallItem(int64_t batch, double itemFlops, Fn &&item) {
+  if (batch < 2 || itemFlops >= kParallelItemFlops) {
     for (int64_t i = 0; i < batch; ++i)
       item(i);
     return;
   }
-  int64_t workers = std::min<int64_t>(threads, batch);
-  openblas_set_num_threads(1);
-  std::vector<std::thread> pool;
-  for (int64_t w = 1; w < workers; ++w)
-    pool.emplace_back([&, w] {
-      for (int64_t i = w; i < batch; i += workers)
-        item(i);
-    });
-  for (int64_t i = 0; i < batch; i += workers)
-    item(i);
-  for (std::thread &t : pool)
-    t.join();
-  openblas_set_num_threads(threads);
+  muirrt_detail::forEachItem(batch, item, /*oneBlasThread=*/true);
 }
 
 
@@ -249,7 +236,7 @@ void gemm(const char *name, int64_t batch, int32_t trans_a, int32_t trans_b,
   int64_t aSize = m * k, bSize = k * n;
   double itemFlops = 2.0 * static_cast<double>(m) * static_cast<double>(n) *
                      static_cast<double>(k);
-  forEachItem(batch, itemFlops, [&](int64_t i) {
+  forEachSmallItem(batch, itemFlops, [&](int64_t i) {
     T *ci = c + i * cSize;
     // beta * Acc into C in one pass (no copy, and no BLAS scaling pass),
     // then BLAS adds the product with beta 1.
@@ -279,7 +266,7 @@ void syrk(const char *name, int64_t batch, int32_t trans, int64_t n,
   int64_t aSize = n * k;
   double itemFlops = static_cast<double>(n) * static_cast<double>(n + 1) *
                      static_cast<double>(k);
-  forEachItem(batch, itemFlops, [&](int64_t i) {
+  forEachSmallItem(batch, itemFlops, [&](int64_t i) {
     T *ci = c + i * cSize;
     // SYRK only reads and writes the upper triangle; the lower one is
     // treated as equal to it (C symmetric) and rebuilt by the mirror.
@@ -333,7 +320,7 @@ extern "C" void muirrt_dgemm_sym(int64_t batch, int32_t trans_a,
   countGemm(double(batch) * flops);
   blasint bn = toBlas(n, name), bk = toBlas(k, name);
   int64_t size = n * n, aSize = n * k, bSize = k * n;
-  forEachItem(batch, flops, [&](int64_t i) {
+  forEachSmallItem(batch, flops, [&](int64_t i) {
     double *ci = c + i * size;
     scaleInto(ci, acc + i * size, size, beta);
     for (int64_t r0 = 0; r0 < n; r0 += block) {
@@ -379,7 +366,7 @@ extern "C" void muirrt_ssyrk_f64(int64_t batch, int32_t trans, int64_t n,
   int64_t block = std::max<int64_t>(256, (int64_t(1) << 19) / n);
   double itemFlops = static_cast<double>(n) * static_cast<double>(n + 1) *
                      static_cast<double>(k);
-  forEachItem(batch, itemFlops, [&](int64_t i) {
+  forEachSmallItem(batch, itemFlops, [&](int64_t i) {
     double *ci = c + i * cSize;
     const float *ai = a + i * aSize;
     scaleInto(ci, acc + i * cSize, cSize, beta);
@@ -466,7 +453,7 @@ extern "C" void muirrt_ssyrk_rows(int64_t batch, int32_t trans, int64_t n,
        2.0 * static_cast<double>(rows) * static_cast<double>(right));
   countSyrk(static_cast<double>(batch) * itemFlops);
   int64_t cSize = n * n, aSize = n * k;
-  forEachItem(batch, itemFlops, [&](int64_t i) {
+  forEachSmallItem(batch, itemFlops, [&](int64_t i) {
     float *ci = c + i * cSize;
     // Cleared first, as in muirrt_ssyrk: nothing in C leaks through.
     for (int64_t r = row_begin; r < row_end; ++r)
