@@ -729,9 +729,13 @@ def Muir_GroupedMatmulOp : Muir_Op<"grouped_matmul", [Pure]> {
     zero. R is a static bound; a total above it is a run-time error that
     names the expert and the counts. `sizes` [E] is an i64 runtime buffer
     (for example `muir.route`'s counts), not a host list.
+    `bf16_operands`: the input and the weights are rounded to bf16 (to
+    nearest even) before the products, which accumulate in f32 (a
+    torch.autocast(bfloat16) Linear's numerics, the result kept f32; the
+    CPU target only).
   }];
   let arguments = (ins Muir_F32Tensor:$input, Muir_F32Tensor:$weights,
-      Muir_I64Tensor:$sizes, UnitAttr:$transpose_b);
+      Muir_I64Tensor:$sizes, UnitAttr:$transpose_b, UnitAttr:$bf16_operands);
   let results = (outs Muir_F32Tensor:$result);
   let assemblyFormat = [{
     $input `,` $weights `,` $sizes attr-dict `:`
@@ -761,10 +765,11 @@ def Muir_GroupedMatmulWgradOp : Muir_Op<"grouped_matmul_wgrad", [Pure]> {
     weights' layout: input_e^T grad_e [K, N] per expert e (with
     `transpose_b`, grad_e^T input_e [N, K]); zero for an expert with no
     rows. (The input's gradient is a grouped_matmul of `grad` with the
-    same weights and `transpose_b` flipped.)
+    same weights and `transpose_b` flipped.) `bf16_operands`: as
+    `muir.grouped_matmul`'s, for `input` and `grad`.
   }];
   let arguments = (ins Muir_F32Tensor:$input, Muir_F32Tensor:$grad,
-      Muir_I64Tensor:$sizes, UnitAttr:$transpose_b);
+      Muir_I64Tensor:$sizes, UnitAttr:$transpose_b, UnitAttr:$bf16_operands);
   let results = (outs Muir_F32Tensor:$result);
   let assemblyFormat = [{
     $input `,` $grad `,` $sizes attr-dict `:`

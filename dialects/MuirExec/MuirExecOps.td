@@ -454,32 +454,54 @@ def MuirExec_RouteOp : MuirExec_Op<"route", [AttrSizedOperandSegments]> {
 def MuirExec_GroupedGemmOp : MuirExec_Op<"grouped_gemm"> {
   let summary = "per-expert GEMMs over ragged row groups (runtime)";
   let description = [{
-    `muir.grouped_matmul` on buffers: one `muirrt_grouped_gemm` call.
+    `muir.grouped_matmul` on buffers: one `muirrt_grouped_gemm` call
+    (`bf16_operands`: `muirrt_grouped_gemm_bf16`).
   }];
   let arguments = (ins Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$input,
       Arg<MemRefRankOf<[F32], [3]>, "", [MemRead]>:$weights,
       Arg<MemRefRankOf<[I64], [1]>, "", [MemRead]>:$sizes,
       Arg<MemRefRankOf<[F32], [2]>, "", [MemWrite]>:$output,
-      UnitAttr:$transpose_b);
+      UnitAttr:$transpose_b, UnitAttr:$bf16_operands);
   let assemblyFormat = [{
     $input `,` $weights `,` $sizes `into` $output attr-dict `:`
     type($input) `,` type($weights) `,` type($sizes) `->` type($output)
+  }];
+  // bf16 operands: the CPU runtime's entry only.
+  let extraClassDefinition = [{
+    ::mlir::muir_exec::Lowering $cppClass::getCpuLowering() {
+      return ::mlir::muir_exec::Lowering::call;
+    }
+    ::mlir::muir_exec::Lowering $cppClass::getCudaLowering() {
+      return getBf16Operands() ? ::mlir::muir_exec::Lowering::none
+                               : ::mlir::muir_exec::Lowering::call;
+    }
   }];
 }
 
 def MuirExec_GroupedGemmWgradOp : MuirExec_Op<"grouped_gemm_wgrad"> {
   let summary = "per-expert weight gradients of a grouped GEMM (runtime)";
   let description = [{
-    `muir.grouped_matmul_wgrad` on buffers: one `muirrt_grouped_gemm_wgrad`.
+    `muir.grouped_matmul_wgrad` on buffers: one `muirrt_grouped_gemm_wgrad`
+    (`bf16_operands`: `muirrt_grouped_gemm_wgrad_bf16`).
   }];
   let arguments = (ins Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$input,
       Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$grad,
       Arg<MemRefRankOf<[I64], [1]>, "", [MemRead]>:$sizes,
       Arg<MemRefRankOf<[F32], [3]>, "", [MemWrite]>:$output,
-      UnitAttr:$transpose_b);
+      UnitAttr:$transpose_b, UnitAttr:$bf16_operands);
   let assemblyFormat = [{
     $input `,` $grad `,` $sizes `into` $output attr-dict `:`
     type($input) `,` type($grad) `,` type($sizes) `->` type($output)
+  }];
+  // bf16 operands: the CPU runtime's entry only.
+  let extraClassDefinition = [{
+    ::mlir::muir_exec::Lowering $cppClass::getCpuLowering() {
+      return ::mlir::muir_exec::Lowering::call;
+    }
+    ::mlir::muir_exec::Lowering $cppClass::getCudaLowering() {
+      return getBf16Operands() ? ::mlir::muir_exec::Lowering::none
+                               : ::mlir::muir_exec::Lowering::call;
+    }
   }];
 }
 

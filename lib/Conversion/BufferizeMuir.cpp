@@ -226,7 +226,8 @@ void fillUnrouted(ExecBuilder &x, Value tokens, ArrayRef<Value> buffers) {
 LogicalResult build(ExecBuilder &x, GroupedMatmulOp op) {
   mx::GroupedGemmOp::create(x.b, x.loc, x.in(op.getInput()),
                             x.in(op.getWeights()), x.in(op.getSizes()),
-                            x.out(op.getResult()), op.getTransposeBAttr());
+                            x.out(op.getResult()), op.getTransposeBAttr(),
+                            op.getBf16OperandsAttr());
   return success();
 }
 
@@ -254,7 +255,8 @@ LogicalResult build(ExecBuilder &x, MseLossOp op) {
 LogicalResult build(ExecBuilder &x, GroupedMatmulWgradOp op) {
   mx::GroupedGemmWgradOp::create(x.b, x.loc, x.in(op.getInput()),
                                  x.in(op.getGrad()), x.in(op.getSizes()),
-                                 x.out(op.getResult()), op.getTransposeBAttr());
+                                 x.out(op.getResult()), op.getTransposeBAttr(),
+                                 op.getBf16OperandsAttr());
   return success();
 }
 

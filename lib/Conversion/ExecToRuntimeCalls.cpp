@@ -534,7 +534,7 @@ Value emit(mx::GroupedGemmOp gg, CallBuilder &c) {
   auto it = cast<MemRefType>(gg.getInput().getType());
   auto ot = cast<MemRefType>(gg.getOutput().getType());
   auto wt = cast<MemRefType>(gg.getWeights().getType());
-  c.call(Rt::grouped_gemm,
+  c.call(gg.getBf16Operands() ? Rt::grouped_gemm_bf16 : Rt::grouped_gemm,
          {c.i64(wt.getDimSize(0)), c.i64(it.getDimSize(0)),
           c.i64(it.getDimSize(1)), c.i64(ot.getDimSize(1)),
           c.ptr(gg.getInput()), c.ptr(gg.getWeights()),
@@ -579,7 +579,8 @@ Value emit(mx::GroupedGemmWgradOp wg, CallBuilder &c) {
   auto it = cast<MemRefType>(wg.getInput().getType());
   auto gt = cast<MemRefType>(wg.getGrad().getType());
   auto st = cast<MemRefType>(wg.getSizes().getType());
-  c.call(Rt::grouped_gemm_wgrad,
+  c.call(wg.getBf16Operands() ? Rt::grouped_gemm_wgrad_bf16
+                              : Rt::grouped_gemm_wgrad,
          {c.i64(st.getDimSize(0)), c.i64(it.getDimSize(0)),
           c.i64(it.getDimSize(1)), c.i64(gt.getDimSize(1)),
           c.ptr(wg.getInput()), c.ptr(wg.getGrad()),

@@ -281,10 +281,19 @@ struct TrainedLayer {
     Value gate, up, down;
   };
 
-  Value gmm(Value in, Value w, Value counts, int64_t n, bool transposeB) {
+  /// The grouped products' attributes: transpose_b, and the layer's
+  /// operand precision.
+  SmallVector<NamedAttribute> productAttrs(bool transposeB) {
     SmallVector<NamedAttribute> a;
     if (transposeB)
       a.push_back(b.getNamedAttr("transpose_b", b.getUnitAttr()));
+    if (l.bf16ExpertProducts)
+      a.push_back(b.getNamedAttr("bf16_operands", b.getUnitAttr()));
+    return a;
+  }
+
+  Value gmm(Value in, Value w, Value counts, int64_t n, bool transposeB) {
+    SmallVector<NamedAttribute> a = productAttrs(transposeB);
     return one(make<GroupedMatmulOp>({f32({bound(), n})},
                                      {in, w, counts}, a));
   }
@@ -522,9 +531,8 @@ struct TrainedLayer {
     eg.weights = one(make<CombineWeightsGradOp>(
         {f32({t, k})}, {dy, f.out, f.indices, f.plan}, onGroup()));
     auto wgrad = [&](Value in, Value grad, ArrayRef<int64_t> shape) {
-      return one(make<GroupedMatmulWgradOp>(
-          {f32(shape)}, {in, grad, f.counts},
-          {b.getNamedAttr("transpose_b", b.getUnitAttr())}));
+      return one(make<GroupedMatmulWgradOp>({f32(shape)}, {in, grad, f.counts},
+                                            productAttrs(true)));
     };
     g.down = wgrad(f.act, dOut, {local(), h, ff});
     Value dAct = gmm(dOut, down, f.counts, ff, false);

@@ -790,7 +790,8 @@ void Reader::readMoE(yaml::Node *n, Description &d) {
               "groups", "groups_per_token", "hidden", "expert_size",
               "tokens_per_rank", "tokens", "routed_scaling",
               "capacity_factor", "capacity_tokens",
-              "drop_policy", "normalize", "selection_bias"},
+              "drop_policy", "normalize", "selection_bias",
+              "expert_products"},
              [&](StringRef key, yaml::Node *v) {
                if (key == "name") {
                  m.nameLoc = locOf(v);
@@ -807,6 +808,9 @@ void Reader::readMoE(yaml::Node *n, Description &d) {
                } else if (key == "scoring") {
                  if (auto x = oneOf(v, key, {"softmax", "sigmoid"}))
                    m.scoring = *x;
+               } else if (key == "expert_products") {
+                 if (auto x = oneOf(v, key, {"f32", "bf16"}))
+                   m.bf16ExpertProducts = *x == "bf16";
                } else if (key == "routed_scaling") {
                  if (auto x = real(v, key))
                    m.routedScaling = *x;

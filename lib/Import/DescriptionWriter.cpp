@@ -253,7 +253,8 @@ void mlir::muir::desc::writeDescription(const Description &d,
          << (l.capacityTokens > 0
                  ? ", capacity_tokens: " + std::to_string(l.capacityTokens)
                  : std::string())
-         << (l.selectionBias ? ", selection_bias: true" : "") << "}\n";
+         << (l.selectionBias ? ", selection_bias: true" : "")
+         << (l.bf16ExpertProducts ? ", expert_products: bf16" : "") << "}\n";
     }
   }
 }

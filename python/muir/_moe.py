@@ -17,6 +17,8 @@ _SCORINGS = ("softmax", "sigmoid")
 _X_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 _W_DTYPES = (torch.float32, torch.bfloat16)
 _POLICIES = ("weight", "position")
+# The expert products' precisions (MoE's `products`; None: autocast's).
+_PRODUCTS = (None, "float32", "bfloat16")
 
 
 class MoEInputError(ValueError):
@@ -225,10 +227,13 @@ class _Pass:
 
 class _MoEFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, layer, x, *weights):
-        y, saved, tokens_per_expert, bound, bias = layer._forward(x, weights)
+    def forward(ctx, layer, bf16, x, *weights):
+        y, saved, tokens_per_expert, bound, bias = layer._forward(
+            x, weights, bf16=bf16)
         ctx.layer = layer
         ctx.bound = bound
+        # The backward's products take the forward's precision.
+        ctx.bf16 = bf16
         # The backward routes again with the forward's bias (a copy: an
         # update_bias() between the two does not change the choice).
         ctx.bias = bias
@@ -248,10 +253,11 @@ class _MoEFunction(torch.autograd.Function):
         tensors = ctx.saved_tensors
         x, weights, saved = tensors[0], tensors[1:1 + nw], tensors[1 + nw:]
         if ctx.recompute:
-            saved = layer._forward(x, weights, ctx.bias, ctx.bound)[1]
+            saved = layer._forward(x, weights, ctx.bias, ctx.bound,
+                                   ctx.bf16)[1]
         dx, grads = layer._backward(ctx.bound, dy, x, weights, saved,
-                                    ctx.bias)
-        return (None, dx) + tuple(grads)
+                                    ctx.bias, ctx.bf16)
+        return (None, None, dx) + tuple(grads)
 
 
 class MoE(torch.nn.Module):
@@ -295,8 +301,22 @@ class MoE(torch.nn.Module):
     parameters are read as float32 (exactly: a bfloat16 or float16 value
     is a float32 one), y is rounded once to x's dtype, or under
     torch.autocast to the autocast dtype (as an nn.Linear there returns
-    it), and the gradients once to their tensors' dtypes. So a bfloat16 y
-    is the float32 layer's y to within half a bfloat16 ulp.
+    it), and the gradients once to their tensors' dtypes.
+    products (None): the precision of the routed experts' eight grouped
+    products (three forward, five backward). "float32": exact float32
+    operands, so a bfloat16 y is the float32 layer's y to within half a
+    bfloat16 ulp. "bfloat16": each operand (the dispatched rows, the
+    expert weights, the activations and their gradients) rounded to
+    bfloat16 to nearest even, the products exact and accumulated in
+    float32 and kept float32: the numerics of an nn.Linear's product
+    under torch.autocast(bfloat16), about 3 to 4 times the float32 rate
+    on a CPU with AMX or AVX512-BF16 (bench/README.md). None: "bfloat16"
+    on the CPU under torch.autocast(bfloat16), or when x and the expert
+    stacks are all bfloat16 (a bfloat16 model), else "float32" (float16
+    autocast keeps float32 products: bfloat16 operands would be coarser
+    than its float16 ones). The router, the shared experts, the SwiGLU and
+    the combine stay float32 in every mode. The CUDA target has no
+    bfloat16 products yet ("bfloat16" there is refused when compiled).
     The layer is compiled for a bound of tokens per call and runs any T up
     to it: the rows past T are padding that routes nowhere, and a call's
     work and memory scale with the bound. With `max_tokens` the bound is
@@ -397,7 +417,7 @@ class MoE(torch.nn.Module):
                  max_compiled_bounds=DEFAULT_MAX_COMPILED_BOUNDS,
                  check_finite=True, name="moe", options=None,
                  e_score_correction_bias=False, bias_update_rate=1e-3,
-                 recompute=False):
+                 recompute=False, products=None):
         super().__init__()
         self.hidden = _int(hidden, "hidden", 1)
         self.expert_size = _int(expert_size, "expert_size", 1)
@@ -470,6 +490,10 @@ class MoE(torch.nn.Module):
             raise ValueError("muir.torch.MoE: recompute must be True or "
                              "False, got %r" % (recompute,))
         self.recompute = recompute
+        if products not in _PRODUCTS:
+            raise ValueError("muir.torch.MoE: products must be None, "
+                             "'float32' or 'bfloat16', got %r" % (products,))
+        self.products = products
         self.name = str(name)
         self.options = dict(options or {})
         el = self.experts // self.ep
@@ -555,6 +579,8 @@ class MoE(torch.nn.Module):
             self._max_bounds = DEFAULT_MAX_COMPILED_BOUNDS
         if "recompute" not in state:
             self.recompute = False
+        if "products" not in state:
+            self.products = None
         if "e_score_correction_bias" not in self._buffers:
             self._buffers["e_score_correction_bias"] = None
             self._buffers["tokens_per_expert_since_update"] = None
@@ -596,8 +622,9 @@ class MoE(torch.nn.Module):
         missing_keys[:] = [k for k in missing_keys if k not in refused]
 
     # -- compiling --------------------------------------------------------
-    def description(self, bound=None):
-        """The description (YAML text) the layer compiles from."""
+    def description(self, bound=None, bf16=False):
+        """The description (YAML text) the layer compiles from (`bf16`:
+        its experts' products on bfloat16 operands)."""
         bound = bound or self._bound or 128
         world = _world_size()
         # With ep, the experts' folding of the job's ranks (muir.torch.Muon
@@ -620,6 +647,8 @@ class MoE(torch.nn.Module):
                 float(self.capacity_factor), self.drop_policy)
         if self.e_score_correction_bias is not None:
             entry += ", selection_bias: true"
+        if bf16:
+            entry += ", expert_products: bf16"
         return ("name: moe-layer\ngrid:\n  axes: %s\nmoe:\n  - %s}\n"
                 % (grid, entry))
 
@@ -667,9 +696,9 @@ class MoE(torch.nn.Module):
                         if (k[0],) + k[2:] == c]:
                 self._passes.pop(key).step.close()
 
-    def _pass(self, bound, which, device):
-        key = (bound, which) if device.type == "cpu" else \
-            (bound, which, device.type, device.index)
+    def _pass(self, bound, which, device, bf16=False):
+        key = (bound, (which, bf16)) if device.type == "cpu" else \
+            (bound, (which, bf16), device.type, device.index)
         size_class = (bound,) + key[2:]
         self._classes[size_class] = None
         self._classes.move_to_end(size_class)
@@ -690,7 +719,7 @@ class MoE(torch.nn.Module):
             opts["layer"] = "layer"
             opts["layer-pass"] = which
             try:
-                step = muir.compile(self.description(bound),
+                step = muir.compile(self.description(bound, bf16),
                                     "%s.yaml" % self.name, opts)
             except muir.MuirError as e:
                 raise muir.MuirError("muir.torch.MoE %r: %s"
@@ -775,12 +804,13 @@ class MoE(torch.nn.Module):
         buf[:t.shape[0]] = t
         return buf
 
-    def _forward(self, x, weights, bias=None, bound=None):
+    def _forward(self, x, weights, bias=None, bound=None, bf16=False):
         """One forward pass; `bias` and `bound`: those of the forward a
-        recomputing backward repeats (default: the layer's now)."""
+        recomputing backward repeats (default: the layer's now); `bf16`:
+        the experts' products round their operands to bfloat16."""
         tokens = x.shape[0]
         bound = bound or self._bound_of(tokens)
-        p = self._pass(bound, "forward", x.device)
+        p = self._pass(bound, "forward", x.device, bf16)
         xb = self._padded(x.detach(), bound)
         out = {n: torch.empty(p.shapes[n],
                               dtype=torch.int64 if n == "tokens_per_expert"
@@ -803,9 +833,10 @@ class MoE(torch.nn.Module):
         return (out["y"][:tokens], saved, out["tokens_per_expert"], bound,
                 bias)
 
-    def _backward(self, bound, dy, x, weights, saved, bias=None):
+    def _backward(self, bound, dy, x, weights, saved, bias=None,
+                  bf16=False):
         tokens = x.shape[0]
-        p = self._pass(bound, "backward", x.device)
+        p = self._pass(bound, "backward", x.device, bf16)
         tensors = {"dy": self._padded(dy.contiguous(), bound),
                    "x": self._padded(x, bound)}
         for n, w in zip(self._weight_names, weights):
@@ -822,6 +853,21 @@ class MoE(torch.nn.Module):
         return outs["dx"][:tokens], [outs[n + ".grad"]
                                      for n in self._weight_names]
 
+    def _bf16_products(self, x):
+        """Whether this call's expert products take bfloat16 operands
+        (`products`; None: under torch.autocast(bfloat16), or with x and
+        the expert stacks all bfloat16, as an nn.Linear there would; on
+        the CPU)."""
+        if self.products is not None:
+            return self.products == "bfloat16"
+        kind = x.device.type
+        if kind != "cpu":
+            return False
+        if torch.is_autocast_enabled(kind):
+            return torch.get_autocast_dtype(kind) == torch.bfloat16
+        return x.dtype == torch.bfloat16 and all(
+            getattr(self, n).dtype == torch.bfloat16 for n in _STACKS)
+
     def forward(self, x):
         self._check(x)
         shape = x.shape
@@ -829,6 +875,7 @@ class MoE(torch.nn.Module):
         # The dtype an nn.Linear would return here: autocast's, else x's.
         out = torch.get_autocast_dtype(kind) \
             if torch.is_autocast_enabled(kind) else x.dtype
+        bf16 = self._bf16_products(x)
         # float32 inside (casts that autograd differentiates: the
         # gradients come back rounded to x's and the parameters' dtypes).
         with torch.autocast(kind, enabled=False):
@@ -836,7 +883,7 @@ class MoE(torch.nn.Module):
             if not x2.is_contiguous():
                 x2 = x2.contiguous()
             weights = [w.float() for w in self._weights()]
-            y, tpe = _MoEFunction.apply(self, x2, *weights)
+            y, tpe = _MoEFunction.apply(self, bf16, x2, *weights)
             self.tokens_per_expert = tpe
             # The loads update_bias() balances: training passes only (not
             # evaluation, nor a forward run again under no_grad).

@@ -358,7 +358,8 @@ extern "C" void muirrt_all_to_allv_bytes(int64_t axes_mask, const void *in,
         fatal(fn, "a group of one sends " + std::to_string(send_rows[0]) +
                       " rows to itself but expects " +
                       std::to_string(recv_rows[0]));
-      if (sent)
+      // A caller may exchange in place within a group of one.
+      if (sent && in != out)
         std::memcpy(out, in, static_cast<size_t>(sent * row_bytes));
       return;
     }

@@ -66,6 +66,16 @@ func.func @grouped_gemm(%x: memref<6x8xf32>, %w: memref<4x5x8xf32>, %c: memref<4
   return
 }
 
+// bf16 operands: the _bf16 entries, with the same arguments.
+// CHECK-LABEL: func.func @grouped_gemm_bf16
+// CHECK: call @muirrt_grouped_gemm_bf16({{.*}}) : (i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, !llvm.ptr) -> ()
+// CHECK: call @muirrt_grouped_gemm_wgrad_bf16({{.*}}) : (i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, !llvm.ptr) -> ()
+func.func @grouped_gemm_bf16(%x: memref<6x8xf32>, %w: memref<4x5x8xf32>, %c: memref<4xi64>, %y: memref<6x5xf32>, %dw: memref<4x5x8xf32>) {
+  muir_exec.grouped_gemm %x, %w, %c into %y {bf16_operands, transpose_b} : memref<6x8xf32>, memref<4x5x8xf32>, memref<4xi64> -> memref<6x5xf32>
+  muir_exec.grouped_gemm_wgrad %x, %y, %c into %dw {bf16_operands, transpose_b} : memref<6x8xf32>, memref<6x5xf32>, memref<4xi64> -> memref<4x5x8xf32>
+  return
+}
+
 // Dispatch and combine: the mask, tokens, top-k, experts and hidden size,
 // the buffers (no weights: a null pointer) and the layer's name as a
 // private constant string.

@@ -668,6 +668,74 @@ TEST(GroupedGemm, RaggedGroupsAndOverflow) {
                "6-row bound \\(sizes: 2 3 2\\)");
 }
 
+// The bf16-operand grouped products (muirrt_grouped_gemm_bf16, _wgrad_bf16):
+// each operand rounded to bf16 to nearest even, the products exact and
+// accumulated in f32. Against a double reference on the rounded operands,
+// over ragged groups (an empty one, sizes no primitive was made for) in
+// both layouts; the f32 reference differs by far more, so the rounding is
+// seen.
+TEST(GroupedGemm, Bf16OperandsMatchTheRoundedDoubleReference) {
+  const int64_t experts = 3, rows = 160, k = 96, n = 40;
+  const int64_t sizes[3] = {37, 0, 90}; // 127 of 160 rows
+  const int64_t first[4] = {0, 37, 37, 127};
+  std::vector<float> in = randomVector(rows * k, 31);
+  std::vector<float> w = randomVector(experts * k * n, 32);
+  std::vector<float> g = randomVector(rows * n, 33);
+  auto r = [](float f) {
+    uint32_t bits = static_cast<uint32_t>(muirrt_bf16_round(f)) << 16;
+    float v;
+    std::memcpy(&v, &bits, sizeof v);
+    return static_cast<double>(v);
+  };
+  for (int32_t trans = 0; trans < 2; ++trans) {
+    // w[e] is [k, n], or [n, k] with trans.
+    auto wAt = [&](int64_t e, int64_t p, int64_t j) {
+      return w[e * k * n + (trans ? j * k + p : p * n + j)];
+    };
+    std::vector<float> out(rows * n, std::numeric_limits<float>::quiet_NaN());
+    muirrt_grouped_gemm_bf16(experts, rows, k, n, in.data(), w.data(), trans,
+                             sizes, out.data());
+    double worst = 0, roundingSeen = 0;
+    for (int64_t e = 0; e < experts; ++e)
+      for (int64_t row = first[e]; row < first[e + 1]; ++row)
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0, exact = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            want += r(in[row * k + p]) * r(wAt(e, p, j));
+            exact += double(in[row * k + p]) * wAt(e, p, j);
+          }
+          worst = std::max(worst, std::abs(out[row * n + j] - want));
+          roundingSeen = std::max(roundingSeen, std::abs(exact - want));
+        }
+    EXPECT_LT(worst, 2e-5) << "trans " << trans;
+    EXPECT_GT(roundingSeen, 1e-3) << "trans " << trans;
+    for (int64_t j = 127 * n; j < rows * n; ++j)
+      ASSERT_EQ(out[j], 0.0f) << "a row past the groups, trans " << trans;
+
+    // Weight gradients: [k, n] = in_e^T g_e, or [n, k] = g_e^T in_e.
+    std::vector<float> dw(experts * k * n, 7.0f);
+    muirrt_grouped_gemm_wgrad_bf16(experts, rows, k, n, in.data(), g.data(),
+                                   trans, sizes, dw.data());
+    worst = 0;
+    for (int64_t e = 0; e < experts; ++e)
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0;
+          for (int64_t row = first[e]; row < first[e + 1]; ++row)
+            want += r(in[row * k + p]) * r(g[row * n + j]);
+          float got = dw[e * k * n + (trans ? j * k + p : p * n + j)];
+          worst = std::max(worst, std::abs(got - want));
+        }
+    EXPECT_LT(worst, 2e-5) << "wgrad, trans " << trans;
+  }
+  const int64_t tooMany[3] = {100, 0, 90};
+  std::vector<float> out(rows * n);
+  EXPECT_DEATH(muirrt_grouped_gemm_bf16(experts, rows, k, n, in.data(),
+                                        w.data(), 0, tooMany, out.data()),
+               "muirrt_grouped_gemm_bf16.*expert 2 has 90 rows, but the "
+               "experts before it hold 100 of the 160-row bound");
+}
+
 TEST(FrobeniusNormalize, MatchesDoubleReferenceAndInPlace) {
   const int64_t batch = 3, numel = 10;
   const float eps = 1e-3f;

@@ -291,6 +291,10 @@ struct MoELayer {
   /// weights (muir.route's bias: DeepSeek-V3's e_score_correction_bias).
   bool selectionBias = false;
   Loc selectionBiasLoc;
+  /// `expert_products: bf16`: the routed experts' grouped products round
+  /// their operands to bf16 (muir.grouped_matmul's bf16_operands); `f32`
+  /// (the default) keeps them exact.
+  bool bf16ExpertProducts = false;
   Loc loc;
   Loc nameLoc; ///< where the name is written; `loc` when unknown
 };

@@ -1,6 +1,7 @@
 """muir.torch.MoE in mixed-precision training (torch 2.x): bfloat16 and
 float16 tokens, tokens under torch.autocast (bfloat16 and float16), and
-bfloat16 parameters. The layer computes in float32 and rounds once, so
+bfloat16 parameters. With float32 products the layer computes in float32
+and rounds once, so
 every output and gradient must be exactly the float32 layer's, run on the
 same values read as float32, rounded to the dtype it is returned in (the
 float32 layer itself is checked against a float64 reference in
@@ -28,8 +29,11 @@ def same(a, b):
 
 
 H, I, E, K, T = 32, 24, 8, 2, 40
+# products="float32": exact float32 products under autocast(bfloat16) and
+# for bfloat16 parameters too, where the default takes bfloat16 ones
+# (torch-moe-bf16.test).
 layer = mt.MoE(hidden=H, expert_size=I, experts=E, top_k=K, shared_experts=1,
-               aux_loss_coef=0.01)
+               aux_loss_coef=0.01, products="float32")
 
 
 def run(net, x, dy):
