@@ -20,10 +20,19 @@ float32, CPU.
   Rounds alternate the sides; each side runs in its own process; peak
   memory is the process's peak RSS during the timed passes (VmHWM, reset
   after the warm-ups) over its RSS before the first pass, after the
-  parameters and data were made (for muir also its compiled passes). The
+  parameters and data were made and, for muir, its two passes compiled or
+  loaded (layer.prepare: their code and the libraries they load, printed
+  as "load MB", are the process's once, not a step's). The
   machine's sgemm rate (bin/muir-sgemm-rate) gives the fraction: useful
   flops (6 T k H F forward, twice that backward, plus the router's
   6 T H E) over time.
+
+Precisions (--precisions): float32 (above); autocast, the same float32
+parameters and tokens under torch.autocast("cpu", dtype=torch.bfloat16)
+(muir's default there: the experts' products on bfloat16 operands, sums
+in float32; HF's experts run torch's bfloat16 kernels); bf16-model, the
+parameters and the tokens bfloat16 (model.to(torch.bfloat16); muir's
+default products there are bfloat16 too, HF computes in bfloat16).
 
 Goal: muir >= 1.5x the fastest HF implementation, peak memory at most
 that peer's.
@@ -75,11 +84,25 @@ def worker(args):
     import torch
     torch.manual_seed(0)
     T, H, FF, E, K = POINTS[args.point]
+    bf16 = torch.bfloat16
+    load_mb = 0.0
     if args.side == "muir":
         import muir.torch as mt
-        layer = mt.MoE(H, FF, E, K, max_tokens=T, check_finite=False,
-                       recompute=args.recompute)
-        params = list(layer.parameters())
+        module = mt.MoE(H, FF, E, K, max_tokens=T, check_finite=False,
+                        recompute=args.recompute)
+        if args.precision == "bf16-model":
+            module = module.to(bf16)
+        params = list(module.parameters())
+        # The passes compiled or loaded before the baseline: their code and
+        # libraries (libMLIR, the step objects: load_mb) are the process's
+        # once, not a step's memory.
+        loading = status_mb("VmRSS")
+        module.prepare(T, "float32" if args.precision == "float32"
+                       else "bfloat16")
+        load_mb = status_mb("VmRSS") - loading
+
+        def layer(x):
+            return module(x)
     else:
         # A transformers Qwen3-MoE block (softmax router, top-k
         # renormalised), built from a config made here, its experts
@@ -96,19 +119,24 @@ def worker(args):
         with torch.no_grad():
             for p in block.parameters():
                 p.normal_(0, 1 / H ** 0.5)
+        if args.precision == "bf16-model":
+            block = block.to(bf16)
         params = list(block.parameters())
 
         def layer(x):
             return block(x.view(1, T, H)).view(T, H)
-    x = torch.randn(T, H, requires_grad=True)
-    dy = torch.randn(T, H)
+    dtype = bf16 if args.precision == "bf16-model" else torch.float32
+    x = torch.randn(T, H).to(dtype).requires_grad_(True)
+    dy = torch.randn(T, H).to(dtype)
     before = status_mb("VmRSS")
 
     def once():
         for p in params:
             p.grad = None
         x.grad = None
-        y = layer(x)
+        with torch.autocast("cpu", dtype=bf16,
+                            enabled=args.precision == "autocast"):
+            y = layer(x)
         (y * dy).sum().backward()
     once()
     once()
@@ -116,14 +144,16 @@ def worker(args):
     # first pass (the parameters and the data are in both).
     reset_peak()
     ms = common.fastest_ms(once, args.reps)
-    print(json.dumps({"ms": ms, "peak_mb": status_mb("VmHWM") - before}))
+    print(json.dumps({"ms": ms, "peak_mb": status_mb("VmHWM") - before,
+                      "load_mb": load_mb}))
 
 
 def side(args, name, threads, blas):
     env = common.torch_env(blas)
     cmd = [sys.executable, os.path.abspath(__file__), "--worker",
            "--side", name, "--point", args.point_name, "--reps",
-           str(args.reps), "--torch-threads", str(threads)] + \
+           str(args.reps), "--torch-threads", str(threads),
+           "--precision", args.precision] + \
         (["--recompute"] if args.recompute else [])
     if name == "muir":
         out = common.run(cmd, env=env)
@@ -152,6 +182,8 @@ def main():
     ap.add_argument("--point")
     ap.add_argument("--recompute", action="store_true")
     ap.add_argument("--torch-threads", type=int, default=2)
+    ap.add_argument("--precisions", default="float32,autocast,bf16-model")
+    ap.add_argument("--precision", default="float32")
     args = ap.parse_args()
     if args.worker:
         return worker(args)
@@ -162,13 +194,15 @@ def main():
     m = re.search(r"sgemm_gflops ([\d.]+)", out)
     rate = float(m.group(1)) if m else None
     import torch
-    print("MoE layer forward + backward, float32, CPU (2 cores), torch %s; "
+    print("MoE layer forward + backward, CPU (2 cores), torch %s; "
           "best of %d reps, %d alternating rounds; sgemm rate %.1f GFLOP/s"
           % (torch.__version__, args.reps, args.rounds, rate or 0))
     print("peers: transformers' Qwen3MoeSparseMoeBlock with each experts "
           "implementation, torch threads 1 and 2, the fastest")
-    for name in args.points.split(","):
+    for name, precision in [(n, p) for n in args.points.split(",")
+                            for p in args.precisions.split(",")]:
         args.point_name = name
+        args.precision = precision
         T, H, FF, E, K = POINTS[name]
         best = {}
 
@@ -192,8 +226,8 @@ def main():
                        "error" not in best[k][0]),
                       key=lambda k: best[k][0]["peak_mb"])
         flops = 3 * 6.0 * T * K * H * FF + 6.0 * T * H * E
-        print("\n%s: %d tokens, hidden %d, expert_size %d, %d experts, "
-              "top-%d" % (name, T, H, FF, E, K))
+        print("\n%s, %s: %d tokens, hidden %d, expert_size %d, %d experts, "
+              "top-%d" % (name, precision, T, H, FF, E, K))
         print("  %-18s %9s %8s %8s %9s %10s" % ("", "ms", "setting",
                                                "x muir", "peak MB",
                                                "of sgemm"))
@@ -213,6 +247,8 @@ def main():
                  best["muir recompute"][0]["peak_mb"],
                  best[fastest][0]["peak_mb"], leanest,
                  best[leanest][0]["peak_mb"]))
+        print("  muir's passes loaded once per process: %.0f MB"
+              % best["muir"][0].get("load_mb", 0.0))
         sys.stdout.flush()
 
 

@@ -675,6 +675,22 @@ class MoE(torch.nn.Module):
         used first."""
         return [c[0] for c in self._classes]
 
+    def prepare(self, tokens=None, products="float32", device="cpu"):
+        """Compiles (or loads from the cache) the forward and backward
+        passes a call of `tokens` tokens (default max_tokens, else 128)
+        with `products` ("float32" or "bfloat16") on `device` will run, so
+        that the first call does not; returns the token bound. (A training
+        script times its steps, or a benchmark its memory, without the
+        one-time compile and the libraries it loads.)"""
+        if products not in _PRODUCTS[1:]:
+            raise ValueError("muir.torch.MoE.prepare: products must be "
+                             "'float32' or 'bfloat16', got %r" % (products,))
+        device = torch.device(device)
+        bound = self._bound_of(tokens or self.max_tokens or 128)
+        for which in ("forward", "backward"):
+            self._pass(bound, which, device, products == "bfloat16")
+        return bound
+
     def close(self):
         """Frees the compiled passes (they are compiled again when
         needed)."""

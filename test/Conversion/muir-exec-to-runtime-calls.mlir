@@ -142,6 +142,49 @@ func.func @ragged(%in: memref<8xf32>, %out: memref<8xf32>, %recv: memref<2xi64, 
   return
 }
 
+// CPU: a buffer is freed right after the op that last uses it or a view of
+// it (a loop that reads it inside counts as a whole), not at the block's
+// end; one that enters a loop as an iteration argument stays freed there.
+// CHECK-LABEL: func.func @free_after_last_use
+// CHECK: %[[A:.+]] = memref.alloc() : memref<2x4x8xf32>
+// CHECK: %[[B:.+]] = memref.alloc() : memref<8x8xf32>
+// CHECK: scf.for
+// CHECK: call @muirrt_frobenius_normalize
+// CHECK: }
+// CHECK-NEXT: memref.dealloc %[[A]]
+// CHECK: call @muirrt_frobenius_normalize
+// CHECK-NEXT: memref.dealloc %[[B]]
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: call @muirrt_frobenius_normalize
+// CHECK: call @muirrt_frobenius_normalize
+// CHECK-NEXT: memref.dealloc %{{.+}}
+// CHECK-NEXT: memref.dealloc %{{.+}}
+// CHECK-NEXT: return
+func.func @free_after_last_use(%out: memref<8x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %a = memref.alloc() : memref<2x4x8xf32>
+  %b = memref.alloc() : memref<8x8xf32>
+  scf.for %i = %c0 to %c2 step %c1 {
+    %v = memref.collapse_shape %a [[0, 1], [2]] : memref<2x4x8xf32> into memref<8x8xf32>
+    muir_exec.frobenius_normalize %v, %out {eps = 1.0e-7} : memref<8x8xf32>, memref<8x8xf32>
+  }
+  muir_exec.frobenius_normalize %b, %out {eps = 1.0e-7} : memref<8x8xf32>, memref<8x8xf32>
+  %c = memref.alloc() : memref<8x8xf32>
+  %last = scf.for %j = %c0 to %c2 step %c1 iter_args(%buf = %c) -> (memref<8x8xf32>) {
+    muir_exec.frobenius_normalize %buf, %out {eps = 1.0e-7} : memref<8x8xf32>, memref<8x8xf32>
+    scf.yield %buf : memref<8x8xf32>
+  }
+  %d = memref.alloc() : memref<8x8xf32>
+  muir_exec.frobenius_normalize %d, %out {eps = 1.0e-7} : memref<8x8xf32>, memref<8x8xf32>
+  memref.dealloc %a : memref<2x4x8xf32>
+  memref.dealloc %b : memref<8x8xf32>
+  memref.dealloc %c : memref<8x8xf32>
+  memref.dealloc %d : memref<8x8xf32>
+  return
+}
+
 // Each exec op is one call with raw pointers and static sizes; a batch of
 // matrices is one call. Declarations are added once; grids are dropped.
 // CHECK-NOT: muir.grid
@@ -183,3 +226,4 @@ func.func @calls(%a: memref<4x8xf32>, %b: memref<8x4xf32>, %c: memref<4x4xf32>, 
   muir_exec.observe %c {label = "c", slot = 2} : memref<4x4xf32>
   return
 }
+

@@ -187,6 +187,21 @@ rec = copy.deepcopy(layer)
 rec.recompute = True
 check("recompute=True: bitwise the bfloat16 layer's", same_run(run(rec, x, dy), bf))
 
+# prepare(): the passes of a call made ahead of it (the call compiles
+# nothing more: the same passes, one bound).
+fresh = mt.MoE(hidden=H, expert_size=I, experts=E, top_k=K)
+bound = fresh.prepare(T, "bfloat16")
+held = dict(fresh._passes)
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    fresh(x)
+check("prepare(%d, 'bfloat16'): bound %d; the autocast call compiled "
+      "nothing more" % (T, bound), bound == 256 and
+      fresh.compiled_bounds() == [bound] and fresh._passes == held)
+try:
+    fresh.prepare(T, "float16")
+    check("prepare refuses products='float16'", False)
+except ValueError as e:
+    print("refused: %s" % e)
 try:
     mt.MoE(hidden=H, expert_size=I, experts=E, top_k=K, products="fp8")
     check("refuses products='fp8'", False)
