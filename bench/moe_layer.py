@@ -183,6 +183,10 @@ def main():
     ap.add_argument("--recompute", action="store_true")
     ap.add_argument("--torch-threads", type=int, default=2)
     ap.add_argument("--precisions", default="float32,autocast,bf16-model")
+    ap.add_argument("--impls", default=",".join(HF_IMPLS),
+                    help="the HF experts implementations to run (batched_mm "
+                    "takes 4 s a pass at the small point and runs out of "
+                    "memory at the others)")
     ap.add_argument("--precision", default="float32")
     args = ap.parse_args()
     if args.worker:
@@ -215,7 +219,7 @@ def main():
             args.recompute = True
             keep("muir recompute", side(args, "muir", 2, "2"))
             args.recompute = False
-            for impl in HF_IMPLS:
+            for impl in args.impls.split(","):
                 for threads in (1, 2):
                     keep("hf " + impl, side(args, impl, threads, None),
                          "t%d" % threads)

@@ -227,11 +227,14 @@ class _Pass:
 
 class _MoEFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, layer, bf16, x, *weights):
+    def forward(ctx, layer, bf16, stack_scale, x, *weights):
         y, saved, tokens_per_expert, bound, bias = layer._forward(
             x, weights, bf16=bf16)
         ctx.layer = layer
         ctx.bound = bound
+        # Under DistributedDataParallel: the ep stacks' gradients scaled to
+        # DDP's mean over the ranks (MoE._ddp_stack_scale).
+        ctx.stack_scale = stack_scale
         # The backward's products take the forward's precision.
         ctx.bf16 = bf16
         # The backward routes again with the forward's bias (a copy: an
@@ -257,7 +260,10 @@ class _MoEFunction(torch.autograd.Function):
                                    ctx.bf16)[1]
         dx, grads = layer._backward(ctx.bound, dy, x, weights, saved,
                                     ctx.bias, ctx.bf16)
-        return (None, None, dx) + tuple(grads)
+        if ctx.stack_scale != 1.0:
+            grads = [g.mul_(ctx.stack_scale) if n in _STACKS else g
+                     for n, g in zip(layer._weight_names, grads)]
+        return (None, None, None, dx) + tuple(grads)
 
 
 class MoE(torch.nn.Module):
@@ -373,6 +379,17 @@ class MoE(torch.nn.Module):
     any rank (the ranks exchange their counts first: one small all-gather
     per forward over MPI). muir.torch.Muon steps the expert stacks (marked
     `_muir_ep`) per expert on their own rank, never shared out.
+
+    DistributedDataParallel: call muir.torch.prepare_ddp(model) before
+    DistributedDataParallel(model) (after the experts are loaded). DDP
+    then leaves the ep stacks alone (it would broadcast rank 0's experts
+    over the others' and average different experts' gradients) and the
+    loads update_bias() sums (it would broadcast rank 0's), and the layer
+    divides the ep stacks' gradients by the ranks inside DDP's forward, so
+    that every gradient is, as DDP's averaged ones are, that of the mean
+    of the ranks' losses (test/Python/torch-moe-ddp.test: 2 and 4 ranks
+    against one process on all the tokens). A layer that DDP would reduce
+    or broadcast refuses its first forward, naming prepare_ddp.
 
     Checkpoints: state_dict() holds the rank's experts and records which
     (its metadata's "muir_experts": [lo, hi, experts]);
@@ -884,6 +901,50 @@ class MoE(torch.nn.Module):
         return x.dtype == torch.bfloat16 and all(
             getattr(self, n).dtype == torch.bfloat16 for n in _STACKS)
 
+    def _ddp_stack_scale(self):
+        """The factor on the ep stacks' gradients: 1, or under
+        DistributedDataParallel (a forward DDP runs) 1 / its ranks, so that
+        they are, as DDP's averaged ones are, the gradients of the mean of
+        the ranks' losses (muir's dispatch sums every rank's tokens into
+        each expert's gradient). Refuses a DDP that would all-reduce and
+        broadcast what differs per rank: the stacks of an ep > 1 layer,
+        the loads update_bias() sums over the ranks (prepare_ddp says DDP
+        to leave them)."""
+        try:
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            ddp = DDP._get_active_ddp_module()
+        except (ImportError, AttributeError):
+            return 1.0
+        if ddp is None:
+            return 1.0
+        ignored = ddp.parameters_to_ignore
+        mine = {id(getattr(self, n)) for n in _STACKS} if self.ep > 1 \
+            else set()
+        counts = self.tokens_per_expert_since_update
+        held = [n for n, p in ddp.module.named_parameters()
+                if id(p) in mine and n not in ignored]
+        if counts is not None and ddp.broadcast_buffers:
+            held += [n for n, b in ddp.module.named_buffers()
+                     if b is counts and n not in ignored]
+        if held:
+            raise MoEInputError(
+                "muir.torch.MoE %r (ep=%d): DistributedDataParallel "
+                "all-reduces or broadcasts %s, which differ per rank (its "
+                "wrap has already broadcast rank 0's): call "
+                "muir.torch.prepare_ddp(model) before "
+                "DistributedDataParallel(model), after the layer's "
+                "experts are loaded" % (self.name, self.ep, ", ".join(held)))
+        if self.ep == 1:
+            return 1.0
+        import torch.distributed as dist
+        ranks = dist.get_world_size(ddp.process_group)
+        if ranks != self.ep:
+            raise MoEInputError(
+                "muir.torch.MoE %r (ep=%d): DistributedDataParallel runs "
+                "over %d ranks; an ep layer's job must be its ep ranks"
+                % (self.name, self.ep, ranks))
+        return 1.0 / ranks
+
     def forward(self, x):
         self._check(x)
         shape = x.shape
@@ -899,7 +960,8 @@ class MoE(torch.nn.Module):
             if not x2.is_contiguous():
                 x2 = x2.contiguous()
             weights = [w.float() for w in self._weights()]
-            y, tpe = _MoEFunction.apply(self, bf16, x2, *weights)
+            y, tpe = _MoEFunction.apply(self, bf16, self._ddp_stack_scale(),
+                                        x2, *weights)
             self.tokens_per_expert = tpe
             # The loads update_bias() balances: training passes only (not
             # evaluation, nor a forward run again under no_grad).
@@ -972,3 +1034,30 @@ class MoE(torch.nn.Module):
         `block`."""
         from muir import hf
         return hf.copy_to_hf(self, block)
+
+
+def prepare_ddp(model):
+    """Call before DistributedDataParallel(model): DDP is told to leave
+    alone what a muir.torch.MoE inside `model` holds per rank: the expert
+    stacks of an ep > 1 layer (each rank holds other experts; the layer
+    scales their gradients by 1 / ranks under DDP, so that with DDP's
+    averaged ones they are the gradients of the mean of the ranks' losses,
+    as a single process on all the tokens gives) and the loads update_bias()
+    sums over the ranks. By torch's own list of names DDP ignores
+    (DistributedDataParallel._set_params_and_buffers_to_ignore_for_model),
+    appended to one already set on `model`. Returns the list. Without it a
+    layer that DDP would reduce or broadcast refuses its first forward,
+    naming this function."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    names = list(getattr(model, "_ddp_params_and_buffers_to_ignore", ()))
+    for prefix, m in model.named_modules():
+        if not isinstance(m, MoE):
+            continue
+        at = prefix + "." if prefix else ""
+        if m.ep > 1:
+            names += [at + n for n in _STACKS]
+        if m.tokens_per_expert_since_update is not None:
+            names.append(at + "tokens_per_expert_since_update")
+    names = list(dict.fromkeys(names))
+    DDP._set_params_and_buffers_to_ignore_for_model(model, names)
+    return names

@@ -211,9 +211,10 @@ import muir
 from muir import description as _description
 
 from muir import _moe
-from muir._moe import MoE, MoEInputError  # noqa: E402,F401
+from muir._moe import MoE, MoEInputError, prepare_ddp  # noqa: E402,F401
 
-__all__ = ["Muon", "NorMuon", "MoE", "MoEInputError", "full_state_dict",
+__all__ = ["Muon", "NorMuon", "MoE", "MoEInputError", "prepare_ddp",
+           "full_state_dict",
            "ParameterError",
            "NonFiniteGradientError", "ParamGroupError", "SCHEDULER_KEYS",
            "DEFAULT_MAX_COMPILED_STEPS"]
