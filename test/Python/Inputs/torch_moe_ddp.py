@@ -7,6 +7,7 @@ averaged gradients are the gradients of); the selection bias updated
 
   torch_moe_ddp.py one W OUT        the single-process reference (OUT.pt)
   mpirun -n W torch_moe_ddp.py ddp W OUT      muir.torch.prepare_ddp, DDP
+  mpirun -n W torch_moe_ddp.py ddp-dp W OUT   the same with ep = 1
   mpirun -n 2 torch_moe_ddp.py refuse 2 OUT   DDP without prepare_ddp
   torch_moe_ddp.py compare W ONE OUT   each rank's OUT<rank>.pt against
                                        ONE.pt
@@ -83,14 +84,16 @@ def ranked(mode, world, path):
     dist.init_process_group("gloo", init_method="file://%s.store" % path,
                             rank=rank, world_size=world)
     try:
-        net = Net(world)
-        el = E // world
-        lo, hi = rank * el, (rank + 1) * el
+        # ddp-dp: ep = 1 (every rank every expert; DDP averages them all).
+        ep = 1 if mode == "ddp-dp" else world
+        net = Net(ep)
+        el = E // ep
+        lo, hi = (rank * el, (rank + 1) * el) if ep > 1 else (0, E)
         full = weights()
         net.load_state_dict({n: t[lo:hi] if n.split(".")[-1] in
                              ("gate_proj", "up_proj", "down_proj") else t
                              for n, t in full.items()})
-        if mode == "ddp":
+        if mode in ("ddp", "ddp-dp"):
             ignored = mt.prepare_ddp(net)
             if rank == 0:
                 print("prepare_ddp: %s" % ", ".join(ignored))
