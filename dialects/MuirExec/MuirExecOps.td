@@ -478,6 +478,28 @@ def MuirExec_GroupedGemmOp : MuirExec_Op<"grouped_gemm"> {
   }];
 }
 
+def MuirExec_GroupedGemmAddOp
+    : MuirExec_Op<"grouped_gemm_add", [], "call", "none"> {
+  let summary = "output += per-expert GEMMs over ragged row groups (runtime)";
+  let description = [{
+    `grouped_gemm`'s product added to `output` over the groups' rows (the
+    rows past their total are left as they are): one
+    `muirrt_grouped_gemm_add` call. muir-exec-to-runtime-calls forms it on
+    the CPU target from the sum of two `grouped_gemm` of one grouping (an
+    MoE backward's rows' gradient through gate and up): the second
+    accumulates into the first's buffer.
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$input,
+      Arg<MemRefRankOf<[F32], [3]>, "", [MemRead]>:$weights,
+      Arg<MemRefRankOf<[I64], [1]>, "", [MemRead]>:$sizes,
+      Arg<MemRefRankOf<[F32], [2]>, "", [MemRead, MemWrite]>:$output,
+      UnitAttr:$transpose_b, UnitAttr:$bf16_operands);
+  let assemblyFormat = [{
+    $input `,` $weights `,` $sizes `into` $output attr-dict `:`
+    type($input) `,` type($weights) `,` type($sizes) `->` type($output)
+  }];
+}
+
 def MuirExec_GroupedGemmWgradOp : MuirExec_Op<"grouped_gemm_wgrad"> {
   let summary = "per-expert weight gradients of a grouped GEMM (runtime)";
   let description = [{

@@ -193,13 +193,29 @@ const uint16_t *roundedToBf16(const float *in, int64_t count,
 /// (exactly) back to f32. `runtimeK`: the ragged dimension is k (a weight
 /// gradient's), else m.
 void bf16Product(int64_t m, int64_t n, int64_t k, bool transA, const float *a,
-                 bool transB, const float *b, float *c, bool runtimeK) {
+                 bool transB, const float *b, float *c, bool runtimeK,
+                 bool accumulate = false) {
   thread_local std::vector<uint16_t> ra, rb;
+  thread_local std::vector<float> sum;
   const uint16_t *a16 = roundedToBf16(a, m * k, ra);
   const uint16_t *b16 = roundedToBf16(b, k * n, rb);
-  if (muirrt_detail::bf16ProductToF32(m, n, k, transA, a16, transB, b16, c,
+  // Accumulating: the product into a scratch block, then added (one pass
+  // over the block, in cache).
+  float *to = c;
+  if (accumulate) {
+    if (sum.size() < static_cast<size_t>(m * n))
+      sum.resize(static_cast<size_t>(m * n));
+    to = sum.data();
+  }
+  auto addInto = [&] {
+    if (accumulate)
+      for (int64_t i = 0; i < m * n; ++i)
+        c[i] += to[i];
+  };
+  if (muirrt_detail::bf16ProductToF32(m, n, k, transA, a16, transB, b16, to,
                                       runtimeK)) {
     muirrt_detail::countGemm(2.0 * double(m) * double(n) * double(k));
+    addInto();
     return;
   }
   std::vector<float> wa(static_cast<size_t>(m * k)),
@@ -213,14 +229,17 @@ void bf16Product(int64_t m, int64_t n, int64_t k, bool transA, const float *a,
   widen(a16, wa);
   widen(b16, wb);
   muirrt_sgemm(1, transA, transB, m, n, k, 1.0f, wa.data(), wb.data(), 0.0f,
-               c, nullptr);
+               to, nullptr);
+  addInto();
 }
 
 /// muirrt_grouped_gemm, its products f32 (sgemm) or of bf16-rounded
-/// operands.
+/// operands; `accumulate`: added to `out` (muirrt_grouped_gemm_add), the
+/// rows past the groups left as they are.
 void groupedGemm(const char *fn, bool bf16, int64_t experts, int64_t rows,
                  int64_t k, int64_t n, const float *in, const float *w,
-                 int32_t trans_w, const int64_t *sizes, float *out) {
+                 int32_t trans_w, const int64_t *sizes, float *out,
+                 bool accumulate = false) {
   std::vector<int64_t> first = groupStarts(fn, experts, rows, sizes);
   // One GEMM per expert (sgemm counts it); empty groups cost nothing.
   forEachExpert(experts, [&](int64_t e) {
@@ -229,12 +248,14 @@ void groupedGemm(const char *fn, bool bf16, int64_t experts, int64_t rows,
       return;
     if (bf16)
       bf16Product(sizes[e], n, k, false, in + row * k, trans_w, w + e * k * n,
-                  out + row * n, false);
+                  out + row * n, false, accumulate);
     else
       muirrt_sgemm(1, 0, trans_w, sizes[e], n, k, 1.0f, in + row * k,
-                   w + e * k * n, 0.0f, out + row * n, nullptr);
+                   w + e * k * n, accumulate ? 1.0f : 0.0f, out + row * n,
+                   nullptr);
   });
-  std::fill(out + first[experts] * n, out + rows * n, 0.0f);
+  if (!accumulate)
+    std::fill(out + first[experts] * n, out + rows * n, 0.0f);
 }
 
 /// muirrt_grouped_gemm_wgrad, its products f32 or of bf16-rounded
@@ -267,6 +288,15 @@ extern "C" void muirrt_grouped_gemm(int64_t experts, int64_t rows, int64_t k,
                                     const int64_t *sizes, float *out) {
   groupedGemm("muirrt_grouped_gemm", false, experts, rows, k, n, in, w,
               trans_w, sizes, out);
+}
+
+extern "C" void muirrt_grouped_gemm_add(int64_t experts, int64_t rows,
+                                        int64_t k, int64_t n, const float *in,
+                                        const float *w, int32_t trans_w,
+                                        int32_t bf16_operands,
+                                        const int64_t *sizes, float *out) {
+  groupedGemm("muirrt_grouped_gemm_add", bf16_operands != 0, experts, rows, k,
+              n, in, w, trans_w, sizes, out, /*accumulate=*/true);
 }
 
 extern "C" void muirrt_grouped_gemm_bf16(int64_t experts, int64_t rows,

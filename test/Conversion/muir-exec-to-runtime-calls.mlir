@@ -142,6 +142,57 @@ func.func @ragged(%in: memref<8xf32>, %out: memref<8xf32>, %recv: memref<2xi64, 
   return
 }
 
+// CPU: the sum of two grouped products of one grouping, each read by the
+// sum alone, is the first with the second accumulated into its buffer
+// (bf16 operands kept); the sum's readers read that buffer. A product
+// something else reads stays.
+// CHECK-LABEL: func.func @grouped_sum
+// CHECK: %[[A:.+]] = memref.alloc() : memref<6x5xf32>
+// CHECK: call @muirrt_grouped_gemm(
+// CHECK-NOT: memref.alloc
+// transpose_b and bf16_operands: both 1.
+// CHECK: call @muirrt_grouped_gemm_add({{.*}}, %[[C1:[^,]+]], %[[C1]], %{{[^,]+}}, %{{[^,)]+}}) : (i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr) -> ()
+// CHECK-NOT: linalg.generic
+// CHECK: memref.copy %[[A]], %{{.+}}
+// CHECK: memref.dealloc %[[A]]
+// CHECK-LABEL: func.func @grouped_sum_kept
+// CHECK: linalg.generic
+func.func @grouped_sum(%x: memref<6x8xf32>, %w: memref<4x5x8xf32>, %v: memref<4x5x8xf32>, %c: memref<4xi64>, %y: memref<6x5xf32>) {
+  %a = memref.alloc() : memref<6x5xf32>
+  muir_exec.grouped_gemm %x, %w, %c into %a {transpose_b} : memref<6x8xf32>, memref<4x5x8xf32>, memref<4xi64> -> memref<6x5xf32>
+  %b = memref.alloc() : memref<6x5xf32>
+  muir_exec.grouped_gemm %x, %v, %c into %b {bf16_operands, transpose_b} : memref<6x8xf32>, memref<4x5x8xf32>, memref<4xi64> -> memref<6x5xf32>
+  %s = memref.alloc() : memref<6x5xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : memref<6x5xf32>, memref<6x5xf32>) outs(%s : memref<6x5xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %r = arith.addf %p, %q : f32
+    linalg.yield %r : f32
+  }
+  memref.copy %s, %y : memref<6x5xf32> to memref<6x5xf32>
+  memref.dealloc %a : memref<6x5xf32>
+  memref.dealloc %b : memref<6x5xf32>
+  memref.dealloc %s : memref<6x5xf32>
+  return
+}
+func.func @grouped_sum_kept(%x: memref<6x8xf32>, %w: memref<4x5x8xf32>, %c: memref<4xi64>, %y: memref<6x5xf32>) {
+  %a = memref.alloc() : memref<6x5xf32>
+  muir_exec.grouped_gemm %x, %w, %c into %a {transpose_b} : memref<6x8xf32>, memref<4x5x8xf32>, memref<4xi64> -> memref<6x5xf32>
+  %b = memref.alloc() : memref<6x5xf32>
+  muir_exec.grouped_gemm %x, %w, %c into %b {transpose_b} : memref<6x8xf32>, memref<4x5x8xf32>, memref<4xi64> -> memref<6x5xf32>
+  %s = memref.alloc() : memref<6x5xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : memref<6x5xf32>, memref<6x5xf32>) outs(%s : memref<6x5xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %r = arith.addf %p, %q : f32
+    linalg.yield %r : f32
+  }
+  memref.copy %b, %y : memref<6x5xf32> to memref<6x5xf32>
+  memref.copy %s, %y : memref<6x5xf32> to memref<6x5xf32>
+  memref.dealloc %a : memref<6x5xf32>
+  memref.dealloc %b : memref<6x5xf32>
+  memref.dealloc %s : memref<6x5xf32>
+  return
+}
+
 // CPU: a buffer is freed right after the op that last uses it or a view of
 // it (a loop that reads it inside counts as a whole), not at the block's
 // end; one that enters a loop as an iteration argument stays freed there.

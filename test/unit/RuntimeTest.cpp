@@ -736,6 +736,28 @@ TEST(GroupedGemm, Bf16OperandsMatchTheRoundedDoubleReference) {
                "experts before it hold 100 of the 160-row bound");
 }
 
+// muirrt_grouped_gemm_add: the product added to the output over the
+// groups' rows (f32 and bf16 operands), the rows past them untouched.
+TEST(GroupedGemm, AddAccumulatesOverTheGroupsOnly) {
+  const int64_t experts = 3, rows = 70, k = 24, n = 16;
+  const int64_t sizes[3] = {20, 0, 33}; // 53 of 70 rows
+  std::vector<float> in = randomVector(rows * k, 41);
+  std::vector<float> w = randomVector(experts * n * k, 42);
+  std::vector<float> base = randomVector(rows * n, 43);
+  for (int32_t bf16 = 0; bf16 < 2; ++bf16) {
+    std::vector<float> product(rows * n), sum = base;
+    (bf16 ? muirrt_grouped_gemm_bf16 : muirrt_grouped_gemm)(
+        experts, rows, k, n, in.data(), w.data(), 1, sizes, product.data());
+    muirrt_grouped_gemm_add(experts, rows, k, n, in.data(), w.data(), 1, bf16,
+                            sizes, sum.data());
+    for (int64_t i = 0; i < 53 * n; ++i)
+      ASSERT_NEAR(sum[i], base[i] + product[i], 1e-5)
+          << "element " << i << ", bf16 " << bf16;
+    for (int64_t i = 53 * n; i < rows * n; ++i)
+      ASSERT_EQ(sum[i], base[i]) << "a row past the groups, bf16 " << bf16;
+  }
+}
+
 TEST(FrobeniusNormalize, MatchesDoubleReferenceAndInPlace) {
   const int64_t batch = 3, numel = 10;
   const float eps = 1e-3f;
