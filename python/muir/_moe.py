@@ -469,9 +469,16 @@ class MoE(torch.nn.Module):
                              "over ep=%d" % (self.experts, self.ep))
         world = _world_size()
         if self.ep > 1 and self.ep != world:
+            # A torchrun (or other env://) launch: its ranks are not an MPI
+            # job, which the layer's exchanges run over (for now).
+            launched = os.environ.get("WORLD_SIZE")
+            other = "" if world > 1 or not launched else (
+                "; this process was started by torchrun or another env:// "
+                "launcher (WORLD_SIZE=%s), whose ranks muir's runtime does "
+                "not join yet: launch the job with mpirun" % launched)
             raise ValueError("muir.torch.MoE: ep=%d needs a job of %d ranks "
-                             "(mpirun -np %d); this one has %d"
-                             % (self.ep, self.ep, self.ep, world))
+                             "(mpirun -np %d); this one has %d%s"
+                             % (self.ep, self.ep, self.ep, world, other))
         for key, v in (("routed_scaling", routed_scaling),
                        ("capacity_factor", capacity_factor),
                        ("aux_loss_coef", aux_loss_coef)):

@@ -14,6 +14,7 @@ agree exactly: the layers are random Gaussian with no near-ties except the
 exact ones constructed on purpose.
 """
 import math
+import os
 import sys
 
 import torch
@@ -266,6 +267,16 @@ for kw in (dict(top_k=9), dict(experts=6, groups=4), dict(ep=2),
         check("bad settings %s" % kw, False, "no error")
     except ValueError as e:
         print("bad settings %s: %s" % (kw, e))
+# ep=2 in a process a torchrun launch started (WORLD_SIZE set, no MPI job):
+# the message says the runtime does not join those ranks yet.
+os.environ["WORLD_SIZE"] = "2"
+try:
+    mt.MoE(**dict(base, ep=2))
+    check("ep=2 under torchrun", False, "no error")
+except ValueError as e:
+    print("ep=2 under torchrun: %s" % e)
+finally:
+    del os.environ["WORLD_SIZE"]
 bounded = mt.MoE(max_tokens=16, **base)
 try:
     bounded(torch.randn(17, H))
