@@ -1070,7 +1070,11 @@ void fuseGroupedSums(ModuleOp module) {
     // The sum's output is a fresh buffer of the block; its users read the
     // first product's buffer instead.
     auto outAlloc = out.getDefiningOp<memref::AllocOp>();
-    if (!outAlloc || outAlloc->getBlock() != g->getBlock())
+    if (!outAlloc || outAlloc->getBlock() != g->getBlock() ||
+        llvm::any_of(out.getUsers(), [&](Operation *user) {
+          Operation *top = g->getBlock()->findAncestorOpInBlock(*user);
+          return user != g && (!top || !g->isBeforeInBlock(top));
+        }))
       continue;
     OpBuilder builder(second);
     mx::GroupedGemmAddOp::create(builder, second.getLoc(), second.getInput(),
@@ -1101,6 +1105,9 @@ void fuseGroupedSums(ModuleOp module) {
 void freeAfterLastUse(ModuleOp module) {
   SmallVector<memref::DeallocOp> frees;
   module.walk([&](memref::DeallocOp d) { frees.push_back(d); });
+  // Where each free goes, found first and moved after: moving while
+  // looking would renumber the block at every comparison.
+  SmallVector<std::pair<memref::DeallocOp, Operation *>> moves;
   for (memref::DeallocOp d : frees) {
     auto alloc = d.getMemref().getDefiningOp<memref::AllocOp>();
     if (!alloc || alloc->getBlock() != d->getBlock())
@@ -1115,21 +1122,30 @@ void freeAfterLastUse(ModuleOp module) {
         if (user == d)
           continue;
         Operation *top = block->findAncestorOpInBlock(*user);
+        bool view = isa<ViewLikeOpInterface, memref::CollapseShapeOp,
+                        memref::ExpandShapeOp, memref::CastOp>(user);
+        // Anything that may hand the buffer on other than a view (a
+        // loop's iteration argument at any depth, a yield, an op with a
+        // memref result) keeps the free where it was.
         escapes = !top || isa<RegionBranchTerminatorOpInterface>(user) ||
-                  (top == user && user->getNumRegions() > 0 &&
-                   !isa<linalg::LinalgOp>(user));
+                  (user->getNumRegions() > 0 &&
+                   !isa<linalg::LinalgOp>(user)) ||
+                  (!view && llvm::any_of(user->getResultTypes(), [](Type t) {
+                     return isa<BaseMemRefType>(t);
+                   }));
         if (escapes)
           break;
         if (last->isBeforeInBlock(top))
           last = top;
-        if (isa<ViewLikeOpInterface, memref::CollapseShapeOp,
-                memref::ExpandShapeOp, memref::CastOp>(user))
+        if (view)
           llvm::append_range(values, user->getResults());
       }
     }
     if (!escapes)
-      d->moveAfter(last);
+      moves.push_back({d, last});
   }
+  for (auto [d, last] : moves)
+    d->moveAfter(last);
 }
 
 struct ExecToRuntimeCallsPass

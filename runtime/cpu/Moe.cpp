@@ -168,7 +168,11 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void
 roundAvx512(const float *in, int64_t count, uint16_t *out) {
   roundBody(in, count, out);
 }
-bool haveAvx512() { return __builtin_cpu_supports("avx512bw"); }
+bool haveAvx512() {
+  return __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
+}
 #else
 void roundAvx512(const float *in, int64_t count, uint16_t *out) {
   roundBase(in, count, out);
@@ -590,8 +594,18 @@ extern "C" void muirrt_moe_combine(int64_t axes_mask, int64_t tokens,
                               std::to_string(received));
     // The weighted sum over the slots in slot order, in double: the same
     // operations whatever the number of ranks (or threads).
+    // (An allocation failing on a worker thread is caught there: thrown
+    // through the thread pool it would end the process, not reach
+    // moeError.)
+    std::atomic<bool> outOfMemory{false};
     forEachBlock(tokens, 64, [&](int64_t lo, int64_t hi) {
-      std::vector<double> acc(static_cast<size_t>(hidden));
+      std::vector<double> acc;
+      try {
+        acc.resize(static_cast<size_t>(hidden));
+      } catch (const std::bad_alloc &) {
+        outOfMemory = true;
+        return;
+      }
       for (int64_t t = lo; t < hi; ++t) {
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j = 0; j < k; ++j) {
@@ -608,6 +622,8 @@ extern "C" void muirrt_moe_combine(int64_t axes_mask, int64_t tokens,
               static_cast<float>(acc[static_cast<size_t>(h)]);
       }
     });
+    if (outOfMemory)
+      moeError(fn, layer, "out of memory");
   } catch (const std::bad_alloc &) {
     moeError(fn, layer, "out of memory");
   }
