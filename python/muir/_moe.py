@@ -917,13 +917,18 @@ class MoE(torch.nn.Module):
         broadcast what differs per rank: the stacks of an ep > 1 layer,
         the loads update_bias() sums over the ranks (prepare_ddp says DDP
         to leave them)."""
+        # prepare_ddp marked the layer: DDP's convention always, also where
+        # DDP runs its Python reducer (compiled autograd), which leaves its
+        # active module unset.
+        prepared = 1.0 / self.ep if getattr(self, "_muir_ddp", False) \
+            else 1.0
         try:
             from torch.nn.parallel import DistributedDataParallel as DDP
             ddp = DDP._get_active_ddp_module()
         except (ImportError, AttributeError):
-            return 1.0
+            return prepared
         if ddp is None:
-            return 1.0
+            return prepared
         ignored = ddp.parameters_to_ignore
         mine = {id(getattr(self, n)) for n in _STACKS} if self.ep > 1 \
             else set()
@@ -1052,9 +1057,12 @@ def prepare_ddp(model):
     as a single process on all the tokens gives) and the loads update_bias()
     sums over the ranks. By torch's own list of names DDP ignores
     (DistributedDataParallel._set_params_and_buffers_to_ignore_for_model),
-    appended to one already set on `model`. Returns the list. Without it a
-    layer that DDP would reduce or broadcast refuses its first forward,
-    naming this function."""
+    appended to one already set on `model`. Returns the list. The layers
+    are marked: from then on an ep layer's stack gradients are DDP's
+    convention (1 / ranks) on every forward, also where DDP runs its
+    Python reducer (compiled autograd), which does not show the layer it
+    is inside DDP. Without it a layer that DDP would reduce or broadcast
+    refuses its first forward, naming this function."""
     from torch.nn.parallel import DistributedDataParallel as DDP
     names = list(getattr(model, "_ddp_params_and_buffers_to_ignore", ()))
     for prefix, m in model.named_modules():
@@ -1065,6 +1073,7 @@ def prepare_ddp(model):
             names += [at + n for n in _STACKS]
         if m.tokens_per_expert_since_update is not None:
             names.append(at + "tokens_per_expert_since_update")
+        m._muir_ddp = True
     names = list(dict.fromkeys(names))
     DDP._set_params_and_buffers_to_ignore_for_model(model, names)
     return names

@@ -8,6 +8,8 @@ averaged gradients are the gradients of); the selection bias updated
   torch_moe_ddp.py one W OUT        the single-process reference (OUT.pt)
   mpirun -n W torch_moe_ddp.py ddp W OUT      muir.torch.prepare_ddp, DDP
   mpirun -n W torch_moe_ddp.py ddp-dp W OUT   the same with ep = 1
+  mpirun -n W torch_moe_ddp.py reducer W OUT  prepare_ddp, no DDP forward
+                                              (gradients averaged by hand)
   mpirun -n 2 torch_moe_ddp.py refuse 2 OUT   DDP without prepare_ddp
   torch_moe_ddp.py compare W ONE OUT   each rank's OUT<rank>.pt against
                                        ONE.pt
@@ -93,11 +95,16 @@ def ranked(mode, world, path):
         net.load_state_dict({n: t[lo:hi] if n.split(".")[-1] in
                              ("gate_proj", "up_proj", "down_proj") else t
                              for n, t in full.items()})
-        if mode in ("ddp", "ddp-dp"):
+        ignored = []
+        if mode in ("ddp", "ddp-dp", "reducer"):
             ignored = mt.prepare_ddp(net)
             if rank == 0:
                 print("prepare_ddp: %s" % ", ".join(ignored))
-        ddp = torch.nn.parallel.DistributedDataParallel(net)
+        # reducer: no DDP forward (as under DDP's Python reducer, which does
+        # not show the layer it runs inside DDP); the replicated gradients
+        # averaged by hand after the backward.
+        ddp = net if mode == "reducer" else \
+            torch.nn.parallel.DistributedDataParallel(net)
         own = all(torch.equal(getattr(net.moe, n), full["moe." + n][lo:hi])
                   for n in ("gate_proj", "up_proj", "down_proj"))
         opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
@@ -112,6 +119,11 @@ def ranked(mode, world, path):
                 sys.stdout.flush()
                 return
             (y * dy).sum().backward()
+            if mode == "reducer":
+                for n, p in net.named_parameters():
+                    if n not in ignored:
+                        dist.all_reduce(p.grad)
+                        p.grad.div_(world)
             if first is None:
                 first = grads(net)
             opt.step()
