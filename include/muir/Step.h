@@ -220,6 +220,19 @@ int muir_step_run(MuirStep *step, int64_t counter, const double *hyper,
  * "nccl-id=<hex> nccl-rank=R nccl-world=N". */
 int muir_step_nccl_unique_id(char *hex);
 
+/* CPU target with several ranks outside mpirun: the collectives of every
+ * step this process runs move their bytes through `exchange` (one
+ * all-to-all of bytes over `size` ranks, this one `rank`; the contract is
+ * muirrt_dist_set_transport's in muir-rt/Runtime.h), e.g. a torch.distributed
+ * process group's all_to_all_single. Call before the first step with
+ * several devices is compiled or opened, on every rank. NULL removes it.
+ * Returns 0, else see muir_step_last_error. */
+typedef int32_t (*MuirExchangeFn)(void *context, const void *send,
+                                  const int64_t *send_bytes, void *recv,
+                                  const int64_t *recv_bytes);
+int muir_step_set_transport(MuirExchangeFn exchange, void *context,
+                            int32_t rank, int32_t size);
+
 void muir_step_close(MuirStep *step);
 
 #ifdef __cplusplus

@@ -11,6 +11,7 @@
 #include "muir/Import/Description.h"
 #include "muir/Runner/Step.h"
 #include "muir/Version.h"
+#include "muir-rt/Runtime.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -355,6 +356,16 @@ int muir_step_nccl_unique_id(char *hex) {
     return failWith(id.takeError());
   std::copy(id->begin(), id->end(), hex);
   hex[id->size()] = '\0';
+  return 0;
+}
+
+int muir_step_set_transport(MuirExchangeFn exchange, void *context,
+                            int32_t rank, int32_t size) {
+  if (muirrt_dist_set_transport(exchange, context, rank, size)) {
+    lastError = std::string("muir_step_set_transport: ") +
+                muirrt_last_error();
+    return 1;
+  }
   return 0;
 }
 

@@ -4,7 +4,9 @@
 // collectives over the groups that an axes mask names. Built on MPI when
 // MUIR_RT_HAVE_MPI is set; otherwise a single-rank fallback in which every
 // group has one member and every collective is a local copy. See
-// muir-rt/Runtime.h for the contract.
+// muir-rt/Runtime.h for the contract. The bytes move on MPI, or through a
+// transport registered by muirrt_dist_set_transport (a torch.distributed
+// group: DistComm.cpp), with the same reductions and bits.
 //
 // Groups. The ranks form a grid, row-major over the axes (last axis
 // fastest); further foldings (muirrt_dist_add_folding) factor the same
@@ -232,6 +234,12 @@ extern "C" int muirrt_dist_init(int32_t num_axes, const int64_t *sizes) {
 
     int32_t worldRank = 0, worldSize = 1;
 #if MUIR_RT_HAVE_MPI
+    if (state.exchange) {
+      // The transport's ranks (muirrt_dist_set_transport); MPI stays
+      // untouched.
+      worldRank = state.transportRank;
+      worldSize = state.transportSize;
+    } else {
     int initialized = 0, finalized = 0;
     checkMpi(MPI_Finalized(&finalized), "MPI_Finalized");
     if (finalized)
@@ -249,6 +257,7 @@ extern "C" int muirrt_dist_init(int32_t num_axes, const int64_t *sizes) {
     checkMpi(MPI_Comm_size(MPI_COMM_WORLD, &w), "MPI_Comm_size");
     worldRank = r;
     worldSize = w;
+    }
 #endif
     if (product != worldSize)
       return fail("grid has " + std::to_string(product) +
@@ -263,9 +272,11 @@ extern "C" int muirrt_dist_init(int32_t num_axes, const int64_t *sizes) {
     // (Re)initialise: drop the communicators of an earlier grid.
 #if MUIR_RT_HAVE_MPI
     freeComms();
-    checkMpi(MPI_Comm_dup(MPI_COMM_WORLD, &state.world), "MPI_Comm_dup");
-    checkMpi(MPI_Comm_set_errhandler(state.world, MPI_ERRORS_RETURN),
-             "MPI_Comm_set_errhandler");
+    if (!state.exchange) {
+      checkMpi(MPI_Comm_dup(MPI_COMM_WORLD, &state.world), "MPI_Comm_dup");
+      checkMpi(MPI_Comm_set_errhandler(state.world, MPI_ERRORS_RETURN),
+               "MPI_Comm_set_errhandler");
+    }
 #endif
     state.more.clear();
     state.sizes.assign(sizes, sizes + num_axes);
@@ -284,6 +295,37 @@ extern "C" int muirrt_dist_init(int32_t num_axes, const int64_t *sizes) {
   } catch (const std::exception &e) {
     return fail(std::string("muirrt_dist_init: ") + e.what());
   }
+}
+
+extern "C" int muirrt_dist_set_transport(muirrt_exchange_fn exchange,
+                                         void *context, int32_t rank,
+                                         int32_t size) {
+  if (state.ready)
+    return fail("muirrt_dist_set_transport: the ranks already run a grid "
+                "(call it before muirrt_dist_init, or after "
+                "muirrt_dist_finalize)");
+  if (!exchange) {
+    state.exchange = nullptr;
+    state.exchangeContext = nullptr;
+    state.transportRank = 0;
+    state.transportSize = 1;
+    return 0;
+  }
+#if MUIR_RT_HAVE_MPI
+  if (size < 1 || rank < 0 || rank >= size)
+    return fail("muirrt_dist_set_transport: rank " + std::to_string(rank) +
+                " of " + std::to_string(size) +
+                " ranks; expected 0 <= rank < size");
+  state.exchange = exchange;
+  state.exchangeContext = context;
+  state.transportRank = rank;
+  state.transportSize = size;
+  return 0;
+#else
+  (void)context, (void)rank, (void)size;
+  return fail("muirrt_dist_set_transport: this muir runtime was built "
+              "without MPI support, whose collectives a transport carries");
+#endif
 }
 
 extern "C" int32_t muirrt_dist_add_folding(int32_t num_axes,
@@ -358,8 +400,15 @@ extern "C" int64_t muirrt_dist_group_rank(int64_t axes_mask) {
 
 extern "C" void muirrt_dist_barrier(void) {
 #if MUIR_RT_HAVE_MPI
-  if (state.ready && state.size > 1)
-    checkMpi(MPI_Barrier(state.world), "MPI_Barrier");
+  if (!state.ready || state.size <= 1)
+    return;
+  if (state.exchange) {
+    // Nothing but the exchange itself, which every rank must reach.
+    int32_t none = 0;
+    commAllreduce(worldGroup(), nullptr, &none, 1, Elem::I32, kMin);
+    return;
+  }
+  checkMpi(MPI_Barrier(state.world), "MPI_Barrier");
 #endif
 }
 
@@ -370,9 +419,7 @@ extern "C" int32_t muirrt_dist_first(int32_t mine) {
   if (state.ready && state.size > 1) {
     // Under the watchdog: a rank that never comes must not hang the others.
     guardedCollective("muirrt_dist_first", [&] {
-      checkMpi(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT32_T, MPI_MIN,
-                             state.world),
-               "MPI_Allreduce");
+      commAllreduce(worldGroup(), nullptr, &first, 1, Elem::I32, kMin);
     });
   }
 #endif
@@ -387,6 +434,7 @@ extern "C" void muirrt_dist_finalize(void) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
+  state.members.clear();
   if (initialized && !finalized) {
     freeComms();
     if (state.weInitialisedMpi)

@@ -63,9 +63,7 @@ extern "C" void muirrt_all_gather(int64_t axes_mask, const float *in,
     int64_t chunk = pieceChunk(g.size);
     if (outer == 1 && block <= chunk) {
       // Pieces are whole rows of out: gather in place.
-      checkMpi(MPI_Allgather(in, asInt(block), MPI_FLOAT, out, asInt(block),
-                             MPI_FLOAT, g.comm),
-               "MPI_Allgather");
+      commAllgather(g, in, block, Elem::F32, out);
       return;
     }
     // Gather a chunk of every member's block, then place piece j's rows at
@@ -73,9 +71,7 @@ extern "C" void muirrt_all_gather(int64_t axes_mask, const float *in,
     float *pieces = scratch(scratchA, chunk * g.size);
     for (int64_t s = 0; s < block; s += chunk) {
       int64_t n = std::min(chunk, block - s);
-      checkMpi(MPI_Allgather(in + s, asInt(n), MPI_FLOAT, pieces, asInt(n),
-                             MPI_FLOAT, g.comm),
-               "MPI_Allgather");
+      commAllgather(g, in + s, n, Elem::F32, pieces);
       for (int64_t j = 0; j < g.size; ++j)
         flatToPiece(pieces + j * n, out, j, s, n, inner, g.size);
     }
@@ -128,9 +124,8 @@ extern "C" void muirrt_all_gatherv(int64_t axes_mask, const float *in,
       displs[static_cast<size_t>(j)] = asInt(offset);
       offset += counts[j];
     }
-    checkMpi(MPI_Allgatherv(in, asInt(mine), MPI_FLOAT, out, recvCounts.data(),
-                            displs.data(), MPI_FLOAT, g.comm),
-             "MPI_Allgatherv");
+    commAllgatherv(g, in, mine, recvCounts.data(), displs.data(), Elem::F32,
+                   out);
 #endif
   });
 }
@@ -153,9 +148,7 @@ extern "C" void muirrt_all_to_all(int64_t axes_mask, const float *in,
 #if MUIR_RT_HAVE_MPI
     int64_t chunk = pieceChunk(g.size);
     if (count <= chunk && in != out) {
-      checkMpi(MPI_Alltoall(in, asInt(count), MPI_FLOAT, out, asInt(count),
-                            MPI_FLOAT, g.comm),
-               "MPI_Alltoall");
+      commAlltoall(g, in, count, Elem::F32, out);
       return;
     }
     // Chunked through temporaries (also the in == out case: each chunk
@@ -168,9 +161,7 @@ extern "C" void muirrt_all_to_all(int64_t axes_mask, const float *in,
       for (int64_t j = 0; j < g.size; ++j)
         std::memcpy(send + j * n, in + j * count + s,
                     static_cast<size_t>(n) * sizeof(float));
-      checkMpi(MPI_Alltoall(send, asInt(n), MPI_FLOAT, recv, asInt(n),
-                            MPI_FLOAT, g.comm),
-               "MPI_Alltoall");
+      commAlltoall(g, send, n, Elem::F32, recv);
       for (int64_t i = 0; i < g.size; ++i)
         std::memcpy(out + i * count + s, recv + i * n,
                     static_cast<size_t>(n) * sizeof(float));
@@ -222,9 +213,7 @@ extern "C" void muirrt_all_to_allv(int64_t axes_mask, const float *in,
       return;
     }
 #if MUIR_RT_HAVE_MPI
-    checkMpi(MPI_Alltoall(send_counts, 1, MPI_INT64_T, recv_counts, 1,
-                          MPI_INT64_T, g.comm),
-             "MPI_Alltoall");
+    commAlltoall(g, send_counts, 1, Elem::I64, recv_counts);
     int64_t received = 0;
     for (int64_t j = 0; j < g.size; ++j) {
       if (recv_counts[j] < 0)
@@ -252,14 +241,8 @@ extern "C" void muirrt_all_to_allv(int64_t axes_mask, const float *in,
     }
     if (row > kIntMax)
       fatal(fn, "row of " + std::to_string(row) + " floats exceeds int");
-    MPI_Datatype rowType;
-    checkMpi(MPI_Type_contiguous(asInt(row), MPI_FLOAT, &rowType),
-             "MPI_Type_contiguous");
-    checkMpi(MPI_Type_commit(&rowType), "MPI_Type_commit");
-    int rcAll = MPI_Alltoallv(in, sc.data(), sd.data(), rowType, out,
-                              rc.data(), rd.data(), rowType, g.comm);
-    MPI_Type_free(&rowType);
-    checkMpi(rcAll, "MPI_Alltoallv");
+    commAlltoallv(g, in, sc.data(), sd.data(), out, rc.data(), rd.data(),
+                  Elem::F32, row);
 #endif
   });
 }
@@ -282,8 +265,7 @@ extern "C" void muirrt_broadcast(int64_t axes_mask, int64_t root, float *buf,
     int64_t chunk = std::min(state.chunkFloats, kIntMax);
     for (int64_t s = 0; s < count; s += chunk) {
       int64_t n = std::min(chunk, count - s);
-      checkMpi(MPI_Bcast(buf + s, asInt(n), MPI_FLOAT, asInt(root), g.comm),
-               "MPI_Bcast");
+      commBcast(g, buf + s, n, Elem::F32, root);
     }
 #endif
   });
@@ -322,9 +304,7 @@ extern "C" void muirrt_all_gather_i64(int64_t axes_mask, const int64_t *in,
 #if MUIR_RT_HAVE_MPI
     if (count > kIntMax)
       fatal(fn, "count " + std::to_string(count) + " exceeds int");
-    checkMpi(MPI_Allgather(in, asInt(count), MPI_INT64_T, out, asInt(count),
-                           MPI_INT64_T, g.comm),
-             "MPI_Allgather");
+    commAllgather(g, in, count, Elem::I64, out);
 #endif
   });
 }
@@ -378,17 +358,10 @@ extern "C" void muirrt_all_to_allv_bytes(int64_t axes_mask, const void *in,
       ro += recv_rows[j];
     }
     // Zero-byte rows still take part (every rank must call).
-    MPI_Datatype rowType;
-    checkMpi(MPI_Type_contiguous(asInt(std::max<int64_t>(row_bytes, 1)),
-                                 MPI_BYTE, &rowType),
-             "MPI_Type_contiguous");
-    checkMpi(MPI_Type_commit(&rowType), "MPI_Type_commit");
     if (row_bytes == 0)
       std::fill(sc.begin(), sc.end(), 0), std::fill(rc.begin(), rc.end(), 0);
-    int rcAll = MPI_Alltoallv(in, sc.data(), sd.data(), rowType, out,
-                              rc.data(), rd.data(), rowType, g.comm);
-    MPI_Type_free(&rowType);
-    checkMpi(rcAll, "MPI_Alltoallv");
+    commAlltoallv(g, in, sc.data(), sd.data(), out, rc.data(), rd.data(),
+                  Elem::Byte, std::max<int64_t>(row_bytes, 1));
 #endif
   });
 }

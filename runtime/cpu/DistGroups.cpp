@@ -164,6 +164,7 @@ Group groupShape(int64_t mask) {
 
 #if MUIR_RT_HAVE_MPI
 void freeComms() {
+  state.members.clear();
   for (auto &entry : state.comms)
     checkMpi(MPI_Comm_free(&entry.second), "MPI_Comm_free");
   state.comms.clear();
@@ -181,8 +182,21 @@ Group groupFor(const char *fn, int64_t mask) {
     fatal(fn, why);
   Group g = groupShape(mask);
 #if MUIR_RT_HAVE_MPI
-  if (g.size > 1)
+  if (g.size > 1 && state.exchange) {
+    // A transport's group is its members (DistComm.cpp).
+    auto it = state.members.find(mask);
+    if (it == state.members.end()) {
+      std::vector<int> members = groupMembers(mask);
+      if (static_cast<int64_t>(members.size()) != g.size)
+        fatal(fn, "internal error: group of mask " + maskString(mask) +
+                      " has " + std::to_string(members.size()) +
+                      " members, expected " + std::to_string(g.size));
+      it = state.members.emplace(mask, std::move(members)).first;
+    }
+    g.members = &it->second;
+  } else if (g.size > 1) {
     g.comm = groupComm(mask, g);
+  }
 #endif
   return g;
 }
@@ -200,8 +214,7 @@ void agree(const char *fn, const Group &g, int64_t mask, const char *what,
   if (!state.checkSizes || g.size == 1)
     return;
   int64_t mine[4] = {a, -a, b, -b}, range[4] = {0, 0, 0, 0};
-  checkMpi(MPI_Allreduce(mine, range, 4, MPI_INT64_T, MPI_MAX, g.comm),
-           "MPI_Allreduce");
+  commAllreduce(g, mine, range, 4, Elem::I64, kMax);
   if (range[0] != -range[1] || range[2] != -range[3])
     fatal(fn, std::string("the ranks of group ") + maskString(mask) +
                   " disagree on " + what + ": this rank (world rank " +

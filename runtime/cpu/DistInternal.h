@@ -1,9 +1,9 @@
 //===- DistInternal.h - what the Dist*.cpp files share ----------*- C++ -*-===//
 //
-// The runtime's distributed half is five files: Dist.cpp (errors, state,
+// The runtime's distributed half is six files: Dist.cpp (errors, state,
 // the watchdog, setup and queries; its header comment describes the
 // design), DistGroups.cpp (groups, communicators, size agreement,
-// counters), DistReduce.cpp (all_reduce, reduce_scatter), DistExchange.cpp
+// counters), DistComm.cpp (the byte movers: MPI or a transport), DistReduce.cpp (all_reduce, reduce_scatter), DistExchange.cpp
 // (gathers, all-to-all, broadcast, slices) and DistTriangle.cpp (the
 // symmetric and packed-triangle all-reduces). These are the state and
 // helpers more than one of them uses; nothing here is part of the
@@ -70,8 +70,11 @@ struct Group {
   int64_t size = 1;
   int64_t rank = 0;
 #if MUIR_RT_HAVE_MPI
-  MPI_Comm comm = MPI_COMM_NULL; // set only when size > 1
+  MPI_Comm comm = MPI_COMM_NULL; // set only when size > 1 (MPI's ranks)
 #endif
+  // Under a transport (muirrt_dist_set_transport), the world ranks of the
+  // group in group-rank order (also increasing), when size > 1.
+  const std::vector<int> *members = nullptr;
 };
 
 // One factorisation of the world's ranks into named axes, row-major.
@@ -93,6 +96,12 @@ struct DistState {
   // (muirrt_set_deterministic(0): MPI_Allreduce, whose order the MPI
   // library chooses).
   bool deterministic = true;
+  // The transport that moves the bytes instead of MPI (muirrt_dist_set_
+  // transport), its rank and size; the members of each mask's group.
+  muirrt_exchange_fn exchange = nullptr;
+  void *exchangeContext = nullptr;
+  int32_t transportRank = 0, transportSize = 1;
+  std::map<int64_t, std::vector<int>> members;
 #if MUIR_RT_HAVE_MPI
   bool weInitialisedMpi = false;
   MPI_Comm world = MPI_COMM_NULL;    // dup of MPI_COMM_WORLD, ERRORS_RETURN
@@ -137,6 +146,47 @@ void freeComms();
 // The group of a collective on `mask`, its communicator created if needed;
 // aborts on an invalid mask.
 Group groupFor(const char *fn, int64_t mask);
+
+#if MUIR_RT_HAVE_MPI
+//===----------------------------------------------------------------------===//
+// Moving the bytes (DistComm.cpp): every collective's data goes through
+// these, on the group's MPI communicator or, when a transport is registered
+// (muirrt_dist_set_transport), as one all-to-all of bytes over the world's
+// ranks in which only the group's members send to each other. The
+// arguments are MPI's (counts within int, checked by the callers); `in`
+// null means MPI_IN_PLACE where MPI allows it.
+//===----------------------------------------------------------------------===//
+
+enum class Elem { F32, F64, I32, I64, Byte };
+
+void commAllgather(const Group &g, const void *in, int64_t n, Elem e,
+                   void *out);
+// In place (in null): this member's piece is at out + displs[g.rank].
+void commAllgatherv(const Group &g, const void *in, int64_t n,
+                    const int *counts, const int *displs, Elem e, void *out);
+void commAlltoall(const Group &g, const void *in, int64_t n, Elem e,
+                  void *out);
+// Counts and displacements in units of `unit` elements of `e`.
+void commAlltoallv(const Group &g, const void *in, const int *sendCounts,
+                   const int *sendDispls, void *out, const int *recvCounts,
+                   const int *recvDispls, Elem e, int64_t unit);
+void commBcast(const Group &g, void *buf, int64_t n, Elem e, int64_t root);
+// MPI's reduction order (MPI_Allreduce), or the members' values gathered
+// and reduced in group-rank order under a transport. op: kSum, kMax, kMin.
+void commAllreduce(const Group &g, const void *in, void *out, int64_t n,
+                   Elem e, int32_t op);
+
+// A started all-gather (MPI_Iallgather); a transport's completes at once.
+struct CommRequest {
+  MPI_Request request = MPI_REQUEST_NULL;
+};
+void commIallgather(const Group &g, const void *in, int64_t n, Elem e,
+                    void *out, CommRequest &request);
+void commWait(CommRequest &request);
+
+// The group of all ranks (MPI: the world's duplicate).
+Group worldGroup();
+#endif
 
 // Stops every rank of the group when its members disagree on (a, b), the
 // sizes of a collective (see its definition).

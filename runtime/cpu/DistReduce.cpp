@@ -132,14 +132,11 @@ void allReduceScattered(int32_t op, const float *in, float *out,
       recvCounts[j] = n;
       recvDispls[j] = asInt(static_cast<int64_t>(j) * n);
     }
-    checkMpi(MPI_Alltoallv(in, counts.data(), displs.data(), MPI_FLOAT, recv,
-                           recvCounts.data(), recvDispls.data(), MPI_FLOAT,
-                           g.comm),
-             "MPI_Alltoallv");
+    commAlltoallv(g, in, counts.data(), displs.data(), recv,
+                  recvCounts.data(), recvDispls.data(), Elem::F32, 1);
     reduceOrdered(op, recv, members, n, out + displs[me]);
-    checkMpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out,
-                            counts.data(), displs.data(), MPI_FLOAT, g.comm),
-             "MPI_Allgatherv");
+    commAllgatherv(g, nullptr, 0, counts.data(), displs.data(), Elem::F32,
+                   out);
   }
 }
 
@@ -171,12 +168,11 @@ extern "C" void muirrt_all_reduce(int64_t axes_mask, int32_t op,
 #if MUIR_RT_HAVE_MPI
     if (!state.deterministic) {
       // MPI's reduction, in the order its algorithm picks.
-      MPI_Op mpiOp = op == kMax ? MPI_MAX : op == kMin ? MPI_MIN : MPI_SUM;
+      int32_t reduce = op == kAvg ? kSum : op;
       for (int64_t s = 0; s < count; s += kIntMax) {
         int64_t n = std::min<int64_t>(kIntMax, count - s);
-        checkMpi(MPI_Allreduce(in == out ? MPI_IN_PLACE : in + s, out + s,
-                               asInt(n), MPI_FLOAT, mpiOp, g.comm),
-                 "MPI_Allreduce");
+        commAllreduce(g, in == out ? nullptr : in + s, out + s, n, Elem::F32,
+                      reduce);
       }
       if (op == kAvg)
         for (int64_t i = 0; i < count; ++i)
@@ -194,9 +190,7 @@ extern "C" void muirrt_all_reduce(int64_t axes_mask, int32_t op,
     float *pieces = scratch(scratchA, chunk * g.size);
     for (int64_t s = 0; s < count; s += chunk) {
       int64_t n = std::min(chunk, count - s);
-      checkMpi(MPI_Allgather(in + s, asInt(n), MPI_FLOAT, pieces, asInt(n),
-                             MPI_FLOAT, g.comm),
-               "MPI_Allgather");
+      commAllgather(g, in + s, n, Elem::F32, pieces);
       reduceOrdered(op, pieces, g.size, n, out + s);
     }
 #endif
@@ -228,9 +222,7 @@ extern "C" void muirrt_reduce_scatter(int64_t axes_mask, int32_t op,
     float *recv = scratch(scratchA, chunk * g.size);
     if (outer == 1 && block <= chunk) {
       // Slice j is already contiguous at in + j * inner.
-      checkMpi(MPI_Alltoall(in, asInt(block), MPI_FLOAT, recv, asInt(block),
-                            MPI_FLOAT, g.comm),
-               "MPI_Alltoall");
+      commAlltoall(g, in, block, Elem::F32, recv);
       reduceOrdered(op, recv, g.size, block, out);
       return;
     }
@@ -239,9 +231,7 @@ extern "C" void muirrt_reduce_scatter(int64_t axes_mask, int32_t op,
       int64_t n = std::min(chunk, block - s);
       for (int64_t j = 0; j < g.size; ++j)
         pieceToFlat(in, send + j * n, j, s, n, inner, g.size);
-      checkMpi(MPI_Alltoall(send, asInt(n), MPI_FLOAT, recv, asInt(n),
-                            MPI_FLOAT, g.comm),
-               "MPI_Alltoall");
+      commAlltoall(g, send, n, Elem::F32, recv);
       // Element t of our slice is out[t] (out is [outer, inner]).
       reduceOrdered(op, recv, g.size, n, out + s);
     }

@@ -57,9 +57,7 @@ extern "C" void muirrt_symmetric_all_reduce(int64_t axes_mask,
           std::min(chunk, count) * g.size));
       for (int64_t s = 0; s < count; s += chunk) {
         int64_t c = std::min(chunk, count - s);
-        checkMpi(MPI_Allgather(packed.data() + s, asInt(c), MPI_DOUBLE,
-                               part.data(), asInt(c), MPI_DOUBLE, g.comm),
-                 "MPI_Allgather");
+        commAllgather(g, packed.data() + s, c, Elem::F64, part.data());
         for (int64_t i = 0; i < c; ++i) {
           double acc = part[static_cast<size_t>(i)];
           for (int64_t r = 1; r < g.size; ++r)
@@ -91,7 +89,7 @@ struct TriangleRequest {
   int64_t batch = 0, n = 0, r0 = 0, r1 = 0, count = 0;
   std::vector<float> send, pieces;
 #if MUIR_RT_HAVE_MPI
-  MPI_Request request = MPI_REQUEST_NULL;
+  CommRequest request;
 #endif
 };
 
@@ -155,10 +153,8 @@ extern "C" int64_t muirrt_triangle_all_reduce_start(int64_t axes_mask,
       }
     }
 #if MUIR_RT_HAVE_MPI
-    checkMpi(MPI_Iallgather(t.send.data(), asInt(floats), MPI_FLOAT,
-                            t.pieces.data(), asInt(floats), MPI_FLOAT, g.comm,
-                            &t.request),
-             "MPI_Iallgather");
+    commIallgather(g, t.send.data(), floats, Elem::F32, t.pieces.data(),
+                   t.request);
 #endif
   });
   return handle;
@@ -186,7 +182,7 @@ extern "C" void muirrt_triangle_all_reduce_wait(int64_t request, float *c,
     std::vector<float> sum;
     if (t.group.size > 1) {
 #if MUIR_RT_HAVE_MPI
-      checkMpi(MPI_Wait(&t.request, MPI_STATUS_IGNORE), "MPI_Wait");
+      commWait(t.request);
 #endif
       sum.resize(t.send.size());
       reduceOrdered(kSum, t.pieces.data(), t.group.size,

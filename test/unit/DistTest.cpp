@@ -17,7 +17,11 @@
 //
 // Each rank prints "dist: rank R ok N checks", or "dist: FAIL ..." lines
 // and exits non-zero. Setting MUIR_RT_DIST_CHUNK_FLOATS to a small value
-// runs the same checks through the runtime's chunked paths.
+// runs the same checks through the runtime's chunked paths. With
+// --transport first, the runtime moves its bytes through a registered
+// transport (muirrt_dist_set_transport) instead of its own MPI calls: the
+// test's, one MPI_Alltoallv of bytes over the world per exchange, as
+// muir.torch's torch.distributed one is one all_to_all_single.
 //
 //===----------------------------------------------------------------------===//
 
@@ -446,10 +450,63 @@ void testMask(int64_t mask) {
 
 } // namespace
 
+// The test's transport: the runtime's exchange as one MPI_Alltoallv of
+// bytes over the world, counted.
+int64_t exchanges = 0;
+
+int32_t exchangeOverMpi(void *context, const void *send,
+                        const int64_t *sendBytes, void *recv,
+                        const int64_t *recvBytes) {
+  expect(context == &exchanges, "the transport's context comes back");
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<int> sc(size), sd(size), rc(size), rd(size);
+  int64_t so = 0, ro = 0;
+  for (int j = 0; j < size; ++j) {
+    sc[j] = static_cast<int>(sendBytes[j]);
+    sd[j] = static_cast<int>(so);
+    rc[j] = static_cast<int>(recvBytes[j]);
+    rd[j] = static_cast<int>(ro);
+    so += sendBytes[j];
+    ro += recvBytes[j];
+  }
+  expect(static_cast<const char *>(send) + so <= static_cast<char *>(recv) ||
+             static_cast<char *>(recv) + ro <=
+                 static_cast<const char *>(send) ||
+             so == 0 || ro == 0,
+         "the transport's send and receive buffers do not overlap");
+  ++exchanges;
+  return MPI_Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(),
+                       rd.data(), MPI_BYTE, MPI_COMM_WORLD) == MPI_SUCCESS
+             ? 0
+             : 1;
+}
+
 int main(int argc, char **argv) {
+  bool transport = argc > 1 && std::string(argv[1]) == "--transport";
+  if (transport) {
+    --argc;
+    ++argv;
+  }
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s SIZE0 [SIZE1 ...]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--transport] SIZE0 [SIZE1 ...]\n",
+                 argv[0]);
     return 2;
+  }
+  if (transport) {
+    // The job is the transport's: MPI started by the test, which the
+    // runtime must leave alone.
+    MPI_Init(nullptr, nullptr);
+    int r = 0, w = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    MPI_Comm_size(MPI_COMM_WORLD, &w);
+    expect(muirrt_dist_set_transport(exchangeOverMpi, &exchanges, w, w) != 0,
+           "a transport rank outside [0, size) is refused");
+    expect(std::string(muirrt_last_error()).find("expected 0 <= rank") !=
+               std::string::npos,
+           "transport message: " + std::string(muirrt_last_error()));
+    expectInt(muirrt_dist_set_transport(exchangeOverMpi, &exchanges, r, w), 0,
+              "muirrt_dist_set_transport");
   }
   for (int i = 1; i < argc; ++i) {
     char *end = nullptr;
@@ -565,6 +622,16 @@ int main(int argc, char **argv) {
 
   muirrt_dist_finalize();
   expectInt(muirrt_dist_size(), 1, "size after finalize");
+  if (transport) {
+    if (gridProduct > 1)
+      expect(exchanges > 0, "the collectives went through the transport");
+    int finalized = 1;
+    MPI_Finalized(&finalized);
+    expectInt(finalized, 0, "the runtime left the test's MPI running");
+    expectInt(muirrt_dist_set_transport(nullptr, nullptr, 0, 1), 0,
+              "removing the transport");
+    MPI_Finalize();
+  }
 
   if (failures) {
     std::printf("dist: FAIL rank %d: %lld of %lld checks failed\n", myRank,

@@ -285,6 +285,26 @@ double muirrt_diff_norm(const float *x, const float *y, int64_t numel);
  * compiled in, or with a one-rank grid, everything works on one rank.
  * Returns 0 on success (else see muirrt_last_error). */
 int muirrt_dist_init(int32_t num_axes, const int64_t *sizes);
+/* A transport that moves the collectives' bytes instead of MPI, e.g. a
+ * torch.distributed process group (muir.torch under torchrun). `exchange`
+ * is one all-to-all of bytes over the transport's `size` ranks, which every
+ * rank calls at the same point of its run: it sends send_bytes[j] bytes to
+ * rank j and receives recv_bytes[j] bytes from rank j, the pieces of `send`
+ * and of `recv` contiguous in rank order (the two never overlap); it
+ * returns 0, or non-zero after saying why (the run then ends). The
+ * collectives keep their contract and their bits: every reduction is
+ * muir's own, in group-rank order (muirrt_set_deterministic(0) included).
+ * Register before muirrt_dist_init, on every rank: muirrt_dist_init then
+ * takes `rank` and `size` from it and never initialises MPI. NULL
+ * `exchange` removes it (before muirrt_dist_init, or after
+ * muirrt_dist_finalize). Returns 0, or non-zero (see muirrt_last_error)
+ * for bad arguments, a grid already running, or a runtime built without
+ * MPI support, whose collectives this one carries. */
+typedef int32_t (*muirrt_exchange_fn)(void *context, const void *send,
+                                      const int64_t *send_bytes, void *recv,
+                                      const int64_t *recv_bytes);
+int muirrt_dist_set_transport(muirrt_exchange_fn exchange, void *context,
+                              int32_t rank, int32_t size);
 /* Registers another factorisation of the same ranks into axes (an MoE
  * folding: Megatron's edp x ep over the attention grid's devices), row-major
  * like the grid. Returns its index f >= 1; masks for its axes carry f
