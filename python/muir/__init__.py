@@ -33,7 +33,7 @@ import threading
 __all__ = ["MuirError", "Argument", "Step", "compile", "open_step",
            "version", "nccl_unique_id", "library_path", "ROLES",
            "Optimizer", "OptimizerState", "optimizers", "Setting",
-           "settings"]
+           "settings", "set_transport"]
 
 # enum MuirArgumentRole, by value.
 ROLES = ("param", "grad", "state", "data", "counter", "hyper")
@@ -188,6 +188,9 @@ def _load():
         optional = {
             "muir_step_open": (P, [ctypes.c_char_p, ctypes.c_char_p]),
             "muir_step_nccl_unique_id": (ctypes.c_int, [ctypes.c_char_p]),
+            "muir_step_set_transport": (ctypes.c_int,
+                                        [_EXCHANGE, P, ctypes.c_int32,
+                                         ctypes.c_int32]),
         }
         for name, (restype, argtypes) in list(sigs.items()) + \
                 list(optional.items()):
@@ -362,6 +365,55 @@ def nccl_unique_id():
     if fn(buf) != 0:
         raise _last_error(lib, "muir_step_nccl_unique_id")
     return buf.value.decode("ascii")
+
+
+# MuirExchangeFn (include/muir/Step.h).
+_EXCHANGE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
+                             ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p,
+                             ctypes.POINTER(ctypes.c_int64))
+# The registered transport's C function (kept alive while registered).
+_transport = None
+
+
+def set_transport(exchange, rank, size):
+    """Moves the bytes of the collectives of every CPU step this process
+    runs through `exchange` instead of MPI (muir_step_set_transport): a
+    job whose ranks are not an MPI world, e.g. torch.distributed's under
+    torchrun (muir.torch does this for you). exchange(send, send_bytes,
+    recv, recv_bytes) is one all-to-all of bytes over `size` ranks, this
+    one `rank`, which every rank calls at the same point: send_bytes[j]
+    bytes from address `send` go to rank j, recv_bytes[j] bytes from rank
+    j land at address `recv`, both contiguous in rank order (lists of
+    ints). An exception it raises ends the run with its message (the
+    other ranks cannot go on). Call before the first step with several
+    devices is compiled or opened, on every rank; exchange=None removes
+    it."""
+    global _transport
+    lib = _load()
+    fn = getattr(lib, "muir_step_set_transport", None)
+    if fn is None:
+        raise MuirError("%s has no muir_step_set_transport" % library_path())
+    if exchange is None:
+        if fn(ctypes.cast(None, _EXCHANGE), None, 0, 1) != 0:
+            raise _last_error(lib, "muir_step_set_transport")
+        _transport = None
+        return
+
+    def call(context, send, send_bytes, recv, recv_bytes):
+        try:
+            exchange(send or 0, send_bytes[:size], recv or 0,
+                     recv_bytes[:size])
+            return 0
+        except BaseException as e:  # noqa: B902 (nothing may escape to C)
+            import sys
+            sys.stderr.write("muir: rank %d: the transport's exchange "
+                             "failed: %s: %s\n" % (rank, type(e).__name__, e))
+            sys.stderr.flush()
+            return 1
+    c = _EXCHANGE(call)
+    if fn(c, None, rank, size) != 0:
+        raise _last_error(lib, "muir_step_set_transport")
+    _transport = c
 
 
 def _format_options(options):

@@ -8,6 +8,7 @@ import os
 import torch
 
 import muir
+from muir import _dist
 
 __all__ = ["MoE", "MoEInputError", "DEFAULT_MAX_COMPILED_BOUNDS"]
 
@@ -26,13 +27,11 @@ class MoEInputError(ValueError):
 
 
 def _world_size():
-    size = os.environ.get("OMPI_COMM_WORLD_SIZE")
-    return int(size) if size else 1
+    return _dist.ranks()[1]
 
 
 def _world_rank():
-    rank = os.environ.get("OMPI_COMM_WORLD_RANK")
-    return int(rank) if rank else 0
+    return _dist.ranks()[0]
 
 
 # The expert stacks: dimension 0 is the layer's experts (a rank's block of
@@ -366,10 +365,13 @@ class MoE(torch.nn.Module):
     So the biases are the same bits on every rank and every ep layout
     given the same tokens.
 
-    Expert parallel (ep > 1, under mpirun with ep ranks): rank r holds
+    Expert parallel (ep > 1, a job of ep ranks: mpirun's, or under
+    torchrun torch.distributed's group, process_group=G or device_mesh=M,
+    else the default group): rank r holds
     experts [r * E / ep, (r + 1) * E / ep) (gate_proj, up_proj and
     down_proj have the local count), each rank passes its own tokens, and
-    dispatch and combine exchange them over MPI; y, dx and the experts'
+    dispatch and combine exchange them over MPI or the group (gloo: one
+    all_to_all_single of bytes per exchange, the same bits); y, dx and the experts'
     gradients are bitwise those of one rank given every rank's tokens in
     rank order (an expert's gradient sums over every token routed to it,
     from any rank); the router's and the shared experts' gradients are
@@ -434,7 +436,8 @@ class MoE(torch.nn.Module):
                  max_compiled_bounds=DEFAULT_MAX_COMPILED_BOUNDS,
                  check_finite=True, name="moe", options=None,
                  e_score_correction_bias=False, bias_update_rate=1e-3,
-                 recompute=False, products=None):
+                 recompute=False, products=None, process_group=None,
+                 device_mesh=None):
         super().__init__()
         self.hidden = _int(hidden, "hidden", 1)
         self.expert_size = _int(expert_size, "expert_size", 1)
@@ -467,18 +470,18 @@ class MoE(torch.nn.Module):
         if self.experts % self.ep:
             raise ValueError("muir.torch.MoE: experts (%d) do not divide "
                              "over ep=%d" % (self.experts, self.ep))
-        world = _world_size()
+        # The ranks: mpirun's, or torch.distributed's group (torchrun).
+        world = _dist.join("muir.torch.MoE", process_group, device_mesh)[1]
         if self.ep > 1 and self.ep != world:
-            # A torchrun (or other env://) launch: its ranks are not an MPI
-            # job, which the layer's exchanges run over (for now).
             launched = os.environ.get("WORLD_SIZE")
             other = "" if world > 1 or not launched else (
                 "; this process was started by torchrun or another env:// "
-                "launcher (WORLD_SIZE=%s), whose ranks muir's runtime does "
-                "not join yet: launch the job with mpirun" % launched)
+                "launcher (WORLD_SIZE=%s): call "
+                "torch.distributed.init_process_group first (or pass "
+                "process_group=)" % launched)
             raise ValueError("muir.torch.MoE: ep=%d needs a job of %d ranks "
-                             "(mpirun -np %d); this one has %d%s"
-                             % (self.ep, self.ep, self.ep, world, other))
+                             "(torchrun or mpirun); this one has %d%s"
+                             % (self.ep, self.ep, world, other))
         for key, v in (("routed_scaling", routed_scaling),
                        ("capacity_factor", capacity_factor),
                        ("aux_loss_coef", aux_loss_coef)):

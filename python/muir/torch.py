@@ -151,12 +151,18 @@ anything. copy.deepcopy (and
 pickling) copies the optimizer with its parameters and state; the copy
 compiles its own steps.
 
-Several ranks: under mpirun (OMPI_COMM_WORLD_SIZE), or on CUDA with
-torch.distributed initialised, layout defaults to "dp=<world size>":
-Newton-Schulz is shared out over the ranks (each matrix on one rank, the
-results gathered) and every rank ends with the same parameters as one rank would, given the same
-(already averaged) gradients on every rank. On the CPU target the ranks
-are the job's MPI world, so launch with mpirun. On the CUDA target under
+Several ranks: under mpirun (OMPI_COMM_WORLD_SIZE), or with
+torch.distributed initialised (torchrun), layout defaults to "dp=<world
+size>": Newton-Schulz is shared out over the ranks (each matrix on one
+rank, the results gathered) and every rank ends with the same parameters
+as one rank would, given the same (already averaged) gradients on every
+rank. On the CPU target the ranks are mpirun's MPI world, else
+torch.distributed's group: process_group=G or device_mesh=M (every rank
+of the mesh) as keywords, else the default group; the compiled steps'
+collectives then run over it (one all_to_all_single of bytes per exchange,
+gloo), with the bits of the same layout under mpirun (docs/design.md,
+"Transports"; test/Python/torch-torchrun.test). A process's steps (and its
+MoE layers') run over one group. On the CUDA target under
 torchrun (torch.distributed initialised, no mpirun), rank 0 makes an NCCL
 unique id (muir.nccl_unique_id) and torch.distributed broadcasts it, so
 muir's communicator spans the job's ranks.
@@ -210,6 +216,7 @@ import torch
 import muir
 from muir import description as _description
 
+from muir import _dist
 from muir import _moe
 from muir._moe import MoE, MoEInputError, prepare_ddp  # noqa: E402,F401
 
@@ -438,12 +445,16 @@ def _value_text(v):
     return _float_text(v) if isinstance(v, float) else repr(v)
 
 
-def _world_size(target):
+def _world_size(target, group=(None, None)):
     """The job's ranks: mpirun's world; on CUDA also torch.distributed's
-    (NCCL joins those ranks); else 1 (a CPU step's ranks are MPI's)."""
+    (NCCL joins those ranks); on the CPU torch.distributed's group, `group`
+    (process_group, device_mesh) or the default one, which the CPU steps'
+    collectives then run over (muir._dist); else 1."""
     size = os.environ.get("OMPI_COMM_WORLD_SIZE")
     if size:
         return int(size)
+    if target != "cuda":
+        return _dist.join("muir.torch.Muon", *group)[1]
     if target == "cuda":
         try:
             import torch.distributed as dist
@@ -454,9 +465,9 @@ def _world_size(target):
     return 1
 
 
-def _parse_layout(layout, target="cpu"):
+def _parse_layout(layout, target="cpu", group=(None, None)):
     if layout is None:
-        return _world_size(target)
+        return _world_size(target, group)
     if isinstance(layout, int) and not isinstance(layout, bool):
         devices = layout
     else:
@@ -638,6 +649,10 @@ class Muon(torch.optim.Optimizer):
         self._group_initial = []     # its run-time values when added
         self._target = target
         self._layout = layout
+        # The torch.distributed group the CPU steps run over (torchrun):
+        # process_group= or device_mesh=, else the default group.
+        self._group = (more.pop("process_group", None),
+                       more.pop("device_mesh", None))
         # An explicit layout is checked now; the default one (the job's
         # world size) is read at the first step.
         self._devices = None if layout is None else _parse_layout(layout)
@@ -1203,7 +1218,8 @@ class Muon(torch.optim.Optimizer):
         patterns as int64, exact and independent of the order of the sum)
         is all-reduced as a maximum and a minimum over torch.distributed's
         ranks, which agree only where every rank holds the same bits."""
-        world = _world_size(self._target or params[0].device.type)
+        world = _world_size(self._target or params[0].device.type,
+                            self._group)
         if world == 1:
             return
         import torch.distributed as dist
@@ -1353,7 +1369,10 @@ class Muon(torch.optim.Optimizer):
         info = self._info
         params = [records[i][0] for i in members]
         if self._devices is None:
-            self._devices = _parse_layout(self._layout, target)
+            self._devices = _parse_layout(self._layout, target, self._group)
+        if target == "cpu" and self._devices > 1:
+            # An explicit layout under torchrun: the group's ranks too.
+            _world_size(target, self._group)
         text, override_groups = self._describe(params)
         options = dict(self._options)
         options["target"] = target
@@ -1925,6 +1944,9 @@ class Muon(torch.optim.Optimizer):
         state["_cache"] = collections.OrderedDict()
         state["_last_compiled"] = None
         state["_nccl"] = None
+        # A process group is the process's: a copy runs over the group
+        # this process joined.
+        state["_group"] = (None, None)
         return state
 
     def __setstate__(self, state):
@@ -1969,7 +1991,8 @@ class Muon(torch.optim.Optimizer):
               "f64" if info[p]["dtype"] is torch.float64 else None)
              for p in params],
             name=self._name, ep=self._ep,
-            devices=self._devices or _parse_layout(self._layout),
+            devices=self._devices or _parse_layout(self._layout,
+                                                   group=self._group),
             lr=float(m["lr"]), momentum=float(m["momentum"]),
             nesterov=bool(m["nesterov"]),
             weight_decay=float(m["weight_decay"]),

@@ -13,6 +13,11 @@ averaged gradients are the gradients of); the selection bias updated
   mpirun -n 2 torch_moe_ddp.py refuse 2 OUT   DDP without prepare_ddp
   torch_moe_ddp.py compare W ONE OUT   each rank's OUT<rank>.pt against
                                        ONE.pt
+  torchrun --nproc-per-node W torch_moe_ddp.py ddp W OUT
+                                       the ddp run launched by torchrun:
+                                       muir's exchanges over the gloo group
+  torch_moe_ddp.py same W A B          each rank's A<rank>.pt and
+                                       B<rank>.pt bitwise equal
 
 After prepare_ddp and the wrap, each rank's experts are still its own (DDP
 broadcast none of them); the gradients of the first step and the
@@ -82,9 +87,16 @@ def one(world, path):
 
 
 def ranked(mode, world, path):
-    rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
-    dist.init_process_group("gloo", init_method="file://%s.store" % path,
-                            rank=rank, world_size=world)
+    if "OMPI_COMM_WORLD_RANK" in os.environ:
+        rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+        dist.init_process_group("gloo", init_method="file://%s.store" % path,
+                                rank=rank, world_size=world)
+    else:
+        # torchrun: its env:// rendezvous; muir.torch runs the layer's
+        # exchanges over this group.
+        dist.init_process_group("gloo")
+        rank = dist.get_rank()
+        assert dist.get_world_size() == world
     try:
         # ddp-dp: ep = 1 (every rank every expert; DDP averages them all).
         ep = 1 if mode == "ddp-dp" else world
@@ -168,10 +180,29 @@ def compare(world, one_path, path):
         sys.exit(1)
 
 
+def same(world, a, b):
+    """Bitwise: the gradients and parameters of two runs, rank by rank."""
+    ok = True
+    for rank in range(world):
+        x = torch.load("%s%d.pt" % (a, rank))
+        y = torch.load("%s%d.pt" % (b, rank))
+        for what in ("grads", "params"):
+            for n, t in x[what].items():
+                if not torch.equal(t, y[what][n]):
+                    print("rank %d: %s %s differ" % (rank, what, n))
+                    ok = False
+    print("torchrun and mpirun on %d ranks: %s" % (
+        world, "bitwise equal" if ok else "FAIL"))
+    if not ok:
+        sys.exit(1)
+
+
 def main():
     mode, world, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     if mode == "one":
         one(world, path)
+    elif mode == "same":
+        same(world, path, sys.argv[4])
     elif mode == "compare":
         compare(world, path, sys.argv[4])
     else:

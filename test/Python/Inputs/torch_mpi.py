@@ -28,6 +28,12 @@ STEPS = 4
 
 
 def run(prefix, first=1, last=STEPS, load=None, save=None):
+    launcher = "mpirun"
+    if "OMPI_COMM_WORLD_SIZE" not in os.environ and "WORLD_SIZE" in os.environ:
+        # torchrun: muir.torch's steps run over torch.distributed's group.
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+        launcher = "torchrun"
     model = tt.make_model()
     opt = muir.torch.Muon(model.named_parameters(), lr=0.02,
                           weight_decay=0.1, adamw_weight_decay=0.01)
@@ -50,9 +56,10 @@ def run(prefix, first=1, last=STEPS, load=None, save=None):
         sched.step()
     compiled = len(opt.compiled_steps())
     step = opt.compiled_steps()[0]
-    env = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
-    print("rank %d of %d (mpirun: %d); %d compiled step; losses %s" % (
-        step.rank, step.world_size, env, compiled,
+    env = int(os.environ.get("OMPI_COMM_WORLD_SIZE",
+                             os.environ.get("WORLD_SIZE", "1")))
+    print("rank %d of %d (%s: %d); %d compiled step; losses %s" % (
+        step.rank, step.world_size, launcher, env, compiled,
         " ".join("%.6f" % x for x in losses)), flush=True)
     if step.world_size != env:
         print("FAIL: the step runs on %d ranks, the job has %d"

@@ -1,0 +1,59 @@
+"""muir.torch under torchrun, the choices of group: a 1-D DeviceMesh runs an
+ep=2 layer over its group (against the same layer on process_group=: bitwise
+equal outputs and gradients), and a second, different group in the same
+process, or process_group= and device_mesh= together, are refused with a
+message that names the fix.
+
+  torchrun --standalone --nproc-per-node 2 torch_torchrun.py
+"""
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.distributed.device_mesh import init_device_mesh
+
+import muir.torch as mt
+
+H, F, E, K = 16, 12, 4, 2
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    ok = True
+    mesh = init_device_mesh("cpu", (2,), mesh_dim_names=("ep",))
+    torch.manual_seed(0)
+    a = mt.MoE(H, F, E, K, ep=2, device_mesh=mesh, max_tokens=32)
+    b = mt.MoE(H, F, E, K, ep=2, process_group=mesh.get_group(),
+               max_tokens=32)
+    b.load_state_dict(a.state_dict())
+    torch.manual_seed(1 + rank)
+    x = torch.randn(20 + 3 * rank, H)
+    outs = []
+    for layer in (a, b):
+        xi = x.clone().requires_grad_(True)
+        y = layer(xi)
+        (y * y).sum().backward()
+        outs.append([y.detach(), xi.grad] +
+                    [p.grad for p in layer.parameters()])
+    same = all(torch.equal(u, v) for u, v in zip(*outs))
+    ok &= same
+    print("rank %d: device_mesh and process_group layers: %s"
+          % (rank, "bitwise equal" if same else "FAIL"), flush=True)
+    other = dist.new_group([0, 1])
+    for what, kw in (("another group", {"process_group": other}),
+                     ("both", {"process_group": other,
+                               "device_mesh": mesh})):
+        try:
+            mt.MoE(H, F, E, K, ep=2, max_tokens=32, **kw)
+            print("rank %d: %s: FAIL (accepted)" % (rank, what))
+            ok = False
+        except ValueError as e:
+            print("rank %d: %s: %s" % (rank, what, e), flush=True)
+    dist.destroy_process_group()
+    print("torch-torchrun rank %d: %s" % (rank, "PASS" if ok else "FAIL"))
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
