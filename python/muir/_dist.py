@@ -12,7 +12,9 @@ muir's own, in group-rank order, so a step's bits are those of the same
 layout under mpirun (docs/design.md, "Transports").
 
 A process runs its steps over one group: joining a second, different one
-is refused.
+is refused. The default group joins only when its backend moves CPU
+tensors (gloo, or "cpu:gloo,cuda:nccl"); a default NCCL-only group leaves
+the CPU steps on one rank each, as before (a given one is refused).
 """
 import ctypes
 import os
@@ -52,9 +54,14 @@ def _group_of(who, process_group, device_mesh):
         # Every rank of the mesh: muir's steps lay their own axes over
         # them (layout=), so the mesh's dims only say which ranks.
         ranks = sorted(int(r) for r in mesh.flatten().tolist())
-        if ranks == list(range(dist.get_world_size())):
-            return dist.group.WORLD
-        return dist.new_group(ranks)
+        if ranks != list(range(dist.get_world_size())):
+            raise ValueError(
+                "%s: device_mesh of shape %s holds %d of the job's %d ranks; "
+                "a mesh of several dims must hold them all (for some "
+                "ranks, give process_group= or a 1-D mesh)"
+                % (who, tuple(mesh.shape), len(ranks),
+                   dist.get_world_size()))
+        return dist.group.WORLD
     if process_group is not None:
         return process_group
     if dist.is_available() and dist.is_initialized():
@@ -78,7 +85,8 @@ def join(who, process_group=None, device_mesh=None):
                     "MPI world" % (who, dist.get_world_size(group), size))
         return rank, size
     import torch.distributed as dist
-    if process_group is None and device_mesh is None and _joined is not None:
+    given = process_group is not None or device_mesh is not None
+    if not given and _joined is not None:
         return dist.get_rank(_joined), dist.get_world_size(_joined)
     group = _group_of(who, process_group, device_mesh)
     if group is None:
@@ -94,11 +102,16 @@ def join(who, process_group=None, device_mesh=None):
                 "process group; the steps of a process run over one group "
                 "(give every layer and optimizer the same one)" % who)
         return rank, size
-    if dist.get_backend(group) not in ("gloo", "mpi"):
+    backend = str(dist.get_backend(group))
+    if "gloo" not in backend:
+        if not given:
+            # The default group moves no CPU tensors (NCCL only): each
+            # rank's CPU steps stay its own.
+            return 0, 1
         raise ValueError(
             "%s: the CPU steps' collectives need a process group whose "
-            "backend moves CPU tensors (gloo); this one is %s"
-            % (who, dist.get_backend(group)))
+            "backend moves CPU tensors (gloo, or \"cpu:gloo,cuda:nccl\"); "
+            "this one is %s" % (who, backend))
     empty = torch.empty(0, dtype=torch.uint8)
 
     def view(address, count):
@@ -116,6 +129,12 @@ def join(who, process_group=None, device_mesh=None):
     muir.set_transport(exchange, rank, size)
     _joined = group
     return rank, size
+
+
+def group():
+    """The joined torch.distributed group (None: mpirun's job, or none
+    joined: torch.distributed's default group)."""
+    return _joined
 
 
 def ranks():

@@ -470,8 +470,13 @@ class MoE(torch.nn.Module):
         if self.experts % self.ep:
             raise ValueError("muir.torch.MoE: experts (%d) do not divide "
                              "over ep=%d" % (self.experts, self.ep))
-        # The ranks: mpirun's, or torch.distributed's group (torchrun).
-        world = _dist.join("muir.torch.MoE", process_group, device_mesh)[1]
+        # The ranks: mpirun's, or torch.distributed's group (torchrun),
+        # joined for an expert-parallel layer or a group given; an ep=1
+        # layer's passes run on whatever the process joined.
+        if self.ep > 1 or process_group is not None or \
+                device_mesh is not None:
+            _dist.join("muir.torch.MoE", process_group, device_mesh)
+        world = _world_size()
         if self.ep > 1 and self.ep != world:
             launched = os.environ.get("WORLD_SIZE")
             other = "" if world > 1 or not launched else (

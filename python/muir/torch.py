@@ -157,12 +157,16 @@ size>": Newton-Schulz is shared out over the ranks (each matrix on one
 rank, the results gathered) and every rank ends with the same parameters
 as one rank would, given the same (already averaged) gradients on every
 rank. On the CPU target the ranks are mpirun's MPI world, else
-torch.distributed's group: process_group=G or device_mesh=M (every rank
-of the mesh) as keywords, else the default group; the compiled steps'
-collectives then run over it (one all_to_all_single of bytes per exchange,
-gloo), with the bits of the same layout under mpirun (docs/design.md,
-"Transports"; test/Python/torch-torchrun.test). A process's steps (and its
-MoE layers') run over one group. On the CUDA target under
+torch.distributed's group: process_group=G or device_mesh=M (a 1-D mesh,
+or one holding every rank) as keywords, else the default group (when its
+backend moves CPU tensors: gloo); the compiled steps' collectives then run
+over it (one all_to_all_single of bytes per exchange), with the bits of the
+same layout under mpirun (docs/design.md, "Transports";
+test/Python/torch-torchrun.test). Every rank of the group must step the
+same parameters (as after DDP's all-reduce); layout="dp=1" keeps each
+rank's step its own. A process's steps (and its MoE layers') run over one
+group. process_group and device_mesh are for the CPU target; on the CUDA
+target under
 torchrun (torch.distributed initialised, no mpirun), rank 0 makes an NCCL
 unique id (muir.nccl_unique_id) and torch.distributed broadcasts it, so
 muir's communicator spans the job's ranks.
@@ -692,6 +696,12 @@ class Muon(torch.optim.Optimizer):
         defaults = dict(lr=lr, weight_decay=weight_decay, momentum=momentum)
         super().__init__(groups, defaults)
         self._set_attention(qk_clip, attention)
+        # A group given for CPU parameters is joined now (a copy made
+        # before the first step then runs over it too).
+        if self._group != (None, None) and target != "cuda" and all(
+                p.device.type == "cpu" for g in self.param_groups
+                for p in g["params"]):
+            _world_size("cpu", self._group)
 
     @classmethod
     def like_torch(cls, params, lr=1e-3, weight_decay=0.1, momentum=0.95,
@@ -1230,11 +1240,12 @@ class Muon(torch.optim.Optimizer):
                 "of the gradients are all-reduced over it" % world)
         hashes = torch.stack([g.reshape(-1).view(torch.int32).sum(
             dtype=torch.int64) for g in grads])
-        if dist.get_backend() == "gloo" and hashes.device.type != "cpu":
+        group = _dist.group()
+        if dist.get_backend(group) == "gloo" and hashes.device.type != "cpu":
             hashes = hashes.cpu()
         high, low = hashes.clone(), hashes.clone()
-        dist.all_reduce(high, op=dist.ReduceOp.MAX)
-        dist.all_reduce(low, op=dist.ReduceOp.MIN)
+        dist.all_reduce(high, op=dist.ReduceOp.MAX, group=group)
+        dist.all_reduce(low, op=dist.ReduceOp.MIN, group=group)
         differ = torch.nonzero(high != low)
         if differ.numel():
             p = params[int(differ[0, 0])]
@@ -1991,8 +2002,9 @@ class Muon(torch.optim.Optimizer):
               "f64" if info[p]["dtype"] is torch.float64 else None)
              for p in params],
             name=self._name, ep=self._ep,
-            devices=self._devices or _parse_layout(self._layout,
-                                                   group=self._group),
+            devices=self._devices or _parse_layout(
+                self._layout, self._target or params[0].device.type,
+                self._group),
             lr=float(m["lr"]), momentum=float(m["momentum"]),
             nesterov=bool(m["nesterov"]),
             weight_decay=float(m["weight_decay"]),
@@ -2090,11 +2102,13 @@ def _gather_experts(items, who, what):
             "%s: %s is split over the ranks (expert parallel); gathering it "
             "whole needs torch.distributed initialised (gloo or nccl) over "
             "the same ranks, in the same order" % (who, what))
-    world, rank = dist.get_world_size(), dist.get_rank()
+    # The group the steps run over (under torchrun), else the default one.
+    group = _dist.group()
+    world, rank = dist.get_world_size(group), dist.get_rank(group)
     mine = [(label, tuple(t.shape), str(t.dtype), tuple(rows))
             for label, t, rows in items]
     every = [None] * world
-    dist.all_gather_object(every, mine)
+    dist.all_gather_object(every, mine, group=group)
     for r, theirs in enumerate(every):
         for (label, shape, dtype, rows), other in zip(
                 mine, theirs + [None] * len(mine)):
@@ -2119,7 +2133,7 @@ def _gather_experts(items, who, what):
             raise ValueError("%s: rank %d gathers %d tensors, rank %d %d; "
                              "every rank gathers the same ones"
                              % (who, rank, len(mine), r, len(theirs)))
-    nccl = dist.get_backend() == "nccl"
+    nccl = dist.get_backend(group) == "nccl"
     whole = []
     for label, t, rows in items:
         src = t.detach().contiguous()
@@ -2128,7 +2142,7 @@ def _gather_experts(items, who, what):
         elif not nccl and src.device.type != "cpu":
             src = src.cpu()
         parts = [torch.empty_like(src) for _ in range(world)]
-        dist.all_gather(parts, src)
+        dist.all_gather(parts, src, group=group)
         whole.append(torch.cat(parts).to(t.device))
     return whole
 

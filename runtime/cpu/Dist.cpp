@@ -28,7 +28,8 @@
 // (MPI_Alltoallv), which reduces its slice in rank order, and gathers the
 // reduced slices (MPI_Allgatherv): the bytes of a ring all-reduce, the same
 // bits. reduce_scatter exchanges slices (MPI_Alltoall).
-// muirrt_set_deterministic(0) leaves all_reduce to MPI_Allreduce.
+// muirrt_set_deterministic(0) leaves all_reduce to MPI_Allreduce (on MPI;
+// a transport's stays in group-rank order).
 //
 // Large buffers. Collectives that need a temporary or whose counts could
 // exceed MPI's int counts run in chunks; all ranks of a group derive the
@@ -287,7 +288,9 @@ extern "C" int muirrt_dist_init(int32_t num_axes, const int64_t *sizes) {
     state.chunkFloats = chunkFloats;
     state.checkSizes = checkSizes;
     state.ready = true;
-    if (worldSize > 1)
+    // A transport's collectives wait as its own do (gloo's timeout): a rank
+    // of a torchrun job may be evaluating or saving for minutes.
+    if (worldSize > 1 && !state.exchange)
       startWatchdog();
     return 0;
   } catch (const std::bad_alloc &) {

@@ -117,9 +117,17 @@ void exchangePieces(const Group &g, const std::vector<Piece> &send,
   bool sendPacked = contiguous(send, me, from, sendTotal);
   bool recvPacked = contiguous(recv, me, into, recvTotal);
   char *to = const_cast<char *>(into);
-  // Only spans that are used as they are can overlap.
-  bool overlap = sendPacked && recvPacked && sendTotal && recvTotal &&
-                 from < to + recvTotal && to < from + sendTotal;
+  // Only a send span used as it is can be overwritten: by the others'
+  // pieces landing (a receive span used as it is) or by this member's own
+  // piece, copied before the exchange.
+  auto overlaps = [](const char *a, int64_t an, const char *b, int64_t bn) {
+    return an && bn && a < b + bn && b < a + an;
+  };
+  bool overlap =
+      sendPacked &&
+      (overlaps(from, sendTotal, to, recvPacked ? recvTotal : 0) ||
+       (send[me].at != recv[me].at &&
+        overlaps(from, sendTotal, recv[me].at, recv[me].bytes)));
   std::vector<char> sendTemp, recvTemp;
   if (!sendPacked || overlap) {
     sendTemp.resize(static_cast<size_t>(sendTotal));

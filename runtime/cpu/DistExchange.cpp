@@ -262,7 +262,10 @@ extern "C" void muirrt_broadcast(int64_t axes_mask, int64_t root, float *buf,
     if (g.size == 1)
       return;
 #if MUIR_RT_HAVE_MPI
-    int64_t chunk = std::min(state.chunkFloats, kIntMax);
+    // A transport's root sends a chunk to each member at once: the
+    // runtime's chunk in all.
+    int64_t chunk = state.exchange ? pieceChunk(g.size)
+                                   : std::min(state.chunkFloats, kIntMax);
     for (int64_t s = 0; s < count; s += chunk) {
       int64_t n = std::min(chunk, count - s);
       commBcast(g, buf + s, n, Elem::F32, root);

@@ -94,7 +94,7 @@ struct DistState {
   bool checkSizes = true; // MUIR_RT_CHECK_SIZES=0 turns the check off
   // Reductions in group-rank order (the default), or MPI's own
   // (muirrt_set_deterministic(0): MPI_Allreduce, whose order the MPI
-  // library chooses).
+  // library chooses; under a transport the order stays group-rank order).
   bool deterministic = true;
   // The transport that moves the bytes instead of MPI (muirrt_dist_set_
   // transport), its rank and size; the members of each mask's group.
@@ -172,7 +172,8 @@ void commAlltoallv(const Group &g, const void *in, const int *sendCounts,
                    const int *recvDispls, Elem e, int64_t unit);
 void commBcast(const Group &g, void *buf, int64_t n, Elem e, int64_t root);
 // MPI's reduction order (MPI_Allreduce), or the members' values gathered
-// and reduced in group-rank order under a transport. op: kSum, kMax, kMin.
+// and reduced in group-rank order under a transport (small counts: the
+// size agreement, muirrt_dist_first). op: kSum, kMax, kMin.
 void commAllreduce(const Group &g, const void *in, void *out, int64_t n,
                    Elem e, int32_t op);
 

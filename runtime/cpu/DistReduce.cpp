@@ -166,7 +166,7 @@ extern "C" void muirrt_all_reduce(int64_t axes_mask, int32_t op,
       return;
     }
 #if MUIR_RT_HAVE_MPI
-    if (!state.deterministic) {
+    if (!state.deterministic && !state.exchange) {
       // MPI's reduction, in the order its algorithm picks.
       int32_t reduce = op == kAvg ? kSum : op;
       for (int64_t s = 0; s < count; s += kIntMax) {

@@ -293,7 +293,9 @@ int muirrt_dist_init(int32_t num_axes, const int64_t *sizes);
  * and of `recv` contiguous in rank order (the two never overlap); it
  * returns 0, or non-zero after saying why (the run then ends). The
  * collectives keep their contract and their bits: every reduction is
- * muir's own, in group-rank order (muirrt_set_deterministic(0) included).
+ * muir's own, in group-rank order (muirrt_set_deterministic(0)'s
+ * all-reduce included), and the collective timeout is the transport's
+ * (no MUIR_RT_COLLECTIVE_TIMEOUT watchdog).
  * Register before muirrt_dist_init, on every rank: muirrt_dist_init then
  * takes `rank` and `size` from it and never initialises MPI. NULL
  * `exchange` removes it (before muirrt_dist_init, or after
