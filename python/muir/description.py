@@ -73,7 +73,9 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
     """The description as a dict. `params`: (name, shape) pairs, or
     (name, shape, "muon"|"adamw") to state the optimizer yourself, or
     (name, shape, optimizer, True) for a 3-D expert stack split over `ep`
-    ranks (shape: this rank's part; muir.torch.MoE's expert stacks), and
+    ranks (shape: this rank's part; muir.torch.MoE's expert stacks), or
+    (name, shape, optimizer, "fsdp") for a tensor whose dim 0 is split
+    over the `devices` dp ranks (shape: this rank's part; FSDP2), and
     a fifth item "f64" for a parameter computed in float64 (its dtype).
     `devices` ranks share Newton-Schulz out over a `dp` axis; with ep > 1
     the experts take the MoE folding edp x ep of the same ranks. adamw_lr
@@ -109,7 +111,12 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
             raise ValueError("parameter %r has an empty shape %s"
                              % (pname, shape))
         entry = {"name": pname, "shape": list(shape) or [1], "role": role}
-        if len(item) > 3 and item[3]:
+        if len(item) > 3 and item[3] == "fsdp":
+            # Dim 0 split over the dp ranks (FSDP2's Shard(0)): shape is
+            # this rank's part.
+            entry.update(shape=[shape[0] * int(devices)] + list(shape[1:]),
+                         shard={"kind": "fsdp", "axis": "dp"})
+        elif len(item) > 3 and item[3]:
             if len(shape) != 3 or ep < 2:
                 raise ValueError("parameter %r: only 3-D expert stacks split "
                                  "over ep > 1" % (pname,))

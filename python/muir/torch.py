@@ -176,6 +176,23 @@ folding edp x ep of the same ranks) and each rank steps its own, per
 expert, never shared out; they take Muon (an ep stack cannot take AdamW).
 Checkpoints that load on another number of ranks: full_state_dict, above.
 
+FSDP2 and DTensor parameters (torch.distributed.fsdp.fully_shard, or
+any DTensor on a 1-D mesh of the group's ranks in order). A matrix held
+as Shard(0) (its rows split evenly over the ranks) is declared split over
+dp (`shard {kind: fsdp, axis: dp}`): each matrix is orthogonalised whole
+on one owner rank (matrices assigned to the ranks by cost, as
+muir-distribute does), never per shard and never twice, its blocks sent
+back into the shards; a Replicate() one is a whole matrix as above.
+AdamW parameters are element-wise: each rank updates its own shard (any
+split). The state tensors are DTensors of the parameter's placement, so
+state_dict() is what torch.distributed.checkpoint (DCP) saves and
+get_optimizer_state_dict / set_optimizer_state_dict reshard to another
+number of ranks; load_state_dict also takes whole (plain) state tensors,
+keeping this rank's rows, and full_state_dict gathers them whole. A
+matrix whose dim 0 the ranks do not divide, a Shard(1) (RowwiseParallel)
+or Partial placement, and a mesh of several dims are refused, naming the
+parameter (test/Python/torch-fsdp.test).
+
 MuonClip (Kimi K2's QK-clip): qk_clip=tau with attention=[{"name": ...,
 "q": ..., "k": ..., "heads": H, "kv_heads": G}, ...] (q and k: parameters
 of this optimizer, as tensors or by name; float32, bfloat16 or float64
@@ -234,6 +251,129 @@ __all__ = ["Muon", "NorMuon", "MoE", "MoEInputError", "prepare_ddp",
 # float64 in float64 throughout).
 _DTYPES = (torch.float32, torch.bfloat16, torch.float64)
 _TABLES = None
+_DTENSOR = []
+
+
+def _dtensor_type():
+    """torch.distributed.tensor.DTensor (None where torch has none)."""
+    if not _DTENSOR:
+        try:
+            from torch.distributed.tensor import DTensor
+        except ImportError:
+            DTensor = None
+        _DTENSOR.append(DTensor)
+    return _DTENSOR[0]
+
+
+def _is_dtensor(t):
+    cls = _dtensor_type()
+    return cls is not None and isinstance(t, cls)
+
+
+def _local(t):
+    """A DTensor's local tensor (this rank's part); other tensors as they
+    are."""
+    return t._local_tensor if _is_dtensor(t) else t
+
+
+def _shard_dim(p):
+    """The mesh dim over which DTensor p's rows are split (None: held
+    whole on every rank of its mesh)."""
+    dims = [k for k, place in enumerate(p.placements) if place.is_shard()]
+    return dims[0] if dims else None
+
+
+def _dtensor_split(name, p, optimizer):
+    """(split, local shape) of a DTensor parameter: "fsdp" for a Muon
+    matrix held as Shard(0) over one mesh dim (declared split over dp, the
+    ranks of that dim; any other dim replicates it: HSDP), None for one
+    held whole (Replicate) or an AdamW parameter (element-wise: its local
+    part stepped as a tensor of its own); ParameterError for what muir
+    cannot step."""
+    mesh, placements = p.device_mesh, tuple(p.placements)
+    local = tuple(p._local_tensor.shape)
+    if mesh.ndim > 2:
+        raise ParameterError(
+            name, "is a DTensor on a mesh of %d dims %s; muir.torch.Muon "
+            "takes DTensors on a 1-D mesh (FSDP2) or a 2-D one of replicas "
+            "x shards (HSDP)" % (mesh.ndim, tuple(mesh.shape)))
+    if any(place.is_partial() for place in placements):
+        raise ParameterError(name, "is a DTensor with a Partial placement; "
+                             "muir steps whole values (reduce it first)")
+    shards = [place for place in placements if place.is_shard()]
+    if optimizer != "muon" or not shards:
+        return None, local
+    if len(shards) > 1 or shards[0].dim != 0:
+        raise ParameterError(
+            name, "is a DTensor placed %s; muir.torch.Muon takes Muon "
+            "matrices split on dim 0 over one mesh dim (FSDP2's Shard(0), "
+            "HSDP's (Replicate(), Shard(0))) or whole (Replicate)"
+            % ("(" + ", ".join(map(str, placements)) + ")",))
+    ranks = mesh.size(_shard_dim(p))
+    if p.shape[0] % ranks:
+        raise ParameterError(
+            name, "has shape %s and is sharded over %d ranks, which do not "
+            "divide its dim 0 (%d rows); muir splits a matrix evenly: "
+            "give it a size divisible by %d or leave it out of fully_shard"
+            % (tuple(p.shape), ranks, p.shape[0], ranks))
+    return "fsdp", local
+
+
+def _mesh_group(params):
+    """The group of the mesh dim that shards the DTensor parameters
+    (FSDP2's, HSDP's shard dim): None where there is none, or where it
+    holds every rank (the default group serves); ValueError where they
+    are sharded over different groups of ranks."""
+    import torch.distributed as dist
+    found = None
+    for name, p in params:
+        if not _is_dtensor(p) or _shard_dim(p) is None:
+            continue
+        mesh, k = p.device_mesh, _shard_dim(p)
+        # The ranks along dim k through this rank.
+        index = list(mesh.get_coordinate())
+        index[k] = slice(None)
+        ranks = tuple(int(r) for r in mesh.mesh[tuple(index)].tolist())
+        if found is None:
+            found = (ranks, mesh.get_group(k), name)
+        elif found[0] != ranks:
+            raise ParameterError(
+                name, "is sharded over ranks %s but '%s' over %s; the "
+                "optimizer's step runs over one group of ranks"
+                % (list(ranks), found[2], list(found[0])))
+    if found is None or len(found[0]) == dist.get_world_size():
+        return None
+    return found[1]
+
+
+def _parts(p, d):
+    """(the tensor the step updates, the gradient it reads) of parameter p
+    (record d): a DTensor's local parts."""
+    if d["dtensor"]:
+        g = p.grad
+        return p._local_tensor, (g._local_tensor if _is_dtensor(g) else g)
+    return p, p.grad
+
+
+def _as_placed(p, local, shape):
+    """`local` (this rank's part) of a whole tensor of `shape` as a
+    DTensor placed as p (its parts may be uneven: the shape is given)."""
+    shape = torch.Size(shape)
+    stride = torch.empty(shape, device="meta").stride()
+    return _dtensor_type().from_local(local, p.device_mesh, p.placements,
+                                      run_check=False, shape=shape,
+                                      stride=stride)
+
+
+def _rows_of(p, t):
+    """This rank's part of a whole state tensor `t` of DTensor parameter
+    p (of p's shape, or one value per row): its rows where p is sharded,
+    all of it where p is held whole."""
+    k = _shard_dim(p)
+    if k is None:
+        return t
+    return t.chunk(p.device_mesh.size(k), dim=0)[
+        p.device_mesh.get_local_rank(k)]
 
 
 def _tables():
@@ -643,6 +783,7 @@ class Muon(torch.optim.Optimizer):
         self._adamw_patterns = tuple(adamw_patterns)
         self._info = {}
         self._records = {}           # parameter index -> (tensor, record)
+        self._empty = []             # DTensors with no part on this rank
         self._last_device = None     # (target, device) of the last step
         self._members = {}           # (target, device) -> member indices
         self._names = collections.Counter()   # name -> how many hold it
@@ -696,12 +837,24 @@ class Muon(torch.optim.Optimizer):
         defaults = dict(lr=lr, weight_decay=weight_decay, momentum=momentum)
         super().__init__(groups, defaults)
         self._set_attention(qk_clip, attention)
+        self._infer_group()
         # A group given for CPU parameters is joined now (a copy made
         # before the first step then runs over it too).
         if self._group != (None, None) and target != "cuda" and all(
                 p.device.type == "cpu" for g in self.param_groups
                 for p in g["params"]):
             _world_size("cpu", self._group)
+
+    def _infer_group(self):
+        """FSDP2 / HSDP parameters sharded over some of the ranks (HSDP's
+        shard dim): without a group given, the step runs over that dim's
+        group."""
+        if self._group == (None, None) and any(
+                d["split"] for d in self._info.values()):
+            shard_group = _mesh_group([(d["name"], p)
+                                       for p, d in self._info.items()])
+            if shard_group is not None:
+                self._group = (shard_group, None)
 
     @classmethod
     def like_torch(cls, params, lr=1e-3, weight_decay=0.1, momentum=0.95,
@@ -902,8 +1055,11 @@ class Muon(torch.optim.Optimizer):
         super().add_param_group(group)
         for name, p, (opt, ep) in added:
             shape = tuple(p.shape)
-            desc = shape if len(shape) != 4 or opt != "muon" else \
-                (shape[0], shape[1] * shape[2] * shape[3])
+            # A DTensor (FSDP2): the step binds this rank's part.
+            split, local = _dtensor_split(name, p, opt) \
+                if _is_dtensor(p) else (None, shape)
+            desc = local if len(local) != 4 or opt != "muon" else \
+                (local[0], local[1] * local[2] * local[3])
             # The dtype the step computes in: float64 for a float64
             # parameter, float32 for the others (bfloat16 through a copy).
             wide = p.dtype is torch.float64
@@ -913,10 +1069,24 @@ class Muon(torch.optim.Optimizer):
             # Each state tensor's shape: the parameter's, or one value per
             # row of the step's matrix (NorMuon's variance).
             sizes = {k: torch.Size(desc[:-1] if k in tables["rows"]
-                                   else shape)
+                                   else local)
                      for k in keys}
+            # The whole state tensors' shapes (a DTensor's state: its
+            # global shape).
+            whole = {k: torch.Size(shape[:1] if len(shape) == 4 else
+                                   shape[:-1]) if k in tables["rows"]
+                     else torch.Size(shape) for k in keys}
             self._info[p] = {"name": name, "shape": shape, "desc_shape": desc,
-                             "size": torch.Size(shape), "numel": p.numel(),
+                             "size": torch.Size(local), "numel": p.numel(),
+                             # A DTensor with no part on this rank (FSDP2's
+                             # last ranks of a short tensor): not in the
+                             # step, its (empty) state kept as the others'.
+                             "empty": _is_dtensor(p) and not math.prod(local),
+                             "dtensor": _is_dtensor(p), "split": split,
+                             # Its ranks hold different parts.
+                             "sharded": _is_dtensor(p) and
+                             _shard_dim(p) is not None,
+                             "whole_sizes": whole,
                              "dtype": torch.float64 if wide else torch.float32,
                              "optimizer": opt,
                              "state_keys": keys, "state_sizes": sizes,
@@ -924,6 +1094,8 @@ class Muon(torch.optim.Optimizer):
                                  p, len(self._info)),
                              "ep": ep, "group": index, "seen": None}
             d = self._info[p]
+            if d["empty"]:
+                self._empty.append(p)
             self._records[d["index"]] = (p, d)
             self._names[name] += 1
             if ep > 1:
@@ -1227,7 +1399,10 @@ class Muon(torch.optim.Optimizer):
         between ranks: each gradient's hash (the sum of its elements' bit
         patterns as int64, exact and independent of the order of the sum)
         is all-reduced as a maximum and a minimum over torch.distributed's
-        ranks, which agree only where every rank holds the same bits."""
+        ranks, which agree only where every rank holds the same bits
+        (parameters sharded over the ranks, FSDP2's, are not passed)."""
+        if not params:
+            return
         world = _world_size(self._target or params[0].device.type,
                             self._group)
         if world == 1:
@@ -1299,6 +1474,25 @@ class Muon(torch.optim.Optimizer):
                                  "the optimizer was built (muir's step is "
                                  "compiled for that shape)"
                                  % (tuple(p.shape), d["shape"]))
+        if d["dtensor"]:
+            if not _is_dtensor(p) or not _is_dtensor(p.grad) or \
+                    tuple(p.grad.placements) != tuple(p.placements) or \
+                    p.grad.device_mesh != p.device_mesh:
+                raise ParameterError(
+                    name, "was a DTensor when the optimizer was built; it "
+                    "and its gradient must be DTensors of the same mesh "
+                    "and placements (%s)" % (tuple(p.placements),))
+            if tuple(p._local_tensor.shape) != tuple(d["size"]):
+                raise ParameterError(
+                    name, "holds a part of shape %s on this rank, but it "
+                    "was %s when the optimizer was built"
+                    % (tuple(p._local_tensor.shape), tuple(d["size"])))
+        elif _is_dtensor(p) or _is_dtensor(p.grad):
+            raise ParameterError(name, "%s a DTensor, but it was a plain "
+                                 "tensor when the optimizer was built"
+                                 % ("is" if _is_dtensor(p) else
+                                    "has a gradient that is"))
+        g = _parts(p, d)[1]
         if p.dtype not in _DTYPES:
             raise ParameterError(name, "is %s; muir updates float32, "
                                  "bfloat16 and float64 parameters" % p.dtype)
@@ -1309,7 +1503,6 @@ class Muon(torch.optim.Optimizer):
                                  "compiled for that dtype)"
                                  % (p.dtype, "torch.float64" if wide else
                                     "float32 or bfloat16"))
-        g = p.grad
         if g.is_sparse:
             raise ParameterError(name, "has a sparse gradient; muir needs a "
                                  "dense one")
@@ -1318,9 +1511,9 @@ class Muon(torch.optim.Optimizer):
                                  "float32 gradients (or bfloat16 ones of a "
                                  "bfloat16 parameter, float64 ones of a "
                                  "float64 parameter)" % g.dtype)
-        if tuple(g.shape) != d["shape"]:
+        if tuple(g.shape) != tuple(d["size"]):
             raise ParameterError(name, "has a gradient of shape %s, not %s"
-                                 % (tuple(g.shape), d["shape"]))
+                                 % (tuple(g.shape), tuple(d["size"])))
         if g.device != device:
             raise ParameterError(name, "has its gradient on %s, not %s"
                                  % (g.device, device))
@@ -1332,6 +1525,7 @@ class Muon(torch.optim.Optimizer):
                     raise ParameterError(name, "has optimizer state without "
                                          "'%s' (state keys: %s)"
                                          % (key, ", ".join(sorted(state))))
+                t = _local(t)
                 if t.shape != d["state_sizes"][key]:
                     raise ParameterError(name, "has state '%s' of shape %s, "
                                          "not %s" % (key, tuple(t.shape),
@@ -1349,16 +1543,24 @@ class Muon(torch.optim.Optimizer):
         dtype = d["dtype"]
         if not state:
             for key in d["state_keys"]:
-                state[key] = torch.zeros(d["state_sizes"][key], dtype=dtype,
-                                         device=device)
+                t = torch.zeros(d["state_sizes"][key], dtype=dtype,
+                                device=device)
+                # A DTensor's state: a DTensor placed as it (what DCP
+                # saves and reshards).
+                state[key] = _as_placed(p, t, d["whole_sizes"][key]) \
+                    if d["dtensor"] else t
             if d["optimizer"] == "adamw":
                 state["step"] = 0
             return
         for key in d["state_keys"]:
             t = state[key]
-            if t.dtype != dtype or t.device != device or \
-                    not t.is_contiguous():
-                state[key] = t.to(device=device, dtype=dtype).contiguous()
+            local = _local(t)
+            if local.dtype != dtype or local.device != device or \
+                    not local.is_contiguous() or \
+                    d["dtensor"] != _is_dtensor(t):
+                local = local.to(device=device, dtype=dtype).contiguous()
+                state[key] = _as_placed(p, local, d["whole_sizes"][key]) \
+                    if d["dtensor"] else local
 
     def _compile(self, members, groups, target, device):
         """The compiled step of the parameters of indices `members` (a
@@ -1384,6 +1586,7 @@ class Muon(torch.optim.Optimizer):
         if target == "cpu" and self._devices > 1:
             # An explicit layout under torchrun: the group's ranks too.
             _world_size(target, self._group)
+        self._check_meshes(params)
         text, override_groups = self._describe(params)
         options = dict(self._options)
         options["target"] = target
@@ -1471,6 +1674,27 @@ class Muon(torch.optim.Optimizer):
         self._last_compiled = (members, key[1:3], structure, c)
         return c
 
+    def _check_meshes(self, params):
+        """ValueError unless every DTensor parameter split over dp lies on
+        a mesh of the step's ranks in their order (its part on this rank
+        is the dp rank's block the step declares)."""
+        rank = _dist.ranks()[0]
+        for p in params:
+            d = self._info[p]
+            if d["split"] != "fsdp":
+                continue
+            mesh, k = p.device_mesh, _shard_dim(p)
+            if mesh.size(k) != self._devices or \
+                    mesh.get_local_rank(k) != rank:
+                raise ParameterError(
+                    d["name"], "is sharded over %d ranks (this rank at %d) "
+                    "but the optimizer's step runs over %d rank(s) (this "
+                    "one dp rank %d); give the optimizer the mesh dim's "
+                    "group (process_group=) or shard over the job's ranks "
+                    "in order"
+                    % (mesh.size(k), mesh.get_local_rank(k), self._devices,
+                       rank))
+
     def _evict(self, keep=()):
         """Frees the least recently used compiled steps beyond
         max_compiled_steps (not those in `keep`)."""
@@ -1515,6 +1739,9 @@ class Muon(torch.optim.Optimizer):
         device = plan[0][1].device
         f64, bf16, strided = torch.float64, torch.bfloat16, torch.strided
         for _, p, d in plan:
+            if d["dtensor"]:
+                # Checked in full (placements, local shapes).
+                break
             g = p.grad
             dtype = d["dtype"]
             if (p.dtype is not dtype and (dtype is f64 or
@@ -1545,6 +1772,15 @@ class Muon(torch.optim.Optimizer):
                 raise ParameterError(d["name"], "has optimizer state without "
                                      "'%s' (state keys: %s)"
                                      % (key, ", ".join(sorted(st))))
+            if d["dtensor"] != _is_dtensor(t):
+                raise ParameterError(
+                    d["name"], "has state '%s' that is %s; the state of %s "
+                    "parameter is %s" % (
+                        key, "a DTensor" if _is_dtensor(t) else
+                        "a plain tensor", "a DTensor" if d["dtensor"] else
+                        "a plain", "placed as it (load_state_dict places a "
+                        "whole one)" if d["dtensor"] else "plain"))
+            t = _local(t)
             if t.shape != d["state_sizes"][key]:
                 raise ParameterError(d["name"], "has state '%s' of shape %s, "
                                      "not %s" % (key, tuple(t.shape),
@@ -1591,7 +1827,7 @@ class Muon(torch.optim.Optimizer):
             w = work.get(i)
             t = w[4][key] if w is not None else skipped[i]
             if bound[k] is not t:
-                step.bind(index, t.data_ptr())
+                step.bind(index, _local(t).data_ptr())
                 bound[k] = t
 
     def _stand_in(self, i, device):
@@ -1600,7 +1836,7 @@ class Muon(torch.optim.Optimizer):
         under every argument), or zeros when it has none usable."""
         p, d = self._records[i]
         st = self.state.get(p)
-        t = st.get(d["state_keys"][0]) if st else None
+        t = _local(st.get(d["state_keys"][0])) if st else None
         if isinstance(t, torch.Tensor) and t.dtype is d["dtype"] and \
                 t.device == device and t.is_contiguous() and \
                 t.shape == d["size"]:
@@ -1653,7 +1889,7 @@ class Muon(torch.optim.Optimizer):
                 for group, records in zip(self.param_groups,
                                           self._group_records)
                 for p, d in zip(group["params"], records)
-                if p.grad is not None and d["numel"]]
+                if p.grad is not None and d["numel"] and not d["empty"]]
         if not plan:
             return loss
         plan.sort(key=_first)
@@ -1665,7 +1901,9 @@ class Muon(torch.optim.Optimizer):
         state = self.state
         work, convert, fresh, copies = {}, [], [], []
         for i, p, d in plan:
-            g = p.grad
+            # The parameter's and gradient's tensors on this rank (a
+            # DTensor's local parts), p the parameter (its state's key).
+            t, g = _parts(p, d)
             st = state.get(p) or None
             if st is not None:
                 # The tensors checked at the last step need no new check.
@@ -1681,13 +1919,13 @@ class Muon(torch.optim.Optimizer):
                 fresh.append(i)
             # The step's dtype: float32, float64 for a float64 parameter.
             dtype = d["dtype"]
-            if p.dtype is dtype and p.is_contiguous():
-                w = p
+            if t.dtype is dtype and t.is_contiguous():
+                w = t
             else:
                 # A row-major copy, written back (rounded once to bfloat16
                 # for a bfloat16 parameter).
                 w = torch.empty(d["size"], dtype=dtype, device=device)
-                w.copy_(p)
+                w.copy_(t)
                 copies.append(i)
             if g.dtype is not dtype or not g.is_contiguous():
                 g = torch.empty(d["size"], dtype=dtype,
@@ -1713,26 +1951,31 @@ class Muon(torch.optim.Optimizer):
         work = {}
         for group, records in zip(self.param_groups, self._group_records):
             for p, d in zip(group["params"], records):
-                g = p.grad
-                if g is None or not d["numel"]:
+                if p.grad is None or not d["numel"] or d["empty"]:
                     continue
+                if d["dtensor"]:
+                    if not _is_dtensor(p.grad):
+                        return None
+                    t, g = _parts(p, d)
+                else:
+                    t, g = p, p.grad
                 size, dtype = d["size"], d["dtype"]
-                if p.dtype is not dtype or g.dtype is not dtype or \
-                        p.shape != size or g.shape != size or \
-                        g.layout is not strided or not p.is_contiguous() or \
+                if t.dtype is not dtype or g.dtype is not dtype or \
+                        t.shape != size or g.shape != size or \
+                        g.layout is not strided or not t.is_contiguous() or \
                         not g.is_contiguous():
                     return None
                 if cpu:
-                    if not (p.is_cpu and g.is_cpu):
+                    if not (t.is_cpu and g.is_cpu):
                         return None
-                elif p.device != device or g.device != device:
+                elif t.device != device or g.device != device:
                     return None
                 st = state.get(p)
                 seen = d["seen"]
                 if seen is None or seen[0] is not st or not all(
                         map(is_, map(st.get, d["state_keys"]), seen[1])):
                     return None
-                work[d["index"]] = (p, g, p, d, st)
+                work[d["index"]] = (t, g, p, d, st)
         return work, target, device
 
     def _finish_step(self, work, target, device, convert, fresh, copies):
@@ -1768,8 +2011,9 @@ class Muon(torch.optim.Optimizer):
         if self._check_finite:
             self._check_finite_grads(c, work, target)
         if self._check_replicas:
-            self._check_replica_grads([w[2] for w in work.values()],
-                                      [w[1] for w in work.values()])
+            whole = [w for w in work.values() if not w[3]["sharded"]]
+            self._check_replica_grads([w[2] for w in whole],
+                                      [w[1] for w in whole])
         counts = {}
         for i, w in work.items():
             p, d, st = w[2], w[3], w[4]
@@ -1781,6 +2025,17 @@ class Muon(torch.optim.Optimizer):
                 n = st["step"]
                 n = int(n.item()) if isinstance(n, torch.Tensor) else int(n)
                 counts[i] = float(n + 1)
+        # DTensors without a part here step as the other ranks' parts do.
+        for p in self._empty:
+            d = self._info[p]
+            if p.grad is None:
+                continue
+            if not state.get(p):
+                self._prepare_state(p, d, device)
+            if d["optimizer"] == "adamw":
+                n = state[p]["step"]
+                state[p]["step"] = (int(n.item()) if isinstance(
+                    n, torch.Tensor) else int(n)) + 1
         stream = None
         if device.type == "cuda":
             stream = torch.cuda.current_stream(device).cuda_stream
@@ -1792,7 +2047,7 @@ class Muon(torch.optim.Optimizer):
             self._run(c, work, skipped, counts, stream)
         for i in copies:
             w = work[i]
-            w[2].copy_(w[0])
+            _local(w[2]).copy_(w[0])
         for i in fresh:
             w = work[i]
             st = w[4]
@@ -1900,7 +2155,10 @@ class Muon(torch.optim.Optimizer):
                         "(%s) has no '%s' in the state (it holds %s)"
                         % (d["name"], "Muon" if d["optimizer"] == "muon"
                            else "AdamW", key, ", ".join(sorted(entry))))
-                if t.shape != d["state_sizes"][key]:
+                # A DTensor parameter's state: whole (a DTensor, or a plain
+                # tensor of which this rank keeps its part).
+                if t.shape != (d["whole_sizes"] if d["dtensor"] else
+                               d["state_sizes"])[key]:
                     raise ValueError(
                         "muir.torch.Muon.load_state_dict: parameter '%s' "
                         "has state '%s' of shape %s, but the parameter is "
@@ -1925,8 +2183,25 @@ class Muon(torch.optim.Optimizer):
                 state_dict["state"][i] = entry
         super().load_state_dict(state_dict)
         for p, key, t in tensors:
-            self.state[p][key] = t.to(device=p.device,
-                                      dtype=self._info[p]["dtype"],
+            d = self._info[p]
+            if d["dtensor"]:
+                # This rank's part, placed as the parameter.
+                if _is_dtensor(t):
+                    if t.device_mesh == p.device_mesh and \
+                            tuple(t.placements) == tuple(p.placements):
+                        t = t._local_tensor
+                    else:
+                        t = _rows_of(p, t.full_tensor())
+                else:
+                    t = _rows_of(p, t)
+                local = t.to(device=p.device, dtype=d["dtype"],
+                             copy=True).contiguous()
+                self.state[p][key] = _as_placed(p, local,
+                                                d["whole_sizes"][key])
+                continue
+            if _is_dtensor(t):
+                t = t.full_tensor()
+            self.state[p][key] = t.to(device=p.device, dtype=d["dtype"],
                                       copy=True).contiguous()
         # torch puts the groups' values back, params aside.
         for group, use_muon in zip(self.param_groups, self._group_use_muon):
@@ -1962,6 +2237,7 @@ class Muon(torch.optim.Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
+        self._infer_group()
 
     # ------------------------------------------------------------------
     def _describe(self, params):
@@ -1998,7 +2274,7 @@ class Muon(torch.optim.Optimizer):
             override_groups.append(index)
         text = _description.describe(
             [(info[p]["desc_name"], info[p]["desc_shape"],
-              info[p]["optimizer"], info[p]["ep"] > 1,
+              info[p]["optimizer"], info[p]["split"] or info[p]["ep"] > 1,
               "f64" if info[p]["dtype"] is torch.float64 else None)
              for p in params],
             name=self._name, ep=self._ep,
@@ -2147,6 +2423,27 @@ def _gather_experts(items, who, what):
     return whole
 
 
+def _whole_dtensors(sd):
+    """sd with every DTensor (FSDP2's parameters and their state) whole:
+    gathered over its mesh (every rank calls this)."""
+    if _dtensor_type() is None:
+        return sd
+    if "state" in sd and "param_groups" in sd:
+        state = sd["state"]
+        if any(_is_dtensor(t) for e in state.values() for t in e.values()):
+            sd = dict(sd)
+            # In one order on every rank (a rank's state is made in the
+            # order its parameters first stepped).
+            sd["state"] = {i: {k: e[k].full_tensor() if _is_dtensor(e[k])
+                               else e[k] for k in sorted(e)}
+                           for i, e in sorted(state.items())}
+        return sd
+    for key, t in list(sd.items()):
+        if _is_dtensor(t):
+            sd[key] = t.full_tensor()
+    return sd
+
+
 def full_state_dict(obj):
     """A state_dict of a model (torch.nn.Module) or of a muir.torch.Muon /
     NorMuon optimizer in which every expert stack of a muir.torch.MoE with
@@ -2158,13 +2455,15 @@ def full_state_dict(obj):
     load_state_dict on any ep and number of ranks (each rank keeps its
     experts' rows), as does a state saved on one rank. A rank's own
     state_dict() records the experts it holds, and loads only where those
-    are the experts needed. Without ep > 1 stacks this is state_dict() and
-    needs no torch.distributed."""
+    are the experts needed. DTensors (FSDP2's parameters and the
+    optimizer's state of them) are gathered whole too (full_tensor(),
+    over their mesh). Without ep > 1 stacks or DTensors this is
+    state_dict() and needs no torch.distributed."""
     who = "muir.torch.full_state_dict"
     if isinstance(obj, torch.optim.Optimizer):
         params = [p for g in obj.param_groups for p in g["params"]]
         split = [getattr(p, "_muir_ep", 1) > 1 for p in params]
-        sd = obj.state_dict()
+        sd = _whole_dtensors(obj.state_dict())
         if not any(split):
             return sd
         info = getattr(obj, "_info", {})
@@ -2195,7 +2494,7 @@ def full_state_dict(obj):
     if not isinstance(obj, torch.nn.Module):
         raise TypeError("%s: expected a torch.nn.Module or a muir.torch "
                         "optimizer, got %s" % (who, type(obj).__name__))
-    sd = obj.state_dict()
+    sd = _whole_dtensors(obj.state_dict())
     items = [(key, p, _moe.expert_rows(p))
              for key, p in obj.state_dict(keep_vars=True).items()
              if getattr(p, "_muir_ep", 1) > 1]
