@@ -177,12 +177,14 @@ expert, never shared out; they take Muon (an ep stack cannot take AdamW).
 Checkpoints that load on another number of ranks: full_state_dict, above.
 
 FSDP2 and DTensor parameters (torch.distributed.fsdp.fully_shard, or
-any DTensor on a 1-D mesh of the group's ranks in order). A matrix held
-as Shard(0) (its rows split evenly over the ranks) is declared split over
-dp (`shard {kind: fsdp, axis: dp}`): each matrix is orthogonalised whole
-on one owner rank (matrices assigned to the ranks by cost, as
-muir-distribute does), never per shard and never twice, its blocks sent
-back into the shards; a Replicate() one is a whole matrix as above.
+any DTensor on a 1-D mesh of the group's ranks in order; HSDP's 2-D mesh
+of replicas x shards). A matrix held as Shard(0) (its rows split evenly
+over the ranks) is declared split over dp (`shard {kind: fsdp, axis:
+dp}`): each matrix is orthogonalised whole on one owner rank (matrices
+assigned to the ranks by cost, as muir-distribute does), never per shard
+and never twice, its blocks sent back into the shards; a Replicate() one
+is a whole matrix as above. Under HSDP each replica group steps over its
+shard dim's group (the optimizer joins it when no group is given).
 AdamW parameters are element-wise: each rank updates its own shard (any
 split). The state tensors are DTensors of the parameter's placement, so
 state_dict() is what torch.distributed.checkpoint (DCP) saves and
@@ -190,8 +192,13 @@ get_optimizer_state_dict / set_optimizer_state_dict reshard to another
 number of ranks; load_state_dict also takes whole (plain) state tensors,
 keeping this rank's rows, and full_state_dict gathers them whole. A
 matrix whose dim 0 the ranks do not divide, a Shard(1) (RowwiseParallel)
-or Partial placement, and a mesh of several dims are refused, naming the
-parameter (test/Python/torch-fsdp.test).
+or Partial placement, one split over two mesh dims, a mesh of more than
+two dims and one other than the step's ranks are refused, naming the
+parameter (test/Python/torch-fsdp.test). muir.torch.get_state_dict and
+set_state_dict are torch.distributed.checkpoint.state_dict's, with the
+expert stacks of muir.torch.MoE(ep > 1) layers (and their state) as
+DTensors over the expert-parallel ranks, so that DCP saves every expert
+once and loads them on any ep (examples/torch/train_fsdp.py).
 
 MuonClip (Kimi K2's QK-clip): qk_clip=tau with attention=[{"name": ...,
 "q": ..., "k": ..., "heads": H, "kv_heads": G}, ...] (q and k: parameters
@@ -242,7 +249,7 @@ from muir import _moe
 from muir._moe import MoE, MoEInputError, prepare_ddp  # noqa: E402,F401
 
 __all__ = ["Muon", "NorMuon", "MoE", "MoEInputError", "prepare_ddp",
-           "full_state_dict",
+           "full_state_dict", "get_state_dict", "set_state_dict",
            "ParameterError",
            "NonFiniteGradientError", "ParamGroupError", "SCHEDULER_KEYS",
            "DEFAULT_MAX_COMPILED_STEPS"]
@@ -2506,3 +2513,94 @@ def full_state_dict(obj):
         sd._metadata.setdefault(key.rpartition(".")[0], {})[
             "muir_experts"] = [0, n, n]
     return sd
+
+
+def _ep_stacks(model):
+    """{qualified name: (layer, stack)} of every expert stack a
+    muir.torch.MoE with ep > 1 in `model` holds (this rank's experts)."""
+    found = {}
+    for prefix, module in model.named_modules():
+        if isinstance(module, MoE) and module.ep > 1:
+            for n in _moe._STACKS:
+                found[(prefix + "." if prefix else "") + n] = (
+                    module, getattr(module, n))
+    return found
+
+
+def _ep_rows_placed(t, layer):
+    """A stack (or its state) of ep layer `layer` as a DTensor Shard(0)
+    over the expert-parallel ranks: its rows, this rank's experts."""
+    from torch.distributed.device_mesh import DeviceMesh
+    import torch.distributed as dist
+    group = _dist.group() or dist.group.WORLD
+    mesh = DeviceMesh.from_group(group, t.device.type)
+    shape = torch.Size((layer.experts,) + tuple(t.shape[1:]))
+    stride = torch.empty(shape, device="meta").stride()
+    return _dtensor_type().from_local(t, mesh, [_shard0()], run_check=False,
+                                      shape=shape, stride=stride)
+
+
+def _shard0():
+    from torch.distributed.tensor import Shard
+    return Shard(0)
+
+
+def get_state_dict(model, optimizer, **options):
+    """torch.distributed.checkpoint.state_dict.get_state_dict(model,
+    optimizer, **options), i.e. (model state, optimizer state) keyed by
+    parameter name as torch.distributed.checkpoint (DCP) saves them, with
+    every expert stack of a muir.torch.MoE with ep > 1, and its optimizer
+    state, as a DTensor Shard(0) over the expert-parallel ranks (each rank
+    its experts' rows), so that DCP saves every expert once and loads them
+    on any ep and number of ranks (FSDP2's DTensors are DCP's already).
+    Every rank calls it. Load with set_state_dict:
+
+        model_sd, optim_sd = muir.torch.get_state_dict(model, opt)
+        dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=d)
+        ...
+        model_sd, optim_sd = muir.torch.get_state_dict(model, opt)
+        dcp.load({"model": model_sd, "optim": optim_sd}, checkpoint_id=d)
+        muir.torch.set_state_dict(model, opt, model_sd, optim_sd)
+    """
+    from torch.distributed.checkpoint import state_dict as tsd
+    msd, osd = tsd.get_state_dict(model, optimizer, **options)
+    stacks = _ep_stacks(model)
+    if not stacks:
+        return msd, osd
+    osd = dict(osd)
+    # The DTensors say which experts each rank holds.
+    osd.pop("muir_experts", None)
+    state = osd.get("state", {})
+    for name, (layer, _) in stacks.items():
+        if name in msd and not _is_dtensor(msd[name]):
+            msd[name] = _ep_rows_placed(msd[name], layer)
+        entry = state.get(name)
+        if entry:
+            state[name] = {k: _ep_rows_placed(t, layer)
+                           if isinstance(t, torch.Tensor) and t.dim() > 0 and
+                           not _is_dtensor(t) else t
+                           for k, t in entry.items()}
+    return msd, osd
+
+
+def set_state_dict(model, optimizer, model_state_dict, optim_state_dict,
+                   **options):
+    """torch.distributed.checkpoint.state_dict.set_state_dict for the
+    state get_state_dict made (and DCP loaded into): the expert stacks of
+    ep > 1 layers, and their state, take this rank's rows."""
+    from torch.distributed.checkpoint import state_dict as tsd
+    stacks = _ep_stacks(model)
+    if stacks:
+        model_state_dict = dict(model_state_dict)
+        optim_state_dict = dict(optim_state_dict)
+        state = dict(optim_state_dict.get("state", {}))
+        for name in stacks:
+            if _is_dtensor(model_state_dict.get(name)):
+                model_state_dict[name] = model_state_dict[name]._local_tensor
+            if name in state:
+                state[name] = {k: t._local_tensor if _is_dtensor(t) else t
+                               for k, t in state[name].items()}
+        optim_state_dict["state"] = state
+    return tsd.set_state_dict(model, optimizer,
+                              model_state_dict=model_state_dict,
+                              optim_state_dict=optim_state_dict, **options)
