@@ -69,15 +69,21 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
                 adamw_lr=None, adamw_betas=(0.9, 0.95), adamw_eps=1e-8,
                 adamw_weight_decay=0.0,
                 adamw_patterns=DEFAULT_ADAMW_PATTERNS, ep=1, overrides=None,
-                mask=False, normuon=None, qk_clip=None, attention=None):
+                mask=False, normuon=None, qk_clip=None, attention=None,
+                grid_axis="dp"):
     """The description as a dict. `params`: (name, shape) pairs, or
     (name, shape, "muon"|"adamw") to state the optimizer yourself, or
     (name, shape, optimizer, True) for a 3-D expert stack split over `ep`
     ranks (shape: this rank's part; muir.torch.MoE's expert stacks), or
-    (name, shape, optimizer, "fsdp") for a tensor whose dim 0 is split
-    over the `devices` dp ranks (shape: this rank's part; FSDP2), and
+    (name, shape, optimizer, {"kind": K, "axis": A}) for a tensor split
+    as shard K (fsdp, tp_column, tp_row) over the `devices` ranks of grid
+    axis A (`grid_axis`; shape: this rank's part; FSDP2's and DTensor
+    tensor parallel's parameters), and
     a fifth item "f64" for a parameter computed in float64 (its dtype).
-    `devices` ranks share Newton-Schulz out over a `dp` axis; with ep > 1
+    `devices` ranks share Newton-Schulz out over a `dp` axis (grid_axis
+    "tp": a tensor-parallel axis, over which split matrices take the
+    Newton-Schulz mode the cost model picks and whole ones run on every
+    rank); with ep > 1
     the experts take the MoE folding edp x ep of the same ranks. adamw_lr
     None means `lr`. `overrides`: optimizer.overrides entries (dicts), e.g.
     {"names": [...], "lr": 0.01, "momentum": 0.9} for a group of
@@ -111,11 +117,16 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
             raise ValueError("parameter %r has an empty shape %s"
                              % (pname, shape))
         entry = {"name": pname, "shape": list(shape) or [1], "role": role}
-        if len(item) > 3 and item[3] == "fsdp":
-            # Dim 0 split over the dp ranks (FSDP2's Shard(0)): shape is
-            # this rank's part.
-            entry.update(shape=[shape[0] * int(devices)] + list(shape[1:]),
-                         shard={"kind": "fsdp", "axis": "dp"})
+        if len(item) > 3 and isinstance(item[3], dict):
+            # A shard over the grid's `devices` ranks (FSDP2's and DTensor
+            # tensor parallel's): shape is this rank's part.
+            kind = item[3]["kind"]
+            dim = {"fsdp": 0, "expert": 0, "tp_row": len(shape) - 1,
+                   "tp_column": 1 if len(shape) == 3 else 0}[kind]
+            whole = list(shape)
+            whole[dim] *= int(devices)
+            entry.update(shape=whole, shard={"kind": kind,
+                                             "axis": item[3]["axis"]})
         elif len(item) > 3 and item[3]:
             if len(shape) != 3 or ep < 2:
                 raise ValueError("parameter %r: only 3-D expert stacks split "
@@ -142,7 +153,9 @@ def description(params, name="step", devices=1, lr=0.02, momentum=0.95,
     adamw = {"lr": float(lr if adamw_lr is None else adamw_lr),
              "beta1": float(b1), "beta2": float(b2), "eps": float(adamw_eps),
              "weight_decay": float(adamw_weight_decay)}
-    grid = {"axes": {"dp": int(devices)}, "devices": int(devices)}
+    if grid_axis not in ("dp", "tp"):
+        raise ValueError("grid_axis %r: expected 'dp' or 'tp'" % (grid_axis,))
+    grid = {"axes": {grid_axis: int(devices)}, "devices": int(devices)}
     if ep > 1:
         if int(devices) % ep:
             raise ValueError("ep=%d does not divide the %d ranks"

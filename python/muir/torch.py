@@ -238,6 +238,7 @@ import math
 import numbers
 import operator
 import os
+import sys
 
 import torch
 
@@ -264,9 +265,12 @@ _DTENSOR = []
 def _dtensor_type():
     """torch.distributed.tensor.DTensor (None where torch has none)."""
     if not _DTENSOR:
+        if "torch.distributed.tensor" not in sys.modules:
+            # Not imported: no DTensor can exist yet.
+            return None
         try:
             from torch.distributed.tensor import DTensor
-        except ImportError:
+        except Exception:
             DTensor = None
         _DTENSOR.append(DTensor)
     return _DTENSOR[0]
@@ -291,39 +295,56 @@ def _shard_dim(p):
 
 
 def _dtensor_split(name, p, optimizer):
-    """(split, local shape) of a DTensor parameter: "fsdp" for a Muon
-    matrix held as Shard(0) over one mesh dim (declared split over dp, the
-    ranks of that dim; any other dim replicates it: HSDP), None for one
-    held whole (Replicate) or an AdamW parameter (element-wise: its local
-    part stepped as a tensor of its own); ParameterError for what muir
-    cannot step."""
+    """(shard, local shape) of a DTensor parameter: for a Muon matrix split
+    over one mesh dim, the description's shard ({"kind", "axis"}): over a
+    mesh dim named "tp" (DTensor tensor parallel: ColwiseParallel's
+    Shard(0), RowwiseParallel's Shard(1)) tp_column / tp_row on a "tp"
+    axis, whose Newton-Schulz mode the cost model picks; over any other
+    (FSDP2, HSDP's shard dim) on "dp", each matrix gathered to one owner.
+    None for one held whole (Replicate) or an AdamW parameter
+    (element-wise: its local part stepped as a tensor of its own).
+    ParameterError for what muir cannot step."""
     mesh, placements = p.device_mesh, tuple(p.placements)
     local = tuple(p._local_tensor.shape)
     if mesh.ndim > 2:
         raise ParameterError(
             name, "is a DTensor on a mesh of %d dims %s; muir.torch.Muon "
-            "takes DTensors on a 1-D mesh (FSDP2) or a 2-D one of replicas "
-            "x shards (HSDP)" % (mesh.ndim, tuple(mesh.shape)))
+            "takes DTensors on a 1-D mesh (FSDP2, tensor parallel) or a "
+            "2-D one of replicas x shards (HSDP)"
+            % (mesh.ndim, tuple(mesh.shape)))
     if any(place.is_partial() for place in placements):
         raise ParameterError(name, "is a DTensor with a Partial placement; "
                              "muir steps whole values (reduce it first)")
     shards = [place for place in placements if place.is_shard()]
     if optimizer != "muon" or not shards:
         return None, local
-    if len(shards) > 1 or shards[0].dim != 0:
+    k = _shard_dim(p)
+    names = mesh.mesh_dim_names or ()
+    axis = "tp" if k < len(names) and names[k] == "tp" else "dp"
+    rank, dim = p.dim(), shards[0].dim
+    kind = None
+    if len(shards) == 1:
+        if dim == rank - 1 and rank in (2, 3):
+            kind = "tp_row"
+        elif dim == 1 and rank == 3:
+            kind = "tp_column"
+        elif dim == 0 and (axis == "dp" or rank == 2):
+            kind = "fsdp" if axis == "dp" else "tp_column"
+    if kind is None:
         raise ParameterError(
-            name, "is a DTensor placed %s; muir.torch.Muon takes Muon "
-            "matrices split on dim 0 over one mesh dim (FSDP2's Shard(0), "
-            "HSDP's (Replicate(), Shard(0))) or whole (Replicate)"
+            name, "is a DTensor placed %s; muir.torch.Muon takes a Muon "
+            "matrix split over one mesh dim on its rows (FSDP2's Shard(0), "
+            "HSDP's (Replicate(), Shard(0)), ColwiseParallel) or columns "
+            "(RowwiseParallel), or whole (Replicate)"
             % ("(" + ", ".join(map(str, placements)) + ")",))
-    ranks = mesh.size(_shard_dim(p))
-    if p.shape[0] % ranks:
+    ranks = mesh.size(k)
+    if p.shape[dim] % ranks:
         raise ParameterError(
             name, "has shape %s and is sharded over %d ranks, which do not "
-            "divide its dim 0 (%d rows); muir splits a matrix evenly: "
-            "give it a size divisible by %d or leave it out of fully_shard"
-            % (tuple(p.shape), ranks, p.shape[0], ranks))
-    return "fsdp", local
+            "divide its dim %d (%d); muir splits a matrix evenly: give it a "
+            "size divisible by %d or leave it unsharded"
+            % (tuple(p.shape), ranks, dim, p.shape[dim], ranks))
+    return {"kind": kind, "axis": axis}, local
 
 
 def _mesh_group(params):
@@ -337,6 +358,9 @@ def _mesh_group(params):
         if not _is_dtensor(p) or _shard_dim(p) is None:
             continue
         mesh, k = p.device_mesh, _shard_dim(p)
+        if mesh.get_coordinate() is None:
+            raise ParameterError(name, "is a DTensor on a mesh that does not "
+                                 "hold this rank")
         # The ranks along dim k through this rank.
         index = list(mesh.get_coordinate())
         index[k] = slice(None)
@@ -363,24 +387,39 @@ def _parts(p, d):
 
 
 def _as_placed(p, local, shape):
-    """`local` (this rank's part) of a whole tensor of `shape` as a
-    DTensor placed as p (its parts may be uneven: the shape is given)."""
+    """`local` (this rank's part) of a whole state tensor of `shape` as a
+    DTensor placed as p's state (_state_placements; its parts may be
+    uneven: the shape is given)."""
     shape = torch.Size(shape)
     stride = torch.empty(shape, device="meta").stride()
-    return _dtensor_type().from_local(local, p.device_mesh, p.placements,
-                                      run_check=False, shape=shape,
-                                      stride=stride)
+    return _dtensor_type().from_local(
+        local, p.device_mesh, _state_placements(p, local), run_check=False,
+        shape=shape, stride=stride)
+
+
+def _state_placements(p, t):
+    """The placements of a state tensor `t` of DTensor parameter p (of p's
+    shape, or one value per row): p's, a split on a dimension `t` lacks
+    (a row state of a matrix split on its columns) held whole."""
+    from torch.distributed.tensor import Replicate
+    return [place if not place.is_shard() or place.dim < t.dim()
+            else Replicate() for place in p.placements]
 
 
 def _rows_of(p, t):
-    """This rank's part of a whole state tensor `t` of DTensor parameter
-    p (of p's shape, or one value per row): its rows where p is sharded,
-    all of it where p is held whole."""
-    k = _shard_dim(p)
-    if k is None:
-        return t
-    return t.chunk(p.device_mesh.size(k), dim=0)[
-        p.device_mesh.get_local_rank(k)]
+    """This rank's part of a state tensor `t` of DTensor parameter p (of
+    p's shape, or one value per row; whole, or a DTensor placed otherwise)
+    as _state_placements places it: DTensor's own split (uneven and empty
+    parts as FSDP2 makes them), from the whole tensor every rank holds (no
+    communication), or redistributed (every rank calls this)."""
+    from torch.distributed.tensor import distribute_tensor
+    placements = _state_placements(p, t)
+    if _is_dtensor(t):
+        if t.device_mesh == p.device_mesh:
+            return t.redistribute(p.device_mesh, placements)._local_tensor
+        t = t.full_tensor()
+    return distribute_tensor(t, p.device_mesh, placements,
+                             src_data_rank=None)._local_tensor
 
 
 def _tables():
@@ -859,7 +898,8 @@ class Muon(torch.optim.Optimizer):
         if self._group == (None, None) and any(
                 d["split"] for d in self._info.values()):
             shard_group = _mesh_group([(d["name"], p)
-                                       for p, d in self._info.items()])
+                                       for p, d in self._info.items()
+                                       if d["split"]])
             if shard_group is not None:
                 self._group = (shard_group, None)
 
@@ -1401,6 +1441,36 @@ class Muon(torch.optim.Optimizer):
                 raise NonFiniteGradientError(
                     w[3]["name"], element, flat.numel(), float(flat[element]))
 
+    def _check_finite_sharded(self, c, work, target):
+        """_check_finite_grads, and where parameters are sharded over the
+        ranks (FSDP2, tensor parallel: a non-finite value lies in one
+        rank's part), every rank raises when one finds one (one MAX
+        all-reduce of a flag), before any exchange of the step."""
+        if not any(w[3]["sharded"] for w in work.values()):
+            return self._check_finite_grads(c, work, target)
+        import torch.distributed as dist
+        group = _dist.group()
+        if group is None and not dist.is_initialized():
+            return self._check_finite_grads(c, work, target)
+        found = None
+        try:
+            self._check_finite_grads(c, work, target)
+        except NonFiniteGradientError as e:
+            found = e
+        # The parameter's index + 1 (the same on every rank), 0: none.
+        index = 0 if found is None else 1 + next(
+            (i for i, w in work.items() if w[3]["name"] == found.name), -1)
+        flag = torch.tensor([index], dtype=torch.int64)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=group)
+        if found is not None:
+            raise found
+        if int(flag):
+            raise ParameterError(
+                self._records[int(flag) - 1][1]["name"], "its gradient holds "
+                "a NaN or an infinity in another rank's part; stopped before "
+                "the step on every rank, nothing updated (check_finite=False "
+                "turns this check off)")
+
     def _check_replica_grads(self, params, grads):
         """ParameterError naming the first parameter whose gradient differs
         between ranks: each gradient's hash (the sum of its elements' bit
@@ -1593,7 +1663,7 @@ class Muon(torch.optim.Optimizer):
         if target == "cpu" and self._devices > 1:
             # An explicit layout under torchrun: the group's ranks too.
             _world_size(target, self._group)
-        self._check_meshes(params)
+        self._check_meshes(params, target)
         text, override_groups = self._describe(params)
         options = dict(self._options)
         options["target"] = target
@@ -1681,15 +1751,22 @@ class Muon(torch.optim.Optimizer):
         self._last_compiled = (members, key[1:3], structure, c)
         return c
 
-    def _check_meshes(self, params):
+    def _check_meshes(self, params, target):
         """ValueError unless every DTensor parameter split over dp lies on
         a mesh of the step's ranks in their order (its part on this rank
         is the dp rank's block the step declares)."""
         rank = _dist.ranks()[0]
         for p in params:
             d = self._info[p]
-            if d["split"] != "fsdp":
+            if not d["split"]:
                 continue
+            if target != "cpu":
+                # The CUDA steps' ranks are NCCL's world, not the mesh
+                # dim's group; never run on a GPU yet.
+                raise ParameterError(
+                    d["name"], "is a DTensor split over ranks on the %s "
+                    "target; muir.torch steps split DTensors on the CPU "
+                    "target only (for now)" % target)
             mesh, k = p.device_mesh, _shard_dim(p)
             if mesh.size(k) != self._devices or \
                     mesh.get_local_rank(k) != rank:
@@ -1889,6 +1966,7 @@ class Muon(torch.optim.Optimizer):
         if steady is not None:
             work, target, device = steady
             if not work:
+                self._step_empty(device)
                 return loss
             self._finish_step(work, target, device, (), (), ())
             return loss
@@ -1898,6 +1976,7 @@ class Muon(torch.optim.Optimizer):
                 for p, d in zip(group["params"], records)
                 if p.grad is not None and d["numel"] and not d["empty"]]
         if not plan:
+            self._step_empty(torch.device("cpu"))
             return loss
         plan.sort(key=_first)
         target, device = self._fast_checks(plan)
@@ -1942,6 +2021,22 @@ class Muon(torch.optim.Optimizer):
         self._last_device = (target, device)
         return loss
 
+    def _step_empty(self, device):
+        """DTensors without a part on this rank (FSDP2's last ranks of a
+        short tensor) step as the other ranks' parts do: their (empty)
+        state made, their AdamW counts kept."""
+        state = self.state
+        for p in self._empty:
+            d = self._info[p]
+            if p.grad is None:
+                continue
+            if not state.get(p):
+                self._prepare_state(p, d, device)
+            if d["optimizer"] == "adamw":
+                n = state[p]["step"]
+                state[p]["step"] = (int(n.item()) if isinstance(
+                    n, torch.Tensor) else int(n)) + 1
+
     def _steady_work(self):
         """The step's work (as step() builds it) in one pass when every
         parameter with a gradient is as at the last step: float32 and
@@ -1961,6 +2056,9 @@ class Muon(torch.optim.Optimizer):
                 if p.grad is None or not d["numel"] or d["empty"]:
                     continue
                 if d["dtensor"]:
+                    # Its mesh and placements were checked in full at the
+                    # first step; a gradient placed otherwise has another
+                    # local shape (below) or is not a DTensor.
                     if not _is_dtensor(p.grad):
                         return None
                     t, g = _parts(p, d)
@@ -2016,7 +2114,7 @@ class Muon(torch.optim.Optimizer):
         self._bind_inputs(c, work, skipped)
         self._bind_logits(c, device)
         if self._check_finite:
-            self._check_finite_grads(c, work, target)
+            self._check_finite_sharded(c, work, target)
         if self._check_replicas:
             whole = [w for w in work.values() if not w[3]["sharded"]]
             self._check_replica_grads([w[2] for w in whole],
@@ -2032,17 +2130,7 @@ class Muon(torch.optim.Optimizer):
                 n = st["step"]
                 n = int(n.item()) if isinstance(n, torch.Tensor) else int(n)
                 counts[i] = float(n + 1)
-        # DTensors without a part here step as the other ranks' parts do.
-        for p in self._empty:
-            d = self._info[p]
-            if p.grad is None:
-                continue
-            if not state.get(p):
-                self._prepare_state(p, d, device)
-            if d["optimizer"] == "adamw":
-                n = state[p]["step"]
-                state[p]["step"] = (int(n.item()) if isinstance(
-                    n, torch.Tensor) else int(n)) + 1
+        self._step_empty(device)
         stream = None
         if device.type == "cuda":
             stream = torch.cuda.current_stream(device).cuda_stream
@@ -2193,12 +2281,9 @@ class Muon(torch.optim.Optimizer):
             d = self._info[p]
             if d["dtensor"]:
                 # This rank's part, placed as the parameter.
-                if _is_dtensor(t):
-                    if t.device_mesh == p.device_mesh and \
-                            tuple(t.placements) == tuple(p.placements):
-                        t = t._local_tensor
-                    else:
-                        t = _rows_of(p, t.full_tensor())
+                if _is_dtensor(t) and t.device_mesh == p.device_mesh and \
+                        list(t.placements) == _state_placements(p, t):
+                    t = t._local_tensor
                 else:
                     t = _rows_of(p, t)
                 local = t.to(device=p.device, dtype=d["dtype"],
@@ -2279,6 +2364,15 @@ class Muon(torch.optim.Optimizer):
                     float(v) if key == "scale_extra" else str(v)
             overrides.append(o)
             override_groups.append(index)
+        # The grid's axis: "tp" where DTensor tensor parallel splits
+        # matrices, else "dp" (FSDP2 and whole matrices).
+        axes = {info[p]["split"]["axis"]: info[p]["name"]
+                for p in params if info[p]["split"]}
+        if len(axes) > 1:
+            raise ParameterError(
+                axes["tp"], "is split over a tensor-parallel mesh dim (\"tp\") "
+                "but '%s' over another (FSDP2); one optimizer steps "
+                "parameters split over one mesh dim" % axes["dp"])
         text = _description.describe(
             [(info[p]["desc_name"], info[p]["desc_shape"],
               info[p]["optimizer"], info[p]["split"] or info[p]["ep"] > 1,
@@ -2301,7 +2395,8 @@ class Muon(torch.optim.Optimizer):
             adamw_lr=float(a["lr"]), adamw_betas=tuple(a["betas"]),
             adamw_eps=float(a["eps"]),
             adamw_weight_decay=float(a["weight_decay"]),
-            overrides=overrides, mask=True, **self._clip_blocks(params))
+            overrides=overrides, mask=True,
+            grid_axis=next(iter(axes), "dp"), **self._clip_blocks(params))
         return text, override_groups
 
     def _clip_blocks(self, params):

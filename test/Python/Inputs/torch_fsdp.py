@@ -9,13 +9,15 @@ would leave them: each rank its rows), made from a seed per step, so the
 runs differ only in the layout. lr follows a schedule set by hand.
 
   torch_fsdp.py run OUT [--det MODE] [--save CKPT] [--load CKPT]
-                       [--opt muon|normuon] [--mesh hsdp]
+                       [--opt muon|normuon] [--mesh hsdp|tp]
       steps 1..4 (from 3 with --load: the model and optimizer from the
       DCP checkpoint CKPT; --save writes one after step 2); rank 0 writes
       OUT (the whole parameters and optimizer state after step 4, through
       muir.torch.full_state_dict) and OUT.json (the step's description).
       Step 1 is checked against a float64 reference of Muon (NorMuon) and
-      AdamW. --mesh hsdp: a 2-D mesh, 2 replicas x (ranks / 2) shards.
+      AdamW. --mesh hsdp: a 2-D mesh, 2 replicas x (ranks / 2) shards;
+      --mesh tp: no FSDP2, the blocks' up and down Linears tensor
+      parallel (ColwiseParallel, RowwiseParallel) over a "tp" mesh.
   torch_fsdp.py compare A B [TOL]  bitwise equal (or within TOL relative)
   torch_fsdp.py refuse             the refusals (run under torchrun)
 """
@@ -58,22 +60,33 @@ def world():
     return 0, 1
 
 
-def build(det, kind="muon", hsdp=False):
+def build(det, kind="muon", mesh_kind=None):
     rank, size = world()
     torch.manual_seed(0)
     model = Model()
     if size > 1:
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import fully_shard
-        if hsdp:
+        if mesh_kind == "tp":
+            # DTensor tensor parallel: up column-wise (its weight and bias
+            # Shard(0)), down row-wise (Shard(1)); the rest whole.
+            from torch.distributed.tensor.parallel import (
+                ColwiseParallel, RowwiseParallel, parallelize_module)
+            mesh = init_device_mesh("cpu", (size,), mesh_dim_names=("tp",))
+            for b in model.blocks:
+                parallelize_module(b, mesh, {"up": ColwiseParallel(),
+                                             "down": RowwiseParallel()})
+            mesh = None
+        elif mesh_kind == "hsdp":
             # 2 replicas x size/2 shards: (Replicate(), Shard(0)).
             mesh = init_device_mesh("cpu", (2, size // 2),
                                     mesh_dim_names=("rep", "shard"))
         else:
             mesh = init_device_mesh("cpu", (size,), mesh_dim_names=("dp",))
-        for b in model.blocks:
-            fully_shard(b, mesh=mesh)
-        fully_shard(model, mesh=mesh)
+        if mesh is not None:
+            for b in model.blocks:
+                fully_shard(b, mesh=mesh)
+            fully_shard(model, mesh=mesh)
     cls = muir.torch.NorMuon if kind == "normuon" else muir.torch.Muon
     opt = cls(model.named_parameters(), lr=LR, weight_decay=WD,
                           adamw_lr=ADAMW_LR, adamw_weight_decay=AWD,
@@ -135,9 +148,9 @@ def dcp_state(model, opt):
     return {"model": msd, "optim": osd}
 
 
-def run(out, det="true", save=None, load=None, kind="muon", hsdp=False):
+def run(out, det="true", save=None, load=None, kind="muon", mesh=None):
     rank, size = world()
-    model, opt = build(det, kind, hsdp)
+    model, opt = build(det, kind, mesh)
     first = 1
     if load:
         import torch.distributed.checkpoint as dcp
@@ -163,6 +176,19 @@ def run(out, det="true", save=None, load=None, kind="muon", hsdp=False):
     params = {n: whole(p.detach()).clone()
               for n, p in model.named_parameters()}
     state = muir.torch.full_state_dict(opt)
+    # The whole state loads back into this layout: each rank takes its
+    # part (uneven and empty ones too), the same bits.
+    again = type(opt)(model.named_parameters(), lr=LR)
+    again.load_state_dict(state)
+    for p, st in opt.state.items():
+        for key, t in st.items():
+            u = again.state[p][key]
+            if isinstance(t, torch.Tensor):
+                t, u = getattr(t, "_local_tensor", t), \
+                    getattr(u, "_local_tensor", u)
+                if t.shape != u.shape or not torch.equal(t, u):
+                    sys.exit("%s: the whole state loaded back differs"
+                             % key)
     kinds = sorted({type(t).__name__ for e in opt.state.values()
                     for t in e.values() if isinstance(t, torch.Tensor)})
     if rank == 0:
@@ -211,25 +237,44 @@ def refuse():
     from torch.distributed.fsdp import fully_shard
     mesh = init_device_mesh("cpu", (size,), mesh_dim_names=("dp",))
 
-    def tryit(what, make):
+    def tryit(what, make, on=0):
         try:
             make()
         except (ValueError, TypeError) as e:
-            if rank == 0:
-                print("%s: %s" % (what, e))
+            if rank == on:
+                sys.stdout.write("%s: %s\n" % (what, e))
+                sys.stdout.flush()
             return
         sys.exit("%s: not refused" % what)
+
+    def nan_on_rank0():
+        from torch.distributed.tensor import DTensor
+        m = torch.nn.Linear(8, 8, bias=False)
+        fully_shard(m, mesh=mesh)
+        opt = muir.torch.Muon(m.named_parameters())
+        g = torch.ones(m.weight._local_tensor.shape)
+        if rank == 0:
+            g[1, 2] = float("nan")
+        m.weight.grad = DTensor.from_local(g, mesh, m.weight.placements)
+        opt.step()
 
     def uneven():
         m = torch.nn.Linear(8, 6, bias=False)      # 6 rows over 4 ranks
         fully_shard(m, mesh=mesh)
         muir.torch.Muon(m.named_parameters())
 
-    def rowwise():
+    def mixed():
         from torch.distributed.tensor import Shard, distribute_tensor
-        w = torch.nn.Parameter(distribute_tensor(torch.randn(8, 8), mesh,
+        tp = init_device_mesh("cpu", (size,), mesh_dim_names=("tp",))
+        w = torch.nn.Parameter(distribute_tensor(torch.randn(8, 8), tp,
                                                  [Shard(1)]))
-        muir.torch.Muon([("w", w)])
+        v = torch.nn.Parameter(distribute_tensor(torch.randn(8, 8), mesh,
+                                                 [Shard(0)]))
+        opt = muir.torch.Muon([("w", w), ("v", v)])
+        for p in (w, v):
+            p.grad = distribute_tensor(torch.ones(8, 8), p.device_mesh,
+                                       p.placements)
+        opt.step()
 
     def two_shards():
         from torch.distributed.tensor import Shard, distribute_tensor
@@ -249,9 +294,11 @@ def refuse():
         opt.step()
 
     tryit("uneven", uneven)
-    tryit("rowwise", rowwise)
+    tryit("mixed", mixed)
     tryit("two shards", two_shards)
     tryit("dp=1", one_rank_layout)
+    tryit("nan", nan_on_rank0, on=0)
+    tryit("nan", nan_on_rank0, on=3)
     sys.stdout.write("torch-fsdp refusals rank %d: PASS\n" % rank)
     sys.stdout.flush()
     dist.destroy_process_group()
@@ -264,7 +311,7 @@ def main():
         run(args[1], det=opts.get("--det", "true"),
             save=opts.get("--save"), load=opts.get("--load"),
             kind=opts.get("--opt", "muon"),
-            hsdp=opts.get("--mesh") == "hsdp")
+            mesh=opts.get("--mesh"))
     elif args[0] == "compare":
         compare(args[1], args[2], float(args[3]) if len(args) > 3 else None)
     elif args[0] == "refuse":
