@@ -1,6 +1,6 @@
 """muir.torch.Muon on a model sharded with FSDP2 (torch.distributed.fsdp.
 fully_shard: DTensor parameters, Shard(0), on a 1-D mesh of the torchrun
-ranks), against the same model unsharded in one process, and checkpoints
+or mpirun ranks), against the same model unsharded in one process, and checkpoints
 with torch.distributed.checkpoint (DCP) resharded between 4, 2 and 1
 ranks.
 
@@ -52,8 +52,17 @@ class Model(torch.nn.Module):
         self.head = torch.nn.Linear(16, 12, bias=False)   # AdamW (pattern)
 
 
+STORE = None     # mpirun: the file the gloo group meets at (OUT.store)
+
+
 def world():
-    if "WORLD_SIZE" in os.environ and not dist.is_initialized():
+    if "OMPI_COMM_WORLD_SIZE" in os.environ and not dist.is_initialized():
+        # mpirun: muir's steps run over MPI, torch's over a gloo group.
+        dist.init_process_group(
+            "gloo", init_method="file://" + STORE,
+            rank=int(os.environ["OMPI_COMM_WORLD_RANK"]),
+            world_size=int(os.environ["OMPI_COMM_WORLD_SIZE"]))
+    elif "WORLD_SIZE" in os.environ and not dist.is_initialized():
         dist.init_process_group("gloo")
     if dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
@@ -307,6 +316,8 @@ def refuse():
 def main():
     args = sys.argv[1:]
     if args[0] == "run":
+        global STORE
+        STORE = os.path.abspath(args[1]) + ".store"
         opts = dict(zip(args[2::2], args[3::2]))
         run(args[1], det=opts.get("--det", "true"),
             save=opts.get("--save"), load=opts.get("--load"),
