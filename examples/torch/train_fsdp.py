@@ -71,6 +71,10 @@ def main():
                     help="save a checkpoint after this step")
     ap.add_argument("--resume", metavar="DIR",
                     help="continue from a DCP checkpoint (any ranks)")
+    ap.add_argument("--ep", type=int, default=None,
+                    help="expert-parallel ranks (default: all of them); "
+                    "fewer fold edp = ranks / ep replicas of each expert "
+                    "block")
     ap.add_argument("--losses", metavar="FILE")
     args = ap.parse_args()
     if args.save_at is not None and not args.checkpoint:
@@ -80,9 +84,11 @@ def main():
         dist.init_process_group("gloo")
     world = dist.get_world_size() if dist.is_initialized() else 1
     rank = dist.get_rank() if dist.is_initialized() else 0
-    if args.batch % world or args.experts % world:
-        ap.error("--batch %d and --experts %d must divide over %d ranks"
-                 % (args.batch, args.experts, world))
+    ep = args.ep or world
+    if args.batch % world or args.experts % ep or world % ep:
+        ap.error("--batch %d must divide over %d ranks, --experts %d over "
+                 "ep=%d, and ep the ranks" % (args.batch, world,
+                                              args.experts, ep))
     say = print if rank == 0 else (lambda *a, **k: None)
 
     data, chars = load_text(args.text)
@@ -91,13 +97,14 @@ def main():
                     heads=args.heads, hidden=args.hidden,
                     experts=args.experts, top_k=args.top_k)
     local_batch = args.batch // world
-    lo = rank * (args.experts // world)
-    hi = lo + args.experts // world
+    # Rank r holds expert block r % ep (the folding edp x ep).
+    lo = (rank % ep) * (args.experts // ep)
+    hi = lo + args.experts // ep
     moe_params = set()
     for block in model.layers:
         plain = block.moe
         layer = muir.torch.MoE(
-            args.dim, args.hidden, args.experts, args.top_k, ep=world,
+            args.dim, args.hidden, args.experts, args.top_k, ep=ep,
             max_tokens=local_batch * args.length if world > 1 else None)
         layer.load_state_dict({
             "router": plain.router.weight.detach(),
@@ -116,8 +123,9 @@ def main():
     opt = muir.torch.Muon(model.named_parameters(), lr=args.lr,
                           weight_decay=args.weight_decay,
                           adamw_weight_decay=args.weight_decay)
-    say("%d rank(s): FSDP2 over the dense part%s, muir.torch.MoE ep=%d"
-        % (world, "" if world > 1 else " (not sharded on 1 rank)", world))
+    say("%d rank(s): FSDP2 over the dense part%s, muir.torch.MoE ep=%d%s"
+        % (world, "" if world > 1 else " (not sharded on 1 rank)", ep,
+           " (edp=%d)" % (world // ep) if ep < world else ""))
 
     def schedule(s):
         """Linear warm-up, then cosine to a tenth (lr factor of step s)."""
@@ -150,7 +158,7 @@ def main():
         if world > 1:
             # What FSDP2 does not reduce: the MoE layers' routers (the
             # mean over the ranks); their experts' gradients are sums over
-            # every rank's tokens already.
+            # every rank's tokens already (also over edp replicas).
             for block in model.layers:
                 router = block.moe.router.grad
                 dist.all_reduce(router)

@@ -34,6 +34,37 @@ def _world_rank():
     return _dist.ranks()[0]
 
 
+# (ep, ranks) -> this rank's edp group (the ranks holding its experts).
+_EDP_GROUPS = {}
+
+
+def _edp_group(ep, world):
+    """The torch.distributed group of the ranks that hold this rank's
+    expert block in the folding edp x ep of the `world` ranks muir's steps
+    run over (group ranks r, r + ep, r + 2 ep, ...); every rank makes all
+    of them, in one order (new_group is collective)."""
+    import torch.distributed as dist
+    key = (ep, world)
+    if key in _EDP_GROUPS:
+        return _EDP_GROUPS[key]
+    if not (dist.is_available() and dist.is_initialized()):
+        raise ValueError(
+            "muir.torch.MoE: ep=%d over %d ranks folds edp=%d replicas of "
+            "each expert block, whose gradients are summed over "
+            "torch.distributed: call torch.distributed.init_process_group "
+            "first (also under mpirun)" % (ep, world, world // ep))
+    base = _dist.group()
+    members = [dist.get_global_rank(base, r) if base is not None else r
+               for r in range(world)]
+    mine = None
+    for j in range(ep):
+        group = dist.new_group(ranks=members[j::ep])
+        if j == _world_rank() % ep:
+            mine = group
+    _EDP_GROUPS[key] = mine
+    return mine
+
+
 # The expert stacks: dimension 0 is the layer's experts (a rank's block of
 # them with ep > 1).
 _STACKS = ("gate_proj", "up_proj", "down_proj")
@@ -259,6 +290,13 @@ class _MoEFunction(torch.autograd.Function):
                                    ctx.bf16)[1]
         dx, grads = layer._backward(ctx.bound, dy, x, weights, saved,
                                     ctx.bias, ctx.bf16)
+        if layer._edp_group is not None:
+            # Each replica of this rank's experts summed its ep group's
+            # tokens: the sum over every rank's.
+            import torch.distributed as dist
+            for n, g in zip(layer._weight_names, grads):
+                if n in _STACKS:
+                    dist.all_reduce(g, group=layer._edp_group)
         if ctx.stack_scale != 1.0:
             grads = [g.mul_(ctx.stack_scale) if n in _STACKS else g
                      for n, g in zip(layer._weight_names, grads)]
@@ -381,6 +419,14 @@ class MoE(torch.nn.Module):
     any rank (the ranks exchange their counts first: one small all-gather
     per forward over MPI). muir.torch.Muon steps the expert stacks (marked
     `_muir_ep`) per expert on their own rank, never shared out.
+    On a job of more ranks than ep (a multiple: the MoE folding edp x ep,
+    ep the inner axis, as a DeviceMesh ("edp", "ep") lays them out) rank
+    r holds block r % ep, the edp = ranks / ep replicas of each block
+    exchange tokens within their ep group and sum their stacks' gradients
+    over torch.distributed (a group per block, made at construction; also
+    under mpirun, where torch.distributed must be initialised), so the
+    gradients are again sums over every rank's tokens
+    (test/Python/torch-torchrun.test: ep=2 on 4 ranks inside DDP).
 
     DistributedDataParallel: call muir.torch.prepare_ddp(model) before
     DistributedDataParallel(model) (after the experts are loaded). DDP
@@ -477,16 +523,21 @@ class MoE(torch.nn.Module):
                 device_mesh is not None:
             _dist.join("muir.torch.MoE", process_group, device_mesh)
         world = _world_size()
-        if self.ep > 1 and self.ep != world:
+        if self.ep > 1 and (world < self.ep or world % self.ep):
             launched = os.environ.get("WORLD_SIZE")
             other = "" if world > 1 or not launched else (
                 "; this process was started by torchrun or another env:// "
                 "launcher (WORLD_SIZE=%s): call "
                 "torch.distributed.init_process_group first (or pass "
                 "process_group=)" % launched)
-            raise ValueError("muir.torch.MoE: ep=%d needs a job of %d ranks "
-                             "(torchrun or mpirun); this one has %d%s"
-                             % (self.ep, self.ep, world, other))
+            raise ValueError("muir.torch.MoE: ep=%d needs a job of a "
+                             "multiple of %d ranks (torchrun or mpirun); this "
+                             "one has %d%s" % (self.ep, self.ep, world, other))
+        # ep < ranks: the MoE folding edp x ep (ep the inner axis: rank r
+        # holds expert block r % ep); the replicas of a block (edp) sum
+        # their stacks' gradients over torch.distributed.
+        self._edp_group = _edp_group(self.ep, world) \
+            if 1 < self.ep < world else None
         for key, v in (("routed_scaling", routed_scaling),
                        ("capacity_factor", capacity_factor),
                        ("aux_loss_coef", aux_loss_coef)):
@@ -546,7 +597,7 @@ class MoE(torch.nn.Module):
         # records the rows (its metadata's "muir_experts"), and
         # load_state_dict takes this rank's rows of any state that holds
         # them (a whole stack: muir.torch.full_state_dict).
-        self._ep_rank = _world_rank() if self.ep > 1 else 0
+        self._ep_rank = _world_rank() % self.ep if self.ep > 1 else 0
         self._mark_parameters()
         if self.shared_experts:
             sf = self.shared_experts * f
@@ -598,6 +649,8 @@ class MoE(torch.nn.Module):
         state = self.__dict__.copy()
         state["_passes"] = {}
         state["_classes"] = collections.OrderedDict()
+        # A process group is the process's: a copy takes this process's.
+        state["_edp_group"] = None
         return state
 
     def __setstate__(self, state):
@@ -605,7 +658,11 @@ class MoE(torch.nn.Module):
         # Pickled by an older muir.torch: the rank was kept on the stacks
         # only, the passes of every bound.
         if "_ep_rank" not in state:
-            self._ep_rank = _world_rank() if self.ep > 1 else 0
+            self._ep_rank = _world_rank() % self.ep if self.ep > 1 else 0
+        # The edp group this process made for the layer's folding.
+        world = _world_size()
+        self._edp_group = _EDP_GROUPS.get((self.ep, world)) \
+            if 1 < self.ep < world else None
         if "_classes" not in state:
             self._classes = collections.OrderedDict()
             self._max_bounds = DEFAULT_MAX_COMPILED_BOUNDS
@@ -928,7 +985,8 @@ class MoE(torch.nn.Module):
         # prepare_ddp marked the layer: DDP's convention always, also where
         # DDP runs its Python reducer (compiled autograd), which leaves its
         # active module unset.
-        prepared = 1.0 / self.ep if getattr(self, "_muir_ddp", False) \
+        ranks = _world_size()
+        prepared = 1.0 / ranks if getattr(self, "_muir_ddp", False) \
             else 1.0
         try:
             from torch.nn.parallel import DistributedDataParallel as DDP
@@ -957,12 +1015,12 @@ class MoE(torch.nn.Module):
         if self.ep == 1:
             return 1.0
         import torch.distributed as dist
-        ranks = dist.get_world_size(ddp.process_group)
-        if ranks != self.ep:
+        if dist.get_world_size(ddp.process_group) != ranks:
             raise MoEInputError(
                 "muir.torch.MoE %r (ep=%d): DistributedDataParallel runs "
-                "over %d ranks; an ep layer's job must be its ep ranks"
-                % (self.name, self.ep, ranks))
+                "over %d ranks; an ep layer's job must be DDP's ranks (%d)"
+                % (self.name, self.ep,
+                   dist.get_world_size(ddp.process_group), ranks))
         return 1.0 / ranks
 
     def forward(self, x):

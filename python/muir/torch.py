@@ -2485,6 +2485,10 @@ def _gather_experts(items, who, what):
     world, rank = dist.get_world_size(group), dist.get_rank(group)
     mine = [(label, tuple(t.shape), str(t.dtype), tuple(rows))
             for label, t, rows in items]
+    # The ep ranks: rank r holds expert block r % ep (the folding edp x
+    # ep; edp > 1 replicas of each block).
+    ep = max([rows[2] // max(1, rows[1] - rows[0])
+              for _, _, rows in items] or [world])
     every = [None] * world
     dist.all_gather_object(every, mine, group=group)
     for r, theirs in enumerate(every):
@@ -2499,14 +2503,16 @@ def _gather_experts(items, who, what):
                                        "nothing" if other is None else
                                        " ".join(map(str, other[:3]))))
             olo, ohi, _ = other[3]
-            if (ohi - olo) * world != experts or olo != r * (ohi - olo):
+            if world % ep or (ohi - olo) * ep != experts or \
+                    olo != (r % ep) * (ohi - olo):
                 raise ValueError(
                     "%s: %s of torch.distributed's rank %d holds experts "
-                    "%d-%d of %d; with %d ranks it would hold %d-%d "
+                    "%d-%d of %d; with ep=%d it would hold %d-%d "
                     "(torch.distributed's ranks must be the expert-parallel "
                     "ranks, in order)"
-                    % (who, label, r, olo, ohi - 1, experts, world,
-                       r * experts // world, (r + 1) * experts // world - 1))
+                    % (who, label, r, olo, ohi - 1, experts, ep,
+                       (r % ep) * experts // ep,
+                       (r % ep + 1) * experts // ep - 1))
         if len(theirs) != len(mine):
             raise ValueError("%s: rank %d gathers %d tensors, rank %d %d; "
                              "every rank gathers the same ones"
@@ -2521,7 +2527,7 @@ def _gather_experts(items, who, what):
             src = src.cpu()
         parts = [torch.empty_like(src) for _ in range(world)]
         dist.all_gather(parts, src, group=group)
-        whole.append(torch.cat(parts).to(t.device))
+        whole.append(torch.cat(parts[:ep]).to(t.device))
     return whole
 
 
@@ -2625,14 +2631,37 @@ def _ep_stacks(model):
 def _ep_rows_placed(t, layer):
     """A stack (or its state) of ep layer `layer` as a DTensor Shard(0)
     over the expert-parallel ranks: its rows, this rank's experts."""
+    from torch.distributed.tensor import Replicate
+    mesh = _ep_mesh(layer.ep, t.device.type)
+    shape = torch.Size((layer.experts,) + tuple(t.shape[1:]))
+    stride = torch.empty(shape, device="meta").stride()
+    placements = [_shard0()] if mesh.ndim == 1 else [Replicate(), _shard0()]
+    return _dtensor_type().from_local(t, mesh, placements, run_check=False,
+                                      shape=shape, stride=stride)
+
+
+_EP_MESHES = {}
+
+
+def _ep_mesh(ep, device_type):
+    """The DeviceMesh of the expert-parallel ranks: 1-D over the ranks
+    muir's steps run over, or (edp, ep) where ep < ranks (made once: a
+    mesh's groups are made collectively)."""
     from torch.distributed.device_mesh import DeviceMesh
     import torch.distributed as dist
     group = _dist.group() or dist.group.WORLD
-    mesh = DeviceMesh.from_group(group, t.device.type)
-    shape = torch.Size((layer.experts,) + tuple(t.shape[1:]))
-    stride = torch.empty(shape, device="meta").stride()
-    return _dtensor_type().from_local(t, mesh, [_shard0()], run_check=False,
-                                      shape=shape, stride=stride)
+    world = dist.get_world_size(group)
+    key = (ep, world, device_type)
+    if key not in _EP_MESHES:
+        if ep == world:
+            mesh = DeviceMesh.from_group(group, device_type)
+        else:
+            ranks = torch.tensor([dist.get_global_rank(group, r)
+                                  for r in range(world)])
+            mesh = DeviceMesh(device_type, ranks.reshape(world // ep, ep),
+                              mesh_dim_names=("edp", "ep"))
+        _EP_MESHES[key] = mesh
+    return _EP_MESHES[key]
 
 
 def _shard0():

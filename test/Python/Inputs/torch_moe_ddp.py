@@ -8,6 +8,7 @@ averaged gradients are the gradients of); the selection bias updated
   torch_moe_ddp.py one W OUT        the single-process reference (OUT.pt)
   mpirun -n W torch_moe_ddp.py ddp W OUT      muir.torch.prepare_ddp, DDP
   mpirun -n W torch_moe_ddp.py ddp-dp W OUT   the same with ep = 1
+  torchrun ... torch_moe_ddp.py ddp-edp W OUT  ep = W / 2 (edp = 2)
   mpirun -n W torch_moe_ddp.py reducer W OUT  prepare_ddp, no DDP forward
                                               (gradients averaged by hand)
   mpirun -n 2 torch_moe_ddp.py refuse 2 OUT   DDP without prepare_ddp
@@ -98,17 +99,21 @@ def ranked(mode, world, path):
         rank = dist.get_rank()
         assert dist.get_world_size() == world
     try:
-        # ddp-dp: ep = 1 (every rank every expert; DDP averages them all).
-        ep = 1 if mode == "ddp-dp" else world
+        # ddp-dp: ep = 1 (every rank every expert; DDP averages them all);
+        # ddp-edp: ep = W / 2 (the folding edp=2 x ep: rank r holds block
+        # r % ep, its 2 replicas sum their gradients).
+        ep = 1 if mode == "ddp-dp" else world // 2 if mode == "ddp-edp" \
+            else world
         net = Net(ep)
         el = E // ep
-        lo, hi = (rank * el, (rank + 1) * el) if ep > 1 else (0, E)
+        lo, hi = ((rank % ep) * el, (rank % ep + 1) * el) if ep > 1 \
+            else (0, E)
         full = weights()
         net.load_state_dict({n: t[lo:hi] if n.split(".")[-1] in
                              ("gate_proj", "up_proj", "down_proj") else t
                              for n, t in full.items()})
         ignored = []
-        if mode in ("ddp", "ddp-dp", "reducer"):
+        if mode in ("ddp", "ddp-dp", "ddp-edp", "reducer"):
             ignored = mt.prepare_ddp(net)
             if rank == 0:
                 print("prepare_ddp: %s" % ", ".join(ignored))
