@@ -522,6 +522,14 @@ class MoE(torch.nn.Module):
         if self.ep > 1 or process_group is not None or \
                 device_mesh is not None:
             _dist.join("muir.torch.MoE", process_group, device_mesh)
+        names = tuple(getattr(device_mesh, "mesh_dim_names", None) or ())
+        if "ep" in names and (device_mesh.size(names.index("ep")) != self.ep
+                              or names.index("ep") != len(names) - 1):
+            raise ValueError(
+                "muir.torch.MoE: device_mesh %s of dims %s: its \"ep\" dim "
+                "must be the last (the inner axis of the folding edp x ep) "
+                "and of the layer's ep=%d" % (tuple(device_mesh.mesh.shape),
+                                              names, self.ep))
         world = _world_size()
         if self.ep > 1 and (world < self.ep or world % self.ep):
             launched = os.environ.get("WORLD_SIZE")

@@ -1,8 +1,9 @@
 """muir.torch under torchrun, the choices of group: a 1-D DeviceMesh runs an
 ep=2 layer over its group (against the same layer on process_group=: bitwise
 equal outputs and gradients), and a second, different group in the same
-process, or process_group= and device_mesh= together, are refused with a
-message that names the fix.
+process, process_group= and device_mesh= together, a mesh whose "ep" dim
+is not the layer's ep, and an ep that does not divide the experts, are
+refused with a message that names the fix.
 
   torchrun --standalone --nproc-per-node 2 torch_torchrun.py
 """
@@ -15,6 +16,12 @@ from torch.distributed.device_mesh import init_device_mesh
 import muir.torch as mt
 
 H, F, E, K = 16, 12, 4, 2
+
+
+def say(line):
+    """One write per line: the ranks' lines do not interleave."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 def main():
@@ -38,20 +45,28 @@ def main():
                     [p.grad for p in layer.parameters()])
     same = all(torch.equal(u, v) for u, v in zip(*outs))
     ok &= same
-    print("rank %d: device_mesh and process_group layers: %s"
-          % (rank, "bitwise equal" if same else "FAIL"), flush=True)
+    say("rank %d: device_mesh and process_group layers: %s"
+          % (rank, "bitwise equal" if same else "FAIL"))
     other = dist.new_group([0, 1])
     for what, kw in (("another group", {"process_group": other}),
                      ("both", {"process_group": other,
                                "device_mesh": mesh})):
         try:
             mt.MoE(H, F, E, K, ep=2, max_tokens=32, **kw)
-            print("rank %d: %s: FAIL (accepted)" % (rank, what))
+            say("rank %d: %s: FAIL (accepted)" % (rank, what))
             ok = False
         except ValueError as e:
-            print("rank %d: %s: %s" % (rank, what, e), flush=True)
+            say("rank %d: %s: %s" % (rank, what, e))
+    for what, kw in (("mesh ep", {"ep": 1, "device_mesh": mesh}),
+                     ("ep over experts", {"ep": 8})):
+        try:
+            mt.MoE(H, F, E, K, max_tokens=32, **kw)
+            say("rank %d: %s: FAIL (accepted)" % (rank, what))
+            ok = False
+        except ValueError as e:
+            say("rank %d: %s: %s" % (rank, what, e))
     dist.destroy_process_group()
-    print("torch-torchrun rank %d: %s" % (rank, "PASS" if ok else "FAIL"))
+    say("torch-torchrun rank %d: %s" % (rank, "PASS" if ok else "FAIL"))
     sys.exit(0 if ok else 1)
 
 
