@@ -37,7 +37,8 @@ llvm_config.use_default_substitutions()
 
 tool_dirs = [config.muir_tools_dir, config.llvm_tools_dir]
 tools = ["muir-opt", "muir-run", "muir-compile", "muir-sgemm-rate",
-         "muir-trace-diff", "muir-step-runner",
+         "muir-trace-diff", "muir-step-runner", "muir-lsp-server",
+         "muir-reduce",
          ToolSubst("muir-runtime-unittests", unresolved="ignore"),
          ToolSubst("muir-analysis-unittests", unresolved="ignore"),
          ToolSubst("muir-runner-unittests", unresolved="ignore"),
