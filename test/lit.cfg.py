@@ -17,6 +17,7 @@ config.test_exec_root = os.path.join(config.muir_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%muir_obj_root", config.muir_obj_root))
 config.substitutions.append(("%muir_lib_dir",
                              os.path.join(config.muir_obj_root, "lib")))
 config.substitutions.append(("%testlib", os.path.join(config.test_source_root, "lib")))
