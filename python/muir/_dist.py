@@ -18,7 +18,6 @@ the CPU steps on one rank each, as before (a given one is refused).
 """
 import ctypes
 import os
-import sys
 
 import torch
 

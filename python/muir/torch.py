@@ -238,7 +238,6 @@ import math
 import numbers
 import operator
 import os
-import sys
 
 import torch
 
@@ -248,6 +247,13 @@ from muir import description as _description
 from muir import _dist
 from muir import _moe
 from muir._moe import MoE, MoEInputError, prepare_ddp  # noqa: E402,F401
+from muir._errors import (  # noqa: F401
+    NonFiniteGradientError, ParamGroupError, ParameterError, _float_text)
+from muir._dtensor import (
+    _as_placed, _dtensor_split, _is_dtensor, _local, _mesh_group, _parts,
+    _rows_of, _shard_dim, _state_placements)
+from muir._checkpoint import (  # noqa: F401
+    full_state_dict, get_state_dict, set_state_dict)
 
 __all__ = ["Muon", "NorMuon", "MoE", "MoEInputError", "prepare_ddp",
            "full_state_dict", "get_state_dict", "set_state_dict",
@@ -259,169 +265,6 @@ __all__ = ["Muon", "NorMuon", "MoE", "MoEInputError", "prepare_ddp",
 # float64 in float64 throughout).
 _DTYPES = (torch.float32, torch.bfloat16, torch.float64)
 _TABLES = None
-_DTENSOR = []
-
-
-def _dtensor_type():
-    """torch.distributed.tensor.DTensor (None where torch has none)."""
-    if not _DTENSOR:
-        if "torch.distributed.tensor" not in sys.modules:
-            # Not imported: no DTensor can exist yet.
-            return None
-        try:
-            from torch.distributed.tensor import DTensor
-        except Exception:
-            DTensor = None
-        _DTENSOR.append(DTensor)
-    return _DTENSOR[0]
-
-
-def _is_dtensor(t):
-    cls = _dtensor_type()
-    return cls is not None and isinstance(t, cls)
-
-
-def _local(t):
-    """A DTensor's local tensor (this rank's part); other tensors as they
-    are."""
-    return t._local_tensor if _is_dtensor(t) else t
-
-
-def _shard_dim(p):
-    """The mesh dim over which DTensor p's rows are split (None: held
-    whole on every rank of its mesh)."""
-    dims = [k for k, place in enumerate(p.placements) if place.is_shard()]
-    return dims[0] if dims else None
-
-
-def _dtensor_split(name, p, optimizer):
-    """(shard, local shape) of a DTensor parameter: for a Muon matrix split
-    over one mesh dim, the description's shard ({"kind", "axis"}): over a
-    mesh dim named "tp" (DTensor tensor parallel: ColwiseParallel's
-    Shard(0), RowwiseParallel's Shard(1)) tp_column / tp_row on a "tp"
-    axis, whose Newton-Schulz mode the cost model picks; over any other
-    (FSDP2, HSDP's shard dim) on "dp", each matrix gathered to one owner.
-    None for one held whole (Replicate) or an AdamW parameter
-    (element-wise: its local part stepped as a tensor of its own).
-    ParameterError for what muir cannot step."""
-    mesh, placements = p.device_mesh, tuple(p.placements)
-    local = tuple(p._local_tensor.shape)
-    if mesh.ndim > 2:
-        raise ParameterError(
-            name, "is a DTensor on a mesh of %d dims %s; muir.torch.Muon "
-            "takes DTensors on a 1-D mesh (FSDP2, tensor parallel) or a "
-            "2-D one of replicas x shards (HSDP)"
-            % (mesh.ndim, tuple(mesh.shape)))
-    if any(place.is_partial() for place in placements):
-        raise ParameterError(name, "is a DTensor with a Partial placement; "
-                             "muir steps whole values (reduce it first)")
-    shards = [place for place in placements if place.is_shard()]
-    if optimizer != "muon" or not shards:
-        return None, local
-    k = _shard_dim(p)
-    names = mesh.mesh_dim_names or ()
-    axis = "tp" if k < len(names) and names[k] == "tp" else "dp"
-    rank, dim = p.dim(), shards[0].dim
-    kind = None
-    if len(shards) == 1:
-        if dim == rank - 1 and rank in (2, 3):
-            kind = "tp_row"
-        elif dim == 1 and rank == 3:
-            kind = "tp_column"
-        elif dim == 0 and (axis == "dp" or rank == 2):
-            kind = "fsdp" if axis == "dp" else "tp_column"
-    if kind is None:
-        raise ParameterError(
-            name, "is a DTensor placed %s; muir.torch.Muon takes a Muon "
-            "matrix split over one mesh dim on its rows (FSDP2's Shard(0), "
-            "HSDP's (Replicate(), Shard(0)), ColwiseParallel) or columns "
-            "(RowwiseParallel), or whole (Replicate)"
-            % ("(" + ", ".join(map(str, placements)) + ")",))
-    ranks = mesh.size(k)
-    if p.shape[dim] % ranks:
-        raise ParameterError(
-            name, "has shape %s and is sharded over %d ranks, which do not "
-            "divide its dim %d (%d); muir splits a matrix evenly: give it a "
-            "size divisible by %d or leave it unsharded"
-            % (tuple(p.shape), ranks, dim, p.shape[dim], ranks))
-    return {"kind": kind, "axis": axis}, local
-
-
-def _mesh_group(params):
-    """The group of the mesh dim that shards the DTensor parameters
-    (FSDP2's, HSDP's shard dim): None where there is none, or where it
-    holds every rank (the default group serves); ValueError where they
-    are sharded over different groups of ranks."""
-    import torch.distributed as dist
-    found = None
-    for name, p in params:
-        if not _is_dtensor(p) or _shard_dim(p) is None:
-            continue
-        mesh, k = p.device_mesh, _shard_dim(p)
-        if mesh.get_coordinate() is None:
-            raise ParameterError(name, "is a DTensor on a mesh that does not "
-                                 "hold this rank")
-        # The ranks along dim k through this rank.
-        index = list(mesh.get_coordinate())
-        index[k] = slice(None)
-        ranks = tuple(int(r) for r in mesh.mesh[tuple(index)].tolist())
-        if found is None:
-            found = (ranks, mesh.get_group(k), name)
-        elif found[0] != ranks:
-            raise ParameterError(
-                name, "is sharded over ranks %s but '%s' over %s; the "
-                "optimizer's step runs over one group of ranks"
-                % (list(ranks), found[2], list(found[0])))
-    if found is None or len(found[0]) == dist.get_world_size():
-        return None
-    return found[1]
-
-
-def _parts(p, d):
-    """(the tensor the step updates, the gradient it reads) of parameter p
-    (record d): a DTensor's local parts."""
-    if d["dtensor"]:
-        g = p.grad
-        return p._local_tensor, (g._local_tensor if _is_dtensor(g) else g)
-    return p, p.grad
-
-
-def _as_placed(p, local, shape):
-    """`local` (this rank's part) of a whole state tensor of `shape` as a
-    DTensor placed as p's state (_state_placements; its parts may be
-    uneven: the shape is given)."""
-    shape = torch.Size(shape)
-    stride = torch.empty(shape, device="meta").stride()
-    return _dtensor_type().from_local(
-        local, p.device_mesh, _state_placements(p, local), run_check=False,
-        shape=shape, stride=stride)
-
-
-def _state_placements(p, t):
-    """The placements of a state tensor `t` of DTensor parameter p (of p's
-    shape, or one value per row): p's, a split on a dimension `t` lacks
-    (a row state of a matrix split on its columns) held whole."""
-    from torch.distributed.tensor import Replicate
-    return [place if not place.is_shard() or place.dim < t.dim()
-            else Replicate() for place in p.placements]
-
-
-def _rows_of(p, t):
-    """This rank's part of a state tensor `t` of DTensor parameter p (of
-    p's shape, or one value per row; whole, or a DTensor placed otherwise)
-    as _state_placements places it: DTensor's own split (uneven and empty
-    parts as FSDP2 makes them), from the whole tensor every rank holds (no
-    communication), or redistributed (every rank calls this)."""
-    from torch.distributed.tensor import distribute_tensor
-    placements = _state_placements(p, t)
-    if _is_dtensor(t):
-        if t.device_mesh == p.device_mesh:
-            return t.redistribute(p.device_mesh, placements)._local_tensor
-        t = t.full_tensor()
-    return distribute_tensor(t, p.device_mesh, placements,
-                             src_data_rank=None)._local_tensor
-
-
 def _tables():
     """What the step library's optimizer registry (muir.optimizers(), the
     description reader's) says of the state, once: `state`, each
@@ -459,48 +302,6 @@ def _tables():
 
 def _first(item):
     return item[0]
-
-
-class ParameterError(ValueError):
-    """A parameter (or its gradient or state) muir cannot run; `name` is
-    the parameter's name. Raised before anything is updated."""
-
-    def __init__(self, name, message):
-        super().__init__("muir.torch.Muon: parameter '%s': %s"
-                         % (name, message))
-        self.name = name
-
-
-class NonFiniteGradientError(ParameterError):
-    """A gradient holding a NaN or an infinity (check_finite): `name` is
-    the parameter's name, `element` the flat index of the first such
-    element, `value` its value. Raised before anything is updated."""
-
-    def __init__(self, name, element, numel, value):
-        super().__init__(name, "its gradient holds %s at element %d (of "
-                         "%d); stopped before the step, nothing updated "
-                         "(check_finite=False turns this check off)"
-                         % (_float_text(value), element, numel))
-        self.element = element
-        self.value = value
-
-
-class ParamGroupError(ValueError):
-    """A param_groups value out of range, a key the step does not read, or
-    a structural key changed; `group` is the group's index and `key` the
-    key (both None when the number of groups changed). Raised before
-    anything is updated."""
-
-    def __init__(self, group, kind, key, message):
-        super().__init__("muir.torch.Muon: param_groups%s %s" % (
-            "" if group is None else "[%d] (%s)" % (group, kind), message))
-        self.group = group
-        self.key = key
-
-
-def _float_text(v):
-    return "nan" if v != v else "inf" if v == math.inf else \
-        "-inf" if v == -math.inf else repr(v)
 
 
 _INF = math.inf
@@ -759,7 +560,8 @@ class Muon(torch.optim.Optimizer):
                  adamw_patterns=_description.DEFAULT_ADAMW_PATTERNS,
                  check_finite=True, check_replicas=False,
                  max_compiled_steps=DEFAULT_MAX_COMPILED_STEPS,
-                 qk_clip=None, attention=None, **more):
+                 qk_clip=None, attention=None, process_group=None,
+                 device_mesh=None, **more):
         options = dict(more.pop("options", None) or {})
         # The step library's options a user sets (muir.options()), as
         # keywords: ns_mode=..., syrk_chunk_rows=...
@@ -842,8 +644,7 @@ class Muon(torch.optim.Optimizer):
         self._layout = layout
         # The torch.distributed group the CPU steps run over (torchrun):
         # process_group= or device_mesh=, else the default group.
-        self._group = (more.pop("process_group", None),
-                       more.pop("device_mesh", None))
+        self._group = (process_group, device_mesh)
         # An explicit layout is checked now; the default one (the job's
         # world size) is read at the first step.
         self._devices = None if layout is None else _parse_layout(layout)
@@ -2465,266 +2266,3 @@ class NorMuon(Muon):
         super().__init__(params, lr=lr, momentum=momentum, nesterov=nesterov,
                          weight_decay=weight_decay, ns_steps=ns_steps,
                          schedule=schedule, scale_extra=scale_extra, **more)
-
-
-def _gather_experts(items, who, what):
-    """Each item (label, tensor, (lo, hi, experts)): this rank's rows of a
-    tensor split over ep; returns the whole tensors, the ranks' rows in
-    rank order, gathered over torch.distributed (every rank calls this,
-    with the same labels and shapes, or none; checked first, so that a
-    mismatch raises on every rank instead of hanging). `what` names the
-    first split tensor for the message without torch.distributed."""
-    import torch.distributed as dist
-    if not (dist.is_available() and dist.is_initialized()):
-        raise RuntimeError(
-            "%s: %s is split over the ranks (expert parallel); gathering it "
-            "whole needs torch.distributed initialised (gloo or nccl) over "
-            "the same ranks, in the same order" % (who, what))
-    # The group the steps run over (under torchrun), else the default one.
-    group = _dist.group()
-    world, rank = dist.get_world_size(group), dist.get_rank(group)
-    mine = [(label, tuple(t.shape), str(t.dtype), tuple(rows))
-            for label, t, rows in items]
-    # The ep ranks: rank r holds expert block r % ep (the folding edp x
-    # ep; edp > 1 replicas of each block).
-    ep = max([rows[2] // max(1, rows[1] - rows[0])
-              for _, _, rows in items] or [world])
-    every = [None] * world
-    dist.all_gather_object(every, mine, group=group)
-    for r, theirs in enumerate(every):
-        for (label, shape, dtype, rows), other in zip(
-                mine, theirs + [None] * len(mine)):
-            lo, hi, experts = rows
-            if other is None or other[:3] != (label, shape, dtype):
-                raise ValueError(
-                    "%s: rank %d and rank %d hold different tensors to "
-                    "gather (%s %s %s here, %s there); every rank gathers "
-                    "the same ones" % (who, rank, r, label, shape, dtype,
-                                       "nothing" if other is None else
-                                       " ".join(map(str, other[:3]))))
-            olo, ohi, _ = other[3]
-            if world % ep or (ohi - olo) * ep != experts or \
-                    olo != (r % ep) * (ohi - olo):
-                raise ValueError(
-                    "%s: %s of torch.distributed's rank %d holds experts "
-                    "%d-%d of %d; with ep=%d it would hold %d-%d "
-                    "(torch.distributed's ranks must be the expert-parallel "
-                    "ranks, in order)"
-                    % (who, label, r, olo, ohi - 1, experts, ep,
-                       (r % ep) * experts // ep,
-                       (r % ep + 1) * experts // ep - 1))
-        if len(theirs) != len(mine):
-            raise ValueError("%s: rank %d gathers %d tensors, rank %d %d; "
-                             "every rank gathers the same ones"
-                             % (who, rank, len(mine), r, len(theirs)))
-    nccl = dist.get_backend(group) == "nccl"
-    whole = []
-    for label, t, rows in items:
-        src = t.detach().contiguous()
-        if nccl and src.device.type != "cuda":
-            src = src.cuda()
-        elif not nccl and src.device.type != "cpu":
-            src = src.cpu()
-        parts = [torch.empty_like(src) for _ in range(world)]
-        dist.all_gather(parts, src, group=group)
-        whole.append(torch.cat(parts[:ep]).to(t.device))
-    return whole
-
-
-def _whole_dtensors(sd):
-    """sd with every DTensor (FSDP2's parameters and their state) whole:
-    gathered over its mesh (every rank calls this)."""
-    if _dtensor_type() is None:
-        return sd
-    if "state" in sd and "param_groups" in sd:
-        state = sd["state"]
-        if any(_is_dtensor(t) for e in state.values() for t in e.values()):
-            sd = dict(sd)
-            # In one order on every rank (a rank's state is made in the
-            # order its parameters first stepped).
-            sd["state"] = {i: {k: e[k].full_tensor() if _is_dtensor(e[k])
-                               else e[k] for k in sorted(e)}
-                           for i, e in sorted(state.items())}
-        return sd
-    for key, t in list(sd.items()):
-        if _is_dtensor(t):
-            sd[key] = t.full_tensor()
-    return sd
-
-
-def full_state_dict(obj):
-    """A state_dict of a model (torch.nn.Module) or of a muir.torch.Muon /
-    NorMuon optimizer in which every expert stack of a muir.torch.MoE with
-    ep > 1, and its optimizer state, is whole: every expert's rows, in
-    expert order, gathered over torch.distributed (gloo or nccl, initialised
-    over the expert-parallel ranks in order: every rank calls this, and
-    every rank gets the whole stacks). Everything else is the object's own
-    state_dict(), whole on every rank already. Such a state loads with
-    load_state_dict on any ep and number of ranks (each rank keeps its
-    experts' rows), as does a state saved on one rank. A rank's own
-    state_dict() records the experts it holds, and loads only where those
-    are the experts needed. DTensors (FSDP2's parameters and the
-    optimizer's state of them) are gathered whole too (full_tensor(),
-    over their mesh). Without ep > 1 stacks or DTensors this is
-    state_dict() and needs no torch.distributed."""
-    who = "muir.torch.full_state_dict"
-    if isinstance(obj, torch.optim.Optimizer):
-        params = [p for g in obj.param_groups for p in g["params"]]
-        split = [getattr(p, "_muir_ep", 1) > 1 for p in params]
-        sd = _whole_dtensors(obj.state_dict())
-        if not any(split):
-            return sd
-        info = getattr(obj, "_info", {})
-
-        def name(i):
-            p = params[i]
-            return "parameter '%s'" % info[p]["name"] if p in info else \
-                "parameter %d" % i
-        experts = dict(sd.get("muir_experts") or {})
-        items = []
-        for i, p in enumerate(params):
-            if not split[i] or i not in sd["state"]:
-                continue
-            for key, t in sorted(sd["state"][i].items()):
-                if isinstance(t, torch.Tensor) and t.dim() > 0:
-                    items.append(("%s's state '%s'" % (name(i), key), t,
-                                  experts[i], (i, key)))
-        # Every rank gathers, also one that holds no state yet: a rank
-        # that stepped its stacks when another did not is told so.
-        whole = _gather_experts([it[:3] for it in items], who,
-                                name(split.index(True)))
-        sd["state"] = {i: dict(e) for i, e in sd["state"].items()}
-        for (_, _, (lo, hi, n), (i, key)), t in zip(items, whole):
-            sd["state"][i][key] = t
-            experts[i] = [0, n, n]
-        sd["muir_experts"] = experts
-        return sd
-    if not isinstance(obj, torch.nn.Module):
-        raise TypeError("%s: expected a torch.nn.Module or a muir.torch "
-                        "optimizer, got %s" % (who, type(obj).__name__))
-    sd = _whole_dtensors(obj.state_dict())
-    items = [(key, p, _moe.expert_rows(p))
-             for key, p in obj.state_dict(keep_vars=True).items()
-             if getattr(p, "_muir_ep", 1) > 1]
-    if not items:
-        return sd
-    for (key, _, (lo, hi, n)), t in zip(
-            items, _gather_experts(items, who, items[0][0])):
-        sd[key] = t
-        sd._metadata.setdefault(key.rpartition(".")[0], {})[
-            "muir_experts"] = [0, n, n]
-    return sd
-
-
-def _ep_stacks(model):
-    """{qualified name: (layer, stack)} of every expert stack a
-    muir.torch.MoE with ep > 1 in `model` holds (this rank's experts)."""
-    found = {}
-    for prefix, module in model.named_modules():
-        if isinstance(module, MoE) and module.ep > 1:
-            for n in _moe._STACKS:
-                found[(prefix + "." if prefix else "") + n] = (
-                    module, getattr(module, n))
-    return found
-
-
-def _ep_rows_placed(t, layer):
-    """A stack (or its state) of ep layer `layer` as a DTensor Shard(0)
-    over the expert-parallel ranks: its rows, this rank's experts."""
-    from torch.distributed.tensor import Replicate
-    mesh = _ep_mesh(layer.ep, t.device.type)
-    shape = torch.Size((layer.experts,) + tuple(t.shape[1:]))
-    stride = torch.empty(shape, device="meta").stride()
-    placements = [_shard0()] if mesh.ndim == 1 else [Replicate(), _shard0()]
-    return _dtensor_type().from_local(t, mesh, placements, run_check=False,
-                                      shape=shape, stride=stride)
-
-
-_EP_MESHES = {}
-
-
-def _ep_mesh(ep, device_type):
-    """The DeviceMesh of the expert-parallel ranks: 1-D over the ranks
-    muir's steps run over, or (edp, ep) where ep < ranks (made once: a
-    mesh's groups are made collectively)."""
-    from torch.distributed.device_mesh import DeviceMesh
-    import torch.distributed as dist
-    group = _dist.group() or dist.group.WORLD
-    world = dist.get_world_size(group)
-    key = (ep, world, device_type)
-    if key not in _EP_MESHES:
-        if ep == world:
-            mesh = DeviceMesh.from_group(group, device_type)
-        else:
-            ranks = torch.tensor([dist.get_global_rank(group, r)
-                                  for r in range(world)])
-            mesh = DeviceMesh(device_type, ranks.reshape(world // ep, ep),
-                              mesh_dim_names=("edp", "ep"))
-        _EP_MESHES[key] = mesh
-    return _EP_MESHES[key]
-
-
-def _shard0():
-    from torch.distributed.tensor import Shard
-    return Shard(0)
-
-
-def get_state_dict(model, optimizer, **options):
-    """torch.distributed.checkpoint.state_dict.get_state_dict(model,
-    optimizer, **options), i.e. (model state, optimizer state) keyed by
-    parameter name as torch.distributed.checkpoint (DCP) saves them, with
-    every expert stack of a muir.torch.MoE with ep > 1, and its optimizer
-    state, as a DTensor Shard(0) over the expert-parallel ranks (each rank
-    its experts' rows), so that DCP saves every expert once and loads them
-    on any ep and number of ranks (FSDP2's DTensors are DCP's already).
-    Every rank calls it. Load with set_state_dict:
-
-        model_sd, optim_sd = muir.torch.get_state_dict(model, opt)
-        dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=d)
-        ...
-        model_sd, optim_sd = muir.torch.get_state_dict(model, opt)
-        dcp.load({"model": model_sd, "optim": optim_sd}, checkpoint_id=d)
-        muir.torch.set_state_dict(model, opt, model_sd, optim_sd)
-    """
-    from torch.distributed.checkpoint import state_dict as tsd
-    msd, osd = tsd.get_state_dict(model, optimizer, **options)
-    stacks = _ep_stacks(model)
-    if not stacks:
-        return msd, osd
-    osd = dict(osd)
-    # The DTensors say which experts each rank holds.
-    osd.pop("muir_experts", None)
-    state = osd.get("state", {})
-    for name, (layer, _) in stacks.items():
-        if name in msd and not _is_dtensor(msd[name]):
-            msd[name] = _ep_rows_placed(msd[name], layer)
-        entry = state.get(name)
-        if entry:
-            state[name] = {k: _ep_rows_placed(t, layer)
-                           if isinstance(t, torch.Tensor) and t.dim() > 0 and
-                           not _is_dtensor(t) else t
-                           for k, t in entry.items()}
-    return msd, osd
-
-
-def set_state_dict(model, optimizer, model_state_dict, optim_state_dict,
-                   **options):
-    """torch.distributed.checkpoint.state_dict.set_state_dict for the
-    state get_state_dict made (and DCP loaded into): the expert stacks of
-    ep > 1 layers, and their state, take this rank's rows."""
-    from torch.distributed.checkpoint import state_dict as tsd
-    stacks = _ep_stacks(model)
-    if stacks:
-        model_state_dict = dict(model_state_dict)
-        optim_state_dict = dict(optim_state_dict)
-        state = dict(optim_state_dict.get("state", {}))
-        for name in stacks:
-            if _is_dtensor(model_state_dict.get(name)):
-                model_state_dict[name] = model_state_dict[name]._local_tensor
-            if name in state:
-                state[name] = {k: t._local_tensor if _is_dtensor(t) else t
-                               for k, t in state[name].items()}
-        optim_state_dict["state"] = state
-    return tsd.set_state_dict(model, optimizer,
-                              model_state_dict=model_state_dict,
-                              optim_state_dict=optim_state_dict, **options)

@@ -47,6 +47,16 @@ def main():
     ok &= same
     say("rank %d: device_mesh and process_group layers: %s"
           % (rank, "bitwise equal" if same else "FAIL"))
+    # The optimizer of layer a (its gradients from above) on the layers'
+    # group (process_group= in Muon's signature): its step runs over it.
+    before = [p.detach().clone() for p in a.parameters()]
+    opt = mt.Muon(a.named_parameters(), process_group=mesh.get_group())
+    opt.step()
+    same = all(bool(torch.isfinite(p).all()) and not torch.equal(p, q)
+               for p, q in zip(a.parameters(), before))
+    ok &= same
+    say("rank %d: Muon(process_group=) on the layers' group: %s"
+        % (rank, "stepped" if same else "FAIL"))
     other = dist.new_group([0, 1])
     for what, kw in (("another group", {"process_group": other}),
                      ("both", {"process_group": other,
