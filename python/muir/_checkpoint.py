@@ -28,15 +28,14 @@ def _gather_experts(items, who, what):
     world, rank = dist.get_world_size(group), dist.get_rank(group)
     mine = [(label, tuple(t.shape), str(t.dtype), tuple(rows))
             for label, t, rows in items]
-    # The ep ranks: rank r holds expert block r % ep (the folding edp x
-    # ep; edp > 1 replicas of each block).
-    ep = max([rows[2] // max(1, rows[1] - rows[0])
-              for _, _, rows in items] or [world])
+    # Each tensor's ep: rank r holds its expert block r % ep (the folding
+    # edp x ep; edp > 1 replicas of each block).
+    eps = [rows[2] // max(1, rows[1] - rows[0]) for _, _, rows in items]
     every = [None] * world
     dist.all_gather_object(every, mine, group=group)
     for r, theirs in enumerate(every):
-        for (label, shape, dtype, rows), other in zip(
-                mine, theirs + [None] * len(mine)):
+        for (label, shape, dtype, rows), other, ep in zip(
+                mine, theirs + [None] * len(mine), eps):
             lo, hi, experts = rows
             if other is None or other[:3] != (label, shape, dtype):
                 raise ValueError(
@@ -62,7 +61,7 @@ def _gather_experts(items, who, what):
                              % (who, rank, len(mine), r, len(theirs)))
     nccl = dist.get_backend(group) == "nccl"
     whole = []
-    for label, t, rows in items:
+    for (label, t, rows), ep in zip(items, eps):
         src = t.detach().contiguous()
         if nccl and src.device.type != "cuda":
             src = src.cuda()

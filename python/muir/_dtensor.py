@@ -72,7 +72,8 @@ def _dtensor_split(name, p, optimizer):
     k = _shard_dim(p)
     names = mesh.mesh_dim_names or ()
     axis = "tp" if k < len(names) and names[k] == "tp" else "dp"
-    rank, dim = p.dim(), shards[0].dim
+    rank = p.dim()
+    dim = shards[0].dim % rank
     kind = None
     if len(shards) == 1:
         if dim == rank - 1 and rank in (2, 3):

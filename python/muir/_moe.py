@@ -54,11 +54,21 @@ def _edp_group(ep, world):
             "torch.distributed: call torch.distributed.init_process_group "
             "first (also under mpirun)" % (ep, world, world // ep))
     base = _dist.group()
+    if world != dist.get_world_size():
+        # new_group is collective over the whole job: ranks outside the
+        # layer's group would never make the replicas' groups.
+        raise ValueError(
+            "muir.torch.MoE: ep=%d over a group of %d of the job's %d ranks; "
+            "a layer with ep below its ranks (edp=%d replicas) needs its "
+            "ranks to be the whole job" % (ep, world, dist.get_world_size(),
+                                          world // ep))
     members = [dist.get_global_rank(base, r) if base is not None else r
                for r in range(world)]
     mine = None
     for j in range(ep):
-        group = dist.new_group(ranks=members[j::ep])
+        # gloo: the gradients are CPU tensors (also where the default
+        # group is NCCL).
+        group = dist.new_group(ranks=members[j::ep], backend="gloo")
         if j == _world_rank() % ep:
             mine = group
     _EDP_GROUPS[key] = mine
@@ -994,8 +1004,8 @@ class MoE(torch.nn.Module):
         # DDP runs its Python reducer (compiled autograd), which leaves its
         # active module unset.
         ranks = _world_size()
-        prepared = 1.0 / ranks if getattr(self, "_muir_ddp", False) \
-            else 1.0
+        prepared = 1.0 / ranks if self.ep > 1 and \
+            getattr(self, "_muir_ddp", False) else 1.0
         try:
             from torch.nn.parallel import DistributedDataParallel as DDP
             ddp = DDP._get_active_ddp_module()
@@ -1033,6 +1043,10 @@ class MoE(torch.nn.Module):
 
     def forward(self, x):
         self._check(x)
+        if self._edp_group is None and 1 < self.ep < _world_size():
+            # A copy loaded in a process that had not made the groups yet
+            # (every rank runs the forward: new_group is collective).
+            self._edp_group = _edp_group(self.ep, _world_size())
         shape = x.shape
         kind = x.device.type
         # The dtype an nn.Linear would return here: autocast's, else x's.

@@ -191,9 +191,10 @@ state_dict() is what torch.distributed.checkpoint (DCP) saves and
 get_optimizer_state_dict / set_optimizer_state_dict reshard to another
 number of ranks; load_state_dict also takes whole (plain) state tensors,
 keeping this rank's rows, and full_state_dict gathers them whole. A
-matrix whose dim 0 the ranks do not divide, a Shard(1) (RowwiseParallel)
-or Partial placement, one split over two mesh dims, a mesh of more than
-two dims and one other than the step's ranks are refused, naming the
+matrix whose split dim the ranks do not divide, a Partial placement, one
+split over two mesh dims, tensor-parallel and FSDP2 splits in one
+optimizer, a mesh of more than two dims and one other than the step's
+ranks are refused, naming the
 parameter (test/Python/torch-fsdp.test). muir.torch.get_state_dict and
 set_state_dict are torch.distributed.checkpoint.state_dict's, with the
 expert stacks of muir.torch.MoE(ep > 1) layers (and their state) as
@@ -1242,16 +1243,29 @@ class Muon(torch.optim.Optimizer):
                 raise NonFiniteGradientError(
                     w[3]["name"], element, flat.numel(), float(flat[element]))
 
+    def _agrees_finite(self):
+        """Whether the ranks agree on the non-finite check at every step
+        (some parameter is sharded over them: the same answer on every
+        rank, empty parts included)."""
+        if not self._check_finite or not any(
+                d["sharded"] for d in self._info.values()):
+            return False
+        import torch.distributed as dist
+        return _dist.group() is not None or dist.is_initialized()
+
+    def _agree_finite(self, index):
+        """The largest `index` of the ranks' (one MAX all-reduce)."""
+        import torch.distributed as dist
+        flag = torch.tensor([index], dtype=torch.int64)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=_dist.group())
+        return int(flag)
+
     def _check_finite_sharded(self, c, work, target):
         """_check_finite_grads, and where parameters are sharded over the
         ranks (FSDP2, tensor parallel: a non-finite value lies in one
         rank's part), every rank raises when one finds one (one MAX
         all-reduce of a flag), before any exchange of the step."""
-        if not any(w[3]["sharded"] for w in work.values()):
-            return self._check_finite_grads(c, work, target)
-        import torch.distributed as dist
-        group = _dist.group()
-        if group is None and not dist.is_initialized():
+        if not self._agrees_finite():
             return self._check_finite_grads(c, work, target)
         found = None
         try:
@@ -1261,11 +1275,10 @@ class Muon(torch.optim.Optimizer):
         # The parameter's index + 1 (the same on every rank), 0: none.
         index = 0 if found is None else 1 + next(
             (i for i, w in work.items() if w[3]["name"] == found.name), -1)
-        flag = torch.tensor([index], dtype=torch.int64)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=group)
+        flag = self._agree_finite(index)
         if found is not None:
             raise found
-        if int(flag):
+        if flag:
             raise ParameterError(
                 self._records[int(flag) - 1][1]["name"], "its gradient holds "
                 "a NaN or an infinity in another rank's part; stopped before "
@@ -1574,9 +1587,9 @@ class Muon(torch.optim.Optimizer):
                 raise ParameterError(
                     d["name"], "is sharded over %d ranks (this rank at %d) "
                     "but the optimizer's step runs over %d rank(s) (this "
-                    "one dp rank %d); give the optimizer the mesh dim's "
-                    "group (process_group=) or shard over the job's ranks "
-                    "in order"
+                    "one at %d); give the optimizer the mesh dim's group "
+                    "(process_group=) or shard over the job's ranks in "
+                    "order"
                     % (mesh.size(k), mesh.get_local_rank(k), self._devices,
                        rank))
 
@@ -1768,6 +1781,10 @@ class Muon(torch.optim.Optimizer):
             work, target, device = steady
             if not work:
                 self._step_empty(device)
+                if self._agrees_finite() and any(
+                        p.grad is not None for p in self._empty):
+                    # A rank whose parts are all empty: the others' check.
+                    self._agree_finite(0)
                 return loss
             self._finish_step(work, target, device, (), (), ())
             return loss
@@ -1778,6 +1795,10 @@ class Muon(torch.optim.Optimizer):
                 if p.grad is not None and d["numel"] and not d["empty"]]
         if not plan:
             self._step_empty(torch.device("cpu"))
+            if self._agrees_finite() and any(
+                    p.grad is not None for p in self._empty):
+                # A rank whose parts are all empty: the others' check.
+                self._agree_finite(0)
             return loss
         plan.sort(key=_first)
         target, device = self._fast_checks(plan)

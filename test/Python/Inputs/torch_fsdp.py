@@ -9,7 +9,7 @@ would leave them: each rank its rows), made from a seed per step, so the
 runs differ only in the layout. lr follows a schedule set by hand.
 
   torch_fsdp.py run OUT [--det MODE] [--save CKPT] [--load CKPT]
-                       [--opt muon|normuon] [--mesh hsdp|tp]
+                       [--opt muon|normuon] [--mesh hsdp|tp|fsdp1]
       steps 1..4 (from 3 with --load: the model and optimizer from the
       DCP checkpoint CKPT; --save writes one after step 2); rank 0 writes
       OUT (the whole parameters and optimizer state after step 4, through
@@ -17,7 +17,8 @@ runs differ only in the layout. lr follows a schedule set by hand.
       Step 1 is checked against a float64 reference of Muon (NorMuon) and
       AdamW. --mesh hsdp: a 2-D mesh, 2 replicas x (ranks / 2) shards;
       --mesh tp: no FSDP2, the blocks' up and down Linears tensor
-      parallel (ColwiseParallel, RowwiseParallel) over a "tp" mesh.
+      parallel (ColwiseParallel, RowwiseParallel) over a "tp" mesh;
+      --mesh fsdp1: FSDP2 with the 2-D weights split on dim 1.
   torch_fsdp.py compare A B [TOL]  bitwise equal (or within TOL relative)
   torch_fsdp.py refuse             the refusals (run under torchrun)
 """
@@ -92,10 +93,18 @@ def build(det, kind="muon", mesh_kind=None):
                                     mesh_dim_names=("rep", "shard"))
         else:
             mesh = init_device_mesh("cpu", (size,), mesh_dim_names=("dp",))
+        place = None
+        if mesh_kind == "fsdp1":
+            # FSDP2 splitting the matrices' columns (Shard(1)): each still
+            # gathered to one owner rank whole.
+            from torch.distributed.tensor import Shard
+
+            def place(p):
+                return Shard(1) if p.dim() == 2 else None
         if mesh is not None:
             for b in model.blocks:
-                fully_shard(b, mesh=mesh)
-            fully_shard(model, mesh=mesh)
+                fully_shard(b, mesh=mesh, shard_placement_fn=place)
+            fully_shard(model, mesh=mesh, shard_placement_fn=place)
     cls = muir.torch.NorMuon if kind == "normuon" else muir.torch.Muon
     opt = cls(model.named_parameters(), lr=LR, weight_decay=WD,
                           adamw_lr=ADAMW_LR, adamw_weight_decay=AWD,
