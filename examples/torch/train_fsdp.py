@@ -33,7 +33,6 @@ a checkpoint loads on any number of ranks.
 """
 import argparse
 import json
-import math
 import os
 import sys
 
@@ -45,26 +44,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, HERE)
 import muir.torch  # noqa: E402
-from train_moe import DEFAULT_TEXT, TinyMoE, get_batch, load_text  # noqa: E402
+from train_moe import (  # noqa: E402
+    TinyMoE, add_training_arguments, get_batch, load_text, lr_factor)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--text", default=DEFAULT_TEXT)
-    ap.add_argument("--batch", type=int, default=16,
-                    help="sequences a step, over all the ranks")
-    ap.add_argument("--length", type=int, default=64)
-    ap.add_argument("--lr", type=float, default=0.02)
-    ap.add_argument("--weight-decay", type=float, default=0.01)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--dim", type=int, default=128)
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--experts", type=int, default=8)
-    ap.add_argument("--top-k", type=int, default=2)
-    ap.add_argument("--hidden", type=int, default=256)
+    add_training_arguments(ap, steps=20)
     ap.add_argument("--checkpoint", metavar="DIR",
                     help="where --save-at writes the DCP checkpoint")
     ap.add_argument("--save-at", type=int, default=None, metavar="STEP",
@@ -79,6 +65,12 @@ def main():
     args = ap.parse_args()
     if args.save_at is not None and not args.checkpoint:
         ap.error("--save-at needs --checkpoint DIR")
+    if args.save_at is not None and os.path.exists(args.checkpoint) and (
+            not os.path.isdir(args.checkpoint) or
+            os.listdir(args.checkpoint)):
+        # DCP writes its files into the folder: never over another's.
+        ap.error("--checkpoint %s exists and is not an empty folder; give "
+                 "a new one" % args.checkpoint)
 
     if "WORLD_SIZE" in os.environ:
         dist.init_process_group("gloo")
@@ -127,12 +119,6 @@ def main():
         % (world, "" if world > 1 else " (not sharded on 1 rank)", ep,
            " (edp=%d)" % (world // ep) if ep < world else ""))
 
-    def schedule(s):
-        """Linear warm-up, then cosine to a tenth (lr factor of step s)."""
-        if s < args.warmup:
-            return (s + 1) / args.warmup
-        done = (s - args.warmup) / max(1, args.steps - args.warmup)
-        return 0.1 + 0.45 * (1 + math.cos(math.pi * done))
     base = [g["lr"] for g in opt.param_groups]
 
     start = 0
@@ -166,7 +152,7 @@ def main():
                 for n in ("gate_proj", "up_proj", "down_proj"):
                     getattr(block.moe, n).grad.div_(world)
         for g, b in zip(opt.param_groups, base):
-            g["lr"] = b * schedule(s)
+            g["lr"] = b * lr_factor(args, s)
         opt.step()
         opt.zero_grad(set_to_none=True)
         value = loss.detach().clone()
@@ -184,8 +170,11 @@ def main():
             say("saved %s after step %d (DCP, %d rank(s))"
                 % (args.checkpoint, s + 1, world))
     if args.losses and rank == 0:
-        with open(args.losses, "w") as f:
+        # Whole or not at all: a temporary beside it, renamed over it.
+        part = args.losses + ".part"
+        with open(part, "w") as f:
             json.dump(losses, f)
+        os.replace(part, args.losses)
     if dist.is_initialized():
         dist.destroy_process_group()
     return 0

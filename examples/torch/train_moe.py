@@ -274,11 +274,12 @@ def get_batch(data, step, batch, length, seed):
     return x, y
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=30)
+def add_training_arguments(ap, steps):
+    """The text, batch, schedule and model options (train_fsdp.py's too)."""
+    ap.add_argument("--steps", type=int, default=steps)
     ap.add_argument("--text", default=DEFAULT_TEXT)
-    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--batch", type=int, default=16,
+                    help="sequences a step (train_fsdp.py: over all the ranks)")
     ap.add_argument("--length", type=int, default=64)
     ap.add_argument("--lr", type=float, default=0.02)
     ap.add_argument("--weight-decay", type=float, default=0.01)
@@ -291,6 +292,19 @@ def main():
     ap.add_argument("--top-k", type=int, default=2)
     ap.add_argument("--hidden", type=int, default=256,
                     help="each expert's intermediate size")
+
+
+def lr_factor(args, s):
+    """The lr factor of step s: linear warm-up, then cosine to a tenth."""
+    if s < args.warmup:
+        return (s + 1) / args.warmup
+    done = (s - args.warmup) / max(1, args.steps - args.warmup)
+    return 0.1 + 0.45 * (1 + math.cos(math.pi * done))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_training_arguments(ap, steps=30)
     ap.add_argument("--qk-clip", type=float, default=None, metavar="TAU",
                     help="MuonClip: after each step, scale down the query "
                     "and key heads whose largest logit went over TAU "
@@ -393,10 +407,7 @@ def main():
     # Linear warm-up, then cosine to a tenth; the same for both groups and
     # both optimizers (muir reads the lr at every step: no recompiling).
     def schedule(s):
-        if s < args.warmup:
-            return (s + 1) / args.warmup
-        done = (s - args.warmup) / max(1, args.steps - args.warmup)
-        return 0.1 + 0.45 * (1 + math.cos(math.pi * done))
+        return lr_factor(args, s)
     scheds = [torch.optim.lr_scheduler.LambdaLR(o, schedule)
               for o in (opt_muir, opt_torch)]
 

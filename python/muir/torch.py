@@ -633,6 +633,7 @@ class Muon(torch.optim.Optimizer):
         self._info = {}
         self._records = {}           # parameter index -> (tensor, record)
         self._empty = []             # DTensors with no part on this rank
+        self._any_sharded = False    # some DTensor split over the ranks
         self._last_device = None     # (target, device) of the last step
         self._members = {}           # (target, device) -> member indices
         self._names = collections.Counter()   # name -> how many hold it
@@ -945,6 +946,7 @@ class Muon(torch.optim.Optimizer):
             d = self._info[p]
             if d["empty"]:
                 self._empty.append(p)
+            self._any_sharded |= d["sharded"]
             self._records[d["index"]] = (p, d)
             self._names[name] += 1
             if ep > 1:
@@ -1247,8 +1249,7 @@ class Muon(torch.optim.Optimizer):
         """Whether the ranks agree on the non-finite check at every step
         (some parameter is sharded over them: the same answer on every
         rank, empty parts included)."""
-        if not self._check_finite or not any(
-                d["sharded"] for d in self._info.values()):
+        if not self._check_finite or not self._any_sharded:
             return False
         import torch.distributed as dist
         return _dist.group() is not None or dist.is_initialized()
