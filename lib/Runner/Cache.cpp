@@ -736,6 +736,7 @@ Step::openFrom(StringRef path, bool trusted, const StepOptions &options) {
   std::string loadPath = path.str();
   std::unique_ptr<Step> step(new Step());
   step->options = options;
+  step->impl->backend = Backend::create(options);
   step->impl->library = dlopen(loadPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!step->impl->library)
     return error(Twine("cannot load the cached step: ") + dlerror());
@@ -753,7 +754,7 @@ Step::openFrom(StringRef path, bool trusted, const StepOptions &options) {
   step->prepared = true;
   if (llvm::Error e = step->joinRanks())
     return std::move(e);
-  ::muir::step::keepFreedMemory();
+  step->impl->backend->beforeRuns();
   if (llvm::Error e = step->openLibrary(loadPath, path))
     return std::move(e);
   if (!opened.sameFile(path))

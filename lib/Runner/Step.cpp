@@ -67,54 +67,7 @@ int64_t runner::groupSize(llvm::ArrayRef<Folding> grids, int64_t mask) {
 }
 
 
-//===----------------------------------------------------------------------===//
-// The CUDA runtime, loaded only for the CUDA target
-//===----------------------------------------------------------------------===//
-
 namespace {
-
-/// Where the CUDA runtime is: `explicitPath`, else MUIR_CUDA_RUNTIME, else
-/// lib/libmuir_rt_cuda.so beside the step library (or the program linking
-/// it).
-std::string cudaRuntimePath(StringRef explicitPath) {
-  if (!explicitPath.empty())
-    return explicitPath.str();
-  if (const char *env = getenv("MUIR_CUDA_RUNTIME"))
-    return env;
-  Dl_info info;
-  SmallString<256> p;
-  if (dladdr(reinterpret_cast<void *>(&muirrt_sgemm), &info) && info.dli_fname)
-    p = llvm::sys::path::parent_path(info.dli_fname);
-  if (llvm::sys::path::filename(p) == "bin")
-    p = llvm::sys::path::parent_path(p), llvm::sys::path::append(p, "lib");
-  llvm::sys::path::append(p, "libmuir_rt_cuda.so");
-  return p.str().str();
-}
-
-/// Gives the JIT the step entries of a runtime's table (muir-rt/
-/// EntryTable.h: every entry of Entries.def the target has, by its symbol)
-/// and, from the loaded CUDA runtime `mgpu`, MLIR's mgpu* launch ABI
-/// (muir-rt/CudaHost.def).
-void registerRuntimeSymbols(ExecutionEngine &engine,
-                            const muirrt_entry_table &table,
-                            const CudaRuntime *mgpu = nullptr) {
-  engine.registerSymbols([&](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap map;
-    auto add = [&](const std::string &name, void *fn) {
-      if (fn)
-        map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
-                               llvm::JITSymbolFlags::Exported};
-    };
-#define MUIR_RT_ENTRY(NAME, TARGETS, RET, PARAMS)                              \
-  add(std::string(table.prefix) + #NAME, reinterpret_cast<void *>(table.NAME));
-#include "muir-rt/Entries.def"
-    if (mgpu) {
-#define MUIR_RT_CUDA_MGPU(NAME, RET, PARAMS) add(#NAME, mgpu->symbol(#NAME));
-#include "muir-rt/CudaHost.def"
-    }
-    return map;
-  });
-}
 
 int32_t roleOf(StringRef name, ArgRoleAttr explicitRole) {
   StringRef role =
@@ -222,10 +175,6 @@ static std::string distGrid;
 
 static void leaveRanks() { muirrt_dist_finalize(); }
 
-/// The CUDA runtime's NCCL communicator is the process's too: made by the
-/// first CUDA step, destroyed with the last.
-static int cudaUsers = 0;
-
 Step::Step() : impl(std::make_unique<Impl>()) {}
 
 Step::~Step() {
@@ -233,11 +182,7 @@ Step::~Step() {
   impl->engine.reset();
   if (impl->library)
     dlclose(impl->library);
-  if (impl->cudaDistStarted) {
-    std::lock_guard<std::mutex> lock(distMutex);
-    if (--cudaUsers == 0)
-      impl->cudaLib.dist_finalize();
-  }
+  impl->backend.reset();
   if (impl->distStarted) {
     std::lock_guard<std::mutex> lock(distMutex);
     --distUsers;
@@ -250,6 +195,7 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
   initialiseLLVM();
   std::unique_ptr<Step> step(new Step());
   step->options = options;
+  step->impl->backend = Backend::create(options);
   Impl &I = *step->impl;
   I.sourceText = source.str();
   I.filename = filename.str();
@@ -583,15 +529,7 @@ std::vector<double> Step::defaultHyper() const {
   return values;
 }
 
-int64_t Step::rank() const {
-  if (cuda() && !underMPI()) {
-    if (options.ncclRank >= 0)
-      return options.ncclRank;
-    const char *env = getenv("RANK");
-    return env ? std::atoll(env) : 0;
-  }
-  return muirrt_dist_rank();
-}
+int64_t Step::rank() const { return impl->backend->rank(); }
 
 bool Step::cached() const { return impl->packedEntry != nullptr; }
 
@@ -628,8 +566,7 @@ llvm::Error Step::prepare(llvm::raw_ostream &diagnostics) {
 
   if (llvm::Error e = joinRanks())
     return e;
-  if (!cuda())
-    ::muir::step::keepFreedMemory();
+  impl->backend->beforeRuns();
 
   std::string manifest;
   if (cacheable())
@@ -663,10 +600,9 @@ llvm::Error Step::prepare(llvm::raw_ostream &diagnostics) {
 
 llvm::Error Step::joinRanks() {
   Impl &I = *impl;
-  // The ranks: the job's MPI world (or none for one device). A CUDA step
-  // outside mpirun (torchrun, or an NCCL id from the caller) has NCCL's
-  // ranks only.
-  if (underMPI() || (numDevices > 1 && !cuda())) {
+  // The ranks: the job's MPI world (or none for one device), where the
+  // target takes the runtime's.
+  if (I.backend->joinsRuntimeRanks(numDevices)) {
     std::lock_guard<std::mutex> lock(distMutex);
     std::string text;
     for (const Folding &f : grids) {
@@ -714,48 +650,17 @@ void Step::applySettings() {
       options.pipeline.deterministic == Determinism::LayoutInvariant
           ? 1
           : startThreads);
-  if (!cuda() || !impl->cudaLib.handle)
-    return;
-  CudaRuntime &cl = impl->cudaLib;
-  cl.set_deterministic(fixedOrder);
-  cl.set_precision(options.cudaBf16);
-  cl.set_grouped_gemm(options.cudaCublasGrouped);
+  impl->backend->applySettings(fixedOrder);
 }
 
 llvm::Error Step::startEngine() {
   Impl &I = *impl;
   ModuleOp module = *I.module;
-  if (cuda()) {
-    CudaRuntime &cl = I.cudaLib;
-    if (std::string why = cl.load(cudaRuntimePath(options.cudaRuntime),
-                                  /*global=*/false);
-        !why.empty())
-      return error("--target=cuda: " + why);
-    if (cl.init(static_cast<int>(options.cudaDevice)))
-      return error(Twine("--target=cuda: no usable GPU: ") + cl.last_error());
+  {
     SmallVector<int64_t> sizes =
         grids.empty() ? SmallVector<int64_t>{1} : grids.front().sizes;
-    std::lock_guard<std::mutex> lock(distMutex);
-    int failed = 0;
-    if (cudaUsers > 0) {
-      // The communicator of the process's first CUDA step serves.
-    } else if (!options.ncclId.empty()) {
-      std::string bytes;
-      if (options.ncclId.size() != 256 ||
-          !llvm::tryGetFromHex(options.ncclId, bytes))
-        return error("nccl-id: expected the 256 hexadecimal digits of an "
-                     "NCCL unique id (muir_step_nccl_unique_id)");
-      failed = cl.dist_init_with_id(sizes.data(),
-                                 static_cast<int32_t>(sizes.size()),
-                                 options.ncclRank, options.ncclWorld,
-                                 bytes.data());
-    } else {
-      failed = cl.dist_init(sizes.data(), static_cast<int32_t>(sizes.size()));
-    }
-    if (failed)
-      return error(Twine("--target=cuda: NCCL: ") + cl.last_error());
-    ++cudaUsers;
-    I.cudaDistStarted = true;
+    if (llvm::Error e = I.backend->start(sizes))
+      return e;
     applySettings();
   }
   // The optimizer needs the host's target machine: without it LLVM's cost
@@ -778,19 +683,8 @@ llvm::Error Step::startEngine() {
   auto transformer = [tm](llvm::Module *m) {
     return optimizeHostCode(*m, tm);
   };
-  // The entry is inlined into a packed one (a call with one argument per
-  // tensor and hyperparameter took longer to compile than the whole step):
-  // on the CPU muir_step_packed, as in a cached library (writeCache may
-  // have added it already); with CUDA the engine's _mlir_<entry>, which
-  // the CUDA graphs invoke.
-  if (!cuda() && !module.lookupSymbol("muir_step_packed") &&
-      failed(addPackedEntry(module, entryName, "", "")))
+  if (failed(I.backend->readyEntry(module, entryName)))
     return error("cannot add the packed entry");
-  if (cuda())
-    module.walk([&](LLVM::LLVMFuncOp f) {
-      if (f.getName() == entryName)
-        f.setAlwaysInline(true);
-    });
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
   engineOptions.jitCodeGenOptLevel = kHostCodeGenLevel;
@@ -804,21 +698,13 @@ llvm::Error Step::startEngine() {
     return error("JIT compilation failed: " +
                  llvm::toString(engine.takeError()));
   I.engine = std::move(*engine);
-  registerRuntimeSymbols(*I.engine, *muirrt_cpu_entries());
-  if (cuda())
-    registerRuntimeSymbols(*I.engine, *I.cudaLib.entries, &I.cudaLib);
+  I.backend->registerSymbols(*I.engine);
   I.engine->initialize();
   // The JIT materialises code on first lookup; do it here so that the
   // first step's time is the step's, not the compiler's.
-  if (!cuda()) {
-    auto fn = I.engine->lookup("muir_step_packed");
-    if (!fn)
-      return error("JIT compilation failed: " +
-                   llvm::toString(fn.takeError()));
-    I.jitEntry = reinterpret_cast<void (*)(void **)>(*fn);
-  } else if (auto fn = I.engine->lookupPacked(entryName); !fn) {
-    return error("JIT compilation failed: " + llvm::toString(fn.takeError()));
-  }
+  if (llvm::Error e = I.backend->lookupEntry(*I.engine, entryName,
+                                             I.jitEntry))
+    return e;
   I.hyperValues = defaultHyper();
   return llvm::Error::success();
 }
@@ -842,8 +728,8 @@ llvm::Error Step::bind(int32_t index, void *data) {
 
 llvm::Expected<std::pair<int32_t, int64_t>>
 Step::firstNonFinite(int32_t role) const {
-  if (cuda())
-    return error("the non-finite check reads host memory; the CUDA target's "
+  if (!impl->backend->tensorsOnHost())
+    return error("the non-finite check reads host memory; this target's "
                  "tensors are on the device");
   // The tensors in pieces of up to 2^18 elements, scanned side by side on
   // the runtime's threads (a scan reads memory as fast as one core can; two
@@ -932,76 +818,42 @@ llvm::Error Step::run(int64_t counter, llvm::ArrayRef<double> hyper,
     (I.packedEntry ? I.packedEntry : I.jitEntry)(packed.data());
     return llvm::Error::success();
   }
-  if (!cuda()) {
-    if (llvm::Error err = I.engine->invokePacked(entryName, packed))
-      return error("execution failed: " + llvm::toString(std::move(err)));
-    return llvm::Error::success();
-  }
-  CudaRuntime &cl = I.cudaLib;
-  cl.set_stream(stream);
-  if (!I.graphs)
-    I.graphs = std::make_unique<::muir::step::GraphRunner>(
-        cl, options.cudaGraph && !options.cudaCublasGrouped);
-  if (rebound)
-    I.graphs->invalidate();
-  rebound = false;
-  auto invoke = [&]() -> std::string {
+  EngineRun r;
+  r.invoke = [&]() -> std::string {
     if (llvm::Error err = I.engine->invokePacked(entryName, packed))
       return "execution failed: " + llvm::toString(std::move(err));
     return "";
   };
-  std::string why =
-      I.graphs->prepare(invoke, counterUsed, hyperUsed, I.hyperValues);
-  if (why.empty())
-    why = I.graphs->launch(invoke);
-  if (why.empty() && wait && cl.synchronize())
-    why = cl.failure("synchronizing");
-  if (!why.empty())
-    return error("--target=cuda: " + why);
+  r.stream = stream;
+  r.wait = wait;
+  r.rebound = rebound;
+  r.counterUsed = counterUsed;
+  r.hyperUsed = hyperUsed;
+  r.hyper = &I.hyperValues;
+  rebound = false;
+  if (std::string why = I.backend->run(r); !why.empty())
+    return error(why);
   return llvm::Error::success();
 }
 
 const float *Step::observation(int64_t slot, int64_t &numel) const {
   numel = 0;
-  return cuda() ? impl->cudaLib.observation(slot, &numel)
-                : muirrt_observation(slot, &numel);
+  return impl->backend->observation(slot, numel);
 }
 
 std::string Step::deviceDescription() const {
-  if (!cuda())
-    return "";
-  return std::string(impl->cudaLib.device_name()) +
-         (options.cudaBf16 ? ", bf16 products" : ", fp32 products") +
-         (options.cudaGraph && !options.cudaCublasGrouped ? ", CUDA graph"
-                                                          : "") +
-         (options.cudaCublasGrouped ? ", cuBLAS grouped GEMM" : "");
+  return impl->backend->description();
 }
 
-void *Step::deviceAlloc(size_t bytes, std::string &why) {
-  void *p = nullptr;
-  if (impl->cudaLib.alloc(&p, bytes)) {
-    why = impl->cudaLib.last_error();
-    return nullptr;
-  }
-  return p;
+llvm::Expected<void *> Step::stage(void *host, size_t bytes) {
+  return impl->backend->stage(host, bytes);
 }
 
-void Step::deviceFree(void *p) {
-  if (p)
-    impl->cudaLib.free(p);
+llvm::Error Step::unstage(void *host, const void *bound, size_t bytes) {
+  return impl->backend->unstage(host, bound, bytes);
 }
 
-llvm::Error Step::copyToDevice(void *dst, const void *src, size_t bytes) {
-  if (impl->cudaLib.copy_to_device(dst, src, bytes))
-    return error(Twine("--target=cuda: ") + impl->cudaLib.last_error());
-  return llvm::Error::success();
-}
-
-llvm::Error Step::copyToHost(void *dst, const void *src, size_t bytes) {
-  if (impl->cudaLib.copy_to_host(dst, src, bytes))
-    return error(Twine("--target=cuda: ") + impl->cudaLib.last_error());
-  return llvm::Error::success();
-}
+void Step::release(void *bound) { impl->backend->release(bound); }
 
 /// The program a trace is of: a hash of the identity's IR hash, grid and
 /// compile flags (what a resume compares, but the build: traces of two
@@ -1042,8 +894,7 @@ llvm::Error Step::writeTrace(StringRef path) const {
     os << "# flag " << name << "=" << value << "\n";
   // Not part of the program, but of its bits: OpenBLAS's results depend on
   // its thread count.
-  if (!cuda())
-    os << "# blas-threads " << muirrt_blas_threads() << "\n";
+  os << impl->backend->traceHeader();
   os << "# build " << id.build << "\n";
   // How each buffer is hashed (muirrt_trace_buffer).
   os << "# hash xxh64\n";
@@ -1064,15 +915,4 @@ llvm::Error Step::writeTrace(StringRef path) const {
   if (!out->commit(why))
     return error("cannot write the trace: " + why);
   return llvm::Error::success();
-}
-
-llvm::Expected<std::string> runner::ncclUniqueId(StringRef cudaRuntime) {
-  CudaRuntime cl;
-  if (std::string why = cl.load(cudaRuntimePath(cudaRuntime), false);
-      !why.empty())
-    return error(why);
-  char id[128];
-  if (cl.unique_id(id))
-    return error(cl.last_error());
-  return llvm::toHex(StringRef(id, sizeof(id)), /*LowerCase=*/true);
 }

@@ -1,14 +1,14 @@
 //===- StepImpl.h - the step library's private state ------------*- C++ -*-===//
 //
 // What Step.cpp and Cache.cpp share behind muir/Runner/Step.h: the step's
-// MLIR state, its JIT or cached library, and the CUDA runtime.
+// MLIR state, its JIT or cached library, and its target's Backend.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MUIR_LIB_RUNNER_STEPIMPL_H
 #define MUIR_LIB_RUNNER_STEPIMPL_H
 
+#include "Backend.h"
 #include "muir/Runner/Step.h"
-#include "muir/Runner/StepCore.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -22,8 +22,6 @@
 
 namespace mlir::muir::runner {
 
-using CudaRuntime = ::muir::step::CudaRuntime;
-
 struct TracedOp {
   std::string name, loc;
   std::map<int64_t, std::string> types; // operand index -> type
@@ -35,9 +33,8 @@ struct Step::Impl {
   llvm::SourceMgr sourceMgr;
   OwningOpRef<ModuleOp> module;
   std::unique_ptr<ExecutionEngine> engine;
-  CudaRuntime cudaLib;
-  std::unique_ptr<::muir::step::GraphRunner> graphs;
-  bool distStarted = false, cudaDistStarted = false;
+  std::unique_ptr<Backend> backend;
+  bool distStarted = false;
   std::map<int64_t, TracedOp> tracedOps;
   std::vector<int64_t> counterValue{0};
   std::vector<double> hyperValues;
@@ -45,9 +42,9 @@ struct Step::Impl {
   std::string sourceText, filename;
   // A cached step: its library and packed entry.
   void *library = nullptr;
-  void (*packedEntry)(void **) = nullptr;
-  // A CPU step run by the JIT: its muir_step_packed.
-  void (*jitEntry)(void **) = nullptr;
+  PackedEntry packedEntry = nullptr;
+  // A step the JIT runs without its engine (CPU: muir_step_packed).
+  PackedEntry jitEntry = nullptr;
 };
 
 /// Whether steps compiled with these options can be kept in the cache.

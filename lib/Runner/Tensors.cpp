@@ -30,8 +30,8 @@ using llvm::Twine;
 HostTensors::HostTensors(Step &step) : step(step) {}
 
 HostTensors::~HostTensors() {
-  for (void *p : device)
-    step.deviceFree(p);
+  for (void *p : staged)
+    step.release(p);
   // The whole tensors alias the parts of unsplit ones: they go first.
   if (whole)
     muirrt_context_destroy(whole);
@@ -179,38 +179,34 @@ llvm::Error HostTensors::gather() {
 }
 
 llvm::Error HostTensors::bind() {
-  device.assign(localIndex.size(), nullptr);
+  for (void *p : staged)
+    step.release(p);
+  staged.assign(localIndex.size(), nullptr);
   for (auto [i, t] : llvm::enumerate(localIndex)) {
     if (t < 0)
       continue;
-    void *data = muirrt_tensor_storage(local, t);
-    if (step.cuda()) {
-      size_t bytes = muirrt_tensor_numel(local, t) *
-                     step.arguments()[i].elementBytes();
-      std::string why;
-      device[i] = step.deviceAlloc(bytes, why);
-      if (!device[i])
-        return error("--target=cuda: " + why);
-      if (llvm::Error e = step.copyToDevice(device[i], data, bytes))
-        return e;
-    }
-    if (llvm::Error e = step.bind(i, step.cuda() ? device[i] : data))
+    auto bound = step.stage(muirrt_tensor_storage(local, t), bytesOf(i));
+    if (!bound)
+      return bound.takeError();
+    staged[i] = *bound;
+    if (llvm::Error e = step.bind(i, staged[i]))
       return e;
   }
   return llvm::Error::success();
 }
 
 llvm::Error HostTensors::download() {
-  if (!step.cuda())
-    return llvm::Error::success();
   for (auto [i, t] : llvm::enumerate(localIndex))
     if (t >= 0)
-      if (llvm::Error e = step.copyToHost(
-              muirrt_tensor_storage(local, t), device[i],
-              muirrt_tensor_numel(local, t) *
-                  step.arguments()[i].elementBytes()))
+      if (llvm::Error e = step.unstage(muirrt_tensor_storage(local, t),
+                                       staged[i], bytesOf(i)))
         return e;
   return llvm::Error::success();
+}
+
+size_t HostTensors::bytesOf(size_t i) const {
+  return muirrt_tensor_numel(local, localIndex[i]) *
+         step.arguments()[i].elementBytes();
 }
 
 llvm::Error HostTensors::dump(StringRef dir) const {

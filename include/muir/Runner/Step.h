@@ -201,7 +201,6 @@ public:
   bool computesGradient(llvm::StringRef name) const {
     return computedGrads.count(name.str()) != 0;
   }
-  bool cuda() const { return options.target.target == Target::Cuda; }
   /// "NVIDIA H200, bf16 products, CUDA graph" (CUDA only).
   std::string deviceDescription() const;
 
@@ -224,11 +223,12 @@ public:
   /// An observation's data after a run (host memory), or null.
   const float *observation(int64_t slot, int64_t &numel) const;
 
-  /// Device memory (CUDA target), null on failure with `error` set.
-  void *deviceAlloc(size_t bytes, std::string &error);
-  void deviceFree(void *p);
-  llvm::Error copyToDevice(void *dst, const void *src, size_t bytes);
-  llvm::Error copyToHost(void *dst, const void *src, size_t bytes);
+  /// The memory to bind for `bytes` of host data at `host`: the host memory
+  /// itself (CPU), or a device copy (CUDA) that release() frees.
+  llvm::Expected<void *> stage(void *host, size_t bytes);
+  /// The bound memory's data back into `host` (nothing on the CPU).
+  llvm::Error unstage(void *host, const void *bound, size_t bytes);
+  void release(void *bound);
 
   /// Fingerprint trace records since the start, as muir-run writes them
   /// (one line per buffer of each executed op).
@@ -318,6 +318,8 @@ public:
   llvm::Error bind();
   /// CUDA: the parts back from the device (no-op on the CPU).
   llvm::Error download();
+  /// The bytes of argument `i`'s part.
+  size_t bytesOf(size_t i) const;
 
   /// Rank 0 writes the whole tensors (after gather()) to DIR.
   llvm::Error dump(llvm::StringRef dir) const;
@@ -365,7 +367,8 @@ private:
   std::vector<int32_t> localIndex, wholeIndex; ///< per argument, -1: none
   /// Per argument: where its part starts in the whole tensor.
   std::vector<llvm::SmallVector<int64_t>> offsets;
-  std::vector<void *> device;
+  /// Per argument: what the step is bound to (Step::stage's).
+  std::vector<void *> staged;
   std::vector<std::vector<char>> before; ///< parameters' bytes (f32 or f64)
 };
 
