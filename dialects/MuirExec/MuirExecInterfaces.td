@@ -37,18 +37,23 @@ def MuirExec_Lowering : I32EnumAttr<"Lowering",
 
 def MuirExec_RuntimeCallOpInterface : OpInterface<"RuntimeCallOpInterface"> {
   let description = [{
-    An exec op that each target runs one way: `muir-exec-to-runtime-calls`
-    turns a `call` op into one call of the target's runtime
-    (runtime/include/muir-rt/Runtime.h for the CPU, `muirrt_cuda_*` for
-    CUDA), refuses a `kernels` op for CUDA (muir-exec-to-gpu replaces it
-    first) and a `none` op with a message naming the other target.
+    An exec op that a target runs as one call of its runtime's entry, or
+    as kernels muir-exec-to-gpu generates. The op says which entry of
+    muir-rt/Entries.def it calls (given its attributes and types) and
+    whether a device target generates its kernels; a target's TargetInfo
+    (muir/Target/TargetInfo.h) derives from these and the entries' TARGETS
+    column how it runs the op: `muir-exec-to-runtime-calls` calls the
+    entry where the target's runtime has it, refuses a `kernels` op for
+    CUDA (muir-exec-to-gpu replaces it first) and a `none` op with a
+    message naming the other target.
   }];
   let cppNamespace = "::mlir::muir_exec";
   let methods = [
-    InterfaceMethod<"How the CPU target runs this op.",
-      "::mlir::muir_exec::Lowering", "getCpuLowering">,
-    InterfaceMethod<"How the CUDA target runs this op.",
-      "::mlir::muir_exec::Lowering", "getCudaLowering">,
+    InterfaceMethod<"The muir-rt/Entries.def entry the op calls (without "
+      "the target's prefix).", "::llvm::StringRef", "getRuntimeEntry">,
+    InterfaceMethod<"Whether a device target generates the op's kernels "
+      "(muir-exec-to-gpu) where its runtime has no entry for it.",
+      "bool", "hasDeviceKernels">,
   ];
 }
 

@@ -16,22 +16,33 @@ include "MuirExec/MuirExecAttrs.td"
 include "MuirExec/MuirExecInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-// `cpu` and `cuda` name each target's Lowering case for the op.
+// `entry` is the body of getRuntimeEntry where the op calls another entry
+// than its mnemonic (or picks one by its attributes and types);
+// `deviceKernels` says that muir-exec-to-gpu generates its kernels. Which
+// target runs it how is TargetInfo's (muir/Target/TargetInfo.h), from
+// muir-rt/Entries.def.
 class MuirExec_Op<string mnemonic, list<Trait> traits = [],
-                  string cpu = "call", string cuda = "call">
+                  bit deviceKernels = 0, code entry = "">
     : Op<MuirExec_Dialect, mnemonic, !listconcat(traits,
          [DeclareOpInterfaceMethods<MuirExec_RuntimeCallOpInterface>])> {
   let extraClassDefinition = [{
-    ::mlir::muir_exec::Lowering $cppClass::getCpuLowering() {
-      return ::mlir::muir_exec::Lowering::}] # cpu # [{;
+    ::llvm::StringRef $cppClass::getRuntimeEntry() {
+      }] # !if(!empty(entry), "return \"" # mnemonic # "\";", entry) # [{
     }
-    ::mlir::muir_exec::Lowering $cppClass::getCudaLowering() {
-      return ::mlir::muir_exec::Lowering::}] # cuda # [{;
+    bool $cppClass::hasDeviceKernels() {
+      return }] # !if(deviceKernels, "true", "false") # [{;
     }
   }];
 }
 
-def MuirExec_GemmOp : MuirExec_Op<"gemm", [AttrSizedOperandSegments]> {
+def MuirExec_GemmOp : MuirExec_Op<"gemm", [AttrSizedOperandSegments], 0, [{
+      if (getRowStable())
+        return "gemm_rows";
+      if (getSymmetric())
+        return "dgemm_sym";
+      ::mlir::Type e = ::mlir::getElementTypeOrSelf(getC());
+      return e.isF64() ? "dgemm" : e.isBF16() ? "bgemm" : "sgemm";
+    }]> {
   let summary = "C = alpha * op(A) * op(B) + beta * acc (runtime sgemm)";
   let description = [{
     GEMM on 2-D or batched 3-D buffers; the accumulator is `acc` when
@@ -77,7 +88,16 @@ def MuirExec_GemmOp : MuirExec_Op<"gemm", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
-def MuirExec_SyrkOp : MuirExec_Op<"syrk", [AttrSizedOperandSegments]> {
+def MuirExec_SyrkOp : MuirExec_Op<"syrk", [AttrSizedOperandSegments], 0, [{
+      // An f32 A into f64 C: the products accumulated in double.
+      ::mlir::Type c = ::mlir::getElementTypeOrSelf(getC());
+      if (c.isBF16())
+        return "bsyrk";
+      if (!c.isF64())
+        return "ssyrk";
+      ::mlir::Type a = ::mlir::getElementTypeOrSelf(getA());
+      return a.isF64() ? "dsyrk" : "ssyrk_f64";
+    }]> {
   let summary = "C = alpha * A * A^T + beta * acc (runtime ssyrk)";
   let description = [{
     Symmetric rank-k update; both triangles of C are written. With
@@ -125,7 +145,10 @@ def MuirExec_TraceNormalizeOp : MuirExec_Op<"trace_normalize"> {
   let hasVerifier = 1;
 }
 
-def MuirExec_ScaleMatricesOp : MuirExec_Op<"scale_matrices"> {
+def MuirExec_ScaleMatricesOp : MuirExec_Op<"scale_matrices", [], 0, [{
+      ::mlir::Type e = ::mlir::getElementTypeOrSelf(getOutput());
+      return e.isF64() ? "scale_matrices_f64" : "scale_matrices_f32";
+    }]> {
   let summary = "out[b] = scale[b] * in[b], rounded once to out's type";
   let description = [{
     f64 matrices times one f64 scalar each, into f32 or f64
@@ -142,7 +165,12 @@ def MuirExec_ScaleMatricesOp : MuirExec_Op<"scale_matrices"> {
 }
 
 def MuirExec_FrobeniusNormalizeOp
-    : MuirExec_Op<"frobenius_normalize", [], "call", "kernels"> {
+    : MuirExec_Op<"frobenius_normalize", [], 1, [{
+      if (::mlir::getElementTypeOrSelf(getInput()).isF64())
+        return "frobenius_normalize_f64";
+      ::mlir::Type e = ::mlir::getElementTypeOrSelf(getOutput());
+      return e.isBF16() ? "frobenius_normalize_bf16" : "frobenius_normalize";
+    }]> {
   let summary = "out = in / (||in||_F + eps) per matrix";
   let description = [{
     Norm accumulated in double in a fixed order; `in` and `out` may be the
@@ -188,7 +216,10 @@ def MuirExec_ObserveOp : MuirExec_Op<"observe"> {
 }
 
 
-def MuirExec_SumSquaresOp : MuirExec_Op<"sum_squares"> {
+def MuirExec_SumSquaresOp : MuirExec_Op<"sum_squares", [], 0, [{
+      ::mlir::Type e = ::mlir::getElementTypeOrSelf(getOutput());
+      return e.isF64() ? "sum_squares_f64" : "sum_squares";
+    }]> {
   let summary = "out[i] = sum of squares of matrix i (double accumulation)";
   let description = [{
     Double sum per matrix in a fixed order, rounded to f32, or kept in
@@ -201,22 +232,10 @@ def MuirExec_SumSquaresOp : MuirExec_Op<"sum_squares"> {
   let assemblyFormat = [{
     $input `,` $output attr-dict `:` type($input) `,` type($output)
   }];
-  // The CPU runtime sums into f32 only.
-  let extraClassDefinition = [{
-    ::mlir::muir_exec::Lowering $cppClass::getCpuLowering() {
-      return ::llvm::cast<::mlir::MemRefType>(getOutput().getType())
-                     .getElementType().isF64()
-                 ? ::mlir::muir_exec::Lowering::none
-                 : ::mlir::muir_exec::Lowering::call;
-    }
-    ::mlir::muir_exec::Lowering $cppClass::getCudaLowering() {
-      return ::mlir::muir_exec::Lowering::call;
-    }
-  }];
 }
 
 def MuirExec_ScaleByNormOp
-    : MuirExec_Op<"scale_by_norm", [], "call", "kernels"> {
+    : MuirExec_Op<"scale_by_norm", [], 1> {
   let summary = "out = in / (sqrt(ss) + eps) per matrix";
   let description = [{ Same arithmetic as frobenius_normalize. }];
   let arguments = (ins Arg<MuirExec_F32Buffer, "", [MemRead]>:$input,
@@ -329,7 +348,8 @@ def MuirExec_AllToAllVOp
   }];
 }
 
-def MuirExec_SyrkRowsOp : MuirExec_Op<"syrk_rows"> {
+def MuirExec_SyrkRowsOp
+    : MuirExec_Op<"syrk_rows", [], 0, [{ return "ssyrk_rows"; }]> {
   let summary = "rows [row_begin, row_end) of the upper triangle of alpha A A^T";
   let description = [{
     Writes C[r][c] = (alpha * A A^T)[r][c] for row_begin <= r < row_end and
@@ -352,7 +372,7 @@ def MuirExec_SyrkRowsOp : MuirExec_Op<"syrk_rows"> {
 def MuirExec_TriangleAllReduceStartOp
     : MuirExec_Op<"triangle_all_reduce_start",
                   [MemoryEffects<[MemRead, MemWrite]>,
-                   MuirExec_GroupOpInterface], "call", "kernels"> {
+                   MuirExec_GroupOpInterface], 1> {
   let summary = "start the group's sum of rows of C's upper triangle";
   let description = [{
     Packs rows [row_begin, row_end) of the upper triangle of every batch
@@ -374,7 +394,7 @@ def MuirExec_TriangleAllReduceStartOp
 
 def MuirExec_TriangleAllReduceWaitOp
     : MuirExec_Op<"triangle_all_reduce_wait",
-                  [MemoryEffects<[MemRead, MemWrite]>], "call", "kernels"> {
+                  [MemoryEffects<[MemRead, MemWrite]>], 1> {
   let summary = "finish a started triangle sum into C";
   let description = [{
     Waits for `request`, adds the group's pieces in group-rank order (as
@@ -397,7 +417,7 @@ def MuirExec_TriangleAllReduceWaitOp
 def MuirExec_PackedAllReduceStartOp
     : MuirExec_Op<"packed_all_reduce_start",
                   [MemoryEffects<[MemRead, MemWrite]>,
-                   MuirExec_GroupOpInterface], "none", "call"> {
+                   MuirExec_GroupOpInterface]> {
   let summary = "start the group's sum of a packed buffer (CUDA target)";
   let description = [{
     The CUDA target's exchange of a triangle chunk, formed by
@@ -415,7 +435,7 @@ def MuirExec_PackedAllReduceStartOp
 
 def MuirExec_PackedAllReduceWaitOp
     : MuirExec_Op<"packed_all_reduce_wait",
-                  [MemoryEffects<[MemRead, MemWrite]>], "none", "call"> {
+                  [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "finish a started packed sum into its buffer (CUDA target)";
   let description = [{
     Makes the step wait for `request` and writes the group's sum of the
@@ -451,7 +471,9 @@ def MuirExec_RouteOp : MuirExec_Op<"route", [AttrSizedOperandSegments]> {
   }];
 }
 
-def MuirExec_GroupedGemmOp : MuirExec_Op<"grouped_gemm"> {
+def MuirExec_GroupedGemmOp : MuirExec_Op<"grouped_gemm", [], 0, [{
+      return getBf16Operands() ? "grouped_gemm_bf16" : "grouped_gemm";
+    }]> {
   let summary = "per-expert GEMMs over ragged row groups (runtime)";
   let description = [{
     `muir.grouped_matmul` on buffers: one `muirrt_grouped_gemm` call
@@ -466,20 +488,10 @@ def MuirExec_GroupedGemmOp : MuirExec_Op<"grouped_gemm"> {
     $input `,` $weights `,` $sizes `into` $output attr-dict `:`
     type($input) `,` type($weights) `,` type($sizes) `->` type($output)
   }];
-  // bf16 operands: the CPU runtime's entry only.
-  let extraClassDefinition = [{
-    ::mlir::muir_exec::Lowering $cppClass::getCpuLowering() {
-      return ::mlir::muir_exec::Lowering::call;
-    }
-    ::mlir::muir_exec::Lowering $cppClass::getCudaLowering() {
-      return getBf16Operands() ? ::mlir::muir_exec::Lowering::none
-                               : ::mlir::muir_exec::Lowering::call;
-    }
-  }];
 }
 
 def MuirExec_GroupedGemmAddOp
-    : MuirExec_Op<"grouped_gemm_add", [], "call", "none"> {
+    : MuirExec_Op<"grouped_gemm_add"> {
   let summary = "output += per-expert GEMMs over ragged row groups (runtime)";
   let description = [{
     `grouped_gemm`'s product added to `output` over the groups' rows (the
@@ -500,7 +512,10 @@ def MuirExec_GroupedGemmAddOp
   }];
 }
 
-def MuirExec_GroupedGemmWgradOp : MuirExec_Op<"grouped_gemm_wgrad"> {
+def MuirExec_GroupedGemmWgradOp : MuirExec_Op<"grouped_gemm_wgrad", [], 0, [{
+      return getBf16Operands() ? "grouped_gemm_wgrad_bf16"
+                               : "grouped_gemm_wgrad";
+    }]> {
   let summary = "per-expert weight gradients of a grouped GEMM (runtime)";
   let description = [{
     `muir.grouped_matmul_wgrad` on buffers: one `muirrt_grouped_gemm_wgrad`
@@ -514,16 +529,6 @@ def MuirExec_GroupedGemmWgradOp : MuirExec_Op<"grouped_gemm_wgrad"> {
   let assemblyFormat = [{
     $input `,` $grad `,` $sizes `into` $output attr-dict `:`
     type($input) `,` type($grad) `,` type($sizes) `->` type($output)
-  }];
-  // bf16 operands: the CPU runtime's entry only.
-  let extraClassDefinition = [{
-    ::mlir::muir_exec::Lowering $cppClass::getCpuLowering() {
-      return ::mlir::muir_exec::Lowering::call;
-    }
-    ::mlir::muir_exec::Lowering $cppClass::getCudaLowering() {
-      return getBf16Operands() ? ::mlir::muir_exec::Lowering::none
-                               : ::mlir::muir_exec::Lowering::call;
-    }
   }];
 }
 
@@ -548,8 +553,7 @@ def MuirExec_RouteGradOp : MuirExec_Op<"route_grad"> {
 }
 
 def MuirExec_MoeDispatchOp
-    : MuirExec_Op<"moe_dispatch", [MuirExec_GroupOpInterface], "call",
-                  "kernels"> {
+    : MuirExec_Op<"moe_dispatch", [MuirExec_GroupOpInterface], 1> {
   let summary = "expert dispatch over a group (runtime moe_dispatch)";
   let description = [{
     `muir.dispatch` on buffers: one `muirrt_moe_dispatch` call (an
@@ -570,7 +574,7 @@ def MuirExec_MoeDispatchOp
   }];
 }
 
-def MuirExec_MoePlanOp : MuirExec_Op<"moe_plan", [], "none"> {
+def MuirExec_MoePlanOp : MuirExec_Op<"moe_plan"> {
   let summary = "one rank's dispatch plan on the GPU (a group of one)";
   let description = [{
     The part of `moe_dispatch` that is not element-wise, on the CUDA target
@@ -594,8 +598,7 @@ def MuirExec_MoePlanOp : MuirExec_Op<"moe_plan", [], "none"> {
 }
 
 def MuirExec_MoeCombineOp
-    : MuirExec_Op<"moe_combine", [MuirExec_GroupOpInterface], "call",
-                  "kernels"> {
+    : MuirExec_Op<"moe_combine", [MuirExec_GroupOpInterface], 1> {
   let summary = "expert combine over a group (runtime moe_combine)";
   let description = [{
     `muir.combine` on buffers: one `muirrt_moe_combine` call.
@@ -614,8 +617,7 @@ def MuirExec_MoeCombineOp
 }
 
 def MuirExec_MoeCombineWeightsGradOp
-    : MuirExec_Op<"moe_combine_weights_grad", [MuirExec_GroupOpInterface],
-                  "call", "kernels"> {
+    : MuirExec_Op<"moe_combine_weights_grad", [MuirExec_GroupOpInterface], 1> {
   let summary = "combine's weight gradient (runtime)";
   let description = [{
     `muir.combine_weights_grad` on buffers: one
@@ -664,7 +666,8 @@ def MuirExec_CapacityOp : MuirExec_Op<"capacity"> {
   }];
 }
 
-def MuirExec_TraceOp : MuirExec_Op<"trace", [], "call", "none"> {
+def MuirExec_TraceOp
+    : MuirExec_Op<"trace", [], 0, [{ return "trace_buffer"; }]> {
   let summary = "hash a buffer for the fingerprint trace (runtime)";
   let description = [{
     Records a hash of `buffer`'s bytes for op `op_id` (`op` its name, `loc`
@@ -678,7 +681,8 @@ def MuirExec_TraceOp : MuirExec_Op<"trace", [], "call", "none"> {
 }
 
 def MuirExec_GroupRankOp
-    : MuirExec_Op<"group_rank", [Pure, MuirExec_GroupOpInterface]> {
+    : MuirExec_Op<"group_rank", [Pure, MuirExec_GroupOpInterface], 0,
+                  [{ return "dist_group_rank"; }]> {
   let summary = "this rank's index in its group";
   let arguments = (ins MuirExec_GroupAttr:$group);
   let results = (outs Index:$rank);

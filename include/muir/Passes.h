@@ -19,6 +19,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "muir/Analysis/CostModel.h"
 #include "muir/Support/Limits.h"
+#include "muir/Target/Target.h"
 
 #include <map>
 #include <string>
@@ -27,11 +28,6 @@
 
 namespace mlir::muir {
 
-/// The backend a step is compiled for.
-enum class Target { Cpu, Cuda };
-StringRef stringify(Target target);
-/// The values the target flags and pass options accept.
-llvm::cl::ValuesClass targetValues();
 /// The values the ns-precision flags and pass options accept.
 llvm::cl::ValuesClass nsPrecisionValues();
 

@@ -9,6 +9,7 @@
 #include "muir/Analysis/StepCost.h"
 #include "Muir/MuirDialect.h"
 #include "MuirExec/MuirExecDialect.h"
+#include "muir/Target/TargetInfo.h"
 #include "muir-rt/Collectives.h"
 #include "muir-rt/Runtime.h"
 
@@ -312,7 +313,7 @@ LogicalResult Walker::visit(Operation *op, int64_t times, int64_t rank,
 
   bool call = false;
   if (auto rc = dyn_cast<mx::RuntimeCallOpInterface>(op))
-    call = rc.getCpuLowering() == mx::Lowering::call;
+    call = TargetInfo::get(Target::Cpu).lowering(rc) == mx::Lowering::call;
   else if (isa<linalg::LinalgOp>(op))
     call = true;
   if (!layer.empty()) {

@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Passes.h"
+#include "muir/Target/TargetInfo.h"
 #include "muir-rt/Collectives.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -37,12 +38,6 @@ using namespace mlir;
 namespace mx = mlir::muir_exec;
 
 namespace {
-
-/// The runtime's entries (muir-rt/Entries.def).
-enum class Rt {
-#define MUIR_RT_ENTRY(NAME, TARGETS, RET, PARAMS) NAME,
-#include "muir-rt/Entries.def"
-};
 
 /// The type a compiled step passes for a C parameter or result: a pointer
 /// is !llvm.ptr, an integer iN, float and double f32 and f64.
@@ -70,28 +65,27 @@ template <typename R, typename... A> struct AbiSignature<R(A...)> {
   }
 };
 
-/// An entry as the calls need it: its name, the targets that have it and
-/// its type, from its C declaration.
-struct RtInfo {
-  StringRef name;
-  bool cpu, cuda;
-  FunctionType (*type)(MLIRContext *);
-};
-const RtInfo &rtInfo(Rt entry) {
-  static const RtInfo all[] = {
+/// Each entry's type, from its C declaration in muir-rt/Entries.def.
+FunctionType entryType(MLIRContext *ctx, StringRef entry) {
+  using TypeOf = FunctionType (*)(MLIRContext *);
+  static const llvm::StringMap<TypeOf> all = {
 #define MUIR_RT_ENTRY(NAME, TARGETS, RET, PARAMS)                              \
-  {#NAME, StringRef(#TARGETS) != "Cuda", StringRef(#TARGETS) != "Cpu",        \
-   &AbiSignature<RET PARAMS>::get},
+  {#NAME, &AbiSignature<RET PARAMS>::get},
 #include "muir-rt/Entries.def"
   };
-  return all[static_cast<size_t>(entry)];
+  auto found = all.find(entry);
+  return found == all.end() ? FunctionType() : found->second(ctx);
 }
 
 class CallBuilder {
 public:
-  CallBuilder(RewriterBase &b, Operation *at, bool cuda)
+  CallBuilder(RewriterBase &b, mx::RuntimeCallOpInterface at,
+              const muir::TargetInfo &target)
       : mod(at->getParentOfType<ModuleOp>()), b(b), loc(at->getLoc()),
-        cuda(cuda) {}
+        at(at), target(target) {}
+
+  /// Whether a call disagreed with muir-rt/Entries.def (its error said so).
+  bool failed() const { return disagreed; }
 
   Value i64(int64_t v) {
     return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
@@ -204,34 +198,34 @@ public:
     }
     return LLVM::AddressOfOp::create(b, loc, global);
   }
-  /// A buffer copy: on the device for the CUDA target.
-  void copy(Value from, Value to) {
-    if (cuda)
-      gpu::MemcpyOp::create(b, loc, Type(), ValueRange{}, to, from);
-    else
-      memref::CopyOp::create(b, loc, from, to);
-  }
+  /// A buffer copy, the target's way.
+  void copy(Value from, Value to) { target.copy(b, loc, from, to); }
 
-  /// A call of the runtime's entry: muirrt_<name> on the CPU,
-  /// muirrt_cuda_<name> on CUDA, declared once per module with the entry's
-  /// C types. The op's RuntimeCallOpInterface has said the target calls
-  /// it; arguments of other types are a bug of the op's `emit`.
-  ValueRange call(Rt entry, ArrayRef<Value> args) {
-    const RtInfo &e = rtInfo(entry);
-    std::string name = (cuda ? "muirrt_cuda_" : "muirrt_") + e.name.str();
-    FunctionType fnType = e.type(b.getContext());
+  /// The call of the op's runtime entry (RuntimeCallOpInterface::
+  /// getRuntimeEntry, which the target's runtime has: the pass checked),
+  /// with the target's prefix, declared once per module with the entry's
+  /// C types. Arguments of other types are an error of the op's `emit`,
+  /// reported on the op; the call is still made with the entry's results
+  /// so that `emit` goes on, and the pass fails.
+  ValueRange call(ArrayRef<Value> args) {
+    StringRef entry = at.getRuntimeEntry();
+    std::string name = target.symbol(entry);
+    FunctionType fnType = entryType(b.getContext(), entry);
     SmallVector<Type> given;
     for (Value a : args)
       given.push_back(a.getType());
-    if (!(cuda ? e.cuda : e.cpu) ||
-        TypeRange(given) != fnType.getInputs()) {
-      std::string text;
-      llvm::raw_string_ostream os(text);
-      os << "muir-exec-to-runtime-calls: " << name << " called with (";
-      llvm::interleaveComma(given, os);
-      os << "); muir-rt/Entries.def declares " << fnType
-         << ((cuda ? e.cuda : e.cpu) ? "" : " for the other target only");
-      llvm::report_fatal_error(llvm::StringRef(text));
+    if (!fnType || TypeRange(given) != fnType.getInputs()) {
+      InFlightDiagnostic d = at->emitOpError("calls ") << name << " with (";
+      llvm::interleaveComma(given, d);
+      d << ")";
+      if (fnType)
+        d << "; muir-rt/Entries.def declares " << fnType;
+      else
+        d << "; muir-rt/Entries.def does not declare " << entry;
+      disagreed = true;
+      if (!fnType)
+        fnType = FunctionType::get(b.getContext(), given, {});
+      name += ".mismatched";
     }
     if (!mod.lookupSymbol<func::FuncOp>(name)) {
       OpBuilder::InsertionGuard guard(b);
@@ -257,7 +251,9 @@ private:
   ModuleOp mod;
   RewriterBase &b;
   Location loc;
-  bool cuda;
+  mx::RuntimeCallOpInterface at;
+  const muir::TargetInfo &target;
+  bool disagreed = false;
 };
 
 /// (batch, rows, cols), batch 1 for a plain matrix.
@@ -286,10 +282,6 @@ bool isF64(Value v) {
   return cast<MemRefType>(v.getType()).getElementType().isF64();
 }
 
-bool isBF16(Value v) {
-  return cast<MemRefType>(v.getType()).getElementType().isBF16();
-}
-
 int64_t numel(Value v) {
   return cast<MemRefType>(v.getType()).getNumElements();
 }
@@ -313,20 +305,15 @@ Value emit(mx::GemmOp g, CallBuilder &c) {
   // f64 buffers (the Gram form of Newton-Schulz) call dgemm with
   // double scalars.
   bool d = isF64(g.getC());
-  bool sym = g.getSymmetric(); // f64 (verified)
   if (g.getRowStable()) {
-    c.call(Rt::gemm_rows,
-           {c.i32(g.getTransposeA()), c.i32(g.getTransposeB()), c.i64(m),
+    c.call({c.i32(g.getTransposeA()), c.i32(g.getTransposeB()), c.i64(m),
             c.i64(n), c.i64(k), c.ptr(g.getA()), c.ptr(g.getB()),
             c.ptr(g.getC())});
     return {};
   }
-  // bf16 buffers: bf16 operands, f32 accumulation and scalars.
-  c.call(sym                ? Rt::dgemm_sym
-         : d                ? Rt::dgemm
-         : isBF16(g.getC()) ? Rt::bgemm
-                            : Rt::sgemm,
-         {c.i64(batch), c.i32(g.getTransposeA()), c.i32(g.getTransposeB()),
+  // bf16 buffers: bf16 operands, f32 accumulation and scalars (the
+  // entry: GemmOp::getRuntimeEntry).
+  c.call({c.i64(batch), c.i32(g.getTransposeA()), c.i32(g.getTransposeB()),
           c.i64(m), c.i64(n), c.i64(k),
           c.scalar(g.getAlphaValue(), g.getAlphaAttr(), d), c.ptr(g.getA()),
           c.ptr(g.getB()), c.scalar(g.getBetaValue(), g.getBetaAttr(), d),
@@ -338,12 +325,7 @@ Value emit(mx::SyrkOp s, CallBuilder &c) {
   auto [batch, r, cl] = dims(s.getA());
   bool t = s.getTranspose();
   bool d = isF64(s.getC());
-  // An f32 A into f64 C: the products accumulated in double.
-  c.call(isBF16(s.getC())  ? Rt::bsyrk
-         : !d              ? Rt::ssyrk
-         : isF64(s.getA()) ? Rt::dsyrk
-                           : Rt::ssyrk_f64,
-         {c.i64(batch), c.i32(t), c.i64(t ? cl : r), c.i64(t ? r : cl),
+  c.call({c.i64(batch), c.i32(t), c.i64(t ? cl : r), c.i64(t ? r : cl),
           c.scalar(s.getAlphaValue(), s.getAlphaAttr(), d), c.ptr(s.getA()),
           c.scalar(s.getBetaValue(), s.getBetaAttr(), d),
           c.ptr(s.getC()), c.ptrOrNull(s.getAcc())});
@@ -353,8 +335,7 @@ Value emit(mx::SyrkOp s, CallBuilder &c) {
 Value emit(mx::SymmetricAllReduceOp sa, CallBuilder &c) {
   auto [batch, r, cl] = dims(sa.getInput());
   (void)cl;
-  c.call(Rt::symmetric_all_reduce,
-         {c.group(sa), c.ptr(sa.getInput()),
+  c.call({c.group(sa), c.ptr(sa.getInput()),
           c.ptr(sa.getOutput()), c.i64(batch), c.i64(r)});
   return {};
 }
@@ -362,8 +343,7 @@ Value emit(mx::SymmetricAllReduceOp sa, CallBuilder &c) {
 Value emit(mx::TraceNormalizeOp tn, CallBuilder &c) {
   auto [batch, r, cl] = dims(tn.getInput());
   (void)cl;
-  c.call(Rt::trace_normalize,
-         {c.i64(batch), c.i64(r), c.f64(tn.getEpsAttr()),
+  c.call({c.i64(batch), c.i64(r), c.f64(tn.getEpsAttr()),
           c.ptr(tn.getInput()), c.ptr(tn.getOutput()),
           c.ptr(tn.getScale())});
   return {};
@@ -371,9 +351,7 @@ Value emit(mx::TraceNormalizeOp tn, CallBuilder &c) {
 
 Value emit(mx::ScaleMatricesOp sm, CallBuilder &c) {
   auto [batch, r, cl] = dims(sm.getInput());
-  c.call(isF64(sm.getOutput()) ? Rt::scale_matrices_f64
-                               : Rt::scale_matrices_f32,
-         {c.i64(batch), c.i64(r * cl), c.ptr(sm.getInput()),
+  c.call({c.i64(batch), c.i64(r * cl), c.ptr(sm.getInput()),
           c.ptr(sm.getScale()), c.ptr(sm.getOutput())});
   return {};
 }
@@ -381,34 +359,25 @@ Value emit(mx::ScaleMatricesOp sm, CallBuilder &c) {
 Value emit(mx::FrobeniusNormalizeOp nrm, CallBuilder &c) {
   auto [batch, r, cl] = dims(nrm.getInput());
   if (isF64(nrm.getInput())) {
-    c.call(Rt::frobenius_normalize_f64,
-           {c.i64(batch), c.i64(r * cl), c.f64(nrm.getEpsAttr()),
+    c.call({c.i64(batch), c.i64(r * cl), c.f64(nrm.getEpsAttr()),
             c.ptr(nrm.getInput()), c.ptr(nrm.getOutput())});
     return {};
   }
-  bool bf16 =
-      cast<MemRefType>(nrm.getOutput().getType()).getElementType().isBF16();
-  c.call(bf16 ? Rt::frobenius_normalize_bf16 : Rt::frobenius_normalize,
-         {c.i64(batch), c.i64(r * cl), c.f32(nrm.getEpsAttr()),
+  c.call({c.i64(batch), c.i64(r * cl), c.f32(nrm.getEpsAttr()),
           c.ptr(nrm.getInput()), c.ptr(nrm.getOutput())});
   return {};
 }
 
 Value emit(mx::SumSquaresOp ss, CallBuilder &c) {
   auto [batch, r, cl] = dims(ss.getInput());
-  bool f64 = cast<MemRefType>(ss.getOutput().getType())
-                 .getElementType()
-                 .isF64();
-  c.call(f64 ? Rt::sum_squares_f64 : Rt::sum_squares,
-         {c.i64(batch), c.i64(r * cl), c.ptr(ss.getInput()),
+  c.call({c.i64(batch), c.i64(r * cl), c.ptr(ss.getInput()),
           c.ptr(ss.getOutput())});
   return {};
 }
 
 Value emit(mx::ScaleByNormOp sc, CallBuilder &c) {
   auto [batch, r, cl] = dims(sc.getInput());
-  c.call(Rt::scale_by_norm,
-         {c.i64(batch), c.i64(r * cl), c.f32(sc.getEpsAttr()),
+  c.call({c.i64(batch), c.i64(r * cl), c.f32(sc.getEpsAttr()),
           c.ptr(sc.getInput()), c.ptr(sc.getSumSquares()),
           c.ptr(sc.getOutput())});
   return {};
@@ -416,7 +385,7 @@ Value emit(mx::ScaleByNormOp sc, CallBuilder &c) {
 
 Value emit(mx::TransposeOp tr, CallBuilder &c) {
   auto [batch, r, cl] = dims(tr.getInput());
-  c.call(Rt::transpose, {c.i64(batch), c.i64(r), c.i64(cl),
+  c.call({c.i64(batch), c.i64(r), c.i64(cl),
                               c.ptr(tr.getInput()),
                               c.ptr(tr.getOutput())});
   return {};
@@ -424,14 +393,13 @@ Value emit(mx::TransposeOp tr, CallBuilder &c) {
 
 Value emit(mx::ObserveOp obs, CallBuilder &c) {
   auto t = cast<MemRefType>(obs.getInput().getType());
-  c.call(Rt::observe, {c.i64(obs.getSlot()), c.ptr(obs.getInput()),
+  c.call({c.i64(obs.getSlot()), c.ptr(obs.getInput()),
                             c.i64(t.getNumElements())});
   return {};
 }
 
 Value emit(mx::AllReduceOp ar, CallBuilder &c) {
-  c.call(Rt::all_reduce,
-         {c.group(ar), c.i32(reductionCode(ar.getReduction())),
+  c.call({c.group(ar), c.i32(reductionCode(ar.getReduction())),
           c.ptr(ar.getInput()), c.ptr(ar.getOutput()),
           c.i64(numel(ar.getInput()))});
   return {};
@@ -439,8 +407,7 @@ Value emit(mx::AllReduceOp ar, CallBuilder &c) {
 
 Value emit(mx::AllGatherOp ag, CallBuilder &c) {
   auto [outer, inner] = split(ag.getInput(), ag.getGatherAxis());
-  c.call(Rt::all_gather,
-         {c.group(ag), c.ptr(ag.getInput()),
+  c.call({c.group(ag), c.ptr(ag.getInput()),
           c.ptr(ag.getOutput()), c.i64(outer), c.i64(inner)});
   return {};
 }
@@ -452,16 +419,14 @@ Value emit(mx::AllGatherVOp agv, CallBuilder &c) {
   SmallVector<int64_t> counts;
   for (int64_t s : agv.getSizes())
     counts.push_back(s * row);
-  c.call(Rt::all_gatherv,
-         {c.group(agv), c.ptr(agv.getInput()),
+  c.call({c.group(agv), c.ptr(agv.getInput()),
           c.ptr(agv.getOutput()), c.constArray(counts)});
   return {};
 }
 
 Value emit(mx::ReduceScatterOp rs, CallBuilder &c) {
   auto [outer, inner] = split(rs.getOutput(), rs.getScatterAxis());
-  c.call(Rt::reduce_scatter,
-         {c.group(rs), c.i32(reductionCode(rs.getReduction())),
+  c.call({c.group(rs), c.i32(reductionCode(rs.getReduction())),
           c.ptr(rs.getInput()), c.ptr(rs.getOutput()), c.i64(outer),
           c.i64(inner)});
   return {};
@@ -469,8 +434,7 @@ Value emit(mx::ReduceScatterOp rs, CallBuilder &c) {
 
 Value emit(mx::AllToAllOp a2a, CallBuilder &c) {
   int64_t group = a2a.getGroup().getSize(a2a);
-  c.call(Rt::all_to_all,
-         {c.group(a2a), c.ptr(a2a.getInput()),
+  c.call({c.group(a2a), c.ptr(a2a.getInput()),
           c.ptr(a2a.getOutput()),
           c.i64(numel(a2a.getInput()) / group)});
   return {};
@@ -481,8 +445,7 @@ Value emit(mx::AllToAllVOp a2av, CallBuilder &c) {
   auto out = cast<MemRefType>(a2av.getOutput().getType());
   int64_t rows = in.getRank() ? in.getDimSize(0) : 1;
   int64_t row = in.getNumElements() / std::max<int64_t>(1, rows);
-  c.call(Rt::all_to_allv,
-         {c.group(a2av), c.ptr(a2av.getInput()),
+  c.call({c.group(a2av), c.ptr(a2av.getInput()),
           c.i64(rows), c.ptr(a2av.getSendCounts()),
           c.ptr(a2av.getOutput()),
           c.i64(out.getRank() ? out.getDimSize(0) : 1),
@@ -493,8 +456,7 @@ Value emit(mx::AllToAllVOp a2av, CallBuilder &c) {
 Value emit(mx::SyrkRowsOp sr, CallBuilder &c) {
   auto [batch, r, cl] = dims(sr.getA());
   bool t = sr.getTranspose();
-  c.call(Rt::ssyrk_rows,
-         {c.i64(batch), c.i32(t), c.i64(t ? cl : r), c.i64(t ? r : cl),
+  c.call({c.i64(batch), c.i32(t), c.i64(t ? cl : r), c.i64(t ? r : cl),
           c.f32(sr.getAlphaAttr()), c.ptr(sr.getA()), c.ptr(sr.getC()),
           c.toI64(sr.getRowBegin()), c.toI64(sr.getRowEnd())});
   return {};
@@ -503,31 +465,26 @@ Value emit(mx::SyrkRowsOp sr, CallBuilder &c) {
 Value emit(mx::TriangleAllReduceStartOp st, CallBuilder &c) {
   auto [batch, n, n2] = dims(st.getC());
   (void)n2;
-  Value request = c.call(
-      Rt::triangle_all_reduce_start,
-      {c.group(st), c.i64(batch), c.i64(n), c.ptr(st.getC()),
+  Value request = c.call({c.group(st), c.i64(batch), c.i64(n), c.ptr(st.getC()),
        c.toI64(st.getRowBegin()), c.toI64(st.getRowEnd())})[0];
   return request;
 }
 
 Value emit(mx::TriangleAllReduceWaitOp w, CallBuilder &c) {
-  c.call(Rt::triangle_all_reduce_wait,
-         {c.handle(w.getRequest()), c.ptr(w.getC()), c.toI64(w.getRowBegin()),
+  c.call({c.handle(w.getRequest()), c.ptr(w.getC()), c.toI64(w.getRowBegin()),
           c.toI64(w.getRowEnd())});
   return {};
 }
 
 Value emit(mx::PackedAllReduceStartOp ps, CallBuilder &c) {
   Value request =
-      c.call(Rt::packed_all_reduce_start,
-             {c.group(ps), c.ptr(ps.getBuffer()),
+      c.call({c.group(ps), c.ptr(ps.getBuffer()),
               c.length(ps.getBuffer())})[0];
   return request;
 }
 
 Value emit(mx::PackedAllReduceWaitOp pw, CallBuilder &c) {
-  c.call(Rt::packed_all_reduce_wait,
-         {c.handle(pw.getRequest()), c.ptr(pw.getBuffer()),
+  c.call({c.handle(pw.getRequest()), c.ptr(pw.getBuffer()),
           c.length(pw.getBuffer())});
   return {};
 }
@@ -536,8 +493,7 @@ Value emit(mx::GroupedGemmOp gg, CallBuilder &c) {
   auto it = cast<MemRefType>(gg.getInput().getType());
   auto ot = cast<MemRefType>(gg.getOutput().getType());
   auto wt = cast<MemRefType>(gg.getWeights().getType());
-  c.call(gg.getBf16Operands() ? Rt::grouped_gemm_bf16 : Rt::grouped_gemm,
-         {c.i64(wt.getDimSize(0)), c.i64(it.getDimSize(0)),
+  c.call({c.i64(wt.getDimSize(0)), c.i64(it.getDimSize(0)),
           c.i64(it.getDimSize(1)), c.i64(ot.getDimSize(1)),
           c.ptr(gg.getInput()), c.ptr(gg.getWeights()),
           c.i32(gg.getTransposeB()), c.ptr(gg.getSizes()),
@@ -549,8 +505,7 @@ Value emit(mx::GroupedGemmAddOp gg, CallBuilder &c) {
   auto it = cast<MemRefType>(gg.getInput().getType());
   auto ot = cast<MemRefType>(gg.getOutput().getType());
   auto wt = cast<MemRefType>(gg.getWeights().getType());
-  c.call(Rt::grouped_gemm_add,
-         {c.i64(wt.getDimSize(0)), c.i64(it.getDimSize(0)),
+  c.call({c.i64(wt.getDimSize(0)), c.i64(it.getDimSize(0)),
           c.i64(it.getDimSize(1)), c.i64(ot.getDimSize(1)),
           c.ptr(gg.getInput()), c.ptr(gg.getWeights()),
           c.i32(gg.getTransposeB()), c.i32(gg.getBf16Operands()),
@@ -563,8 +518,7 @@ Value emit(mx::TraceOp tr, CallBuilder &c) {
   int64_t bytes =
       t.getNumElements() * t.getElementType().getIntOrFloatBitWidth() /
       8;
-  c.call(Rt::trace_buffer,
-         {c.i64(tr.getOpId()), c.i64(tr.getIndex()),
+  c.call({c.i64(tr.getOpId()), c.i64(tr.getIndex()),
           c.i32(tr.getOutput()), c.ptr(tr.getBuffer()), c.i64(bytes)});
   return {};
 }
@@ -572,8 +526,7 @@ Value emit(mx::TraceOp tr, CallBuilder &c) {
 Value emit(mx::CapacityOp cap, CallBuilder &c) {
   auto it = cast<MemRefType>(cap.getIndices().getType());
   auto ct = cast<MemRefType>(cap.getCounts().getType());
-  c.call(Rt::capacity,
-         {c.rows(cap.getTokens(), it.getDimSize(0)), c.i64(it.getDimSize(1)),
+  c.call({c.rows(cap.getTokens(), it.getDimSize(0)), c.i64(it.getDimSize(1)),
           c.i64(ct.getDimSize(0)), c.f64(cap.getCapacityFactorAttr()),
           c.i32(static_cast<int32_t>(cap.getPolicy())), c.i64(cap.getGroupTokens()),
           c.ptr(cap.getIndices()), c.ptr(cap.getWeights()),
@@ -583,8 +536,7 @@ Value emit(mx::CapacityOp cap, CallBuilder &c) {
 }
 
 Value emit(mx::MseLossOp mse, CallBuilder &c) {
-  c.call(Rt::mse_loss,
-         {c.i64(numel(mse.getInput())), c.ptr(mse.getInput()),
+  c.call({c.i64(numel(mse.getInput())), c.ptr(mse.getInput()),
           c.ptr(mse.getTarget()), c.f32(mse.getScaleAttr()),
           c.ptr(mse.getLoss()), c.ptr(mse.getGrad())});
   return {};
@@ -594,9 +546,7 @@ Value emit(mx::GroupedGemmWgradOp wg, CallBuilder &c) {
   auto it = cast<MemRefType>(wg.getInput().getType());
   auto gt = cast<MemRefType>(wg.getGrad().getType());
   auto st = cast<MemRefType>(wg.getSizes().getType());
-  c.call(wg.getBf16Operands() ? Rt::grouped_gemm_wgrad_bf16
-                              : Rt::grouped_gemm_wgrad,
-         {c.i64(st.getDimSize(0)), c.i64(it.getDimSize(0)),
+  c.call({c.i64(st.getDimSize(0)), c.i64(it.getDimSize(0)),
           c.i64(it.getDimSize(1)), c.i64(gt.getDimSize(1)),
           c.ptr(wg.getInput()), c.ptr(wg.getGrad()),
           c.i32(wg.getTransposeB()), c.ptr(wg.getSizes()),
@@ -607,8 +557,7 @@ Value emit(mx::GroupedGemmWgradOp wg, CallBuilder &c) {
 Value emit(mx::RouteGradOp rg, CallBuilder &c) {
   auto lt = cast<MemRefType>(rg.getLogits().getType());
   auto it = cast<MemRefType>(rg.getIndices().getType());
-  c.call(Rt::route_grad,
-         {c.rows(rg.getTokens(), lt.getDimSize(0)), c.i64(lt.getDimSize(1)),
+  c.call({c.rows(rg.getTokens(), lt.getDimSize(0)), c.i64(lt.getDimSize(1)),
           c.i64(it.getDimSize(1)), c.ptr(rg.getLogits()),
           c.i32(static_cast<int32_t>(rg.getScoring())), c.i32(rg.getSoftmaxAfterTopk()),
           c.i32(rg.getNormalize()), c.f32(rg.getScalingAttr()),
@@ -621,8 +570,7 @@ Value emit(mx::MoeDispatchOp d, CallBuilder &c) {
   auto xt = cast<MemRefType>(d.getInput().getType());
   auto it = cast<MemRefType>(d.getIndices().getType());
   auto ot = cast<MemRefType>(d.getOutput().getType());
-  c.call(Rt::moe_dispatch,
-         {c.group(d), c.i64(xt.getDimSize(0)),
+  c.call({c.group(d), c.i64(xt.getDimSize(0)),
           c.i64(it.getDimSize(1)), c.i64(d.getNumExperts()),
           c.i64(xt.getDimSize(1)), c.ptr(d.getInput()),
           c.ptr(d.getIndices()), c.ptrOrNull(d.getWeights()),
@@ -635,8 +583,7 @@ Value emit(mx::MoeDispatchOp d, CallBuilder &c) {
 Value emit(mx::MoeCombineOp cb, CallBuilder &c) {
   auto rt = cast<MemRefType>(cb.getInput().getType());
   auto it = cast<MemRefType>(cb.getIndices().getType());
-  c.call(Rt::moe_combine,
-         {c.group(cb), c.i64(it.getDimSize(0)),
+  c.call({c.group(cb), c.i64(it.getDimSize(0)),
           c.i64(it.getDimSize(1)), c.i64(cb.getNumExperts()),
           c.i64(rt.getDimSize(1)), c.ptr(cb.getInput()),
           c.i64(rt.getDimSize(0)), c.ptr(cb.getIndices()),
@@ -648,8 +595,7 @@ Value emit(mx::MoeCombineOp cb, CallBuilder &c) {
 Value emit(mx::MoeCombineWeightsGradOp cw, CallBuilder &c) {
   auto rt = cast<MemRefType>(cw.getInput().getType());
   auto it = cast<MemRefType>(cw.getIndices().getType());
-  c.call(Rt::moe_combine_weights_grad,
-         {c.group(cw), c.i64(it.getDimSize(0)),
+  c.call({c.group(cw), c.i64(it.getDimSize(0)),
           c.i64(it.getDimSize(1)), c.i64(cw.getNumExperts()),
           c.i64(rt.getDimSize(1)), c.ptr(cw.getGrad()),
           c.ptr(cw.getInput()), c.i64(rt.getDimSize(0)),
@@ -660,8 +606,7 @@ Value emit(mx::MoeCombineWeightsGradOp cw, CallBuilder &c) {
 
 Value emit(mx::MoePlanOp mp, CallBuilder &c) {
   auto it = cast<MemRefType>(mp.getIndices().getType());
-  c.call(Rt::moe_plan,
-         {c.i64(it.getDimSize(0)), c.i64(it.getDimSize(1)),
+  c.call({c.i64(it.getDimSize(0)), c.i64(it.getDimSize(1)),
           c.i64(mp.getNumExperts()), c.i64(mp.getBound()),
           c.ptr(mp.getIndices()), c.ptr(mp.getCounts()),
           c.ptr(mp.getPlan()), c.str(mp.getLayer())});
@@ -671,8 +616,7 @@ Value emit(mx::MoePlanOp mp, CallBuilder &c) {
 Value emit(mx::RouteOp rt, CallBuilder &c) {
   auto lt = cast<MemRefType>(rt.getLogits().getType());
   auto it = cast<MemRefType>(rt.getIndices().getType());
-  c.call(Rt::route,
-         {c.rows(rt.getTokens(), lt.getDimSize(0)), c.i64(lt.getDimSize(1)),
+  c.call({c.rows(rt.getTokens(), lt.getDimSize(0)), c.i64(lt.getDimSize(1)),
           c.i64(it.getDimSize(1)), c.ptr(rt.getLogits()),
           c.ptrOrNull(rt.getBias()), c.i32(static_cast<int32_t>(rt.getScoring())),
           c.i32(rt.getSoftmaxAfterTopk()), c.i32(rt.getNormalize()),
@@ -683,14 +627,13 @@ Value emit(mx::RouteOp rt, CallBuilder &c) {
 }
 
 Value emit(mx::GroupRankOp gr, CallBuilder &c) {
-  Value r = c.call(Rt::dist_group_rank, {c.group(gr)})[0];
+  Value r = c.call({c.group(gr)})[0];
   return c.index(r);
 }
 
 Value emit(mx::AllSliceOp sl, CallBuilder &c) {
   auto [outer, inner] = split(sl.getOutput(), sl.getSliceAxis());
-  c.call(Rt::all_slice,
-         {c.group(sl), c.ptr(sl.getInput()),
+  c.call({c.group(sl), c.ptr(sl.getInput()),
           c.ptr(sl.getOutput()), c.i64(outer), c.i64(inner)});
   return {};
 }
@@ -698,22 +641,24 @@ Value emit(mx::AllSliceOp sl, CallBuilder &c) {
 Value emit(mx::BroadcastOp bc, CallBuilder &c) {
   // The runtime broadcasts in place: start from this rank's input.
   c.copy(bc.getInput(), bc.getOutput());
-  c.call(Rt::broadcast,
-         {c.group(bc), c.i64(bc.getRoot()),
+  c.call({c.group(bc), c.i64(bc.getRoot()),
           c.ptr(bc.getOutput()), c.i64(numel(bc.getInput()))});
   return {};
 }
 
-/// Rewrites an exec op into its runtime call.
+/// Rewrites an exec op into its runtime call. `failed` is set where a call
+/// disagreed with muir-rt/Entries.def.
 template <typename OpT>
 struct CallPattern : OpRewritePattern<OpT> {
-  CallPattern(MLIRContext *context, bool cuda)
-      : OpRewritePattern<OpT>(context), cuda(cuda) {}
+  CallPattern(MLIRContext *context, const muir::TargetInfo &target,
+              bool *failed)
+      : OpRewritePattern<OpT>(context), target(target), failed(failed) {}
 
   LogicalResult matchAndRewrite(OpT op,
                                 PatternRewriter &rewriter) const override {
-    CallBuilder c(rewriter, op, cuda);
+    CallBuilder c(rewriter, op, target);
     Value result = emit(op, c);
+    *failed |= c.failed();
     if (!result) {
       rewriter.eraseOp(op);
       return success();
@@ -730,34 +675,16 @@ struct CallPattern : OpRewritePattern<OpT> {
     return success();
   }
 
-  bool cuda;
+  const muir::TargetInfo &target;
+  bool *failed;
 };
 
 /// One CallPattern per exec op: an op without an `emit` overload does not
 /// compile.
 template <typename... Ops>
-void addCallPatterns(RewritePatternSet &patterns, bool cuda) {
-  patterns.add<CallPattern<Ops>...>(patterns.getContext(), cuda);
-}
-
-/// The op's Lowering for the target, as the error of a `kernels` or `none`
-/// op.
-LogicalResult checkTarget(mx::RuntimeCallOpInterface op, bool cuda) {
-  mx::Lowering how = cuda ? op.getCudaLowering() : op.getCpuLowering();
-  switch (how) {
-  case mx::Lowering::call:
-    return success();
-  case mx::Lowering::kernels:
-    return op->emitOpError("becomes generated kernels for the ")
-           << (cuda ? "CUDA" : "CPU")
-           << " target: run muir-exec-to-gpu first";
-  case mx::Lowering::none:
-    if (cuda)
-      return op->emitOpError("has no CUDA runtime call yet; compile this "
-                             "step for --target=cpu");
-    return op->emitOpError("is the CUDA target's (muir-exec-to-gpu forms it)");
-  }
-  llvm_unreachable("unknown lowering");
+void addCallPatterns(RewritePatternSet &patterns,
+                     const muir::TargetInfo &target, bool *failed) {
+  patterns.add<CallPattern<Ops>...>(patterns.getContext(), target, failed);
 }
 
 /// The loops that carry requests (the chunked triangle exchange's
@@ -1158,31 +1085,39 @@ struct ExecToRuntimeCallsPass
                                     muir::PassInput::Exec)))
       return signalPassFailure();
     ModuleOp module = getOperation();
-    bool cuda = target == mlir::muir::Target::Cuda;
+    const muir::TargetInfo &info = muir::TargetInfo::get(target);
     // Groups become masks numbered by folding index, which needs one run
     // grid.
     if (failed(muir::getRunGrid(module)))
       return signalPassFailure();
     WalkResult unsupported = module.walk([&](mx::RuntimeCallOpInterface op) {
-      return failed(checkTarget(op, cuda)) ? WalkResult::interrupt()
-                                           : WalkResult::advance();
+      return failed(info.checkCalled(op)) ? WalkResult::interrupt()
+                                          : WalkResult::advance();
     });
     if (unsupported.wasInterrupted())
       return signalPassFailure();
 
-    if (!cuda) {
+    // The fusions form entries only some runtimes have.
+    if (info.hasEntry("frobenius_normalize_bf16"))
       fuseNormalizeToBf16(module);
+    // (Element-wise kernels still linalg here: not a target that generates
+    // them.)
+    if (!info.generatesKernels())
       fuseWidenIntoReaders(module);
+    if (info.hasEntry("grouped_gemm_add"))
       fuseGroupedSums(module);
+    if (info.freesAfterLastUse())
       freeAfterLastUse(module);
-    }
 
     RewritePatternSet patterns(&getContext());
+    bool disagreed = false;
     addCallPatterns<
 #define GET_OP_LIST
 #include "MuirExec/MuirExecOps.cpp.inc"
-        >(patterns, cuda);
+        >(patterns, info, &disagreed);
     walkAndApplyPatterns(module, std::move(patterns));
+    if (disagreed)
+      return signalPassFailure();
     if (failed(convertRequests(module)))
       return signalPassFailure();
 

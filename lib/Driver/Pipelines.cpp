@@ -411,13 +411,6 @@ llvm::cl::ValuesClass mlir::muir::nsPrecisionValues() {
                  "in f32, rounded to bf16 (the standard form)"));
 }
 
-/// The targets, declared once (EnumNames.h).
-static constexpr EnumName<Target> targets[] = {
-    {Target::Cpu, "cpu", "OpenBLAS, MPI, kernels compiled through LLVM"},
-    {Target::Cuda, "cuda",
-     "cuBLAS, NCCL, kernels as PTX embedded in the module"},
-};
-
 /// The orders of sums, declared once (EnumNames.h).
 static constexpr EnumName<Determinism> determinisms[] = {
     {Determinism::Off, "false",
@@ -436,14 +429,6 @@ StringRef mlir::muir::stringify(Determinism determinism) {
 
 llvm::cl::ValuesClass mlir::muir::determinismValues() {
   return enumValues(determinisms);
-}
-
-StringRef mlir::muir::stringify(Target target) {
-  return enumName(targets, target);
-}
-
-llvm::cl::ValuesClass mlir::muir::targetValues() {
-  return enumValues(targets);
 }
 
 void mlir::muir::dropMuirArgAttrs(FunctionOpInterface function) {

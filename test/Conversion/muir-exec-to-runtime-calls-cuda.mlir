@@ -20,7 +20,9 @@
 // CHECK: call @muirrt_cuda_packed_all_reduce_wait(%[[R]], %{{.+}}, %{{.+}}) : (i64, !llvm.ptr, i64) -> ()
 // CHECK: call @muirrt_cuda_sum_squares_f64(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) : (i64, i64, !llvm.ptr, !llvm.ptr) -> ()
 // The CPU runtime has neither.
-// CPU: error: 'muir_exec.packed_all_reduce_start' op is the CUDA target's (muir-exec-to-gpu forms it)
+// CPU: error: 'muir_exec.packed_all_reduce_start' op has no CPU runtime call (muir-rt/Entries.def: packed_all_reduce_start); compile this step for --target=cuda
+// (The last split's error, which stderr gives before the output.)
+// CPU: error: 'muir_exec.sum_squares' op has no CPU runtime call (muir-rt/Entries.def: sum_squares_f64); compile this step for --target=cuda
 muir.grid @world axes = ["dp", "tp"] shape = [2, 2]
 func.func @packed(%p: memref<20xf32>, %o: index, %n: index, %c: memref<2x4x4xf32>, %ss: memref<2xf64>) {
   %v = memref.subview %p[%o] [%n] [1] : memref<20xf32> to memref<?xf32, strided<[1], offset: ?>>
@@ -45,7 +47,7 @@ func.func @normalize(%x: memref<4x8xf32>) {
 
 // Tracing buffers is the CPU runtime's only.
 func.func @trace(%x: memref<4x8xf32>) {
-  // expected-error @+1 {{'muir_exec.trace' op has no CUDA runtime call yet; compile this step for --target=cpu}}
+  // expected-error @+1 {{'muir_exec.trace' op has no CUDA runtime call (muir-rt/Entries.def: trace_buffer); compile this step for --target=cpu}}
   muir_exec.trace %x {index = 0 : i64, loc = "x", op = "muir_exec.gemm", op_id = 0 : i64, output = false} : memref<4x8xf32>
   return
 }
@@ -64,3 +66,15 @@ func.func @sum_squares(%c: memref<2x4x4xf32>, %s32: memref<2xf32>) {
 // CHECK: call @muirrt_cuda_sum_squares(
 // CPU-LABEL: func.func @sum_squares
 // CPU: call @muirrt_sum_squares(
+
+// -----
+
+// Into double its entry is sum_squares_f64, which only the CUDA runtime
+// has (muir-rt/Entries.def): the CPU target refuses it, naming the entry.
+func.func @sum_squares_f64(%c: memref<2x4x4xf32>, %s64: memref<2xf64>) {
+  muir_exec.sum_squares %c, %s64 : memref<2x4x4xf32>, memref<2xf64>
+  return
+}
+// CHECK-LABEL: func.func @sum_squares_f64
+// CHECK: call @muirrt_cuda_sum_squares_f64(
+// (Its CPU error is checked after the first split's, above.)
