@@ -20,6 +20,9 @@ config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%muir_obj_root", config.muir_obj_root))
 config.substitutions.append(("%muir_lib_dir",
                              os.path.join(config.muir_obj_root, "lib")))
+# MLIR's headers (the C API's, for C programs the tests compile).
+config.substitutions.append(("%mlir_include", os.path.join(
+    os.path.dirname(config.llvm_tools_dir), "include")))
 config.substitutions.append(("%testlib", os.path.join(config.test_source_root, "lib")))
 # Runs a tool without root's power to read any file: as root, as the user
 # nobody with no groups (setpriv, util-linux); otherwise as the user.
@@ -39,7 +42,7 @@ llvm_config.use_default_substitutions()
 tool_dirs = [config.muir_tools_dir, config.llvm_tools_dir]
 tools = ["muir-opt", "muir-run", "muir-compile", "muir-sgemm-rate",
          "muir-trace-diff", "muir-step-runner", "muir-lsp-server",
-         "muir-reduce",
+         "muir-reduce", "muir-capi-test",
          ToolSubst("muir-runtime-unittests", unresolved="ignore"),
          ToolSubst("muir-analysis-unittests", unresolved="ignore"),
          ToolSubst("muir-runner-unittests", unresolved="ignore"),
