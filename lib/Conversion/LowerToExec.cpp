@@ -395,6 +395,57 @@ void StepFunction::lowerGroupRanks() {
   }
 }
 
+/// The order of ops in their blocks, numbered once per block. MLIR's
+/// isBeforeInBlock renumbers the whole block after every insertion or move
+/// into it, which made the loops below that move ops and compare others
+/// quadratic in the ops of a step (a Kimi-K2 step has hundreds of
+/// thousands). An op moved or made in a numbered block is placed() (numbered
+/// between its new neighbours) and an erased one forgotten first; other ops
+/// moved or made since fall back to isBeforeInBlock.
+class BlockOrder {
+public:
+  bool before(Operation *a, Operation *b) {
+    if (a->getBlock() == b->getBlock()) {
+      llvm::DenseMap<Operation *, double> &at = positions(a->getBlock());
+      auto ia = at.find(a), ib = at.find(b);
+      if (ia != at.end() && ib != at.end())
+        return ia->second < ib->second;
+    }
+    return a->isBeforeInBlock(b);
+  }
+  void forget(Operation *op) {
+    for (auto &entry : numbered)
+      entry.second.erase(op);
+  }
+  /// Numbers `x`, just moved or made, between its neighbours in its
+  /// block (forgotten where they are not numbered).
+  void placed(Operation *x) {
+    forget(x);
+    Operation *lo = x->getPrevNode(), *hi = x->getNextNode();
+    llvm::DenseMap<Operation *, double> &at = positions(x->getBlock());
+    auto il = lo ? at.find(lo) : at.end(), ih = hi ? at.find(hi) : at.end();
+    if ((lo && il == at.end()) || (hi && ih == at.end()) || (!lo && !hi))
+      return;
+    double l = lo ? il->second : ih->second - 1;
+    double h = hi ? ih->second : il->second + 1;
+    double mid = (l + h) / 2;
+    if (l < mid && mid < h)
+      at[x] = mid;
+  }
+
+private:
+  llvm::DenseMap<Operation *, double> &positions(Block *block) {
+    auto [it, fresh] = numbered.try_emplace(block);
+    if (fresh) {
+      double n = 0;
+      for (Operation &op : *block)
+        it->second[&op] = n++;
+    }
+    return it->second;
+  }
+  llvm::DenseMap<Block *, llvm::DenseMap<Operation *, double>> numbered;
+};
+
 /// The ops of `block` that use `buffer` or a view of it, each as its
 /// ancestor in `block`.
 SmallVector<Operation *> usersIn(Block &block, Value buffer) {
@@ -425,6 +476,7 @@ LogicalResult StepFunction::placeLoopBuffers() {
   SmallVector<scf::ForOp> loops;
   func.walk([&](scf::ForOp loop) { loops.push_back(loop); }); // inner first
   IRRewriter rewriter(func.getContext());
+  BlockOrder order;
   for (scf::ForOp loop : loops) {
     Block *body = loop.getBody();
     Operation *yield = body->getTerminator();
@@ -465,7 +517,7 @@ LogicalResult StepFunction::placeLoopBuffers() {
           initAlloc && initAlloc->getBlock() == loop->getBlock() &&
           initAlloc.getType() == alloc.getType() &&
           llvm::all_of(usersIn(*loop->getBlock(), first), [&](Operation *u) {
-            return u != loop ? u->isBeforeInBlock(loop)
+            return u != loop ? order.before(u, loop)
                              : llvm::count(loop->getOperands(), first) == 1;
           });
       if (!ownInit) {
@@ -480,6 +532,7 @@ LogicalResult StepFunction::placeLoopBuffers() {
       spares.push_back(alloc.getResult());
     }
     rewriter.setInsertionPoint(loop);
+    order.forget(loop); // replaced (and erased) below
     FailureOr<LoopLikeOpInterface> grown =
         cast<LoopLikeOpInterface>(loop.getOperation())
             .replaceWithAdditionalYields(
@@ -617,6 +670,7 @@ bool disjointSlots(memref::SubViewOp a, memref::SubViewOp b) {
 /// batch's momentum updates then go straight into its stack: one pass over
 /// them less.
 void stackInPlaceIn(Block &block) {
+  BlockOrder order;
   SmallVector<memref::CopyOp> copies;
   for (auto copy : block.getOps<memref::CopyOp>())
     copies.push_back(copy);
@@ -641,8 +695,8 @@ void stackInPlaceIn(Block &block) {
       if (use == copy || use == expand)
         continue;
       auto g = dyn_cast<linalg::GenericOp>(use);
-      ok &= g && use->isBeforeInBlock(copy);
-      if (!first || use->isBeforeInBlock(first))
+      ok &= g && order.before(use, copy);
+      if (!first || order.before(use, first))
         first = use;
     }
     if (!ok || !first)
@@ -650,7 +704,7 @@ void stackInPlaceIn(Block &block) {
     // Before the copy, the stack is only viewed, or used through slots
     // disjoint from this one (the other slots' copies and kernels).
     for (Operation *use : usersIn(block, stack.getResult())) {
-      if (!use->isBeforeInBlock(copy) || isa<memref::SubViewOp>(use))
+      if (!order.before(use, copy) || isa<memref::SubViewOp>(use))
         continue;
       bool viaOtherSlots = false;
       for (Value operand : use->getOperands()) {
@@ -677,19 +731,30 @@ void stackInPlaceIn(Block &block) {
     }
     if (!ok)
       continue;
-    if (first->isBeforeInBlock(stack))
+    if (order.before(first, stack)) {
       stack->moveBefore(first);
-    if (first->isBeforeInBlock(slot))
+      order.placed(stack);
+    }
+    if (order.before(first, slot)) {
       slot->moveAfter(stack);
+      order.placed(slot);
+    }
     OpBuilder b(first);
     Value into = slot.getResult();
-    if (expand)
-      into = memref::CollapseShapeOp::create(b, expand.getLoc(), into,
-                                             expand.getReassociationIndices());
+    if (expand) {
+      auto collapse = memref::CollapseShapeOp::create(
+          b, expand.getLoc(), into, expand.getReassociationIndices());
+      order.placed(collapse);
+      into = collapse;
+    }
     alloc.getResult().replaceAllUsesWith(into);
+    order.forget(copy);
     copy.erase();
-    if (expand)
+    if (expand) {
+      order.forget(expand);
       expand.erase();
+    }
+    order.forget(alloc);
     alloc.erase();
   }
 }

@@ -314,6 +314,11 @@ struct DistributePass
                  << s.group;
       all.push_back(*shards);
     }
+    // The arguments' attributes are set at once: setArgAttr rebuilds every
+    // argument's (quadratic over a model's tens of thousands).
+    SmallVector<DictionaryAttr> argAttrs;
+    func.getAllArgAttrs(argAttrs);
+    bool split = false;
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
       const SmallVector<Shard> *shards = &all[i];
       if (shards->empty())
@@ -321,15 +326,20 @@ struct DistributePass
       BlockArgument arg = body.getArgument(i);
       auto type = cast<RankedTensorType>(arg.getType());
       SmallVector<int64_t> local(type.getShape());
-      SmallVector<Attribute> split;
+      SmallVector<Attribute> splits;
       for (const Shard &s : *shards) {
         local[s.dim] /= s.group;
-        split.push_back(s.split(b));
+        splits.push_back(s.split(b));
       }
       arg.setType(RankedTensorType::get(local, type.getElementType()));
-      func.setArgAttr(i, "muir.split", b.getArrayAttr(split));
+      NamedAttrList attrs(argAttrs[i]);
+      attrs.set("muir.split", b.getArrayAttr(splits));
+      argAttrs[i] = attrs.getDictionary(func.getContext());
+      split = true;
       shardsOf[arg] = *shards;
     }
+    if (split)
+      func.setAllArgAttrs(argAttrs);
     bool spreadDp = dpGroup() > 1 && policy != DpAssign::Replicated;
     if (shardsOf.empty() && !spreadDp)
       return success();

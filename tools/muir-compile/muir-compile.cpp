@@ -130,6 +130,12 @@ static cl::opt<bool> timing("timing",
                             cl::desc("print wall time per phase to stderr"),
                             cl::init(false),
     cl::cat(muir::muirFlagCategory()));
+static cl::opt<bool> verifyEach(
+    "verify-each",
+    cl::desc("verify the IR after every pass (default: after each phase of "
+             "the lowering, its last pass's result; muir-opt verifies after "
+             "every pass)"),
+    cl::init(false), cl::cat(muir::muirFlagCategory()));
 
 /// When the compile started (after the flags were read).
 static std::chrono::steady_clock::time_point start;
@@ -347,7 +353,15 @@ static LogicalResult runPipeline(PassManager &pm, ModuleOp module,
     return failure();
   TimingScope scope = timingRoot->nest(name);
   pm.enableTiming(scope);
-  return pm.run(module);
+  // The verifier after every pass was a sixth of a Kimi-K2 plan's time:
+  // once per phase instead, unless asked.
+  pm.enableVerifier(verifyEach);
+  if (failed(pm.run(module)))
+    return failure();
+  if (verifyEach)
+    return success();
+  TimingScope verifying = scope.nest("verify");
+  return verify(module);
 }
 
 /// Lowers `module` from stage `from` to `to` (muir::loweringPhases: the
