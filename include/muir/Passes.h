@@ -158,7 +158,7 @@ public:
 
 MUIR_ENUM_FLAG(mlir::muir::Target)
 MUIR_ENUM_FLAG(mlir::muir::NSPrecision)
-MUIR_ENUM_FLAG(mlir::muir::NSModeOption)
+MUIR_ENUM_FLAG(mlir::muir::NewtonSchulzMode)
 MUIR_ENUM_FLAG(mlir::muir::NSFormOption)
 MUIR_ENUM_FLAG(mlir::muir::Machine)
 MUIR_ENUM_FLAG(mlir::muir::DpAssign)

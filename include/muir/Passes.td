@@ -66,8 +66,8 @@ def MuirDistribute : Pass<"muir-distribute", "mlir::ModuleOp"> {
                            "mlir::tensor::TensorDialect",
                            "mlir::arith::ArithDialect"];
   let options = [
-    Option<"nsMode", "ns-mode", "::mlir::muir::NSModeOption",
-           /*default=*/"::mlir::muir::NSModeOption::Auto",
+    Option<"nsMode", "ns-mode", "::mlir::muir::NewtonSchulzMode",
+           /*default=*/"::mlir::muir::NewtonSchulzMode::auto_",
            "Newton-Schulz of split matrices (a `muir.ns_mode` attribute on "
            "an update wins)", "::mlir::muir::nsModeValues()">,
     Option<"machine", "machine", "::mlir::muir::Machine",

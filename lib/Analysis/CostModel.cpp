@@ -68,56 +68,35 @@ MachineProfile MachineProfile::get(Machine machine) {
   }
 }
 
-/// The ns-mode option's values, declared once; a fixed one's name is its
-/// mode's (fixedMode).
-static constexpr EnumName<NSModeOption> nsModeOptions[] = {
-    {NSModeOption::Auto, "auto",
-     "the cost model picks duplicated, distributed or resharded"},
-    {NSModeOption::Duplicated, "duplicated",
-     "all-gather, the whole Newton-Schulz on every rank"},
-    {NSModeOption::Distributed, "distributed",
-     "the Gram matrix all-reduced every step"},
-    {NSModeOption::Resharded, "resharded",
-     "all_to_all to a split of the other dimension, distributed, and back"},
-    {NSModeOption::Blockwise, "blockwise",
-     "Newton-Schulz of the local block (an approximation)"},
-};
-
-StringRef mlir::muir::stringify(NSMode mode) {
-  for (const EnumName<NSModeOption> &o : nsModeOptions)
-    if (fixedMode(o.value) == mode)
-      return o.name;
-  return "";
+StringRef mlir::muir::stringify(NewtonSchulzMode mode) {
+  return stringifyNewtonSchulzMode(mode);
 }
 
-std::optional<NSMode> mlir::muir::symbolizeNSMode(StringRef name) {
-  if (std::optional<NSModeOption> option = enumValue(nsModeOptions, name))
-    return fixedMode(*option);
-  return std::nullopt;
-}
-
-StringRef mlir::muir::stringify(NSModeOption option) {
-  return enumName(nsModeOptions, option);
-}
-
-std::optional<NSMode> mlir::muir::fixedMode(NSModeOption option) {
-  switch (option) {
-  case NSModeOption::Auto:
+std::optional<NewtonSchulzMode>
+mlir::muir::fixedMode(NewtonSchulzMode requested) {
+  if (requested == NewtonSchulzMode::auto_)
     return std::nullopt;
-  case NSModeOption::Duplicated:
-    return NSMode::Duplicated;
-  case NSModeOption::Distributed:
-    return NSMode::Distributed;
-  case NSModeOption::Resharded:
-    return NSMode::Resharded;
-  case NSModeOption::Blockwise:
-    return NSMode::Blockwise;
-  }
-  return std::nullopt;
+  return requested;
 }
 
+/// The modes' help; their names are the ODS enum's.
 llvm::cl::ValuesClass mlir::muir::nsModeValues() {
-  return enumValues(nsModeOptions);
+  auto value = [](NewtonSchulzMode m, StringRef help) {
+    return llvm::cl::OptionEnumValue{stringifyNewtonSchulzMode(m),
+                                     static_cast<int>(m), help};
+  };
+  return llvm::cl::values(
+      value(NewtonSchulzMode::auto_,
+            "the cost model picks duplicated, distributed or resharded"),
+      value(NewtonSchulzMode::duplicated,
+            "all-gather, the whole Newton-Schulz on every rank"),
+      value(NewtonSchulzMode::distributed,
+            "the Gram matrix all-reduced every step"),
+      value(NewtonSchulzMode::resharded,
+            "all_to_all to a split of the other dimension, distributed, and "
+            "back"),
+      value(NewtonSchulzMode::blockwise,
+            "Newton-Schulz of the local block (an approximation)"));
 }
 
 ModeCost NSCostModel::duplicated(const NSProblem &p) const {
@@ -219,9 +198,9 @@ ModeCost NSCostModel::reshardedGram(const NSProblem &p) const {
   return c;
 }
 
-NSMode NSCostModel::choose(const NSProblem &p,
-                           SmallVectorImpl<NSCandidate> *weighed,
-                           NSFormOption form, bool *gram) const {
+NewtonSchulzMode NSCostModel::choose(const NSProblem &p,
+                                     SmallVectorImpl<NSCandidate> *weighed,
+                                     NSFormOption form, bool *gram) const {
   bool standard = form != NSFormOption::Gram;
   bool gramForm = form != NSFormOption::Standard;
   // Duplicated runs the whole matrix on every rank, in the form
@@ -235,38 +214,38 @@ NSMode NSCostModel::choose(const NSProblem &p,
     dup.computeSeconds = whole.gramSeconds;
     dup.seconds = dup.commSeconds + dup.computeSeconds;
   }
-  SmallVector<NSCandidate> all = {{NSMode::Duplicated, dupGram, dup}};
+  SmallVector<NSCandidate> all = {{NewtonSchulzMode::duplicated, dupGram, dup}};
   if (standard)
-    all.push_back({NSMode::Distributed, false, distributed(p)});
+    all.push_back({NewtonSchulzMode::distributed, false, distributed(p)});
   if (gramForm)
-    all.push_back({NSMode::Distributed, true, distributedGram(p)});
+    all.push_back({NewtonSchulzMode::distributed, true, distributedGram(p)});
   // Split on the smaller dimension, the Gram matrix is over the larger one:
   // moving the split to the larger dimension first may pay.
   int64_t split = p.splitDim == 0 ? p.m : p.n;
   int64_t other = p.splitDim == 0 ? p.n : p.m;
   if (split < other && canReshard(p)) {
     if (standard)
-      all.push_back({NSMode::Resharded, false, resharded(p)});
+      all.push_back({NewtonSchulzMode::resharded, false, resharded(p)});
     if (gramForm)
-      all.push_back({NSMode::Resharded, true, reshardedGram(p)});
+      all.push_back({NewtonSchulzMode::resharded, true, reshardedGram(p)});
   }
   const NSCandidate *best = &all.front();
   for (const NSCandidate &c : all)
     if (c.cost.seconds < best->cost.seconds)
       best = &c;
   if (gram)
-    *gram = best->gram && best->mode != NSMode::Duplicated;
+    *gram = best->gram && best->mode != NewtonSchulzMode::duplicated;
   if (weighed)
     weighed->assign(all.begin(), all.end());
   return best->mode;
 }
 
-double NSCostModel::modeSeconds(NSMode mode, const NSProblem &p,
+double NSCostModel::modeSeconds(NewtonSchulzMode mode, const NSProblem &p,
                                 bool gram) const {
   switch (mode) {
-  case NSMode::Distributed:
+  case NewtonSchulzMode::distributed:
     return (gram ? distributedGram(p) : distributed(p)).seconds;
-  case NSMode::Resharded:
+  case NewtonSchulzMode::resharded:
     return (gram ? reshardedGram(p) : resharded(p)).seconds;
   default:
     return duplicated(p).seconds;
@@ -285,15 +264,16 @@ std::string mlir::muir::describe(ArrayRef<NSCandidate> weighed,
   for (const NSCandidate &c : weighed) {
     if (&c != &weighed.front())
       os << ", ";
-    const char *what = c.mode == NSMode::Duplicated ? "gather"
-                       : c.gram ? (c.mode == NSMode::Resharded
-                                       ? "all_to_all and one Gram"
-                                       : "one Gram all-reduce")
-                       : c.mode == NSMode::Resharded ? "all_to_all and Gram"
-                                                     : "Gram all-reduces";
+    const char *what =
+        c.mode == NewtonSchulzMode::duplicated ? "gather"
+        : c.gram
+            ? (c.mode == NewtonSchulzMode::resharded ? "all_to_all and one Gram"
+                                                     : "one Gram all-reduce")
+        : c.mode == NewtonSchulzMode::resharded ? "all_to_all and Gram"
+                                                : "Gram all-reduces";
     // (Duplicated's form is muir-gram-newton-schulz's choice later.)
     os << stringify(c.mode)
-       << (c.gram && c.mode != NSMode::Duplicated ? " (gram)" : "")
+       << (c.gram && c.mode != NewtonSchulzMode::duplicated ? " (gram)" : "")
        << llvm::format(" %.3g ms (%s %.3g MB)", c.cost.seconds * 1e3, what,
                        c.cost.commBytes / 1e6);
   }
@@ -334,13 +314,14 @@ double NSCostModel::gramIterationFlops(int64_t s, int64_t steps,
   return k * sym + (k - 1) * symGemm + (k - 1) * (sym + symGemm);
 }
 
-bool NSCostModel::gramForMode(NSMode mode, const NSProblem &p,
+bool NSCostModel::gramForMode(NewtonSchulzMode mode, const NSProblem &p,
                               NSFormOption form) const {
-  if (mode != NSMode::Distributed && mode != NSMode::Resharded)
+  if (mode != NewtonSchulzMode::distributed &&
+      mode != NewtonSchulzMode::resharded)
     return false;
   if (form != NSFormOption::Auto)
     return form == NSFormOption::Gram;
-  return mode == NSMode::Resharded
+  return mode == NewtonSchulzMode::resharded
              ? reshardedGram(p).seconds < resharded(p).seconds
              : distributedGram(p).seconds < distributed(p).seconds;
 }

@@ -474,8 +474,7 @@ static std::string whyText(NSWhyAttr why) {
   SmallVector<NSCandidate> weighed;
   for (NSCandidateAttr c : why.getCandidates()) {
     NSCandidate n;
-    n.mode = symbolizeNSMode(stringifyNewtonSchulzMode(c.getMode()))
-                 .value_or(NSMode::Duplicated);
+    n.mode = fixedMode(c.getMode()).value_or(NewtonSchulzMode::duplicated);
     n.gram = c.getForm() == NSForm::gram;
     n.cost.seconds = c.getMs().convertToDouble() / 1e3;
     n.cost.commBytes = c.getMb().convertToDouble() * 1e6;
@@ -595,8 +594,8 @@ LogicalResult mlir::muir::analyzeDecisions(ModuleOp planned, StepCosts &costs,
                           weight ? weight.getValueAsDouble() : 0.0, fsdp};
     }
     if (mode) {
-      plan.mode = symbolizeNSMode(stringifyNewtonSchulzMode(mode.getValue()))
-                      .value_or(NSMode::Duplicated);
+      plan.mode =
+          fixedMode(mode.getValue()).value_or(NewtonSchulzMode::duplicated);
       auto ms = op->getAttrOfType<FloatAttr>("muir.modelled_ms");
       plan.modelledSeconds = ms ? ms.getValueAsDouble() / 1e3 : 0.0;
       if (auto why = op->getAttrOfType<NSWhyAttr>("muir.ns_why"))

@@ -325,8 +325,8 @@ std::string mlir::muir::checkOptions(
       return spell(optionName::deterministic, "layout-invariant") +
              " is the CPU target's (cuBLAS's bits depend on the GPU "
              "model): use " + spell("target", "cpu");
-    if (options.nsMode != NSModeOption::Auto &&
-        options.nsMode != NSModeOption::Duplicated)
+    if (options.nsMode != NewtonSchulzMode::auto_ &&
+        options.nsMode != NewtonSchulzMode::duplicated)
       return spell(optionName::deterministic, "layout-invariant") +
              " runs Newton-Schulz of split matrices duplicated; " +
              spell(optionName::nsMode,

@@ -1101,9 +1101,8 @@ void StepBuilder::buildUpdates() {
     // An orthogonalised update's requested Newton-Schulz mode, and its
     // mark as a trained MoE layer's local stack.
     auto markUpdate = [&](Operation *op) {
-      if (!p.nsMode.empty() && p.nsMode != "auto")
-        if (auto mode = symbolizeNewtonSchulzMode(p.nsMode))
-          op->setAttr("muir.ns_mode", NewtonSchulzModeAttr::get(&ctx, *mode));
+      if (p.nsMode && *p.nsMode != NewtonSchulzMode::auto_)
+        op->setAttr("muir.ns_mode", NewtonSchulzModeAttr::get(&ctx, *p.nsMode));
       if (computed && localParams.count(p.name))
         op->setAttr("muir.local", b.getUnitAttr());
     };

@@ -757,9 +757,13 @@ void Reader::readParameter(yaml::Node *n, Description &d) {
           if (auto x = boolean(v, key))
             p.moeFolding = *x;
         } else if (key == "ns_mode") {
-          if (auto x = oneOf(v, key, {"auto", "duplicated", "distributed",
-                                      "resharded", "blockwise"}))
-            p.nsMode = *x;
+          SmallVector<StringRef> modes;
+          for (uint32_t m = 0; m <= muir::getMaxEnumValForNewtonSchulzMode();
+               ++m)
+            modes.push_back(muir::stringifyNewtonSchulzMode(
+                static_cast<muir::NewtonSchulzMode>(m)));
+          if (auto x = oneOf(v, key, modes))
+            p.nsMode = muir::symbolizeNewtonSchulzMode(*x);
         }
       });
   if (!isa_and_nonnull<yaml::MappingNode>(n))

@@ -212,8 +212,8 @@ void mlir::muir::desc::writeDescription(const Description &d,
     }
     if (p.moeFolding && p.role != Role::Expert)
       os << ", moe: true";
-    if (!p.nsMode.empty())
-      os << ", ns_mode: " << p.nsMode;
+    if (p.nsMode)
+      os << ", ns_mode: " << stringifyNewtonSchulzMode(*p.nsMode);
     os << "}\n";
   }
   if (!d.attention.empty()) {

@@ -67,38 +67,6 @@ struct Shard {
   }
 };
 
-/// The cost model's mode of a `muir.ns_mode` (none: auto, the model picks).
-std::optional<NSMode> modeOf(NewtonSchulzMode mode) {
-  switch (mode) {
-  case NewtonSchulzMode::auto_:
-    return std::nullopt;
-  case NewtonSchulzMode::duplicated:
-    return NSMode::Duplicated;
-  case NewtonSchulzMode::distributed:
-    return NSMode::Distributed;
-  case NewtonSchulzMode::resharded:
-    return NSMode::Resharded;
-  case NewtonSchulzMode::blockwise:
-    return NSMode::Blockwise;
-  }
-  return std::nullopt;
-}
-
-/// A decided mode as the `muir.ns_mode` attribute records it.
-NewtonSchulzMode attrOf(NSMode mode) {
-  switch (mode) {
-  case NSMode::Duplicated:
-    return NewtonSchulzMode::duplicated;
-  case NSMode::Distributed:
-    return NewtonSchulzMode::distributed;
-  case NSMode::Resharded:
-    return NewtonSchulzMode::resharded;
-  case NSMode::Blockwise:
-    break;
-  }
-  return NewtonSchulzMode::blockwise;
-}
-
 /// Reads `muir.shards = [#muir.shard<kind, "axis", dim>, ...]` of argument
 /// `i` (verified by the dialect); an axis belongs to the grid named by the
 /// argument's `muir.folding` if it has it, else to the run's grid `run`,
@@ -158,7 +126,7 @@ struct Job {
   RankedTensorType nsType;     ///< what the owner's NS works on
   SmallVector<Shard> nsShards; ///< splits the NS itself spans (tp modes)
   std::optional<Shard> fsdp;   ///< a dp split gathered to the owner
-  NSMode mode = NSMode::Duplicated;
+  NewtonSchulzMode mode = NewtonSchulzMode::duplicated;
   bool gram = false;        ///< distributed/resharded in the Gram form
   bool matrixSplit = false; ///< nsShards split the matrix itself
   NSReason why = NSReason::requested;
@@ -189,7 +157,7 @@ static NSWhyAttr whyAttr(MLIRContext *ctx, const Job &job,
   SmallVector<NSCandidateAttr> candidates;
   for (const NSCandidate &c : job.weighed)
     candidates.push_back(NSCandidateAttr::get(
-        ctx, attrOf(c.mode), c.gram ? NSForm::gram : NSForm::standard,
+        ctx, c.mode, c.gram ? NSForm::gram : NSForm::standard,
         APFloat(round3(c.cost.seconds * 1e3)),
         APFloat(round3(c.cost.commBytes / 1e6))));
   return NSWhyAttr::get(ctx, job.why, machine, candidates);
@@ -521,20 +489,21 @@ struct DistributePass
         if (isMatrixDim(s))
           matrixShards.push_back(&s);
       // The update's own muir.ns_mode wins over the pass option.
-      std::optional<NSMode> requested = fixedMode(nsMode);
+      std::optional<NewtonSchulzMode> requested = fixedMode(nsMode);
       if (auto attr =
               op->getAttrOfType<NewtonSchulzModeAttr>("muir.ns_mode"))
-        requested = modeOf(attr.getValue());
+        requested = fixedMode(attr.getValue());
       // Layout-invariant: the whole matrix on every rank of the group, as
       // on one rank; the other modes sum or approximate over the split.
-      if (layoutInvariant && requested && *requested != NSMode::Duplicated)
+      if (layoutInvariant && requested &&
+          *requested != NewtonSchulzMode::duplicated)
         return op.emitOpError("the layout-invariant mode runs Newton-Schulz "
                               "of split matrices duplicated; the ")
-               << stringifyNewtonSchulzMode(attrOf(*requested))
+               << stringifyNewtonSchulzMode(*requested)
                << " mode sums (or approximates) over the split, in an order "
                   "the layout sets";
       if (layoutInvariant && !requested) {
-        job.mode = NSMode::Duplicated;
+        job.mode = NewtonSchulzMode::duplicated;
         job.why = NSReason::layout_invariant;
       } else if (!requested) {
         if (matrixShards.size() == 1) {
@@ -554,13 +523,13 @@ struct DistributePass
           job.gram = model.gramForMode(
               job.mode, problemOf(job, *matrixShards.front(), batch, steps),
               nsForm);
-        if ((job.mode == NSMode::Distributed ||
-             job.mode == NSMode::Resharded) &&
+        if ((job.mode == NewtonSchulzMode::distributed ||
+             job.mode == NewtonSchulzMode::resharded) &&
             matrixShards.size() != 1)
           return op.emitOpError("distributed Newton-Schulz needs the matrix "
                                 "split on one dimension, got ")
                  << matrixShards.size();
-        if (job.mode == NSMode::Resharded) {
+        if (job.mode == NewtonSchulzMode::resharded) {
           const Shard &s = *matrixShards.front();
           int64_t other = job.nsType.getDimSize(s.dim == rank - 2 ? rank - 1
                                                                 : rank - 2);
@@ -573,14 +542,14 @@ struct DistributePass
       // The model's time of the mode run (block-wise: the local block's
       // Newton-Schulz, no communication), recorded for the plan report.
       job.modelledSeconds =
-          job.mode == NSMode::Blockwise
+          job.mode == NewtonSchulzMode::blockwise
               ? model.blockwiseSeconds(job.nsType.getDimSize(rank - 2),
                                        job.nsType.getDimSize(rank - 1), batch,
                                        steps)
-              : model.modeSeconds(job.mode,
-                                  problemOf(job, *matrixShards.front(), batch,
-                                            steps),
-                                  job.gram);
+              : model.modeSeconds(
+                    job.mode,
+                    problemOf(job, *matrixShards.front(), batch, steps),
+                    job.gram);
     } else if (!job.fsdp && job.owner < 0) {
       // Neither split nor spread: muir-decompose-optimizers expands it.
       localizeResults(op, localType);
@@ -641,14 +610,15 @@ struct DistributePass
       }
       return tensor::ConcatOp::create(b, loc, type, /*dim=*/0, parts);
     }
-    if (job.mode == NSMode::Blockwise)
+    if (job.mode == NewtonSchulzMode::blockwise)
       return ns(u);
-    if (job.mode == NSMode::Distributed || job.mode == NSMode::Resharded) {
+    if (job.mode == NewtonSchulzMode::distributed ||
+        job.mode == NewtonSchulzMode::resharded) {
       const Shard *s = nullptr;
       for (const Shard &c : job.nsShards)
         if (c.dim >= type.getRank() - 2)
           s = &c;
-      if (job.mode == NSMode::Distributed)
+      if (job.mode == NewtonSchulzMode::distributed)
         return distributedNS(b, loc, op, u, *s, job.gram);
       // Move the split to the other dimension, run distributed there, move
       // it back (2-D only: checked when the mode was chosen).
@@ -738,7 +708,7 @@ struct DistributePass
     auto global = cast<RankedTensorType>(op.getNewParam().getType());
     int64_t rank = global.getRank();
     int64_t m = global.getDimSize(rank - 2), n = global.getDimSize(rank - 1);
-    bool blockwise = job.matrixSplit && job.mode == NSMode::Blockwise;
+    bool blockwise = job.matrixSplit && job.mode == NewtonSchulzMode::blockwise;
     // What splits the matrix `o` is a block of: the tp splits (but a
     // block-wise approximation treats its block as the matrix) and the
     // dp split gathered to the owner.
@@ -764,9 +734,9 @@ struct DistributePass
       // The decision stays visible in the planned IR.
       if (job.matrixSplit)
         a->setAttr("muir.ns_mode",
-                   NewtonSchulzModeAttr::get(b.getContext(), attrOf(job.mode)));
-      if (job.matrixSplit && (job.mode == NSMode::Distributed ||
-                              job.mode == NSMode::Resharded))
+                   NewtonSchulzModeAttr::get(b.getContext(), job.mode));
+      if (job.matrixSplit && (job.mode == NewtonSchulzMode::distributed ||
+                              job.mode == NewtonSchulzMode::resharded))
         a->setAttr("muir.ns_form",
                    NSFormAttr::get(b.getContext(), job.gram ? NSForm::gram
                                                             : NSForm::standard));

@@ -68,16 +68,13 @@ struct MachineProfile {
 /// cost at least four times the link's latency; at most s (one chunk).
 int64_t gramChunkRows(const Link &link, int64_t s);
 
-enum class NSMode { Duplicated, Distributed, Blockwise, Resharded };
-StringRef stringify(NSMode mode);
-std::optional<NSMode> symbolizeNSMode(StringRef name);
-
-/// muir-distribute's ns-mode option: a mode for every split matrix, or
-/// auto, the cost model's choice per matrix.
-enum class NSModeOption { Auto, Duplicated, Distributed, Resharded, Blockwise };
-StringRef stringify(NSModeOption option);
-/// The option's mode; nothing for auto.
-std::optional<NSMode> fixedMode(NSModeOption option);
+/// Newton-Schulz modes are the ODS enum NewtonSchulzMode (MuirEnums.td:
+/// its names, symbolizeNewtonSchulzMode): `auto` only as a request (the
+/// ns-mode option, a description's `ns_mode`), the cost model's choice per
+/// matrix; its decisions are the other four.
+StringRef stringify(NewtonSchulzMode mode);
+/// A requested mode fixed, or nothing for auto.
+std::optional<NewtonSchulzMode> fixedMode(NewtonSchulzMode requested);
 /// The values the ns-mode flags and pass options accept.
 llvm::cl::ValuesClass nsModeValues();
 
@@ -123,7 +120,7 @@ struct NSProblem {
 /// the form it priced (for duplicated, the form muir-gram-newton-schulz
 /// will pick for the gathered matrix).
 struct NSCandidate {
-  NSMode mode;
+  NewtonSchulzMode mode;
   bool gram;
   ModeCost cost;
 };
@@ -164,14 +161,15 @@ public:
   /// resharded may take (auto: both, priced against each other);
   /// `weighed` receives every candidate in the order weighed; `gram`
   /// whether the chosen one is the Gram form.
-  NSMode choose(const NSProblem &p,
-                SmallVectorImpl<NSCandidate> *weighed = nullptr,
-                NSFormOption form = NSFormOption::Standard,
-                bool *gram = nullptr) const;
+  NewtonSchulzMode choose(const NSProblem &p,
+                          SmallVectorImpl<NSCandidate> *weighed = nullptr,
+                          NSFormOption form = NSFormOption::Standard,
+                          bool *gram = nullptr) const;
 
   /// The modelled seconds of `mode` (duplicated, distributed or
   /// resharded, in the Gram form with `gram`) for `p`.
-  double modeSeconds(NSMode mode, const NSProblem &p, bool gram) const;
+  double modeSeconds(NewtonSchulzMode mode, const NSProblem &p,
+                     bool gram) const;
   /// Of a block-wise Newton-Schulz: `batch` local blocks of rows x cols,
   /// no communication.
   double blockwiseSeconds(int64_t rows, int64_t cols, int64_t batch,
@@ -179,7 +177,8 @@ public:
 
   /// The form a requested distributed or resharded `mode` takes: as
   /// `form` says, or (auto) the cheaper by the model.
-  bool gramForMode(NSMode mode, const NSProblem &p, NSFormOption form) const;
+  bool gramForMode(NewtonSchulzMode mode, const NSProblem &p,
+                   NSFormOption form) const;
   /// The f64 flops of the Gram form's iteration on s x s matrices
   /// (`steps` steps, one matrix) and of its A0 over k columns.
   double gramIterationFlops(int64_t s, int64_t steps, bool syrk) const;

@@ -42,7 +42,7 @@ struct RankCost {
 /// says it costs.
 struct MatrixPlan {
   std::string name;
-  NSMode mode = NSMode::Duplicated;
+  NewtonSchulzMode mode = NewtonSchulzMode::duplicated;
   double modelledSeconds = 0;
   std::string why;
   int64_t dpOwner = -1; ///< the dp rank that runs it, -1 every rank

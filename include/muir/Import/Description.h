@@ -10,6 +10,7 @@
 #ifndef MUIR_IMPORT_DESCRIPTION_H
 #define MUIR_IMPORT_DESCRIPTION_H
 
+#include "Muir/MuirDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -72,9 +73,10 @@ struct Parameter {
   std::vector<int64_t> splitRows;
   /// The MoE folding (`moe_axes`) applies to this parameter's shards.
   bool moeFolding = false;
-  /// Newton-Schulz mode when the matrix is split (auto, duplicated,
-  /// distributed, blockwise); empty = the compiler's --ns-mode.
-  std::string nsMode;
+  /// Newton-Schulz mode when the matrix is split (MuirEnums.td's
+  /// NewtonSchulzMode: auto, duplicated, distributed, resharded,
+  /// blockwise); none = the compiler's --ns-mode.
+  std::optional<NewtonSchulzMode> nsMode;
   Loc loc;
   /// Where the name is written (the value of `name`); `loc` when unknown.
   Loc nameLoc;

@@ -99,7 +99,7 @@ TEST(CostModel, ChooseForm) {
   NSProblem p{256, 1024, 1, 5, /*splitDim=*/1, 4, "tp"};
   bool gram = true;
   llvm::SmallVector<NSCandidate> weighed;
-  auto priced = [&](NSMode mode, bool g) {
+  auto priced = [&](NewtonSchulzMode mode, bool g) {
     return llvm::any_of(weighed, [&](const NSCandidate &c) {
       return c.mode == mode && c.gram == g;
     });
@@ -107,9 +107,9 @@ TEST(CostModel, ChooseForm) {
   // The CPU keeps the standard distributed form; the H200 profile takes
   // the Gram form's single all-reduce.
   EXPECT_EQ(cpu().choose(p, &weighed, NSFormOption::Auto, &gram),
-            NSMode::Distributed);
+            NewtonSchulzMode::distributed);
   EXPECT_FALSE(gram);
-  EXPECT_TRUE(priced(NSMode::Distributed, true));
+  EXPECT_TRUE(priced(NewtonSchulzMode::distributed, true));
   EXPECT_NE(describe(weighed, "cpu").find("distributed (gram)"),
             std::string::npos);
   // The reason lists each candidate with its cost: the chosen one is the
@@ -117,20 +117,21 @@ TEST(CostModel, ChooseForm) {
   for (const NSCandidate &c : weighed)
     EXPECT_GE(c.cost.seconds, cpu().distributed(p).seconds);
   EXPECT_EQ(h200().choose(p, &weighed, NSFormOption::Auto, &gram),
-            NSMode::Distributed);
+            NewtonSchulzMode::distributed);
   EXPECT_TRUE(gram);
   // Standard only: the Gram candidates are not priced.
   EXPECT_EQ(h200().choose(p, &weighed, NSFormOption::Standard, &gram),
-            NSMode::Duplicated);
+            NewtonSchulzMode::duplicated);
   EXPECT_FALSE(gram);
-  EXPECT_FALSE(priced(NSMode::Distributed, true));
+  EXPECT_FALSE(priced(NewtonSchulzMode::distributed, true));
   EXPECT_EQ(describe(weighed, "h200").find("(gram)"), std::string::npos);
   // A requested mode's form.
-  EXPECT_TRUE(cpu().gramForMode(NSMode::Distributed, p, NSFormOption::Gram));
+  EXPECT_TRUE(
+      cpu().gramForMode(NewtonSchulzMode::distributed, p, NSFormOption::Gram));
   EXPECT_FALSE(
-      cpu().gramForMode(NSMode::Duplicated, p, NSFormOption::Gram));
+      cpu().gramForMode(NewtonSchulzMode::duplicated, p, NSFormOption::Gram));
   EXPECT_FALSE(
-      cpu().gramForMode(NSMode::Distributed, p, NSFormOption::Auto));
+      cpu().gramForMode(NewtonSchulzMode::distributed, p, NSFormOption::Auto));
 }
 
 TEST(CostModel, SymbolizeForm) {
