@@ -69,20 +69,35 @@ int64_t runner::groupSize(llvm::ArrayRef<Folding> grids, int64_t mask) {
 
 namespace {
 
+/// The runner's role of an argument: its `muir.role` (the importer writes
+/// one for every argument), else, for hand-written IR, by its name: a
+/// gradient's ".grad" or one of the optimizers' state suffixes (their
+/// registry, desc::optimizers()), else a parameter.
 int32_t roleOf(StringRef name, ArgRoleAttr explicitRole) {
-  StringRef role =
-      explicitRole ? stringifyArgRole(explicitRole.getValue()) : "";
-  if (role == "data")
-    return RoleData;
-  if (role == "hyper")
-    return RoleHyper;
-  if (role == "grad" || (role.empty() && name.ends_with(".grad")))
+  if (explicitRole) {
+    switch (explicitRole.getValue()) {
+    case ArgRole::param:
+      return RoleParam;
+    case ArgRole::grad:
+      return RoleGrad;
+    case ArgRole::state:
+      return RoleState;
+    case ArgRole::data:
+      return RoleData;
+    case ArgRole::hyper:
+      return RoleHyper;
+    case ArgRole::step:
+    case ArgRole::tokens:
+      // The counter is read by type (i64), not by role.
+      return RoleParam;
+    }
+  }
+  if (name.ends_with(".grad"))
     return RoleGrad;
-  if (role == "state" ||
-      (role.empty() &&
-       (name.ends_with(".momentum") || name.ends_with(".exp_avg") ||
-        name.ends_with(".exp_avg_sq"))))
-    return RoleState;
+  for (const desc::OptimizerInfo &o : desc::optimizers())
+    for (const desc::OptimizerState &s : o.state)
+      if (name.ends_with(s.suffix))
+        return RoleState;
   return RoleParam;
 }
 

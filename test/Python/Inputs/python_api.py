@@ -417,6 +417,24 @@ expect("closed", lambda: other.run(1))
 step.close()
 step.close()
 print("closed twice")
+# Hand-written IR without muir.role: a gradient by its ".grad", a state by
+# any optimizer's state suffix (the registry's: NorMuon's ".variance" too),
+# the rest parameters.
+ROLES_IR = """
+func.func @step(%w: tensor<4x8xf32> {muir.name = "w"},
+                %g: tensor<4x8xf32> {muir.name = "w.grad"},
+                %m: tensor<4x8xf32> {muir.name = "w.momentum"},
+                %v: tensor<4xf32> {muir.name = "w.variance"})
+    -> (tensor<4x8xf32> {muir.updates = "w"},
+        tensor<4x8xf32> {muir.updates = "w.momentum"},
+        tensor<4xf32> {muir.updates = "w.variance"}) {
+  %w1, %m1, %v1 = muir.normuon_update %w, %g, %m, %v {lr = 0.02} : tensor<4x8xf32>, tensor<4xf32>
+  return %w1, %m1, %v1 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>
+}
+"""
+with muir.compile(ROLES_IR, "roles.mlir", {"target": "cpu"}) as roles:
+    print("hand-written roles: " + ", ".join(
+        "%s %s" % (a.name, a.role) for a in roles.arguments))
 import shutil  # noqa: E402
 shutil.rmtree(cache)
 if failed:
