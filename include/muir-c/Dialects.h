@@ -6,7 +6,8 @@
 |* registration of muir's passes and pipelines, so that a program on MLIR's   *|
 |* C API (or bindings built on it) reads, writes and transforms muir IR. The  *|
 |* library: build/lib/libMuirCAPI.so, over the same libMLIR.so as the         *|
-|* caller's C API.                                                            *|
+|* caller's C API. It holds its own copy of muir's dialects: a process loads *|
+|* it or libmuir_step.so (the step library's C API, muir/Step.h), not both.  *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 #ifndef MUIR_C_DIALECTS_H

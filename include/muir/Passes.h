@@ -364,8 +364,12 @@ enum class PassInput {
 /// level `input` (naming `pass` and the pass that makes the IR it takes),
 /// unless `module` is such IR. Every muir pass checks its input so, so that
 /// a pass given the wrong level fails instead of leaving the IR as it was.
-inline LogicalResult checkPassInput(ModuleOp module, StringRef pass,
+inline LogicalResult checkPassInput(Operation *root, StringRef pass,
                                     PassInput input) {
+  // A function pass (nested under func.func) reads its module's grids.
+  auto module = dyn_cast<ModuleOp>(root);
+  if (!module)
+    module = root->getParentOfType<ModuleOp>();
   auto fail = [&](Operation *op, const Twine &found, const Twine &hint) {
     StringRef level = input == PassInput::Exec ? "exec IR (buffers and "
                                                  "muir_exec ops)"
@@ -392,10 +396,10 @@ inline LogicalResult checkPassInput(ModuleOp module, StringRef pass,
         return true;
     return false;
   };
-  bool hasGrid = !module.getOps<GridOp>().empty();
+  bool hasGrid = module && !module.getOps<GridOp>().empty();
   Operation *bad = nullptr;
   std::string found, hint;
-  module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+  root->walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (auto f = dyn_cast<LLVM::LLVMFuncOp>(op); f && !f.isExternal()) {
       found = ("LLVM-dialect function @" + f.getName()).str();
       hint = "the IR is lowered to LLVM already";
@@ -446,7 +450,7 @@ inline LogicalResult checkPassInput(ModuleOp module, StringRef pass,
   if (bad)
     return fail(bad, found, hint);
   // Exec IR has no step function on tensors left.
-  if (input == PassInput::Exec)
+  if (input == PassInput::Exec && module)
     for (auto f : module.getOps<func::FuncOp>())
       if (isTensorStep(f))
         return fail(f, "tensor-level function @" + f.getName(),

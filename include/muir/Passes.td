@@ -155,7 +155,7 @@ def MuirGramNewtonSchulz
 }
 
 def MuirExpandNewtonSchulz
-    : Pass<"muir-expand-newton-schulz", "mlir::ModuleOp"> {
+    : Pass<"muir-expand-newton-schulz"> {
   let summary = "expand muir.newton_schulz into normalisation and matmuls";
   let description = [{
     Each step with coefficients (a, b, c) becomes A = X X^T,
@@ -173,7 +173,7 @@ def MuirExpandNewtonSchulz
 }
 
 def MuirFuseSyrkAllReduce
-    : Pass<"muir-fuse-syrk-all-reduce", "mlir::ModuleOp"> {
+    : Pass<"muir-fuse-syrk-all-reduce"> {
   let summary = "all-reduce only the packed triangle of a SYRK";
   let description = [{
     Replaces `muir.all_reduce` (sum) of a `muir.syrk` without accumulator
@@ -220,7 +220,7 @@ def MuirBatchNewtonSchulz
                            "mlir::tensor::TensorDialect"];
 }
 
-def MuirFormSyrk : Pass<"muir-form-syrk", "mlir::ModuleOp"> {
+def MuirFormSyrk : Pass<"muir-form-syrk"> {
   let summary = "rewrite symmetric products (X X^T, X^T X, A A of a "
                 "symmetric A) to muir.syrk";
   let description = [{

@@ -202,7 +202,8 @@ public:
   void copy(Value from, Value to) { target.copy(b, loc, from, to); }
 
   /// The call of the op's runtime entry (RuntimeCallOpInterface::
-  /// getRuntimeEntry, which the target's runtime has: the pass checked),
+  /// getRuntimeEntry, which the target's runtime has: the pass checked the
+  /// ops it was given, and checks again here for those a fusion made),
   /// with the target's prefix, declared once per module with the entry's
   /// C types. Arguments of other types are an error of the op's `emit`,
   /// reported on the op; the call is still made with the entry's results
@@ -214,14 +215,18 @@ public:
     SmallVector<Type> given;
     for (Value a : args)
       given.push_back(a.getType());
-    if (!fnType || TypeRange(given) != fnType.getInputs()) {
+    bool has = target.hasEntry(entry);
+    if (!fnType || !has || TypeRange(given) != fnType.getInputs()) {
       InFlightDiagnostic d = at->emitOpError("calls ") << name << " with (";
       llvm::interleaveComma(given, d);
       d << ")";
-      if (fnType)
-        d << "; muir-rt/Entries.def declares " << fnType;
-      else
+      if (!fnType)
         d << "; muir-rt/Entries.def does not declare " << entry;
+      else if (!has)
+        d << "; muir-rt/Entries.def declares " << entry << " for another "
+          << "target only";
+      else
+        d << "; muir-rt/Entries.def declares " << fnType;
       disagreed = true;
       if (!fnType)
         fnType = FunctionType::get(b.getContext(), given, {});

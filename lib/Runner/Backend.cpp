@@ -18,6 +18,11 @@ using llvm::StringRef;
 
 Backend::~Backend() = default;
 
+std::mutex &runner::ranksMutex() {
+  static std::mutex m;
+  return m;
+}
+
 std::unique_ptr<Backend> Backend::create(const StepOptions &options) {
   switch (options.target.target) {
   case Target::Cpu:

@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,11 @@ public:
   /// Frees what stage() made.
   virtual void release(void *bound) = 0;
 };
+
+/// The lock of the process's ranks: the runtime's MPI world (Step's
+/// joinRanks) and the CUDA runtime's NCCL communicator, whose bootstrap may
+/// call MPI too, are made and left under it.
+std::mutex &ranksMutex();
 
 /// The CPU target.
 std::unique_ptr<Backend> createCpuBackend();

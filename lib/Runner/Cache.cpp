@@ -736,7 +736,9 @@ Step::openFrom(StringRef path, bool trusted, const StepOptions &options) {
   std::string loadPath = path.str();
   std::unique_ptr<Step> step(new Step());
   step->options = options;
-  step->impl->backend = Backend::create(options);
+  // A step library holds host code: the CPU backend runs it, whatever
+  // target the options name.
+  step->impl->backend = createCpuBackend();
   step->impl->library = dlopen(loadPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!step->impl->library)
     return error(Twine("cannot load the cached step: ") + dlerror());

@@ -17,7 +17,6 @@
 
 #include <cstdlib>
 #include <dlfcn.h>
-#include <mutex>
 
 using namespace mlir;
 using namespace mlir::muir;
@@ -47,8 +46,7 @@ std::string cudaRuntimePath(StringRef explicitPath) {
 }
 
 /// The CUDA runtime's NCCL communicator is the process's: made by the first
-/// CUDA step, destroyed with the last.
-std::mutex communicatorMutex;
+/// CUDA step, destroyed with the last (under ranksMutex).
 int communicatorUsers = 0;
 
 class CudaBackend final : public Backend {
@@ -57,7 +55,7 @@ public:
   ~CudaBackend() override {
     if (!communicatorJoined)
       return;
-    std::lock_guard<std::mutex> lock(communicatorMutex);
+    std::lock_guard<std::mutex> lock(ranksMutex());
     if (--communicatorUsers == 0)
       runtime.dist_finalize();
   }
@@ -90,7 +88,7 @@ public:
     if (runtime.init(static_cast<int>(options.cudaDevice)))
       return error(Twine("--target=cuda: no usable GPU: ") +
                    runtime.last_error());
-    std::lock_guard<std::mutex> lock(communicatorMutex);
+    std::lock_guard<std::mutex> lock(ranksMutex());
     int failed = 0;
     if (communicatorUsers > 0) {
       // The communicator of the process's first CUDA step serves.

@@ -183,8 +183,7 @@ void initialiseLLVM() {
 /// The CPU runtime's ranks are the process's: every open step of a process
 /// shares them, so all must have the same grid and foldings. They are
 /// joined by the first and left at exit (MPI cannot start again once
-/// finalized, and a later step may still come).
-static std::mutex distMutex;
+/// finalized, and a later step may still come); under ranksMutex().
 static int distUsers = 0;
 static std::string distGrid;
 
@@ -199,7 +198,7 @@ Step::~Step() {
     dlclose(impl->library);
   impl->backend.reset();
   if (impl->distStarted) {
-    std::lock_guard<std::mutex> lock(distMutex);
+    std::lock_guard<std::mutex> lock(ranksMutex());
     --distUsers;
   }
 }
@@ -618,7 +617,7 @@ llvm::Error Step::joinRanks() {
   // The ranks: the job's MPI world (or none for one device), where the
   // target takes the runtime's.
   if (I.backend->joinsRuntimeRanks(numDevices)) {
-    std::lock_guard<std::mutex> lock(distMutex);
+    std::lock_guard<std::mutex> lock(ranksMutex());
     std::string text;
     for (const Folding &f : grids) {
       text += f.name + ":";

@@ -179,23 +179,42 @@ llvm::Error HostTensors::gather() {
 }
 
 llvm::Error HostTensors::bind() {
-  for (void *p : staged)
-    step.release(p);
-  staged.assign(localIndex.size(), nullptr);
+  // The new copies are made and bound before the old ones go: a step never
+  // holds a freed pointer, also when staging fails part-way.
+  std::vector<void *> fresh(localIndex.size(), nullptr);
+  auto dropFresh = [&] {
+    for (void *p : fresh)
+      step.release(p);
+  };
   for (auto [i, t] : llvm::enumerate(localIndex)) {
     if (t < 0)
       continue;
     auto bound = step.stage(muirrt_tensor_storage(local, t), bytesOf(i));
-    if (!bound)
+    if (!bound) {
+      dropFresh();
       return bound.takeError();
-    staged[i] = *bound;
-    if (llvm::Error e = step.bind(i, staged[i]))
-      return e;
+    }
+    fresh[i] = *bound;
   }
+  for (auto [i, t] : llvm::enumerate(localIndex))
+    if (t >= 0)
+      if (llvm::Error e = step.bind(i, fresh[i])) {
+        // Rebind what was bound before (the old copies stay).
+        for (auto [j, u] : llvm::enumerate(localIndex))
+          if (u >= 0 && j < staged.size())
+            llvm::consumeError(step.bind(j, staged[j]));
+        dropFresh();
+        return e;
+      }
+  for (void *p : staged)
+    step.release(p);
+  staged = std::move(fresh);
   return llvm::Error::success();
 }
 
 llvm::Error HostTensors::download() {
+  if (staged.empty()) // never bound
+    return llvm::Error::success();
   for (auto [i, t] : llvm::enumerate(localIndex))
     if (t >= 0)
       if (llvm::Error e = step.unstage(muirrt_tensor_storage(local, t),

@@ -78,7 +78,7 @@ struct FuseSyrkAllReducePass
                               PassInput::Tensors)))
       return signalPassFailure();
     if (chunkRows < 0) {
-      getOperation().emitError("syrk-chunk-rows must be >= 0, got ")
+      getOperation()->emitError("syrk-chunk-rows must be >= 0, got ")
           << static_cast<int64_t>(chunkRows);
       return signalPassFailure();
     }
@@ -86,7 +86,7 @@ struct FuseSyrkAllReducePass
     populateFuseSyrkAllReducePatterns(patterns, machine, chunkRows);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
     // The SYRKs fused away (and any other that nothing reads).
-    getOperation().walk([](SyrkOp syrk) {
+    getOperation()->walk([](SyrkOp syrk) {
       if (syrk->use_empty())
         syrk.erase();
     });

@@ -1,4 +1,6 @@
 // RUN: muir-opt %s --split-input-file --muir-expand-newton-schulz | FileCheck %s
+// A function pass too: nested under func.func, the same rewrites.
+// RUN: muir-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(muir-expand-newton-schulz))' | FileCheck %s
 
 // Wide: no transposes; one loop over the steps whose body is one step,
 // A = X X^T, B = b A + c A A, X' = a X + B X, the coefficients operands (a

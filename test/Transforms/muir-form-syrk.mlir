@@ -1,4 +1,6 @@
 // RUN: muir-opt %s --split-input-file --muir-form-syrk | FileCheck %s
+// A function pass too: nested under func.func, the same rewrites.
+// RUN: muir-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(muir-form-syrk))' | FileCheck %s
 
 // One Newton-Schulz step as muir-expand-newton-schulz writes it: the Gram
 // matrix X X^T and A A (A symmetric) become SYRK, with b A joining as the

@@ -1,4 +1,6 @@
 // RUN: muir-opt %s --split-input-file --muir-fuse-syrk-all-reduce | FileCheck %s
+// A function pass too: nested under func.func, the same rewrites.
+// RUN: muir-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(muir-fuse-syrk-all-reduce))' | FileCheck %s
 // RUN: muir-opt %s --split-input-file --muir-fuse-syrk-all-reduce=syrk-chunk-rows=5 | FileCheck %s --check-prefix=FIVE
 // RUN: not muir-opt %s --split-input-file --muir-fuse-syrk-all-reduce=syrk-chunk-rows=-1 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not muir-compile %S/../../examples/tiny-moe.yaml --emit=none --syrk-chunk-rows=-1 2>&1 | FileCheck %s --check-prefix=BAD-TOOL

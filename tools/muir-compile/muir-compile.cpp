@@ -361,7 +361,11 @@ static LogicalResult runPipeline(PassManager &pm, ModuleOp module,
   if (verifyEach)
     return success();
   TimingScope verifying = scope.nest("verify");
-  return verify(module);
+  if (succeeded(verify(module)))
+    return success();
+  llvm::errs() << "muir-compile: the IR after " << name
+               << " does not verify; --verify-each names the pass\n";
+  return failure();
 }
 
 /// Lowers `module` from stage `from` to `to` (muir::loweringPhases: the
