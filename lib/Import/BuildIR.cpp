@@ -49,21 +49,6 @@ static muir::GridOp buildGrid(OpBuilder &b, Location loc, StringRef name,
                               StringAttr());
 }
 
-/// The description's split kind as the dialect's.
-static mlir::muir::ShardKind shardKind(desc::ShardKind k) {
-  switch (k) {
-  case desc::ShardKind::TPColumn:
-    return mlir::muir::ShardKind::tp_column;
-  case desc::ShardKind::TPRow:
-    return mlir::muir::ShardKind::tp_row;
-  case desc::ShardKind::FSDP:
-    return mlir::muir::ShardKind::fsdp;
-  case desc::ShardKind::Expert:
-    break;
-  }
-  return mlir::muir::ShardKind::expert;
-}
-
 /// A step argument's `muir.role`.
 static Attribute roleAttr(OpBuilder &b, ArgRole role) {
   return ArgRoleAttr::get(b.getContext(), role);
@@ -841,8 +826,8 @@ void StepBuilder::addParameterArguments() {
         SmallVector<Attribute> shards;
         for (const Sharding &sh : p.shards)
           if (!s.rows || sh.dim + 1 < static_cast<int64_t>(p.shape.size()))
-            shards.push_back(ShardAttr::get(
-                b.getContext(), shardKind(sh.kind), sh.axis, sh.dim));
+            shards.push_back(
+                ShardAttr::get(b.getContext(), sh.kind, sh.axis, sh.dim));
         if (!shards.empty())
           attrs.push_back(
               b.getNamedAttr("muir.shards", b.getArrayAttr(shards)));
@@ -931,8 +916,7 @@ void StepBuilder::addLogitsArguments() {
       SmallVector<Attribute> shards;
       for (const Sharding &sh : q->shards)
         if (sh.dim == 0)
-          shards.push_back(
-              ShardAttr::get(b.getContext(), shardKind(sh.kind), sh.axis, 0));
+          shards.push_back(ShardAttr::get(b.getContext(), sh.kind, sh.axis, 0));
       if (!shards.empty())
         attrs.push_back(b.getNamedAttr("muir.shards", b.getArrayAttr(shards)));
       logitsArg.push_back(argTypes.size());

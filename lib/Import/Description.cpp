@@ -659,12 +659,13 @@ void Reader::readShard(yaml::Node *n, Parameter &p) {
   forEachKey(n, "a shard", {"kind", "axis"}, [&](StringRef key, yaml::Node *v) {
     if (key == "kind") {
       keyGiven = true;
-      if (auto k = oneOf(v, key, {"tp_column", "tp_row", "fsdp", "expert"})) {
+      SmallVector<StringRef> kinds;
+      for (uint32_t k = 0; k <= muir::getMaxEnumValForShardKind(); ++k)
+        kinds.push_back(
+            muir::stringifyShardKind(static_cast<muir::ShardKind>(k)));
+      if (auto k = oneOf(v, key, kinds)) {
         hasKind = true;
-        s.kind = *k == "tp_column" ? ShardKind::TPColumn
-                 : *k == "tp_row"  ? ShardKind::TPRow
-                 : *k == "fsdp"    ? ShardKind::FSDP
-                                   : ShardKind::Expert;
+        s.kind = *muir::symbolizeShardKind(*k);
       }
     } else if (auto a = str(v, key)) {
       s.axis = *a;
@@ -780,9 +781,9 @@ void Reader::readParameter(yaml::Node *n, Description &d) {
   // [E, out, in].
   int64_t rank = p.shape.size();
   for (Sharding &s : p.shards)
-    s.dim = s.kind == ShardKind::TPColumn ? (rank == 3 ? 1 : 0)
-            : s.kind == ShardKind::TPRow  ? rank - 1
-                                          : 0;
+    s.dim = s.kind == muir::ShardKind::tp_column ? (rank == 3 ? 1 : 0)
+            : s.kind == muir::ShardKind::tp_row  ? rank - 1
+                                                 : 0;
   d.params.push_back(std::move(p));
 }
 
@@ -1037,7 +1038,7 @@ FailureOr<Description> Reader::read() {
               (p.name == l.name + ".experts.gate_proj" ||
                p.name == l.name + ".experts.up_proj" ||
                p.name == l.name + ".experts.down_proj")) {
-            p.shards.push_back({ShardKind::Expert, "ep", 0, p.loc});
+            p.shards.push_back({muir::ShardKind::expert, "ep", 0, p.loc});
             p.moeFolding = !d.grid.moeAxes.empty();
           }
   return d;

@@ -153,21 +153,21 @@ LogicalResult mlir::muir::desc::applyLayout(Description &d, const Grid &layout,
     case Role::Mlp:
       if (rank == 2) {
         if (isRowParallel(p.name))
-          add(ShardKind::TPRow, "tp", 1);
+          add(ShardKind::tp_row, "tp", 1);
         else
-          add(ShardKind::TPColumn, "tp", 0);
+          add(ShardKind::tp_column, "tp", 0);
       }
       break;
     case Role::Embedding:
     case Role::Head:
-      add(ShardKind::TPColumn, "tp", 0); // vocabulary-parallel
+      add(ShardKind::tp_column, "tp", 0); // vocabulary-parallel
       break;
     case Role::Expert:
-      add(ShardKind::Expert, "ep", 0);
+      add(ShardKind::expert, "ep", 0);
       if (isRowParallel(p.name))
-        add(ShardKind::TPRow, "etp", 2);
+        add(ShardKind::tp_row, "etp", 2);
       else
-        add(ShardKind::TPColumn, "etp", 1);
+        add(ShardKind::tp_column, "etp", 1);
       break;
     default:
       break;

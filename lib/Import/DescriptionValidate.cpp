@@ -718,7 +718,7 @@ void Validator::checkTraining() {
                           "shared_experts)");
       else
         for (const Sharding &sh : it->shards)
-          if (!w.stack || sh.kind != ShardKind::Expert || sh.axis != "ep")
+          if (!w.stack || sh.kind != muir::ShardKind::expert || sh.axis != "ep")
             fail(sh.loc.line ? sh.loc : it->loc,
                  "training MoE layer '" + l.name + "': '" + name + "' " +
                      (w.stack ? "may only be split by experts over ep"

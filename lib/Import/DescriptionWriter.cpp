@@ -42,20 +42,6 @@ StringRef mlir::muir::desc::stringify(Role role) {
   return "other";
 }
 
-StringRef mlir::muir::desc::stringify(ShardKind kind) {
-  switch (kind) {
-  case ShardKind::TPColumn:
-    return "tp_column";
-  case ShardKind::TPRow:
-    return "tp_row";
-  case ShardKind::FSDP:
-    return "fsdp";
-  case ShardKind::Expert:
-    return "expert";
-  }
-  return "tp_column";
-}
-
 //===----------------------------------------------------------------------===//
 // Writing
 //===----------------------------------------------------------------------===//

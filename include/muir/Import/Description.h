@@ -48,12 +48,10 @@ enum class Role {
   Other
 };
 
-enum class ShardKind {
-  TPColumn, ///< output features (dim 0 of [out, in]) split on a tp axis
-  TPRow,    ///< input features (dim 1 of [out, in]) split on a tp axis
-  FSDP,     ///< dim 0 split on a data-parallel axis
-  Expert    ///< experts (dim 0 of [E, m, n]) split on an expert axis
-};
+/// A shard's kind is the ODS enum ShardKind (MuirEnums.td: tp_column,
+/// the output features, dim 0 of [out, in], on a tp axis; tp_row, the input
+/// features; fsdp, dim 0 on a data-parallel axis; expert, the experts, dim
+/// 0 of [E, m, n], on an expert axis), its names the description's.
 
 struct Sharding {
   ShardKind kind;
@@ -502,7 +500,7 @@ OwningOpRef<ModuleOp> buildLayerModule(MLIRContext &context,
                                        StringRef layer, bool backward);
 
 StringRef stringify(Role role);
-StringRef stringify(ShardKind kind);
+inline StringRef stringify(ShardKind kind) { return stringifyShardKind(kind); }
 
 } // namespace mlir::muir::desc
 
