@@ -332,10 +332,9 @@ def _checks():
                                for k in ("schedule", "scale_mode")}}
     return _CHECKS
 # What the step reads of each group, by the optimizer its parameters take:
-# at every step() (the compiled step's run-time arguments), and when it
-# compiles (a new value compiles a new step).
-_RUN_TIME_KEYS = {"muon": ("lr", "weight_decay", "momentum"),
-                  "adamw": ("lr", "weight_decay", "betas", "eps")}
+# at every step() (the compiled step's run-time arguments: _run_time_keys,
+# from the library's registry), and when it compiles (a new value compiles
+# a new step; which of an optimizer's section keys a group may set).
 _COMPILED_KEYS = {"muon": ("nesterov", "ns_steps", "schedule", "scale_mode",
                            "scale_extra"),
                   "adamw": ()}
@@ -351,6 +350,25 @@ SCHEDULER_KEYS = frozenset(("initial_lr", "max_lr", "min_lr",
 _HYPER_FIELDS = {"lr": ("lr", None), "weight_decay": ("weight_decay", None),
                  "momentum": ("momentum", None), "beta1": ("betas", 0),
                  "beta2": ("betas", 1), "eps": ("eps", None)}
+_run_time = {}
+
+
+def _run_time_keys(optimizer):
+    """The group keys a step reads at every step() for parameters that
+    `optimizer` ("muon", "normuon", "adamw") steps: its run-time
+    hyperparameters (muir.optimizers()[optimizer].hyper, the library's
+    registry) as the group keys they are read from (_HYPER_FIELDS; a field
+    without one is a KeyError here, not a silently unread setting)."""
+    if optimizer not in _run_time:
+        keys = []
+        for field in muir.optimizers()[optimizer].hyper:
+            key = _HYPER_FIELDS[field][0]
+            if key not in keys:
+                keys.append(key)
+        _run_time[optimizer] = tuple(keys)
+    return _run_time[optimizer]
+
+
 # Compiled steps kept in memory (least recently used evicted first).
 DEFAULT_MAX_COMPILED_STEPS = 8
 
@@ -367,7 +385,7 @@ def _group_keys(use_muon, compiled=_COMPILED_KEYS):
     optimizer class's compiled keys by kind)."""
     run, comp = [], []
     for kind in _kinds(use_muon):
-        run += [k for k in _RUN_TIME_KEYS[kind] if k not in run]
+        run += [k for k in _run_time_keys(kind) if k not in run]
         comp += [k for k in compiled[kind] if k not in comp]
     return tuple(run), tuple(comp)
 
@@ -608,7 +626,8 @@ class Muon(torch.optim.Optimizer):
         self._group_defaults["adamw"]["betas"] = tuple(adamw_betas)
         # Only the keys the matrices' groups read (NorMuon has no
         # scale_mode).
-        muon_keys = _RUN_TIME_KEYS["muon"] + self._compiled_keys["muon"]
+        muon_keys = (_run_time_keys(self._matrix_optimizer) +
+                     self._compiled_keys["muon"])
         self._group_defaults["muon"] = {
             k: v for k, v in self._group_defaults["muon"].items()
             if k in muon_keys}
@@ -1185,7 +1204,7 @@ class Muon(torch.optim.Optimizer):
                         ", ".join("'%s'" % k for k in unread),
                         "a key" if len(unread) == 1 else "keys")
                     other = [o for o in ("muon", "adamw") if o not in kinds
-                             and key in _RUN_TIME_KEYS[o] + _COMPILED_KEYS[o]]
+                             and key in _run_time_keys(o) + _COMPILED_KEYS[o]]
                     hint = difflib.get_close_matches(
                         key, read + tuple(sorted(SCHEDULER_KEYS)), 1)
                     if other:
