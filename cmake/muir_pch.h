@@ -1,5 +1,5 @@
-// The MLIR and LLVM headers most of muir's C++ files parse (muir/Passes.h
-// and the dialects' headers pull in these), precompiled once and reused
+// The MLIR and LLVM headers most of muir's C++ files parse (the pass
+// headers and the dialects' pull in these), precompiled once and reused
 // by every MLIR-using target (CMakeLists.txt, MUIR_PCH): each file then
 // skips parsing them. Only third-party headers: muir's own and the
 // generated ones stay in the files that include them.

@@ -11,7 +11,6 @@
 #include "FuzzCommon.h"
 
 #include "muir/Import/Description.h"
-#include "muir/Passes.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 

@@ -9,7 +9,6 @@
 #include "FuzzCommon.h"
 
 #include "muir/Import/Description.h"
-#include "muir/Passes.h"
 
 #include <cstddef>
 #include <cstdint>

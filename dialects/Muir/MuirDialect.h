@@ -103,6 +103,19 @@ FailureOr<GridOp> getRunGrid(ModuleOp module);
 /// The module's grids by folding index: the run's grid, then the grids
 /// that fold it in the module's order (empty without grids).
 FailureOr<SmallVector<GridOp>> getGridsByFoldingIndex(ModuleOp module);
+
+// The names the importer gives locations, which the analyses read (one
+// convention for both; the importer writes them, StepCost reads them).
+/// The location of a trained MoE layer's ops in a step's IR is named
+/// `moe <layer>` (around the layer's place in the description), so that the
+/// plan report counts the layer's work apart from the optimizer's.
+inline constexpr llvm::StringLiteral kTrainedLayerLoc = "moe ";
+
+/// The location of a parameter's update ops (`param <name>`, around the
+/// parameter's place in the description), which the passes carry to what
+/// they make of them (a batched Newton-Schulz fuses its matrices'), so that
+/// the plan report can name the matrices of each Newton-Schulz.
+inline constexpr llvm::StringLiteral kParamLoc = "param ";
 } // namespace mlir::muir
 
 #endif // MUIR_DIALECT_MUIR_MUIRDIALECT_H

@@ -1,6 +1,5 @@
 //===- CostModel.cpp - choosing how Newton-Schulz runs across ranks -------===//
 #include "muir/Analysis/CostModel.h"
-#include "muir/Analysis/PlanReport.h"
 #include "muir/Support/EnumNames.h"
 #include "muir-rt/Runtime.h"
 
@@ -428,4 +427,31 @@ LoadStats mlir::muir::loadStats(ArrayRef<double> weights,
   for (double l : load)
     s.max = std::max(s.max, l);
   return s;
+}
+
+llvm::cl::ValuesClass mlir::muir::nsPrecisionValues() {
+  // The names are the ODS enum's (MuirEnums.td), which the IR prints.
+  return llvm::cl::values(
+      clEnumValN(NSPrecision::f32, stringifyNSPrecision(NSPrecision::f32),
+                 "iterate in f32"),
+      clEnumValN(NSPrecision::bf16, stringifyNSPrecision(NSPrecision::bf16),
+                 "iterate in bf16: products on bf16 operands accumulated "
+                 "in f32, rounded to bf16 (the standard form)"));
+}
+
+double mlir::muir::nsFlops(int64_t m, int64_t n, int64_t steps) {
+  double r = std::min(m, n), c = std::max(m, n);
+  return steps * (4 * r * r * c + 2 * r * r * r);
+}
+
+double mlir::muir::nsFlopsPerformed(int64_t m, int64_t n, int64_t steps,
+                                    bool syrk) {
+  if (!syrk)
+    return nsFlops(m, n, steps);
+  double r = std::min(m, n), c = std::max(m, n);
+  return steps * (r * (r + 1) * c + r * (r + 1) * r + 2 * r * r * c);
+}
+
+int64_t mlir::muir::nsCalls(int64_t steps, bool gram) {
+  return gram ? 2 + 2 * steps + 3 * (steps - 1) + 2 : 1 + 3 * steps;
 }

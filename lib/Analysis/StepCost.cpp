@@ -58,8 +58,8 @@ int64_t argElementBytes(func::FuncOp f, BlockArgument arg) {
 StringRef trainedLayerOf(Location loc) {
   if (auto name = dyn_cast<NameLoc>(loc)) {
     StringRef n = name.getName().getValue();
-    if (n.starts_with(desc::kTrainedLayerLoc))
-      return n.drop_front(desc::kTrainedLayerLoc.size());
+    if (n.starts_with(kTrainedLayerLoc))
+      return n.drop_front(kTrainedLayerLoc.size());
     return trainedLayerOf(name.getChildLoc());
   }
   if (auto fused = dyn_cast<FusedLoc>(loc))
@@ -491,7 +491,7 @@ static SmallVector<StringRef> parametersNamedBy(Location loc) {
   loc->walk([&](Location l) {
     if (auto named = dyn_cast<NameLoc>(l)) {
       StringRef name = named.getName().getValue();
-      if (name.consume_front(desc::kParamLoc) &&
+      if (name.consume_front(kParamLoc) &&
           !llvm::is_contained(names, name))
         names.push_back(name);
     }

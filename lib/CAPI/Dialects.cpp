@@ -7,7 +7,7 @@
 
 #include "Muir/MuirDialect.h"
 #include "MuirExec/MuirExecDialect.h"
-#include "muir/Passes.h"
+#include "muir/Driver/Pipelines.h"
 
 #include "mlir/CAPI/Registration.h"
 

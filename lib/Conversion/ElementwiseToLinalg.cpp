@@ -15,7 +15,8 @@
 // constant does.
 //
 //===----------------------------------------------------------------------===//
-#include "muir/Passes.h"
+#include "muir/Conversion/Passes.h"
+#include "muir/Transforms/PassInput.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
@@ -24,7 +25,7 @@
 
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIRELEMENTWISETOLINALG
-#include "muir/Passes.h.inc"
+#include "muir/Conversion/Passes.h.inc"
 } // namespace mlir::muir
 
 using namespace mlir;

@@ -61,7 +61,7 @@
 
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIREXECTOGPU
-#include "muir/Passes.h.inc"
+#include "muir/Conversion/Passes.h.inc"
 } // namespace mlir::muir
 
 using namespace mlir;

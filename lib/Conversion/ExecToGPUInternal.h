@@ -9,7 +9,8 @@
 #ifndef MUIR_LIB_CONVERSION_EXECTOGPUINTERNAL_H
 #define MUIR_LIB_CONVERSION_EXECTOGPUINTERNAL_H
 
-#include "muir/Passes.h"
+#include "muir/Conversion/Passes.h"
+#include "muir/Transforms/PassInput.h"
 
 #include <utility>
 

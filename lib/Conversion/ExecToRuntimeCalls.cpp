@@ -17,7 +17,8 @@
 // #muir_exec.host memory space here: it is the default one below.
 //
 //===----------------------------------------------------------------------===//
-#include "muir/Passes.h"
+#include "muir/Conversion/Passes.h"
+#include "muir/Transforms/PassInput.h"
 #include "muir/Target/TargetInfo.h"
 #include "muir-rt/Collectives.h"
 
@@ -31,7 +32,7 @@
 
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIREXECTORUNTIMECALLS
-#include "muir/Passes.h.inc"
+#include "muir/Conversion/Passes.h.inc"
 } // namespace mlir::muir
 
 using namespace mlir;

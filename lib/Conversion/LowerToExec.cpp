@@ -35,7 +35,8 @@
 //     since switch results are their preallocated buffers.
 //
 //===----------------------------------------------------------------------===//
-#include "muir/Passes.h"
+#include "muir/Conversion/Passes.h"
+#include "muir/Transforms/PassInput.h"
 
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -46,7 +47,7 @@
 
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIRLOWERTOEXEC
-#include "muir/Passes.h.inc"
+#include "muir/Conversion/Passes.h.inc"
 } // namespace mlir::muir
 
 using namespace mlir;

@@ -8,7 +8,8 @@
 // with its square.
 //
 //===----------------------------------------------------------------------===//
-#include "muir/Passes.h"
+#include "muir/Conversion/Passes.h"
+#include "muir/Transforms/PassInput.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -24,7 +25,7 @@
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIROUTLINELOOPS
 #define GEN_PASS_DEF_MUIRPARALLELLOOPCALLS
-#include "muir/Passes.h.inc"
+#include "muir/Conversion/Passes.h.inc"
 } // namespace mlir::muir
 
 using namespace mlir;

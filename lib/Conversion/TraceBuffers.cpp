@@ -6,11 +6,12 @@
 // inputs agree but whose outputs do not.
 //
 //===----------------------------------------------------------------------===//
-#include "muir/Passes.h"
+#include "muir/Conversion/Passes.h"
+#include "muir/Transforms/PassInput.h"
 
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIRTRACEBUFFERS
-#include "muir/Passes.h.inc"
+#include "muir/Conversion/Passes.h.inc"
 } // namespace mlir::muir
 
 using namespace mlir;

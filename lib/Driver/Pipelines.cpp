@@ -4,14 +4,13 @@
 // be run on its own in muir-opt and the tools run exactly the same thing.
 //
 //===----------------------------------------------------------------------===//
-#include "muir/Passes.h"
+#include "muir/Conversion/Passes.h"
+#include "muir/Driver/Pipelines.h"
+#include "muir/Transforms/Passes.h"
 #include "muir/Support/EnumNames.h"
 
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/Passes.h"
 
 #include <set>
@@ -175,7 +174,8 @@ StringRef optionKind(int64_t) { return "integer"; }
 } // namespace
 
 void mlir::muir::registerMuirPassesAndPipelines() {
-  registerMuirPasses();
+  registerMuirTransformsPasses();
+  registerMuirConversionPasses();
   PassPipelineRegistration<ToExecOptions>(
       "muir-to-exec",
       "high-level muir IR to exec IR (distribute, decompose, batch and "
@@ -401,36 +401,6 @@ ArrayRef<OptionInfo> mlir::muir::stepOptions() {
   return all;
 }
 
-llvm::cl::ValuesClass mlir::muir::nsPrecisionValues() {
-  // The names are the ODS enum's (MuirEnums.td), which the IR prints.
-  return llvm::cl::values(
-      clEnumValN(NSPrecision::f32, stringifyNSPrecision(NSPrecision::f32),
-                 "iterate in f32"),
-      clEnumValN(NSPrecision::bf16, stringifyNSPrecision(NSPrecision::bf16),
-                 "iterate in bf16: products on bf16 operands accumulated "
-                 "in f32, rounded to bf16 (the standard form)"));
-}
-
-/// The orders of sums, declared once (EnumNames.h).
-static constexpr EnumName<Determinism> determinisms[] = {
-    {Determinism::Off, "false",
-     "the libraries' fastest sums (MPI_Allreduce, ncclAllReduce)"},
-    {Determinism::On, "true",
-     "fixed orders: the same bits on every run of one layout"},
-    {Determinism::LayoutInvariant, "layout-invariant",
-     "orders fixed by the global tensors: the same bits on every layout "
-     "(dp, ep, tp, fsdp) of one description and global batch (CPU; one "
-     "BLAS thread a rank, Newton-Schulz of split matrices duplicated)"},
-};
-
-StringRef mlir::muir::stringify(Determinism determinism) {
-  return enumName(determinisms, determinism);
-}
-
-llvm::cl::ValuesClass mlir::muir::determinismValues() {
-  return enumValues(determinisms);
-}
-
 void mlir::muir::dropMuirArgAttrs(FunctionOpInterface function) {
   for (unsigned i = 0; i < function.getNumArguments(); ++i) {
     SmallVector<NamedAttribute> kept;
@@ -440,13 +410,4 @@ void mlir::muir::dropMuirArgAttrs(FunctionOpInterface function) {
           kept.push_back(attr);
     function.setArgAttrs(i, kept);
   }
-}
-
-void mlir::muir::registerMuirDialects(DialectRegistry &registry) {
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  // gpu-module-to-binary translates the kernels' modules to LLVM IR.
-  registerAllToLLVMIRTranslations(registry);
-  registry.insert<MuirDialect, muir_exec::MuirExecDialect>();
-  registerBufferizableOpInterfaceExternalModels(registry);
 }

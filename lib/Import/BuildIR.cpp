@@ -20,7 +20,6 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Import/Description.h"
-#include "muir/Passes.h"
 
 #include "mlir/IR/Builders.h"
 

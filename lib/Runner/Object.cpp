@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Runner/Step.h"
+#include "MuirExec/MuirExecDialect.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "StepImpl.h"
 
+#include "MuirExec/MuirExecDialect.h"
+#include "muir/Conversion/Passes.h"
 #include "muir/Driver/Diagnostics.h"
 #include "muir/Driver/PipelineFlags.h"
 #include "muir/Import/Description.h"
@@ -213,7 +215,7 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
   Impl &I = *step->impl;
   I.sourceText = source.str();
   I.filename = filename.str();
-  registerMuirDialects(I.registry);
+  registerStepDialects(I.registry);
   I.context = std::make_unique<MLIRContext>(I.registry);
   MLIRContext &context = *I.context;
   // Diagnostics point at the description (file:line:col); a whole step's

@@ -12,13 +12,14 @@
 // read a result before the stack exists move after it (all are pure).
 //
 //===----------------------------------------------------------------------===//
-#include "muir/Passes.h"
+#include "muir/Transforms/PassInput.h"
+#include "muir/Transforms/Passes.h"
 
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIRBATCHNEWTONSCHULZ
-#include "muir/Passes.h.inc"
+#include "muir/Transforms/Passes.h.inc"
 } // namespace mlir::muir
 
 using namespace mlir;

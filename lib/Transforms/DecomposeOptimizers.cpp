@@ -5,7 +5,8 @@
 // and batching) see every orthogonalisation as its own op.
 //
 //===----------------------------------------------------------------------===//
-#include "muir/Passes.h"
+#include "muir/Transforms/PassInput.h"
+#include "muir/Transforms/Passes.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
@@ -15,7 +16,7 @@
 
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIRDECOMPOSEOPTIMIZERS
-#include "muir/Passes.h.inc"
+#include "muir/Transforms/Passes.h.inc"
 } // namespace mlir::muir
 
 using namespace mlir;

@@ -9,14 +9,15 @@
 // (`muir.ns_form`, `muir.ns_form_cost`) moves to the normalisation.
 //
 //===----------------------------------------------------------------------===//
-#include "muir/Passes.h"
+#include "muir/Transforms/PassInput.h"
+#include "muir/Transforms/Passes.h"
 #include "muir/Transforms/NewtonSchulzSteps.h"
 
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIREXPANDNEWTONSCHULZ
-#include "muir/Passes.h.inc"
+#include "muir/Transforms/Passes.h.inc"
 } // namespace mlir::muir
 
 using namespace mlir;

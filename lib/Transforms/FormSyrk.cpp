@@ -13,13 +13,14 @@
 // symmetric tensor. Everything else, B X + a X included, stays a GEMM.
 //
 //===----------------------------------------------------------------------===//
-#include "muir/Passes.h"
+#include "muir/Transforms/PassInput.h"
+#include "muir/Transforms/Passes.h"
 
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIRFORMSYRK
-#include "muir/Passes.h.inc"
+#include "muir/Transforms/Passes.h.inc"
 } // namespace mlir::muir
 
 using namespace mlir;

@@ -11,13 +11,14 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Analysis/CostModel.h"
-#include "muir/Passes.h"
+#include "muir/Transforms/PassInput.h"
+#include "muir/Transforms/Passes.h"
 
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIRFUSESYRKALLREDUCE
-#include "muir/Passes.h.inc"
+#include "muir/Transforms/Passes.h.inc"
 } // namespace mlir::muir
 
 using namespace mlir;

@@ -21,7 +21,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Analysis/CostModel.h"
-#include "muir/Passes.h"
+#include "muir/Transforms/PassInput.h"
+#include "muir/Transforms/Passes.h"
 #include "muir/Transforms/GramForm.h"
 #include "muir/Transforms/NewtonSchulzSteps.h"
 
@@ -29,7 +30,7 @@
 
 namespace mlir::muir {
 #define GEN_PASS_DEF_MUIRGRAMNEWTONSCHULZ
-#include "muir/Passes.h.inc"
+#include "muir/Transforms/Passes.h.inc"
 } // namespace mlir::muir
 
 using namespace mlir;

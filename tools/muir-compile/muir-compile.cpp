@@ -8,11 +8,11 @@
 // files are written only when everything succeeded.
 //
 //===----------------------------------------------------------------------===//
-#include "muir/Analysis/PlanReport.h"
+#include "muir/Report/PlanReport.h"
 #include "muir/Analysis/StepCost.h"
 #include "muir/Import/Description.h"
 #include "muir/Driver/PipelineFlags.h"
-#include "muir/Passes.h"
+#include "muir/Driver/Pipelines.h"
 #include "muir/Runner/Step.h"
 #include "muir/Support/Files.h"
 #include "muir/Support/Nesting.h"

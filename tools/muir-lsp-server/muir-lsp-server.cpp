@@ -6,7 +6,7 @@
 // beside every upstream dialect the pipelines emit.
 //
 //===----------------------------------------------------------------------===//
-#include "muir/Passes.h"
+#include "muir/Driver/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-lsp-server/MlirLspServerMain.h"

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir/Support/Nesting.h"
-#include "muir/Passes.h"
+#include "muir/Driver/Pipelines.h"
 #include "muir/Support/Files.h"
 #include "muir/Support/VersionPrinter.h"
 

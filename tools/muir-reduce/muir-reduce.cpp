@@ -7,7 +7,7 @@
 // pipelines may name them.
 //
 //===----------------------------------------------------------------------===//
-#include "muir/Passes.h"
+#include "muir/Driver/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"

@@ -19,6 +19,7 @@
 #define MUIR_ANALYSIS_COSTMODEL_H
 
 #include "Muir/MuirDialect.h"
+#include "muir/Support/EnumFlags.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
@@ -35,6 +36,9 @@ namespace mlir::muir {
 StringRef stringify(Machine machine);
 /// The values the machine flags and pass options accept.
 llvm::cl::ValuesClass machineValues();
+/// The values the ns-precision flags and pass options accept (the ODS
+/// enum NSPrecision's names).
+llvm::cl::ValuesClass nsPrecisionValues();
 
 struct Link {
   double alpha; ///< seconds per message
@@ -227,6 +231,25 @@ struct LoadStats {
 LoadStats loadStats(ArrayRef<double> weights, ArrayRef<int64_t> owners,
                     int64_t ranks);
 
+/// Newton-Schulz flops of `steps` iterations on one m x n matrix with the
+/// GEMM path: per step 4 r^2 c + 2 r^3, r = min(m, n), c = max(m, n).
+double nsFlops(int64_t m, int64_t n, int64_t steps);
+/// The flops the runtime performs for it: with `syrk` (muir-form-syrk) the
+/// Gram matrix and A A are symmetric rank-k updates, r (r + 1) c and
+/// r (r + 1) r, and B X stays a GEMM, 2 r^2 c.
+double nsFlopsPerformed(int64_t m, int64_t n, int64_t steps, bool syrk);
+/// The runtime calls of one Newton-Schulz op: the normalisation and 3 a
+/// step in the standard form; in the Gram form A0, its normalisation, 2 a
+/// step (B, Q), 3 a step but the last (P^2, its diagonal, A P^2), the
+/// scaled f32 copy of Q and the product.
+int64_t nsCalls(int64_t steps, bool gram);
+
 } // namespace mlir::muir
+
+MUIR_ENUM_FLAG(mlir::muir::NSPrecision)
+MUIR_ENUM_FLAG(mlir::muir::NewtonSchulzMode)
+MUIR_ENUM_FLAG(mlir::muir::NSFormOption)
+MUIR_ENUM_FLAG(mlir::muir::Machine)
+MUIR_ENUM_FLAG(mlir::muir::DpAssign)
 
 #endif // MUIR_ANALYSIS_COSTMODEL_H

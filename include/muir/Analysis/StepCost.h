@@ -12,17 +12,58 @@
 //    group's axes;
 //  - parameter and optimizer-state bytes: the step's arguments of those
 //    roles, as this rank holds them.
-// Ops of a trained MoE layer (a location named desc::kTrainedLayerLoc
-// + the layer, as the IR builder gives them) are counted apart, per layer, not in the optimizer's.
+// Ops of a trained MoE layer (a location named kTrainedLayerLoc + the
+// layer, as the IR builder gives them) are counted apart, per layer, not in
+// the optimizer's.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MUIR_ANALYSIS_STEPCOST_H
 #define MUIR_ANALYSIS_STEPCOST_H
 
-#include "muir/Analysis/PlanReport.h"
+#include "muir/Analysis/CostModel.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::muir {
+
+struct RankCost {
+  int64_t paramBytes = 0;
+  int64_t optimizerStateBytes = 0;
+  double nsFlops = 0;
+  std::map<std::string, int64_t> collectiveBytes; ///< per grid axis
+  int64_t runtimeCalls = 0;          ///< with batching (if on)
+  int64_t runtimeCallsUnbatched = 0; ///< one Newton-Schulz per matrix
+
+  bool operator==(const RankCost &o) const {
+    return paramBytes == o.paramBytes &&
+           optimizerStateBytes == o.optimizerStateBytes &&
+           nsFlops == o.nsFlops && collectiveBytes == o.collectiveBytes &&
+           runtimeCalls == o.runtimeCalls &&
+           runtimeCallsUnbatched == o.runtimeCallsUnbatched;
+  }
+};
+
+/// How one split Muon matrix runs its Newton-Schulz and what the model
+/// says it costs.
+struct MatrixPlan {
+  std::string name;
+  NewtonSchulzMode mode = NewtonSchulzMode::duplicated;
+  double modelledSeconds = 0;
+  std::string why;
+  int64_t dpOwner = -1; ///< the dp rank that runs it, -1 every rank
+};
+
+/// The form one Muon parameter's Newton-Schulz runs in (of the matrices a
+/// rank orthogonalises whole, or its block of a blockwise split), as
+/// muir-gram-newton-schulz picks it, with both modelled times per matrix.
+struct FormPlan {
+  std::string name;
+  int64_t rows = 0, cols = 0;
+  int64_t batch = 1; ///< the matrices its Newton-Schulz op takes at once
+  bool gram = false;
+  bool requested = false; ///< --ns-form=standard|gram, not the model
+  /// Both forms' modelled times per matrix: the op's over its batch.
+  double standardSeconds = 0, gramSeconds = 0;
+};
 
 /// A Muon matrix muir-distribute shared out over dp.
 struct OwnedMatrix {
@@ -57,7 +98,7 @@ LogicalResult analyzeStepCosts(ModuleOp module, StepCosts &costs,
 /// `muir.modelled_ms`, `muir.dp_owner`, `muir.dp_weight`) and
 /// muir-gram-newton-schulz's forms (`muir.ns_form`, `muir.ns_form_cost`
 /// on the op each Newton-Schulz left, named by its location's
-/// desc::kParamLoc parts) into `costs`.
+/// kParamLoc parts) into `costs`.
 LogicalResult analyzeDecisions(ModuleOp planned, StepCosts &costs,
                                std::string &error);
 

@@ -9,7 +9,7 @@
 #ifndef MUIR_DRIVER_PIPELINEFLAGS_H
 #define MUIR_DRIVER_PIPELINEFLAGS_H
 
-#include "muir/Passes.h"
+#include "muir/Driver/Pipelines.h"
 #include "muir/Support/VersionPrinter.h"
 
 #include "llvm/ADT/Twine.h"

@@ -11,6 +11,7 @@
 #define MUIR_IMPORT_DESCRIPTION_H
 
 #include "Muir/MuirDialect.h"
+#include "muir/Support/Determinism.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -24,7 +25,6 @@
 #include <vector>
 
 namespace mlir::muir {
-enum class Determinism; // muir/Passes.h
 } // namespace mlir::muir
 
 namespace mlir::muir::desc {
@@ -471,16 +471,6 @@ LogicalResult validate(
 /// back to the same description).
 void writeDescription(const Description &d, llvm::raw_ostream &os);
 
-/// The location of a trained MoE layer's ops in a step's IR is named
-/// `moe <layer>` (around the layer's place in the description), so that the
-/// plan report counts the layer's work apart from the optimizer's.
-inline constexpr llvm::StringLiteral kTrainedLayerLoc = "moe ";
-
-/// The location of a parameter's update ops (`param <name>`, around the
-/// parameter's place in the description), which the passes carry to what
-/// they make of them (a batched Newton-Schulz fuses its matrices'), so that
-/// the plan report can name the matrices of each Newton-Schulz.
-inline constexpr llvm::StringLiteral kParamLoc = "param ";
 
 /// Builds the high-level IR of one optimizer step for `d`, its sums ordered
 /// as `determinism` says (with LayoutInvariant, an MoE layer whose folding

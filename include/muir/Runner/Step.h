@@ -12,7 +12,7 @@
 #ifndef MUIR_RUNNER_STEP_H
 #define MUIR_RUNNER_STEP_H
 
-#include "muir/Passes.h"
+#include "muir/Driver/Pipelines.h"
 #include "muir/Runner/Role.h"
 #include "muir/Runner/State.h"
 

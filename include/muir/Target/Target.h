@@ -8,6 +8,7 @@
 #ifndef MUIR_TARGET_TARGET_H
 #define MUIR_TARGET_TARGET_H
 
+#include "muir/Support/EnumFlags.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
 
@@ -21,5 +22,7 @@ llvm::StringRef stringify(Target target);
 llvm::cl::ValuesClass targetValues();
 
 } // namespace mlir::muir
+
+MUIR_ENUM_FLAG(mlir::muir::Target)
 
 #endif // MUIR_TARGET_TARGET_H

@@ -1,5 +1,5 @@
 //===- PlanReport.cpp - what a compiled step costs per rank ---------------===//
-#include "muir/Analysis/PlanReport.h"
+#include "muir/Report/PlanReport.h"
 #include "muir/Analysis/StepCost.h"
 #include "muir-rt/Runtime.h"
 
@@ -9,23 +9,6 @@
 using namespace mlir;
 using namespace mlir::muir;
 using namespace mlir::muir::desc;
-
-double mlir::muir::nsFlops(int64_t m, int64_t n, int64_t steps) {
-  double r = std::min(m, n), c = std::max(m, n);
-  return steps * (4 * r * r * c + 2 * r * r * r);
-}
-
-double mlir::muir::nsFlopsPerformed(int64_t m, int64_t n, int64_t steps,
-                                    bool syrk) {
-  if (!syrk)
-    return nsFlops(m, n, steps);
-  double r = std::min(m, n), c = std::max(m, n);
-  return steps * (r * (r + 1) * c + r * (r + 1) * r + 2 * r * r * c);
-}
-
-int64_t mlir::muir::nsCalls(int64_t steps, bool gram) {
-  return gram ? 2 + 2 * steps + 3 * (steps - 1) + 2 : 1 + 3 * steps;
-}
 
 // The bytes a rank sends in an all_reduce of count floats over g ranks, as
 // the runtime counts them (runtime/cpu/Dist.cpp), averaged over the group's
