@@ -259,12 +259,14 @@ FailureOr<GridOp> mlir::muir::getRunGrid(ModuleOp module) {
   for (GridOp g : module.getOps<GridOp>()) {
     if (g.getFolds())
       continue;
-    if (run)
-      return g.emitOpError("is a second grid that folds no other (the first "
-                           "is @")
-             << run.getSymName()
-             << "): a run has one grid, and the others name it with "
-                "`folds`";
+    if (run) {
+      InFlightDiagnostic diag =
+          g.emitOpError("is a second grid that folds no other: a run has "
+                        "one grid, and the others name it with `folds`");
+      diag.attachNote(run.getLoc())
+          << "the first grid that folds no other, @" << run.getSymName();
+      return diag;
+    }
     run = g;
   }
   return run;

@@ -213,6 +213,17 @@ private:
   std::optional<bool> boolean(yaml::Node *n, StringRef key);
   std::optional<std::string> oneOf(yaml::Node *n, StringRef key,
                                    ArrayRef<StringRef> choices);
+  /// One of the ODS enum E's names (its values 0..maxValue, which its
+  /// getMaxEnumValFor* gives), as E.
+  template <typename E>
+  std::optional<E> oneOfEnum(yaml::Node *n, StringRef key, unsigned maxValue) {
+    SmallVector<StringRef> names;
+    for (unsigned value = 0; value <= maxValue; ++value)
+      names.push_back(muir::stringifyEnum(static_cast<E>(value)));
+    if (auto name = oneOf(n, key, names))
+      return muir::symbolizeEnum<E>(*name);
+    return std::nullopt;
+  }
   /// An optimizer setting's value, checked by its SettingSpec (a real or
   /// integer in its range, or one of its names).
   std::optional<double> realSetting(yaml::Node *n, StringRef key) {
@@ -659,13 +670,10 @@ void Reader::readShard(yaml::Node *n, Parameter &p) {
   forEachKey(n, "a shard", {"kind", "axis"}, [&](StringRef key, yaml::Node *v) {
     if (key == "kind") {
       keyGiven = true;
-      SmallVector<StringRef> kinds;
-      for (uint32_t k = 0; k <= muir::getMaxEnumValForShardKind(); ++k)
-        kinds.push_back(
-            muir::stringifyShardKind(static_cast<muir::ShardKind>(k)));
-      if (auto k = oneOf(v, key, kinds)) {
+      if (auto k = oneOfEnum<muir::ShardKind>(
+              v, key, muir::getMaxEnumValForShardKind())) {
         hasKind = true;
-        s.kind = *muir::symbolizeShardKind(*k);
+        s.kind = *k;
       }
     } else if (auto a = str(v, key)) {
       s.axis = *a;
@@ -758,13 +766,9 @@ void Reader::readParameter(yaml::Node *n, Description &d) {
           if (auto x = boolean(v, key))
             p.moeFolding = *x;
         } else if (key == "ns_mode") {
-          SmallVector<StringRef> modes;
-          for (uint32_t m = 0; m <= muir::getMaxEnumValForNewtonSchulzMode();
-               ++m)
-            modes.push_back(muir::stringifyNewtonSchulzMode(
-                static_cast<muir::NewtonSchulzMode>(m)));
-          if (auto x = oneOf(v, key, modes))
-            p.nsMode = muir::symbolizeNewtonSchulzMode(*x);
+          if (auto mode = oneOfEnum<muir::NewtonSchulzMode>(
+                  v, key, muir::getMaxEnumValForNewtonSchulzMode()))
+            p.nsMode = mode;
         }
       });
   if (!isa_and_nonnull<yaml::MappingNode>(n))

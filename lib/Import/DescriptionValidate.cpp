@@ -449,8 +449,7 @@ bool Validator::checkNameAndSize(const Parameter &p, int64_t &totalElements,
   if (!inserted) {
     const Parameter &first = *it->second;
     failWithNote(p.loc,
-                 "duplicate parameter name '" + p.name +
-                     "' (first at line " + Twine(first.loc.line) + ")",
+                 "duplicate parameter name '" + p.name + "'",
                  first.nameLoc.line ? first.nameLoc : first.loc,
                  "'" + p.name + "' first named here");
   } else if (usable) {

@@ -85,8 +85,9 @@ func.func @other_folding(%e: tensor<8x16x8xf32> {muir.name = "e", muir.shards = 
 
 // -----
 
+// expected-note@+1 {{the first grid that folds no other, @world}}
 muir.grid @world axes = ["dp"] shape = [2]
-// expected-error@+1 {{'muir.grid' op is a second grid that folds no other (the first is @world): a run has one grid, and the others name it with `folds`}}
+// expected-error@+1 {{'muir.grid' op is a second grid that folds no other: a run has one grid, and the others name it with `folds`}}
 muir.grid @other axes = ["ep"] shape = [2]
 func.func @two_run_grids(%b: tensor<8xf32> {muir.name = "b", muir.shards = [#muir.shard<fsdp, "dp", 0>]}) {
   return
