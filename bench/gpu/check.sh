@@ -55,7 +55,7 @@ export LD_LIBRARY_PATH="$libdirs:${LD_LIBRARY_PATH:-}"
   "$cublas_so" "$cublaslt_so" "$nccl_so" -o "$work/libmuir_rt_cuda.so" || exit 1
 c++ -O2 -g -rdynamic -std=c++17 -I "$root/include" -I "$root/runtime/include" \
   "$root/bench/gpu/muir-step-runner.cpp" "$root/lib/Runner/StepCore.cpp" \
-  "$root/lib/Support/Version.cpp" "$root/runtime/cpu/Host.cpp" "$root/runtime/cpu/Npy.cpp" "$root/runtime/cpu/Staging.cpp" -ldl -pthread -o "$work/muir-step-runner" || exit 1
+  "$root/lib/Support/Version.cpp" "$root/runtime/cpu/Host.cpp" "$root/runtime/cpu/Npy.cpp" "$root/runtime/cpu/TensorFiles.cpp" "$root/runtime/cpu/Staging.cpp" -ldl -pthread -o "$work/muir-step-runner" || exit 1
 c++ -O2 -std=c++17 -I "$root/runtime/include" "$root/bench/gpu/gram_rate.cpp" \
   "$work/libmuir_rt_cuda.so" -Wl,-rpath,"$work" -o "$work/gram-rate" || exit 1
 for o in "$pre"/*.o; do

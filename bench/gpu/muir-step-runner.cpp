@@ -29,6 +29,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "muir-rt/Runtime.h"
+#include "muir-rt/TensorFiles.h"
 #include "muir/Runner/StepCore.h"
 #include "muir/Step.h"
 #include "muir/Support/Version.h"

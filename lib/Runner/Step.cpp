@@ -38,6 +38,7 @@
 
 #include <cstdlib>
 #include <cmath>
+#include <limits>
 #include <dlfcn.h>
 #include <mutex>
 
@@ -55,6 +56,43 @@ int64_t Argument::numel() const {
   for (int64_t d : shape)
     n *= d;
   return n;
+}
+
+std::pair<double, double>
+runner::expectedBand(ArrayRef<std::array<double, 3>> table, int64_t steps) {
+  // Log-spaced: the polynomials change fastest near 0.
+  constexpr int kSamples = 20000;
+  // Past the table the last polynomial repeats: a sample that comes back
+  // to where it was two steps before stays in that cycle (of one or two
+  // values), so its value at `steps` follows from the parity. One that
+  // has not settled after this many repeats is taken as it is then.
+  constexpr int64_t kMaxRepeats = 10000;
+  double low = std::numeric_limits<double>::infinity(), high = -low;
+  if (table.empty())
+    return {low, high};
+  int64_t len = static_cast<int64_t>(table.size());
+  for (int i = 0; i <= kSamples; ++i) {
+    double x = kBandFloor *
+               std::pow(1.0 / kBandFloor, static_cast<double>(i) / kSamples);
+    double previous = std::nan(""); // x_{k-1}
+    for (int64_t k = 0; k < steps; ++k) {
+      const auto &[a, b, c] = table[std::min(k, len - 1)];
+      double x2 = x * x;
+      double next = x * (a + x2 * (b + c * x2)); // x_{k+1}
+      if (k >= len && next == previous) {
+        // x_{k+1} == x_{k-1}: x_steps is x_{k+1} or x_k by parity.
+        x = (steps - (k + 1)) % 2 == 0 ? next : x;
+        break;
+      }
+      previous = x;
+      x = next;
+      if (k >= len + kMaxRepeats)
+        break;
+    }
+    low = std::min(low, x);
+    high = std::max(high, x);
+  }
+  return {low, high};
 }
 
 int64_t runner::groupSize(llvm::ArrayRef<Folding> grids, int64_t mask) {

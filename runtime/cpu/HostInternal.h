@@ -1,21 +1,27 @@
 //===- HostInternal.h - what Host.cpp and Npy.cpp share ---------*- C++ -*-===//
 //
-// The runtime's host half is two files: Host.cpp (tensors, seeding,
-// directories, metrics) and Npy.cpp (the .npy format). These are the
-// helpers both use; nothing here is part of the runtime's C API.
+// The runtime's host half: Host.cpp (tensors, seeding, metrics), and the
+// tensors' files, TensorFiles.cpp (directories, single files) and Npy.cpp
+// (the .npy format). These are the types and helpers they share; nothing
+// here is part of the runtime's C API.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MUIR_RUNTIME_CPU_HOSTINTERNAL_H
 #define MUIR_RUNTIME_CPU_HOSTINTERNAL_H
+
+#include "muir-rt/Runtime.h"
 
 #include <sys/types.h>
 #include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <exception>
 #include <new>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace [[gnu::visibility("hidden")]] muirrt_host {
@@ -23,6 +29,71 @@ namespace [[gnu::visibility("hidden")]] muirrt_host {
 constexpr int32_t kMaxRank = 8;
 /// Tensors' data alignment, and the .npy data offset's.
 constexpr size_t kAlign = 64;
+
+/// Frees what the tensor owns; a tensor sharing another's storage
+/// (muirrt_tensor_add_alias) owns none.
+struct FreeDeleter {
+  bool owned = true;
+  void operator()(void *p) const {
+    if (owned)
+      std::free(p);
+  }
+};
+
+struct Tensor {
+  std::string name;
+  int32_t rank = 0;
+  int64_t shape[kMaxRank] = {};
+  int64_t numel = 0;
+  int32_t role = 0;
+  int32_t dtype = MUIRRT_DTYPE_F32;
+  double initStd = -1; ///< seeded N(0, initStd^2); < 0: the role's default
+  bool loaded = false;
+  std::unique_ptr<void, FreeDeleter> data;
+  int32_t elementSize() const { return dtype == MUIRRT_DTYPE_F64 ? 8 : 4; }
+};
+
+inline const char *npyDescr(int32_t elementSize) {
+  return elementSize == 8 ? "'<f8' (float64)" : "'<f4' (float32)";
+}
+
+/// Tensor `index` of `ctx`, or null.
+const Tensor *getTensor(const MuirRtContext *ctx, int32_t index);
+
+/// The runs of a rank's part [shape] at `offset` of a whole [global]
+/// tensor, row by row of the last dimension, adjacent rows joined:
+/// fn(whole's first element, part's first element, count).
+template <typename Fn>
+void forEachRun(int32_t rank, const int64_t *global, const int64_t *offset,
+                const int64_t *shape, Fn fn) {
+  int64_t rowLen = rank ? shape[rank - 1] : 1, rows = 1;
+  for (int32_t d = 0; d + 1 < rank; ++d)
+    rows *= shape[d];
+  if (rowLen == 0 || rows == 0)
+    return;
+  int64_t runWhole = -1, runPart = 0, runLen = 0;
+  int64_t idx[kMaxRank] = {};
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rem = r;
+    for (int32_t d = rank - 2; d >= 0; --d) {
+      idx[d] = rem % shape[d];
+      rem /= shape[d];
+    }
+    int64_t at = 0;
+    for (int32_t d = 0; d < rank; ++d)
+      at = at * global[d] + offset[d] + (d + 1 < rank ? idx[d] : 0);
+    if (runWhole >= 0 && at == runWhole + runLen) {
+      runLen += rowLen;
+      continue;
+    }
+    if (runWhole >= 0)
+      fn(runWhole, runPart, runLen);
+    runWhole = at;
+    runPart = r * rowLen;
+    runLen = rowLen;
+  }
+  fn(runWhole, runPart, runLen);
+}
 
 /// Sets the runtime's last error (muirrt_last_error) and returns 1.
 int fail(std::string message);
@@ -107,5 +178,12 @@ int writeTemp(const std::string &path, const void *data, int32_t elementSize,
 int renameInto(const std::string &tmp, const std::string &path);
 
 } // namespace muirrt_host
+
+/// The runtime's context (muir-rt/Runtime.h's opaque MuirRtContext): its
+/// tensors, by index and by name.
+struct MuirRtContext {
+  std::vector<muirrt_host::Tensor> tensors;
+  std::unordered_map<std::string, int32_t> byName;
+};
 
 #endif // MUIR_RUNTIME_CPU_HOSTINTERNAL_H

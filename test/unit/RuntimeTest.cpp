@@ -9,6 +9,7 @@
 
 #include "muir-rt/EntryTable.h"
 #include "muir-rt/Runtime.h"
+#include "muir-rt/TensorFiles.h"
 
 #include <gtest/gtest.h>
 

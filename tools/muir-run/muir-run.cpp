@@ -13,6 +13,9 @@
 #include "muir/Driver/PipelineFlags.h"
 #include "muir/Runner/State.h"
 #include "muir/Runner/Step.h"
+#include "muir/Tooling/HostTensors.h"
+#include "muir/Tooling/Launcher.h"
+#include "muir/Tooling/RunChecks.h"
 #include "muir/Support/Files.h"
 #include "muir/Support/VersionPrinter.h"
 
@@ -29,6 +32,7 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 namespace runner = mlir::muir::runner;
+namespace tooling = mlir::muir::tooling;
 
 static muir_run::RunFlags opt;
 static muir::PipelineFlags flags;
@@ -136,11 +140,11 @@ static llvm::Expected<std::unique_ptr<runner::Step>> loadStep(
 static llvm::Error checkTargets(runner::Step &step) {
   if (runner::underMPI())
     return llvm::Error::success();
-  if (auto e = runner::checkRanks(step, opt.numRanks))
+  if (auto e = tooling::checkRanks(step, opt.numRanks))
     return e;
   if (auto e = opt.loadDir.empty()
                    ? llvm::Error::success()
-                   : runner::checkLoadDir("--load", opt.loadDir))
+                   : tooling::checkLoadDir("--load", opt.loadDir))
     return e;
   if (auto e = opt.saveState.empty()
                    ? llvm::Error::success()
@@ -148,18 +152,18 @@ static llvm::Error checkTargets(runner::Step &step) {
     return e;
   if (auto e = opt.traceFile.empty()
                    ? llvm::Error::success()
-                   : runner::checkTraceTarget(opt.traceFile, step.devices()))
+                   : tooling::checkTraceTarget(opt.traceFile, step.devices()))
     return e;
   return opt.dumpDir.empty() ? llvm::Error::success()
-                             : runner::checkDumpTarget(opt.dumpDir, step);
+                             : tooling::checkDumpTarget(opt.dumpDir, step);
 }
 
 /// Every rank looks; if any found a non-finite value, the lowest such rank
 /// says where (one line) and all of them stop, writing nothing.
 static bool stopOnNonFinite(runner::Step &step, int64_t at, StringRef what,
                             StringRef when,
-                            const runner::HostTensors::NonFinite &found) {
-  return runner::stopOnNonFinite(step, "muir-run", at, what, when, found,
+                            const tooling::HostTensors::NonFinite &found) {
+  return tooling::stopOnNonFinite(step, "muir-run", at, what, when, found,
                                  what != "loss of MoE layer");
 }
 
@@ -172,7 +176,7 @@ struct Timing {
 /// Runs steps firstStep .. firstStep + factors.size() - 1, each with its
 /// lr factor, checking the gradients before it and a trained layer's loss
 /// after it, printing the table (unless --quiet); non-zero on failure.
-static int runSteps(runner::Step &step, runner::HostTensors &tensors,
+static int runSteps(runner::Step &step, tooling::HostTensors &tensors,
                     int64_t firstStep, ArrayRef<double> factors, bool cuda,
                     Timing &t) {
   bool table = !opt.quiet;
@@ -198,7 +202,7 @@ static int runSteps(runner::Step &step, runner::HostTensors &tensors,
         hyper[a.hyperIndex] =
             a.defaultValue * (StringRef(a.name).ends_with(".lr") ? factor : 1);
     muirrt_observations_clear();
-    runner::testFault(step.rank(), s);
+    tooling::testFault(step.rank(), s);
     // The step's time includes its checks. Gradients are checked before
     // the step applies them (on the GPU, once: they were uploaded).
     auto start = std::chrono::steady_clock::now();
@@ -237,7 +241,7 @@ static int runSteps(runner::Step &step, runner::HostTensors &tensors,
 
 /// After the last step: nothing non-finite is written, then the comm
 /// stats, the trace, the dump and the saved state; non-zero on failure.
-static int writeResults(runner::Step &step, runner::HostTensors &tensors,
+static int writeResults(runner::Step &step, tooling::HostTensors &tensors,
                         int64_t lastStep) {
   int64_t rank = step.rank();
   bool printing = !opt.quiet && rank == 0;
@@ -252,7 +256,7 @@ static int writeResults(runner::Step &step, runner::HostTensors &tensors,
     return 1;
   // Before the dump, whose gathers are counted too.
   if (opt.commStats)
-    runner::printCommStats(step, llvm::outs());
+    tooling::printCommStats(step, llvm::outs());
   if (!opt.traceFile.empty())
     if (llvm::Error e = step.writeTrace(
             opt.traceFile + (muirrt_dist_size() > 1
@@ -285,7 +289,7 @@ static int writeResults(runner::Step &step, runner::HostTensors &tensors,
 }
 
 int main(int argc, char **argv) {
-  runner::restartWithHugePages(argv);
+  tooling::restartWithHugePages(argv);
   llvm::InitLLVM initLLVM(argc, argv);
   muir::parseToolCommandLine(
       argc, argv, "muir-run",
@@ -298,7 +302,7 @@ int main(int argc, char **argv) {
   // everything it can before mpirun starts, once.
   bool launcher = opt.numRanks > 1 && !runner::underMPI();
   if (runner::underMPI())
-    runner::watchLauncher();
+    tooling::watchLauncher();
   bool cuda = flags.target == muir::Target::Cuda;
   if (std::string bad = checkFlags(launcher, cuda); !bad.empty())
     return fail(bad);
@@ -314,7 +318,7 @@ int main(int argc, char **argv) {
   // --quiet.
   if (!runner::underMPI() && !opt.loadDir.empty())
     for (const std::string &w :
-         runner::loadDirWarnings("--load", opt.loadDir, step))
+         tooling::loadDirWarnings("--load", opt.loadDir, step))
       llvm::WithColor::warning(llvm::errs(), "muir-run") << w << "\n";
   // Resuming: a state saved for this very step; its counter continues.
   int64_t firstStep = 1;
@@ -346,7 +350,7 @@ int main(int argc, char **argv) {
     firstStep = *saved + 1;
   }
   int64_t lastStep = firstStep + opt.numSteps - 1;
-  auto factors = runner::lrSchedule(opt.lrSchedule, firstStep, lastStep);
+  auto factors = tooling::lrSchedule(opt.lrSchedule, firstStep, lastStep);
   if (!factors)
     return fail(llvm::toString(factors.takeError()));
   if (opt.lrSchedule != "constant" &&
@@ -357,7 +361,7 @@ int main(int argc, char **argv) {
                 "f64 argument with muir.role = #muir.role<hyper> named *.lr); its "
                 "rates are constants in the IR");
   if (launcher) {
-    int rc = runner::relaunchUnderMPI(opt.numRanks, argc, argv, "muir-run");
+    int rc = tooling::relaunchUnderMPI(opt.numRanks, argc, argv, "muir-run");
     // Every rank has ended: a staging directory one left (killed before
     // its own cleanup ran) is removed here, so that the ranks and the
     // launcher together leave none under any timing of a signal.
@@ -370,7 +374,7 @@ int main(int argc, char **argv) {
 
   if (llvm::Error e = step.prepare(llvm::errs()))
     return fail(llvm::toString(std::move(e)));
-  runner::HostTensors tensors(step);
+  tooling::HostTensors tensors(step);
   if (llvm::Error e = tensors.create())
     return fail(llvm::toString(std::move(e)));
   // --load reads what it finds; a resumed state replaces every tensor,
@@ -382,15 +386,15 @@ int main(int argc, char **argv) {
     // The ranks opened the directory one by one: all must have read the
     // same state (a save may have put another in its place in between),
     // and all stop together if one could not.
-    switch (runner::agreeOnEveryRank(step, why.empty(),
+    switch (tooling::agreeOnEveryRank(step, why.empty(),
                                      resumed->manifestHash)) {
-    case runner::RankAgreement::Same:
+    case tooling::RankAgreement::Same:
       break;
-    case runner::RankAgreement::SomeFailed:
+    case tooling::RankAgreement::SomeFailed:
       return fail(why.empty() ? "cannot resume from '" + opt.resumeDir +
                                     "': another rank could not read it"
                               : why);
-    case runner::RankAgreement::Differ:
+    case tooling::RankAgreement::Differ:
       return fail("cannot resume from '" + opt.resumeDir +
                   "': the state was replaced while the ranks read it (a "
                   "save into it ran meanwhile); run again");

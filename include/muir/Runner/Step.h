@@ -254,7 +254,6 @@ private:
   static llvm::Expected<std::unique_ptr<Step>>
   openFrom(llvm::StringRef path, bool trusted, const StepOptions &options);
 
-
   struct Impl;
   std::unique_ptr<Impl> impl;
   StepOptions options;
@@ -282,100 +281,6 @@ private:
   bool cacheRaced = false;
   int64_t runs = 0;
 };
-
-/// Tensors the runtime owns for a step, as muir-run runs it: this rank's
-/// part of each, which --load reads (a rank reads its rows of each file),
-/// the seed fills (with the whole tensor's values there) and the step is
-/// bound to (host memory; a CUDA run copies it to the device) and save()
-/// writes into a state's files (streamed); and, from gather() on, each
-/// whole, identical on every rank, which --dump writes.
-/// Whether every rank of the run's grid is `ok` and holds the same
-/// `value` (every rank must call it, in the same order); one process is
-/// its own answer.
-enum class RankAgreement { Same, Differ, SomeFailed };
-RankAgreement agreeOnEveryRank(const Step &step, bool ok, uint64_t value);
-
-class HostTensors {
-public:
-  explicit HostTensors(Step &step);
-  ~HostTensors();
-  /// Adds every tensor argument; an error names the tensor.
-  llvm::Error create();
-
-  /// Reads this rank's part of DIR/<name>.npy (of the whole tensor's
-  /// shape) for the tensors it finds.
-  /// `shownAs` names the directory in messages when `dir` is another
-  /// path to it (a resumed state's /proc/self/fd/N).
-  llvm::Error load(llvm::StringRef dir, int32_t &loaded,
-                   llvm::StringRef shownAs = "");
-  /// Fills what was not loaded from `seed`: each part with the whole
-  /// tensor's values there.
-  void seed(uint64_t seed);
-  /// Parts -> whole tensors (all-gathers: every rank must call it), made
-  /// on the first call.
-  llvm::Error gather();
-  /// Binds the step to the parts (host), or to device copies (CUDA).
-  llvm::Error bind();
-  /// CUDA: the parts back from the device (no-op on the CPU).
-  llvm::Error download();
-  /// The bytes of argument `i`'s part.
-  size_t bytesOf(size_t i) const;
-
-  /// Rank 0 writes the whole tensors (after gather()) to DIR.
-  llvm::Error dump(llvm::StringRef dir) const;
-  /// A state in DIR after `step` steps, streamed: every rank must call it
-  /// (rank 0 stages the state and makes each tensor's file, each rank
-  /// writes the parts it is the first to hold, rank 0 writes the manifest
-  /// and puts the state in place). A failure on any rank fails it on
-  /// every rank; the rank that failed (or rank 0) says why, the others
-  /// return an empty error.
-  llvm::Error save(llvm::StringRef dir, int64_t step) const;
-
-  /// The first NaN or infinity in this rank's tensors whose role is in
-  /// `roles` (the gradients a step computes itself aside): tensor name,
-  /// element index and value; index -1 when none.
-  struct NonFinite {
-    std::string name;
-    int64_t index = -1;
-    float value = 0;
-  };
-  NonFinite firstNonFinite(std::initializer_list<int32_t> roles) const;
-  /// A trained MoE layer's loss that is not finite after a run (index 0),
-  /// or none (index -1).
-  NonFinite nonFiniteLoss() const;
-
-  /// One step's table, the same for any number of ranks: each
-  /// parameter's whole shape, the smallest and largest singular value of
-  /// its Newton-Schulz outputs (gathered where they are split), |dW|
-  /// against the snapshot taken by `snapshot()` and |W| of the whole
-  /// tensor; and trained layers' losses. Every rank must call both (they
-  /// gather); rank 0 prints.
-  void snapshot();
-  void printStep(llvm::raw_ostream &os) const;
-  /// The lines that say what the table's sigma means and what to expect
-  /// from the step's Newton-Schulz settings.
-  std::vector<std::string> legend() const;
-
-  int32_t count() const;
-  int32_t numParams() const;
-  /// Muon parameters (those with Newton-Schulz observations).
-  int32_t numMuon() const;
-
-private:
-  Step &step;
-  struct MuirRtContext *local = nullptr, *whole = nullptr;
-  std::vector<int32_t> localIndex, wholeIndex; ///< per argument, -1: none
-  /// Per argument: where its part starts in the whole tensor.
-  std::vector<llvm::SmallVector<int64_t>> offsets;
-  /// Per argument: what the step is bound to (Step::stage's).
-  std::vector<void *> staged;
-  std::vector<std::vector<char>> before; ///< parameters' bytes (f32 or f64)
-};
-
-/// Rank 0 prints every rank's communication and compute counters (bytes
-/// and collectives per grid-axis group, GEMM calls and flops), gathered
-/// over the grid, then resets them. Every rank must call it.
-void printCommStats(const Step &step, llvm::raw_ostream &os);
 
 /// The entry's arguments as the text manifest of an object file, one line
 /// each: "<index> <name> <role> <shape> f32" for a buffer (shape "4x8",
@@ -411,36 +316,6 @@ constexpr llvm::CodeGenOptLevel kHostCodeGenLevel = llvm::CodeGenOptLevel::Less;
 std::string emitObject(ModuleOp module, llvm::StringRef march,
                        llvm::raw_pwrite_stream &os);
 
-/// `ranks` processes run the step's grid.
-llvm::Error checkRanks(const Step &step, int64_t ranks);
-/// `dir` is a directory that can be read ("--load: cannot open ...").
-llvm::Error checkLoadDir(llvm::StringRef flag, llvm::StringRef dir);
-/// What a load directory (`flag` names it, "--load") would surprise with:
-/// no file that matches a tensor (every tensor is seeded), and the .npy
-/// files under it that match none (they are not read); one message each,
-/// nothing when every file is read.
-std::vector<std::string> loadDirWarnings(llvm::StringRef flag,
-                                         llvm::StringRef dir, const Step &step);
-/// FILE (FILE.rank<R> with several ranks) can be written at the end.
-llvm::Error checkTraceTarget(llvm::StringRef file, int64_t ranks);
-/// Every tensor's DIR/<name>.npy can be replaced (muirrt_check_dump).
-llvm::Error checkDumpTarget(llvm::StringRef dir, const Step &step);
-
-/// The learning-rate factor of steps first..last (1-based) from a
-/// schedule: "constant"; "cosine:W:T[:MIN]" (linear warmup s / W for
-/// s <= W, then MIN + (1 - MIN) (1 + cos(pi (s - W) / (T - W))) / 2, MIN
-/// from step T on); "file:PATH" (one factor per line, line s for step s).
-llvm::Expected<std::vector<double>> lrSchedule(llvm::StringRef spec,
-                                               int64_t first, int64_t last);
-
-/// Whether any rank found a NaN or infinity (`found` is this rank's); the
-/// lowest such rank reports it in one line ("rank R, step S: <what> 'name'
-/// holds nan at element k; stopped <when>, nothing written"). Every rank
-/// must call it.
-bool stopOnNonFinite(const Step &step, llvm::StringRef tool, int64_t at,
-                     llvm::StringRef what, llvm::StringRef when,
-                     const HostTensors::NonFinite &found, bool element);
-
 /// The number of ranks in the group of a runtime axes mask, from the
 /// grids alone (no runtime needed).
 int64_t groupSize(llvm::ArrayRef<Folding> grids, int64_t mask);
@@ -449,35 +324,8 @@ int64_t groupSize(llvm::ArrayRef<Folding> grids, int64_t mask);
 /// distributed by the caller.
 llvm::Expected<std::string> ncclUniqueId(llvm::StringRef cudaRuntime = "");
 
-/// Test-only fault injection for the fault tests: MUIR_TEST_FAULT =
-/// "kill:R:S" makes rank R die (SIGKILL) before step S, "hang:R:S" makes it
-/// stop taking part (sleep) there.
-void testFault(int64_t rank, int64_t step);
-/// The step number testFault is called with while a state is saved, once
-/// the staging directory exists ("kill:0:-1": rank 0 dies there).
-inline constexpr int64_t kSavingFaultStep = -1;
-
 /// Under mpirun (OMPI_COMM_WORLD_SIZE set).
 bool underMPI();
-/// glibc's malloc backs its heap with transparent huge pages only when
-/// GLIBC_TUNABLES says so as the process starts (glibc.malloc.hugetlb=1,
-/// glibc 2.35 and later): a step's first touch of its tensors and
-/// temporaries then faults once per 2 MiB instead of once per 4 KiB.
-/// Restarts this process in place (execve of /proc/self/exe, the same pid
-/// and arguments) with the tunable added, unless MUIR_HUGEPAGES=0, the
-/// tunable is set already, or the kernel's transparent huge pages are off;
-/// returns when it does not restart. Call first thing in main.
-void restartWithHugePages(char **argv);
-
-/// Starts `argv` again as `mpirun -n ranks argv...`, forwarding SIGINT,
-/// SIGTERM and SIGHUP (and killing what is left 5 s later), passing the
-/// ranks' stderr through without mpirun's banners that only repeat a
-/// rank's non-zero exit. Returns the exit status for the launcher.
-int relaunchUnderMPI(int ranks, int argc, char **argv, llvm::StringRef tool);
-/// In a rank started by relaunchUnderMPI (MUIR_LAUNCHER_PID set): a thread
-/// that ends this rank, removing what it staged, as soon as the launcher
-/// ends, however it ends (SIGKILL too). Elsewhere nothing.
-void watchLauncher();
 
 } // namespace muir::runner
 } // namespace mlir

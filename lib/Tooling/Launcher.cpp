@@ -4,6 +4,7 @@
 // and filters mpirun's banners from the ranks' stderr.
 //
 //===----------------------------------------------------------------------===//
+#include "muir/Tooling/Launcher.h"
 #include "muir/Runner/Step.h"
 #include "muir-rt/Runtime.h"
 
@@ -154,7 +155,7 @@ static std::string bootId() {
   return StringRef(id).trim().str();
 }
 
-void mlir::muir::runner::restartWithHugePages(char **argv) {
+void mlir::muir::tooling::restartWithHugePages(char **argv) {
   const char *off = getenv("MUIR_HUGEPAGES");
   if (off && StringRef(off) == "0")
     return;
@@ -177,7 +178,7 @@ void mlir::muir::runner::restartWithHugePages(char **argv) {
     ::unsetenv("GLIBC_TUNABLES");
 }
 
-int mlir::muir::runner::relaunchUnderMPI(int numRanks, int argc, char **argv,
+int mlir::muir::tooling::relaunchUnderMPI(int numRanks, int argc, char **argv,
                                          StringRef tool) {
   auto fail = [&](const Twine &msg) {
     llvm::WithColor::error(llvm::errs(), tool) << msg << "\n";
@@ -370,7 +371,7 @@ int mlir::muir::runner::relaunchUnderMPI(int numRanks, int argc, char **argv,
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
-void mlir::muir::runner::watchLauncher() {
+void mlir::muir::tooling::watchLauncher() {
   // "PID@BOOT": the launcher's pid, and the boot id of its machine; a rank
   // on another machine (mpirun over several hosts), or one that cannot
   // see the launcher's pid (another pid namespace), does not watch.
@@ -409,7 +410,7 @@ void mlir::muir::runner::watchLauncher() {
 /// Test-only fault injection for the fault tests: MUIR_TEST_FAULT =
 /// "kill:R:S" makes rank R die (SIGKILL) before step S, "hang:R:S" makes it
 /// stop taking part (sleep) there.
-void mlir::muir::runner::testFault(int64_t rank, int64_t step) {
+void mlir::muir::tooling::testFault(int64_t rank, int64_t step) {
   const char *spec = getenv("MUIR_TEST_FAULT");
   if (!spec)
     return;

@@ -6,10 +6,11 @@
 // that a bad flag costs no work and writes nothing.
 //
 //===----------------------------------------------------------------------===//
-#include "muir/Runner/Step.h"
+#include "muir/Tooling/RunChecks.h"
 
 #include "muir/Support/Files.h"
 #include "muir-rt/Runtime.h"
+#include "muir-rt/TensorFiles.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -21,12 +22,13 @@
 
 using namespace mlir::muir;
 using namespace mlir::muir::runner;
+using namespace mlir::muir::tooling;
 using llvm::SmallVector;
 using llvm::StringRef;
 using llvm::Twine;
 
 
-llvm::Error runner::checkRanks(const Step &step, int64_t ranks) {
+llvm::Error tooling::checkRanks(const Step &step, int64_t ranks) {
   int64_t devices = step.devices();
   if (devices == ranks)
     return llvm::Error::success();
@@ -39,7 +41,7 @@ llvm::Error runner::checkRanks(const Step &step, int64_t ranks) {
                "); run it with --ranks " + Twine(devices));
 }
 
-llvm::Error runner::checkLoadDir(StringRef flag, StringRef dir) {
+llvm::Error tooling::checkLoadDir(StringRef flag, StringRef dir) {
   if (llvm::sys::fs::is_directory(dir))
     return llvm::Error::success();
   std::error_code why =
@@ -50,7 +52,7 @@ llvm::Error runner::checkLoadDir(StringRef flag, StringRef dir) {
                why.message());
 }
 
-std::vector<std::string> runner::loadDirWarnings(StringRef flag, StringRef dir,
+std::vector<std::string> tooling::loadDirWarnings(StringRef flag, StringRef dir,
                                                  const Step &step) {
   // The tensors with a file (what the runtime's loader stats, links
   // followed), and the .npy files under DIR that name none (links not
@@ -110,7 +112,7 @@ std::vector<std::string> runner::loadDirWarnings(StringRef flag, StringRef dir,
   return warnings;
 }
 
-llvm::Error runner::checkTraceTarget(StringRef file, int64_t ranks) {
+llvm::Error tooling::checkTraceTarget(StringRef file, int64_t ranks) {
   // FILE, or FILE.rank<R>: written at the end, so checked now.
   llvm::SmallString<256> parent(file);
   llvm::sys::path::remove_filename(parent);
@@ -129,7 +131,7 @@ llvm::Error runner::checkTraceTarget(StringRef file, int64_t ranks) {
   return llvm::Error::success();
 }
 
-llvm::Error runner::checkDumpTarget(StringRef dir, const Step &step) {
+llvm::Error tooling::checkDumpTarget(StringRef dir, const Step &step) {
   std::vector<const char *> names;
   for (const Argument &a : step.arguments())
     if (a.isTensor())
@@ -141,7 +143,7 @@ llvm::Error runner::checkDumpTarget(StringRef dir, const Step &step) {
 }
 
 llvm::Expected<std::vector<double>>
-runner::lrSchedule(StringRef spec, int64_t first, int64_t last) {
+tooling::lrSchedule(StringRef spec, int64_t first, int64_t last) {
   auto bad = [](const Twine &why) { return error("--lr-schedule: " + why); };
   std::string given = spec.str();
   std::vector<double> factors;
@@ -198,7 +200,7 @@ runner::lrSchedule(StringRef spec, int64_t first, int64_t last) {
              "got '" + given + "'");
 }
 
-bool runner::stopOnNonFinite(const Step &step, StringRef tool, int64_t at,
+bool tooling::stopOnNonFinite(const Step &step, StringRef tool, int64_t at,
                              StringRef what, StringRef when,
                              const HostTensors::NonFinite &found,
                              bool element) {

@@ -5,13 +5,15 @@
 // (The per-step table is in StepTable.cpp.)
 //
 //===----------------------------------------------------------------------===//
-#include "muir/Runner/Step.h"
+#include "muir/Tooling/HostTensors.h"
+#include "muir/Tooling/Launcher.h"
 
 #include "muir/Runner/Role.h"
 #include "muir/Runner/State.h"
 #include "muir-rt/Collectives.h"
 #include "muir-rt/GroupMask.h"
 #include "muir-rt/Runtime.h"
+#include "muir-rt/TensorFiles.h"
 
 #include "llvm/Support/Format.h"
 
@@ -21,6 +23,7 @@
 
 using namespace mlir::muir;
 using namespace mlir::muir::runner;
+using namespace mlir::muir::tooling;
 using llvm::ArrayRef;
 using llvm::SmallVector;
 using llvm::StringRef;
@@ -73,7 +76,7 @@ static int64_t worldMask(const Step &step) {
   return muirrt_group_mask(0, (int64_t(1) << numAxes) - 1);
 }
 
-RankAgreement runner::agreeOnEveryRank(const Step &step, bool ok,
+RankAgreement tooling::agreeOnEveryRank(const Step &step, bool ok,
                                        uint64_t value) {
   if (muirrt_dist_size() <= 1)
     return ok ? RankAgreement::Same : RankAgreement::SomeFailed;
@@ -388,7 +391,7 @@ int32_t HostTensors::numMuon() const {
   return n;
 }
 
-void runner::printCommStats(const Step &step, llvm::raw_ostream &os) {
+void tooling::printCommStats(const Step &step, llvm::raw_ostream &os) {
   // Rank 0 prints every rank's counters, gathered over the whole grid (the
   // int64 counters travel as raw bytes). Every axes subset of every
   // folding, as the runtime's masks.
