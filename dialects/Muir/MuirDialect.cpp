@@ -351,17 +351,18 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   Attribute value = attr.getValue();
-  if (name == "muir.entry" || name == "muir.per_rank" ||
-      name == "muir.local") {
+  if (name == EntryAttrHelper::getNameStr() ||
+      name == PerRankAttrHelper::getNameStr() ||
+      name == LocalAttrHelper::getNameStr()) {
     if (!isa<UnitAttr>(value))
       return op->emitError("'") << name << "' must be a unit attribute";
     // An exec function frees each buffer it allocated once, and uses none
     // after.
-    if (name == "muir.entry")
+    if (name == EntryAttrHelper::getNameStr())
       return EntryBuffers(op).check();
     return success();
   }
-  if (name == "muir.ns_mode") {
+  if (name == NsModeAttrHelper::getNameStr()) {
     if (!isa<NewtonSchulzModeAttr>(value))
       return op->emitError("'muir.ns_mode' must be #muir.ns_mode<auto>, "
                            "<duplicated>, <distributed>, <resharded> or "
@@ -369,7 +370,7 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
              << value;
     return success();
   }
-  if (name == "muir.ns_why") {
+  if (name == NsWhyAttrHelper::getNameStr()) {
     if (!isa<NSWhyAttr>(value))
       return op->emitError("'muir.ns_why' must be #muir.ns_why<requested>, "
                            "<both_dims>, <fsdp_owner>, <layout_invariant> "
@@ -378,7 +379,7 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
              << value;
     return success();
   }
-  if (name == "muir.ns_form") {
+  if (name == NsFormAttrHelper::getNameStr()) {
     // muir-gram-newton-schulz's choice, on the Newton-Schulz it kept or on
     // the last product of the Gram form it wrote.
     if (!isa<NSFormAttr>(value))
@@ -386,21 +387,21 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
                            "or #muir.ns_form<gram>");
     return success();
   }
-  if (name == "muir.ns_form_cost") {
+  if (name == NsFormCostAttrHelper::getNameStr()) {
     if (!isa<NSFormCostAttr>(value))
       return op->emitError("'muir.ns_form_cost' must be "
                            "#muir.ns_form_cost<standard = S s, gram = G s>, "
                            "the modelled seconds of both forms");
     return success();
   }
-  if (name == "muir.dp_owner") {
+  if (name == DpOwnerAttrHelper::getNameStr()) {
     auto i = dyn_cast<IntegerAttr>(value);
     if (!i || i.getValue().isNegative())
       return op->emitError("'muir.dp_owner' must be a non-negative integer "
                            "(a data-parallel rank)");
     return success();
   }
-  if (name == "muir.parallel_range") {
+  if (name == ParallelRangeAttrHelper::getNameStr()) {
     // muir-outline-loops: a loop nest's function whose last two arguments
     // are the range of its outer dimension's iterations, and their count.
     auto i = dyn_cast<IntegerAttr>(value);
@@ -410,7 +411,8 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
                            "a function (its outer loop's iterations)");
     return success();
   }
-  if (name == "muir.modelled_ms" || name == "muir.dp_weight") {
+  if (name == ModelledMsAttrHelper::getNameStr() ||
+      name == DpWeightAttrHelper::getNameStr()) {
     // muir-distribute's modelled time of the mode it ran, and the weight
     // it shared the matrix out over dp by: finite, non-negative f64.
     auto f = dyn_cast<FloatAttr>(value);
@@ -420,12 +422,14 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
              << name << "' must be a finite, non-negative f64; got " << value;
     return success();
   }
-  return unknownAttribute(op, attr, "operation",
-                          {"muir.entry", "muir.per_rank", "muir.local",
-                           "muir.ns_mode", "muir.ns_why", "muir.dp_owner",
-                           "muir.dp_weight", "muir.modelled_ms",
-                           "muir.ns_form", "muir.ns_form_cost",
-                           "muir.parallel_range"});
+  return unknownAttribute(
+      op, attr, "operation",
+      {EntryAttrHelper::getNameStr(), PerRankAttrHelper::getNameStr(),
+       LocalAttrHelper::getNameStr(), NsModeAttrHelper::getNameStr(),
+       NsWhyAttrHelper::getNameStr(), DpOwnerAttrHelper::getNameStr(),
+       DpWeightAttrHelper::getNameStr(), ModelledMsAttrHelper::getNameStr(),
+       NsFormAttrHelper::getNameStr(), NsFormCostAttrHelper::getNameStr(),
+       ParallelRangeAttrHelper::getNameStr()});
 }
 
 /// A shard or split of argument `arg` names one of its dimensions.
@@ -448,7 +452,7 @@ LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   Attribute value = attr.getValue();
-  if (name == "muir.name") {
+  if (name == NameAttrHelper::getNameStr()) {
     auto s = dyn_cast<StringAttr>(value);
     if (!s || !isUsableName(s.getValue()))
       return op->emitError("argument ")
@@ -457,18 +461,18 @@ LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
              << "'..' parts); got " << value;
     return success();
   }
-  if (name == "muir.role")
+  if (name == RoleAttrHelper::getNameStr())
     return checkEnum<ArgRoleAttr>(op, attr, "(the argument's role)", "role",
                                   getMaxEnumValForArgRole(),
                                   stringifyArgRole);
-  if (name == "muir.kind")
+  if (name == KindAttrHelper::getNameStr())
     return checkEnum<ParamKindAttr>(op, attr, "(the parameter's kind)",
                                     "kind", getMaxEnumValForParamKind(),
                                     stringifyParamKind);
-  if (name == "muir.dtype")
+  if (name == DtypeAttrHelper::getNameStr())
     return checkEnum<DTypeAttr>(op, attr, "(the dtype)", "dtype",
                                 getMaxEnumValForDType(), stringifyDType);
-  if (name == "muir.shards") {
+  if (name == ShardsAttrHelper::getNameStr()) {
     // Typed: each #muir.shard<kind, "axis", dim> names an axis of one of
     // the module's grids and a dimension of the argument.
     auto list = dyn_cast<ArrayAttr>(value);
@@ -492,7 +496,7 @@ LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
     }
     return success();
   }
-  if (name == "muir.split") {
+  if (name == SplitAttrHelper::getNameStr()) {
     // Typed: each #muir.split<@grid, ["axis", ...], dim> names a grid of
     // the module, axes of it and a dimension of the argument.
     auto list = dyn_cast<ArrayAttr>(value);
@@ -535,7 +539,7 @@ LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
     }
     return success();
   }
-  if (name == "muir.folding") {
+  if (name == FoldingAttrHelper::getNameStr()) {
     // @grid: the folding whose axes the argument's shards name first.
     auto ref = dyn_cast<FlatSymbolRefAttr>(value);
     if (!ref)
@@ -551,7 +555,7 @@ LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
              << ", which the module does not have";
     return success();
   }
-  if (name == "muir.init_std") {
+  if (name == InitStdAttrHelper::getNameStr()) {
     auto f = dyn_cast<FloatAttr>(value);
     if (!f || !(f.getValueAsDouble() > 0) ||
         !std::isfinite(f.getValueAsDouble()))
@@ -559,7 +563,7 @@ LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
              << arg << ": 'muir.init_std' must be a positive finite float";
     return success();
   }
-  if (name == "muir.default") {
+  if (name == DefaultAttrHelper::getNameStr()) {
     auto f = dyn_cast<FloatAttr>(value);
     if (!f || !f.getType().isF64() || !(f.getValueAsDouble() >= 0) ||
         !std::isfinite(f.getValueAsDouble()))
@@ -568,18 +572,22 @@ LogicalResult MuirDialect::verifyRegionArgAttribute(Operation *op,
              << "hyperparameter's default value)";
     return success();
   }
-  return unknownAttribute(op, attr, "argument",
-                          {"muir.name", "muir.role", "muir.kind",
-                           "muir.dtype", "muir.split", "muir.shards",
-                           "muir.folding", "muir.init_std", "muir.default"});
+  return unknownAttribute(
+      op, attr, "argument",
+      {NameAttrHelper::getNameStr(), RoleAttrHelper::getNameStr(),
+       KindAttrHelper::getNameStr(), DtypeAttrHelper::getNameStr(),
+       SplitAttrHelper::getNameStr(), ShardsAttrHelper::getNameStr(),
+       FoldingAttrHelper::getNameStr(), InitStdAttrHelper::getNameStr(),
+       DefaultAttrHelper::getNameStr()});
 }
 
 LogicalResult MuirDialect::verifyRegionResultAttribute(Operation *op,
                                                        unsigned region,
                                                        unsigned result,
                                                        NamedAttribute attr) {
-  if (attr.getName().getValue() != "muir.updates")
-    return unknownAttribute(op, attr, "result", {"muir.updates"});
+  if (attr.getName().getValue() != UpdatesAttrHelper::getNameStr())
+    return unknownAttribute(op, attr, "result",
+                            {UpdatesAttrHelper::getNameStr()});
   auto s = dyn_cast<StringAttr>(attr.getValue());
   if (!s || !isUsableName(s.getValue()))
     return op->emitError("result ")

@@ -45,9 +45,11 @@ void printF64Parameter(AsmPrinter &printer, const APFloat &value);
 } // namespace mlir::muir
 
 #include "Muir/MuirEnums.h.inc"
-#include "Muir/MuirOpsDialect.h.inc"
+// The attributes before the dialect: its discardable attributes' helpers
+// (MuirDialect.td) name their types.
 #define GET_ATTRDEF_CLASSES
 #include "Muir/MuirAttrs.h.inc"
+#include "Muir/MuirOpsDialect.h.inc"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::muir {

@@ -30,6 +30,40 @@ def Muir_Dialect : Dialect {
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
+  // Those attributes, declared once (as upstream GPU's known_block_size):
+  // each has a helper, MuirDialect::NameAttrHelper for `muir.name` and so
+  // on, whose getNameStr() every reader and writer names it by.
+  let discardableAttrs = (ins
+    // On functions: an exec entry, a per-rank program, a function outlined
+    // from a parallel loop nest (its outer loop's iterations).
+    "::mlir::UnitAttr":$entry,
+    "::mlir::UnitAttr":$per_rank,
+    "::mlir::IntegerAttr":$parallel_range,
+    // On ops: a trained MoE layer's update (left alone by distribution),
+    // muir-distribute's decisions and muir-gram-newton-schulz's form.
+    "::mlir::UnitAttr":$local,
+    "::mlir::muir::NewtonSchulzModeAttr":$ns_mode,
+    "::mlir::muir::NSWhyAttr":$ns_why,
+    "::mlir::FloatAttr":$modelled_ms,
+    "::mlir::IntegerAttr":$dp_owner,
+    "::mlir::FloatAttr":$dp_weight,
+    "::mlir::muir::NSFormAttr":$ns_form,
+    "::mlir::muir::NSFormCostAttr":$ns_form_cost,
+    // On a step function's arguments: the tensor's name, role, parameter
+    // kind and dtype, its shards and splits, the folding its shards name,
+    // its seeding's standard deviation, a hyperparameter's default.
+    "::mlir::StringAttr":$name,
+    "::mlir::muir::ArgRoleAttr":$role,
+    "::mlir::muir::ParamKindAttr":$kind,
+    "::mlir::muir::DTypeAttr":$dtype,
+    "::mlir::ArrayAttr":$shards,
+    "::mlir::ArrayAttr":$split,
+    "::mlir::FlatSymbolRefAttr":$folding,
+    "::mlir::FloatAttr":$init_std,
+    "::mlir::FloatAttr":$default,
+    // On a step function's results: the tensor a result updates.
+    "::mlir::StringAttr":$updates
+  );
 }
 
 // Every muir op rejects attributes it does not know (see MuirDialect.h).

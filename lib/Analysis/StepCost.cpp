@@ -39,8 +39,8 @@ int64_t elementBytes(Type t) {
 /// The bytes of an element of a step argument: its `muir.dtype` (a bf16
 /// parameter the step updates in f32) or its type's.
 int64_t argElementBytes(func::FuncOp f, BlockArgument arg) {
-  if (auto dtype = f.getArgAttrOfType<DTypeAttr>(arg.getArgNumber(),
-                                                 "muir.dtype"))
+  if (auto dtype = f.getArgAttrOfType<DTypeAttr>(
+          arg.getArgNumber(), MuirDialect::DtypeAttrHelper::getNameStr()))
     switch (dtype.getValue()) {
     case DType::f64:
       return 8;
@@ -192,8 +192,8 @@ LogicalResult Walker::run(StepCosts &out) {
   // What every rank holds: its block of each parameter and state tensor.
   RankCost held;
   for (BlockArgument arg : entry.getArguments()) {
-    auto role = entry.getArgAttrOfType<ArgRoleAttr>(arg.getArgNumber(),
-                                                     "muir.role");
+    auto role = entry.getArgAttrOfType<ArgRoleAttr>(
+        arg.getArgNumber(), MuirDialect::RoleAttrHelper::getNameStr());
     if (!role || !isa<ShapedType>(arg.getType()))
       continue;
     int64_t bytes = numel(arg.getType()) * argElementBytes(entry, arg);
@@ -433,7 +433,8 @@ LogicalResult mlir::muir::analyzeStepCosts(ModuleOp module, StepCosts &costs,
                                            std::string &error) {
   func::FuncOp fn;
   for (auto f : module.getOps<func::FuncOp>())
-    if (!f.isExternal() && (!fn || f->hasAttr("muir.entry")))
+    if (!f.isExternal() &&
+        (!fn || f->hasAttr(MuirDialect::EntryAttrHelper::getNameStr())))
       fn = f;
   if (!fn) {
     error = "plan report: the module has no step function";
@@ -508,14 +509,17 @@ static LogicalResult readForms(ModuleOp planned, StepCosts &costs,
   std::map<std::string, unsigned> argOf;
   planned.walk([&](func::FuncOp fn) {
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      if (auto name = fn.getArgAttrOfType<StringAttr>(i, "muir.name"))
+      if (auto name = fn.getArgAttrOfType<StringAttr>(
+              i, MuirDialect::NameAttrHelper::getNameStr()))
         argOf.emplace(name.getValue().str(), i);
   });
   // (argument, order found): the parameters' order, then the IR's.
   std::vector<std::pair<std::pair<unsigned, size_t>, FormPlan>> found;
   WalkResult walked = planned.walk([&](Operation *op) {
-    auto cost = op->getAttrOfType<NSFormCostAttr>("muir.ns_form_cost");
-    auto form = op->getAttrOfType<NSFormAttr>("muir.ns_form");
+    auto cost = op->getAttrOfType<NSFormCostAttr>(
+        MuirDialect::NsFormCostAttrHelper::getNameStr());
+    auto form = op->getAttrOfType<NSFormAttr>(
+        MuirDialect::NsFormAttrHelper::getNameStr());
     if (!cost || !form)
       return WalkResult::advance();
     auto type = cast<ShapedType>(op->getResult(0).getType());
@@ -560,16 +564,19 @@ LogicalResult mlir::muir::analyzeDecisions(ModuleOp planned, StepCosts &costs,
   // first update's decisions (a split update writes several blocks alike).
   std::map<unsigned, std::pair<MatrixPlan, std::optional<OwnedMatrix>>> seen;
   WalkResult walked = planned.walk([&](ApplyUpdateOp op) {
-    auto mode = op->getAttrOfType<NewtonSchulzModeAttr>("muir.ns_mode");
-    auto owner = op->getAttrOfType<IntegerAttr>("muir.dp_owner");
+    auto mode = op->getAttrOfType<NewtonSchulzModeAttr>(
+        MuirDialect::NsModeAttrHelper::getNameStr());
+    auto owner = op->getAttrOfType<IntegerAttr>(
+        MuirDialect::DpOwnerAttrHelper::getNameStr());
     if (!mode && !owner)
       return WalkResult::advance();
     BlockArgument arg = parameterOf(op->getOperand(0));
     auto fn = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
                   : func::FuncOp();
-    auto name = fn ? fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                      "muir.name")
-                   : StringAttr();
+    auto name =
+        fn ? fn.getArgAttrOfType<StringAttr>(
+                 arg.getArgNumber(), MuirDialect::NameAttrHelper::getNameStr())
+           : StringAttr();
     if (!name) {
       error = "plan report: an update's parameter is not a named argument of "
               "the step";
@@ -582,12 +589,13 @@ LogicalResult mlir::muir::analyzeDecisions(ModuleOp planned, StepCosts &costs,
     plan.dpOwner = owner ? owner.getInt() : -1;
     std::optional<OwnedMatrix> owned;
     if (owner) {
-      auto weight = op->getAttrOfType<FloatAttr>("muir.dp_weight");
+      auto weight = op->getAttrOfType<FloatAttr>(
+          MuirDialect::DpWeightAttrHelper::getNameStr());
       bool fsdp = false;
       // An FSDP shard of a matrix dimension (not a stack's experts).
       int64_t rank = cast<ShapedType>(arg.getType()).getRank();
-      if (auto shards = fn.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(),
-                                                       "muir.shards"))
+      if (auto shards = fn.getArgAttrOfType<ArrayAttr>(
+              arg.getArgNumber(), MuirDialect::ShardsAttrHelper::getNameStr()))
         for (auto s : shards.getAsRange<ShardAttr>())
           fsdp |= s.getKind() == ShardKind::fsdp && s.getDim() >= rank - 2;
       owned = OwnedMatrix{plan.name, owner.getInt(),
@@ -596,9 +604,11 @@ LogicalResult mlir::muir::analyzeDecisions(ModuleOp planned, StepCosts &costs,
     if (mode) {
       plan.mode =
           fixedMode(mode.getValue()).value_or(NewtonSchulzMode::duplicated);
-      auto ms = op->getAttrOfType<FloatAttr>("muir.modelled_ms");
+      auto ms = op->getAttrOfType<FloatAttr>(
+          MuirDialect::ModelledMsAttrHelper::getNameStr());
       plan.modelledSeconds = ms ? ms.getValueAsDouble() / 1e3 : 0.0;
-      if (auto why = op->getAttrOfType<NSWhyAttr>("muir.ns_why"))
+      if (auto why = op->getAttrOfType<NSWhyAttr>(
+              MuirDialect::NsWhyAttrHelper::getNameStr()))
         plan.why = whyText(why);
     } else {
       plan.name.clear(); // shared out over dp only

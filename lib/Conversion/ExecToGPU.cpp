@@ -554,7 +554,8 @@ struct ExecToGPUPass
         auto mt = dyn_cast<MemRefType>(t);
         if (anyF64 || !mt || !mt.getElementType().isF64())
           continue;
-        auto name = f.getArgAttrOfType<StringAttr>(i, "muir.name");
+        auto name = f.getArgAttrOfType<StringAttr>(
+            i, muir::MuirDialect::NameAttrHelper::getNameStr());
         f.emitError() << "the CUDA target runs f32 tensors; '"
                       << (name ? name.getValue() : StringRef("?"))
                       << "' is f64 (f64 steps run on the CPU target)";

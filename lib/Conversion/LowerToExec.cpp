@@ -131,7 +131,8 @@ LogicalResult StepFunction::checkSignature() {
       return func.emitOpError("argument ")
              << i << ": expected a static f32, f64 or i64 tensor, the i64 "
              << "step or an f64 hyperparameter, got " << t;
-    auto name = func.getArgAttrOfType<StringAttr>(i, "muir.name");
+    auto name = func.getArgAttrOfType<StringAttr>(
+        i, MuirDialect::NameAttrHelper::getNameStr());
     if (tensor && !name)
       return func.emitOpError("argument ")
              << i << ": expected a 'muir.name' attribute naming the tensor";
@@ -139,7 +140,8 @@ LogicalResult StepFunction::checkSignature() {
       argIndex[name] = i;
   }
   for (unsigned i = 0; i < type.getNumResults(); ++i) {
-    auto target = func.getResultAttrOfType<StringAttr>(i, "muir.updates");
+    auto target = func.getResultAttrOfType<StringAttr>(
+        i, MuirDialect::UpdatesAttrHelper::getNameStr());
     if (!target)
       return func.emitOpError("result ")
              << i << ": expected a 'muir.updates' attribute naming the "
@@ -801,7 +803,8 @@ LogicalResult StepFunction::finish() {
   // The exec function is marked as such, and only as such (no muir.per_rank:
   // its stage is exec).
   func->setDiscardableAttrs(ArrayRef<NamedAttribute>{});
-  func->setAttr("muir.entry", UnitAttr::get(func.getContext()));
+  func->setAttr(MuirDialect::EntryAttrHelper::getNameStr(),
+                UnitAttr::get(func.getContext()));
   return success();
 }
 
@@ -863,11 +866,13 @@ struct LowerToExecPass
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>()) {
-      if (func.isExternal() || func->hasAttr("muir.entry"))
+      if (func.isExternal() ||
+          func->hasAttr(MuirDialect::EntryAttrHelper::getNameStr()))
         continue;
       bool named = false;
       for (unsigned i = 0; i < func.getNumArguments(); ++i)
-        named |= bool(func.getArgAttr(i, "muir.name"));
+        named |=
+            bool(func.getArgAttr(i, MuirDialect::NameAttrHelper::getNameStr()));
       if (named) {
         funcs.push_back(func);
         continue;

@@ -37,7 +37,8 @@ namespace {
 /// which muir-parallel-loop-calls shares out. Set by muir-outline-loops,
 /// read by muir-parallel-loop-calls after the lowering to LLVM (which keeps
 /// a function's discardable attributes), used by nothing else.
-constexpr llvm::StringLiteral kParallelRangeAttr = "muir.parallel_range";
+constexpr llvm::StringLiteral kParallelRangeAttr =
+    muir::MuirDialect::ParallelRangeAttrHelper::getNameStr();
 
 /// The runtime's entry that runs fn(ctx, lo, hi) over [0, count) in parts
 /// on its threads (muir-rt/Runtime.h).

@@ -43,7 +43,7 @@ struct TraceBuffersPass
       return signalPassFailure();
     int64_t nextId = 0;
     getOperation().walk([&](func::FuncOp func) {
-      if (!func->hasAttr("muir.entry"))
+      if (!func->hasAttr(muir::MuirDialect::EntryAttrHelper::getNameStr()))
         return;
       SmallVector<Operation *> ops;
       func.walk([&](Operation *op) {

@@ -276,9 +276,9 @@ Stage mlir::muir::detectStage(ModuleOp module) {
     if (auto f = dyn_cast<LLVM::LLVMFuncOp>(op); f && !f.isExternal())
       return Stage::LLVM;
     if (auto f = dyn_cast<func::FuncOp>(op)) {
-      if (f->hasAttr("muir.entry"))
+      if (f->hasAttr(MuirDialect::EntryAttrHelper::getNameStr()))
         return Stage::Exec;
-      planned |= f->hasAttr("muir.per_rank");
+      planned |= f->hasAttr(MuirDialect::PerRankAttrHelper::getNameStr());
     }
   }
   return planned ? Stage::Planned : Stage::High;

@@ -589,7 +589,9 @@ private:
   /// The index of the argument named `name`, or -1.
   int64_t argIndex(StringRef name) const {
     for (auto [i, attrs] : llvm::enumerate(argAttrs))
-      if (auto n = attrs.getAs<StringAttr>("muir.name"); n && n == name)
+      if (auto n = attrs.getAs<StringAttr>(
+              MuirDialect::NameAttrHelper::getNameStr());
+          n && n == name)
         return i;
     return -1;
   }
@@ -802,23 +804,26 @@ void StepBuilder::addParameterArguments() {
     needsStep |= info.stepCount;
     for (const Slot &s : slots) {
       SmallVector<NamedAttribute> attrs = {
-          b.getNamedAttr("muir.name", b.getStringAttr(s.name)),
-          b.getNamedAttr("muir.role", roleAttr(b, s.role))};
+          b.getNamedAttr(MuirDialect::NameAttrHelper::getNameStr(),
+                         b.getStringAttr(s.name)),
+          b.getNamedAttr(MuirDialect::RoleAttrHelper::getNameStr(),
+                         roleAttr(b, s.role))};
       if (s.role == ArgRole::param) {
         attrs.push_back(b.getNamedAttr(
-            "muir.kind",
+            MuirDialect::KindAttrHelper::getNameStr(),
             ParamKindAttr::get(&ctx, symbolizeParamKind(stringify(p.role))
                                          .value_or(ParamKind::other))));
         if (p.dtype != "f32")
           attrs.push_back(b.getNamedAttr(
-              "muir.dtype",
+              MuirDialect::DtypeAttrHelper::getNameStr(),
               DTypeAttr::get(&ctx,
                              symbolizeDType(p.dtype).value_or(DType::f32))));
       }
       if (trained) {
         if (local->second.split)
-          attrs.push_back(b.getNamedAttr(
-              "muir.split", b.getArrayAttr({epSplit})));
+          attrs.push_back(
+              b.getNamedAttr(MuirDialect::SplitAttrHelper::getNameStr(),
+                             b.getArrayAttr({epSplit})));
       } else if (!p.shards.empty()) {
         // A per-row state keeps the splits of the rows (and of a stack's
         // experts); a split of the columns leaves it whole on each rank.
@@ -829,11 +834,12 @@ void StepBuilder::addParameterArguments() {
                 ShardAttr::get(b.getContext(), sh.kind, sh.axis, sh.dim));
         if (!shards.empty())
           attrs.push_back(
-              b.getNamedAttr("muir.shards", b.getArrayAttr(shards)));
+              b.getNamedAttr(MuirDialect::ShardsAttrHelper::getNameStr(),
+                             b.getArrayAttr(shards)));
         // Shards of MoE parameters name axes of the MoE folding.
         if (p.moeFolding && !d.grid.moeAxes.empty())
           attrs.push_back(
-              b.getNamedAttr("muir.folding",
+              b.getNamedAttr(MuirDialect::FoldingAttrHelper::getNameStr(),
                              FlatSymbolRefAttr::get(b.getContext(), "moe")));
       }
       argTypes.push_back(
@@ -855,12 +861,16 @@ void StepBuilder::addDataArguments() {
       auto add = [&](const std::string &name, ArrayRef<int64_t> shape,
                      bool split, double std) {
         SmallVector<NamedAttribute> attrs = {
-            b.getNamedAttr("muir.name", b.getStringAttr(name)),
-            b.getNamedAttr("muir.role", roleAttr(b, ArgRole::data)),
-            b.getNamedAttr("muir.init_std", b.getF64FloatAttr(std))};
+            b.getNamedAttr(MuirDialect::NameAttrHelper::getNameStr(),
+                           b.getStringAttr(name)),
+            b.getNamedAttr(MuirDialect::RoleAttrHelper::getNameStr(),
+                           roleAttr(b, ArgRole::data)),
+            b.getNamedAttr(MuirDialect::InitStdAttrHelper::getNameStr(),
+                           b.getF64FloatAttr(std))};
         if (split && epSize > 1)
           attrs.push_back(
-              b.getNamedAttr("muir.split", b.getArrayAttr({epSplit})));
+              b.getNamedAttr(MuirDialect::SplitAttrHelper::getNameStr(),
+                             b.getArrayAttr({epSplit})));
         argTypes.push_back(RankedTensorType::get(shape, f32));
         argAttrs.push_back(b.getDictionaryAttr(attrs));
         return static_cast<unsigned>(argTypes.size() - 1);
@@ -871,13 +881,16 @@ void StepBuilder::addDataArguments() {
       a.x = argTypes.size();
       {
         SmallVector<NamedAttribute> attrs = {
-            b.getNamedAttr("muir.name", b.getStringAttr(l.name +
-                                                        ".data.tokens")),
-            b.getNamedAttr("muir.role", roleAttr(b, ArgRole::data)),
-            b.getNamedAttr("muir.init_std", b.getF64FloatAttr(1.0))};
+            b.getNamedAttr(MuirDialect::NameAttrHelper::getNameStr(),
+                           b.getStringAttr(l.name + ".data.tokens")),
+            b.getNamedAttr(MuirDialect::RoleAttrHelper::getNameStr(),
+                           roleAttr(b, ArgRole::data)),
+            b.getNamedAttr(MuirDialect::InitStdAttrHelper::getNameStr(),
+                           b.getF64FloatAttr(1.0))};
         if (tokenSplit)
-          attrs.push_back(b.getNamedAttr("muir.split",
-                                         b.getArrayAttr({tokenSplit})));
+          attrs.push_back(
+              b.getNamedAttr(MuirDialect::SplitAttrHelper::getNameStr(),
+                             b.getArrayAttr({tokenSplit})));
         argTypes.push_back(
             RankedTensorType::get({l.tokensPerRank, l.hidden}, f32));
         argAttrs.push_back(b.getDictionaryAttr(attrs));
@@ -908,16 +921,20 @@ void StepBuilder::addLogitsArguments() {
       auto q = llvm::find_if(
           d.params, [&](const Parameter &p) { return p.name == blk.q; });
       SmallVector<NamedAttribute> attrs = {
-          b.getNamedAttr("muir.name",
+          b.getNamedAttr(MuirDialect::NameAttrHelper::getNameStr(),
                          b.getStringAttr(blk.name + ".max_logits")),
-          b.getNamedAttr("muir.role", roleAttr(b, ArgRole::data)),
-          b.getNamedAttr("muir.init_std", b.getF64FloatAttr(tau))};
+          b.getNamedAttr(MuirDialect::RoleAttrHelper::getNameStr(),
+                         roleAttr(b, ArgRole::data)),
+          b.getNamedAttr(MuirDialect::InitStdAttrHelper::getNameStr(),
+                         b.getF64FloatAttr(tau))};
       SmallVector<Attribute> shards;
       for (const Sharding &sh : q->shards)
         if (sh.dim == 0)
           shards.push_back(ShardAttr::get(b.getContext(), sh.kind, sh.axis, 0));
       if (!shards.empty())
-        attrs.push_back(b.getNamedAttr("muir.shards", b.getArrayAttr(shards)));
+        attrs.push_back(
+            b.getNamedAttr(MuirDialect::ShardsAttrHelper::getNameStr(),
+                           b.getArrayAttr(shards)));
       logitsArg.push_back(argTypes.size());
       argTypes.push_back(RankedTensorType::get({blk.heads}, f32));
       argAttrs.push_back(b.getDictionaryAttr(attrs));
@@ -930,7 +947,8 @@ void StepBuilder::addScalarArguments() {
     stepArg = argTypes.size();
     argTypes.push_back(b.getI64Type());
     argAttrs.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("muir.role", roleAttr(b, ArgRole::step))}));
+        {b.getNamedAttr(MuirDialect::RoleAttrHelper::getNameStr(),
+                        roleAttr(b, ArgRole::step))}));
   }
   // Run-time hyperparameters: each group's learning rate, weight decay and
   // momentum (Muon) or betas and eps (AdamW),
@@ -943,9 +961,12 @@ void StepBuilder::addScalarArguments() {
     if (added) {
       argTypes.push_back(b.getF64Type());
       argAttrs.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("muir.name", b.getStringAttr(name)),
-           b.getNamedAttr("muir.role", roleAttr(b, ArgRole::hyper)),
-           b.getNamedAttr("muir.default", b.getF64FloatAttr(value))}));
+          {b.getNamedAttr(MuirDialect::NameAttrHelper::getNameStr(),
+                          b.getStringAttr(name)),
+           b.getNamedAttr(MuirDialect::RoleAttrHelper::getNameStr(),
+                          roleAttr(b, ArgRole::hyper)),
+           b.getNamedAttr(MuirDialect::DefaultAttrHelper::getNameStr(),
+                          b.getF64FloatAttr(value))}));
     }
     return it->second;
   };
@@ -979,7 +1000,8 @@ void StepBuilder::addResults() {
       unsigned arg = firstArg[i] + (s == 0 ? 0 : 1 + s);
       resultTypes.push_back(argTypes[arg]);
       resultAttrs.push_back(b.getDictionaryAttr({b.getNamedAttr(
-          "muir.updates", argAttrs[arg].get("muir.name"))}));
+          MuirDialect::UpdatesAttrHelper::getNameStr(),
+          argAttrs[arg].get(MuirDialect::NameAttrHelper::getNameStr()))}));
     }
   }
 
@@ -996,7 +1018,8 @@ void StepBuilder::addResults() {
         int64_t arg = argIndex(grad);
         resultTypes.push_back(argTypes[arg]);
         resultAttrs.push_back(b.getDictionaryAttr(
-            {b.getNamedAttr("muir.updates", b.getStringAttr(grad))}));
+            {b.getNamedAttr(MuirDialect::UpdatesAttrHelper::getNameStr(),
+                            b.getStringAttr(grad))}));
       }
 
 }
@@ -1085,9 +1108,11 @@ void StepBuilder::buildUpdates() {
     // mark as a trained MoE layer's local stack.
     auto markUpdate = [&](Operation *op) {
       if (p.nsMode && *p.nsMode != NewtonSchulzMode::auto_)
-        op->setAttr("muir.ns_mode", NewtonSchulzModeAttr::get(&ctx, *p.nsMode));
+        op->setAttr(MuirDialect::NsModeAttrHelper::getNameStr(),
+                    NewtonSchulzModeAttr::get(&ctx, *p.nsMode));
       if (computed && localParams.count(p.name))
-        op->setAttr("muir.local", b.getUnitAttr());
+        op->setAttr(MuirDialect::LocalAttrHelper::getNameStr(),
+                    b.getUnitAttr());
     };
     // Muon's family: its schedule and custom coefficients.
     const MuonSettings &m = a.muon;
@@ -1309,8 +1334,10 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildLayerModule(
     argOf[n] = argTypes.size();
     argTypes.push_back(RankedTensorType::get(shape, et));
     argAttrs.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("muir.name", b.getStringAttr(n)),
-         b.getNamedAttr("muir.role", roleAttr(b, role))}));
+        {b.getNamedAttr(MuirDialect::NameAttrHelper::getNameStr(),
+                        b.getStringAttr(n)),
+         b.getNamedAttr(MuirDialect::RoleAttrHelper::getNameStr(),
+                        roleAttr(b, role))}));
   };
   bool shared = l.sharedExperts > 0;
   if (backward)
@@ -1371,15 +1398,17 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildLayerModule(
   unsigned countArg = argTypes.size();
   argTypes.push_back(i64);
   argAttrs.push_back(b.getDictionaryAttr(
-      {b.getNamedAttr("muir.name", b.getStringAttr("tokens")),
-       b.getNamedAttr("muir.role", roleAttr(b, ArgRole::tokens))}));
+      {b.getNamedAttr(MuirDialect::NameAttrHelper::getNameStr(),
+                      b.getStringAttr("tokens")),
+       b.getNamedAttr(MuirDialect::RoleAttrHelper::getNameStr(),
+                      roleAttr(b, ArgRole::tokens))}));
 
   SmallVector<Type> resultTypes;
   SmallVector<DictionaryAttr> resultAttrs;
   for (const std::string &n : outputs) {
     resultTypes.push_back(argTypes[argOf[n]]);
-    resultAttrs.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("muir.updates", b.getStringAttr(n))}));
+    resultAttrs.push_back(b.getDictionaryAttr({b.getNamedAttr(
+        MuirDialect::UpdatesAttrHelper::getNameStr(), b.getStringAttr(n))}));
   }
   auto func = func::FuncOp::create(b, lloc, backward ? "moe_backward"
                                                      : "moe_forward",

@@ -30,13 +30,15 @@ std::string runner::entryManifest(ModuleOp module, std::string &entryName) {
   std::string text;
   llvm::raw_string_ostream os(text);
   for (auto f : module.getOps<func::FuncOp>()) {
-    if (!f->hasAttr("muir.entry"))
+    if (!f->hasAttr(MuirDialect::EntryAttrHelper::getNameStr()))
       continue;
     entryName = f.getName().str();
     for (unsigned i = 0; i < f.getNumArguments(); ++i) {
       Type t = f.getArgument(i).getType();
-      auto name = f.getArgAttrOfType<StringAttr>(i, "muir.name");
-      auto role = f.getArgAttrOfType<ArgRoleAttr>(i, "muir.role");
+      auto name = f.getArgAttrOfType<StringAttr>(
+          i, MuirDialect::NameAttrHelper::getNameStr());
+      auto role = f.getArgAttrOfType<ArgRoleAttr>(
+          i, MuirDialect::RoleAttrHelper::getNameStr());
       if (auto mt = dyn_cast<MemRefType>(t)) {
         os << i << " " << (name ? name.getValue() : "?") << " "
            << (role ? stringifyArgRole(role.getValue()) : "?") << " ";
@@ -45,12 +47,14 @@ std::string runner::entryManifest(ModuleOp module, std::string &entryName) {
         llvm::interleave(mt.getShape(), os, "x");
         os << " f32";
         // Seeded data's standard deviation (1 without it).
-        if (auto std = f.getArgAttrOfType<FloatAttr>(i, "muir.init_std"))
+        if (auto std = f.getArgAttrOfType<FloatAttr>(
+                i, MuirDialect::InitStdAttrHelper::getNameStr()))
           os << " init_std=" << llvm::formatv("{0:e16}",
                                               std.getValueAsDouble());
         os << "\n";
       } else if (t.isF64()) {
-        auto value = f.getArgAttrOfType<FloatAttr>(i, "muir.default");
+        auto value = f.getArgAttrOfType<FloatAttr>(
+            i, MuirDialect::DefaultAttrHelper::getNameStr());
         os << i << " " << (name ? name.getValue() : "?") << " hyper scalar f64 "
            << llvm::formatv("{0:e16}",
                             value ? value.getValueAsDouble() : 0.0)

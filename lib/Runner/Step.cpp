@@ -159,7 +159,9 @@ void stripLayout(ModuleOp module) {
     grid.erase();
   for (auto f : module.getOps<func::FuncOp>())
     for (unsigned i = 0; i < f.getNumArguments(); ++i)
-      for (StringRef attr : {"muir.shards", "muir.split", "muir.folding"})
+      for (StringRef attr : {MuirDialect::ShardsAttrHelper::getNameStr(),
+                             MuirDialect::SplitAttrHelper::getNameStr(),
+                             MuirDialect::FoldingAttrHelper::getNameStr()})
         f.removeArgAttr(i, attr);
 }
 
@@ -362,12 +364,15 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
   for (auto f : module->getOps<func::FuncOp>()) {
     std::set<std::string> grads;
     for (unsigned i = 0; i < f.getNumArguments(); ++i)
-      if (auto name = f.getArgAttrOfType<StringAttr>(i, "muir.name"))
-        if (roleOf(name, f.getArgAttrOfType<ArgRoleAttr>(i, "muir.role")) ==
+      if (auto name = f.getArgAttrOfType<StringAttr>(
+              i, MuirDialect::NameAttrHelper::getNameStr()))
+        if (roleOf(name, f.getArgAttrOfType<ArgRoleAttr>(
+                             i, MuirDialect::RoleAttrHelper::getNameStr())) ==
             RoleGrad)
           grads.insert(name.str());
     for (unsigned r = 0; r < f.getNumResults(); ++r)
-      if (auto name = f.getResultAttrOfType<StringAttr>(r, "muir.updates")) {
+      if (auto name = f.getResultAttrOfType<StringAttr>(
+              r, MuirDialect::UpdatesAttrHelper::getNameStr())) {
         step->updatedNames.insert(name.str());
         if (grads.count(name.str()))
           step->computedGrads.insert(name.str());
@@ -380,7 +385,8 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
     auto f = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
                  : func::FuncOp();
     auto name =
-        f ? f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "muir.name")
+        f ? f.getArgAttrOfType<StringAttr>(
+                arg.getArgNumber(), MuirDialect::NameAttrHelper::getNameStr())
           : StringAttr();
     if (!name)
       return;
@@ -458,7 +464,7 @@ llvm::Error Step::readArguments() {
   ModuleOp module = *impl->module;
   func::FuncOp entry;
   for (auto f : module.getOps<func::FuncOp>())
-    if (f->hasAttr("muir.entry")) {
+    if (f->hasAttr(MuirDialect::EntryAttrHelper::getNameStr())) {
       if (entry)
         return error("more than one entry function ('" + entry.getName() +
                      "' and '" + f.getName() + "')");
@@ -496,13 +502,15 @@ llvm::Error Step::readArguments() {
   for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
     Type t = entry.getArgument(i).getType();
     Argument a;
-    auto name = entry.getArgAttrOfType<StringAttr>(i, "muir.name");
+    auto name = entry.getArgAttrOfType<StringAttr>(
+        i, MuirDialect::NameAttrHelper::getNameStr());
     if (auto mt = dyn_cast<MemRefType>(t)) {
       if (!name)
         return error("entry argument " + Twine(i) + " has no muir.name");
       a.name = name.str();
-      a.role = roleOf(a.name, entry.getArgAttrOfType<ArgRoleAttr>(
-                                  i, "muir.role"));
+      a.role =
+          roleOf(a.name, entry.getArgAttrOfType<ArgRoleAttr>(
+                             i, MuirDialect::RoleAttrHelper::getNameStr()));
       a.shape.assign(mt.getShape().begin(), mt.getShape().end());
       a.globalShape = a.shape;
       a.i64 = mt.getElementType().isInteger(64);
@@ -517,16 +525,19 @@ llvm::Error Step::readArguments() {
       a.updated = updatesByRole ? a.role == RoleParam ||
                                       a.role == RoleState
                                 : updatedNames.count(a.name) != 0;
-      if (auto splits = entry.getArgAttrOfType<ArrayAttr>(i, "muir.split"))
+      if (auto splits = entry.getArgAttrOfType<ArrayAttr>(
+              i, MuirDialect::SplitAttrHelper::getNameStr()))
         for (Attribute attr : splits)
           if (llvm::Error e = readSplit(grids, attr, a))
             return e;
       // `muir.init_std`: the seeded values' standard deviation.
-      if (auto std = entry.getArgAttrOfType<FloatAttr>(i, "muir.init_std"))
+      if (auto std = entry.getArgAttrOfType<FloatAttr>(
+              i, MuirDialect::InitStdAttrHelper::getNameStr()))
         a.initStd = std.getValueAsDouble();
     } else if (t.isInteger(64)) {
       // The step counter, or a called layer's token count ("tokens").
-      auto role = entry.getArgAttrOfType<ArgRoleAttr>(i, "muir.role");
+      auto role = entry.getArgAttrOfType<ArgRoleAttr>(
+          i, MuirDialect::RoleAttrHelper::getNameStr());
       tokenCount = role && role.getValue() == ArgRole::tokens;
       a.name = tokenCount ? "tokens" : "step";
       a.role = RoleCounter;
@@ -537,7 +548,8 @@ llvm::Error Step::readArguments() {
                      " (f64) has no muir.name naming the hyperparameter");
       a.name = name.str();
       a.role = RoleHyper;
-      auto d = entry.getArgAttrOfType<FloatAttr>(i, "muir.default");
+      auto d = entry.getArgAttrOfType<FloatAttr>(
+          i, MuirDialect::DefaultAttrHelper::getNameStr());
       if (!d)
         return error("hyperparameter '" + a.name + "' (entry argument " +
                      Twine(i) + ") has no muir.default");
@@ -627,7 +639,7 @@ llvm::Error Step::prepare(llvm::raw_ostream &diagnostics) {
     manifest = entryManifest(module, entryName);
   func::FuncOp entry;
   for (auto f : module.getOps<func::FuncOp>())
-    if (f->hasAttr("muir.entry"))
+    if (f->hasAttr(MuirDialect::EntryAttrHelper::getNameStr()))
       entry = f;
   dropMuirArgAttrs(entry);
   PassManager toLLVM(&context);

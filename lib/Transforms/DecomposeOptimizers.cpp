@@ -32,7 +32,8 @@ StringAttr getArgName(Value v) {
   auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
   if (!func)
     return {};
-  return func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "muir.name");
+  return func.getArgAttrOfType<StringAttr>(
+      arg.getArgNumber(), MuirDialect::NameAttrHelper::getNameStr());
 }
 
 /// The probe label of an update applied to `param`: the parameter's

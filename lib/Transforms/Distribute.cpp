@@ -75,11 +75,13 @@ struct Shard {
 FailureOr<SmallVector<Shard>> readShards(func::FuncOp func, unsigned i,
                                          GridOp run) {
   SmallVector<Shard> shards;
-  auto attr = func.getArgAttrOfType<ArrayAttr>(i, "muir.shards");
+  auto attr = func.getArgAttrOfType<ArrayAttr>(
+      i, MuirDialect::ShardsAttrHelper::getNameStr());
   if (!attr)
     return shards;
   auto grids = func->getParentOfType<ModuleOp>().getOps<GridOp>();
-  auto folding = func.getArgAttrOfType<FlatSymbolRefAttr>(i, "muir.folding");
+  auto folding = func.getArgAttrOfType<FlatSymbolRefAttr>(
+      i, MuirDialect::FoldingAttrHelper::getNameStr());
   for (auto shard : attr.getAsRange<ShardAttr>()) {
     StringRef axis = shard.getAxis();
     Shard s{stringifyShardKind(shard.getKind()).str(), axis.str(),
@@ -181,8 +183,9 @@ struct DistributePass
   static LogicalResult checkLayoutInvariant(ModuleOp module) {
     WalkResult result = module.walk([](Operation *op) {
       auto func = op->getParentOfType<func::FuncOp>();
-      if (func && (func->hasAttr("muir.per_rank") ||
-                   func->hasAttr("muir.entry")))
+      if (func &&
+          (func->hasAttr(MuirDialect::PerRankAttrHelper::getNameStr()) ||
+           func->hasAttr(MuirDialect::EntryAttrHelper::getNameStr())))
         return WalkResult::advance();
       if (auto cap = dyn_cast<CapacityOp>(op);
           cap && cap.getGroupTokens() == 0) {
@@ -247,12 +250,14 @@ struct DistributePass
       // with `muir.split` and no `muir.shards`, are left as they are by
       // distribute() itself; the importer gives trained MoE layers' tensors
       // such shapes beside sharded ones.)
-      if (func.isExternal() || func->hasAttr("muir.per_rank") ||
-          func->hasAttr("muir.entry"))
+      if (func.isExternal() ||
+          func->hasAttr(MuirDialect::PerRankAttrHelper::getNameStr()) ||
+          func->hasAttr(MuirDialect::EntryAttrHelper::getNameStr()))
         continue;
       if (failed(distribute(func)))
         return signalPassFailure();
-      func->setAttr("muir.per_rank", UnitAttr::get(func.getContext()));
+      func->setAttr(MuirDialect::PerRankAttrHelper::getNameStr(),
+                    UnitAttr::get(func.getContext()));
     }
   }
 
@@ -302,7 +307,8 @@ struct DistributePass
       }
       arg.setType(RankedTensorType::get(local, type.getElementType()));
       NamedAttrList attrs(argAttrs[i]);
-      attrs.set("muir.split", b.getArrayAttr(splits));
+      attrs.set(MuirDialect::SplitAttrHelper::getNameStr(),
+                b.getArrayAttr(splits));
       argAttrs[i] = attrs.getDictionary(func.getContext());
       split = true;
       shardsOf[arg] = *shards;
@@ -447,7 +453,7 @@ struct DistributePass
     // Already per-rank (an MoE layer trained in the step, whose expert
     // stacks the importer gave their local shapes over ep): NS per local
     // expert, never shared out over dp.
-    if (op->hasAttr("muir.local"))
+    if (op->hasAttr(MuirDialect::LocalAttrHelper::getNameStr()))
       expertOnly = true;
     if (expertOnly) {
       localizeResults(op, localType);
@@ -491,8 +497,8 @@ struct DistributePass
           matrixShards.push_back(&s);
       // The update's own muir.ns_mode wins over the pass option.
       std::optional<NewtonSchulzMode> requested = fixedMode(nsMode);
-      if (auto attr =
-              op->getAttrOfType<NewtonSchulzModeAttr>("muir.ns_mode"))
+      if (auto attr = op->getAttrOfType<NewtonSchulzModeAttr>(
+              MuirDialect::NsModeAttrHelper::getNameStr()))
         requested = fixedMode(attr.getValue());
       // Layout-invariant: the whole matrix on every rank of the group, as
       // on one rank; the other modes sum or approximate over the split.
@@ -734,22 +740,24 @@ struct DistributePass
           op.getWeightDecayAttr());
       // The decision stays visible in the planned IR.
       if (job.matrixSplit)
-        a->setAttr("muir.ns_mode",
+        a->setAttr(MuirDialect::NsModeAttrHelper::getNameStr(),
                    NewtonSchulzModeAttr::get(b.getContext(), job.mode));
       if (job.matrixSplit && (job.mode == NewtonSchulzMode::distributed ||
                               job.mode == NewtonSchulzMode::resharded))
-        a->setAttr("muir.ns_form",
-                   NSFormAttr::get(b.getContext(), job.gram ? NSForm::gram
-                                                            : NSForm::standard));
+        a->setAttr(MuirDialect::NsFormAttrHelper::getNameStr(),
+                   NSFormAttr::get(b.getContext(),
+                                   job.gram ? NSForm::gram : NSForm::standard));
       if (job.matrixSplit || job.fsdp)
-        a->setAttr("muir.ns_why", whyAttr(b.getContext(), job,
-                                              model.getProfile().machine));
+        a->setAttr(MuirDialect::NsWhyAttrHelper::getNameStr(),
+                   whyAttr(b.getContext(), job, model.getProfile().machine));
       if (job.matrixSplit)
-        a->setAttr("muir.modelled_ms",
+        a->setAttr(MuirDialect::ModelledMsAttrHelper::getNameStr(),
                    b.getF64FloatAttr(job.modelledSeconds * 1e3));
       if (job.owner >= 0) {
-        a->setAttr("muir.dp_owner", b.getI64IntegerAttr(job.owner));
-        a->setAttr("muir.dp_weight", b.getF64FloatAttr(job.weight));
+        a->setAttr(MuirDialect::DpOwnerAttrHelper::getNameStr(),
+                   b.getI64IntegerAttr(job.owner));
+        a->setAttr(MuirDialect::DpWeightAttrHelper::getNameStr(),
+                   b.getF64FloatAttr(job.weight));
       }
       return a;
     };

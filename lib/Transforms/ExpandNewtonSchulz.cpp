@@ -46,7 +46,8 @@ Value expand(OpBuilder &b, NewtonSchulzOp op) {
                                                 op.getEpsAttr());
   // muir-gram-newton-schulz's record of the form (standard) stays on the
   // expansion's first op, for the plan report.
-  for (StringRef name : {"muir.ns_form", "muir.ns_form_cost"})
+  for (StringRef name : {MuirDialect::NsFormAttrHelper::getNameStr(),
+                         MuirDialect::NsFormCostAttrHelper::getNameStr()})
     if (Attribute a = op->getAttr(name))
       normalize->setAttr(name, a);
   Value x = normalize;

@@ -182,12 +182,14 @@ struct ChooseNewtonSchulzForm : OpRewritePattern<NewtonSchulzOp> {
                                         APFloat(cost.standardSeconds),
                                         APFloat(cost.gramSeconds));
     auto record = [&](Operation *on) {
-      on->setAttr("muir.ns_form", formAttr);
-      on->setAttr("muir.ns_form_cost", costAttr);
+      on->setAttr(MuirDialect::NsFormAttrHelper::getNameStr(), formAttr);
+      on->setAttr(MuirDialect::NsFormCostAttrHelper::getNameStr(), costAttr);
     };
     if (!gram) {
-      if (op->getAttr("muir.ns_form") == formAttr &&
-          op->getAttr("muir.ns_form_cost") == costAttr)
+      if (op->getAttr(MuirDialect::NsFormAttrHelper::getNameStr()) ==
+              formAttr &&
+          op->getAttr(MuirDialect::NsFormCostAttrHelper::getNameStr()) ==
+              costAttr)
         return rewriter.notifyMatchFailure(op, "standard form recorded");
       rewriter.modifyOpInPlace(op, [&] { record(op); });
       return success();

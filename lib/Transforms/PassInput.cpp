@@ -33,10 +33,10 @@ LogicalResult mlir::muir::checkPassInput(Operation *root, StringRef pass,
   };
   // A step function on tensors: its arguments name tensors.
   auto isTensorStep = [](func::FuncOp f) {
-    if (f->hasAttr("muir.entry"))
+    if (f->hasAttr(MuirDialect::EntryAttrHelper::getNameStr()))
       return false;
     for (unsigned i = 0; i < f.getNumArguments(); ++i)
-      if (f.getArgAttr(i, "muir.name") &&
+      if (f.getArgAttr(i, MuirDialect::NameAttrHelper::getNameStr()) &&
           isa<TensorType>(f.getArgument(i).getType()))
         return true;
     return false;
@@ -54,7 +54,7 @@ LogicalResult mlir::muir::checkPassInput(Operation *root, StringRef pass,
       found = ("tensor-level op '" + op->getName().getStringRef() + "'").str();
       hint = "run muir-lower-to-exec first (the muir-to-exec pipeline)";
     } else if (auto f = dyn_cast<func::FuncOp>(op);
-               f && f->hasAttr("muir.entry")) {
+               f && f->hasAttr(MuirDialect::EntryAttrHelper::getNameStr())) {
       found = ("exec function @" + f.getName() + " (muir.entry)").str();
       hint = input == PassInput::Planned
                  ? "it is lowered to exec IR already"
@@ -68,10 +68,12 @@ LogicalResult mlir::muir::checkPassInput(Operation *root, StringRef pass,
     } else if (input != PassInput::Planned) {
       return WalkResult::advance();
     } else if (auto f = dyn_cast<func::FuncOp>(op);
-               f && hasGrid && !f->hasAttr("muir.per_rank") &&
+               f && hasGrid &&
+               !f->hasAttr(MuirDialect::PerRankAttrHelper::getNameStr()) &&
                isTensorStep(f) &&
                llvm::any_of(llvm::seq(f.getNumArguments()), [&](unsigned i) {
-                 return bool(f.getArgAttr(i, "muir.shards"));
+                 return bool(f.getArgAttr(
+                     i, MuirDialect::ShardsAttrHelper::getNameStr()));
                })) {
       found = ("function @" + f.getName() +
                ", whose arguments are sharded (muir.shards) but not "
