@@ -607,7 +607,16 @@ class Step:
             len(self.arguments), self.num_hyper, self.rank, self.world_size)
 
 
-DEFAULT = object()
+class _Default:
+    """The value of a keyword that was not given (cache_dir=muir.DEFAULT:
+    $MUIR_CACHE_DIR, else the user's cache folder), apart from None (no
+    cache)."""
+
+    def __repr__(self):
+        return "muir.DEFAULT"
+
+
+DEFAULT = _Default()
 
 
 def cache_dir(value=DEFAULT):

@@ -218,9 +218,10 @@ misshapen or non-finite entry raises ValueError and nothing is updated.
 Either optimizer (Muon, NorMuon) updates q and k first. On the CUDA
 target the clip is generated kernels, not yet run on a GPU.
 
-More keyword arguments (**more):
-  ns_eps (1e-7), momentum_kind ("ema" | "accumulate"), coefficients (a flat
-  list for schedule "custom"): the description's optimizer.muon settings;
+Keyword-only arguments:
+  ns_eps (None: 1e-7), momentum_kind (None: "ema"; or "accumulate"),
+  coefficients (a flat list for schedule "custom"): the description's
+  optimizer.muon settings;
   name: the description's name;
   cache_dir: where compiled CPU steps are kept between processes (muir's
   cache-dir option: a shared library per step, named by a hash of the
@@ -229,12 +230,16 @@ More keyword arguments (**more):
   $XDG_CACHE_HOME/muir, else ~/.cache/muir; None or "" (or
   MUIR_CACHE_DIR="") for none (muir.cache_dir(); muir.torch.MoE keeps its
   layers' passes there too). The CUDA target compiles every time.
-  options: a dict of compile options for muir.compile; and those a user
-  sets by keyword with underscores (muir.options(), docs/step-library.md's
-  table: ns_mode, dp_assign, syrk, syrk_chunk_rows, cuda_bf16, ...).
+  options: a dict of compile options for muir.compile;
+  ns_mode, ns_form, ns_precision, dp_assign, deterministic, syrk, batch,
+  fuse_syrk_all_reduce, machine, syrk_chunk_rows, probe_updates, cuda_arch,
+  cuda_bf16, cuda_graph: the step library's options a user sets
+  (muir.options(), docs/step-library.md's table), None for the library's
+  default.
 """
 import collections
 import difflib
+import inspect
 import math
 import numbers
 import operator
@@ -351,6 +356,14 @@ _HYPER_FIELDS = {"lr": ("lr", None), "weight_decay": ("weight_decay", None),
                  "momentum": ("momentum", None), "beta1": ("betas", 0),
                  "beta2": ("betas", 1), "eps": ("eps", None)}
 _run_time = {}
+
+
+def _step_option_names():
+    """The step library's options a user sets by keyword (muir.options()'s
+    user options but cache-dir, which is its own keyword), in its order:
+    Muon's signature names each ("ns-mode" as ns_mode)."""
+    return [name for name, option in muir.options().items()
+            if option.user and name != "cache-dir"]
 
 
 def _run_time_keys(optimizer):
@@ -580,26 +593,41 @@ class Muon(torch.optim.Optimizer):
                  check_finite=True, check_replicas=False,
                  max_compiled_steps=DEFAULT_MAX_COMPILED_STEPS,
                  qk_clip=None, attention=None, process_group=None,
-                 device_mesh=None, **more):
-        options = dict(more.pop("options", None) or {})
-        # The step library's options a user sets (muir.options()), as
-        # keywords: ns_mode=..., syrk_chunk_rows=...
-        for name, option in muir.options().items():
-            key = name.replace("-", "_")
-            if option.user and key in more:
-                options[name] = more.pop(key)
+                 device_mesh=None, *, ns_eps=None, momentum_kind=None,
+                 coefficients=None, name="muir_torch", cache_dir=muir.DEFAULT,
+                 options=None, ns_mode=None, ns_form=None, ns_precision=None,
+                 dp_assign=None, deterministic=None, syrk=None, batch=None,
+                 fuse_syrk_all_reduce=None, machine=None,
+                 syrk_chunk_rows=None, probe_updates=None, cuda_arch=None,
+                 cuda_bf16=None, cuda_graph=None):
+        options = dict(options or {})
+        # The step library's options a user sets (muir.options()), each a
+        # keyword of the signature (None: not given, the library's
+        # default); test/Python/python-api.test checks that the two lists
+        # agree.
+        given = dict(ns_mode=ns_mode, ns_form=ns_form,
+                     ns_precision=ns_precision, dp_assign=dp_assign,
+                     deterministic=deterministic, syrk=syrk, batch=batch,
+                     fuse_syrk_all_reduce=fuse_syrk_all_reduce,
+                     machine=machine, syrk_chunk_rows=syrk_chunk_rows,
+                     probe_updates=probe_updates, cuda_arch=cuda_arch,
+                     cuda_bf16=cuda_bf16, cuda_graph=cuda_graph)
+        for option_name in _step_option_names():
+            key = option_name.replace("-", "_")
+            if given.get(key) is not None:
+                options[option_name] = given[key]
+        if cache_dir is not muir.DEFAULT:
+            options["cache-dir"] = cache_dir
         self._cache_dir = muir.cache_dir(options.pop("cache-dir", muir.DEFAULT))
         # Muon's keys that are not the signature's: the section's
         # defaults (muir.optimizers()).
         section = muir.optimizers()[self._matrix_optimizer].settings
-        extra = {"ns_eps": more.pop("ns_eps", section["eps"]),
-                 "momentum_kind": more.pop("momentum_kind",
-                                           section["momentum_kind"]),
-                 "coefficients": more.pop("coefficients", None)}
-        self._name = more.pop("name", "muir_torch")
-        if more:
-            raise TypeError("muir.torch.Muon got unexpected keyword "
-                            "arguments: %s" % ", ".join(sorted(more)))
+        extra = {"ns_eps": section["eps"] if ns_eps is None else ns_eps,
+                 "momentum_kind": (section["momentum_kind"]
+                                   if momentum_kind is None
+                                   else momentum_kind),
+                 "coefficients": coefficients}
+        self._name = name
         if target not in (None, "cpu", "cuda"):
             raise ValueError("target %r: expected 'cpu', 'cuda' or None "
                              "(from the parameters' device)" % (target,))
@@ -2293,8 +2321,8 @@ class NorMuon(Muon):
 
     def __init__(self, params, lr=0.02, momentum=0.95, nesterov=True,
                  weight_decay=0.0, ns_steps=5, schedule="simple",
-                 scale_extra=0.2, beta2=0.95, eps2=1e-8, **more):
-        if "scale_mode" in more:
+                 scale_extra=0.2, beta2=0.95, eps2=1e-8, **muon_keywords):
+        if "scale_mode" in muon_keywords:
             raise TypeError("muir.torch.NorMuon has no scale_mode (its "
                             "update RMS is scale_extra)")
         for key, v in (("beta2", beta2), ("eps2", eps2)):
@@ -2306,4 +2334,20 @@ class NorMuon(Muon):
         self._normuon = {"beta2": float(beta2), "eps2": float(eps2)}
         super().__init__(params, lr=lr, momentum=momentum, nesterov=nesterov,
                          weight_decay=weight_decay, ns_steps=ns_steps,
-                         schedule=schedule, scale_extra=scale_extra, **more)
+                         schedule=schedule, scale_extra=scale_extra,
+                         **muon_keywords)
+
+
+def _normuon_signature():
+    """NorMuon's own arguments, then Muon's other keywords (but scale_mode)
+    as keyword-only: what help() and inspect show for the keywords NorMuon
+    passes on to Muon."""
+    own = inspect.signature(NorMuon.__init__).parameters
+    muon = inspect.signature(Muon.__init__).parameters
+    kept = [p for p in own.values() if p.kind != p.VAR_KEYWORD]
+    kept += [p.replace(kind=p.KEYWORD_ONLY) for name, p in muon.items()
+             if name not in own and name != "scale_mode"]
+    return inspect.Signature(kept)
+
+
+NorMuon.__init__.__signature__ = _normuon_signature()

@@ -336,4 +336,22 @@ for case, kw in (("layout", {"layout": "tp=2"}), ("target", {"target": "tpu"}),
         print("constructor %s: %s: %s" % (case, type(e).__name__, e))
     else:
         fail.check(False, "constructor %s: no error" % case)
+
+# Every keyword explicit: the step library's user options (muir.options())
+# are keywords of Muon's signature, and NorMuon's shows Muon's (but
+# scale_mode) beside its own, as help() and IDEs read them.
+import inspect
+muon_keys = inspect.signature(muir.torch.Muon).parameters
+user = [n.replace("-", "_") for n, o in muir.options().items() if o.user]
+fail.check(all(k in muon_keys for k in user),
+           "Muon lacks keywords %r" % [k for k in user if k not in muon_keys])
+fail.check(not any(p.kind == p.VAR_KEYWORD for p in muon_keys.values()),
+           "Muon takes **keywords")
+normuon_keys = inspect.signature(muir.torch.NorMuon).parameters
+fail.check("scale_mode" not in normuon_keys and
+           all(k in normuon_keys for k in muon_keys if k != "scale_mode")
+           and "beta2" in normuon_keys,
+           "NorMuon's signature: %s" % list(normuon_keys))
+print("signatures: Muon takes %d step options by keyword; NorMuon %d keywords"
+      % (len(user), len(normuon_keys)))
 fail.finish()
