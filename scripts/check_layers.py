@@ -19,7 +19,9 @@ line per library:
    lib/<F>/ are lib/<F>'s library (muir/<F>/<G>.h is lib/<F>/<G>/'s where that is a
    library), dialects/<D>/ (included as "<D>/...") is its dialect's;
    include/muir/Support/ is header-only, below every library (what of it
-   is compiled, MuirVersion, the symbol check covers).
+   is compiled, MuirVersion, the symbol check covers). The runtime's C
+   headers (muir-rt/) hold both contracts and inline helpers and are left
+   to the symbol check too.
 
 Exits 1 with one line per finding, naming the libraries and the file,
 symbol or cycle.
@@ -93,12 +95,23 @@ def reach(libs):
 
 
 def nm(tool, archive, undefined):
-    args = [tool, "--no-sort", "-j"]
+    """The archive's undefined symbols, or the ones it defines strongly:
+    a weak or COMDAT definition (an inline function, a template, a
+    vtable: nm's W, V and u) may be in many archives and is no one's."""
+    args = [tool, "--no-sort", "-P"]
     args += ["-u"] if undefined else ["--defined-only", "-g"]
     out = subprocess.run(args + [archive], capture_output=True, text=True)
     if out.returncode:
         sys.exit(f"{tool} {archive}: {out.stderr.strip()}")
-    return {s for s in out.stdout.split("\n") if s and not s.endswith(":")}
+    symbols = set()
+    for line in out.stdout.split("\n"):
+        fields = line.split()
+        if len(fields) < 2 or line.endswith(":"):
+            continue  # blank, or an archive member's header
+        name, kind = fields[0], fields[1]
+        if undefined or kind in "TDBRSCG":
+            symbols.add(name)
+    return symbols
 
 
 def check_symbols(libs, reaches, tool):

@@ -20,6 +20,7 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/ValueBoundsOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/BufferViewFlowOpInterfaceImpl.h"
@@ -89,8 +90,9 @@ void mlir::muir::registerStepDialects(DialectRegistry &registry) {
   tensor::registerAllExtensions(registry);
 
   // The conversions to LLVM that look their patterns up by dialect
-  // (gpu-to-llvm, convert-gpu-to-nvvm), and the NVVM target of
-  // nvvm-attach-target and gpu-module-to-binary.
+  // (gpu-to-llvm, convert-gpu-to-nvvm: every loaded dialect that promises
+  // one, vector too, which lower-affine and arith-expand load), and the
+  // NVVM target of nvvm-attach-target and gpu-module-to-binary.
   arith::registerConvertArithToLLVMInterface(registry);
   cf::registerConvertControlFlowToLLVMInterface(registry);
   registerConvertFuncToLLVMInterface(registry);
@@ -99,6 +101,7 @@ void mlir::muir::registerStepDialects(DialectRegistry &registry) {
   registerConvertMemRefToLLVMInterface(registry);
   registerConvertNVVMToLLVMInterface(registry);
   ub::registerConvertUBToLLVMInterface(registry);
+  vector::registerConvertVectorToLLVMInterface(registry);
   gpu::registerConvertGpuToLLVMInterface(registry);
   NVVM::registerConvertGpuToNVVMInterface(registry);
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);

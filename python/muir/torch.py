@@ -603,7 +603,7 @@ class Muon(torch.optim.Optimizer):
         options = dict(options or {})
         # The step library's options a user sets (muir.options()), each a
         # keyword of the signature (None: not given, the library's
-        # default); test/Python/python-api.test checks that the two lists
+        # default); test/Python/torch-errors.test checks that the two lists
         # agree.
         given = dict(ns_mode=ns_mode, ns_form=ns_form,
                      ns_precision=ns_precision, dp_assign=dp_assign,

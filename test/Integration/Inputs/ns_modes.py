@@ -115,7 +115,7 @@ for layout, ranks in [("tp=2", 2), ("dp=2,tp=2", 4)]:
         else:
             want = 0
         # The plan report predicts the same bytes (its formula lives in
-        # lib/Analysis/PlanReport.cpp).
+        # lib/Report/PlanReport.cpp).
         import json
         report = json.loads(run([compiler, desc, "--layout", layout,
                                  "--ns-mode", mode, "--ns-form", "standard",
