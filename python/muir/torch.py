@@ -605,17 +605,11 @@ class Muon(torch.optim.Optimizer):
         # keyword of the signature (None: not given, the library's
         # default); test/Python/torch-errors.test checks that the two lists
         # agree.
-        given = dict(ns_mode=ns_mode, ns_form=ns_form,
-                     ns_precision=ns_precision, dp_assign=dp_assign,
-                     deterministic=deterministic, syrk=syrk, batch=batch,
-                     fuse_syrk_all_reduce=fuse_syrk_all_reduce,
-                     machine=machine, syrk_chunk_rows=syrk_chunk_rows,
-                     probe_updates=probe_updates, cuda_arch=cuda_arch,
-                     cuda_bf16=cuda_bf16, cuda_graph=cuda_graph)
+        arguments = locals()
         for option_name in _step_option_names():
-            key = option_name.replace("-", "_")
-            if given.get(key) is not None:
-                options[option_name] = given[key]
+            value = arguments[option_name.replace("-", "_")]
+            if value is not None:
+                options[option_name] = value
         if cache_dir is not muir.DEFAULT:
             options["cache-dir"] = cache_dir
         self._cache_dir = muir.cache_dir(options.pop("cache-dir", muir.DEFAULT))
