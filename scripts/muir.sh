@@ -36,9 +36,12 @@ cmd="${1:-run}"
 [ $# -gt 0 ] && shift
 
 # Debian packages the build, the runtime, the tests and the benchmarks use.
+# libdnnl-dev's CMake package needs OpenCL's (Debian's oneDNN is built with
+# its OpenCL GPU runtime) and only recommends ocl-icd-opencl-dev, which
+# --no-install-recommends leaves out: named here.
 packages=(cmake ninja-build g++ llvm-22-dev libmlir-22-dev mlir-22-tools
           libopenblas-dev libopenmpi-dev openmpi-bin libgtest-dev libdnnl-dev
-          python3 pkg-config clang-22 libclang-rt-22-dev)
+          ocl-icd-opencl-dev python3 pkg-config clang-22 libclang-rt-22-dev)
 # The Python environment of the tests, the benchmarks and muir.torch: a
 # virtual environment (ignored by git) with the pinned PyPI packages of
 # python/requirements.txt (torch 2.x, transformers, emerging-optimizers,
