@@ -164,7 +164,6 @@ int main(int argc, char **argv) {
       die(runtimePath + " is neither the CUDA runtime nor a library with the "
                         "CPU runtime (muirrt_set_deterministic)");
     deterministic(1);
-    keepFreedMemory();
   }
   if (cublasGrouped || !cuda)
     graph = false;

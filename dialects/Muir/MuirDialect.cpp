@@ -353,7 +353,8 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
   Attribute value = attr.getValue();
   if (name == EntryAttrHelper::getNameStr() ||
       name == PerRankAttrHelper::getNameStr() ||
-      name == LocalAttrHelper::getNameStr()) {
+      name == LocalAttrHelper::getNameStr() ||
+      name == RecomputedAttrHelper::getNameStr()) {
     if (!isa<UnitAttr>(value))
       return op->emitError("'") << name << "' must be a unit attribute";
     // An exec function frees each buffer it allocated once, and uses none
@@ -411,6 +412,14 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
                            "a function (its outer loop's iterations)");
     return success();
   }
+  if (name == ArenaBytesAttrHelper::getNameStr()) {
+    auto i = dyn_cast<IntegerAttr>(value);
+    if (!i || !i.getType().isInteger(64) || i.getInt() < 0 ||
+        !isa<FunctionOpInterface>(op))
+      return op->emitError("'muir.arena_bytes' must be a non-negative i64 "
+                           "on a function (its temporaries' arena)");
+    return success();
+  }
   if (name == ModelledMsAttrHelper::getNameStr() ||
       name == DpWeightAttrHelper::getNameStr()) {
     // muir-distribute's modelled time of the mode it ran, and the weight
@@ -425,11 +434,13 @@ LogicalResult MuirDialect::verifyOperationAttribute(Operation *op,
   return unknownAttribute(
       op, attr, "operation",
       {EntryAttrHelper::getNameStr(), PerRankAttrHelper::getNameStr(),
-       LocalAttrHelper::getNameStr(), NsModeAttrHelper::getNameStr(),
-       NsWhyAttrHelper::getNameStr(), DpOwnerAttrHelper::getNameStr(),
-       DpWeightAttrHelper::getNameStr(), ModelledMsAttrHelper::getNameStr(),
-       NsFormAttrHelper::getNameStr(), NsFormCostAttrHelper::getNameStr(),
-       ParallelRangeAttrHelper::getNameStr()});
+       LocalAttrHelper::getNameStr(), RecomputedAttrHelper::getNameStr(),
+       NsModeAttrHelper::getNameStr(), NsWhyAttrHelper::getNameStr(),
+       DpOwnerAttrHelper::getNameStr(), DpWeightAttrHelper::getNameStr(),
+       ModelledMsAttrHelper::getNameStr(), NsFormAttrHelper::getNameStr(),
+       NsFormCostAttrHelper::getNameStr(),
+       ParallelRangeAttrHelper::getNameStr(),
+       ArenaBytesAttrHelper::getNameStr()});
 }
 
 /// A shard or split of argument `arg` names one of its dimensions.

@@ -39,9 +39,16 @@ def Muir_Dialect : Dialect {
     "::mlir::UnitAttr":$entry,
     "::mlir::UnitAttr":$per_rank,
     "::mlir::IntegerAttr":$parallel_range,
+    // On a CPU exec function: the bytes of the arena its temporaries are
+    // planned in (muir-plan-buffers).
+    "::mlir::IntegerAttr":$arena_bytes,
     // On ops: a trained MoE layer's update (left alone by distribution),
     // muir-distribute's decisions and muir-gram-newton-schulz's form.
     "::mlir::UnitAttr":$local,
+    // On a pure op computed a second time on purpose (an MoE layer's
+    // activation recompute dispatches its tokens again): CSE keeps the
+    // copy apart, so that the first copy's buffer can die early.
+    "::mlir::UnitAttr":$recomputed,
     "::mlir::muir::NewtonSchulzModeAttr":$ns_mode,
     "::mlir::muir::NSWhyAttr":$ns_why,
     "::mlir::FloatAttr":$modelled_ms,

@@ -13,9 +13,10 @@
  * Bound tensors are the caller's memory (host pointers on the CPU target,
  * device pointers on the CUDA target), contiguous row-major, of the
  * argument's shape and dtype (float32; float64 for a parameter described
- * with dtype f64, its gradient and its state), and updated in place: the library never copies,
- * reallocates or keeps them beyond the call. Hyperparameters (each optimizer
- * group's learning rate and weight decay) are read at every run.
+ * with dtype f64, its gradient and its state), and updated in place: the
+ *library never copies, reallocates or keeps them beyond the call.
+ *Hyperparameters (each optimizer group's learning rate and weight decay) are
+ *read at every run.
  *
  * Every function that can fail returns NULL or a non-zero status and leaves
  * a message for muir_step_last_error(); none exits or aborts the process,
@@ -30,9 +31,10 @@
  * grid; they are joined by the first and left at exit), the CUDA device and
  * NCCL communicator (made by the first CUDA step). The settings
  * `deterministic`, `cuda-bf16` and the grouped-GEMM choice are the
- * runtime's too, and each run sets its own step's. A CPU step sets glibc's
- * mallopt M_MMAP_THRESHOLD and M_TRIM_THRESHOLD to 1 GiB, so that its
- * temporaries' pages stay warm between runs (MUIR_MALLOPT=0: not).
+ * runtime's too, and each run sets its own step's. A CPU step's
+ * temporaries live at planned offsets of one block of the runtime's
+ * process-wide arena (muirrt_alloc, muir-rt/Entries.def), whose pages stay
+ * resident between runs; the process's malloc is left as it is.
  *
  *===----------------------------------------------------------------------===*/
 #ifndef MUIR_STEP_H
@@ -234,6 +236,14 @@ int muir_step_set_transport(MuirExchangeFn exchange, void *context,
                             int32_t rank, int32_t size);
 
 void muir_step_close(MuirStep *step);
+
+/* CPU steps keep their temporaries' pages resident between runs, in the
+ * runtime's process-wide arena (as a caching allocator does): gives back
+ * the pages past the blocks in use (all of them between runs) and returns
+ * their bytes; the next run touches them again. muir_step_held_memory: the
+ * bytes the arena holds resident now. */
+size_t muir_step_release_memory(void);
+size_t muir_step_held_memory(void);
 
 #ifdef __cplusplus
 }

@@ -350,6 +350,10 @@ int muir_step_run(MuirStep *step, int64_t counter, const double *hyper,
   return 0;
 }
 
+size_t muir_step_release_memory(void) { return muirrt_arena_release_memory(); }
+
+size_t muir_step_held_memory(void) { return muirrt_arena_bytes(); }
+
 int muir_step_nccl_unique_id(char *hex) {
   auto id = ncclUniqueId();
   if (!id)

@@ -4,10 +4,11 @@
 // be run on its own in muir-opt and the tools run exactly the same thing.
 //
 //===----------------------------------------------------------------------===//
-#include "muir/Conversion/Passes.h"
 #include "muir/Driver/Pipelines.h"
-#include "muir/Transforms/Passes.h"
+#include "muir/Conversion/Passes.h"
 #include "muir/Support/EnumNames.h"
+#include "muir/Support/LayerPass.h"
+#include "muir/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -104,6 +105,8 @@ void mlir::muir::buildExecToLLVMPipeline(OpPassManager &pm,
     return;
   }
   pm.addPass(createMuirExecToRuntimeCalls());
+  // The temporaries at planned offsets of one arena per function.
+  pm.addPass(createMuirPlanBuffers());
   // Upstream passes by name: their C++ constructors move between releases,
   // their flags do not. The entry function's memrefs become bare pointers
   // so the runtime can call it with one pointer per tensor. bf16
@@ -120,12 +123,15 @@ void mlir::muir::buildExecToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createMuirOutlineLoops());
   if (failed(parsePassPipeline(
           "lower-affine,convert-scf-to-cf,"
-          "expand-strided-metadata,finalize-memref-to-llvm,"
+          "expand-strided-metadata,"
+          "finalize-memref-to-llvm{use-generic-functions=1},"
           "convert-math-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
           "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
           "convert-cf-to-llvm,reconcile-unrealized-casts",
           pm)))
     llvm::report_fatal_error("muir: malformed built-in lowering pipeline");
+  // The buffers in the runtime's arena (muirrt_alloc, muirrt_free).
+  pm.addPass(createMuirRuntimeAllocs());
   // The parallel nests' calls share their iterations over the runtime's
   // threads.
   pm.addPass(createMuirParallelLoopCalls());
@@ -394,7 +400,8 @@ ArrayRef<OptionInfo> mlir::muir::stepOptions() {
       if (o.name == "target")
         o.choices = valueNames(targetValues());
       else if (o.name == "layer-pass")
-        o.choices = {"forward", "backward"};
+        for (const EnumName<LayerPass> &p : kLayerPasses)
+          o.choices.push_back(p.name);
     }
     return v;
   }();

@@ -260,6 +260,12 @@ struct TrainedLayer {
         act, out, y;
     Value choices; ///< route's counts: pairs per expert, before drops
     Value sGate, sUp, sAct; ///< the shared experts'
+    /// The activation recompute's backward: the tokens are dispatched
+    /// again for the gate and up stacks' gradients (a second copy, kept
+    /// apart from the first by muir.recomputed), so that the first copy's
+    /// rows die with the forward's products instead of living through the
+    /// whole backward.
+    bool dispatchAgain = false;
   };
   struct Shared {
     Value gate, up, down;
@@ -358,10 +364,7 @@ struct TrainedLayer {
   void experts(Forward &f, Value gate, Value up, Value down,
                const Shared *shared) {
     int64_t t = tokens(), h = l.hidden, ff = l.expertSize;
-    f.gate = gmm(f.rows, gate, f.counts, ff, true);
-    f.up = gmm(f.rows, up, f.counts, ff, true);
-    f.act = one(make<SwigluOp>({f32({bound(), ff})}, {f.gate, f.up}));
-    f.out = gmm(f.act, down, f.counts, h, true);
+    expertProducts(f, gate, up, down);
     f.y = one(make<CombineOp>({f32({t, h})},
                               {f.out, f.indices, f.plan, f.weights},
                               onGroup()));
@@ -371,10 +374,7 @@ struct TrainedLayer {
     if (shared) {
       int64_t sf = l.sharedExperts * ff, rows = sharedRows();
       auto tb = b.getNamedAttr("transpose_b", b.getUnitAttr());
-      Value in = sharedTokens();
-      f.sGate =
-          one(make<MatmulOp>({f32({rows, sf})}, {in, shared->gate}, {tb}));
-      f.sUp = one(make<MatmulOp>({f32({rows, sf})}, {in, shared->up}, {tb}));
+      sharedProducts(f, *shared);
       f.sAct = one(make<SwigluOp>({f32({rows, sf})}, {f.sGate, f.sUp}));
       Value s = one(make<MatmulOp>({f32({rows, h})}, {f.sAct, shared->down},
                                    {tb}));
@@ -385,6 +385,24 @@ struct TrainedLayer {
       }
       f.y = one(make<AddOp>({f32({t, h})}, {f.y, s}));
     }
+  }
+
+  /// The routed experts' products on the dispatched rows: gate, up, their
+  /// SwiGLU and down (the same ops as the forward's, so the same bits).
+  void expertProducts(Forward &f, Value gate, Value up, Value down) {
+    int64_t h = l.hidden, ff = l.expertSize;
+    f.gate = gmm(f.rows, gate, f.counts, ff, true);
+    f.up = gmm(f.rows, up, f.counts, ff, true);
+    f.act = one(make<SwigluOp>({f32({bound(), ff})}, {f.gate, f.up}));
+    f.out = gmm(f.act, down, f.counts, h, true);
+  }
+  /// The shared experts' gate and up products on their tokens.
+  void sharedProducts(Forward &f, const Shared &shared) {
+    int64_t sf = l.sharedExperts * l.expertSize, rows = sharedRows();
+    auto tb = b.getNamedAttr("transpose_b", b.getUnitAttr());
+    Value in = sharedTokens();
+    f.sGate = one(make<MatmulOp>({f32({rows, sf})}, {in, shared.gate}, {tb}));
+    f.sUp = one(make<MatmulOp>({f32({rows, sf})}, {in, shared.up}, {tb}));
   }
 
   struct Grads {
@@ -467,7 +485,8 @@ struct TrainedLayer {
                       Value &dx) {
     int64_t t = tokens(), e = l.experts, h = l.hidden, ff = l.expertSize;
     auto ta = b.getNamedAttr("transpose_a", b.getUnitAttr());
-    f.act = one(make<SwigluOp>({f32({bound(), ff})}, {f.gate, f.up}));
+    if (!f.act)
+      f.act = one(make<SwigluOp>({f32({bound(), ff})}, {f.gate, f.up}));
     Grads g;
     ExpertGrads eg = expertsBackward(f, dy, down, g);
     // The rows' gradient (through gate and up), home to their tokens:
@@ -507,13 +526,15 @@ struct TrainedLayer {
   };
   ExpertGrads expertsBackward(Forward &f, Value dy, Value down, Grads &g) {
     int64_t t = tokens(), h = l.hidden, ff = l.expertSize, k = l.topK;
+    // The weights' gradient first: the experts' outputs die before the
+    // rows' gradient is made.
+    ExpertGrads eg;
+    eg.weights = one(make<CombineWeightsGradOp>(
+        {f32({t, k})}, {dy, f.out, f.indices, f.plan}, onGroup()));
     Value dOut = make<DispatchOp>({f32({bound(), h}), i64({local()}),
                                    i64({2 * bound() + 4 * groupSize()})},
                                   {dy, f.indices, f.weights}, onGroup())
                      ->getResult(0);
-    ExpertGrads eg;
-    eg.weights = one(make<CombineWeightsGradOp>(
-        {f32({t, k})}, {dy, f.out, f.indices, f.plan}, onGroup()));
     auto wgrad = [&](Value in, Value grad, ArrayRef<int64_t> shape) {
       return one(make<GroupedMatmulWgradOp>({f32(shape)}, {in, grad, f.counts},
                                             productAttrs(true)));
@@ -524,8 +545,18 @@ struct TrainedLayer {
                                        {f.gate, f.up, dAct});
     eg.gate = sg->getResult(0);
     eg.up = sg->getResult(1);
-    g.gate = wgrad(f.rows, eg.gate, {local(), ff, h});
-    g.up = wgrad(f.rows, eg.up, {local(), ff, h});
+    Value rows = f.rows;
+    if (f.dispatchAgain) {
+      SmallVector<NamedAttribute> a = onGroup();
+      a.push_back(b.getNamedAttr(
+          MuirDialect::RecomputedAttrHelper::getNameStr(), b.getUnitAttr()));
+      rows = make<DispatchOp>({f32({bound(), h}), i64({local()}),
+                               i64({2 * bound() + 4 * groupSize()})},
+                              {x, f.indices}, a)
+                 ->getResult(0);
+    }
+    g.gate = wgrad(rows, eg.gate, {local(), ff, h});
+    g.up = wgrad(rows, eg.up, {local(), ff, h});
     return eg;
   }
 
@@ -1260,12 +1291,10 @@ static const MoELayer *findLayer(MLIRContext &ctx, const Description &d,
 /// The layer's pass in the function's body: the forward's output, the
 /// choices and what it keeps for the backward; or the backward's
 /// gradients from those.
-static SmallVector<Value> buildLayerPass(OpBuilder &b, Location lloc,
-                                        const Description &d,
-                                        const MoELayer &l, StringRef epAxis,
-                                        int64_t ep, Value count,
-                                        function_ref<Value(StringRef)> arg,
-                                        bool backward) {
+static SmallVector<Value>
+buildLayerPass(OpBuilder &b, Location lloc, const Description &d,
+               const MoELayer &l, StringRef epAxis, int64_t ep, Value count,
+               function_ref<Value(StringRef)> arg, LayerPass pass) {
   bool shared = l.sharedExperts > 0;
   TrainedLayer layer{b,   lloc, l, "world", epAxis, ep, {}, ep, arg("x"),
                      count, /*stable=*/true};
@@ -1278,7 +1307,7 @@ static SmallVector<Value> buildLayerPass(OpBuilder &b, Location lloc,
     sw = {arg("shared_gate_proj"), arg("shared_up_proj"),
           arg("shared_down_proj")};
   SmallVector<Value> results;
-  if (!backward) {
+  if (pass == LayerPass::Forward) {
     TrainedLayer::Forward fw = layer.forward(
         arg("router"), arg("gate_proj"), arg("up_proj"), arg("down_proj"),
         shared ? &sw : nullptr);
@@ -1287,12 +1316,21 @@ static SmallVector<Value> buildLayerPass(OpBuilder &b, Location lloc,
       results.append({fw.sGate, fw.sUp});
   } else {
     TrainedLayer::Forward fw = layer.routeAndDispatch(arg("router"));
-    fw.gate = arg("saved.gate");
-    fw.up = arg("saved.up");
-    fw.out = arg("saved.out");
-    if (shared) {
-      fw.sGate = arg("saved.shared_gate");
-      fw.sUp = arg("saved.shared_up");
+    if (pass == LayerPass::Recompute) {
+      // The forward's products again, from x and the weights alone.
+      layer.expertProducts(fw, arg("gate_proj"), arg("up_proj"),
+                           arg("down_proj"));
+      fw.dispatchAgain = true;
+      if (shared)
+        layer.sharedProducts(fw, sw);
+    } else {
+      fw.gate = arg("saved.gate");
+      fw.up = arg("saved.up");
+      fw.out = arg("saved.out");
+      if (shared) {
+        fw.sGate = arg("saved.shared_gate");
+        fw.sUp = arg("saved.shared_up");
+      }
     }
     Value dx;
     TrainedLayer::Grads g = layer.layerBackward(
@@ -1305,8 +1343,11 @@ static SmallVector<Value> buildLayerPass(OpBuilder &b, Location lloc,
   return results;
 }
 
-OwningOpRef<ModuleOp> mlir::muir::desc::buildLayerModule(
-    MLIRContext &ctx, const Description &d, StringRef name, bool backward) {
+OwningOpRef<ModuleOp> mlir::muir::desc::buildLayerModule(MLIRContext &ctx,
+                                                         const Description &d,
+                                                         StringRef name,
+                                                         LayerPass pass) {
+  bool backward = pass != LayerPass::Forward;
   ctx.loadDialect<muir::MuirDialect, func::FuncDialect>();
   Location loc = locFor(ctx, d.loc);
   std::string epAxis;
@@ -1373,8 +1414,9 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildLayerModule(
     outputs = {"y", "tokens_per_expert"};
     outputs.append(saved.begin(), saved.end());
   } else {
-    for (const std::string &n : saved)
-      add(n, savedShape(n), ArgRole::data, f32);
+    if (pass == LayerPass::Backward)
+      for (const std::string &n : saved)
+        add(n, savedShape(n), ArgRole::data, f32);
     outputs = {"dx", "router.grad", "gate_proj.grad", "up_proj.grad",
                "down_proj.grad"};
     if (shared)
@@ -1419,9 +1461,8 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildLayerModule(
   b.setInsertionPointToStart(body);
   auto arg = [&](StringRef n) { return body->getArgument(argOf[n]); };
 
-  SmallVector<Value> results =
-      buildLayerPass(b, lloc, d, l, epAxis, ep, body->getArgument(countArg),
-                     arg, backward);
+  SmallVector<Value> results = buildLayerPass(
+      b, lloc, d, l, epAxis, ep, body->getArgument(countArg), arg, pass);
   func::ReturnOp::create(b, lloc, results);
   return module;
 }

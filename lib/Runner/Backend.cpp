@@ -62,7 +62,6 @@ public:
     return underMPI() || devices > 1;
   }
   int64_t rank() const override { return muirrt_dist_rank(); }
-  void beforeRuns() override { ::muir::step::keepFreedMemory(); }
   LogicalResult readyEntry(ModuleOp module, StringRef entryName) override {
     // The entry is called through muir_step_packed, as in a cached library
     // (writeCache may have added it already): a call with one argument per

@@ -62,8 +62,6 @@ public:
   virtual bool joinsRuntimeRanks(int64_t devices) const = 0;
   /// This process's rank.
   virtual int64_t rank() const = 0;
-  /// Once, before the step's first run.
-  virtual void beforeRuns() {}
   /// The runtime's process-wide settings that the target adds to the
   /// runtime's own (set at each run: another step may have changed them).
   virtual void applySettings(bool fixedOrder) { (void)fixedOrder; }

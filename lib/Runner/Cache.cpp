@@ -160,7 +160,7 @@ std::string runner::cacheKey(StringRef source, StringRef filename,
   for (const auto &[name, value] : identityOf(p, o.target))
     field(name + "=" + value);
   field("layer=" + o.layer);
-  field(Twine("layer-pass=") + (o.layerBackward ? "backward" : "forward"));
+  field("layer-pass=" + stringify(o.layerPass));
   field(llvm::sys::getHostCPUName());
   for (const auto &[feature, on] : llvm::sys::getHostCPUFeatures())
     os << (on ? "+" : "-") << feature << ",";
@@ -756,7 +756,6 @@ Step::openFrom(StringRef path, bool trusted, const StepOptions &options) {
   step->prepared = true;
   if (llvm::Error e = step->joinRanks())
     return std::move(e);
-  step->impl->backend->beforeRuns();
   if (llvm::Error e = step->openLibrary(loadPath, path))
     return std::move(e);
   if (!opened.sameFile(path))

@@ -102,9 +102,14 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
         return error("option 'layer=': expected the name of an MoE layer");
       o.layer = value.str();
     } else if (key == "layer-pass") {
-      if (value != "forward" && value != "backward")
-        return error("option '" + item + "': expected forward or backward");
-      o.layerBackward = value == "backward";
+      std::optional<LayerPass> pass = enumValue(kLayerPasses, value);
+      if (!pass) {
+        std::string names;
+        for (const EnumName<LayerPass> &p : kLayerPasses)
+          names += (names.empty() ? "" : ", ") + p.name.str();
+        return error("option '" + item + "': expected one of " + names);
+      }
+      o.layerPass = *pass;
     } else if (key == "nccl-id") {
       o.ncclId = value.str();
     } else {
@@ -114,7 +119,7 @@ llvm::Expected<StepOptions> StepOptions::parse(StringRef text) {
     if (e)
       return std::move(e);
   }
-  if (o.layerBackward && o.layer.empty())
+  if (o.layerPass != LayerPass::Forward && o.layer.empty())
     return error("option 'layer-pass' needs layer=NAME");
   // cuda-bf16 iterates Newton-Schulz in bf16 unless ns-precision says.
   if (o.cudaBf16 && !givenNames.count("ns-precision"))

@@ -279,11 +279,11 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
     auto desc = desc::parseDescription(I.sourceMgr, 1);
     if (failed(desc))
       return error("");
-    module = options.layer.empty()
-                 ? desc::buildModule(context, *desc,
-                                     options.pipeline.deterministic)
-                 : desc::buildLayerModule(context, *desc, options.layer,
-                                          options.layerBackward);
+    module =
+        options.layer.empty()
+            ? desc::buildModule(context, *desc, options.pipeline.deterministic)
+            : desc::buildLayerModule(context, *desc, options.layer,
+                                     options.layerPass);
     if (module && failed(verify(*module)))
       return error("");
     if (module && options.layer.empty())
@@ -632,7 +632,6 @@ llvm::Error Step::prepare(llvm::raw_ostream &diagnostics) {
 
   if (llvm::Error e = joinRanks())
     return e;
-  impl->backend->beforeRuns();
 
   std::string manifest;
   if (cacheable())

@@ -9,7 +9,6 @@
 #include "muir/Runner/Role.h"
 
 #include <dlfcn.h>
-#include <malloc.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -53,14 +52,6 @@ void *CudaRuntime::symbol(const std::string &name) const {
 
 std::string CudaRuntime::failure(const std::string &what) const {
   return what + ": " + (last_error ? last_error() : "the CUDA runtime failed");
-}
-
-void muir::step::keepFreedMemory() {
-  const char *env = getenv("MUIR_MALLOPT");
-  if (env && std::string(env) == "0")
-    return;
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
 int64_t ManifestArgument::numel() const {

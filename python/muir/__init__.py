@@ -15,12 +15,11 @@ The library is `$MUIR_LIBRARY` if set, else
 first use with RTLD_GLOBAL (OpenMPI's plugins need libmpi's symbols global
 when the library initialises MPI under mpirun).
 
-A CPU step keeps glibc's freed memory in its heap (the library sets
-mallopt M_MMAP_THRESHOLD and M_TRIM_THRESHOLD to 1 GiB when it compiles
-one, as muir-run does): the step allocates its Newton-Schulz temporaries
-at every run, and with glibc's defaults the large ones are mmap'd and
-unmapped each time (tiny-moe's step: 1.5x slower). MUIR_MALLOPT=0 leaves
-malloc alone.
+A CPU step's temporaries live at planned offsets of one block of the
+runtime's arena, whose pages stay resident between runs (no page faults
+at the next run); the process's malloc is left as it is, so a PyTorch
+process's own tensors are allocated as torch allocates them.
+release_memory() gives the arena's idle pages back.
 
 This module needs neither NumPy nor PyTorch; `muir.torch` is the PyTorch
 optimizer and `muir.description` writes step descriptions.
@@ -33,7 +32,7 @@ import threading
 __all__ = ["MuirError", "Argument", "Step", "compile", "open_step",
            "version", "nccl_unique_id", "library_path", "ROLES",
            "Optimizer", "OptimizerState", "optimizers", "Setting",
-           "settings", "set_transport"]
+           "settings", "set_transport", "release_memory", "held_memory"]
 
 # enum MuirArgumentRole, by value.
 ROLES = ("param", "grad", "state", "data", "counter", "hyper")
@@ -168,6 +167,8 @@ def _load():
                                              ctypes.POINTER(ctypes.c_double),
                                              ctypes.c_int32, P]),
             "muir_step_close": (None, [P]),
+            "muir_step_release_memory": (ctypes.c_size_t, []),
+            "muir_step_held_memory": (ctypes.c_size_t, []),
             "muir_num_optimizers": (ctypes.c_int32, []),
             "muir_num_settings": (ctypes.c_int32, []),
             "muir_setting_info": (ctypes.c_int,
@@ -617,6 +618,21 @@ class _Default:
 
 
 DEFAULT = _Default()
+
+
+def release_memory():
+    """Gives the pages of the CPU steps' arena that no running step uses
+    back to the system (between runs: all of them) and returns their
+    bytes; the next run touches them again (a page fault per page). The
+    arena keeps its pages between runs so that a step's temporaries are
+    warm (as a caching allocator keeps its blocks)."""
+    return _load().muir_step_release_memory()
+
+
+def held_memory():
+    """The bytes the CPU steps' arena holds resident: about the largest
+    set of temporaries a step of this process has had live at once."""
+    return _load().muir_step_held_memory()
 
 
 def cache_dir(value=DEFAULT):

@@ -280,9 +280,10 @@ class _MoEFunction(torch.autograd.Function):
         # The backward routes again with the forward's bias (a copy: an
         # update_bias() between the two does not change the choice).
         ctx.bias = bias
-        # recompute: only x and the weights are kept; the backward runs the
-        # forward pass again for the experts' products (same bits: the same
-        # pass on the same inputs).
+        # recompute: only x and the weights are kept; the backward pass
+        # ("recompute") computes the experts' products again (same bits:
+        # the same ops on the same inputs) inside itself, where their
+        # buffers die as soon as it is done with them.
         ctx.recompute = layer.recompute
         ctx.save_for_backward(x, *weights,
                               *(() if layer.recompute else saved))
@@ -295,10 +296,8 @@ class _MoEFunction(torch.autograd.Function):
         nw = len(layer._weight_names)
         tensors = ctx.saved_tensors
         x, weights, saved = tensors[0], tensors[1:1 + nw], tensors[1 + nw:]
-        if ctx.recompute:
-            saved = layer._forward(x, weights, ctx.bias, ctx.bound,
-                                   ctx.bf16)[1]
-        dx, grads = layer._backward(ctx.bound, dy, x, weights, saved,
+        dx, grads = layer._backward(ctx.bound, dy, x, weights,
+                                    None if ctx.recompute else saved,
                                     ctx.bias, ctx.bf16)
         if layer._edp_group is not None:
             # Each replica of this rank's experts summed its ep group's
@@ -468,13 +467,16 @@ class MoE(torch.nn.Module):
     muir.torch.Muon.
 
     recompute (False): activation recompute. The forward keeps only x,
-    the weights and the routing's inputs for the backward, which runs the
-    forward pass again to get the experts' products (saved.gate, saved.up,
-    saved.out: R x (2 expert_size + hidden) floats, R the routed rows)
-    before its own: a layer's saved activations between its forward and
-    backward drop from those to x alone, for one more forward pass of
-    time (about a third more per forward + backward). The results are
-    bitwise those without it (test/Python/torch-moe-recompute.test).
+    the weights and the routing's inputs for the backward, whose own pass
+    (layer-pass "recompute") computes the experts' products again
+    (saved.gate, saved.up, saved.out: R x (2 expert_size + hidden) floats,
+    R the routed rows) and frees each as soon as it is used, dispatching
+    the tokens a second time for the stacks' gradients: a layer's saved
+    activations between its forward and backward drop from those to x
+    alone, and its backward's peak by the same, for the forward's three
+    grouped products and a dispatch of time (bench/README.md). The
+    results are bitwise those without it
+    (test/Python/torch-moe-recompute.test).
 
     check_finite (True): a NaN or infinity in x raises MoEInputError
     before anything runs. options: compile options for muir.compile;
@@ -794,7 +796,8 @@ class MoE(torch.nn.Module):
                              "'float32' or 'bfloat16', got %r" % (products,))
         device = torch.device(device)
         bound = self._bound_of(tokens or self.max_tokens or 128)
-        for which in ("forward", "backward"):
+        for which in ("forward",
+                      "recompute" if self.recompute else "backward"):
             self._pass(bound, which, device, products == "bfloat16")
         return bound
 
@@ -958,14 +961,17 @@ class MoE(torch.nn.Module):
 
     def _backward(self, bound, dy, x, weights, saved, bias=None,
                   bf16=False):
+        """dx and the weights' gradients; `saved` the forward's kept
+        products, or None for the recompute pass, which computes them."""
         tokens = x.shape[0]
-        p = self._pass(bound, "backward", x.device, bf16)
+        p = self._pass(bound, "backward" if saved is not None else
+                       "recompute", x.device, bf16)
         tensors = {"dy": self._padded(dy.contiguous(), bound),
                    "x": self._padded(x, bound)}
         for n, w in zip(self._weight_names, weights):
             tensors[n] = w.detach()
         for n, t in zip(sorted(k for k in p.shapes if k.startswith("saved.")),
-                        saved):
+                        saved or ()):
             tensors[n] = t
         if bias is not None:
             tensors["selection_bias"] = bias

@@ -123,9 +123,11 @@ static cl::opt<std::string>
                        "the optimizer step; no plan report"),
               cl::value_desc("NAME"), cl::init(""),
     cl::cat(muir::muirFlagCategory()));
-static cl::opt<bool> layerBackward(
-    "layer-backward", cl::desc("with --layer: the backward pass"),
-    cl::init(false), cl::cat(muir::muirFlagCategory()));
+static cl::opt<muir::LayerPass> layerPass("layer-pass",
+                                          cl::desc("with --layer: which pass"),
+                                          cl::init(muir::LayerPass::Forward),
+                                          muir::enumValues(muir::kLayerPasses),
+                                          cl::cat(muir::muirFlagCategory()));
 static cl::opt<bool> timing("timing",
                             cl::desc("print wall time per phase to stderr"),
                             cl::init(false),
@@ -225,8 +227,8 @@ static std::string checkFlags() {
     return "--emit=ptx needs --target=cuda";
   if (emit == Emit::Object && outputFile == "-")
     return "--emit=object needs -o FILE";
-  if (layerBackward && layerName.empty())
-    return "--layer-backward needs --layer NAME";
+  if (layerPass.getNumOccurrences() && layerName.empty())
+    return "--layer-pass needs --layer NAME";
   if (!layerName.empty() &&
       (!reportFile.empty() || emit == Emit::None || emit == Emit::Description))
     return "--layer compiles an MoE layer, which has no plan report: "
@@ -455,8 +457,7 @@ buildIR(MLIRContext &context, const muir::desc::Description &desc,
     module =
         layerName.empty()
             ? muir::desc::buildModule(context, desc, pipeline.deterministic)
-            : muir::desc::buildLayerModule(context, desc, layerName,
-                                           layerBackward);
+            : muir::desc::buildLayerModule(context, desc, layerName, layerPass);
     if (!module || failed(verify(*module)))
       return failure();
   }

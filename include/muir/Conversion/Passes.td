@@ -198,4 +198,53 @@ def MuirParallelLoopCalls
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
+def MuirPlanBuffers : Pass<"muir-plan-buffers", "mlir::ModuleOp"> {
+  let summary = "a CPU step's static temporaries at planned offsets of one "
+                "arena per function";
+  let description = [{
+    After `muir-exec-to-runtime-calls` on the CPU target, which frees each
+    buffer right after its last use: every `memref.alloc` of a function
+    with a static shape and an identity layout, freed once in its own
+    block, nested (if at all) only in `scf.for`, `scf.if`, `scf.while` or
+    `scf.execute_region`, and handed on by nothing but views, lives from
+    the position of its allocation's ancestor in the function's entry
+    block to its free's (a loop's buffers for the whole loop op). Buffers
+    whose lives overlap get disjoint bytes of one `memref<Nxi8>` allocated
+    first and freed before the return, the others share bytes: each
+    allocation becomes a `memref.view` at its offset and its free goes.
+    Offsets are chosen largest buffer first, each at the lowest offset
+    (aligned to 64 bytes, or the allocation's alignment) clear of the
+    placed buffers it overlaps, so the arena is about the bytes the
+    function has live at once (an MoE layer's recompute backward: 161 MB
+    where a first fit in allocation order needed 193 MB). The function
+    records the arena's size as `muir.arena_bytes`. A dynamic shape, a
+    buffer that escapes its block, and one freed twice are left as they
+    were.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
+def MuirRuntimeAllocs
+    : Pass<"muir-runtime-allocs", "mlir::ModuleOp"> {
+  let summary = "the CPU step's heap allocations through the runtime's "
+                "arena";
+  let description = [{
+    After the lowering to the LLVM dialect, on the CPU target, where
+    `finalize-memref-to-llvm{use-generic-functions=1}` lowered every
+    `memref.alloc` and `memref.dealloc` to the generic
+    `_mlir_memref_to_llvm_alloc` and `_mlir_memref_to_llvm_free`: those
+    become the runtime's `muirrt_alloc` and `muirrt_free`
+    (muir-rt/Entries.def), which place blocks of 64 KiB and more first fit
+    in one address range per process whose pages stay resident between
+    runs (the CUDA runtime places its temporaries in its arena the same
+    way): a step's memory is then what it has live at once, with no page
+    faults at the next run, and the process's malloc is left as it is. The
+    generic names are left to other code of the process. An aligned
+    allocation (`use-aligned-alloc`) or a declaration of another type is an
+    error.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 #endif // MUIR_CONVERSION_PASSES_TD

@@ -11,11 +11,12 @@
 #define MUIR_IMPORT_DESCRIPTION_H
 
 #include "Muir/MuirDialect.h"
-#include "muir/Support/Determinism.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
+#include "muir/Support/Determinism.h"
+#include "muir/Support/LayerPass.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <cstdint>
@@ -482,12 +483,17 @@ OwningOpRef<ModuleOp> buildModule(MLIRContext &context, const Description &d,
 /// Builds one of `d`'s MoE layers (the `moe` entry named `layer`) as a
 /// function a model calls, per rank, for `tokens_per_rank` rows at most:
 /// `moe_forward` (x, the weights, the token count -> y, tokens_per_expert
-/// and what the backward keeps) or, with `backward`, `moe_backward` (dy,
-/// x, the weights, the kept tensors, the count -> dx and the weights'
-/// gradients). Null after an error at the layer's location.
+/// and what the backward keeps: the experts' gate, up and down products
+/// and the shared experts' gate and up), or `moe_backward` (dy, x, the
+/// weights, the kept tensors, the count -> dx and the weights' gradients);
+/// LayerPass::Recompute's `moe_backward` takes no kept tensors and
+/// computes the forward's products again (the same ops, so the same bits
+/// as Backward's), dispatching the tokens a second time for the stacks'
+/// gradients so that the first copy dies with those products. Null after
+/// an error at the layer's location.
 OwningOpRef<ModuleOp> buildLayerModule(MLIRContext &context,
-                                       const Description &d,
-                                       StringRef layer, bool backward);
+                                       const Description &d, StringRef layer,
+                                       LayerPass pass);
 
 StringRef stringify(Role role);
 inline StringRef stringify(ShardKind kind) { return stringifyShardKind(kind); }

@@ -15,6 +15,7 @@
 #include "muir/Driver/Pipelines.h"
 #include "muir/Runner/Role.h"
 #include "muir/Runner/State.h"
+#include "muir/Support/LayerPass.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -76,10 +77,10 @@ struct StepOptions {
   /// without compiling. Empty: no cache.
   std::string cacheDir;
   /// A description's MoE layer as a pass a model calls (layer=NAME,
-  /// layer-pass=forward|backward; see desc::buildLayerModule) instead of
-  /// the description's optimizer step.
+  /// layer-pass=forward|backward|recompute; see desc::buildLayerModule)
+  /// instead of the description's optimizer step.
   std::string layer;
-  bool layerBackward = false;
+  LayerPass layerPass = LayerPass::Forward;
   /// The compile options the user gave explicitly ("ns-mode", "syrk", ...,
   /// "no-probes"): refused for exec IR, which is compiled already, and
   /// ns-mode / dp-assign for planned IR, which is distributed.

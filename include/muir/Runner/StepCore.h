@@ -45,12 +45,6 @@ struct CudaRuntime {
   std::string failure(const std::string &what) const;
 };
 
-/// A CPU step allocates its Newton-Schulz temporaries at every run: glibc
-/// then keeps freed blocks in the heap instead of unmapping them, so later
-/// runs reuse warm pages rather than fault in fresh ones (tiny-moe: 1.5x).
-/// MUIR_MALLOPT=0 leaves malloc alone.
-void keepFreedMemory();
-
 /// One argument of a compiled step, as its manifest lists it (see
 /// runner::entryManifest): a tensor, the step counter or a hyperparameter.
 struct ManifestArgument {

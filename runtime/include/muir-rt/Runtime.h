@@ -82,6 +82,16 @@ const float *muirrt_observation(int64_t slot, int64_t *numel);
 /* Clears every observation slot. */
 void muirrt_observations_clear(void);
 
+/*===---------------------------- arena -----------------------------------===*/
+
+/* The CPU steps' arena (muirrt_alloc, Entries.def): the bytes it holds
+ * resident (the highest end its blocks reached since the last release),
+ * and muirrt_arena_release_memory, which gives back the pages past the
+ * live blocks (all of them between steps) and returns their bytes; the
+ * next run touches them again. */
+size_t muirrt_arena_bytes(void);
+size_t muirrt_arena_release_memory(void);
+
 /*===--------------------------- counters ---------------------------------===*/
 
 typedef struct MuirRtCounters {

@@ -198,7 +198,7 @@ def route_main(stages):
             ir = os.path.join(stages, "%s.%s.mlir" % (which, stage))
             subprocess.run([tool, path, "--layer", "layer", "--emit=" + stage,
                             "-o", ir] +
-                           (["--layer-backward"] if which == "backward"
+                           (["--layer-pass=backward"] if which == "backward"
                             else []), check=True)
             with open(ir) as f:
                 got = run_pass(muir.compile(f.read(), ir), inputs, T)

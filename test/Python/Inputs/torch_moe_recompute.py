@@ -1,8 +1,9 @@
 """muir.torch.MoE(recompute=True): the forward keeps only x and the weights
 for the backward (counted by torch.autograd.graph.saved_tensors_hooks: the
-bytes autograd holds between the two), the backward runs the forward pass
-again, and every output and gradient is bitwise the layer's without
-recompute; also with the selection bias (the backward routes with the
+bytes autograd holds between the two), the backward is one pass of its own
+(layer-pass "recompute": the forward's products computed again inside it,
+no second forward), and every output and gradient is bitwise the layer's
+without recompute; also with the selection bias (the backward routes with the
 forward's bias, even after update_bias() moved it), shared experts,
 capacity drops, and under torch.utils.checkpoint.
 """
@@ -71,7 +72,14 @@ for name, kw in cases:
             with torch.no_grad():
                 layer.e_score_correction_bias.add_(1.0)
     want, held = run(base, x, dy, move)
+    forwards = []
+    forward = again._forward
+    again._forward = lambda *a, **k: forwards.append(1) or forward(*a, **k)
     got, held_r = run(again, x, dy, move)
+    passes = sorted(k[1][0] for k in again._passes)
+    check("%s: one forward, then the recompute pass (%d forward, passes %s)"
+          % (name, len(forwards), ", ".join(passes)),
+          len(forwards) == 1 and passes == ["forward", "recompute"])
     check("%s: outputs and gradients bitwise without recompute's" % name,
           all(torch.equal(a, b) for a, b in zip(got, want)))
     x_w = (T * H + sum(p.numel() for p in base.parameters())) * 4
