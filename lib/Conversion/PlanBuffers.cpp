@@ -232,8 +232,11 @@ void planFunction(func::FuncOp fn) {
   b.setInsertionPointToStart(&entry);
   Location loc = fn.getLoc();
   auto arenaType = MemRefType::get({total}, b.getI8Type());
-  Value arena = memref::AllocOp::create(b, loc, arenaType,
-                                        b.getI64IntegerAttr(kMinAlign));
+  int64_t align = kMinAlign;
+  for (Planned &p : buffers)
+    align = std::max(align, p.align);
+  Value arena =
+      memref::AllocOp::create(b, loc, arenaType, b.getI64IntegerAttr(align));
   b.setInsertionPoint(entry.getTerminator());
   memref::DeallocOp::create(b, loc, arena);
   for (Planned &p : buffers) {

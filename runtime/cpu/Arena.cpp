@@ -134,10 +134,14 @@ extern "C" void muirrt_free(void *ptr) {
   if (!ptr)
     return;
   Arena &a = arena();
-  if (a.holds(ptr)) {
+  {
+    // (Under the lock: the range is set by the first large allocation,
+    // perhaps on another thread.)
     std::lock_guard<std::mutex> lock(a.mutex);
-    a.live.erase(static_cast<size_t>(static_cast<char *>(ptr) - a.base));
-    return;
+    if (a.holds(ptr)) {
+      a.live.erase(static_cast<size_t>(static_cast<char *>(ptr) - a.base));
+      return;
+    }
   }
   std::free(ptr);
 }

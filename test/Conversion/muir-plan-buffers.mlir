@@ -123,3 +123,23 @@ func.func @unplanned(%n: index, %x: memref<16xf32>) -> memref<4xf32> {
   %out = memref.alloc() : memref<4xf32>
   return %out : memref<4xf32>
 }
+
+// -----
+
+// An allocation's own larger alignment holds for its offset and for the
+// arena: b (16 bytes, aligned to 128) overlaps a (64 bytes at 0), so it
+// goes to 128, not 64, and the arena is aligned to 128.
+// CHECK-LABEL: func.func @wide_alignment
+// CHECK-SAME: attributes {muir.arena_bytes = 144 : i64}
+// CHECK: %[[ARENA:.+]] = memref.alloc() {alignment = 128 : i64} : memref<144xi8>
+// CHECK: memref.view %[[ARENA]][%c0{{.*}}][] : memref<144xi8> to memref<16xf32>
+// CHECK: memref.view %[[ARENA]][%c128{{.*}}][] : memref<144xi8> to memref<4xf32>
+func.func @wide_alignment(%x: memref<16xf32>, %y: memref<4xf32>) {
+  %a = memref.alloc() : memref<16xf32>
+  %b = memref.alloc() {alignment = 128 : i64} : memref<4xf32>
+  memref.copy %a, %x : memref<16xf32> to memref<16xf32>
+  memref.copy %b, %y : memref<4xf32> to memref<4xf32>
+  memref.dealloc %a : memref<16xf32>
+  memref.dealloc %b : memref<4xf32>
+  return
+}
