@@ -20,6 +20,7 @@
 // MUIR_ARENA=0, are malloc's.
 //
 //===----------------------------------------------------------------------===//
+#include "muir-rt/ArenaPlan.h"
 #include "muir-rt/Runtime.h"
 
 #include <sys/mman.h>
@@ -29,7 +30,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
 
 #if defined(__has_feature)
@@ -51,8 +51,9 @@ struct Arena {
   bool tried = false;
   char *base = nullptr;
   size_t reserved = 0;
-  std::map<size_t, size_t> live; ///< offset -> bytes
-  size_t high = 0;               ///< the highest end placed since a release
+  /// Where the blocks go (first fit, as the CUDA runtime places its
+  /// temporaries); its need is the highest end placed since a release.
+  muirrt_detail::ArenaPlan plan;
 
   /// Reserves the range on first use: the machine's physical memory of
   /// address space, none of it committed.
@@ -89,17 +90,13 @@ struct Arena {
   /// The lowest offset where `bytes` fit between the live blocks, or
   /// SIZE_MAX where the range cannot hold them.
   size_t place(size_t bytes) {
-    size_t at = 0;
-    for (auto [offset, size] : live) {
-      if (offset >= at + bytes)
-        break;
-      at = std::max(at, offset + size);
-    }
-    if (at + bytes > reserved)
-      return SIZE_MAX;
-    live[at] = bytes;
-    high = std::max(high, at + bytes);
-    return at;
+    size_t before = plan.need();
+    size_t at = plan.place(bytes);
+    if (at + bytes <= reserved)
+      return at;
+    plan.release(at);
+    plan.lowerNeed(before);
+    return SIZE_MAX;
   }
 
   bool holds(const void *p) const {
@@ -139,7 +136,7 @@ extern "C" void muirrt_free(void *ptr) {
     // perhaps on another thread.)
     std::lock_guard<std::mutex> lock(a.mutex);
     if (a.holds(ptr)) {
-      a.live.erase(static_cast<size_t>(static_cast<char *>(ptr) - a.base));
+      a.plan.release(static_cast<size_t>(static_cast<char *>(ptr) - a.base));
       return;
     }
   }
@@ -151,19 +148,18 @@ extern "C" size_t muirrt_arena_release_memory(void) {
   std::lock_guard<std::mutex> lock(a.mutex);
   if (!a.base)
     return 0;
-  size_t end =
-      a.live.empty() ? 0 : a.live.rbegin()->first + a.live.rbegin()->second;
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  end = (end + page - 1) / page * page;
-  size_t released = a.high > end ? a.high - end : 0;
+  size_t end = (a.plan.liveEnd() + page - 1) / page * page;
+  size_t high = a.plan.need();
+  size_t released = high > end ? high - end : 0;
   if (released)
-    madvise(a.base + end, a.high - end, MADV_DONTNEED);
-  a.high = end;
+    madvise(a.base + end, released, MADV_DONTNEED);
+  a.plan.lowerNeed(0);
   return released;
 }
 
 extern "C" size_t muirrt_arena_bytes(void) {
   Arena &a = arena();
   std::lock_guard<std::mutex> lock(a.mutex);
-  return a.high;
+  return a.plan.need();
 }

@@ -10,8 +10,8 @@
 #ifndef MUIR_RUNTIME_CUDA_CUDAINTERNAL_H
 #define MUIR_RUNTIME_CUDA_CUDAINTERNAL_H
 
-#include "ArenaPlan.h"
 #include "MoeKernels.h"
+#include "muir-rt/ArenaPlan.h"
 
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -132,15 +132,15 @@ struct State {
   };
   std::vector<Exchange> exchanges;
   // A step's temporaries (mgpuMemAlloc/Free), placed first fit by
-  // arenaPlan (ArenaPlan.h): the same sequence at the same offsets at every
-  // run. The first step allocates them stream-ordered; between steps (the
+  // arenaPlan (muir-rt/ArenaPlan.h): the same sequence at the same offsets at
+  // every run. The first step allocates them stream-ordered; between steps (the
   // first graph capture, a synchronize) one arena of the plan's need is
   // reserved, and from then on a temporary whose offset the arena holds
   // lives there: the same pointers every step, so a captured graph holds no
   // memory nodes and a re-capture can update it in place. A later step with
   // a larger peak runs its first time partly outside the arena, and the
   // arena grows to the new need before its capture.
-  ArenaPlan arenaPlan;
+  muirrt_detail::ArenaPlan arenaPlan;
   std::map<void *, size_t> placed; // live temporaries -> their offsets
   char *arena = nullptr;
   size_t arenaBytes = 0;

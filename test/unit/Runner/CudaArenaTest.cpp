@@ -1,19 +1,19 @@
 //===- CudaArenaTest.cpp - the CUDA runtime's arena placement -------------===//
 //
-// ArenaPlan (runtime/cuda/ArenaPlan.h), which places a CUDA step's
+// ArenaPlan (muir-rt/ArenaPlan.h), which places a CUDA step's
 // temporaries, on sequences written in the test: first fit at the lowest
 // free offset, the same offsets at every run, and the need of a later,
 // larger step, which then fits the grown arena at its own offsets.
 //
 //===----------------------------------------------------------------------===//
-#include "ArenaPlan.h"
+#include "muir-rt/ArenaPlan.h"
 
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <vector>
 
-using muirrt_cuda_detail::ArenaPlan;
+using muirrt_detail::ArenaPlan;
 
 namespace {
 

@@ -1,7 +1,9 @@
 //===- ArenaPlan.h - where a step's temporaries go in its arena -*- C++ -*-===//
 //
-// The CUDA runtime places every temporary of a step (mgpuMemAlloc) at the
-// lowest offset where it fits between the live ones (first fit). The same
+// Both runtimes place a step's temporaries at the lowest offset where they
+// fit between the live ones (first fit): the CUDA runtime every
+// mgpuMemAlloc in its arena, the CPU runtime every large muirrt_alloc in
+// its reserved range (cpu/Arena.cpp). The same
 // allocation sequence therefore lands at the same offsets at every run, so
 // a captured CUDA graph holds the same pointers and no memory nodes. This
 // planner keeps those offsets for every live temporary, whether or not the
@@ -11,14 +13,14 @@
 // it. Plain C++, so the unit tests compile it without CUDA.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MUIR_RUNTIME_CUDA_ARENAPLAN_H
-#define MUIR_RUNTIME_CUDA_ARENAPLAN_H
+#ifndef MUIR_RT_ARENAPLAN_H
+#define MUIR_RT_ARENAPLAN_H
 
 #include <algorithm>
 #include <cstddef>
 #include <map>
 
-namespace muirrt_cuda_detail {
+namespace muirrt_detail {
 
 class ArenaPlan {
 public:
@@ -42,12 +44,20 @@ public:
   /// The bytes an arena needs to hold every block placed so far at its
   /// offset: the highest end of any block since the start.
   size_t need() const { return needed; }
+  /// The end of the highest live block (0: none).
+  size_t liveEnd() const {
+    return live.empty() ? 0 : live.rbegin()->first + live.rbegin()->second;
+  }
+  /// Lowers the need to `to`, or to the live blocks' end if higher (after
+  /// the arena gave back the pages past them, or a placement it could not
+  /// hold was released).
+  void lowerNeed(size_t to) { needed = std::max(liveEnd(), to); }
 
 private:
   std::map<size_t, size_t> live; ///< offset -> bytes
   size_t needed = 0;
 };
 
-} // namespace muirrt_cuda_detail
+} // namespace muirrt_detail
 
-#endif // MUIR_RUNTIME_CUDA_ARENAPLAN_H
+#endif // MUIR_RT_ARENAPLAN_H
