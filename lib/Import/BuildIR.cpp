@@ -1307,12 +1307,15 @@ buildLayerPass(OpBuilder &b, Location lloc, const Description &d,
     sw = {arg("shared_gate_proj"), arg("shared_up_proj"),
           arg("shared_down_proj")};
   SmallVector<Value> results;
-  if (pass == LayerPass::Forward) {
+  if (pass == LayerPass::Forward || pass == LayerPass::ForwardOnly) {
     TrainedLayer::Forward fw = layer.forward(
         arg("router"), arg("gate_proj"), arg("up_proj"), arg("down_proj"),
         shared ? &sw : nullptr);
-    results = {fw.y, fw.choices, fw.gate, fw.up, fw.out};
-    if (shared)
+    results = {fw.y, fw.choices};
+    // forward-only: the products stay the pass's own temporaries.
+    if (pass == LayerPass::Forward)
+      results.append({fw.gate, fw.up, fw.out});
+    if (shared && pass == LayerPass::Forward)
       results.append({fw.sGate, fw.sUp});
   } else {
     TrainedLayer::Forward fw = layer.routeAndDispatch(arg("router"));
@@ -1347,7 +1350,7 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildLayerModule(MLIRContext &ctx,
                                                          const Description &d,
                                                          StringRef name,
                                                          LayerPass pass) {
-  bool backward = pass != LayerPass::Forward;
+  bool backward = pass == LayerPass::Backward || pass == LayerPass::Recompute;
   ctx.loadDialect<muir::MuirDialect, func::FuncDialect>();
   Location loc = locFor(ctx, d.loc);
   std::string epAxis;
@@ -1412,7 +1415,8 @@ OwningOpRef<ModuleOp> mlir::muir::desc::buildLayerModule(MLIRContext &ctx,
   SmallVector<std::string> outputs;
   if (!backward) {
     outputs = {"y", "tokens_per_expert"};
-    outputs.append(saved.begin(), saved.end());
+    if (pass == LayerPass::Forward)
+      outputs.append(saved.begin(), saved.end());
   } else {
     if (pass == LayerPass::Backward)
       for (const std::string &n : saved)

@@ -267,9 +267,11 @@ class _Pass:
 
 class _MoEFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, layer, bf16, stack_scale, x, *weights):
+    def forward(ctx, layer, bf16, stack_scale, keep, x, *weights):
+        # keep: the pass that also writes what the backward keeps (else
+        # "forward-only", which writes y and the loads alone).
         y, saved, tokens_per_expert, bound, bias = layer._forward(
-            x, weights, bf16=bf16)
+            x, weights, bf16=bf16, keep=keep)
         ctx.layer = layer
         ctx.bound = bound
         # Under DistributedDataParallel: the ep stacks' gradients scaled to
@@ -309,7 +311,7 @@ class _MoEFunction(torch.autograd.Function):
         if ctx.stack_scale != 1.0:
             grads = [g.mul_(ctx.stack_scale) if n in _STACKS else g
                      for n, g in zip(layer._weight_names, grads)]
-        return (None, None, None, dx) + tuple(grads)
+        return (None, None, None, None, dx) + tuple(grads)
 
 
 class MoE(torch.nn.Module):
@@ -466,8 +468,10 @@ class MoE(torch.nn.Module):
     (bitwise the original's results); its parameters keep their marks for
     muir.torch.Muon.
 
-    recompute (False): activation recompute. The forward keeps only x,
-    the weights and the routing's inputs for the backward, whose own pass
+    recompute (False): activation recompute. The forward (its pass
+    "forward-only", which writes y and the loads alone, as an inference
+    call under torch.no_grad does) keeps only x, the weights and the
+    routing's inputs for the backward, whose own pass
     (layer-pass "recompute") computes the experts' products again
     (saved.gate, saved.up, saved.out: R x (2 expert_size + hidden) floats,
     R the routed rows) and frees each as soon as it is used, dispatching
@@ -786,7 +790,7 @@ class MoE(torch.nn.Module):
 
     def prepare(self, tokens=None, products="float32", device="cpu"):
         """Compiles (or loads from the cache) the forward and backward
-        passes a call of `tokens` tokens (default max_tokens, else 128)
+        passes a training call of `tokens` tokens (default max_tokens, else 128)
         with `products` ("float32" or "bfloat16") on `device` will run, so
         that the first call does not; returns the token bound. (A training
         script times its steps, or a benchmark its memory, without the
@@ -796,8 +800,9 @@ class MoE(torch.nn.Module):
                              "'float32' or 'bfloat16', got %r" % (products,))
         device = torch.device(device)
         bound = self._bound_of(tokens or self.max_tokens or 128)
-        for which in ("forward",
-                      "recompute" if self.recompute else "backward"):
+        passes = ("forward-only", "recompute") if self.recompute else \
+            ("forward", "backward")
+        for which in passes:
             self._pass(bound, which, device, products == "bfloat16")
         return bound
 
@@ -930,13 +935,17 @@ class MoE(torch.nn.Module):
         buf[:t.shape[0]] = t
         return buf
 
-    def _forward(self, x, weights, bias=None, bound=None, bf16=False):
+    def _forward(self, x, weights, bias=None, bound=None, bf16=False,
+                 keep=True):
         """One forward pass; `bias` and `bound`: those of the forward a
         recomputing backward repeats (default: the layer's now); `bf16`:
-        the experts' products round their operands to bfloat16."""
+        the experts' products round their operands to bfloat16; `keep`:
+        the pass that also writes what the backward keeps (saved.*), else
+        "forward-only" (saved is [])."""
         tokens = x.shape[0]
         bound = bound or self._bound_of(tokens)
-        p = self._pass(bound, "forward", x.device, bf16)
+        p = self._pass(bound, "forward" if keep else "forward-only",
+                       x.device, bf16)
         xb = self._padded(x.detach(), bound)
         out = {n: torch.empty(p.shapes[n],
                               dtype=torch.int64 if n == "tokens_per_expert"
@@ -1066,8 +1075,14 @@ class MoE(torch.nn.Module):
             if not x2.is_contiguous():
                 x2 = x2.contiguous()
             weights = [w.float() for w in self._weights()]
+            # What the backward keeps, only where one will run and read
+            # it: under recompute, or where nothing needs a gradient
+            # (torch.no_grad, a frozen layer and x), the "forward-only"
+            # pass writes y and the loads alone.
+            keep = not self.recompute and torch.is_grad_enabled() and any(
+                t.requires_grad for t in [x2] + weights)
             y, tpe = _MoEFunction.apply(self, bf16, self._ddp_stack_scale(),
-                                        x2, *weights)
+                                        keep, x2, *weights)
             self.tokens_per_expert = tpe
             # The loads update_bias() balances: training passes only (not
             # evaluation, nor a forward run again under no_grad).

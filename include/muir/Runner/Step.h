@@ -77,8 +77,8 @@ struct StepOptions {
   /// without compiling. Empty: no cache.
   std::string cacheDir;
   /// A description's MoE layer as a pass a model calls (layer=NAME,
-  /// layer-pass=forward|backward|recompute; see desc::buildLayerModule)
-  /// instead of the description's optimizer step.
+  /// layer-pass=forward|forward-only|backward|recompute; see
+  /// desc::buildLayerModule) instead of the description's optimizer step.
   std::string layer;
   LayerPass layerPass = LayerPass::Forward;
   /// The compile options the user gave explicitly ("ns-mode", "syrk", ...,

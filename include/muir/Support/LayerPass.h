@@ -13,11 +13,14 @@
 namespace mlir::muir {
 
 /// The passes of an MoE layer a model calls (desc::buildLayerModule).
-enum class LayerPass { Forward, Backward, Recompute };
+enum class LayerPass { Forward, ForwardOnly, Backward, Recompute };
 
 inline constexpr EnumName<LayerPass> kLayerPasses[] = {
     {LayerPass::Forward, "forward",
      "the forward: y, the tokens per expert and what the backward keeps"},
+    {LayerPass::ForwardOnly, "forward-only",
+     "the forward alone: y and the tokens per expert, nothing kept "
+     "(inference, or training with activation recompute)"},
     {LayerPass::Backward, "backward",
      "the backward from what the forward kept"},
     {LayerPass::Recompute, "recompute",

@@ -1,11 +1,12 @@
-"""muir.torch.MoE(recompute=True): the forward keeps only x and the weights
-for the backward (counted by torch.autograd.graph.saved_tensors_hooks: the
+"""muir.torch.MoE(recompute=True): the forward (layer-pass "forward-only", no
+saved products written) keeps only x and the weights for the backward (counted by torch.autograd.graph.saved_tensors_hooks: the
 bytes autograd holds between the two), the backward is one pass of its own
 (layer-pass "recompute": the forward's products computed again inside it,
 no second forward), and every output and gradient is bitwise the layer's
 without recompute; also with the selection bias (the backward routes with the
 forward's bias, even after update_bias() moved it), shared experts,
-capacity drops, and under torch.utils.checkpoint.
+capacity drops, and under torch.utils.checkpoint; and an inference call
+(torch.no_grad) runs forward-only too, bitwise the training forward's y.
 """
 import copy
 
@@ -79,12 +80,32 @@ for name, kw in cases:
     passes = sorted(k[1][0] for k in again._passes)
     check("%s: one forward, then the recompute pass (%d forward, passes %s)"
           % (name, len(forwards), ", ".join(passes)),
-          len(forwards) == 1 and passes == ["forward", "recompute"])
+          len(forwards) == 1 and passes == ["forward-only", "recompute"])
+    fwd_only = [p for k, p in again._passes.items()
+                if k[1][0] == "forward-only"][0]
+    check("%s: the forward-only pass writes y and the loads alone (%s)"
+          % (name, ", ".join(sorted(n for n in fwd_only.shapes
+                                    if n not in ("x", "tokens")
+                                    and n not in base._weight_names
+                                    and n != "selection_bias"))),
+          not any(n.startswith("saved.") for n in fwd_only.shapes))
     check("%s: outputs and gradients bitwise without recompute's" % name,
           all(torch.equal(a, b) for a, b in zip(got, want)))
     x_w = (T * H + sum(p.numel() for p in base.parameters())) * 4
     check("%s: autograd holds x and the weights only (%d bytes; %d without "
           "recompute)" % (name, held_r, held), held_r <= x_w < held)
+
+# Inference (torch.no_grad) without recompute: the forward-only pass,
+# bitwise the training forward's y.
+layer = mt.MoE(hidden=H, expert_size=I, experts=E, top_k=K)
+x = torch.randn(T, H)
+y_train = layer(x.clone().requires_grad_(True)).detach()
+with torch.no_grad():
+    y_infer = layer(x)
+check("no_grad without recompute: passes %s, y bitwise the training "
+      "forward's" % ", ".join(sorted(k[1][0] for k in layer._passes)),
+      sorted(k[1][0] for k in layer._passes) == ["forward", "forward-only"]
+      and torch.equal(y_train, y_infer))
 
 # Under torch.utils.checkpoint (which runs the forward again itself).
 layer = mt.MoE(hidden=H, expert_size=I, experts=E, top_k=K, recompute=True)
