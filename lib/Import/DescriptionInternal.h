@@ -30,13 +30,20 @@ std::optional<int64_t> numDevicesChecked(ArrayRef<GridAxis> axes);
 /// scalar: the length of the escape, a UTF-16 surrogate pair (`\ud83d\ude00`)
 /// counting as one. `problem` says why the escape is no character (a lone
 /// surrogate, `\U` past U+10FFFF or of a surrogate, too few hex digits),
-/// and is left empty when it is one. Defined in Description.cpp; JSON
+/// and is left empty when it is one. Defined in DescriptionStrings.cpp; JSON
 /// descriptions and Hugging Face configs share it.
 size_t checkEscape(StringRef text, size_t at, std::string &problem);
 
 /// The first byte of `text` at which it is no valid UTF-8 (overlong forms
 /// and surrogates included), or npos.
 size_t invalidUTF8At(StringRef text);
+
+/// `value`, a double-quoted scalar as LLVM's YAML parser decodes it, with
+/// each UTF-16 surrogate pair (`\ud83d\ude00`), which the parser encodes
+/// half by half (CESU-8: ED A0 BD ED B8 80), as the one UTF-8 character it
+/// stands for (F0 9F 98 80). The strings were checked before (Reader::
+/// checkStrings): every surrogate in them comes from a pair of escapes.
+StringRef joinSurrogatePairs(StringRef value, SmallVectorImpl<char> &storage);
 
 } // namespace mlir::muir::desc::detail
 
