@@ -31,11 +31,12 @@
 // one case per dp rank.
 //
 //===----------------------------------------------------------------------===//
+#include "DistributeInternal.h"
 #include "muir/Analysis/CostModel.h"
-#include "muir/Transforms/PassInput.h"
-#include "muir/Transforms/Passes.h"
 #include "muir/Transforms/GramForm.h"
 #include "muir/Transforms/NewtonSchulzSteps.h"
+#include "muir/Transforms/PassInput.h"
+#include "muir/Transforms/Passes.h"
 
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -47,26 +48,9 @@ namespace mlir::muir {
 
 using namespace mlir;
 using namespace mlir::muir;
+using namespace mlir::muir::distribute;
 
 namespace {
-
-struct Shard {
-  std::string kind; ///< tp_column, tp_row, fsdp, expert
-  std::string axis;
-  int64_t dim;
-  int64_t group;  ///< ranks in the axis' group
-  mutable GridOp grid; ///< the folding the axis belongs to
-  bool onRunGrid; ///< the run's grid (not an MoE folding)
-
-  FlatSymbolRefAttr gridRef() const {
-    return FlatSymbolRefAttr::get(grid.getSymNameAttr());
-  }
-  /// As the step library reads it: #muir.split<@grid, ["axis"], dim>.
-  SplitAttr split(Builder &b) const {
-    return SplitAttr::get(b.getContext(), gridRef(),
-                          b.getStrArrayAttr({axis}), dim);
-  }
-};
 
 /// Reads `muir.shards = [#muir.shard<kind, "axis", dim>, ...]` of argument
 /// `i` (verified by the dialect); an axis belongs to the grid named by the
@@ -118,33 +102,6 @@ FailureOr<SmallVector<Shard>> readShards(func::FuncOp func, unsigned i,
       shards.push_back(s);
   }
   return shards;
-}
-
-/// One orthogonalised update (Muon, NorMuon: an
-/// OrthogonalizedUpdateInterface) as the per-rank program runs it.
-struct Job {
-  OrthogonalizedUpdateInterface op;
-  MomentumOp momentum;
-  RankedTensorType localType;  ///< the shard this rank holds
-  RankedTensorType nsType;     ///< what the owner's NS works on
-  SmallVector<Shard> nsShards; ///< splits the NS itself spans (tp modes)
-  std::optional<Shard> fsdp;   ///< a dp split gathered to the owner
-  NewtonSchulzMode mode = NewtonSchulzMode::duplicated;
-  bool gram = false;        ///< distributed/resharded in the Gram form
-  bool matrixSplit = false; ///< nsShards split the matrix itself
-  NSReason why = NSReason::requested;
-  SmallVector<NSCandidate> weighed; ///< the cost model's, for `cost_model`
-  int64_t owner = -1; ///< dp group rank that orthogonalises it, -1 all
-  double weight = 0;
-  double modelledSeconds = 0; ///< the model's time of `mode`, split only
-};
-
-/// An update's custom Newton-Schulz coefficients, if any.
-static std::optional<ArrayRef<double>>
-coefficientsOf(OrthogonalizedUpdateInterface op) {
-  if (DenseF64ArrayAttr c = op.getCoefficientsAttr())
-    return c.asArrayRef();
-  return std::nullopt;
 }
 
 /// Three significant digits: the model's estimates as the IR records them.
@@ -362,7 +319,13 @@ struct DistributePass
       Value o = orthogonalise(at, job, job.momentum.getUpdate());
       finish(at, job, o);
     }
-    if (!spread.empty() && failed(spreadOverDp(body, spread)))
+    if (!spread.empty() &&
+        failed(spreadOverDp(
+            body, spread, gridRef, dpAxis, dpGroup(), policy,
+            [&](OpBuilder &b, Job &job, Value u) {
+              return orthogonalise(b, job, u);
+            },
+            [&](OpBuilder &b, Job &job, Value o) { finish(b, job, o); })))
       return failure();
     // A clip's result is the local shard it clips (known once every update
     // is planned and finished).
@@ -403,8 +366,6 @@ struct DistributePass
     return success();
   }
 
-  /// Checks an update, decides its mode and owner, and computes its
-  /// momentum in place (element-wise, on the local shard).
   /// The update's results on this rank's shards: the parameter and the
   /// momentum of `localType`, the other state of its operands' types.
   static void localizeResults(OrthogonalizedUpdateInterface op,
@@ -416,6 +377,8 @@ struct DistributePass
       result.setType(state.getType());
   }
 
+  /// Checks an update, decides its mode and owner, and computes its
+  /// momentum in place (element-wise, on the local shard).
   LogicalResult planMuon(OrthogonalizedUpdateInterface op,
                          const DenseMap<Value, SmallVector<Shard>> &shardsOf,
                          bool spreadDp, std::vector<Job> &jobs) {
@@ -491,72 +454,8 @@ struct DistributePass
                             "are not distributed yet");
 
     if (job.matrixSplit) {
-      SmallVector<const Shard *> matrixShards;
-      for (const Shard &s : job.nsShards)
-        if (isMatrixDim(s))
-          matrixShards.push_back(&s);
-      // The update's own muir.ns_mode wins over the pass option.
-      std::optional<NewtonSchulzMode> requested = fixedMode(nsMode);
-      if (auto attr = op->getAttrOfType<NewtonSchulzModeAttr>(
-              MuirDialect::NsModeAttrHelper::getNameStr()))
-        requested = fixedMode(attr.getValue());
-      // Layout-invariant: the whole matrix on every rank of the group, as
-      // on one rank; the other modes sum or approximate over the split.
-      if (layoutInvariant && requested &&
-          *requested != NewtonSchulzMode::duplicated)
-        return op.emitOpError("the layout-invariant mode runs Newton-Schulz "
-                              "of split matrices duplicated; the ")
-               << stringifyNewtonSchulzMode(*requested)
-               << " mode sums (or approximates) over the split, in an order "
-                  "the layout sets";
-      if (layoutInvariant && !requested) {
-        job.mode = NewtonSchulzMode::duplicated;
-        job.why = NSReason::layout_invariant;
-      } else if (!requested) {
-        if (matrixShards.size() == 1) {
-          job.mode = model.choose(
-              problemOf(job, *matrixShards.front(), batch, steps),
-              &job.weighed, nsForm, &job.gram);
-          job.why = NSReason::cost_model;
-        } else {
-          job.why = NSReason::both_dims;
-        }
-      } else {
-        job.mode = *requested;
-        job.why = NSReason::requested;
-        // The form of a requested distributed or resharded mode: as asked,
-        // or (auto) the cheaper of the two by the model.
-        if (matrixShards.size() == 1)
-          job.gram = model.gramForMode(
-              job.mode, problemOf(job, *matrixShards.front(), batch, steps),
-              nsForm);
-        if ((job.mode == NewtonSchulzMode::distributed ||
-             job.mode == NewtonSchulzMode::resharded) &&
-            matrixShards.size() != 1)
-          return op.emitOpError("distributed Newton-Schulz needs the matrix "
-                                "split on one dimension, got ")
-                 << matrixShards.size();
-        if (job.mode == NewtonSchulzMode::resharded) {
-          const Shard &s = *matrixShards.front();
-          int64_t other = job.nsType.getDimSize(s.dim == rank - 2 ? rank - 1
-                                                                : rank - 2);
-          if (rank != 2 || other % s.group != 0)
-            return op.emitOpError("resharded Newton-Schulz needs a 2-D "
-                                  "matrix whose other dimension ")
-                   << s.axis << "=" << s.group << " divides";
-        }
-      }
-      // The model's time of the mode run (block-wise: the local block's
-      // Newton-Schulz, no communication), recorded for the plan report.
-      job.modelledSeconds =
-          job.mode == NewtonSchulzMode::blockwise
-              ? model.blockwiseSeconds(job.nsType.getDimSize(rank - 2),
-                                       job.nsType.getDimSize(rank - 1), batch,
-                                       steps)
-              : model.modeSeconds(
-                    job.mode,
-                    problemOf(job, *matrixShards.front(), batch, steps),
-                    job.gram);
+      if (failed(chooseSplitMode(job, batch, steps)))
+        return failure();
     } else if (!job.fsdp && job.owner < 0) {
       // Neither split nor spread: muir-decompose-optimizers expands it.
       localizeResults(op, localType);
@@ -576,6 +475,82 @@ struct DistributePass
         job.why = NSReason::fsdp_owner;
     }
     jobs.push_back(std::move(job));
+    return success();
+  }
+
+  /// The Newton-Schulz mode of a job whose matrix is split (and its form,
+  /// its reason and the model's time): the update's own muir.ns_mode, else
+  /// the pass's ns-mode, else (auto) the cost model's choice; checked
+  /// against what the mode needs.
+  LogicalResult chooseSplitMode(Job &job, int64_t batch, int64_t steps) {
+    OrthogonalizedUpdateInterface op = job.op;
+    int64_t rank = job.nsType.getRank();
+    auto isMatrixDim = [&](const Shard &s) { return s.dim >= rank - 2; };
+    SmallVector<const Shard *> matrixShards;
+    for (const Shard &s : job.nsShards)
+      if (isMatrixDim(s))
+        matrixShards.push_back(&s);
+    // The update's own muir.ns_mode wins over the pass option.
+    std::optional<NewtonSchulzMode> requested = fixedMode(nsMode);
+    if (auto attr = op->getAttrOfType<NewtonSchulzModeAttr>(
+            MuirDialect::NsModeAttrHelper::getNameStr()))
+      requested = fixedMode(attr.getValue());
+    // Layout-invariant: the whole matrix on every rank of the group, as
+    // on one rank; the other modes sum or approximate over the split.
+    if (layoutInvariant && requested &&
+        *requested != NewtonSchulzMode::duplicated)
+      return op.emitOpError("the layout-invariant mode runs Newton-Schulz "
+                            "of split matrices duplicated; the ")
+             << stringifyNewtonSchulzMode(*requested)
+             << " mode sums (or approximates) over the split, in an order "
+                "the layout sets";
+    if (layoutInvariant && !requested) {
+      job.mode = NewtonSchulzMode::duplicated;
+      job.why = NSReason::layout_invariant;
+    } else if (!requested) {
+      if (matrixShards.size() == 1) {
+        job.mode =
+            model.choose(problemOf(job, *matrixShards.front(), batch, steps),
+                         &job.weighed, nsForm, &job.gram);
+        job.why = NSReason::cost_model;
+      } else {
+        job.why = NSReason::both_dims;
+      }
+    } else {
+      job.mode = *requested;
+      job.why = NSReason::requested;
+      // The form of a requested distributed or resharded mode: as asked,
+      // or (auto) the cheaper of the two by the model.
+      if (matrixShards.size() == 1)
+        job.gram = model.gramForMode(
+            job.mode, problemOf(job, *matrixShards.front(), batch, steps),
+            nsForm);
+      if ((job.mode == NewtonSchulzMode::distributed ||
+           job.mode == NewtonSchulzMode::resharded) &&
+          matrixShards.size() != 1)
+        return op.emitOpError("distributed Newton-Schulz needs the matrix "
+                              "split on one dimension, got ")
+               << matrixShards.size();
+      if (job.mode == NewtonSchulzMode::resharded) {
+        const Shard &s = *matrixShards.front();
+        int64_t other =
+            job.nsType.getDimSize(s.dim == rank - 2 ? rank - 1 : rank - 2);
+        if (rank != 2 || other % s.group != 0)
+          return op.emitOpError("resharded Newton-Schulz needs a 2-D "
+                                "matrix whose other dimension ")
+                 << s.axis << "=" << s.group << " divides";
+      }
+    }
+    // The model's time of the mode run (block-wise: the local block's
+    // Newton-Schulz, no communication), recorded for the plan report.
+    job.modelledSeconds =
+        job.mode == NewtonSchulzMode::blockwise
+            ? model.blockwiseSeconds(job.nsType.getDimSize(rank - 2),
+                                     job.nsType.getDimSize(rank - 1), batch,
+                                     steps)
+            : model.modeSeconds(
+                  job.mode, problemOf(job, *matrixShards.front(), batch, steps),
+                  job.gram);
     return success();
   }
 
@@ -626,14 +601,14 @@ struct DistributePass
         if (c.dim >= type.getRank() - 2)
           s = &c;
       if (job.mode == NewtonSchulzMode::distributed)
-        return distributedNS(b, loc, op, u, *s, job.gram);
+        return distributedNS(b, loc, op, u, *s, job.gram, syrk);
       // Move the split to the other dimension, run distributed there, move
       // it back (2-D only: checked when the mode was chosen).
       Shard flipped = *s;
       flipped.dim = 1 - s->dim;
       bool rows = s->dim == 0;
       Value v = rows ? rowsToCols(b, loc, u, *s) : colsToRows(b, loc, u, *s);
-      Value o = distributedNS(b, loc, op, v, flipped, job.gram);
+      Value o = distributedNS(b, loc, op, v, flipped, job.gram, syrk);
       return rows ? colsToRows(b, loc, o, *s) : rowsToCols(b, loc, o, *s);
     }
     // Duplicated: gather the update, orthogonalise the whole matrix on
@@ -788,406 +763,6 @@ struct DistributePass
     results.append(newState);
     op->replaceAllUsesWith(results);
     op->erase();
-  }
-
-  /// A 1-D view of `v`.
-  static Value flatten(OpBuilder &b, Location loc, Value v) {
-    auto t = cast<RankedTensorType>(v.getType());
-    SmallVector<ReassociationIndices> all(1);
-    for (int64_t d = 0; d < t.getRank(); ++d)
-      all[0].push_back(d);
-    return tensor::CollapseShapeOp::create(
-        b, loc, RankedTensorType::get({t.getNumElements()},
-                                      t.getElementType()),
-        v, all);
-  }
-  /// Elements [offset, offset + numel(type)) of a 1-D `v` as `type`.
-  static Value unflatten(OpBuilder &b, Location loc, Value v, int64_t offset,
-                         RankedTensorType type) {
-    auto flat = RankedTensorType::get({type.getNumElements()},
-                                      type.getElementType());
-    Value slice = tensor::ExtractSliceOp::create(
-        b, loc, flat, v, ArrayRef<OpFoldResult>{b.getIndexAttr(offset)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(type.getNumElements())},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-    SmallVector<ReassociationIndices> all(1);
-    for (int64_t d = 0; d < type.getRank(); ++d)
-      all[0].push_back(d);
-    return tensor::ExpandShapeOp::create(b, loc, type, slice, all);
-  }
-  /// `parts` (1-D) back to back, padded with uninitialised elements to
-  /// `size`.
-  static Value pack(OpBuilder &b, Location loc, ArrayRef<Value> parts,
-                    int64_t size) {
-    auto f32 = b.getF32Type();
-    SmallVector<Value> all(parts);
-    int64_t used = 0;
-    for (Value p : parts)
-      used += cast<RankedTensorType>(p.getType()).getNumElements();
-    if (used < size || all.empty())
-      all.push_back(tensor::EmptyOp::create(b, loc, {size - used}, f32));
-    if (all.size() == 1)
-      return all.front();
-    return tensor::ConcatOp::create(
-        b, loc, RankedTensorType::get({size}, f32), 0, all);
-  }
-  static Value counts(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
-    auto type = RankedTensorType::get(
-        {static_cast<int64_t>(values.size())}, b.getI64Type());
-    return arith::ConstantOp::create(
-        b, loc, DenseIntElementsAttr::get(type, values));
-  }
-  /// Block `r` of `group` along `dim`.
-  static Value block(OpBuilder &b, Location loc, Value v, int64_t dim,
-                     int64_t r, int64_t group) {
-    auto t = cast<RankedTensorType>(v.getType());
-    SmallVector<int64_t> shape(t.getShape());
-    shape[dim] /= group;
-    SmallVector<OpFoldResult> offsets(t.getRank(), b.getIndexAttr(0)),
-        sizes, strides(t.getRank(), b.getIndexAttr(1));
-    offsets[dim] = b.getIndexAttr(r * shape[dim]);
-    for (int64_t d : shape)
-      sizes.push_back(b.getIndexAttr(d));
-    return tensor::ExtractSliceOp::create(
-        b, loc, RankedTensorType::get(shape, t.getElementType()), v, offsets,
-        sizes, strides);
-  }
-
-  /// The jobs shared out over dp, by owner: layer-wise results and FSDP
-  /// shards (numel of the local result or shard), in job order, with the
-  /// sizes spreadOverDp packs them by.
-  struct DpPlan {
-    int64_t g = 1;
-    SmallVector<SmallVector<Job *>> layerwise, fsdp;
-    SmallVector<int64_t> lwSize, fsSize;
-    int64_t lwMax = 0, fsMax = 0, lwTotal = 0, fsTotal = 0;
-    ArrayAttr dpAxes;         ///< ["dp"]
-    RankedTensorType i64s;    ///< one count per dp rank
-    Type f32;
-    /// A packed buffer of n floats.
-    RankedTensorType flat(int64_t n) const {
-      return RankedTensorType::get({n}, f32);
-    }
-  };
-
-  /// Layer-wise and FSDP jobs: every dp rank orthogonalises the matrices it
-  /// owns, in one `scf.index_switch` on its dp group rank: owners chosen,
-  /// FSDP shards sent to them, the owned matrices orthogonalised, the
-  /// results gathered and finished on every rank.
-  LogicalResult spreadOverDp(Block &body, ArrayRef<Job *> jobs) {
-    auto ret = cast<func::ReturnOp>(body.getTerminator());
-    // A QK-clip of a shared-out result runs on every rank after the
-    // gather, before the return.
-    SmallVector<Operation *> after;
-    for (Job *job : jobs)
-      for (Value r : job->op->getResults())
-        for (Operation *user : r.getUsers()) {
-          if (isa<QkClipOp>(user) && r == job->op.getNewParam() &&
-              llvm::all_of(user->getUsers(),
-                           [&](Operation *u) { return u == ret; })) {
-            after.push_back(user);
-            continue;
-          }
-          if (user != ret)
-            return user->emitOpError("reads a Muon update that the "
-                                     "data-parallel ranks share out; only "
-                                     "the return may");
-        }
-    int64_t g = dpGroup();
-    SmallVector<double> weights;
-    for (Job *job : jobs)
-      weights.push_back(job->weight);
-    std::vector<int64_t> owners = assignToRanks(weights, g, policy);
-    for (auto [job, owner] : llvm::zip(jobs, owners))
-      job->owner = owner;
-
-    DpPlan p = planDp(jobs, g);
-    OpBuilder b(ret);
-    Location loc = ret.getLoc();
-    Value received = sendFsdpShards(b, loc, p);
-    auto sw = orthogonaliseOwned(b, loc, p, received);
-    gatherAndFinish(b, loc, p, sw);
-    for (Operation *clip : after)
-      clip->moveBefore(ret);
-    return success();
-  }
-
-  /// The jobs by owner, and their sizes.
-  DpPlan planDp(ArrayRef<Job *> jobs, int64_t g) {
-    // Per owner: layer-wise results (numel of the local result) and FSDP
-    // shards (numel of the local shard), in job order.
-    DpPlan p;
-    p.g = g;
-    Builder b(gridRef.getContext());
-    p.dpAxes = b.getStrArrayAttr({dpAxis});
-    p.i64s = RankedTensorType::get({g}, b.getI64Type());
-    p.f32 = b.getF32Type();
-    p.layerwise.resize(g);
-    p.fsdp.resize(g);
-    p.lwSize.assign(g, 0);
-    p.fsSize.assign(g, 0);
-    auto &layerwise = p.layerwise;
-    auto &fsdp = p.fsdp;
-    auto &lwSize = p.lwSize;
-    auto &fsSize = p.fsSize;
-    for (Job *job : jobs) {
-      int64_t numel = job->localType.getNumElements();
-      if (job->fsdp) {
-        fsdp[job->owner].push_back(job);
-        fsSize[job->owner] += numel;
-      } else {
-        layerwise[job->owner].push_back(job);
-        lwSize[job->owner] += numel;
-      }
-    }
-    p.lwMax = *llvm::max_element(lwSize);
-    p.fsMax = *llvm::max_element(fsSize);
-    for (int64_t j = 0; j < g; ++j) {
-      p.fsTotal += fsSize[j];
-      p.lwTotal += lwSize[j];
-    }
-    return p;
-  }
-
-  /// FSDP, out: every rank sends its shard of each matrix to the owner
-  /// (null without FSDP jobs).
-  Value sendFsdpShards(OpBuilder &b, Location loc, const DpPlan &p) {
-    int64_t g = p.g;
-    bool haveFs = p.fsTotal > 0;
-    Value received;
-    if (haveFs) {
-      SmallVector<Value> parts;
-      for (int64_t j = 0; j < g; ++j)
-        for (Job *job : p.fsdp[j])
-          parts.push_back(flatten(b, loc, job->momentum.getUpdate()));
-      Value send = pack(b, loc, parts, p.fsTotal);
-      auto a2a = AllToAllVOp::create(b, loc, p.flat(g * p.fsMax), p.i64s,
-                                     gridRef, p.dpAxes, send,
-                                     counts(b, loc, p.fsSize));
-      received = a2a.getResult();
-    }
-    return received;
-  }
-
-  /// The switch on the dp group rank in which each owner orthogonalises
-  /// its matrices: the layer-wise ones packed, the FSDP ones assembled
-  /// from the shards received and cut back into per-rank blocks.
-  scf::IndexSwitchOp orthogonaliseOwned(OpBuilder &b, Location loc,
-                                        const DpPlan &p, Value received) {
-    int64_t g = p.g;
-    bool haveLw = p.lwTotal > 0, haveFs = p.fsTotal > 0;
-    Value dpRank = GroupRankOp::create(b, loc, b.getIndexType(), gridRef,
-                                       p.dpAxes);
-    SmallVector<Type> resultTypes;
-    if (haveLw)
-      resultTypes.push_back(p.flat(p.lwMax));
-    if (haveFs) {
-      resultTypes.push_back(p.flat(g * p.fsMax));
-      resultTypes.push_back(p.i64s);
-    }
-    SmallVector<int64_t> cases;
-    for (int64_t j = 0; j < g; ++j)
-      cases.push_back(j);
-    auto sw = scf::IndexSwitchOp::create(b, loc, resultTypes, dpRank, cases,
-                                         cases.size());
-    for (int64_t j = 0; j <= g; ++j) {
-      bool isDefault = j == g;
-      Region &region =
-          isDefault ? sw.getDefaultRegion() : sw.getCaseRegions()[j];
-      OpBuilder cb(b.getContext());
-      cb.createBlock(&region);
-      SmallVector<Value> yields;
-      if (isDefault) {
-        // Group ranks are in [0, g): never taken.
-        if (haveLw)
-          yields.push_back(pack(cb, loc, {}, p.lwMax));
-        if (haveFs) {
-          yields.push_back(pack(cb, loc, {}, g * p.fsMax));
-          yields.push_back(counts(cb, loc, SmallVector<int64_t>(g, 0)));
-        }
-        scf::YieldOp::create(cb, loc, yields);
-        continue;
-      }
-      if (haveLw) {
-        SmallVector<Value> parts;
-        for (Job *job : p.layerwise[j])
-          parts.push_back(
-              flatten(cb, loc, orthogonalise(cb, *job,
-                                             job->momentum.getUpdate())));
-        yields.push_back(pack(cb, loc, parts, p.lwMax));
-      }
-      if (haveFs) {
-        // Rank r's shards of this owner's matrices sit at r * p.fsSize[j].
-        SmallVector<Value> whole;
-        int64_t offset = 0;
-        for (Job *job : p.fsdp[j]) {
-          SmallVector<Value> pieces;
-          for (int64_t r = 0; r < g; ++r)
-            pieces.push_back(unflatten(cb, loc, received,
-                                       r * p.fsSize[j] + offset,
-                                       job->localType));
-          offset += job->localType.getNumElements();
-          Value u = tensor::ConcatOp::create(cb, loc, job->nsType,
-                                             job->fsdp->dim, pieces);
-          whole.push_back(orthogonalise(cb, *job, u));
-        }
-        // Back: block r of every result to rank r.
-        SmallVector<Value> parts;
-        for (int64_t r = 0; r < g; ++r)
-          for (auto [job, o] : llvm::zip(p.fsdp[j], whole))
-            parts.push_back(flatten(
-                cb, loc, block(cb, loc, o, job->fsdp->dim, r, g)));
-        yields.push_back(pack(cb, loc, parts, g * p.fsMax));
-        yields.push_back(counts(cb, loc, SmallVector<int64_t>(g, p.fsSize[j])));
-      }
-      scf::YieldOp::create(cb, loc, yields);
-    }
-    return sw;
-  }
-
-  /// Everyone gets every result and finishes its update.
-  void gatherAndFinish(OpBuilder &b, Location loc, const DpPlan &p,
-                       scf::IndexSwitchOp sw) {
-    int64_t g = p.g;
-    bool haveLw = p.lwTotal > 0, haveFs = p.fsTotal > 0;
-    // Everyone gets every result.
-    unsigned next = 0;
-    if (haveLw) {
-      Value gathered = AllGatherVOp::create(
-          b, loc, p.flat(p.lwTotal), gridRef, p.dpAxes, sw.getResult(next++),
-          b.getI64IntegerAttr(0), b.getDenseI64ArrayAttr(p.lwSize));
-      int64_t offset = 0;
-      for (int64_t j = 0; j < g; ++j)
-        for (Job *job : p.layerwise[j]) {
-          Value o = unflatten(b, loc, gathered, offset, job->localType);
-          offset += job->localType.getNumElements();
-          finish(b, *job, o);
-        }
-    }
-    if (haveFs) {
-      Value back = sw.getResult(next++);
-      Value backCounts = sw.getResult(next++);
-      auto a2a = AllToAllVOp::create(b, loc, p.flat(p.fsTotal), p.i64s, gridRef,
-                                     p.dpAxes, back, backCounts);
-      int64_t offset = 0;
-      for (int64_t j = 0; j < g; ++j)
-        for (Job *job : p.fsdp[j]) {
-          Value o = unflatten(b, loc, a2a.getResult(), offset,
-                              job->localType);
-          offset += job->localType.getNumElements();
-          finish(b, *job, o);
-        }
-    }
-  }
-
-  /// The Gram form of distributedNS: each rank's raw Gram matrix over the
-  /// unsplit dimension (its slice's products summed in f64) is summed over
-  /// the group once, by packed triangles; its trace is ||X||_F^2, so the
-  /// normalisation needs no collective of its own. Every rank iterates on
-  /// the s x s matrices (the same bits everywhere: the sum runs in group-
-  /// rank order) and multiplies its own slice by s Q.
-  Value distributedGramNS(OpBuilder &b, Location loc,
-                          OrthogonalizedUpdateInterface op,
-                          Value u, const Shard &s) {
-    auto type = cast<RankedTensorType>(u.getType());
-    int64_t rank = type.getRank();
-    bool rowsSplit = s.dim == rank - 2;
-    int64_t batch = rank == 3 ? type.getDimSize(0) : 1;
-    int64_t g = rowsSplit ? type.getDimSize(rank - 1)
-                          : type.getDimSize(rank - 2);
-    SmallVector<int64_t> gramShape(type.getShape());
-    gramShape[rank - 2] = g;
-    gramShape[rank - 1] = g;
-    Type f64 = b.getF64Type();
-    auto gram64 = RankedTensorType::get(gramShape, f64);
-    auto gram32 = RankedTensorType::get(gramShape, type.getElementType());
-    auto num = [&](double v) { return b.getF64FloatAttr(v); };
-    UnitAttr no, yes = b.getUnitAttr();
-    // The GEMM of an f64 copy when SYRK is off, as on one rank.
-    Value local;
-    if (syrk) {
-      local = SyrkOp::create(b, loc, gram64, u, Value(), num(1.0), num(0.0),
-                             rowsSplit ? yes : no);
-    } else {
-      Value ud = arith::ExtFOp::create(
-          b, loc, RankedTensorType::get(type.getShape(), f64), u);
-      local = MatmulOp::create(b, loc, gram64, ud, ud, Value(), num(1.0),
-                               num(0.0), rowsSplit ? yes : no,
-                               rowsSplit ? no : yes);
-    }
-    Value a = SymmetricAllReduceOp::create(b, loc, gram64, s.gridRef(),
-                                           b.getStrArrayAttr({s.axis}),
-                                           local);
-    auto norm = TraceNormalizeOp::create(
-        b, loc, gram64, RankedTensorType::get({batch}, f64), a,
-        op.getEpsAttr());
-    int64_t steps = op.getNsStepsAttr().getInt();
-    Value q = buildGramIteration(
-        b, loc, norm.getResult(),
-        resolveTable(op.getScheduleAttr().getValue(), coefficientsOf(op), steps), steps,
-        syrk);
-    Value qf = ScaleMatricesOp::create(b, loc, gram32, q, norm.getScale());
-    return rowsSplit ? MatmulOp::create(b, loc, type, u, qf, Value(),
-                                        num(1.0), num(0.0), no, no)
-                     : MatmulOp::create(b, loc, type, qf, u, Value(),
-                                        num(1.0), num(0.0), no, no);
-  }
-
-  /// Newton-Schulz of a matrix split on one dimension over `s`'s group,
-  /// without gathering it: the squared norm and, every step, the Gram matrix
-  /// over the unsplit dimension are all-reduced; the rest is local. Split
-  /// rows use X <- a X + X (b G + c G G) with G = X^T X, split columns
-  /// X <- a X + (b G + c G G) X with G = X X^T (the same polynomial).
-  Value distributedNS(OpBuilder &b, Location loc,
-                      OrthogonalizedUpdateInterface op, Value u,
-                      const Shard &s, bool gram) {
-    auto type = cast<RankedTensorType>(u.getType());
-    int64_t rank = type.getRank();
-    bool rowsSplit = s.dim == rank - 2;
-    Type f32 = type.getElementType();
-    int64_t batch = rank == 3 ? type.getDimSize(0) : 1;
-    auto ssType = RankedTensorType::get({batch}, f32);
-    ArrayAttr axes = b.getStrArrayAttr({s.axis});
-    if (gram)
-      return distributedGramNS(b, loc, op, u, s);
-    Value ss = SumSquaresOp::create(b, loc, ssType, u);
-    ss = AllReduceOp::create(b, loc, ssType, s.gridRef(), axes, ss,
-                             ReductionKindAttr::get(b.getContext(),
-                                                    ReductionKind::sum));
-    Value x = ScaleByNormOp::create(b, loc, u, ss, op.getEpsAttr());
-    int64_t g = rowsSplit ? type.getDimSize(rank - 1)
-                          : type.getDimSize(rank - 2);
-    SmallVector<int64_t> gramShape(type.getShape());
-    gramShape[rank - 2] = g;
-    gramShape[rank - 1] = g;
-    auto gramType = RankedTensorType::get(gramShape, f32);
-    auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
-    UnitAttr no, yes = b.getUnitAttr();
-    int64_t steps = op.getNsStepsAttr().getInt();
-    NSCoefficients table(
-        b, loc, resolveTable(op.getScheduleAttr().getValue(), coefficientsOf(op), steps));
-    x = buildStepLoop(
-        b, loc, 0, steps, x,
-        [&](OpBuilder &nb, Location nl, Value k, ValueRange carried) {
-          Value xk = carried[0];
-          auto [ca, cb, cc] = table.at(nb, nl, k);
-          Value local = MatmulOp::create(
-              nb, nl, gramType, xk, xk, Value(), f64(1.0), f64(0.0),
-              rowsSplit ? yes : no, rowsSplit ? no : yes);
-          Value gram = AllReduceOp::create(
-              nb, nl, gramType, s.gridRef(), axes, local,
-              ReductionKindAttr::get(nb.getContext(), ReductionKind::sum));
-          Value bm = MatmulOp::create(nb, nl, gramType, gram, gram, gram, cc,
-                                      cb, f64(1.0), f64(0.0), no, no, no);
-          Value next =
-              rowsSplit
-                  ? MatmulOp::create(nb, nl, type, xk, bm, xk, Value(), ca,
-                                     f64(1.0), f64(0.0), no, no, no)
-                  : MatmulOp::create(nb, nl, type, bm, xk, xk, Value(), ca,
-                                     f64(1.0), f64(0.0), no, no, no);
-          return SmallVector<Value>{next};
-        })[0];
-    return x;
   }
 };
 
