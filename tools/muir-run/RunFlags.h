@@ -100,6 +100,15 @@ struct RunFlags {
       cl::desc("do not record Newton-Schulz outputs (no singular values in "
                "the table)"),
       cl::init(false), cl::cat(muirCat)};
+
+  /// The flags' combinations (with the compile `flags`; `launcher`: more
+  /// than one rank, not yet under mpirun) that cannot run, and every path of
+  /// the run, checked at once before anything runs: no output overwrites an
+  /// input or another output or lies in a folder that is read or replaced;
+  /// --save-state into the state being resumed continues a run (replaced
+  /// atomically). "" when the run can go on.
+  std::string check(const mlir::muir::PipelineFlags &flags, bool launcher,
+                    bool cuda) const;
 };
 
 } // namespace muir_run

@@ -8,16 +8,17 @@
 // --save-state write the tensors.
 //
 //===----------------------------------------------------------------------===//
-#include "muir-rt/Runtime.h"
 #include "RunFlags.h"
+#include "muir-rt/Runtime.h"
 #include "muir/Driver/PipelineFlags.h"
 #include "muir/Runner/State.h"
 #include "muir/Runner/Step.h"
-#include "muir/Tooling/HostTensors.h"
-#include "muir/Tooling/Launcher.h"
-#include "muir/Tooling/RunChecks.h"
 #include "muir/Support/Files.h"
 #include "muir/Support/VersionPrinter.h"
+#include "muir/Tooling/HostTensors.h"
+#include "muir/Tooling/Launcher.h"
+#include "muir/Tooling/Resume.h"
+#include "muir/Tooling/RunChecks.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -52,57 +53,6 @@ static std::vector<std::string> givenCompileFlags() {
   if (opt.noProbes.getNumOccurrences())
     given.push_back(opt.noProbes.ArgStr.str());
   return given;
-}
-
-/// The flags' combinations that cannot run, and every path of the run,
-/// checked at once before anything runs: no output overwrites an input or
-/// another output or lies in a folder that is read or replaced;
-/// --save-state into the state being resumed continues a run (replaced
-/// atomically). "" when the run can go on.
-static std::string checkFlags(bool launcher, bool cuda) {
-  if (opt.numSteps < 1)
-    return "--steps must be at least 1, got " + std::to_string(opt.numSteps);
-  if (opt.numRanks < 1)
-    return "--ranks must be at least 1, got " + std::to_string(opt.numRanks);
-  if (std::string bad = flags.check(); !bad.empty())
-    return bad;
-  if (!opt.resumeDir.empty() && !opt.loadDir.empty())
-    return "give either --load or --resume, not both";
-  if (!opt.resumeDir.empty() && opt.seed.getNumOccurrences())
-    return "--seed has no effect with --resume: the saved state holds "
-           "every tensor; leave --seed out";
-  if (launcher && opt.inputFile == "-")
-    return "--ranks needs an input file, not stdin";
-  if (cuda && (!opt.traceFile.empty() || opt.commStats))
-    return std::string(!opt.traceFile.empty() ? "--trace-fingerprints"
-                                              : "--comm-stats") +
-           " is not available with --target=cuda yet";
-  if (!cuda && opt.cudaCublasGrouped)
-    return "--cuda-cublas-grouped-gemm needs --target=cuda";
-  using muir::PathKind;
-  auto given = [](const cl::opt<std::string> &o) {
-    return o.getNumOccurrences() > 0;
-  };
-  std::vector<muir::PathUse> paths = {
-      {"the input", opt.inputFile, PathKind::InputFile, given(opt.inputFile)},
-      {"--load", opt.loadDir, PathKind::InputDir, given(opt.loadDir)},
-      {"--resume", opt.resumeDir, PathKind::InputDir, given(opt.resumeDir)},
-      {"--dump", opt.dumpDir, PathKind::OutputDir, given(opt.dumpDir)},
-      {"--save-state", opt.saveState, PathKind::OutputDir,
-       given(opt.saveState)}};
-  if (StringRef(opt.lrSchedule).starts_with("file:"))
-    paths.push_back({"--lr-schedule", opt.lrSchedule.substr(5),
-                     PathKind::InputFile, true});
-  // With several ranks each writes its own FILE.rank<R>.
-  if (opt.numRanks > 1 && !opt.traceFile.empty())
-    for (int r = 0; r < opt.numRanks; ++r)
-      paths.push_back({"--trace-fingerprints",
-                       opt.traceFile + ".rank" + std::to_string(r),
-                       PathKind::OutputFile, true});
-  else
-    paths.push_back({"--trace-fingerprints", opt.traceFile,
-                     PathKind::OutputFile, given(opt.traceFile)});
-  return muir::checkPathUses(paths, {{"--save-state", "--resume"}});
 }
 
 /// The step of the input (or of the embedded default example), compiled
@@ -304,7 +254,7 @@ int main(int argc, char **argv) {
   if (runner::underMPI())
     tooling::watchLauncher();
   bool cuda = flags.target == muir::Target::Cuda;
-  if (std::string bad = checkFlags(launcher, cuda); !bad.empty())
+  if (std::string bad = opt.check(flags, launcher, cuda); !bad.empty())
     return fail(bad);
   std::string name;
   auto loaded = loadStep(name);
@@ -324,30 +274,11 @@ int main(int argc, char **argv) {
   int64_t firstStep = 1;
   std::optional<muir::state::OpenedState> resumed;
   if (!opt.resumeDir.empty()) {
-    auto opened = muir::state::OpenedState::open(opt.resumeDir);
-    if (!opened)
-      return fail(llvm::toString(opened.takeError()));
-    resumed.emplace(std::move(*opened));
-    std::vector<muir::state::StateTensor> tensors;
-    for (const runner::Argument &a : step.arguments())
-      if (a.isTensor())
-        tensors.push_back(
-            {a.name, std::vector<int64_t>(a.globalShape.begin(),
-                                          a.globalShape.end())});
-    // Under mpirun each rank hashes its share of the files (the launcher
-    // of --ranks N hashed them all before starting the ranks, so that a
-    // damaged file is reported once, before any rank starts).
-    muir::state::HashShare share;
-    if (runner::underMPI()) {
-      const char *rank = getenv("OMPI_COMM_WORLD_RANK");
-      share.count = std::max(1, std::atoi(getenv("OMPI_COMM_WORLD_SIZE")));
-      share.index = rank ? std::atoi(rank) % share.count : 0;
-    }
-    auto saved = muir::state::checkState(*resumed, step.identity(),
-                                         tensors, opt.numSteps, share);
-    if (!saved)
-      return fail(llvm::toString(saved.takeError()));
-    firstStep = *saved + 1;
+    auto first =
+        tooling::openResumed(step, opt.resumeDir, opt.numSteps, resumed);
+    if (!first)
+      return fail(llvm::toString(first.takeError()));
+    firstStep = *first;
   }
   int64_t lastStep = firstStep + opt.numSteps - 1;
   auto factors = tooling::lrSchedule(opt.lrSchedule, firstStep, lastStep);
@@ -381,24 +312,9 @@ int main(int argc, char **argv) {
   // read through the directory checkState checked.
   int32_t numLoaded = 0;
   if (resumed) {
-    llvm::Error e = tensors.load(resumed->path(), numLoaded, resumed->given());
-    std::string why = e ? llvm::toString(std::move(e)) : "";
-    // The ranks opened the directory one by one: all must have read the
-    // same state (a save may have put another in its place in between),
-    // and all stop together if one could not.
-    switch (tooling::agreeOnEveryRank(step, why.empty(),
-                                     resumed->manifestHash)) {
-    case tooling::RankAgreement::Same:
-      break;
-    case tooling::RankAgreement::SomeFailed:
-      return fail(why.empty() ? "cannot resume from '" + opt.resumeDir +
-                                    "': another rank could not read it"
-                              : why);
-    case tooling::RankAgreement::Differ:
-      return fail("cannot resume from '" + opt.resumeDir +
-                  "': the state was replaced while the ranks read it (a "
-                  "save into it ran meanwhile); run again");
-    }
+    if (llvm::Error e =
+            tooling::loadResumed(step, tensors, *resumed, numLoaded))
+      return fail(llvm::toString(std::move(e)));
     resumed.reset();
   } else if (!opt.loadDir.empty()) {
     if (llvm::Error e = tensors.load(opt.loadDir, numLoaded))
