@@ -369,23 +369,11 @@ std::string where(const Key &k, const Exec &e) {
 
 } // namespace
 
-int main(int argc, char **argv) {
-  InitLLVM init(argc, argv);
-  mlir::muir::setVersionPrinter("muir-trace-diff");
-  // Bad arguments are errors (2), not "divergent" (1).
-  if (!cl::ParseCommandLineOptions(
-          argc, argv,
-          "muir-trace-diff: the first op where two fingerprint traces "
-          "diverge\n\nExit status: 0 identical, 1 divergent, 2 an error.\n",
-          &errs()))
-    return 2;
-  Trace a, b;
-  int64_t ranksA, ranksB;
-  Header ha, hb;
-  if (std::string why = readTrace(traceA, a, ranksA, ha); !why.empty())
-    return error(why);
-  if (std::string why = readTrace(traceB, b, ranksB, hb); !why.empty())
-    return error(why);
+/// What the two traces' headers say of comparing them: why they cannot be
+/// compared (different programs, buffers hashed two ways), or "" with notes
+/// (other builds, other BLAS threads) and warnings (a trace from before the
+/// headers) printed.
+static std::string compareHeaders(const Header &ha, const Header &hb) {
   // Two programs' traces: no op is "divergent".
   if (!ha.old && !hb.old && (ha.program != hb.program || ha.ranks != hb.ranks)) {
     std::string text = "A (" + traceA + ") and B (" + traceB +
@@ -397,15 +385,15 @@ int main(int argc, char **argv) {
       text += "\n  " + line;
     text += "\ncompare two runs of one program (the same description, grid "
             "and compile flags, as --resume requires)";
-    return error(text);
+    return text;
   }
   // Buffers hashed two ways: every hash would differ.
   if (!ha.old && !hb.old && ha.hash != hb.hash)
-    return error("A (" + traceA + ") hashes buffers with " + ha.hash +
-                 ", B (" + traceB + ") with " + hb.hash +
-                 " (written by builds before and after muir's traces moved "
-                 "to XXH64): no two hashes could agree; rerun the run of "
-                 "the older trace with this build");
+    return "A (" + traceA + ") hashes buffers with " + ha.hash + ", B (" +
+           traceB + ") with " + hb.hash +
+           " (written by builds before and after muir's traces moved "
+           "to XXH64): no two hashes could agree; rerun the run of "
+           "the older trace with this build";
   // One program built twice: compared (where the builds' bits part is what
   // a trace is for), with a note. A resume also requires the build.
   if (!ha.old && !hb.old && ha.build != hb.build)
@@ -436,6 +424,55 @@ int main(int argc, char **argv) {
   };
   warnOld(ha, "A", traceA, "B");
   warnOld(hb, "B", traceB, "A");
+  return "";
+}
+
+/// The operands of kind `kind` ("input", "output") whose hashes differ
+/// between x (A's) and y (B's), one line each.
+static std::string describe(const char *kind,
+                            const std::map<int64_t, Buffer> &x,
+                            const std::map<int64_t, Buffer> &y) {
+  std::string text;
+  std::set<int64_t> indices;
+  for (auto &kv : x)
+    indices.insert(kv.first);
+  for (auto &kv : y)
+    indices.insert(kv.first);
+  for (int64_t index : indices) {
+    auto ix = x.find(index), iy = y.find(index);
+    auto show = [](const Buffer &b) {
+      return b.hash + " (" + std::to_string(b.bytes) + " bytes)";
+    };
+    if (ix != x.end() && iy != y.end() && ix->second == iy->second)
+      continue;
+    const Buffer &any = ix != x.end() ? ix->second : iy->second;
+    text += "\n  " + std::string(kind) + " operand " + std::to_string(index) +
+            " " + any.type + ": " +
+            (ix == x.end() ? "none" : show(ix->second)) + " in A, " +
+            (iy == y.end() ? "none" : show(iy->second)) + " in B";
+  }
+  return text;
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  mlir::muir::setVersionPrinter("muir-trace-diff");
+  // Bad arguments are errors (2), not "divergent" (1).
+  if (!cl::ParseCommandLineOptions(
+          argc, argv,
+          "muir-trace-diff: the first op where two fingerprint traces "
+          "diverge\n\nExit status: 0 identical, 1 divergent, 2 an error.\n",
+          &errs()))
+    return 2;
+  Trace a, b;
+  int64_t ranksA, ranksB;
+  Header ha, hb;
+  if (std::string why = readTrace(traceA, a, ranksA, ha); !why.empty())
+    return error(why);
+  if (std::string why = readTrace(traceB, b, ranksB, hb); !why.empty())
+    return error(why);
+  if (std::string why = compareHeaders(ha, hb); !why.empty())
+    return error(why);
   if (ranksA != ranksB)
     return error("the traces come from " + Twine(ranksA) + " and " +
                  Twine(ranksB) + " ranks");
@@ -448,29 +485,6 @@ int main(int argc, char **argv) {
   // The first execution that differs in any way.
   const Key *found = nullptr;
   std::string what;
-  auto describe = [](const char *kind, const std::map<int64_t, Buffer> &x,
-                     const std::map<int64_t, Buffer> &y) {
-    std::string text;
-    std::set<int64_t> indices;
-    for (auto &kv : x)
-      indices.insert(kv.first);
-    for (auto &kv : y)
-      indices.insert(kv.first);
-    for (int64_t index : indices) {
-      auto ix = x.find(index), iy = y.find(index);
-      auto show = [](const Buffer &b) {
-        return b.hash + " (" + std::to_string(b.bytes) + " bytes)";
-      };
-      if (ix != x.end() && iy != y.end() && ix->second == iy->second)
-        continue;
-      const Buffer &any = ix != x.end() ? ix->second : iy->second;
-      text += "\n  " + std::string(kind) + " operand " +
-              std::to_string(index) + " " + any.type + ": " +
-              (ix == x.end() ? "none" : show(ix->second)) + " in A, " +
-              (iy == y.end() ? "none" : show(iy->second)) + " in B";
-    }
-    return text;
-  };
   for (const Key &k : keys) {
     auto ia = a.find(k), ib = b.find(k);
     if (ia == a.end() || ib == b.end() || ia->second.opId != ib->second.opId) {
