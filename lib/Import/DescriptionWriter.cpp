@@ -88,6 +88,76 @@ static void writeAxes(llvm::raw_ostream &os, const std::vector<GridAxis> &axes) 
   os << "}";
 }
 
+/// An optimizer's section, its keys as the
+/// registry lists them; an unset one (no coefficients, no clip) is left
+/// out.
+static void writeSettings(llvm::raw_ostream &os, Optimizer o,
+                          const OptimizerSettings &s) {
+  const OptimizerInfo &info = optimizerInfo(o);
+  os << "  " << info.name << ": {";
+  llvm::ListSeparator sep;
+  for (const OptimizerSetting &setting : info.settings) {
+    SettingField field =
+        settingField(const_cast<OptimizerSettings &>(s), setting.key);
+    if (auto *x = std::get_if<double *>(&field)) {
+      if (setting.unset && **x == 0)
+        continue;
+      os << sep << setting.key << ": " << number(**x);
+    } else if (auto *x = std::get_if<int64_t *>(&field)) {
+      os << sep << setting.key << ": " << **x;
+    } else if (auto *x = std::get_if<bool *>(&field)) {
+      os << sep << setting.key << ": " << (**x ? "true" : "false");
+    } else if (auto *x = std::get_if<std::string *>(&field)) {
+      os << sep << setting.key << ": " << **x;
+    } else if (auto *x = std::get_if<std::vector<double> *>(&field)) {
+      if ((*x)->empty())
+        continue;
+      os << sep << setting.key << ": [";
+      llvm::interleaveComma(**x, os, [&](double c) { os << number(c); });
+      os << "]";
+    }
+  }
+  os << "}\n";
+}
+
+/// One entry of `overrides`, on one line in flow style.
+static void writeOverride(llvm::raw_ostream &os, const Override &o) {
+  if (o.byNames) {
+    os << "    - {names: [";
+    llvm::interleaveComma(o.names, os,
+                          [&](const std::string &n) { os << quoted(n); });
+    os << "]";
+  } else {
+    os << "    - {" << (o.isRegex ? "regex" : "match") << ": "
+       << quoted(o.pattern);
+  }
+  if (o.optimizer)
+    os << ", optimizer: " << optimizerName(*o.optimizer);
+  if (o.lr)
+    os << ", lr: " << number(*o.lr);
+  if (o.weightDecay)
+    os << ", weight_decay: " << number(*o.weightDecay);
+  if (o.momentum)
+    os << ", momentum: " << number(*o.momentum);
+  if (o.nesterov)
+    os << ", nesterov: " << (*o.nesterov ? "true" : "false");
+  if (o.scaleMode)
+    os << ", scale_mode: " << *o.scaleMode;
+  if (o.scaleExtra)
+    os << ", scale_extra: " << number(*o.scaleExtra);
+  if (o.beta1)
+    os << ", beta1: " << number(*o.beta1);
+  if (o.beta2)
+    os << ", beta2: " << number(*o.beta2);
+  if (o.eps)
+    os << ", eps: " << number(*o.eps);
+  if (o.nsSteps)
+    os << ", ns_steps: " << *o.nsSteps;
+  if (o.schedule)
+    os << ", schedule: " << *o.schedule;
+  os << "}\n";
+}
+
 void mlir::muir::desc::writeDescription(const Description &d,
                                         llvm::raw_ostream &os) {
   os << "name: " << quoted(d.name) << "\n";
@@ -99,82 +169,17 @@ void mlir::muir::desc::writeDescription(const Description &d,
     writeAxes(os, d.grid.moeAxes);
     os << "\n";
   }
-  // Each optimizer's section (NorMuon's where given), its keys as the
-  // registry lists them; an unset one (no coefficients, no clip) is left
-  // out.
-  auto writeSettings = [&](Optimizer o, const OptimizerSettings &s) {
-    const OptimizerInfo &info = optimizerInfo(o);
-    os << "  " << info.name << ": {";
-    llvm::ListSeparator sep;
-    for (const OptimizerSetting &setting : info.settings) {
-      SettingField field =
-          settingField(const_cast<OptimizerSettings &>(s), setting.key);
-      if (auto *x = std::get_if<double *>(&field)) {
-        if (setting.unset && **x == 0)
-          continue;
-        os << sep << setting.key << ": " << number(**x);
-      } else if (auto *x = std::get_if<int64_t *>(&field)) {
-        os << sep << setting.key << ": " << **x;
-      } else if (auto *x = std::get_if<bool *>(&field)) {
-        os << sep << setting.key << ": " << (**x ? "true" : "false");
-      } else if (auto *x = std::get_if<std::string *>(&field)) {
-        os << sep << setting.key << ": " << **x;
-      } else if (auto *x = std::get_if<std::vector<double> *>(&field)) {
-        if ((*x)->empty())
-          continue;
-        os << sep << setting.key << ": [";
-        llvm::interleaveComma(**x, os, [&](double c) { os << number(c); });
-        os << "]";
-      }
-    }
-    os << "}\n";
-  };
   os << "optimizer:\n";
-  writeSettings(Optimizer::Muon, d.muon);
+  writeSettings(os, Optimizer::Muon, d.muon);
   if (d.hasNormuon)
-    writeSettings(Optimizer::NorMuon, d.normuon);
-  writeSettings(Optimizer::AdamW, d.adamw);
+    writeSettings(os, Optimizer::NorMuon, d.normuon);
+  writeSettings(os, Optimizer::AdamW, d.adamw);
   if (d.mask)
     os << "  mask: true\n";
   if (!d.overrides.empty()) {
     os << "  overrides:\n";
-    for (const Override &o : d.overrides) {
-      if (o.byNames) {
-        os << "    - {names: [";
-        llvm::interleaveComma(o.names, os,
-                              [&](const std::string &n) { os << quoted(n); });
-        os << "]";
-      } else {
-        os << "    - {" << (o.isRegex ? "regex" : "match") << ": "
-           << quoted(o.pattern);
-      }
-      if (o.optimizer)
-        os << ", optimizer: "
-           << optimizerName(*o.optimizer);
-      if (o.lr)
-        os << ", lr: " << number(*o.lr);
-      if (o.weightDecay)
-        os << ", weight_decay: " << number(*o.weightDecay);
-      if (o.momentum)
-        os << ", momentum: " << number(*o.momentum);
-      if (o.nesterov)
-        os << ", nesterov: " << (*o.nesterov ? "true" : "false");
-      if (o.scaleMode)
-        os << ", scale_mode: " << *o.scaleMode;
-      if (o.scaleExtra)
-        os << ", scale_extra: " << number(*o.scaleExtra);
-      if (o.beta1)
-        os << ", beta1: " << number(*o.beta1);
-      if (o.beta2)
-        os << ", beta2: " << number(*o.beta2);
-      if (o.eps)
-        os << ", eps: " << number(*o.eps);
-      if (o.nsSteps)
-        os << ", ns_steps: " << *o.nsSteps;
-      if (o.schedule)
-        os << ", schedule: " << *o.schedule;
-      os << "}\n";
-    }
+    for (const Override &o : d.overrides)
+      writeOverride(os, o);
   }
   // An empty block would read back as no value at all.
   os << (d.params.empty() ? "parameters: []\n" : "parameters:\n");

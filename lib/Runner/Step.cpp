@@ -141,71 +141,6 @@ int32_t roleOf(StringRef name, ArgRoleAttr explicitRole) {
   return RoleParam;
 }
 
-/// A hash of a module's text (without locations), as a saved state's
-/// identity records it.
-std::string irHash(ModuleOp module) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  module->print(os, OpPrintingFlags().enableDebugInfo(false));
-  return state::hex64(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(text)));
-}
-
-/// Removes a high-level step's layout: its grids, and its arguments'
-/// shards, splits and foldings (what a description's grid and `shard`
-/// entries put on the IR). What remains is the same for every layout of one
-/// description whose tensors' global shapes do not depend on it.
-void stripLayout(ModuleOp module) {
-  for (GridOp grid : llvm::make_early_inc_range(module.getOps<GridOp>()))
-    grid.erase();
-  for (auto f : module.getOps<func::FuncOp>())
-    for (unsigned i = 0; i < f.getNumArguments(); ++i)
-      for (StringRef attr : {MuirDialect::ShardsAttrHelper::getNameStr(),
-                             MuirDialect::SplitAttrHelper::getNameStr(),
-                             MuirDialect::FoldingAttrHelper::getNameStr()})
-        f.removeArgAttr(i, attr);
-}
-
-/// The layout-free identity of a description's step: the step built for
-/// one device (no axis over ranks, no shards, each MoE layer's batch
-/// whole when the layer gives `tokens`), without its layout. A trained MoE
-/// layer's step is per rank (its local expert stacks and tokens, its
-/// collectives over the layout's axes), so stripping the layout from the
-/// step as built would not give one identity for every layout.
-std::string oneDeviceHash(MLIRContext &context, desc::Description d,
-                          Determinism determinism) {
-  d.grid.axes = {{"dp", 1, d.grid.loc}};
-  d.grid.moeAxes.clear();
-  for (desc::Parameter &p : d.params)
-    p.shards.clear();
-  desc::resolveTokens(d);
-  OwningOpRef<ModuleOp> module = desc::buildModule(context, d, determinism);
-  if (!module)
-    return "";
-  stripLayout(*module);
-  return irHash(*module);
-}
-
-/// The run's grid and its foldings as text ("dp=2,tp=2; @moe: edp=1,ep=2")
-/// for a saved state's identity.
-std::string gridText(ModuleOp module) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  bool first = true;
-  // (load() has checked that the grids have one run grid.)
-  FailureOr<SmallVector<GridOp>> grids = getGridsByFoldingIndex(module);
-  for (GridOp grid : succeeded(grids) ? *grids : SmallVector<GridOp>()) {
-    if (!first)
-      os << "; @" << grid.getSymName() << ": ";
-    first = false;
-    for (auto [i, pair] :
-         llvm::enumerate(llvm::zip(grid.getAxes(), grid.getShape())))
-      os << (i ? "," : "") << cast<StringAttr>(std::get<0>(pair)).getValue()
-         << "=" << std::get<1>(pair);
-  }
-  // No grid: one device, as the runtime runs it.
-  return text.empty() ? "dp=1" : text;
-}
-
 /// Once per process: LLVM's native target and MLIR's passes.
 void initialiseLLVM() {
   static std::once_flag once;
@@ -243,6 +178,38 @@ Step::~Step() {
     std::lock_guard<std::mutex> lock(ranksMutex());
     --distUsers;
   }
+}
+
+/// The compile flags given (options.given) that the input's stage makes
+/// pointless: a flag of distribution or lowering on IR past it, and
+/// --no-probes on IR that has none.
+static llvm::Error checkGivenFlags(MLIRContext &context,
+                                   const StepOptions &options, Stage stage) {
+  for (const std::string &flag : options.given) {
+    // A pipeline option that no pass lowering planned IR reads (those of
+    // distribution, batching and expansion: planned IR has its
+    // Newton-Schulz expanded already), read off the pipelines; but
+    // --deterministic also sets the runtime's reduction order (prepare).
+    bool distributeOnly =
+        stage == Stage::Planned && flag != optionName::deterministic &&
+        !optionChangesLowering(context, flag, Stage::Planned, Stage::Exec,
+                               options.pipeline, options.target)
+             .value_or(true);
+    // muir-compile writes no probes (it has no such flag): planned and exec
+    // IR have none to leave out.
+    if (flag == "no-probes" && stage != Stage::High)
+      return error("--no-probes has no effect on " +
+                   Twine(stage == Stage::Exec ? "exec" : "planned") +
+                   " IR: muir-compile writes it without Newton-Schulz "
+                   "probes, so it has none to leave out; drop the flag");
+    if (stage == Stage::Exec || (stage == Stage::Planned && distributeOnly))
+      return error("--" + flag + " has no effect on " +
+                   (stage == Stage::Exec ? "exec IR, which is compiled"
+                                         : "planned IR, which is "
+                                           "distributed") +
+                   " already; give it to muir-compile with the description");
+  }
+  return llvm::Error::success();
 }
 
 llvm::Expected<std::unique_ptr<Step>>
@@ -305,60 +272,14 @@ Step::load(StringRef source, StringRef filename, const StepOptions &options,
     return error("the input is LLVM-dialect IR (muir-compile --emit=llvm), "
                  "which cannot be bound to tensors; give the description "
                  "or the exec IR (--emit=exec)");
-  for (const std::string &flag : options.given) {
-    // A pipeline option that no pass lowering planned IR reads (those of
-    // distribution, batching and expansion: planned IR has its
-    // Newton-Schulz expanded already), read off the pipelines; but
-    // --deterministic also sets the runtime's reduction order (prepare).
-    bool distributeOnly =
-        stage == Stage::Planned && flag != optionName::deterministic &&
-        !optionChangesLowering(context, flag, Stage::Planned, Stage::Exec,
-                               options.pipeline, options.target)
-             .value_or(true);
-    // muir-compile writes no probes (it has no such flag): planned and exec
-    // IR have none to leave out.
-    if (flag == "no-probes" && stage != Stage::High)
-      return error("--no-probes has no effect on " +
-                   Twine(stage == Stage::Exec ? "exec" : "planned") +
-                   " IR: muir-compile writes it without Newton-Schulz "
-                   "probes, so it has none to leave out; drop the flag");
-    if (stage == Stage::Exec || (stage == Stage::Planned && distributeOnly))
-      return error("--" + flag + " has no effect on " +
-                   (stage == Stage::Exec ? "exec IR, which is compiled"
-                                         : "planned IR, which is "
-                                           "distributed") +
-                   " already; give it to muir-compile with the description");
-  }
+  if (llvm::Error e = checkGivenFlags(context, options, stage))
+    return std::move(e);
   // One run grid; the others fold it (the dialect says which is which).
   if (failed(getRunGrid(*module)))
     return error("");
   // What a saved state is for: the step's IR as parsed or built (grid,
   // shapes, settings), the grid, the compile flags.
-  {
-    step->id.stepHash = irHash(*module);
-    // A description's step is identified by itself on one device; a
-    // high-level step's layout is its grids and its arguments' shards,
-    // splits and foldings; planned and exec IR are a rank's program, their
-    // layout throughout.
-    if (!layoutFreeHash.empty()) {
-      step->id.layoutFreeHash = layoutFreeHash;
-    } else if (stage == Stage::High) {
-      OwningOpRef<ModuleOp> layoutFree = cast<ModuleOp>((*module)->clone());
-      stripLayout(*layoutFree);
-      step->id.layoutFreeHash = irHash(*layoutFree);
-    } else {
-      step->id.layoutFreeHash = step->id.stepHash;
-    }
-    step->id.grid = gridText(*module);
-    step->id.flags = identityOf(options.pipeline, options.target);
-    // Planned and exec IR iterate as they were compiled (the step's hash
-    // holds that); --cuda-bf16's implied precision says nothing there.
-    if (stage != Stage::High)
-      step->id.flags.erase("ns-precision");
-    // The version and the commit: a state continues on the build that
-    // saved it.
-    step->id.build = muirBuildVersion();
-  }
+  step->id = identityOfStep(*module, stage, layoutFreeHash, options);
   // Gradients the step computes itself (a trained MoE layer's, returned
   // with muir.updates).
   for (auto f : module->getOps<func::FuncOp>()) {

@@ -8,6 +8,8 @@
 #define MUIR_LIB_RUNNER_STEPIMPL_H
 
 #include "Backend.h"
+#include "muir/Driver/Pipelines.h"
+#include "muir/Import/Description.h"
 #include "muir/Runner/Step.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -59,6 +61,22 @@ std::string cachePath(llvm::StringRef dir, llvm::StringRef key);
 /// and the host CPU.
 std::string cacheKey(llvm::StringRef source, llvm::StringRef filename,
                      const StepOptions &options);
+
+/// The layout-free identity of a description's step: the step built for
+/// one device (no axis over ranks, no shards, each MoE layer's batch
+/// whole when the layer gives `tokens`), without its layout. A trained MoE
+/// layer's step is per rank (its local expert stacks and tokens, its
+/// collectives over the layout's axes), so stripping the layout from the
+/// step as built would not give one identity for every layout.
+std::string oneDeviceHash(MLIRContext &context, desc::Description d,
+                          Determinism determinism);
+/// A step's identity, what a saved state is for: the hash of its IR as
+/// parsed or built (`module` at `stage`), the hash of its layout-free form
+/// (a description's one-device hash, `layoutFreeHash`, when it has one),
+/// its grid, its compile flags and the build.
+state::StepIdentity identityOfStep(ModuleOp module, Stage stage,
+                                   const std::string &layoutFreeHash,
+                                   const StepOptions &options);
 
 } // namespace mlir::muir::runner
 

@@ -178,35 +178,12 @@ void mlir::muir::tooling::restartWithHugePages(char **argv) {
     ::unsetenv("GLIBC_TUNABLES");
 }
 
-int mlir::muir::tooling::relaunchUnderMPI(int numRanks, int argc, char **argv,
-                                         StringRef tool) {
-  auto fail = [&](const Twine &msg) {
-    llvm::WithColor::error(llvm::errs(), tool) << msg << "\n";
-    return 1;
-  };
-  constexpr int kStopSeconds = 5;
-  auto mpirun = llvm::sys::findProgramByName("mpirun");
-  if (!mpirun)
-    return fail("--ranks " + Twine(numRanks) +
-                " needs mpirun (Debian: openmpi-bin)");
-  std::string self = llvm::sys::fs::getMainExecutable(
-      argv[0], reinterpret_cast<void *>(&killTree));
-  std::string ranks = std::to_string(numRanks);
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  std::string threads =
-      "OPENBLAS_NUM_THREADS=" +
-      std::string(getenv("OPENBLAS_NUM_THREADS")
-                      ? getenv("OPENBLAS_NUM_THREADS")
-                      : std::to_string(std::max(1u, cores / numRanks)));
-  // The ranks watch this process (watchLauncher): killed even with
-  // SIGKILL, it leaves no rank running.
-  pid_t launcher = ::getpid();
-  std::string watch = "MUIR_LAUNCHER_PID=" + std::to_string(launcher) + "@" +
-                      bootId();
-  // The ranks' shared-memory segments in a folder of this launch's, which
-  // the launcher removes when mpirun has ended, however the ranks ended
-  // (a rank killed mid-run leaves its segment behind otherwise).
-  // Those of launchers that died (SIGKILL) before removing theirs go first.
+/// The ranks' shared-memory segments in a folder of this launch's, which
+/// the launcher removes when mpirun has ended, however the ranks ended
+/// (a rank killed mid-run leaves its segment behind otherwise).
+/// Those of launchers that died (SIGKILL) before removing theirs go first.
+/// Returns the folder ("" when none could be made).
+static std::string makeShmFolder(pid_t launcher) {
   {
     std::error_code ec;
     for (llvm::sys::fs::directory_iterator it("/dev/shm", ec), end;
@@ -222,13 +199,22 @@ int mlir::muir::tooling::relaunchUnderMPI(int numRanks, int argc, char **argv,
   std::string shm = "/dev/shm/muir-mpi-" + std::to_string(launcher) + "-XXXXXX";
   if (!::mkdtemp(shm.data()))
     shm.clear();
-  auto removeShm = [&] {
-    if (!shm.empty())
-      llvm::sys::fs::remove_directories(shm);
-  };
-  std::vector<std::string> cmd = {*mpirun, "-n",   ranks, "--oversubscribe",
+  return shm;
+}
+
+/// mpirun's command line: `numRanks` ranks of `self` with the tool's own
+/// arguments, oversubscribed and unbound, the BLAS threads and the
+/// launcher's watch in their environment, the shared-memory folder `shm`
+/// (none when empty), run as root where that is so.
+static std::vector<std::string>
+mpirunCommand(const std::string &mpirun, int numRanks, unsigned cores,
+              const std::string &threads, const std::string &watch,
+              const std::string &shm, const std::string &self, int argc,
+              char **argv) {
+  std::string ranks = std::to_string(numRanks);
+  std::vector<std::string> cmd = {mpirun,      "-n",   ranks, "--oversubscribe",
                                   "--bind-to", "none", "-x",  threads,
-                                  "-x",       watch};
+                                  "-x",        watch};
   if (!shm.empty())
     for (const std::string &arg :
          {std::string("--mca"), std::string("btl_vader_backing_directory"),
@@ -247,6 +233,65 @@ int mlir::muir::tooling::relaunchUnderMPI(int numRanks, int argc, char **argv,
   cmd.push_back(self);
   for (int i = 1; i < argc; ++i)
     cmd.push_back(argv[i]);
+  return cmd;
+}
+
+/// Waits for mpirun (`pid`) to end, into `status`, copying the ranks'
+/// output meanwhile (`drain`, which polls for up to its argument in
+/// milliseconds); once a stop signal came, kills mpirun's tree if it has
+/// not ended within `stopSeconds`. False when waiting failed (errno).
+static bool waitForMpirun(pid_t pid, int &status, int stopSeconds,
+                          llvm::function_ref<bool(int)> drain) {
+  auto stopAt = std::chrono::steady_clock::time_point::max();
+  while (true) {
+    pid_t got = ::waitpid(pid, &status, WNOHANG);
+    if (got == pid)
+      return true;
+    if (got < 0 && errno != EINTR)
+      return false;
+    if (stopSignal && stopAt == std::chrono::steady_clock::time_point::max())
+      stopAt =
+          std::chrono::steady_clock::now() + std::chrono::seconds(stopSeconds);
+    if (std::chrono::steady_clock::now() > stopAt) {
+      killTree(pid);
+      ::waitpid(pid, &status, 0);
+      return true;
+    }
+    drain(50);
+  }
+}
+
+int mlir::muir::tooling::relaunchUnderMPI(int numRanks, int argc, char **argv,
+                                          StringRef tool) {
+  auto fail = [&](const Twine &msg) {
+    llvm::WithColor::error(llvm::errs(), tool) << msg << "\n";
+    return 1;
+  };
+  constexpr int kStopSeconds = 5;
+  auto mpirun = llvm::sys::findProgramByName("mpirun");
+  if (!mpirun)
+    return fail("--ranks " + Twine(numRanks) +
+                " needs mpirun (Debian: openmpi-bin)");
+  std::string self = llvm::sys::fs::getMainExecutable(
+      argv[0], reinterpret_cast<void *>(&killTree));
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::string threads =
+      "OPENBLAS_NUM_THREADS=" +
+      std::string(getenv("OPENBLAS_NUM_THREADS")
+                      ? getenv("OPENBLAS_NUM_THREADS")
+                      : std::to_string(std::max(1u, cores / numRanks)));
+  // The ranks watch this process (watchLauncher): killed even with
+  // SIGKILL, it leaves no rank running.
+  pid_t launcher = ::getpid();
+  std::string watch =
+      "MUIR_LAUNCHER_PID=" + std::to_string(launcher) + "@" + bootId();
+  std::string shm = makeShmFolder(launcher);
+  auto removeShm = [&] {
+    if (!shm.empty())
+      llvm::sys::fs::remove_directories(shm);
+  };
+  std::vector<std::string> cmd = mpirunCommand(
+      *mpirun, numRanks, cores, threads, watch, shm, self, argc, argv);
   std::vector<char *> cargv;
   for (std::string &a : cmd)
     cargv.push_back(a.data());
@@ -339,23 +384,8 @@ int mlir::muir::tooling::relaunchUnderMPI(int numRanks, int argc, char **argv,
     return got;
   };
   int status = 0;
-  auto stopAt = std::chrono::steady_clock::time_point::max();
-  while (true) {
-    pid_t got = ::waitpid(pid, &status, WNOHANG);
-    if (got == pid)
-      break;
-    if (got < 0 && errno != EINTR)
-      return fail("waiting for mpirun: " + Twine(std::strerror(errno)));
-    if (stopSignal && stopAt == std::chrono::steady_clock::time_point::max())
-      stopAt = std::chrono::steady_clock::now() +
-               std::chrono::seconds(kStopSeconds);
-    if (std::chrono::steady_clock::now() > stopAt) {
-      killTree(pid);
-      ::waitpid(pid, &status, 0);
-      break;
-    }
-    drain(50);
-  }
+  if (!waitForMpirun(pid, status, kStopSeconds, drain))
+    return fail("waiting for mpirun: " + Twine(std::strerror(errno)));
   // What the ranks wrote last (the pipes close when the last one ends).
   while (drain(stopSignal ? 100 : 1000))
     ;
