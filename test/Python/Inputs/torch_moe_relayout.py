@@ -33,6 +33,7 @@ import sys
 import torch
 
 import muir.torch as mt
+from muir import _moe as muir_moe
 
 H, F, E, K = 32, 48, 8, 2
 KINDS = ("muon", "normuon")
@@ -75,7 +76,7 @@ def build(kind, cache):
 def step(net, opt, k):
     params = dict(net.named_parameters())
     for n, g in draw(net, 100 + k).items():
-        rows = mt._moe.expert_rows(params[n])
+        rows = muir_moe.expert_rows(params[n])
         params[n].grad = (g if rows is None else g[rows[0]:rows[1]]).clone()
     opt.step()
     opt.zero_grad()
