@@ -170,8 +170,9 @@ const char *muir_step_last_error(void);
  * layer-pass=forward|forward-only|backward|recompute) the step is a
  * description's MoE layer NAME as a pass a model calls, instead of the
  * optimizer step; its arguments are in docs/step-library.md; muir_step_run's
- * `counter` is then the call's token count, 0 to the layer's tokens_per_rank;
- * not kept by cache-dir. Returns NULL on error. */
+ * `counter` is then the call's token count, 0 to the layer's tokens_per_rank
+ * (cache-dir keeps such passes too, one per layer, pass and bound).
+ * Returns NULL on error. */
 MuirStep *muir_step_compile(const char *source, size_t size,
                             const char *filename, const char *options);
 

@@ -116,7 +116,7 @@ void ReportBuilder::addParameter(const Parameter &p) {
 }
 
 void ReportBuilder::addTraining() {
-  // MoE layers trained in the step (lib/Import/BuildIR.cpp's TrainedLayer).
+  // MoE layers trained in the step (lib/Import/TrainedLayer.h).
   if (d.training.enabled) {
     const std::vector<GridAxis> &fold =
         d.grid.moeAxes.empty() ? d.grid.axes : d.grid.moeAxes;

@@ -1,5 +1,4 @@
-//===- StepIdentity.cpp - what a saved state is for
-//------------------------===//
+//===- StepIdentity.cpp - what a saved state is for ----------------------===//
 //
 // A step's identity (muir::state::StepIdentity), which a saved state
 // records and a resume checks: the hash of the step's IR as parsed or

@@ -1,5 +1,4 @@
-//===- DistributeInternal.h - muir-distribute's shared pieces ----*- C++
-//-*-===//
+//===- DistributeInternal.h - muir-distribute's shared pieces -*- C++ -*-===//
 //
 // Private to lib/Transforms: what the pass (Distribute.cpp: shardings,
 // the Newton-Schulz mode of each update, the tensor-parallel rewrite)

@@ -7,6 +7,7 @@ import torch
 
 from muir import _dist
 from muir import _moe
+from muir import _moe_records
 from muir._dtensor import _dtensor_type, _is_dtensor
 from muir._moe import MoE
 
@@ -145,7 +146,7 @@ def full_state_dict(obj):
         raise TypeError("%s: expected a torch.nn.Module or a muir.torch "
                         "optimizer, got %s" % (who, type(obj).__name__))
     sd = _whole_dtensors(obj.state_dict())
-    items = [(key, p, _moe.expert_rows(p))
+    items = [(key, p, _moe_records.expert_rows(p))
              for key, p in obj.state_dict(keep_vars=True).items()
              if getattr(p, "_muir_ep", 1) > 1]
     if not items:

@@ -9,6 +9,9 @@ import torch
 
 import muir
 from muir import _dist
+from muir._moe_ranks import (_EDP_GROUPS, _edp_group, _sum_over_ranks,
+                             _world_rank, _world_size)
+from muir._moe_records import held_rows
 
 __all__ = ["MoE", "MoEInputError", "DEFAULT_MAX_COMPILED_BOUNDS"]
 
@@ -26,137 +29,9 @@ class MoEInputError(ValueError):
     """A bad input to a muir.torch.MoE layer (names the layer)."""
 
 
-def _world_size():
-    return _dist.ranks()[1]
-
-
-def _world_rank():
-    return _dist.ranks()[0]
-
-
-# (ep, ranks) -> this rank's edp group (the ranks holding its experts).
-_EDP_GROUPS = {}
-
-
-def _edp_group(ep, world):
-    """The torch.distributed group of the ranks that hold this rank's
-    expert block in the folding edp x ep of the `world` ranks muir's steps
-    run over (group ranks r, r + ep, r + 2 ep, ...); every rank makes all
-    of them, in one order (new_group is collective)."""
-    import torch.distributed as dist
-    key = (ep, world)
-    if key in _EDP_GROUPS:
-        return _EDP_GROUPS[key]
-    if not (dist.is_available() and dist.is_initialized()):
-        raise ValueError(
-            "muir.torch.MoE: ep=%d over %d ranks folds edp=%d replicas of "
-            "each expert block, whose gradients are summed over "
-            "torch.distributed: call torch.distributed.init_process_group "
-            "first (also under mpirun)" % (ep, world, world // ep))
-    base = _dist.group()
-    if world != dist.get_world_size():
-        # new_group is collective over the whole job: ranks outside the
-        # layer's group would never make the replicas' groups.
-        raise ValueError(
-            "muir.torch.MoE: ep=%d over a group of %d of the job's %d ranks; "
-            "a layer with ep below its ranks (edp=%d replicas) needs its "
-            "ranks to be the whole job" % (ep, world, dist.get_world_size(),
-                                          world // ep))
-    members = [dist.get_global_rank(base, r) if base is not None else r
-               for r in range(world)]
-    mine = None
-    for j in range(ep):
-        # gloo: the gradients are CPU tensors (also where the default
-        # group is NCCL).
-        group = dist.new_group(ranks=members[j::ep], backend="gloo")
-        if j == _world_rank() % ep:
-            mine = group
-    _EDP_GROUPS[key] = mine
-    return mine
-
-
 # The expert stacks: dimension 0 is the layer's experts (a rank's block of
 # them with ep > 1).
 _STACKS = ("gate_proj", "up_proj", "down_proj")
-
-
-def expert_rows(p):
-    """The experts an expert stack (or its optimizer state) holds: (lo, hi,
-    experts), rows [lo, hi) of the layer's `experts`; None for a tensor
-    that is no muir.torch.MoE expert stack."""
-    experts = getattr(p, "_muir_experts", None)
-    if experts is None:
-        return None
-    lo = getattr(p, "_muir_ep_rank", 0) * p.shape[0]
-    return (lo, lo + p.shape[0], experts)
-
-
-def saved_rows(saved):
-    """(lo, hi, experts) of a state's record of the experts a stack holds
-    ("muir_experts": [lo, hi, experts]), or None when the record is no such
-    thing: three integers (not bools, floats or strings) with
-    0 <= lo < hi <= experts. A state is data from a file: its record decides
-    which rows load where, so it is checked before it is used."""
-    if isinstance(saved, (list, tuple)) and len(saved) == 3 and all(
-            isinstance(v, numbers.Integral) and not isinstance(v, bool)
-            for v in saved):
-        lo, hi, experts = (int(v) for v in saved)
-        if 0 <= lo < hi <= experts:
-            return lo, hi, experts
-    return None
-
-
-def bad_record(saved, who):
-    """The message for a record that saved_rows refuses."""
-    return ("%s is recorded as holding experts %r (\"muir_experts\": [lo, "
-            "hi, experts]); expected three integers with 0 <= lo < hi <= "
-            "experts: the state_dict is damaged or was edited"
-            % (who, saved))
-
-
-def held_rows(t, saved, want, who):
-    """(rows, None): the rows of `t` (a saved expert stack or its optimizer
-    state, dimension 0 the experts) for the experts want = (lo, hi,
-    experts); or (None, why) when it does not hold them. `saved` is what
-    the state records it holds ((lo, hi, experts), checked by saved_rows);
-    None (a dict made by hand): every expert if it has their rows, else
-    this rank's."""
-    lo, hi, experts = want
-    if saved is not None:
-        record = saved_rows(saved)
-        if record is None:
-            return None, bad_record(saved, who)
-        saved = record
-    if not isinstance(t, torch.Tensor) or t.dim() == 0:
-        return t, None
-    if saved is None:
-        if t.shape[0] == experts:
-            saved = (0, experts, experts)
-        elif t.shape[0] == hi - lo:
-            saved = want
-        else:
-            return None, ("%s holds %d experts' rows; this rank holds "
-                          "experts %d-%d of %d (%d rows): load the "
-                          "state_dict this rank's experts were saved in, or "
-                          "one made by muir.torch.full_state_dict, which "
-                          "loads on any ep" % (who, t.shape[0], lo, hi - 1,
-                                               experts, hi - lo))
-    slo, shi, sexperts = saved
-    if sexperts != experts:
-        return None, ("%s is saved for a layer of %d experts; this one has "
-                      "%d" % (who, sexperts, experts))
-    if t.shape[0] != shi - slo:
-        return None, ("%s has %d rows, but its state_dict says it holds "
-                      "experts %d-%d" % (who, t.shape[0], slo, shi - 1))
-    if slo <= lo and hi <= shi:
-        if (slo, shi) == (lo, hi):
-            return t, None
-        return t[lo - slo:hi - slo].clone(), None
-    return None, ("%s holds experts %d-%d of %d (one rank's part of an "
-                  "expert-parallel state); this rank holds experts %d-%d: "
-                  "load the state_dict this rank's experts were saved in, or "
-                  "one made by muir.torch.full_state_dict, which loads on "
-                  "any ep" % (who, slo, shi - 1, experts, lo, hi - 1))
 
 
 def _rate(v):
@@ -165,64 +40,6 @@ def _rate(v):
         raise ValueError("muir.torch.MoE: bias_update_rate must be a finite "
                          "number >= 0, got %r" % (v,))
     return float(v)
-
-
-# update_bias's sum over the job's MPI ranks: one compiled muir step per
-# (length, ranks, ep), an all_gather of the counts' 16-bit pieces as
-# float32 (each exact) summed here in int64, so the loads are exact for any
-# count and any number of ranks. Its grids are the layer's (the ranks of a
-# process run one grid at a time).
-_GATHERS = {}
-_PIECES = 4
-
-
-def _gather_step(n, world, ep):
-    key = (n, world, ep)
-    if key not in _GATHERS:
-        m = n * _PIECES
-        moe = ("  muir.grid @moe axes = [\"edp\", \"ep\"] shape = [%d, %d] "
-               "folds @world\n" % (world // ep, ep)) if ep > 1 else ""
-        ir = ("module @moe_loads {\n"
-              "  muir.grid @world axes = [\"dp\"] shape = [%d]\n%s"
-              "  func.func @step(%%arg0: tensor<%dxf32> {muir.name = "
-              "\"counts\", muir.role = #muir.role<data>}, %%arg1: "
-              "tensor<%dxf32> {muir.name = \"every\", muir.role = "
-              "#muir.role<data>}) -> (tensor<%dxf32> {muir.updates = "
-              "\"every\"}) {\n"
-              "    %%0 = muir.all_gather %%arg0 on @world axes = [\"dp\"] "
-              "gather_axis = 0 : tensor<%dxf32> -> tensor<%dxf32>\n"
-              "    return %%0 : tensor<%dxf32>\n  }\n}\n"
-              % (world, moe, m, world * m, world * m, m, world * m,
-                 world * m))
-        _GATHERS[key] = muir.compile(ir, "moe_loads.mlir", {"target": "cpu"})
-    return _GATHERS[key]
-
-
-def _sum_over_ranks(counts, ep):
-    """counts (int64 [n] on the CPU) summed over the job's ranks, exactly:
-    under mpirun over MPI (muir's runtime, as the passes of a layer of this
-    `ep`), else over torch.distributed when it is initialised with several
-    ranks, else counts. Every rank calls it."""
-    world = _world_size()
-    if world > 1:
-        step = _gather_step(counts.numel(), world, ep)
-        pieces = torch.stack([(counts >> (16 * i)) & 0xFFFF
-                              for i in range(_PIECES)]).to(torch.float32)
-        every = torch.empty(world * pieces.numel())
-        step.bind("counts", pieces.data_ptr())
-        step.bind("every", every.data_ptr())
-        step.run()
-        sums = every.view(world, _PIECES, -1).to(torch.int64).sum(0)
-        return sum(sums[i] << (16 * i) for i in range(_PIECES))
-    import torch.distributed as dist
-    if dist.is_available() and dist.is_initialized() and \
-            dist.get_world_size() > 1:
-        t = counts.clone()
-        if dist.get_backend() == "nccl":
-            t = t.cuda()
-        dist.all_reduce(t)
-        return t.cpu()
-    return counts.clone()
 
 
 def _int(v, key, lo):
@@ -286,7 +103,9 @@ class _MoEFunction(torch.autograd.Function):
         # ("recompute") computes the experts' products again (same bits:
         # the same ops on the same inputs) inside itself, where their
         # buffers die as soon as it is done with them.
-        ctx.recompute = layer.recompute
+        # (A forward that kept nothing is followed, if autograd ever runs
+        # a backward of it, by the recompute pass, which needs nothing.)
+        ctx.recompute = layer.recompute or not keep
         ctx.save_for_backward(x, *weights,
                               *(() if layer.recompute else saved))
         ctx.mark_non_differentiable(tokens_per_expert)
@@ -640,7 +459,8 @@ class MoE(torch.nn.Module):
                              torch.zeros(self.experts, dtype=torch.int64)
                              if e_score_correction_bias else None,
                              persistent=False)
-        # (bound, "forward"|"backward"[, device]) -> _Pass, and the size
+        # (bound, (pass, bf16)[, device]) -> _Pass (pass: "forward",
+        # "forward-only", "backward" or "recompute"), and the size
         # classes held, (bound[, device]), least recently used first.
         self._passes = {}
         self._classes = collections.OrderedDict()
@@ -1155,34 +975,3 @@ class MoE(torch.nn.Module):
         `block`."""
         from muir import hf
         return hf.copy_to_hf(self, block)
-
-
-def prepare_ddp(model):
-    """Call before DistributedDataParallel(model): DDP is told to leave
-    alone what a muir.torch.MoE inside `model` holds per rank: the expert
-    stacks of an ep > 1 layer (each rank holds other experts; the layer
-    scales their gradients by 1 / ranks under DDP, so that with DDP's
-    averaged ones they are the gradients of the mean of the ranks' losses,
-    as a single process on all the tokens gives) and the loads update_bias()
-    sums over the ranks. By torch's own list of names DDP ignores
-    (DistributedDataParallel._set_params_and_buffers_to_ignore_for_model),
-    appended to one already set on `model`. Returns the list. The layers
-    are marked: from then on an ep layer's stack gradients are DDP's
-    convention (1 / ranks) on every forward, also where DDP runs its
-    Python reducer (compiled autograd), which does not show the layer it
-    is inside DDP. Without it a layer that DDP would reduce or broadcast
-    refuses its first forward, naming this function."""
-    from torch.nn.parallel import DistributedDataParallel as DDP
-    names = list(getattr(model, "_ddp_params_and_buffers_to_ignore", ()))
-    for prefix, m in model.named_modules():
-        if not isinstance(m, MoE):
-            continue
-        at = prefix + "." if prefix else ""
-        if m.ep > 1:
-            names += [at + n for n in _STACKS]
-        if m.tokens_per_expert_since_update is not None:
-            names.append(at + "tokens_per_expert_since_update")
-        m._muir_ddp = True
-    names = list(dict.fromkeys(names))
-    DDP._set_params_and_buffers_to_ignore_for_model(model, names)
-    return names

@@ -86,6 +86,7 @@ import torch
 import torch.nn.functional as F
 
 from muir import _moe
+from muir import _moe_records
 
 __all__ = ["MoEBlock", "from_hf", "copy_to_hf", "replace_moe_blocks",
            "restore_hf_blocks", "family", "FAMILIES"]
@@ -217,7 +218,7 @@ def _check_bias(gate, who, layer_cls):
 
 
 def _rows(layer):
-    lo, hi, _ = _moe.expert_rows(layer.gate_proj)
+    lo, hi, _ = _moe_records.expert_rows(layer.gate_proj)
     return lo, hi
 
 

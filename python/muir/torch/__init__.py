@@ -237,7 +237,8 @@ Keyword-only arguments:
   (muir.options(), docs/step-library.md's table), None for the library's
   default.
 """
-from muir._moe import MoE, MoEInputError, prepare_ddp
+from muir._moe import MoE, MoEInputError
+from muir._moe_ddp import prepare_ddp
 from muir._errors import (
     NonFiniteGradientError, ParamGroupError, ParameterError)
 from muir._checkpoint import (

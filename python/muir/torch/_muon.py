@@ -77,7 +77,8 @@ class Muon(_Groups, _QkClip, _Distributed, _StateDict, _CompiledSteps,
         adamw_lr, adamw_betas, adamw_eps, adamw_weight_decay: AdamW's
             settings for the other parameters (adamw_lr None: lr).
         layout (str): the ranks' layout, e.g. "dp=2" or "dp=2,tp=2"
-            (default: one rank, or dp over torch.distributed's world).
+            (default: dp over the job's ranks: mpirun's, or
+            torch.distributed's world; one rank alone).
         target (str): "cpu" or "cuda" (default: the parameters' device).
         adamw_patterns (tuple): fnmatch globs of names that take AdamW.
         check_finite (bool): refuse non-finite gradients before a step
@@ -87,8 +88,9 @@ class Muon(_Groups, _QkClip, _Distributed, _StateDict, _CompiledSteps,
         max_compiled_steps (int): compiled steps kept in memory.
         qk_clip (float), attention (list): MuonClip's threshold and the
             attention blocks it clips.
-        process_group, device_mesh: the torch.distributed group or 1-D
-            mesh the step's collectives run over.
+        process_group, device_mesh: the torch.distributed group, or the
+            mesh (a 1-D one, or one holding every rank, as HSDP's), the
+            step's collectives run over.
 
     Keyword-only: ns_eps (1e-7), momentum_kind ("ema" or "accumulate"),
     coefficients, name, cache_dir, options, and the step library's user

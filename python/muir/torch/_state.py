@@ -3,7 +3,7 @@ layout, whole or sharded state), and pickling without the compiled
 steps."""
 import collections
 import torch
-from muir import _moe
+from muir import _moe_records
 from muir._dtensor import _as_placed, _is_dtensor, _rows_of, _state_placements
 from muir.torch._common import _tables
 
@@ -62,9 +62,9 @@ class _StateDict:
             for i, p in zip(saved["params"], mine["params"]):
                 ids[i] = p
         for i, record in experts.items():
-            if _moe.saved_rows(record) is None:
+            if _moe_records.saved_rows(record) is None:
                 raise ValueError("muir.torch.Muon.load_state_dict: " +
-                                 _moe.bad_record(record, "the state of %s" % (
+                                 _moe_records.bad_record(record, "the state of %s" % (
                                      "parameter '%s'" % self._info[ids[i]]
                                      ["name"] if i in ids else
                                      "parameter %r" % (i,))))
@@ -75,13 +75,13 @@ class _StateDict:
                                  "holds parameter %r, which no group lists"
                                  % (i,))
             d = self._info[p]
-            want = _moe.expert_rows(p)
+            want = _moe_records.expert_rows(p)
             if want is not None:
                 # An expert stack's state: this rank's experts' rows of a
                 # state that holds them.
                 entry = dict(entry)
                 for key in d["state_keys"]:
-                    rows, why = _moe.held_rows(
+                    rows, why = _moe_records.held_rows(
                         entry.get(key), experts.get(i), want,
                         "parameter '%s''s state '%s'" % (d["name"], key))
                     if why is not None:
@@ -155,7 +155,7 @@ class _StateDict:
         experts = {}
         for i, p in enumerate(p for g in self.param_groups
                               for p in g["params"]):
-            rows = _moe.expert_rows(p)
+            rows = _moe_records.expert_rows(p)
             if rows is not None and i in sd["state"]:
                 experts[i] = list(rows)
         if experts:

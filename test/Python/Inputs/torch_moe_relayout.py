@@ -33,7 +33,7 @@ import sys
 import torch
 
 import muir.torch as mt
-from muir import _moe as muir_moe
+from muir import _moe_records as muir_moe
 
 H, F, E, K = 32, 48, 8, 2
 KINDS = ("muon", "normuon")
