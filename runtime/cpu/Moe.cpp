@@ -388,6 +388,33 @@ void forEachPairHome(const Ep &ep, const int64_t *indices, Fn &&fn) {
   });
 }
 
+/// Stops (moeError) when a rank of the ep group would receive more routed
+/// rows than the static `bound`, naming its experts' rows; `at(s, e)`: the
+/// pairs rank s routes to expert e (every rank's counts, all-gathered).
+template <typename At>
+void checkBound(const char *fn, const char *layer, const Ep &ep, int64_t bound,
+                At at) {
+  for (int64_t d = 0; d < ep.g; ++d) {
+    int64_t total = 0;
+    for (int64_t e = d * ep.el; e < (d + 1) * ep.el; ++e)
+      for (int64_t s = 0; s < ep.g; ++s)
+        total += at(s, e);
+    if (total <= bound)
+      continue;
+    std::string why = "rank " + std::to_string(d) + " would receive " +
+                      std::to_string(total) +
+                      " routed rows but the static bound is " +
+                      std::to_string(bound) + " (rows per expert:";
+    for (int64_t e = d * ep.el; e < (d + 1) * ep.el; ++e) {
+      int64_t n = 0;
+      for (int64_t s = 0; s < ep.g; ++s)
+        n += at(s, e);
+      why += " expert " + std::to_string(e) + ": " + std::to_string(n);
+    }
+    moeError(fn, layer, why + ")");
+  }
+}
+
 } // namespace
 
 extern "C" void muirrt_moe_dispatch(int64_t axes_mask, int64_t tokens,
@@ -430,25 +457,7 @@ extern "C" void muirrt_moe_dispatch(int64_t axes_mask, int64_t tokens,
       return all[static_cast<size_t>(s * width + col)];
     };
     // Every rank checks every rank's bound, so all stop together.
-    for (int64_t d = 0; d < ep.g; ++d) {
-      int64_t total = 0;
-      for (int64_t e = d * ep.el; e < (d + 1) * ep.el; ++e)
-        for (int64_t s = 0; s < ep.g; ++s)
-          total += at(s, e);
-      if (total > bound) {
-        std::string why = "rank " + std::to_string(d) + " would receive " +
-                          std::to_string(total) +
-                          " routed rows but the static bound is " +
-                          std::to_string(bound) + " (rows per expert:";
-        for (int64_t e = d * ep.el; e < (d + 1) * ep.el; ++e) {
-          int64_t n = 0;
-          for (int64_t s = 0; s < ep.g; ++s)
-            n += at(s, e);
-          why += " expert " + std::to_string(e) + ": " + std::to_string(n);
-        }
-        moeError(fn, layer, why + ")");
-      }
-    }
+    checkBound(fn, layer, ep, bound, at);
     PlanView pv{plan, bound, ep.g};
     std::vector<int64_t> sendTokens(g), recvTokens(g);
     for (int64_t s = 0; s < ep.g; ++s) {
